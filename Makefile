@@ -1,0 +1,36 @@
+# ralph.py: the targets the README names. Each is a line or two.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+ARGS ?=
+
+.PHONY: setup test demo bench ralph plan install
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+test: setup
+	$(PY) -m pytest -n auto
+
+demo: setup
+	$(PY) demo/run_demo.py
+
+bench: setup
+	$(PY) bench/run_all.py
+
+ralph: setup
+	$(PY) ralph.py build $(ARGS)
+
+plan: setup
+	$(PY) ralph.py plan $(ARGS)
+
+# Installs the `ralph` and `ralph-task` commands for the current user, and the Claude Code
+# skills and hooks into this project's .claude/ (see README "Claude Code integration").
+install: setup
+	$(PYTHON) -m pip install --user .
+	$(PY) ralph.py install --project .

@@ -1,0 +1,72 @@
+"""Owns the user-facing failures: one RalphError subclass per failure a user or an agent can
+cause, each with its exit code from the one table below (repeated in the README). Raising is
+done deep in lib/; catching and printing happens once, in ralph.py. Knows nothing of the loop."""
+
+# The exit-code table. 0, 1 and 130 are ralph.sh's; the others are ralph.py's own and stable.
+EXIT_OK = 0                 # done: no tasks, all tasks complete, promise, iteration limit
+EXIT_USAGE = 1              # unknown command or option, bad flag or config value, no specs
+EXIT_LOCKED = 3             # another run holds the run lock of this backlog
+EXIT_SCOPE_CHANGED = 4      # STOP_ON_SCOPE_CHANGE: the frozen scope changed
+EXIT_BUDGET = 5             # a budget ran out: --max-cost, --max-runtime, --max-limit-wait
+EXIT_NO_PROGRESS = 6        # breaker: idle sessions or consecutive failures
+EXIT_USAGE_DISABLED = 7     # the agent's usage was disabled by an admin: waiting cannot help
+EXIT_ENVIRONMENT = 8        # .ralph/ cannot be written (disk full, read-only) or read
+EXIT_TASK_CMD_MISSING = 127  # `ralph task`: the task command cannot be executed
+EXIT_INTERRUPTED = 130      # SIGINT or SIGTERM
+
+
+class RalphError(Exception):
+    """A failure with a one-line message for the user and a documented exit code."""
+
+    exit_code = EXIT_USAGE
+
+
+class UsageError(RalphError):
+    """Bad command line or configuration value."""
+
+    exit_code = EXIT_USAGE
+
+
+class RunLocked(RalphError):
+    """Another live run holds the run lock."""
+
+    exit_code = EXIT_LOCKED
+
+
+class ScopeChanged(RalphError):
+    """The frozen scope changed and STOP_ON_SCOPE_CHANGE is on."""
+
+    exit_code = EXIT_SCOPE_CHANGED
+
+
+class BudgetExhausted(RalphError):
+    """A cost, runtime or limit-wait budget ran out."""
+
+    exit_code = EXIT_BUDGET
+
+
+class NoProgress(RalphError):
+    """The no-progress breaker tripped."""
+
+    exit_code = EXIT_NO_PROGRESS
+
+
+class UsageDisabled(RalphError):
+    """The agent reported that its usage was disabled by an admin."""
+
+    exit_code = EXIT_USAGE_DISABLED
+
+
+class EnvironmentFailure(RalphError):
+    """ralph.py's own files cannot be written or read (disk full, read-only, permissions)."""
+
+    exit_code = EXIT_ENVIRONMENT
+
+
+__all__ = [
+    "RalphError", "UsageError", "RunLocked", "ScopeChanged", "BudgetExhausted", "NoProgress",
+    "UsageDisabled", "EnvironmentFailure",
+    "EXIT_OK", "EXIT_USAGE", "EXIT_LOCKED", "EXIT_SCOPE_CHANGED", "EXIT_BUDGET",
+    "EXIT_NO_PROGRESS", "EXIT_USAGE_DISABLED", "EXIT_ENVIRONMENT", "EXIT_TASK_CMD_MISSING",
+    "EXIT_INTERRUPTED",
+]

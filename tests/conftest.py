@@ -1,0 +1,133 @@
+"""Shared fixtures: a temp git repo with a backlog, stub agents first on PATH, and run_ralph().
+
+Every black-box test runs the real ralph.py / scripts/task as a process with an explicit
+environment (no RALPH_* or CLAUDE_* variables leak in from the developer's shell), a private
+HOME (so ~/.claude/settings.json is never read), cwd inside a temp git repo, and a timeout.
+Module-specific fixtures live in their test module; add here only what several modules share.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RALPH = ROOT / "ralph.py"
+TASK = ROOT / "scripts" / "task"
+STUBS = ROOT / "tests" / "stubs"
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.01):
+    """Poll predicate until it returns something truthy; fail the test at the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"condition not met within {timeout}s: {predicate}")
+        time.sleep(interval)
+
+
+def _clean_environ() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("RALPH_", "CLAUDE", "GIT_", "STUB_", "PYTEST_"))
+           and k not in ("FREEZE_SCOPE", "STOP_ON_SCOPE_CHANGE", "SCRIPT_DIR", "VIRTUAL_ENV")}
+    env.update({
+        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+        "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
+        "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
+        "GIT_CONFIG_NOSYSTEM": "1",
+    })
+    return env
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def bin_dir(tmp_path: Path) -> Path:
+    """A directory first on PATH: put stub agents here (see install_stub)."""
+    path = tmp_path / "bin"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def base_env(home: Path, bin_dir: Path) -> dict[str, str]:
+    env = _clean_environ()
+    env["HOME"] = str(home)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, env=env or _clean_environ(), check=True,
+                          capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path, base_env: dict[str, str]) -> Path:
+    """A git repo on branch main with an origin remote, one spec and one commit."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main", env=base_env)
+    git(repo, "remote", "add", "origin", "https://github.com/acme/widgets.git", env=base_env)
+    (repo / "specs").mkdir()
+    (repo / "specs" / "feature.md").write_text("# Feature\n\n- [ ] it works\n")
+    (repo / "README.md").write_text("demo\n")
+    git(repo, "add", "-A", env=base_env)
+    git(repo, "commit", "-q", "-m", "initial", env=base_env)
+    return repo
+
+
+def install_stub(bin_dir: Path, name: str = "claude", stub: str = "claude") -> Path:
+    """Link tests/stubs/<stub> into bin_dir as <name>."""
+    target = bin_dir / name
+    target.symlink_to(STUBS / stub)
+    return target
+
+
+def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float = 60,
+                input: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=cwd, env=env, input=input, capture_output=True,
+                          encoding="utf-8", errors="surrogateescape", timeout=timeout,
+                          stdin=None if input is not None else subprocess.DEVNULL)
+
+
+@pytest.fixture
+def run_ralph(git_repo: Path, base_env: dict[str, str]):
+    """run_ralph(*args, env=extra_env, cwd=dir, timeout=s, input=text) -> CompletedProcess."""
+    def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+            timeout: float = 60, input: str | None = None) -> subprocess.CompletedProcess:
+        full_env = {**base_env, **(env or {})}
+        return run_process([sys.executable, str(RALPH), *args], cwd=cwd or git_repo,
+                           env=full_env, timeout=timeout, input=input)
+    return run
+
+
+@pytest.fixture
+def run_task(git_repo: Path, base_env: dict[str, str]):
+    """run_task(*args, env=extra_env, cwd=dir, input=stdin_text) -> CompletedProcess."""
+    def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+            timeout: float = 60, input: str | None = None) -> subprocess.CompletedProcess:
+        full_env = {**base_env, **(env or {})}
+        return run_process([sys.executable, str(TASK), *args], cwd=cwd or git_repo,
+                           env=full_env, timeout=timeout, input=input)
+    return run
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
