@@ -148,10 +148,13 @@ class SessionSummary:
 
 class StreamRenderer:
     """Feed it the agent's stdout in chunks of any size; it writes the s.12 rendering of each
-    line to `out` and flushes once per chunk that completed a line with output."""
+    line to `out` and flushes once per chunk that completed a line with output. A line longer
+    than `max_line_bytes` is not rendered. Errors of `out.write` propagate from feed()/close()
+    after the state is updated, so a caller may catch them and keep feeding."""
 
-    def __init__(self, out: BinaryIO) -> None:
+    def __init__(self, out: BinaryIO, *, max_line_bytes: int = MAX_LINE_BYTES) -> None:
         self._out = out
+        self._max = max_line_bytes
         self._partial = bytearray()
         self._skipping = False          # inside a line longer than MAX_LINE_BYTES
         self._closed = False
@@ -208,7 +211,7 @@ class StreamRenderer:
     def _keep_partial(self, rest: bytes) -> None:
         if not rest or self._skipping:
             return
-        if len(self._partial) + len(rest) > MAX_LINE_BYTES:
+        if len(self._partial) + len(rest) > self._max:
             self._partial.clear()
             self._skipping = True
             self._s.events_seen["oversized"] += 1
@@ -223,7 +226,7 @@ class StreamRenderer:
     def _line(self, line: bytes, parts: list[str]) -> None:
         seen = self._s.events_seen
         seen["lines"] += 1
-        if len(line) > MAX_LINE_BYTES:
+        if len(line) > self._max:
             seen["oversized"] += 1
             return
         if not _may_be_wanted(line):
