@@ -156,7 +156,7 @@ class StreamRenderer:
         self._out = out
         self._max = max_line_bytes
         self._partial = bytearray()
-        self._skipping = False          # inside a line longer than MAX_LINE_BYTES
+        self._skipping = False          # inside a line longer than max_line_bytes
         self._closed = False
         self._s = SessionSummary(events_seen={
             "lines": 0, "assistant": 0, "result": 0, "rate_limit_event": 0, "oversized": 0})
@@ -172,6 +172,7 @@ class StreamRenderer:
                        events_seen=dict(self._s.events_seen))
 
     def feed(self, chunk: bytes) -> None:
+        """Take the next bytes of the stream, split anywhere; render every line they complete."""
         if self._closed:
             raise ValueError("StreamRenderer.feed() after close()")
         first = chunk.find(b"\n")
