@@ -110,7 +110,7 @@ def _structural(events: Iterable[Any]) -> tuple[dict, dict] | None:
         if not isinstance(event, dict):
             continue
         info = event.get("rate_limit_info")
-        info = info if isinstance(info, dict) else {}
+        info = info if isinstance(info, dict) else event    # top-level shape: fields on the event
         status = info.get("status", event.get("status"))
         overage_hit = (info.get("isUsingOverage") is True
                        and info.get("overageStatus") == "rejected")

@@ -79,6 +79,16 @@ def terminate_group(pgid: int, grace_s: float = 10.0, *,
     then SIGKILL. reap (e.g. popen.poll) is called on every poll so the runner's own child
     does not linger as a zombie and keeps its exit status for the runner."""
     start = time.monotonic()
+
+    def settled() -> bool:
+        if reap is not None:
+            reap()
+        if _live_members(pgid):
+            return False
+        if reap is not None:
+            reap()      # it may have turned zombie since the first reap: collect its status
+        return True
+
     try:
         os.killpg(pgid, signal.SIGTERM)
         term_sent = True
@@ -86,9 +96,7 @@ def terminate_group(pgid: int, grace_s: float = 10.0, *,
         return TerminateResult(False, False, True, 0.0)
     deadline = start + grace_s
     while True:
-        if reap is not None:
-            reap()
-        if not _live_members(pgid):
+        if settled():
             return TerminateResult(term_sent, False, True, time.monotonic() - start)
         if time.monotonic() >= deadline:
             break
@@ -101,9 +109,7 @@ def terminate_group(pgid: int, grace_s: float = 10.0, *,
     kill_deadline = time.monotonic() + 5.0
     gone = False
     while time.monotonic() < kill_deadline:
-        if reap is not None:
-            reap()
-        if not _live_members(pgid):
+        if settled():
             gone = True
             break
         time.sleep(poll_s)
