@@ -35,7 +35,8 @@ def test_pause_writes_the_pause_file_atomically_and_resume_removes_it(tmp_path):
 
 def test_stop_writes_the_stop_file(tmp_path):
     ralph = tmp_path / ".ralph"
-    assert ctl(ralph, "stop") == (0, "Stop requested: the run stops after its current session\n", "")
+    assert ctl(ralph, "stop") == (
+        0, "Stop requested: the run stops after its current session\n", "")
     assert (ralph / "STOP").is_file()
 
 
@@ -53,7 +54,8 @@ def test_status_names_the_pending_request(tmp_path, files, expected):
 @pytest.mark.parametrize("argv,line", [
     ((), "Error: ralph ctl takes one command. Usage: ralph ctl pause|resume|stop|status\n"),
     (("halt",), "Error: Unknown ctl command 'halt'. Usage: ralph ctl pause|resume|stop|status\n"),
-    (("pause", "now"), "Error: ralph ctl takes one command. Usage: ralph ctl pause|resume|stop|status\n"),
+    (("pause", "now"),
+     "Error: ralph ctl takes one command. Usage: ralph ctl pause|resume|stop|status\n"),
 ], ids=["no-command", "unknown-command", "extra-argument"])
 def test_usage_errors_are_one_line_exit_1_and_write_nothing(tmp_path, argv, line):
     assert ctl(tmp_path / ".ralph", *argv) == (1, "", line)
@@ -63,7 +65,8 @@ def test_usage_errors_are_one_line_exit_1_and_write_nothing(tmp_path, argv, line
 def test_ctl_as_a_process_uses_the_ralph_dir_of_the_current_directory(tmp_path):
     code = "import sys; from ralphkit.control import main; sys.exit(main(sys.argv[1:]))"
     run = subprocess.run([sys.executable, "-c", code, "stop"], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=30, env={"PYTHONPATH": str(ROOT / "lib"), "PATH": "/usr/bin:/bin"})
+                         text=True, timeout=30,
+                         env={"PYTHONPATH": str(ROOT / "lib"), "PATH": "/usr/bin:/bin"})
     assert (run.returncode, run.stderr) == (0, "")
     assert (tmp_path / ".ralph" / "STOP").is_file()
 

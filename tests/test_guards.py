@@ -3,9 +3,12 @@ sessions, consecutive failures), budgets (cost, runtime, limit-wait cap), state 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
+from conftest import STUBS
 from ralphkit.errors import EXIT_BUDGET, EXIT_NO_PROGRESS, BudgetExhausted, NoProgress
 from ralphkit.guards import Guards, Limits, backlog_fingerprint
 from ralphkit.outcome import Outcome
@@ -117,7 +120,8 @@ def test_the_cost_budget_trips_when_the_summed_costs_reach_it():
     assert g.after_session(OK, None, "fp2", "h") is None         # a session without a cost
     verdict = g.after_session(OK, 0.6, "fp3", "h")
     assert verdict.flag == "--max-cost" and verdict.exit_code == EXIT_BUDGET
-    assert verdict.message == "budget --max-cost 1.00 USD reached: 3 session(s) cost 1.0000 USD in total"
+    assert verdict.message == ("budget --max-cost 1.00 USD reached: 3 session(s) cost "
+                               "1.0000 USD in total")
     assert isinstance(verdict.error(), BudgetExhausted)
 
 
@@ -207,3 +211,24 @@ def test_the_state_round_trips_through_json_and_resumes_the_counts():
 def test_a_state_dict_with_unknown_or_missing_keys_still_loads():
     g = Guards.from_dict(Limits(), {"sessions": 4, "future_key": 1})
     assert g.sessions == 4 and g.total_cost_usd == 0.0
+
+
+# --- with the cost stub: real result events ------------------------------------------------
+
+def _run_cost_stub(tmp_path, costs: str) -> float:
+    env = {"PATH": "/usr/bin:/bin", "STUB_COSTS": costs,
+           "STUB_COST_STATE": str(tmp_path / "calls")}
+    run = subprocess.run([sys.executable, str(STUBS / "claude-cost")], env=env,
+                         capture_output=True, text=True, timeout=30, check=True)
+    results = [json.loads(line) for line in run.stdout.splitlines()
+               if json.loads(line).get("type") == "result"]
+    return results[-1]["total_cost_usd"]
+
+
+def test_the_cost_budget_trips_on_the_costs_a_stub_agent_reports(tmp_path):
+    g = guards(max_cost_usd=2.0, max_idle_sessions=0)
+    verdicts = [g.after_session(OK, _run_cost_stub(tmp_path, "0.5,1.25,2"), f"fp{i}", "h")
+                for i in range(3)]
+    assert verdicts[:2] == [None, None]
+    assert verdicts[2].flag == "--max-cost"
+    assert g.total_cost_usd == pytest.approx(3.75)

@@ -83,7 +83,8 @@ def test_without_a_summary_an_exit_0_is_success():
 PRECEDENCE_CASES = [
     ("disabled-beats-limit-and-timeout",
      dict(limit_hit=DISABLED_HIT, timed_out=True), "usage_disabled"),
-    ("limit-beats-timeout", dict(limit_hit=LIMIT_HIT, timed_out=True, idle_out=True), "usage_limit"),
+    ("limit-beats-timeout", dict(limit_hit=LIMIT_HIT, timed_out=True, idle_out=True),
+     "usage_limit"),
     ("timeout-beats-idle", dict(timed_out=True, idle_out=True), "timeout"),
     ("idle-beats-killed", dict(idle_out=True), "idle"),
     ("killed-beats-auth", dict(stderr_tail="Invalid API key"), "killed_by_signal"),

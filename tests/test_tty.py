@@ -24,7 +24,8 @@ def test_a_pseudo_terminal_is_interactive_and_a_pipe_or_file_is_not(tmp_path):
             os.close(fd)
 
 
-@pytest.mark.parametrize("stream", [None, io.StringIO(), object()], ids=["none", "stringio", "no-isatty"])
+@pytest.mark.parametrize("stream", [None, io.StringIO(), object()],
+                         ids=["none", "stringio", "no-isatty"])
 def test_streams_without_a_terminal_are_not_interactive(stream):
     assert is_interactive(stream) is False
 

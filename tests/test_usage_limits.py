@@ -95,7 +95,8 @@ def test_a_limit_inside_an_api_error_line_counts_even_mid_line():
         datetime(2026, 11, 22, 21, tzinfo=UTC)
 
 
-@pytest.mark.parametrize("nested", [True, False], ids=["nested-rate-limit-info", "top-level-status"])
+@pytest.mark.parametrize("nested", [True, False],
+                         ids=["nested-rate-limit-info", "top-level-status"])
 def test_a_rejected_rate_limit_event_is_a_limit_hit_with_its_epoch_reset(nested):
     hit = detect(summary(events=[rejected_event(nested=nested)]), "", NOW)
     assert hit.kind == LIMIT and hit.source == "event" and hit.reset_known
@@ -226,11 +227,13 @@ RESETS = [
     ("resets 12am", NOW, datetime(2026, 11, 23, 0, 0, tzinfo=UTC)),
     ("resets 9:30pm", NOW, datetime(2026, 11, 22, 21, 30, tzinfo=UTC)),
     ("resets 9am", NOW, datetime(2026, 11, 23, 9, 0, tzinfo=UTC)),
-    ("resets 3am (Europe/Berlin)", NOW, datetime(2026, 11, 23, 3, 0, tzinfo=ZoneInfo("Europe/Berlin"))),
+    ("resets 3am (Europe/Berlin)", NOW,
+     datetime(2026, 11, 23, 3, 0, tzinfo=ZoneInfo("Europe/Berlin"))),
     ("resets 1pm (Asia/Seoul)", NOW, datetime(2026, 11, 23, 13, 0, tzinfo=ZoneInfo("Asia/Seoul"))),
     ("resets 8pm (Asia/Seoul)", NOW, datetime(2026, 11, 22, 20, 0, tzinfo=ZoneInfo("Asia/Seoul"))),
     ("resets 14:30", NOW, datetime(2026, 11, 22, 14, 30, tzinfo=UTC)),
-    ("resets Jan 21, 5am (Etc/GMT-9)", NOW, datetime(2027, 1, 21, 5, 0, tzinfo=ZoneInfo("Etc/GMT-9"))),
+    ("resets Jan 21, 5am (Etc/GMT-9)", NOW,
+     datetime(2027, 1, 21, 5, 0, tzinfo=ZoneInfo("Etc/GMT-9"))),
     ("resets Nov 23 at 4pm (America/Recife)", NOW,
      datetime(2026, 11, 23, 16, 0, tzinfo=ZoneInfo("America/Recife"))),
     ("resets 3pm (Not/AZone)", NOW, datetime(2026, 11, 22, 15, 0, tzinfo=UTC)),
@@ -276,3 +279,14 @@ def test_a_naive_now_is_refused():
 def test_usage_limits_exports_a_small_surface():
     assert set(usage_limits.__all__) == {"LimitHit", "LIMIT", "DISABLED", "detect",
                                          "summary_from_stream"}
+
+
+def test_the_limit_stub_hits_the_limit_only_the_first_n_times(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "STUB_LIMIT_TIMES": "1",
+           "STUB_LIMIT_STATE": str(tmp_path / "calls"), "STUB_ACTION": "echo worked"}
+    runs = [subprocess.run([sys.executable, str(STUBS / "claude-limit")], env=env,
+                           capture_output=True, timeout=30) for _ in range(2)]
+    first = detect(summary_from_stream(runs[0].stdout.splitlines()), "", NOW)
+    second = detect(summary_from_stream(runs[1].stdout.splitlines()), "", NOW)
+    assert (runs[0].returncode, first.kind) == (1, LIMIT)
+    assert (runs[1].returncode, runs[1].stdout, second) == (0, b"worked\n", None)
