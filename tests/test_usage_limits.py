@@ -50,6 +50,7 @@ WORDINGS = [
     ("Claude usage limit reached. Your limit will reset at 5pm (Europe/Warsaw).",
      datetime(2026, 11, 22, 17, 0, tzinfo=ZoneInfo("Europe/Warsaw"))),
     ("Claude AI usage limit reached|1795428000", datetime.fromtimestamp(1795428000, UTC)),
+    ("Weekly limit reached ∙ resets 9pm", datetime(2026, 11, 22, 21, 0, tzinfo=UTC)),
 ]
 
 
@@ -84,7 +85,8 @@ def test_a_limit_message_on_stderr_is_a_limit_hit_from_stderr():
     "I added a test that checks the message \"You've hit your limit · resets 1pm\".",
     "Done. Note: the 5-hour limit reached ∙ resets 12pm wording is parsed now.",
     "Renamed `session_limit` handling; no limits were hit.",
-], ids=["quoted-mid-sentence", "mentioned-mid-line", "unrelated"])
+    "Limit reached for retries in the HTTP client; I raised it to 5.",
+], ids=["quoted-mid-sentence", "mentioned-mid-line", "unrelated", "other-limit-at-line-start"])
 def test_an_agent_talking_about_limits_is_not_a_limit_hit(text):
     assert detect(summary(result_text=text, assistant=text), "", NOW) is None
 

@@ -4,6 +4,7 @@ wait would exceed its cap (--max-limit-wait, or what is left of --max-runtime). 
 nothing of detecting limits (usage_limits) or of the run state that persists reset_at."""
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta, timezone
 from typing import Callable
 
@@ -16,6 +17,11 @@ STOPPED = "stopped"
 
 def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def _sleep(seconds: float) -> bool:
+    time.sleep(seconds)
+    return False
 
 
 def _when(moment: datetime) -> str:
@@ -39,11 +45,7 @@ def wait_until(reset_at: datetime, *, margin: timedelta = timedelta(minutes=2),
     is longer than max_wait (None: no cap), naming cap_flag. Log lines are plain lines (no
     carriage return): they end up in nohup.out and CI logs."""
     if wait is None:
-        import time
-
-        def wait(seconds: float) -> bool:
-            time.sleep(seconds)
-            return False
+        wait = _sleep
     target = reset_at + margin
     now = clock()
     remaining = (target - now).total_seconds()

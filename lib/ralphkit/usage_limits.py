@@ -43,7 +43,8 @@ _DISABLED_RE = re.compile(r"your usage allocation has been disabled by your admi
 _LIMIT_RE = re.compile(
     rf"(?:you{_APOS}ve\s+hit\s+your\s+(?:[\w-]+\s+){{0,3}}limit"      # hit your (session|...) limit
     rf"|you{_APOS}re\s+out\s+of\s+extra\s+usage"
-    rf"|(?:claude\s+(?:ai\s+)?)?(?:[\w-]+\s+)?(?:usage\s+)?limit\s+reached"  # 5-hour limit reached
+    rf"|(?:claude\s+(?:ai\s+)?)?(?:\d+-hour|weekly|daily|session|opus|sonnet|usage)"
+    rf"(?:\s+usage)?\s+limit\s+reached"                              # 5-hour limit reached
     rf"|you{_APOS}ve\s+reached\s+your\s+(?:[\w-]+\s+){{0,3}}limit)",
     re.I)
 _API_ERROR_LINE = re.compile(r"^\s*(?:⎿\s*)?API\s+Error", re.I)
