@@ -106,6 +106,12 @@ def test_a_rejected_rate_limit_event_is_a_limit_hit_with_its_epoch_reset(nested)
     assert hit.limit_type == "five_hour"
 
 
+def test_a_renderer_that_keeps_only_the_rate_limit_info_dicts_still_works():
+    info = rejected_event()["rate_limit_info"]
+    hit = detect(summary(events=[{"status": "allowed"}, info]), "", NOW)
+    assert hit.kind == LIMIT and hit.reset_at == datetime.fromtimestamp(1795428000, UTC)
+
+
 def test_the_structural_reset_wins_over_the_reset_parsed_from_text():
     hit = detect(summary(result_text="You've hit your limit · resets 1pm (Asia/Seoul)",
                          events=[rejected_event(resets_at=1795500000)]), "", NOW)

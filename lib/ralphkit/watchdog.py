@@ -94,6 +94,8 @@ def terminate_group(pgid: int, grace_s: float = 10.0, *,
         term_sent = True
     except ProcessLookupError:
         return TerminateResult(False, False, True, 0.0)
+    except PermissionError:     # the group is someone else's now (pid reuse): not ours to end
+        return TerminateResult(False, False, False, 0.0)
     deadline = start + grace_s
     while True:
         if settled():
