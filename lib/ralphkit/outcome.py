@@ -1,0 +1,140 @@
+"""Owns the classification of a finished session (issue 7): one kind per session, picked by
+a fixed precedence, with a one-line detail for events.jsonl and progress.md and whether it
+counts as a failed attempt. Knows nothing of how the session ran (session), of limit wording
+(usage_limits) or of what the loop does next (guards)."""
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import dataclass
+from typing import Any
+
+SUCCESS = "success"
+AGENT_ERROR = "agent_error"
+TIMEOUT = "timeout"
+IDLE = "idle"
+KILLED_BY_SIGNAL = "killed_by_signal"
+USAGE_LIMIT = "usage_limit"
+USAGE_DISABLED = "usage_disabled"
+AUTH_FAILURE = "auth_failure"
+PERMISSION_DENIALS = "permission_denials"
+
+# Highest first. Why this order: a limit or a disabled account explains whatever followed
+# (a hang, a kill); our own timeouts explain the signal that ended the agent; a kill explains
+# a missing result; auth failures and denials are more specific than a bare non-zero exit.
+PRECEDENCE = (USAGE_DISABLED, USAGE_LIMIT, TIMEOUT, IDLE, KILLED_BY_SIGNAL, AUTH_FAILURE,
+              PERMISSION_DENIALS, AGENT_ERROR, SUCCESS)
+# A usage limit is waited out, not held against the task (issue 7: "Waits do not count as
+# failures"); a disabled account ends the run; success is success.
+_NOT_FAILURES = {SUCCESS, USAGE_LIMIT, USAGE_DISABLED}
+
+# Claude Code's authentication errors (wordings from public issue threads, 1.0-2.1):
+# "Invalid API key · Please run /login", "Missing API key · Run /login", "Failed to
+# authenticate. API Error: 401 {...authentication_error...OAuth token has expired...}".
+_AUTH_RE = re.compile(
+    r"^\s*(?:⎿\s*)?(?:Error:\s*)?(?:invalid api key|missing api key|failed to authenticate"
+    r"|oauth token has expired|invalid authentication credentials|not logged in"
+    r"|please run /login|api error:\s*401)"
+    r"|^\s*(?:⎿\s*)?api error.*\bauthentication_error\b",
+    re.I | re.M)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: str
+    detail: str
+    counts_as_failure: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"outcome": self.kind, "detail": self.detail,
+                "counts_as_failure": self.counts_as_failure}
+
+
+def _field(source: Any, name: str, default: Any = None) -> Any:
+    if source is None:
+        return default
+    if isinstance(source, dict):
+        return source.get(name, default)
+    return getattr(source, name, default)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _auth_line(summary: Any, stderr_tail: str) -> str | None:
+    for text in (_field(summary, "result_text"), _field(summary, "last_assistant_text"),
+                 stderr_tail):
+        if isinstance(text, str) and text:
+            found = _AUTH_RE.search(text)
+            if found:
+                start = text.rfind("\n", 0, found.start()) + 1
+                end = text.find("\n", found.end())
+                return text[start:end if end >= 0 else None].strip()[:200]
+    return None
+
+
+def _denials(summary: Any) -> str | None:
+    denials = _field(summary, "permission_denials") or []
+    if not isinstance(denials, list) or not denials:
+        return None
+    tools = []
+    for item in denials:
+        name = item.get("tool_name") if isinstance(item, dict) else None
+        if name and name not in tools:
+            tools.append(str(name))
+    what = ", ".join(tools) if tools else "unknown tools"
+    return f"{len(denials)} permission denial(s) for {what}"
+
+
+def _make(kind: str, detail: str) -> Outcome:
+    return Outcome(kind, detail, kind not in _NOT_FAILURES)
+
+
+def classify(returncode: int | None, summary: Any, *, timed_out: bool = False,
+             idle_out: bool = False, limit_hit: Any = None, stderr_tail: str = "",
+             session_timeout_s: float | None = None,
+             idle_timeout_s: float | None = None) -> Outcome:
+    """The Outcome of a finished session, by PRECEDENCE.
+
+    returncode is Popen's (negative: killed by that signal; 137 = 128+SIGKILL from a shell
+    wrapper also counts as killed). summary is a render.SessionSummary or a dict with its
+    fields (None when nothing was rendered). limit_hit is a usage_limits.LimitHit or None.
+    A session with exit 0 counts as an agent error when its result event says is_error or
+    when there was no result event at all (a real `claude -p` always ends with one)."""
+    if limit_hit is not None and getattr(limit_hit, "kind", None) == "disabled":
+        return _make(USAGE_DISABLED, f"usage disabled: {limit_hit.message}")
+    if limit_hit is not None:
+        when = limit_hit.reset_at.isoformat() if limit_hit.reset_at else "unknown"
+        return _make(USAGE_LIMIT, f"usage limit: {limit_hit.message} (resume at {when})")
+    if timed_out:
+        limit = f" of {session_timeout_s:g}s" if session_timeout_s else ""
+        return _make(TIMEOUT, f"session timeout{limit} reached; agent terminated")
+    if idle_out:
+        limit = f" for {idle_timeout_s:g}s" if idle_timeout_s else ""
+        return _make(IDLE, f"no agent output{limit}; agent terminated")
+    if returncode is not None and (returncode < 0 or returncode == 128 + signal.SIGKILL):
+        number = -returncode if returncode < 0 else signal.SIGKILL
+        hint = " (out of memory?)" if number == signal.SIGKILL else ""
+        return _make(KILLED_BY_SIGNAL, f"agent killed by {_signal_name(number)}{hint}")
+    auth = _auth_line(summary, stderr_tail)
+    if auth:
+        return _make(AUTH_FAILURE, f"authentication failed: {auth}")
+    denials = _denials(summary)
+    if denials:
+        return _make(PERMISSION_DENIALS, denials)
+    if returncode:
+        return _make(AGENT_ERROR, f"agent exited with status {returncode}")
+    subtype = _field(summary, "result_subtype")
+    if _field(summary, "is_error") is True or (isinstance(subtype, str)
+                                               and subtype.startswith("error")):
+        return _make(AGENT_ERROR, f"agent reported an error (result {subtype or 'is_error'})")
+    if summary is not None and subtype is None:
+        return _make(AGENT_ERROR, "agent exited without a result event")
+    return _make(SUCCESS, f"result {subtype}" if subtype else "exit 0")
+
+
+__all__ = ["Outcome", "classify", "PRECEDENCE"]
