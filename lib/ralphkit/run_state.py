@@ -190,13 +190,10 @@ def load(ralph_dir: Path, run_id: str) -> Loaded:
                         f"{backup.name} and started a fresh state", backup)
 
 
-def find_resumable(ralph_dir: Path, mode: str | None = None) -> str | None:
-    """The run id of the most recently updated unfinished run (no endedAt) of this mode. A run
-    whose state is corrupt counts as unfinished for any mode: load() will recover it."""
+def _newest(ralph_dir: Path, mode: str | None, unfinished: bool) -> str | None:
     best: tuple[float, str] | None = None
-    runs = Path(ralph_dir) / "runs"
     try:
-        entries = list(os.scandir(runs))
+        entries = list(os.scandir(Path(ralph_dir) / "runs"))
     except OSError:
         return None
     for entry in entries:
@@ -207,14 +204,26 @@ def find_resumable(ralph_dir: Path, mode: str | None = None) -> str | None:
         except OSError:
             continue
         try:
-            state = _parse(raw, entry.name)
+            state: RunState | None = _parse(raw, entry.name)
         except ValueError:
             state = None
-        if state is not None and (state.ended_at is not None or mode not in (None, state.mode)):
+        if state is not None and ((unfinished and state.ended_at is not None)
+                                  or mode not in (None, state.mode)):
             continue
         if best is None or (mtime, entry.name) > best:
             best = (mtime, entry.name)
     return best[1] if best else None
+
+
+def find_resumable(ralph_dir: Path, mode: str | None = None) -> str | None:
+    """The run id of the most recently saved unfinished run (no endedAt) of this mode. A run
+    whose state is corrupt counts as unfinished for any mode: load() will recover it."""
+    return _newest(ralph_dir, mode, unfinished=True)
+
+
+def latest_run(ralph_dir: Path) -> str | None:
+    """The run id of the most recently saved run, finished or not (for `ralph status`)."""
+    return _newest(ralph_dir, None, unfinished=False)
 
 
 def merge_options(state: RunState, max_iterations: int | None,
@@ -235,4 +244,4 @@ def merge_options(state: RunState, max_iterations: int | None,
 
 
 __all__ = ["RunState", "Loaded", "new_run_id", "save", "load", "read", "find_resumable",
-           "merge_options", "state_path"]
+           "latest_run", "merge_options", "state_path"]
