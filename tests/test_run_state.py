@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, wait_for
-from ralphkit import run_state
+from ralphkit import progress, run_state
 from ralphkit.errors import EXIT_ENVIRONMENT, EnvironmentFailure
 
 
@@ -246,3 +246,72 @@ def test_read_is_read_only_and_tolerates_corruption(ralph_dir: Path):
     path.write_bytes(b"{")
     assert run_state.read(ralph_dir, "r") is None
     assert path.read_bytes() == b"{"
+
+
+# The start-up sequence the integration plan gives for ralph.py, run by a real process that is
+# then killed with SIGKILL in the middle of a session.
+MINI_RUN = r"""
+import sys
+from pathlib import Path
+from ralphkit import progress, run_lock, run_state
+ralph_dir = Path(sys.argv[1])
+run_id = run_state.find_resumable(ralph_dir, "build") or run_state.new_run_id()
+lock = run_lock.acquire(ralph_dir / "run.lock", run_id)
+loaded = run_state.load(ralph_dir, run_id)
+state = loaded.state or run_state.RunState(run_id=run_id, mode="build", max_iterations=10,
+                                           options={"max_cost": 5.0})
+resumed = loaded.state is not None
+mismatches = run_state.merge_options(state, 3, {"max_cost": 9.0}) if resumed else []
+interrupted = state.take_interrupted()
+progress.append_event(ralph_dir, run_id, "run_start", mode="build", resumed=resumed,
+                      options=state.options)
+for line in [lock.takeover_note, loaded.recovery, *mismatches]:
+    if line:
+        progress.append_event(ralph_dir, run_id, "log", kind="start", message=line)
+while True:
+    n = state.sessions_started + 1
+    state.begin_session(f"t-{n}", None, f".ralph/logs/{n}.log")
+    run_state.save(ralph_dir, state)
+    progress.append_event(ralph_dir, run_id, "session_start", n=n, task=f"t-{n}")
+    if n == int(sys.argv[2]):
+        print(f"in session {n}", flush=True)
+        sys.stdin.read()                        # "the agent runs" until we are killed
+    state.end_session(f"t-{n}", ok=True)
+    state.iteration += 1
+    run_state.save(ralph_dir, state)
+    progress.write_progress(ralph_dir, state)
+    progress.append_event(ralph_dir, run_id, "session_end", n=n, task=f"t-{n}", outcome="completed")
+"""
+
+
+def test_a_run_killed_mid_session_is_resumed_with_its_counters_and_run_dir(ralph_dir: Path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "lib")}
+
+    def run_until(session: int) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-c", MINI_RUN, str(ralph_dir), str(session)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        assert proc.stdout.readline() == f"in session {session}\n"
+        return proc
+
+    first = run_until(3)
+    first.kill()
+    first.wait(timeout=10)
+    run_id = run_state.find_resumable(ralph_dir, "build")
+    second = run_until(5)
+    try:
+        state = run_state.read(ralph_dir, run_id)
+        # sessions 1, 2 completed; 3 was killed and is failed with a reason; 4 completed.
+        assert (state.iteration, state.sessions_started, state.active["task"]) == (3, 5, "t-5")
+        assert [e["task"] for e in state.completed] == ["t-1", "t-2", "t-4"]
+        assert [(e["task"], e["reason"]) for e in state.failed] == [
+            ("t-3", "ralph.py died during this session")]
+        assert len(list((ralph_dir / "runs").iterdir())) == 1       # same run directory
+        logs = [e["message"] for e in progress.read_events(ralph_dir, run_id)
+                if e["event"] == "log"]
+        assert logs[0].startswith(f"took over stale run lock {ralph_dir / 'run.lock'}: pid "
+                                  f"{first.pid} ")
+        assert logs[1:] == ["max_iterations: this run keeps 10 (asked for 3 now)",
+                            "max_cost: this run keeps 5.0 (asked for 9.0 now)"]
+    finally:
+        second.kill()
+        second.wait(timeout=10)

@@ -44,10 +44,23 @@ class RunState:
     resume_at: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def begin_session(self, task: str | None, pid: int | None, log: str | None) -> None:
+    def begin_session(self, task: str | None, pid: int | None, log: str | None,
+                      agent: str | None = None) -> None:
+        """agent: the registered agent id, so that a resumed run can fail what it held."""
         self.sessions_started += 1
         self.active = {"n": self.sessions_started, "task": task, "startedAt": utc_now(),
-                       "pid": pid, "log": log}
+                       "pid": pid, "log": log, "agent": agent}
+
+    def take_interrupted(self, reason: str = "ralph.py died during this session"
+                         ) -> dict[str, Any] | None:
+        """On resume: the session still marked active died with its run. It is recorded as
+        failed (when its task is known) and returned, so the caller can put its task back
+        (task fail) and fail what its agent id still holds."""
+        interrupted, self.active = self.active, None
+        if interrupted and interrupted.get("task"):
+            self.failed.append({"task": interrupted["task"], "at": utc_now(), "reason": reason,
+                                "n": interrupted.get("n")})
+        return interrupted
 
     def end_session(self, task: str | None, *, ok: bool, reason: str | None = None,
                     **details: Any) -> None:
