@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, wait_for
+from conftest import ROOT
 from ralphkit import run_lock
 from ralphkit.errors import EXIT_LOCKED, EnvironmentFailure, RunLocked
 
@@ -206,22 +206,67 @@ def test_a_released_lock_can_be_acquired_by_the_next_process(lock_path, procs):
     assert run_lock.acquire(lock_path, "run-B").took_over_from is None
 
 
+# Two long-lived racers: in round i each blocks on barrier pipe i, and both wake up when the
+# parent closes its write end; they acquire at that same moment, report, and release on "next".
+RACER = r"""
+import json, os, sys
+from pathlib import Path
+from ralphkit import run_lock
+from ralphkit.errors import RalphError
+path, name, delay, barriers = (Path(sys.argv[1]), sys.argv[2], float(sys.argv[3]),
+                               [int(fd) for fd in sys.argv[4:]])
+if delay:
+    # Widen the race window: both racers judge the lock stale before either takes it over,
+    # so only the takeover guard keeps them from both winning.
+    import time
+    judge = run_lock._judge
+    def slow_judge(holder):
+        verdict = judge(holder)
+        if verdict[0] == "stale":
+            time.sleep(delay)
+        return verdict
+    run_lock._judge = slow_judge
+for n, fd in enumerate(barriers):
+    os.read(fd, 1)
+    try:
+        lock = run_lock.acquire(path, f"run-{n}-{name}")
+        print(json.dumps({"won": True}), flush=True)
+    except RalphError as err:
+        lock = None
+        print(json.dumps({"won": False, "error": str(err), "code": err.exit_code}), flush=True)
+    sys.stdin.readline()
+    if lock:
+        run_lock.release(lock)
+    print(json.dumps({"released": n}), flush=True)
+"""
+TRIALS = 20
+
+
 @pytest.mark.parametrize("stale", [False, True], ids=["no-lock", "stale-lock"])
-def test_two_processes_started_at_the_same_moment_exactly_one_wins(lock_path, procs, stale):
-    for trial in range(20):
+def test_two_processes_acquiring_at_the_same_moment_exactly_one_wins(lock_path, procs, stale):
+    pipes = [os.pipe() for _ in range(TRIALS)]
+    reads = [r for r, _ in pipes]
+    delay = "0.05" if stale else "0"
+    pair = [subprocess.Popen([sys.executable, "-c", RACER, str(lock_path), name, delay,
+                              *map(str, reads)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             env=_child_env(), pass_fds=reads) for name in ("a", "b")]
+    procs.extend(pair)
+    for fd in reads:
+        os.close(fd)
+    dead = dead_pid()
+    for trial, (_, write_end) in enumerate(pipes):
         if stale:
-            write_lock(lock_path, pid=dead_pid())
-        read_end, write_end = os.pipe()
-        pair = [start_holder(lock_path, f"run-{trial}-{n}", barrier=read_end) for n in range(2)]
-        procs.extend(pair)
-        os.close(read_end)
-        os.close(write_end)             # both children wake up now
+            write_lock(lock_path, pid=dead)
+        os.close(write_end)             # both racers wake up now
         results = [report(proc) for proc in pair]
         assert sorted(r["won"] for r in results) == [False, True], (trial, results)
         loser = next(r for r in results if not r["won"])
         assert loser["code"] == EXIT_LOCKED and "is held by pid" in loser["error"]
         for proc in pair:
-            proc.communicate("", timeout=10)
+            proc.stdin.write("next\n")
+            proc.stdin.flush()
+        assert [report(proc) for proc in pair] == [{"released": trial}] * 2
         assert not lock_path.exists()
 
 

@@ -315,3 +315,14 @@ def test_a_run_killed_mid_session_is_resumed_with_its_counters_and_run_dir(ralph
     finally:
         second.kill()
         second.wait(timeout=10)
+
+
+@pytest.mark.parametrize("task,failed", [("t-1", ["t-1"]), (None, [])],
+                         ids=["task-known", "agent-picks"])
+def test_take_interrupted_fails_the_dead_session_task_when_known(task, failed):
+    state = make_state()
+    state.begin_session(task, 99, "log", agent="agent-7")
+    interrupted = state.take_interrupted()
+    assert interrupted["agent"] == "agent-7" and state.active is None
+    assert [e["task"] for e in state.failed] == failed
+    assert make_state().take_interrupted() is None

@@ -7,7 +7,6 @@ run state or signals: the caller releases on every way out (issue 4)."""
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import json
 import os
