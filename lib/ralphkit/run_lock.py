@@ -170,7 +170,11 @@ def inspect(path: Path) -> LockState:
 def _takeover_guard(directory: Path):
     """Serialise stale takeovers and releases: flock(2) dies with its process, so this guard
     can never go stale itself. Without flock support we go on unguarded (documented)."""
-    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        yield                           # cannot open the directory: unguarded, as documented
+        return
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -211,7 +215,7 @@ def acquire(path: Path, run_id: str) -> RunLock:
     ensure_dir(path.parent)
     me = _me(run_id)
     unreadable_since: float | None = None
-    for _ in range(100):                # each pass either returns, raises or saw a change
+    for _ in range(500):                # each pass either returns, raises or saw a change
         if _create(path, me):
             return RunLock(path, me)
         found = _read(path)
