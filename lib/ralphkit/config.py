@@ -12,7 +12,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Callable, Iterator
 
 import yaml
@@ -160,13 +159,15 @@ class Settings(Mapping):
     source(name) says where a value came from: 'cli', 'env', 'ralph.yml' or 'default'."""
 
     def __init__(self, values: dict[str, Any], sources: dict[str, str]):
-        self._values = MappingProxyType(dict(values))
-        self._sources = MappingProxyType(dict(sources))
+        self._values = dict(values)     # private copies; Mapping has no __setitem__
+        self._sources = dict(sources)
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):   # not a setting; also keeps copy/pickle from recursing
+            raise AttributeError(name)
         try:
             return self._values[name]
         except KeyError:
