@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, wait_for
-from ralphkit import progress, run_state
+from ralphkit import progress, run_lock, run_state
 from ralphkit.errors import EXIT_ENVIRONMENT, EnvironmentFailure
 
 
@@ -326,3 +326,61 @@ def test_take_interrupted_fails_the_dead_session_task_when_known(task, failed):
     assert interrupted["agent"] == "agent-7" and state.active is None
     assert [e["task"] for e in state.failed] == failed
     assert make_state().take_interrupted() is None
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path):
+    """A real 64 KiB tmpfs at tmp_path/.ralph (root with CAP_SYS_ADMIN only), unmounted after."""
+    mount_point = tmp_path / ".ralph"
+    mount_point.mkdir()
+
+    def mount(*options: str) -> Path:
+        opts = ",".join(("size=64k", *options))
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(mount_point)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        mounted.append(mount_point)
+        return mount_point
+
+    mounted: list[Path] = []
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root")
+    yield mount
+    for point in mounted:
+        subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+def test_a_really_full_disk_gives_one_environment_error(small_fs):
+    ralph_dir = small_fs()
+    state = make_state()
+    run_state.save(ralph_dir, state)
+    fd = os.open(ralph_dir / "filler", os.O_WRONLY | os.O_CREAT)    # fill the file system
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    state.options["pad"] = "x" * 20000
+    with pytest.raises(EnvironmentFailure) as err:
+        run_state.save(ralph_dir, state)
+    path = run_state.state_path(ralph_dir, state.run_id)
+    assert str(err.value) == (f"cannot write {path}: No space left on device; "
+                              "free some disk space and run again")
+    assert run_state.load(ralph_dir, state.run_id).state.options == {"max_cost": 10.0}
+
+
+def test_a_read_only_file_system_gives_one_environment_error(small_fs):
+    ralph_dir = small_fs("ro")
+    with pytest.raises(EnvironmentFailure) as err:
+        run_state.save(ralph_dir, make_state())
+    run_dir = run_state.state_path(ralph_dir, "20260101T000000Z-aaaaaa").parent
+    assert str(err.value) == (f"cannot create directory {run_dir}: Read-only file system; "
+                              "remount it read-write or run from a writable checkout")
+    # The lock and the progress record meet the same wall with the same kind of line.
+    with pytest.raises(EnvironmentFailure, match=r"^cannot create .*run\.lock: Read-only"):
+        run_lock.acquire(ralph_dir / "run.lock", "r")
+    with pytest.raises(EnvironmentFailure, match=r"^cannot write .*progress\.md: Read-only"):
+        progress.write_progress(ralph_dir, make_state())

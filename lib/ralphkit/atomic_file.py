@@ -15,7 +15,7 @@ _HINTS = {
     errno.ENOSPC: "free some disk space and run again",
     errno.EDQUOT: "free some disk space and run again",
     errno.EFBIG: "free some disk space and run again",
-    errno.EROFS: "the file system is read-only; run from a writable checkout",
+    errno.EROFS: "remount it read-write or run from a writable checkout",
     errno.EACCES: "fix the permissions of .ralph/ and run again",
     errno.EPERM: "fix the permissions of .ralph/ and run again",
     errno.ENOTDIR: "a file stands where a directory is expected; move it away",
