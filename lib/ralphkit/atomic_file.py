@@ -1,0 +1,97 @@
+"""Owns durable writes of ralph.py's own files under .ralph/: whole-file replacement (temp file
+in the same directory, flush, fsync, os.replace, fsync of the directory), one-line appends, and
+the translation of an OS write error (disk full, read-only, permissions) into an
+EnvironmentFailure naming the path and the reason. Knows nothing of what the files hold."""
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+from ralphkit.errors import EnvironmentFailure
+
+# Errors that mean "the environment cannot hold our files", with the next step for the user.
+_HINTS = {
+    errno.ENOSPC: "free some disk space and run again",
+    errno.EDQUOT: "free some disk space and run again",
+    errno.EFBIG: "free some disk space and run again",
+    errno.EROFS: "remount it read-write or run from a writable checkout",
+    errno.EACCES: "fix the permissions of .ralph/ and run again",
+    errno.EPERM: "fix the permissions of .ralph/ and run again",
+    errno.ENOTDIR: "a file stands where a directory is expected; move it away",
+    errno.EEXIST: "a file stands where a directory is expected; move it away",
+}
+
+
+def environment_failure(action: str, path: Path | str, err: OSError) -> EnvironmentFailure:
+    """One line: what could not be done to which path, the OS reason and the next step."""
+    reason = err.strerror or str(err)
+    hint = _HINTS.get(err.errno or 0, "check the disk and the permissions of .ralph/")
+    return EnvironmentFailure(f"cannot {action} {path}: {reason}; {hint}")
+
+
+def ensure_dir(path: Path) -> None:
+    """mkdir -p, with an EnvironmentFailure instead of an OSError."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as err:      # a file where the directory should be
+        raise environment_failure("create directory", path, err) from None
+    except OSError as err:
+        raise environment_failure("create directory", path, err) from None
+
+
+def _fsync_dir(directory: Path) -> None:
+    # The rename is only durable once the directory entry is on disk (issue 4: crash-safe state).
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass                            # some file systems refuse fsync on a directory
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace path with data so that a reader sees the old or the new file, never a mix."""
+    ensure_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as err:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass                        # never created, or the directory is unusable
+        raise environment_failure("write", path, err) from None
+    _fsync_dir(path.parent)
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append one line with a single write on an O_APPEND descriptor: concurrent appenders
+    never interleave inside a line, and a crash leaves at most a torn last line."""
+    ensure_dir(path.parent)
+    data = (line.rstrip("\n") + "\n").encode("utf-8")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            written = os.write(fd, data)
+            if written != len(data):    # only a full disk writes short here
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        finally:
+            os.close(fd)
+    except OSError as err:
+        raise environment_failure("append to", path, err) from None
+
+
+__all__ = ["write_atomic", "append_line", "ensure_dir", "environment_failure"]
