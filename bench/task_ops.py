@@ -103,6 +103,9 @@ def main() -> int:
     theirs = _ralph_sh()
     misses = []
     print(f"task CLI whole-process timings, median of {opts.runs} runs (ms)")
+    # Reference measured in the same run: the interpreter alone, which no CLI code can beat.
+    bare = statistics.median(_run([opts.python, "-c", "pass"], ROOT, _env())[0] for _ in range(opts.runs))
+    print(f"interpreter start-up alone ({opts.python} -c pass): {bare:.1f} ms")
     for size in (int(s) for s in opts.sizes.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
             repo = _make_repo(Path(tmp))
@@ -120,9 +123,10 @@ def main() -> int:
                     print("  (ralph.sh list --all --markdown skipped above 100 tasks; RALPH_SH_FULL=1 to run)")
                 other = _time(theirs, repo, env_sh, opts.runs) if size <= 100 or os.environ.get("RALPH_SH_FULL") \
                     else {c: v for c, v in _time_no_list_all(theirs, repo, env_sh, opts.runs).items()}
-            print(f"  {'command':34} {'ours':>9}" + (f" {'ralph.sh':>10} {'ratio':>8}" if other else ""))
+            print(f"  {'command':34} {'ours':>9} {'-start-up':>9}"
+                  + (f" {'ralph.sh':>10} {'ratio':>8}" if other else ""))
             for command in COMMANDS:
-                line = f"  {command:34} {mine[command]:9.1f}"
+                line = f"  {command:34} {mine[command]:9.1f} {mine[command] - bare:9.1f}"
                 if other:
                     ref = other.get(command)
                     line += (f" {ref:10.1f} {ref / mine[command]:7.1f}x" if ref else f" {'-':>10} {'-':>8}")
