@@ -421,6 +421,9 @@ def test_done_validates_result_then_unblocks_dependents(run_task, db):
     ok(run_task("claim", "b"))
     ok(run_task("done", "b", "--result", ""))
     assert query(db, "SELECT result FROM tasks WHERE slug='b'") == [(None,)]
+    ok(run_task("create", "z", "Z"))
+    ok(run_task("claim", "z"))
+    assert ok(run_task("done", "z", "--result", '{"commit": 0}')) == "done z\n"
 
 
 def test_fail_reopens_and_accumulates_retries(run_task, db):

@@ -171,6 +171,7 @@ def test_a_database_made_by_ralph_sh_is_used_as_is(run_task, git_repo, db):
     schema = conn.execute("SELECT name, sql FROM sqlite_master WHERE name IN "
                           "('tasks', 'task_deps', 'agents', 'idx_tasks_scope_status') ORDER BY name").fetchall()
     conn.close()
+    query(db, "UPDATE tasks SET steps = '[]'")  # another writer's empty array: no `steps:` line
     assert ok(run_task("peek")) == "## Task old\nid: old\ntitle: Old task\npriority: 2\nstatus: open\n"
     assert "retry_count: 0\n" in ok(run_task("claim"))
     assert query(db, "SELECT name, sql FROM sqlite_master WHERE name IN "

@@ -125,7 +125,8 @@ def done(ctx: Ctx, argv: Sequence[str]) -> str:
             parsed = json.loads(result)
         except ValueError:
             parsed = None
-        if not isinstance(parsed, dict) or parsed.get("commit") in (None, False):
+        commit = parsed.get("commit") if isinstance(parsed, dict) else None
+        if commit is None or commit is False:  # jq truthiness: 0 and "" are values
             raise TaskError("result JSON must include a 'commit' key")
 
     def act(conn):

@@ -100,9 +100,10 @@ def task_section(task, blockers: Sequence[tuple], fields: frozenset, status: str
                 add(f"{name}: {value}")
     if blockers:
         add("deps: " + ", ".join(b[0] for b in blockers))
-    if task["steps"]:
+    steps = steps_list(task["steps"])
+    if steps:
         add("steps:")
-        lines.extend(f"- {_text(step)}" for step in steps_list(task["steps"]))
+        lines.extend(f"- {_text(step)}" for step in steps)
     if "blocker_results" in fields:
         results = [b for b in blockers if b[3]]
         if results:
