@@ -439,3 +439,30 @@ def test_fail_reopens_and_accumulates_retries(run_task, db):
     ok(run_task("claim", "a"))
     ok(run_task("fail", "a", "--reason", ""))
     assert query(db, "SELECT retry_count, fail_reason FROM tasks") == [(5, None)]
+
+
+def test_launcher_works_through_a_symlink_from_anywhere(git_repo, base_env, bin_dir):
+    import subprocess
+    link = bin_dir / "task"
+    link.symlink_to(ROOT / "scripts" / "task")
+    proc = subprocess.run([str(link), "plan-status"], cwd=git_repo, env=base_env, capture_output=True, text=True)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "0 open, 0 active, 0 done, 0 blocked, 0 deleted\n", "")
+
+
+def test_database_is_opened_before_arguments_are_checked(run_task, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    msg = "Error: not inside a git repository. Run: git init\n"
+    fails(run_task("claim", "--bogus", cwd=outside), 1, msg)
+    fails(run_task("agent", cwd=outside), 1, msg)
+    fails(run_task("plan-sync", cwd=outside, input="not json\n"), 1, msg)
+    fails(run_task("_render-md", cwd=outside), 1, "Error: missing JSON argument\n")
+
+
+def test_values_are_stored_and_printed_byte_for_byte(run_task, db):
+    nasty = "it's a \"quote\" / <html> & $(echo hi) `x` \\ back\\slash ünï"
+    slug = "we'ird/$(id)"
+    ok(run_task("create", slug, nasty, "-c", nasty, "-d", nasty, "--ref", nasty))
+    assert f"## Task {slug}\nid: {slug}\ntitle: {nasty}\n" in ok(run_task("peek"))
+    assert f"Description: {nasty}\n" in ok(run_task("show", slug))
+    assert query(db, "SELECT slug, title, category, description, ref FROM tasks") == [(slug, nasty, nasty, nasty, nasty)]
