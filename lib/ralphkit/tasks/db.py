@@ -10,11 +10,12 @@ import sqlite3
 import time
 
 from ralphkit.tasks.errors import TaskError
-from ralphkit.tasks.git_scope import Git
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable, TypeVar
+
+    from ralphkit.tasks.git_scope import Git
 
     T = TypeVar("T")
 

@@ -5,13 +5,16 @@ or argument checks."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 
-from ralphkit.tasks.git_scope import Scope
+from ralphkit.tasks.errors import TaskError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Iterable
+
+    from ralphkit.tasks.git_scope import Scope
 
 COLUMNS = ("id, slug, title, description, category, priority, status, spec_ref, ref, result, "
            "assignee, lease_expires_at, retry_count, fail_reason, steps, created_at, "
@@ -90,8 +93,6 @@ def frozen_slugs(environ, cwd: str) -> str | None:
     name = environ.get("RALPH_FROZEN_IDS_FILE", "")
     if not name:
         return None
-    import os
-    from ralphkit.tasks.errors import TaskError
     try:
         with open(os.path.join(cwd, name), encoding="utf-8", errors="surrogateescape") as handle:
             slugs = [line.strip() for line in handle if line.strip()]
