@@ -466,3 +466,14 @@ def test_values_are_stored_and_printed_byte_for_byte(run_task, db):
     assert f"## Task {slug}\nid: {slug}\ntitle: {nasty}\n" in ok(run_task("peek"))
     assert f"Description: {nasty}\n" in ok(run_task("show", slug))
     assert query(db, "SELECT slug, title, category, description, ref FROM tasks") == [(slug, nasty, nasty, nasty, nasty)]
+
+
+def test_numbers_beyond_sqlite_range_are_one_line_errors(run_task, db):
+    ok(run_task("create", "a", "A"))
+    before = dump(db)
+    fails(run_task("claim", "--lease", "999999999999"), 1,
+          "Error: --lease is too large (at most 99999999999 seconds), got: 999999999999\n")
+    fails(run_task("create", "b", "B", "-p", "9" * 30), 1, "Error: number out of range\n")
+    fails(run_task("plan-sync", input='{"id":"c","t":"C","p":%s}\n' % ("9" * 30)), 1, "Error: number out of range\n")
+    assert dump(db) == before
+    assert "## Task a" in ok(run_task("peek", "-n", "9" * 30))

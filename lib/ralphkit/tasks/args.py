@@ -46,7 +46,12 @@ def lease(parsed: dict) -> int:
     value = parsed.get("--lease", "600")
     if not digits(value):
         raise TaskError(f"--lease must be a non-negative integer, got: {value}")
+    if int(value) > _MAX_LEASE:  # SQLite's datetime() gives NULL past year 9999: a lost task
+        raise TaskError(f"--lease is too large (at most {_MAX_LEASE} seconds), got: {value}")
     return int(value)
+
+
+_MAX_LEASE = 99_999_999_999
 
 
 __all__ = ["flags", "optional_id", "digits", "lease"]

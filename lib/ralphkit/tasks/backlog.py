@@ -44,7 +44,7 @@ def peek(ctx: Ctx, argv: Sequence[str]) -> str:
 
     def snapshot(conn):
         ready = q.fetch_tasks(conn, ctx.scope, q.first_claimable(frozen_sql),
-                              limit=int(limit), **frozen)
+                              limit=min(int(limit), 2**62), **frozen)
         active = q.fetch_tasks(conn, ctx.scope, "t.status = 'active' AND t.lease_expires_at "
                                f">= datetime('now') AND {frozen_sql}", **frozen)
         return ready, active, q.fetch_blockers(conn, [t["id"] for t in ready + active])

@@ -128,6 +128,10 @@ def main(argv: Sequence[str], *, stdin: TextIO | None = None, stdout: TextIO | N
         stderr.write(f"Error: database error: {' '.join(str(err).split())}\n")
         stderr.flush()
         return 1
+    except OverflowError:  # a digits-only value beyond SQLite's 64-bit integers
+        stderr.write("Error: number out of range\n")
+        stderr.flush()
+        return 1
     except OSError as err:
         stderr.write(f"Error: {err.strerror or err}: {err.filename or ''}".rstrip(": ") + "\n")
         stderr.flush()
