@@ -220,3 +220,11 @@ def test_expired_lease_written_by_waiting_is_taken_over(run_task, db):
     assert ok(run_task("plan-status")) == "0 open, 1 active, 0 done, 0 blocked, 0 deleted\n"
     out = ok(run_task("claim", "--agent", "two"))
     assert "assignee: two\n" in out and "retry_count: 1\n" in out
+
+
+def test_a_file_that_is_not_a_database_is_one_error_line(run_task, tmp_path):
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not sqlite" * 100)
+    fails(run_task("plan-status", env={"RALPH_TASKS_DB": str(bad)}), 1,
+          "Error: database error: file is not a database\n")
+    assert bad.read_bytes() == b"this is not sqlite" * 100

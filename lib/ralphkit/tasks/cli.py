@@ -116,24 +116,27 @@ def main(argv: Sequence[str], *, stdin: TextIO | None = None, stdout: TextIO | N
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
     environ = os.environ if environ is None else environ
-    import sqlite3
-
     try:
         output = _run(list(argv), stdin, environ, os.getcwd())
     except TaskError as err:
         stderr.write(err.lines())
         stderr.flush()
         return err.exit_code
-    except sqlite3.Error as err:  # s.1: a database error is exit 1 with one line
-        stderr.write(f"Error: database error: {' '.join(str(err).split())}\n")
-        stderr.flush()
-        return 1
     except OverflowError:  # a digits-only value beyond SQLite's 64-bit integers
         stderr.write("Error: number out of range\n")
         stderr.flush()
         return 1
     except OSError as err:
         stderr.write(f"Error: {err.strerror or err}: {err.filename or ''}".rstrip(": ") + "\n")
+        stderr.flush()
+        return 1
+    except Exception as err:
+        import sqlite3  # not imported up front: --help and friends never need it
+
+        if not isinstance(err, sqlite3.Error):
+            raise  # a bug: let the traceback show
+        # s.1: a database error (not a database, unwritable, ...) is exit 1 with one line
+        stderr.write(f"Error: database error: {' '.join(str(err).split())}\n")
         stderr.flush()
         return 1
     stdout.write(output)
@@ -152,7 +155,8 @@ def console_main() -> None:
         code = main(sys.argv[1:])
     except KeyboardInterrupt:
         code = 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader went away (`task list | head`): quiet exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 1
     sys.exit(code)
 
