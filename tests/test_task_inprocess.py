@@ -46,3 +46,14 @@ def test_main_returns_error_codes_instead_of_exiting(in_repo, base_env):
     assert call(["nope"], base_env) == (1, "", "Error: unknown command 'nope'\n")
     assert call(["show", "ghost"], base_env) == (2, "", "Error: task 'ghost' not found\n")
     assert call(["--help"], base_env) == (0, cli.HELP, "")
+
+
+def test_git_is_looked_up_on_the_given_environments_path(in_repo, base_env, bin_dir, tmp_path):
+    log = tmp_path / "git.log"
+    real = next(Path(d) / "git" for d in os.environ["PATH"].split(os.pathsep) if (Path(d) / "git").is_file())
+    (bin_dir / "git").write_text(f"#!/bin/sh\necho \"$*\" >> {log}\nexec {real} \"$@\"\n")
+    (bin_dir / "git").chmod(0o755)
+    assert call(["_get-scope"], base_env) == (0, "repo:acme/widgets\nbranch:main\n", "")
+    assert "remote get-url origin" in log.read_text()
+    assert call(["_get-scope"], {**base_env, "PATH": str(tmp_path / "empty")}) == (
+        1, "", "Error: not inside a git repository. Run: git init\n")

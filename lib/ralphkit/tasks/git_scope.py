@@ -31,13 +31,25 @@ class Scope:
         return f"Scope({self.repo!r}, {self.branch!r})"
 
 
+def _which(name: str, environ: Mapping[str, str]) -> str | None:
+    """`name` on environ's PATH (posix_spawnp would search this process's PATH instead)."""
+    for folder in environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(folder or ".", name)
+        if os.access(path, os.X_OK) and not os.path.isdir(path):
+            return path
+    return None
+
+
 def _spawn(args: list[str], environ: Mapping[str, str]) -> tuple[int, bytes]:
     """Run argv in the current directory, stdout captured, stdin and stderr on /dev/null.
     posix_spawn instead of subprocess: same result, a fraction of the import cost."""
+    program = _which(args[0], environ)
+    if program is None:  # no git at all: same as not being in a repository
+        return 127, b""
     read_end, write_end = os.pipe()
     devnull = os.open(os.devnull, os.O_RDWR)
     try:
-        pid = os.posix_spawnp(args[0], args, dict(environ), file_actions=[
+        pid = os.posix_spawn(program, args, dict(environ), file_actions=[
             (os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, write_end, 1),
             (os.POSIX_SPAWN_DUP2, devnull, 2)])
     except OSError:  # no git at all: same as not being in a repository
@@ -46,11 +58,10 @@ def _spawn(args: list[str], environ: Mapping[str, str]) -> tuple[int, bytes]:
     finally:
         os.close(write_end)
         os.close(devnull)
-    chunks = []
     with os.fdopen(read_end, "rb") as pipe:
-        chunks.append(pipe.read())
+        output = pipe.read()
     _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), b"".join(chunks)
+    return os.waitstatus_to_exitcode(status), output
 
 
 class Git:
