@@ -356,3 +356,15 @@ def test_frozen_ids_file_limits_peek_and_claim(run_task, tmp_path):
     fails(run_task("claim", env=env), 2, "No eligible tasks\n")
     fails(run_task("peek", env={"RALPH_FROZEN_IDS_FILE": str(tmp_path / "missing")}), 1,
           f"Error: cannot read RALPH_FROZEN_IDS_FILE {tmp_path / 'missing'}: No such file or directory\n")
+
+
+def test_deps_lists_a_task_at_every_depth_it_is_reached_and_stays_fast_on_ladders(run_task):
+    ok(run_task("plan-sync", input=jsonl({"id": "a", "t": "A", "deps": ["b", "d"]}, {"id": "b", "t": "B", "deps": ["c"]},
+                                         {"id": "c", "t": "C", "deps": ["d"]}, {"id": "d", "t": "D"})))
+    assert ok(run_task("deps", "a")) == "b [open] B\nd [open] D\n  c [open] C\n    d [open] D\n"
+    # each task blocked by the two before it: 2^n paths, answered in one walk per depth
+    ladder = [{"id": f"l{i:02}", "t": "L", "deps": [f"l{i - 1:02}", f"l{i - 2:02}"][: min(i, 2)]} for i in range(60)]
+    ok(run_task("plan-sync", input=jsonl(*ladder)))
+    out = ok(run_task("deps", "l59"))
+    assert out.splitlines()[:3] == ["l57 [open] L", "l58 [open] L", "  l55 [open] L"]
+    assert out.splitlines()[-1] == "  " * 58 + "l00 [open] L"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from ralphkit.tasks import args as A
-from ralphkit.tasks import db, markdown as md, queries as q
+from ralphkit.tasks import db, dep_tree, markdown as md, queries as q
 from ralphkit.tasks.context import Ctx
 from ralphkit.tasks.errors import TaskError, not_found
 
@@ -103,27 +103,15 @@ def deps(ctx: Ctx, argv: Sequence[str]) -> str:
             f"WHERE {q.IN_SCOPE}", q.scope_params(ctx.scope)).fetchall()
         return task, edges
     task, edges = db.read(ctx.conn, snapshot)
-    graph: dict[str, list[tuple]] = {}
-    for task_id, *blocker in edges:
-        graph.setdefault(task_id, []).append(tuple(blocker))
+    graph: dict[str, list[str]] = {}
+    info: dict[str, tuple] = {}
+    for task_id, b_id, *blocker in edges:
+        graph.setdefault(task_id, []).append(b_id)
+        info[b_id] = tuple(blocker)
     if not graph.get(task["id"]):
         return "(no dependencies)\n"
-    # s.9.13: distinct (blocker, depth) pairs; a task is not expanded again below itself.
-    pairs: set[tuple[int, str, str, str]] = set()
-    frontier = {(task["id"], frozenset([task["id"]]))}
-    depth = 0
-    while frontier:
-        depth += 1
-        following = set()
-        for node, path in frontier:
-            for b_id, b_slug, b_status, b_title in graph.get(node, ()):
-                if depth > 1 and b_id in path:
-                    continue
-                pairs.add((depth, b_slug, b_status, b_title))
-                if b_id not in path:
-                    following.add((b_id, path | {b_id}))
-        frontier = following
-    return "".join(f"{'  ' * (d - 1)}{s} [{st}] {t}\n" for d, s, st, t in sorted(pairs))
+    lines = sorted((depth, *info[node]) for depth, node in dep_tree.walk(graph, task["id"]))
+    return "".join(f"{'  ' * (d - 1)}{slug} [{status}] {title}\n" for d, slug, status, title in lines)
 
 
 def export_json(ctx: Ctx, argv: Sequence[str]) -> str:
