@@ -4,20 +4,21 @@ reported and skipped."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from ralphkit import assignment, inbox
-from ralphkit.task_client import export_tasks, subprocess_task_call
+from ralphkit.task_client import export_tasks, inprocess_task_call
 
-TASK = Path(__file__).resolve().parent.parent / "scripts" / "task"
+
 
 
 @pytest.fixture
-def task_call(git_repo, base_env):
-    return subprocess_task_call([sys.executable, str(TASK)], cwd=git_repo, env=base_env)
+def task_call(git_repo, base_env, monkeypatch):
+    """The real task CLI, in process (fast); the stub agents use scripts/task as a process."""
+    monkeypatch.chdir(git_repo)
+    return inprocess_task_call(base_env)
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ PRIORITY_WORDS = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 SESSION_PREFIX = "/ralph-build "
 DEFAULT_TEMPLATE = Path(__file__).resolve().parent / "prompts" / "assign.md"
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
-_WHY_LABEL = re.compile(r"^\s*(?:#+\s*)?\**why(?: it matters)?\**\s*[:\-—]?\s*(.*)$",
+_WHY_LABEL = re.compile(r"^\s*(#+\s*)?\**why(?: it matters)?\**\s*([:\-—])?\s*\**\s*(.*)$",
                         re.IGNORECASE)
 _MAX_DETAILS = 4000
 
@@ -131,10 +131,10 @@ def extract_why(description: str) -> str:
         match = _WHY_LABEL.match(line)
         if not match:
             continue
-        heading = line.lstrip().startswith("#")
-        if not heading and not match.group(1) and not line.rstrip().endswith(":"):
-            continue            # a plain word "Why" alone is not a label
-        collected = [match.group(1)] if match.group(1) else []
+        heading, separator, rest = match.groups()
+        if not heading and not separator:
+            continue            # "Why not ...?" or a bare "Why" is prose, not a label
+        collected = [rest] if rest and not heading else []
         for follow in lines[index + 1:]:
             if follow.lstrip().startswith("#") or (not follow.strip() and collected):
                 break

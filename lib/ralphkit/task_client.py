@@ -10,6 +10,7 @@ in-process CLI or an external (ralph.sh) task CLI.
 """
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 from pathlib import Path
@@ -43,6 +44,19 @@ def subprocess_task_call(command: str | Sequence[str], *, cwd: Path | None = Non
             # (ralph-cli.md s.1), never as an exception in the loop.
             return False, ""
         return proc.returncode == 0, proc.stdout.rstrip("\n")
+
+    return call
+
+
+def inprocess_task_call(environ: Mapping[str, str] | None = None) -> TaskCall:
+    """A TaskCall running ralph.py's own task CLI in this process (`ralphkit.tasks.cli.main`,
+    which works in os.getcwd()); environ defaults to os.environ at call time."""
+    def call(argv: list[str]) -> tuple[bool, str]:
+        from ralphkit.tasks import cli      # imported on first use: no cost when unused
+        out = io.StringIO()
+        code = cli.main(list(argv), stdin=io.StringIO(""), stdout=out, stderr=io.StringIO(),
+                        environ=environ)
+        return code == 0, out.getvalue().rstrip("\n")
 
     return call
 
@@ -142,5 +156,5 @@ def task_record(task_call: TaskCall, task_id: str) -> dict | None:
     return parse_show(out) if ok and out else None
 
 
-__all__ = ["TaskCall", "subprocess_task_call", "parse_markdown_kv", "export_tasks",
+__all__ = ["TaskCall", "subprocess_task_call", "inprocess_task_call", "parse_markdown_kv", "export_tasks",
            "task_record"]
