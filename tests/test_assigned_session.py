@@ -10,8 +10,10 @@ import pytest
 from conftest import run_process
 
 from ralphkit import respawn
+from ralphkit.assignment import load_template
 from ralphkit.assigned_session import (FAIL_REASON, finish_assigned_session,
                                        start_assigned_session)
+from ralphkit.errors import UsageError
 from ralphkit.respawn import RespawnGuard
 from ralphkit.task_client import export_tasks, inprocess_task_call
 
@@ -167,3 +169,39 @@ def test_an_agent_that_gives_up_itself_is_not_failed_again(loop, run_task, task_
     assert (outcome.outcome, outcome.status, outcome.fail_output) == ("released", "open", "")
     task = tasks_by_id(task_call)["t1"]
     assert (task["retry_count"], task["fail_reason"]) == (1, "stub gave up")
+
+
+def test_a_task_cli_failure_after_the_session_keeps_current_task_json(
+        run_task, task_call, git_repo):
+    run_task("create", "t1", "Kept")
+    ralph = git_repo / ".ralph"
+    guard = RespawnGuard(ralph / "spawns.json")
+    start_assigned_session(task_call, repo=git_repo, ralph_dir=ralph, agent="a1", guard=guard)
+    outcome = finish_assigned_session(lambda argv: (False, ""), "t1", repo=git_repo,
+                                      ralph_dir=ralph, guard=guard)
+    assert (outcome.outcome, outcome.status) == ("unknown", None)
+    assert outcome.as_event()["event"] == "task_unknown"
+    assert json.loads((ralph / "current-task.json").read_text())["id"] == "t1"
+
+
+def test_a_bad_template_is_refused_before_anything_is_claimed(run_task, task_call, git_repo):
+    run_task("create", "t1", "Untouched")
+    ralph = git_repo / ".ralph"
+    with pytest.raises(UsageError, match="assignment prompt template"):
+        start_assigned_session(task_call, repo=git_repo, ralph_dir=ralph, agent="a1",
+                               guard=RespawnGuard(ralph / "spawns.json"),
+                               template=load_template(git_repo / "missing.md"))
+    assert tasks_by_id(task_call)["t1"]["status"] == "open"
+
+
+def test_events_and_the_backlog_describe_the_held_task(loop, run_task, git_repo):
+    run_task("create", "stuck", "Stuck")
+    for _ in range(3):
+        start, outcome, _ = loop("nothing")
+    assert start.as_event() == {"event": "task_assigned", "task": "stuck", "priority": 2,
+                                "baseline": "open", "spawn": 3, "head": start.head}
+    assert outcome.as_event() == {
+        "event": "task_failed", "task": "stuck", "status": "open", "archive": None,
+        "held": True, "hold_reason": "respawned 3 times for status open without progress"}
+    backlog = json.loads((git_repo / ".ralph" / "backlog.json").read_text())
+    assert backlog["tasks"] == [] and backlog["held"] == ["stuck"]

@@ -29,6 +29,13 @@ class AssignedSession:
     spawn_count: int = 0
     messages: list[str] = field(default_factory=list)
 
+    def as_event(self) -> dict:
+        """A suggested events.jsonl record for the loop (`task_assigned`)."""
+        task = self.task
+        return {"event": "task_assigned", "task": task.id if task else None,
+                "priority": task.priority if task else None, "baseline": self.baseline_status,
+                "spawn": self.spawn_count, "head": self.head}
+
 
 @dataclass
 class SessionOutcome:
@@ -40,6 +47,14 @@ class SessionOutcome:
     archive: Path | None = None
     fail_output: str = ""   # `failed <id>`: passed through to stdout like the build loop's
     messages: list[str] = field(default_factory=list)
+    hold_reason: str = ""
+
+    def as_event(self) -> dict:
+        """A suggested events.jsonl record for the loop: `task_completed`, `task_failed`,
+        `task_released` or `task_unknown`, with `held`/`hold_reason` when the guard held it."""
+        return {"event": f"task_{self.outcome}", "task": self.task_id, "status": self.status,
+                "archive": str(self.archive) if self.archive else None, "held": self.held,
+                "hold_reason": self.hold_reason or None}
 
 
 def start_assigned_session(task_call: TaskCall, *, repo: Path, ralph_dir: Path, agent: str,
@@ -48,6 +63,8 @@ def start_assigned_session(task_call: TaskCall, *, repo: Path, ralph_dir: Path, 
                            task_cmd: str = "$RALPH_TASK_SCRIPT") -> AssignedSession:
     """Import the inbox, refresh backlog.json, claim the next task (the one in an unfinished
     current-task.json first), write current-task.json, record the spawn, build the prompt."""
+    # The template is read before the claim: a bad template must not strand a claimed task.
+    text = template if template is not None else assignment.load_template()
     messages: list[str] = []
     if inbox_dir is not None:
         report = inbox.import_inbox(inbox_dir, task_call)
@@ -82,7 +99,6 @@ def start_assigned_session(task_call: TaskCall, *, repo: Path, ralph_dir: Path, 
         "criteria": task.criteria, "source": task.source, "priority": task.priority,
         "retryCount": task.retry_count}, agent=agent, baseline_status=baseline, head=head)
     count = guard.before_spawn(task.id, baseline)
-    text = template if template is not None else assignment.load_template()
     block = assignment.render_block(task, text, task_cmd=task_cmd,
                                     current_task_file=str(ralph_dir / "current-task.json"))
     messages.append(f"assigned task {task.id} (priority {task.priority}, spawn {count} of "
@@ -134,15 +150,21 @@ def finish_assigned_session(task_call: TaskCall, task_id: str, *, repo: Path,
         messages.append(f"task {task_id}: left {status} by the agent")
     else:
         messages.append(f"task {task_id}: cannot be read from the backlog")
+    if status is None:
+        # Unknown (task CLI failing): keep current-task.json so the next start resumes it;
+        # the build loop's crash-safety step still fails what is left active.
+        return outcome
     task_files.clear_current_task(ralph_dir)
-    if status is not None:
-        verdict = guard.after_session(task_id, status)
-        messages.append(verdict.message)
-        if verdict.hold and status != "done":
-            ok, _ = task_call(["_hold", task_id, "--reason", verdict.reason])
-            outcome.held = ok
-            if not ok:
-                messages.append(f"task {task_id}: `task _hold` failed; it stays claimable")
+    verdict = guard.after_session(task_id, status)
+    messages.append(verdict.message)
+    if verdict.hold and status != "done":
+        ok, _ = task_call(["_hold", task_id, "--reason", verdict.reason])
+        outcome.held, outcome.hold_reason = ok, verdict.reason if ok else ""
+        if not ok:
+            messages.append(f"task {task_id}: `task _hold` failed; it stays claimable")
+    records = task_client.export_tasks(task_call)
+    if records is not None:
+        task_files.write_backlog(ralph_dir, records)      # the queue as the session left it
     return outcome
 
 
