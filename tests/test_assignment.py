@@ -193,3 +193,15 @@ def test_show_output_parses_a_multi_line_description():
     assert record["retry_count"] == 3 and record["priority"] == 2
     assert record["fail_reason"] == "flaky"
     assert record["steps"] == ["a. b"] and record["deps"] == ["dep/1"]
+
+
+@pytest.mark.parametrize("description", [
+    "Add a route.\n\nWhy it matters: drains nodes\nfor real\n\nAcceptance criteria:\n"
+    "- [ ] returns 200\n\nDeadline: 2026-12-01",
+    "Add a route.\n\n## Why\n\ndrains nodes for real\n\n- [ ] returns 200\n\nDeadline: 2026-12-01",
+], ids=["label", "heading"])
+def test_details_leave_out_what_the_block_already_shows(description):
+    task = assignment.build_task({"id": "r", "title": "Route", "description": description})
+    assert task.why.startswith("drains nodes") and task.criteria == ["returns 200"]
+    block = assignment.render_block(task, "Details:{details}")
+    assert block == "Details:\nAdd a route.\n\nDeadline: 2026-12-01"

@@ -99,8 +99,13 @@ def start_assigned_session(task_call: TaskCall, *, repo: Path, ralph_dir: Path, 
         "criteria": task.criteria, "source": task.source, "priority": task.priority,
         "retryCount": task.retry_count}, agent=agent, baseline_status=baseline, head=head)
     count = guard.before_spawn(task.id, baseline)
+    current_file = ralph_dir / "current-task.json"
+    try:        # as the agent sees it from the repository root, when it is inside
+        shown_file = str(current_file.resolve().relative_to(repo.resolve()))
+    except ValueError:
+        shown_file = str(current_file)
     block = assignment.render_block(task, text, task_cmd=task_cmd,
-                                    current_task_file=str(ralph_dir / "current-task.json"))
+                                    current_task_file=shown_file)
     messages.append(f"assigned task {task.id} (priority {task.priority}, spawn {count} of "
                     f"{guard.limit} for status {baseline})")
     return AssignedSession(task, assignment.session_prompt(block), baseline, head, count,

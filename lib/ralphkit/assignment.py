@@ -157,7 +157,7 @@ def load_template(path: Path | str | None = None) -> str:
 def render_block(task: AssignedTask, template: str, *, task_cmd: str = "$RALPH_TASK_SCRIPT",
                  current_task_file: str = ".ralph/current-task.json") -> str:
     """The anti-drift block for task (see module docstring for the placeholders)."""
-    details = task.description.strip()
+    details = _details(task)
     if len(details) > _MAX_DETAILS:
         details = details[:_MAX_DETAILS].rstrip() + "\n[... truncated]"
     values = {
@@ -183,6 +183,33 @@ def session_prompt(block: str) -> str:
     """The session prompt in assignment mode: `/ralph-build ` + the block, so the build
     skill still runs and reads the block where it would read the peek landscape."""
     return SESSION_PREFIX + block
+
+
+def _details(task: AssignedTask) -> str:
+    """The description without what the block already shows (the title line, the why
+    text, the criteria lines, a bare "criteria:" label), blank-line runs collapsed."""
+    shown = {task.title.strip(), *task.criteria}
+    why_words = task.why.split()
+    kept: list[str] = []
+    lines = task.description.splitlines()
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        stripped = line.strip()
+        bare = criteria_mod.strip_marker(stripped)
+        match = _WHY_LABEL.match(line)
+        if match and (match.group(1) or match.group(2)) and why_words:
+            index += 1                  # the why label and its continuation lines
+            while match.group(1) and index < len(lines) and not lines[index].strip():
+                index += 1              # a "## Why" heading: its paragraph follows
+            while index < len(lines) and lines[index].strip() and not lines[index].lstrip().startswith("#"):
+                index += 1
+            continue
+        if not (bare in shown or (stripped.endswith(":") and "criteria" in stripped.lower())):
+            if stripped or (kept and kept[-1]):
+                kept.append(stripped and line.rstrip())
+        index += 1
+    return "\n".join(kept).strip()
 
 
 def _as_list(items: list[str]) -> str:

@@ -54,6 +54,12 @@ def extract_criteria(*texts: str, limit: int = MAX_CRITERIA) -> list[str]:
     return found
 
 
+def strip_marker(line: str) -> str:
+    """line without a leading checkbox or bullet, as a criterion is stored."""
+    match = _CHECKBOX.match(line)
+    return (match.group(1) if match else _BULLET.sub("", line)).strip()
+
+
 def task_criteria(description: str | None, steps: list[str] | None,
                   spec_path: Path | None = None) -> list[str]:
     """The criteria of one task: its description and steps first, its spec file when they
@@ -73,4 +79,4 @@ def _read_spec(path: Path) -> str:
         return ""
 
 
-__all__ = ["DEFAULT_CRITERIA", "MAX_CRITERIA", "extract_criteria", "task_criteria"]
+__all__ = ["DEFAULT_CRITERIA", "MAX_CRITERIA", "extract_criteria", "task_criteria", "strip_marker"]
