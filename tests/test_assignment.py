@@ -205,3 +205,12 @@ def test_details_leave_out_what_the_block_already_shows(description):
     assert task.why.startswith("drains nodes") and task.criteria == ["returns 200"]
     block = assignment.render_block(task, "Details:{details}")
     assert block == "Details:\nAdd a route.\n\nDeadline: 2026-12-01"
+
+
+def test_a_spec_path_outside_the_repository_is_not_read(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (tmp_path / "secret.md").write_text("- [ ] leaked line\n")
+    task = assignment.build_task({"id": "x", "spec": "../secret.md"}, repo)
+    assert task.criteria == ["Complete the assigned task"]
+    assert task.source == "task x (spec ../secret.md)"

@@ -106,7 +106,7 @@ def build_task(fields: Mapping, repo: Path | None = None) -> AssignedTask:
     description = fields.get("description") or ""
     steps = list(fields.get("steps") or [])
     spec = fields.get("spec") or ""
-    spec_path = (repo / spec) if (repo is not None and spec) else None
+    spec_path = _inside(repo, spec) if (repo is not None and spec) else None
     priority = fields.get("priority", 2)
     task = AssignedTask(
         id=fields["id"], title=fields.get("title") or fields["id"],
@@ -210,6 +210,17 @@ def _details(task: AssignedTask) -> str:
                 kept.append(stripped and line.rstrip())
         index += 1
     return "\n".join(kept).strip()
+
+
+def _inside(repo: Path, relative: str) -> Path | None:
+    """repo/relative when it stays inside repo: a spec path is data, not a way to read
+    /etc/passwd into a prompt."""
+    path = (repo / relative).resolve()
+    try:
+        path.relative_to(repo.resolve())
+    except ValueError:
+        return None
+    return path
 
 
 def _as_list(items: list[str]) -> str:
