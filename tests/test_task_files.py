@@ -128,3 +128,15 @@ def test_reading_a_corrupt_json_file_gives_none(tmp_path: Path):
     assert task_files.read_json(tmp_path / "x.json") is None
     (tmp_path / "y.json").write_text("[1, 2]")
     assert task_files.read_json(tmp_path / "y.json") is None
+
+
+def test_changes_already_uncommitted_at_the_start_are_not_credited_to_the_session(git_repo):
+    ralph = git_repo / ".ralph"
+    (git_repo / "leftover.txt").write_text("from an earlier session\n")
+    current = task_files.write_current_task(ralph, {"id": "t"}, agent="a", baseline_status="open",
+                                            head=task_files.git_head(git_repo), repo=git_repo)
+    assert current["dirtyAtStart"] == ["leftover.txt"]
+    (git_repo / "mine.txt").write_text("this session\n")
+    record = json.loads(task_files.archive_completed(ralph, git_repo, current, None).read_text())
+    assert record["artifacts"]["uncommitted"] == [{"status": "??", "path": "mine.txt"}]
+    assert record["artifacts"]["uncommittedBefore"] == [{"status": "??", "path": "leftover.txt"}]

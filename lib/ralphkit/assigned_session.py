@@ -97,7 +97,8 @@ def start_assigned_session(task_call: TaskCall, *, repo: Path, ralph_dir: Path, 
     task_files.write_current_task(ralph_dir, {
         "id": task.id, "title": task.title, "objective": task.title, "why": task.why,
         "criteria": task.criteria, "source": task.source, "priority": task.priority,
-        "retryCount": task.retry_count}, agent=agent, baseline_status=baseline, head=head)
+        "retryCount": task.retry_count}, agent=agent, baseline_status=baseline, head=head,
+        repo=repo)
     count = guard.before_spawn(task.id, baseline)
     current_file = ralph_dir / "current-task.json"
     try:        # as the agent sees it from the repository root, when it is inside

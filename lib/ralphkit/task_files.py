@@ -72,11 +72,16 @@ def git_head(repo: Path) -> str:
 
 
 def write_current_task(ralph_dir: Path, task: dict, *, agent: str, baseline_status: str,
-                       head: str, started_at: str | None = None) -> dict:
+                       head: str, repo: Path | None = None,
+                       started_at: str | None = None) -> dict:
     """Write current-task.json for a session about to start; returns what was written.
-    task: id, title, objective, criteria, source (and optionally why, priority)."""
+    task: id, title, objective, criteria, source (and optionally why, priority). With repo,
+    the paths already uncommitted at the start are recorded (`dirtyAtStart`), so the archive
+    does not credit the session with them."""
     record = {**task, "status": "in_progress", "startedAt": started_at or now_iso(),
               "agent": agent, "baselineStatus": baseline_status, "headAtStart": head}
+    if repo is not None:
+        record["dirtyAtStart"] = sorted({f["path"] for f in _uncommitted(repo)})
     write_json(ralph_dir / "current-task.json", record)
     return record
 
@@ -120,12 +125,14 @@ def session_artifacts(repo: Path, head_at_start: str) -> dict:
         diff = _git(repo, "diff", "--name-status", "--no-renames", head_at_start, head)
         files = [dict(zip(("status", "path"), line.split("\t", 1)))
                  for line in diff.splitlines() if "\t" in line]
-    status = _git(repo, "status", "--porcelain", "--untracked-files=all")
-    uncommitted = [{"status": line[:2].strip(), "path": line[3:]}
-                   for line in status.splitlines()
-                   if len(line) > 3 and not line[3:].startswith(".ralph/")]
     return {"headAtStart": head_at_start, "headAtEnd": head, "commits": commits,
-            "filesChanged": files, "uncommitted": uncommitted}
+            "filesChanged": files, "uncommitted": _uncommitted(repo)}
+
+
+def _uncommitted(repo: Path) -> list[dict]:
+    status = _git(repo, "status", "--porcelain", "--untracked-files=all")
+    return [{"status": line[:2].strip(), "path": line[3:]} for line in status.splitlines()
+            if len(line) > 3 and not line[3:].startswith(".ralph/")]
 
 
 def archive_completed(ralph_dir: Path, repo: Path, current: dict, result_text: str | None,
@@ -146,13 +153,16 @@ def archive_completed(ralph_dir: Path, repo: Path, current: dict, result_text: s
     started = current.get("startedAt") or ended
     task_keys = ("id", "title", "objective", "why", "criteria", "source", "priority", "agent",
                  "baselineStatus")
+    artifacts = session_artifacts(repo, current.get("headAtStart") or "")
+    before = set(current.get("dirtyAtStart") or [])
+    artifacts["uncommittedBefore"] = [f for f in artifacts["uncommitted"] if f["path"] in before]
+    artifacts["uncommitted"] = [f for f in artifacts["uncommitted"] if f["path"] not in before]
     record = {
         "task": {key: current[key] for key in task_keys if key in current},
         "status": "completed",
         "verification_notes": "\n\n".join(dict.fromkeys(str(n) for n in notes)),
         "result": result,
-        "artifacts": {**session_artifacts(repo, current.get("headAtStart") or ""),
-                      "claimed": claimed},
+        "artifacts": {**artifacts, "claimed": claimed},
         "timings": {"startedAt": started, "endedAt": ended,
                     "durationSeconds": _seconds_between(started, ended)},
     }
