@@ -4,12 +4,15 @@ table, the scope's active agents, stopping an agent. Does not own the agent tabl
 from __future__ import annotations
 
 import os
-from typing import Sequence
 
 from ralphkit.tasks import args as A
 from ralphkit.tasks import db, markdown as md
 from ralphkit.tasks.context import Ctx
 from ralphkit.tasks.errors import TaskError, not_found
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Sequence
 
 _USAGE = "ralph task agent <register|list|deregister>"
 _ATTEMPTS = 10

@@ -4,9 +4,12 @@ unrecognised argument are one-line errors (exit 1). Also the digit checks. Does 
 which flags a command has."""
 from __future__ import annotations
 
-from typing import Sequence
 
 from ralphkit.tasks.errors import TaskError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Sequence
 
 
 def flags(args: Sequence[str], values: Sequence[str] = (), switches: Sequence[str] = ()) -> dict:

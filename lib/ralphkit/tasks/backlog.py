@@ -4,12 +4,15 @@ Each returns its stdout text or raises TaskError. Does not own argument syntax r
 from __future__ import annotations
 
 import json
-from typing import Sequence
 
 from ralphkit.tasks import args as A
 from ralphkit.tasks import db, markdown as md, queries as q
 from ralphkit.tasks.context import Ctx
 from ralphkit.tasks.errors import EXIT_NOT_FOUND, TaskError, not_found
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Sequence
 
 
 def plan_status(ctx: Ctx, argv: Sequence[str]) -> str:
@@ -40,19 +43,16 @@ def peek(ctx: Ctx, argv: Sequence[str]) -> str:
     frozen_sql, frozen = _frozen(ctx)
 
     def snapshot(conn):
-        ready = q.fetch_tasks(conn, ctx.scope, f"{q.CLAIMABLE} AND {frozen_sql}",
+        ready = q.fetch_tasks(conn, ctx.scope, q.first_claimable(frozen_sql),
                               limit=int(limit), **frozen)
         active = q.fetch_tasks(conn, ctx.scope, "t.status = 'active' AND t.lease_expires_at "
                                f">= datetime('now') AND {frozen_sql}", **frozen)
         return ready, active, q.fetch_blockers(conn, [t["id"] for t in ready + active])
     ready, active, blockers = db.read(ctx.conn, snapshot)
-    items = []
-    for task in ready:
-        view = md.task_view(task, blockers.get(task["id"], ()))
-        view["status"] = "open"  # s.9.3: an expired lease shows as open, without assignee
-        items.append((view, md.PEEK_OPEN))
-    items += [(md.task_view(t, blockers.get(t["id"], ())), md.PEEK_ACTIVE) for t in active]
-    return md.sections(items)
+    # s.9.3: a claimable task shows as open (an expired lease too), without assignee.
+    parts = [md.task_section(t, blockers.get(t["id"], ()), md.PEEK_OPEN, "open") for t in ready]
+    parts += [md.task_section(t, blockers.get(t["id"], ()), md.PEEK_ACTIVE) for t in active]
+    return md.join_sections(parts)
 
 
 def claim(ctx: Ctx, argv: Sequence[str]) -> str:
@@ -63,9 +63,10 @@ def claim(ctx: Ctx, argv: Sequence[str]) -> str:
     frozen_sql, frozen = _frozen(ctx)
 
     def take(conn):
-        where = f"{q.CLAIMABLE} AND {frozen_sql}"
-        if target is not None:
-            where += " AND t.slug = :target"
+        if target is None:
+            where = q.first_claimable(frozen_sql)
+        else:
+            where = f"{q.CLAIMABLE} AND {frozen_sql} AND t.slug = :target"
         found = q.fetch_tasks(conn, ctx.scope, where, limit=1, target=target, **frozen)
         if not found:
             return None
@@ -80,7 +81,7 @@ def claim(ctx: Ctx, argv: Sequence[str]) -> str:
     if claimed is None:
         raise TaskError("Task not eligible" if target is not None else "No eligible tasks",
                         EXIT_NOT_FOUND, plain=True)
-    return md.sections([(md.task_view(*claimed), md.CLAIM)])
+    return md.join_sections([md.task_section(*claimed, md.CLAIM)])
 
 
 def _active_task(conn, ctx: Ctx, slug: str) -> dict:

@@ -4,13 +4,14 @@ and `Error: ` lines, and exit codes. `main()` never exits and keeps no state bet
 Does not own any command's logic (backlog, plan_sync, views, edit, agents)."""
 from __future__ import annotations
 
-import json
 import os
-import sqlite3
 import sys
-from typing import Mapping, Sequence, TextIO
 
 from ralphkit.tasks.errors import TaskError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Mapping, Sequence, TextIO
 
 HELP = """\
 Usage: ralph task <command> [options]
@@ -64,6 +65,8 @@ _COMMANDS = {
 
 
 def _render_md(argv: Sequence[str]) -> str:
+    import json
+
     from ralphkit.tasks import markdown
     if not argv:
         raise TaskError("missing JSON argument")
@@ -113,6 +116,8 @@ def main(argv: Sequence[str], *, stdin: TextIO | None = None, stdout: TextIO | N
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
     environ = os.environ if environ is None else environ
+    import sqlite3
+
     try:
         output = _run(list(argv), stdin, environ, os.getcwd())
     except TaskError as err:

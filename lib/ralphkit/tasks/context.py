@@ -2,20 +2,21 @@
 the working directory and stdin. A plain record; does not own how they are obtained."""
 from __future__ import annotations
 
-import sqlite3
-from dataclasses import dataclass
-from typing import Mapping, TextIO
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import sqlite3
+    from typing import Mapping, TextIO
 
-from ralphkit.tasks.git_scope import Scope
+    from ralphkit.tasks.git_scope import Scope
 
 
-@dataclass
 class Ctx:
-    conn: sqlite3.Connection
-    scope: Scope
-    environ: Mapping[str, str]
-    cwd: str
-    stdin: TextIO
+    __slots__ = ("conn", "scope", "environ", "cwd", "stdin")
+
+    def __init__(self, conn: sqlite3.Connection, scope: Scope, environ: Mapping[str, str],
+                 cwd: str, stdin: TextIO) -> None:
+        self.conn, self.scope, self.environ, self.cwd, self.stdin = (
+            conn, scope, environ, cwd, stdin)
 
 
 __all__ = ["Ctx"]

@@ -8,13 +8,16 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from pathlib import Path
-from typing import Callable, Mapping, TypeVar
 
 from ralphkit.tasks.errors import TaskError
 from ralphkit.tasks.git_scope import Git
 
-T = TypeVar("T")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, TypeVar
+
+    T = TypeVar("T")
+
 _RETRY_DELAYS = (0.1, 0.3, 0.9)  # s.4: three retries of the whole transaction
 _BUSY_TIMEOUT_S = 5.0
 
@@ -113,17 +116,17 @@ def read(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T
     return _transaction(conn, "BEGIN", body)
 
 
-def locate(git: Git) -> Path:
+def locate(git: Git) -> str:
     """s.3: $RALPH_TASKS_DB (relative to cwd, parents created), else <git root>/.ralph/tasks.db
     with `.ralph/.gitignore` = `*` written once, never rewritten."""
     explicit = git.environ.get("RALPH_TASKS_DB", "")
     if explicit:
-        path = Path(git.cwd, explicit)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = os.path.join(git.cwd, explicit)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         return path
-    ralph_dir = Path(git.toplevel(), ".ralph")
-    ralph_dir.mkdir(exist_ok=True)
-    ignore = ralph_dir / ".gitignore"
+    ralph_dir = os.path.join(git.toplevel(), ".ralph")
+    os.makedirs(ralph_dir, exist_ok=True)
+    ignore = os.path.join(ralph_dir, ".gitignore")
     if not os.path.lexists(ignore):
         try:
             fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -132,7 +135,7 @@ def locate(git: Git) -> Path:
         else:
             with os.fdopen(fd, "w") as handle:
                 handle.write("*\n")
-    return ralph_dir / "tasks.db"
+    return os.path.join(ralph_dir, "tasks.db")
 
 
 def _ensure_schema(conn: sqlite3.Connection) -> None:
@@ -147,7 +150,7 @@ def _ensure_schema(conn: sqlite3.Connection) -> None:
     write(conn, create)
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: str) -> sqlite3.Connection:
     """Open the database, switch it to WAL once (persisted), create the schema if needed."""
     conn = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
                            check_same_thread=False)

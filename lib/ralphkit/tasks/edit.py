@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Sequence
 
 from ralphkit.tasks import args as A
 from ralphkit.tasks import db, queries as q
 from ralphkit.tasks.context import Ctx
 from ralphkit.tasks.errors import TaskError, not_found
 from ralphkit.tasks.markdown import compact
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Sequence
 
 _CREATE_USAGE = ("ralph task create <id> <title> [-p PRIORITY] [-c CATEGORY] [-d DESCRIPTION] "
                  "[-s STEPS_JSON] [-r SPEC_REF] [--ref REF] [--deps DEP_IDS]")

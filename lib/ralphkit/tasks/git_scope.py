@@ -3,40 +3,67 @@ scope, a (repository, branch) pair (spec/task-cli.md s.3, s.7). Git is run with 
 spec's argument vectors. Does not own the database or the commands."""
 from __future__ import annotations
 
-import subprocess
-from dataclasses import dataclass, field
-from typing import Mapping
+import os
 
 from ralphkit.tasks.errors import TaskError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: typing costs start-up time (issue 2, "starts fast")
+    from typing import Mapping
 
 _NOT_A_REPO = "not inside a git repository. Run: git init"
 _NO_ORIGIN = 'no git remote "origin" found. Run: git remote add origin <url>'
 _DETACHED = "detached HEAD state. Run: git checkout <branch>"
 
 
-@dataclass(frozen=True)
 class Scope:
-    repo: str
-    branch: str
+    """A (repository, branch) pair; every row the CLI touches belongs to exactly one."""
+
+    __slots__ = ("repo", "branch")
+
+    def __init__(self, repo: str, branch: str) -> None:
+        self.repo, self.branch = repo, branch
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Scope) and (self.repo, self.branch) == (other.repo, other.branch)
+
+    def __repr__(self) -> str:
+        return f"Scope({self.repo!r}, {self.branch!r})"
 
 
-@dataclass
+def _spawn(args: list[str], environ: Mapping[str, str]) -> tuple[int, bytes]:
+    """Run argv in the current directory, stdout captured, stdin and stderr on /dev/null.
+    posix_spawn instead of subprocess: same result, a fraction of the import cost."""
+    read_end, write_end = os.pipe()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        pid = os.posix_spawnp(args[0], args, dict(environ), file_actions=[
+            (os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, write_end, 1),
+            (os.POSIX_SPAWN_DUP2, devnull, 2)])
+    except OSError:  # no git at all: same as not being in a repository
+        os.close(read_end)
+        return 127, b""
+    finally:
+        os.close(write_end)
+        os.close(devnull)
+    chunks = []
+    with os.fdopen(read_end, "rb") as pipe:
+        chunks.append(pipe.read())
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), b"".join(chunks)
+
+
 class Git:
-    """Runs git in cwd with environ; remembers `--is-inside-work-tree` so it runs at most once
-    per command (the repo and branch halves both need it, s.7)."""
+    """Runs git in the current directory (cwd) with environ; remembers
+    `--is-inside-work-tree` so it runs at most once per command (both halves need it, s.7)."""
 
-    cwd: str
-    environ: Mapping[str, str]
-    _inside: bool | None = field(default=None, repr=False)
+    def __init__(self, cwd: str, environ: Mapping[str, str]) -> None:
+        self.cwd, self.environ = cwd, environ
+        self._inside: bool | None = None
 
     def run(self, *args: str) -> tuple[int, str]:
-        try:
-            proc = subprocess.run(["git", *args], cwd=self.cwd, env=dict(self.environ),
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL)
-        except OSError:  # no git at all: same as not being in a repository
-            return 127, ""
-        return proc.returncode, proc.stdout.decode("utf-8", "surrogateescape").rstrip("\n")
+        code, out = _spawn(["git", *args], self.environ)
+        return code, out.decode("utf-8", "surrogateescape").rstrip("\n")
 
     def require_work_tree(self) -> None:
         if self._inside is None:

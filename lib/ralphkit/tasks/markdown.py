@@ -4,7 +4,10 @@ plain values; does not own the database or which tasks are shown."""
 from __future__ import annotations
 
 import json
-from typing import Iterable, Sequence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterable, Sequence
 
 # Field sets per command (s.8 table). Order of lines is always _ORDER.
 _ORDER = ("id", "title", "priority", "status", "category", "spec", "ref", "assignee",
@@ -76,16 +79,45 @@ def sections(items: Iterable[tuple[dict, frozenset]]) -> str:
     return body + "\n" if body else ""
 
 
-def task_view(task: dict, blockers: Sequence[tuple] = ()) -> dict:
-    """A tasks row plus its blockers [(slug, status, title, result)] -> a section view."""
-    return {
-        "id": task["slug"], "title": task["title"], "priority": task["priority"],
-        "status": task["status"], "category": task["category"], "spec": task["spec_ref"],
-        "ref": task["ref"], "assignee": task["assignee"],
-        "lease_expires_at": task["lease_expires_at"], "retry_count": task["retry_count"],
-        "deps": [b[0] for b in blockers], "steps": steps_list(task["steps"]),
-        "blocker_results": [(b[0], reencode(b[3])) for b in blockers if b[3]],
-    }
+def task_section(task, blockers: Sequence[tuple], fields: frozenset, status: str | None = None) -> str:
+    """One section straight from a tasks row and its blockers [(slug, status, title, result)]
+    (the hot path of `list --all --markdown`: no intermediate view). `status` overrides the
+    stored one (peek shows an expired lease as open)."""
+    slug = str(task["slug"])
+    lines = [f"## Task {slug}", f"id: {slug}"]
+    add = lines.append
+    for name, key in (("title", "title"), ("priority", "priority")):
+        value = task[key]
+        if value is not None and value != "":
+            add(f"{name}: {value}")
+    value = status or task["status"]
+    if value:
+        add(f"status: {value}")
+    for name, key in _OPTIONAL:
+        if name in fields:
+            value = task[key]
+            if value is not None and value != "":
+                add(f"{name}: {value}")
+    if blockers:
+        add("deps: " + ", ".join(b[0] for b in blockers))
+    if task["steps"]:
+        add("steps:")
+        lines.extend(f"- {_text(step)}" for step in steps_list(task["steps"]))
+    if "blocker_results" in fields:
+        results = [b for b in blockers if b[3]]
+        if results:
+            add("blocker_results:")
+            lines.extend(f"- {b[0]}: {reencode(b[3])}" for b in results)
+    return "\n".join(lines)
+
+
+_OPTIONAL = (("category", "category"), ("spec", "spec_ref"), ("ref", "ref"), ("assignee", "assignee"),
+             ("lease_expires_at", "lease_expires_at"), ("retry_count", "retry_count"))
+
+
+def join_sections(parts: Iterable[str]) -> str:
+    body = "\n\n".join(parts)
+    return body + "\n" if body else ""
 
 
 def json_view(obj: dict) -> dict:
@@ -137,5 +169,5 @@ def agent_table(agents: Sequence[tuple]) -> str:
     return "\n".join(rows) + "\n"
 
 
-__all__ = ["section", "sections", "task_view", "json_view", "task_table", "agent_table",
+__all__ = ["section", "sections", "task_section", "join_sections", "json_view", "task_table", "agent_table",
            "PEEK_OPEN", "PEEK_ACTIVE", "LIST_MD", "CLAIM", "steps_list", "compact"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Sequence
 
 from ralphkit.tasks import args as A
 from ralphkit.tasks import db
@@ -14,6 +13,10 @@ from ralphkit.tasks import queries as q
 from ralphkit.tasks.context import Ctx
 from ralphkit.tasks.errors import TaskError
 from ralphkit.tasks.markdown import compact
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Sequence
 
 _FIELDS = ("title", "description", "category", "priority", "spec_ref", "ref", "steps")
 

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Iterable
 
 from ralphkit.tasks.git_scope import Scope
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterable
 
 COLUMNS = ("id, slug, title, description, category, priority, status, spec_ref, ref, result, "
            "assignee, lease_expires_at, retry_count, fail_reason, steps, created_at, "
@@ -23,6 +26,21 @@ CLAIMABLE = (f"(t.status = 'open' OR (t.status = 'active' AND t.lease_expires_at
 FROZEN = "t.slug IN (SELECT value FROM json_each(:frozen))"
 
 
+_OPEN = "t.status = 'open'"
+
+
+def first_claimable(extra: str = "1") -> str:
+    """A `where` for fetch_tasks(..., limit=:limit) selecting the first claimable tasks.
+    Open and expired-active tasks are walked separately, each in index order
+    (scope, status, priority, created_at, rowid), so the walk stops after :limit unblocked
+    tasks instead of testing every task of a large backlog for blockers."""
+    def part(status: str) -> str:
+        return (f"SELECT r FROM (SELECT t.rowid AS r FROM tasks t WHERE {IN_SCOPE} AND {status} "
+                f"AND NOT {BLOCKED} AND NOT {HELD} AND ({extra}) {ORDER} LIMIT :limit)")
+    expired = "t.status = 'active' AND t.lease_expires_at < datetime('now')"
+    return f"t.rowid IN ({part(_OPEN)} UNION ALL {part(expired)})"
+
+
 def scope_params(scope: Scope, **extra: object) -> dict:
     return {"repo": scope.repo, "branch": scope.branch, **extra}
 
@@ -35,9 +53,9 @@ def fetch_tasks(conn: sqlite3.Connection, scope: Scope, where: str = "1", limit:
     if limit is not None:
         sql += " LIMIT :limit"
         params["limit"] = limit
-    cur = conn.execute(sql, scope_params(scope, **params))
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur]
+    cur = conn.cursor()
+    cur.row_factory = sqlite3.Row  # by-name access implemented in C: cheap for 10,000 rows
+    return cur.execute(sql, scope_params(scope, **params)).fetchall()
 
 
 def fetch_task(conn: sqlite3.Connection, scope: Scope, slug: str) -> dict | None:
@@ -82,4 +100,4 @@ def frozen_slugs(environ, cwd: str) -> str | None:
     return json.dumps(slugs)
 
 
-__all__ = ["fetch_tasks", "fetch_task", "fetch_blockers", "frozen_slugs", "scope_params"]
+__all__ = ["first_claimable", "fetch_tasks", "fetch_task", "fetch_blockers", "frozen_slugs", "scope_params"]

@@ -4,12 +4,15 @@ with a constant number of queries. Does not own formats (markdown.py) or writes.
 from __future__ import annotations
 
 import json
-from typing import Sequence
 
 from ralphkit.tasks import args as A
 from ralphkit.tasks import db, markdown as md, queries as q
 from ralphkit.tasks.context import Ctx
 from ralphkit.tasks.errors import TaskError, not_found
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Sequence
 
 
 def list_tasks(ctx: Ctx, argv: Sequence[str]) -> str:
@@ -38,7 +41,7 @@ def list_tasks(ctx: Ctx, argv: Sequence[str]) -> str:
     tasks, blockers = db.read(ctx.conn, snapshot)
     if not markdown:
         return md.task_table(tasks)
-    return md.sections((md.task_view(t, blockers.get(t["id"], ())), md.LIST_MD) for t in tasks)
+    return md.join_sections([md.task_section(t, blockers.get(t["id"], ()), md.LIST_MD) for t in tasks])
 
 
 def _one(conn, ctx: Ctx, slug: str) -> tuple[dict, list[tuple]]:
