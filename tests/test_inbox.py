@@ -30,7 +30,10 @@ def inbox_dir(git_repo: Path) -> Path:
 
 def put(inbox_dir: Path, name: str, content) -> Path:
     path = inbox_dir / name
-    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    if name.startswith("latin1"):
+        path.write_bytes(content.encode("latin-1"))
+    else:
+        path.write_text(content if isinstance(content, str) else json.dumps(content))
     return path
 
 
@@ -100,7 +103,10 @@ def test_a_second_import_imports_nothing_new(inbox_dir, task_call):
      "inbox file list.json: expected a JSON object or a non-empty array of objects; skipped"),
     ("steps.json", {"objective": "X", "steps": "do it"},
      'inbox file steps.json: field "steps" must be an array of strings; skipped'),
-], ids=["invalid-json", "no-objective", "bad-priority", "not-objects", "bad-steps"])
+    ("blank.md", "  \n", "inbox file blank.md: empty directive; skipped"),
+    ("latin1.md", "caf\xe9", "inbox file latin1.md: not UTF-8 text; skipped"),
+], ids=["invalid-json", "no-objective", "bad-priority", "not-objects", "bad-steps", "empty-md",
+        "not-utf8"])
 def test_a_bad_file_is_reported_once_and_the_others_are_imported(
         inbox_dir, task_call, name, content, problem):
     put(inbox_dir, name, content)

@@ -159,6 +159,8 @@ def _from_json(name: str, default_slug: str, item: dict) -> InboxTask:
 
 
 def _from_markdown(name: str, stem: str, text: str) -> InboxTask:
+    if not text.strip():
+        raise ValueError("empty directive")
     lines = text.splitlines()
     title, body, priority = "", [], parse_priority("medium")
     for line in lines:
@@ -176,8 +178,6 @@ def _from_markdown(name: str, stem: str, text: str) -> InboxTask:
     description = "\n".join(body).strip()
     if not title:
         title = next((l.strip() for l in body if l.strip()), "") or stem
-    if not title.strip() or not (description or title):
-        raise ValueError("empty directive")
     return InboxTask(file=name, slug=_slug(stem), title=title[:200], priority=priority,
                      description=description, kind=1)
 
