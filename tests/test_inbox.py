@@ -150,3 +150,14 @@ def test_other_files_and_dotfiles_in_the_inbox_are_ignored(inbox_dir, task_call)
     put(inbox_dir, ".hidden.json", {"objective": "hidden"})
     (inbox_dir / "imported").mkdir()
     assert inbox.import_inbox(inbox_dir, task_call).imported == []
+
+
+def test_an_array_with_one_existing_id_imports_the_rest_and_is_recorded_as_partial(
+        inbox_dir, task_call, run_task):
+    run_task("create", "taken", "Already here", "-p", "0")
+    put(inbox_dir, "mix.json", [{"id": "taken", "objective": "X", "priority": "critical"},
+                                {"id": "fresh", "objective": "Y", "priority": "low"}])
+    report = inbox.import_inbox(inbox_dir, task_call)
+    assert report.imported == ["fresh"] and len(report.problems) == 1
+    entry = json.loads((inbox_dir / ".imported.json").read_text())["mix.json"]
+    assert (entry["outcome"], entry["slugs"]) == ("partial", ["fresh"])

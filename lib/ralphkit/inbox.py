@@ -90,8 +90,11 @@ def import_inbox(inbox: Path, task_call: TaskCall) -> ImportReport:
             reason = f"task create {task.slug} failed" + (f": {out}" if out else
                                                           " (does the id already exist?)")
             report.problems.append(f"inbox file {task.file}: {reason}; skipped")
-            entry.update(outcome="rejected" if not entry["slugs"] else "partial",
-                         reason=reason)
+            entry["reason"] = reason
+    for name in {task.file for task in pending}:
+        entry = record[name]
+        if "reason" in entry:
+            entry["outcome"] = "partial" if entry["slugs"] else "rejected"
     if pending or report.problems:
         write_json(record_path, record)
     return report
