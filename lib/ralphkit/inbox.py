@@ -8,7 +8,7 @@ from its input (task-cli.md s.9.1 "Orphans"), so syncing one inbox task could de
 tasks. `create` only adds.
 
 Idempotence: every file looked at is recorded in `<inbox>/.imported.json` with its SHA-256
-and outcome (`imported` with the slug, or `rejected` with the reason). A file whose name and
+and outcome (`imported` with the slugs, `rejected` with the reason, or `partial`). A file whose name and
 hash are recorded is skipped, so a re-run imports nothing new and a bad file is reported
 once; editing a file (new hash) makes it a candidate again. Files are never moved or deleted.
 """
