@@ -392,3 +392,64 @@ def test_the_target_is_done_when_every_frozen_task_still_present_is_done(repo, r
     tasks[3]["status"] = "deleted"                         # removed: dropped from the target
     assert scope.target_done(run_dir, tasks)
     assert scope.target_done(run_dir, tasks[:3])           # vanished: dropped as well
+
+
+def _export(run_task) -> list[dict]:
+    out = run_task("_export-json")
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def test_the_real_task_cli_backlog_is_frozen_checked_and_filtered(git_repo, run_task, tmp_path):
+    def ok(*args, **kw):
+        out = run_task(*args, **kw)
+        assert out.returncode == 0, (args, out.stderr)
+        return out.stdout
+    ok("create", "t-1", "First", "-r", "specs/feature.md", "-d", "the first")
+    ok("create", "t-2", "Second", "-s", '["a","b"]', "--deps", "t-1")
+    ok("create", "t-3", "Third", "-p", "1")
+    run_dir = git_repo / ".ralph" / "runs" / "r1"
+    scope.freeze(run_dir, _export(run_task), git_repo)
+    frozen_file = scope.write_frozen_ids_file(run_dir)
+
+    ok("claim", "t-1", "--agent", "a1")                      # progress: not a change
+    assert not check(run_dir, _export(run_task), git_repo).changed
+    ok("update", "t-2", "--title", "Second, renamed")
+    ok("create", "t-new", "Added mid-run", "-p", "0")
+    ok("delete", "t-3")
+    (git_repo / "specs" / "feature.md").write_text("# Feature\n\n- [ ] it works better\n")
+    report = check(run_dir, _export(run_task), git_repo)
+    assert report.lines() == [
+        "added task t-new: not in the frozen scope, it will not run",
+        "removed task t-3: dropped from the target",
+        "modified spec specs/feature.md of task t-1: content changed",
+        "modified definition of task t-2: title changed"]
+
+    frozen_env = {"RALPH_FROZEN_IDS_FILE": str(frozen_file)}
+    assert "t-new" in ok("peek", "-n", "10")                 # without the freeze it would run
+    assert "t-new" not in ok("peek", "-n", "10", env=frozen_env)
+    assert run_task("claim", "t-new", "--agent", "a2", env=frozen_env).returncode != 0
+    assert run_task("claim", "--agent", "a2", env=frozen_env).returncode != 0  # t-2 blocked
+    ok("done", "t-1")
+    assert not scope.target_done(run_dir, _export(run_task))
+    ok("claim", "t-2", "--agent", "a2", env=frozen_env)
+    ok("done", "t-2")
+    assert scope.target_done(run_dir, _export(run_task))    # t-new open: not in the target
+
+
+def test_a_markdown_kv_backlog_is_frozen_and_checked_without_descriptions(git_repo, run_task):
+    from ralphkit.markdown_kv import parse_markdown_kv
+    for args in (("create", "m-1", "One", "-r", "specs/feature.md", "-s", '["x"]'),
+                 ("create", "m-2", "Two", "--deps", "m-1", "-d", "never in markdown")):
+        assert run_task(*args).returncode == 0
+
+    def listed() -> list[dict]:
+        return parse_markdown_kv(run_task("list", "--all", "--markdown").stdout)
+    run_dir = git_repo / ".ralph" / "runs" / "md"
+    scope.freeze(run_dir, listed(), git_repo)
+    assert run_task("claim", "m-1", "--agent", "a1").returncode == 0
+    assert run_task("update", "m-2", "--description", "edited").returncode == 0
+    assert not check(run_dir, listed(), git_repo).changed      # description: not in markdown
+    assert run_task("update", "m-2", "--priority", "0").returncode == 0
+    assert check(run_dir, listed(), git_repo).lines() == [
+        "modified definition of task m-2: priority changed"]
