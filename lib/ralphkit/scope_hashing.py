@@ -16,6 +16,7 @@ does for its index. ctime cannot be set by users, so `touch -d` after an edit is
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import operator
 import os
@@ -146,16 +147,14 @@ class StatCache:
     def _flat_unchanged(self) -> bool:
         """One stat per file and one list compare: the whole cost of an unchanged check."""
         paths, flat, _ = self._flat
-        fresh: list[int] = []
-        extend, stat, abs_ = fresh.extend, os.stat, self._abs
-        for rel in paths:
-            try:
-                st = stat(abs_(rel))
-            except OSError:
-                extend(stat_sig(abs_(rel)))
-            else:
-                extend((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
-        return fresh == flat
+        prefix = self._prefix
+        absolute = [p if p[:1] == "/" else prefix + p for p in paths]
+        try:
+            fresh = [(s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino)
+                     for s in map(os.stat, absolute)]
+        except OSError:   # a spec is missing or unstattable: classify each one
+            fresh = [stat_sig(p) for p in absolute]
+        return list(itertools.chain.from_iterable(fresh)) == flat
 
     def dumps(self) -> str:
         entries = self.entries
