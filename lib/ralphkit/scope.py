@@ -183,7 +183,12 @@ def freeze(run_dir: Path, tasks: list[Mapping], repo_root: Path) -> Snapshot:
             lines.append(f"{tid}:spec:{specs[spec]}")
     frozen_at = datetime.fromtimestamp(now_ns / 1e9, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     index = {"version": 1, "frozen_at": frozen_at, "tasks": index_tasks, "specs": specs}
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise errors.EnvironmentFailure(
+            f"cannot create {run_dir}: {err.strerror or err}; fix the permissions of .ralph/"
+        ) from err
     _write(run_dir / SCOPE_JSON, "[\n" + ",\n".join(
         json.dumps(t, ensure_ascii=False, default=str) for t in tasks) + "\n]\n")
     _write(run_dir / IDS_TXT, "".join(f"{tid}\n" for tid in sorted(present)))

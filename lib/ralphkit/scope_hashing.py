@@ -61,7 +61,7 @@ def probe(path: str, now_ns: int) -> tuple[tuple[int, int, int, int], str]:
         return sig, "unreadable"
     try:
         # O_NONBLOCK: a FIFO put where a spec was must not hang the loop.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except (FileNotFoundError, NotADirectoryError):
         return _MISSING_SIG, "missing"
     except IsADirectoryError:
