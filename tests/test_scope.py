@@ -453,3 +453,24 @@ def test_a_markdown_kv_backlog_is_frozen_and_checked_without_descriptions(git_re
     assert run_task("update", "m-2", "--priority", "0").returncode == 0
     assert check(run_dir, listed(), git_repo).lines() == [
         "modified definition of task m-2: priority changed"]
+
+
+def test_the_stop_message_is_a_scope_changed_error_with_exit_code_4(repo, run_dir):
+    scope.freeze(run_dir, backlog(), repo)
+    report = check(run_dir, backlog() + [task("t-new")], repo)
+    err = errors.ScopeChanged(report.summary())
+    assert err.exit_code == errors.EXIT_SCOPE_CHANGED == 4
+    assert str(err) == ("scope changed since the run started (1 change): "
+                        "added task t-new: not in the frozen scope, it will not run")
+
+
+def test_a_change_that_stays_is_answered_from_the_cache_without_hashing(repo, run_dir, aged):
+    scope.freeze(run_dir, backlog(), repo)
+    (repo / "specs" / "b.md").write_text("edited")
+    tasks = backlog() + [task("t-new")]
+    first = check(run_dir, tasks, repo)
+    second = check(run_dir, [dict(t) for t in tasks], repo)
+    assert first.files_hashed == 1 and second.files_hashed == 0
+    assert second.lines() == first.lines() == [
+        "added task t-new: not in the frozen scope, it will not run",
+        "modified spec specs/b.md of task t-3: content changed"]

@@ -93,7 +93,8 @@ def _describe(before: str, now: str) -> str:
 
 
 def _compare(run_dir: Path, index: dict, tasks: list[Mapping], cache: hashing.StatCache,
-             now_ns: int) -> ScopeReport:
+             now_ns: int, known_defs: Mapping[str, str] | None = None) -> ScopeReport:
+    """The full comparison. known_defs: definition md5s already computed (freeze)."""
     present, warnings = _present(tasks)
     frozen, frozen_specs = index["tasks"], index["specs"]
     report = ScopeReport(warnings=warnings, files_checked=len(frozen_specs))
@@ -104,7 +105,8 @@ def _compare(run_dir: Path, index: dict, tasks: list[Mapping], cache: hashing.St
     problems: dict[tuple[str, str], list[str]] = {}
     for tid in sorted(present.keys() & frozen.keys()):
         task, (def_md5, spec_then) = present[tid], frozen[tid]
-        if hashing.definition_md5(task) != def_md5:
+        live_md5 = known_defs[tid] if known_defs else hashing.definition_md5(task)
+        if live_md5 != def_md5:
             report.definition_modified.append(tid)
         spec_now = _spec(task)
         if spec_now != spec_then:
@@ -193,7 +195,9 @@ def freeze(run_dir: Path, tasks: list[Mapping], repo_root: Path) -> Snapshot:
         json.dumps(t, ensure_ascii=False, default=str) for t in tasks) + "\n]\n")
     _write(run_dir / IDS_TXT, "".join(f"{tid}\n" for tid in sorted(present)))
     _write(run_dir / HASHES_TXT, "".join(f"{line}\n" for line in lines))
-    report = _compare(run_dir, index, tasks, cache, now_ns)   # all states cached: no I/O
+    # The answer a check gives right now, cached for the fast path (states known: no I/O).
+    report = _compare(run_dir, index, tasks, cache, now_ns,
+                      {tid: entry[0] for tid, entry in index_tasks.items()})
     cache.rows_digest, cache.report = hashing.rows_digest(tasks), report.to_dict()
     _write(run_dir / CACHE_JSON, cache.dumps())
     _write(run_dir / INDEX_JSON, json.dumps(index, ensure_ascii=False, separators=(",", ":")))
