@@ -74,13 +74,15 @@ def test_freeze_writes_the_three_snapshot_files(repo, run_dir):
 
 
 def test_ids_file_is_sorted_in_c_byte_order_and_comm_ready(repo, run_dir, base_env):
-    ids = ["b", "B", "a-1", "a_1", "a", "é", "Z9", "web/01"]
-    scope.freeze(run_dir, [task(i) for i in ids], repo)
+    ids = ["b", "B", "a-1", "a_1", "a", "é", "Z9", "web/01", "t-1", "t-10"]
+    scope.freeze(run_dir, [task(i, spec="specs/a.md") for i in ids], repo)
     ids_file = run_dir / "scope_task_ids.txt"
     env = {**base_env, "LC_ALL": "C"}
-    sorted_by_c = subprocess.run(["sort", str(ids_file)], env=env, capture_output=True,
-                                 check=True).stdout
-    assert ids_file.read_bytes() == sorted_by_c and sorted_by_c.endswith(b"\n")
+    for name in ("scope_task_ids.txt", "scope_spec_hashes.txt"):
+        by_c = subprocess.run(["sort", str(run_dir / name)], env=env, capture_output=True,
+                              check=True).stdout
+        assert (run_dir / name).read_bytes() == by_c and by_c.endswith(b"\n")
+    sorted_by_c = ids_file.read_bytes()
     live = run_dir.parent / "live.txt"
     live.write_bytes(sorted_by_c.replace(b"B\n", b"") + "ÿ\n".encode())
     comm = subprocess.run(["comm", "--check-order", "-3", str(ids_file), str(live)], env=env,

@@ -194,7 +194,7 @@ def freeze(run_dir: Path, tasks: list[Mapping], repo_root: Path) -> Snapshot:
     _write(run_dir / SCOPE_JSON, "[\n" + ",\n".join(
         json.dumps(t, ensure_ascii=False, default=str) for t in tasks) + "\n]\n")
     _write(run_dir / IDS_TXT, "".join(f"{tid}\n" for tid in sorted(present)))
-    _write(run_dir / HASHES_TXT, "".join(f"{line}\n" for line in lines))
+    _write(run_dir / HASHES_TXT, "".join(f"{line}\n" for line in sorted(lines)))  # C order
     # The answer a check gives right now, cached for the fast path (states known: no I/O).
     report = _compare(run_dir, index, tasks, cache, now_ns,
                       {tid: entry[0] for tid, entry in index_tasks.items()})
