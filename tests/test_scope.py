@@ -430,6 +430,9 @@ def test_the_real_task_cli_backlog_is_frozen_checked_and_filtered(git_repo, run_
     frozen_env = {"RALPH_FROZEN_IDS_FILE": str(frozen_file)}
     assert "t-new" in ok("peek", "-n", "10")                 # without the freeze it would run
     assert "t-new" not in ok("peek", "-n", "10", env=frozen_env)
+    empty = tmp_path / "empty_scope.txt"
+    empty.write_text("")                                     # an empty frozen scope: nothing
+    assert "## Task" not in ok("peek", "-n", "10", env={"RALPH_FROZEN_IDS_FILE": str(empty)})
     assert run_task("claim", "t-new", "--agent", "a2", env=frozen_env).returncode != 0
     assert run_task("claim", "--agent", "a2", env=frozen_env).returncode != 0  # t-2 blocked
     ok("done", "t-1")

@@ -156,6 +156,8 @@ def _load_index(run_dir: Path) -> dict:
         index = json.loads(path.read_text(encoding="utf-8"))
         if index.get("version") != 1:
             raise ValueError(f"unknown version {index.get('version')!r}")
+        if not isinstance(index.get("tasks"), dict) or not isinstance(index.get("specs"), dict):
+            raise ValueError("not a scope index")
         return index
     except (OSError, ValueError, AttributeError) as err:
         why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
