@@ -479,3 +479,14 @@ def test_a_change_that_stays_is_answered_from_the_cache_without_hashing(repo, ru
     assert second.lines() == first.lines() == [
         "added task t-new: not in the frozen scope, it will not run",
         "modified spec specs/b.md of task t-3: content changed"]
+
+
+def test_odd_task_dicts_are_tolerated_never_a_traceback(repo, run_dir):
+    odd = [{"id": 7, "status": None, "spec": "specs/a.md"}, {"title": "no id"},
+           {"id": "x", "deps": "b, a", "priority": "3", "steps": "one step"}]
+    snap = scope.freeze(run_dir, odd, repo)
+    assert snap.task_ids == ["7", "x"] and snap.warnings == ["1 task(s) without an id were ignored"]
+    live = [dict(t) for t in odd]
+    live[2]["deps"] = ["a", "b"]                    # the same deps, spelled as a list
+    report = check(run_dir, live, repo)
+    assert not report.changed and report.warnings == snap.warnings
