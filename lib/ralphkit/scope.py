@@ -173,7 +173,7 @@ def freeze(run_dir: Path, tasks: list[Mapping], repo_root: Path) -> Snapshot:
     if (run_dir / INDEX_JSON).exists():
         raise FileExistsError(f"scope snapshot already exists in {run_dir}")
     now_ns = hashing._clock()
-    present, warnings = _present(tasks)
+    present, _ = _present(tasks)
     cache = hashing.StatCache(str(repo_root))
     index_tasks, specs, lines = {}, {}, []
     for tid in sorted(present):
@@ -203,7 +203,7 @@ def freeze(run_dir: Path, tasks: list[Mapping], repo_root: Path) -> Snapshot:
     cache.rows_digest, cache.report = hashing.rows_digest(tasks), report.to_dict()
     _write(run_dir / CACHE_JSON, cache.dumps())
     _write(run_dir / INDEX_JSON, json.dumps(index, ensure_ascii=False, separators=(",", ":")))
-    return Snapshot(run_dir, frozen_at, sorted(present), True, warnings + report.warnings)
+    return Snapshot(run_dir, frozen_at, sorted(present), True, report.warnings)
 
 
 def load_or_freeze(run_dir: Path, tasks: list[Mapping], repo_root: Path) -> Snapshot:
