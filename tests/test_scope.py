@@ -12,8 +12,10 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from conftest import wait_for
 
 from ralphkit import errors, scope, scope_hashing
+from ralphkit.markdown_kv import parse_markdown_kv
 
 TEN_S = 10_000_000_000
 
@@ -274,7 +276,6 @@ def test_a_same_size_edit_of_an_old_file_with_its_mtime_put_back_is_caught_by_ct
     def clock_ticked() -> bool:                      # the coarse file clock moved on
         probe.write_text("x")
         return probe.stat().st_ctime_ns > spec.stat().st_ctime_ns
-    from conftest import wait_for
     wait_for(clock_ticked)
     _same_size_edit_keeping_mtime(spec)
     assert [c.task_id for c in check(run_dir, backlog(), repo).spec_modified] == ["t-1", "t-2"]
@@ -443,7 +444,6 @@ def test_the_real_task_cli_backlog_is_frozen_checked_and_filtered(git_repo, run_
 
 
 def test_a_markdown_kv_backlog_is_frozen_and_checked_without_descriptions(git_repo, run_task):
-    from ralphkit.markdown_kv import parse_markdown_kv
     for args in (("create", "m-1", "One", "-r", "specs/feature.md", "-s", '["x"]'),
                  ("create", "m-2", "Two", "--deps", "m-1", "-d", "never in markdown")):
         assert run_task(*args).returncode == 0
