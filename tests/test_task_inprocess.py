@@ -1,0 +1,48 @@
+"""In-process tests of ralphkit.tasks.cli.main: called repeatedly in one process with
+different environments and streams, it returns exit codes and never exits."""
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+from ralphkit.tasks import cli
+
+
+def call(argv, environ, stdin=""):
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main(argv, stdin=io.StringIO(stdin), stdout=out, stderr=err, environ=environ)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def in_repo(git_repo: Path):
+    old = os.getcwd()
+    os.chdir(git_repo)
+    try:
+        yield git_repo
+    finally:
+        os.chdir(old)
+
+
+def test_main_runs_many_times_with_different_environments(in_repo, base_env, tmp_path):
+    one = {**base_env, "RALPH_SCOPE_BRANCH": "one"}
+    two = {**base_env, "RALPH_SCOPE_BRANCH": "two", "RALPH_TASKS_DB": str(tmp_path / "two.db")}
+    assert call(["plan-sync"], one, '{"id":"a","t":"A"}\n') == (
+        0, "inserted: 1, updated: 0, deleted: 0, skipped (done): 0\n", "")
+    assert call(["plan-status"], two) == (0, "0 open, 0 active, 0 done, 0 blocked, 0 deleted\n", "")
+    assert call(["plan-status"], one) == (0, "1 open, 0 active, 0 done, 0 blocked, 0 deleted\n", "")
+    code, out, err = call(["claim"], {**one, "RALPH_AGENT_ID": "in1"})
+    assert (code, out.splitlines()[:1], "assignee: in1" in out, err) == (0, ["## Task a"], True, "")
+    assert call(["claim"], one) == (2, "", "No eligible tasks\n")
+    assert call(["_get-scope"], two) == (0, "repo:acme/widgets\nbranch:two\n", "")
+    assert (tmp_path / "two.db").exists() and (in_repo / ".ralph" / "tasks.db").exists()
+
+
+def test_main_returns_error_codes_instead_of_exiting(in_repo, base_env):
+    assert call([], base_env)[0] == 1
+    assert call(["nope"], base_env) == (1, "", "Error: unknown command 'nope'\n")
+    assert call(["show", "ghost"], base_env) == (2, "", "Error: task 'ghost' not found\n")
+    assert call(["--help"], base_env) == (0, cli.HELP, "")
