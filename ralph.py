@@ -163,7 +163,9 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
     if not agents.prompt_fits(prompt):                          # [SAFER] ralph.sh died here (E2BIG)
         path = workspace.ralph_subdir(ctx.cwd, "prompts") / f"{ctx.session_stem()}.md"
         prompt = agents.spill_prompt(command, data, path)
-        say(f"Note: task data too large for the command line, passed in {path}")
+        size = len(data.encode("utf-8", "surrogateescape"))
+        say(f"Note: task data ({size} bytes) is too large for one command-line argument; "
+            f"passing it in {path}")
     argv = agents.claude_argv(prompt, danger=ctx.options.danger, model=ctx.model)
     log_path = workspace.ralph_subdir(ctx.cwd, "logs") / f"{ctx.session_stem()}.jsonl"
     sys.stdout.flush()
