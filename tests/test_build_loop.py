@@ -224,3 +224,52 @@ def test_one_log_file_per_session_under_ralph_logs(run_ralph, tasks, agent, git_
     logs = sorted((git_repo / ".ralph" / "logs").iterdir())
     assert len(logs) == 2 and all(p.read_bytes() == agent.stream_path.read_bytes() for p in logs)
     assert (git_repo / ".ralph" / ".gitignore").read_text() == "*\n"
+
+
+# With the project's own task CLI (no RALPH_TASK_CMD): calls run in-process, same contract.
+
+CLAIM_AND_DONE = ('id=$("$RALPH_TASK_SCRIPT" claim | sed -n "s/^id: //p"); '
+                  '"$RALPH_TASK_SCRIPT" done "$id" --result \'{"commit":"abc"}\' >/dev/null')
+
+
+def sync(run_task, *slugs: str) -> None:
+    lines = "".join(f'{{"id": "{s}", "t": "Task {s}"}}\n' for s in slugs)
+    assert run_task("plan-sync", input=lines).returncode == 0
+
+
+def test_with_the_real_task_cli_the_loop_ends_when_all_tasks_are_done(run_ralph, run_task, agent):
+    sync(run_task, "t-1", "t-2", "t-3")
+    agent.env["STUB_ACTION"] = CLAIM_AND_DONE
+    proc = run_ralph("build", env=agent.env)
+    assert proc.returncode == 0, proc.stderr
+    agent_id = agent.calls()[0]["env"]["RALPH_AGENT_ID"]
+    assert proc.stdout.endswith(loop(2) + f"All tasks complete. Exiting loop.\nderegistered {agent_id}\n")
+    assert [p.split("\n")[0] for p in agent.prompts()] == ["/ralph-build ## Task t-1",
+                                                           "/ralph-build ## Task t-2",
+                                                           "/ralph-build ## Task t-3"]
+    assert run_task("plan-status").stdout == "0 open, 0 active, 3 done, 0 blocked, 0 deleted\n"
+    assert f"{agent_id}" not in run_task("agent", "list").stdout
+
+
+def test_with_the_real_task_cli_an_abandoned_task_is_failed_with_the_reason(run_ralph, run_task, agent):
+    sync(run_task, "t-1")
+    agent.env["STUB_ACTION"] = '"$RALPH_TASK_SCRIPT" claim >/dev/null'
+    proc = run_ralph("build", "-n", "1", env=agent.env)
+    assert "failed t-1\n" + loop(1) + "Reached max iterations: 1\n" in proc.stdout
+    show = run_task("show", "t-1").stdout
+    assert "Status:      open\n" in show and "Retries:     1\n" in show
+    assert "Fail reason: session exited without completing task\n" in show
+
+
+def test_with_the_real_task_cli_the_scope_and_script_are_exported(run_ralph, agent, git_repo):
+    from conftest import TASK
+    run_ralph("build", "-n", "1", env={**agent.env, "STUB_ACTION": "true"})
+    # An empty backlog: no session. A task makes one.
+    assert agent.calls() == []
+    (git_repo / "t.jsonl").write_text('{"id": "a", "t": "A"}\n')
+    run_ralph("task", "plan-sync", input=(git_repo / "t.jsonl").read_text())
+    run_ralph("build", "-n", "1", env=agent.env)
+    env = agent.calls()[0]["env"]
+    assert (env["RALPH_SCOPE_REPO"], env["RALPH_SCOPE_BRANCH"]) == ("acme/widgets", "main")
+    assert env["RALPH_TASK_SCRIPT"] == str(TASK)
+    assert len(env["RALPH_AGENT_ID"]) == 4
