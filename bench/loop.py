@@ -74,7 +74,10 @@ def main() -> None:
         (bin_dir / "claude").write_text("#!/bin/sh\nexit 0\n")
         (bin_dir / "claude").chmod(0o755)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("RALPH_", "CLAUDE"))}
-        env.update({"HOME": str(base), "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+        # This interpreter's directory next: `#!/usr/bin/env python3` scripts (the task CLI)
+        # must not go through a slow shim (pyenv's is a bash script).
+        path = os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), env.get("PATH", "")])
+        env.update({"HOME": str(base), "PATH": path,
                     "GIT_CONFIG_NOSYSTEM": "1"})
         repo = make_repo(base, args.tasks, env)
         agent = timed(["sh", "-c", f"for i in $(seq {args.iterations}); do claude -p x; done"], repo, env)
