@@ -124,10 +124,10 @@ def session_setup(ctx: RunContext) -> None:
 
 def exit_cleanup(ctx: RunContext) -> None:
     """s.17: exactly once, on every way out after session setup has begun."""
+    ctx.guard.closing = True                                    # from here a signal cannot cut it short
     if ctx.cleaned_up:
         return
     ctx.cleaned_up = True
-    ctx.guard.closing = True                                    # a signal now must not cut it short
     if ctx.agent_id:
         sys.stdout.flush()
         ctx.task.passthrough("agent", "deregister", ctx.agent_id,  # task agent deregister $AGENT_ID
@@ -254,14 +254,22 @@ def run_mode(mode: str, args: list[str]) -> int:
     if not workspace.specs_present(ctx.cwd):                      # [ -d specs ] && [ "$(ls -A specs)" ]
         say(NO_SPECS)                                             # [SH-COMPAT] on stdout
         return EXIT_USAGE
+    code = EXIT_INTERRUPTED
     try:
         session_setup(ctx)                                        # [SAFER] cleanup armed from here on
         banner(ctx)
-        return plan_loop(ctx) if mode == "plan" else build_loop(ctx)
+        code = plan_loop(ctx) if mode == "plan" else build_loop(ctx)
     except signals.Interrupted:                                   # trap 'exit 130' INT TERM
-        return EXIT_INTERRUPTED
+        code = EXIT_INTERRUPTED
     finally:
-        exit_cleanup(ctx)                                         # trap cleanup EXIT
+        while not ctx.cleaned_up:                                 # trap cleanup EXIT
+            try:
+                exit_cleanup(ctx)
+            except signals.Interrupted:                           # arrived just before it was armed
+                code = EXIT_INTERRUPTED
+    if ctx.guard.pending:                                         # a signal during the cleanup
+        code = EXIT_INTERRUPTED
+    return code
 
 
 def task_command(args: list[str]) -> int:

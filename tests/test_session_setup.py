@@ -271,3 +271,33 @@ def test_an_unusable_task_command_skips_every_task_call_and_the_loop_goes_on(run
     assert agent.prompts() == ["/ralph-build", "/ralph-build"]
     assert proc.stdout.endswith("LOOP 2 ========================\nReached max iterations: 2\n")
     assert agent.calls()[0]["env"]["RALPH_TASK_SCRIPT"] == "/nonexistent/task"
+
+
+def test_installed_layout_reads_the_packaged_models_json_and_uses_ralph_task(
+        tmp_path, base_env, git_repo, agent):
+    # As a console script: ralph.py sits in site-packages (no lib/, no models.json next to it)
+    # and ralphkit is importable.
+    site = tmp_path / "site"
+    site.mkdir()
+    shutil.copy(RALPH, site / "ralph.py")
+    env = {**base_env, **agent.env, "PYTHONPATH": str(ROOT / "lib"), "CLAUDE_CODE_USE_BEDROCK": "1"}
+    proc = subprocess.run([sys.executable, str(site / "ralph.py"), "plan", "-m", "opus-4.5"],
+                          cwd=git_repo, env=env, capture_output=True, text=True, timeout=60)
+    assert f"Model:  opus-4.5 ({OPUS_BEDROCK})\n" in proc.stdout, proc.stderr
+    seen = agent.calls()[0]["env"]
+    assert seen["SCRIPT_DIR"] == str(site)
+    assert Path(seen["RALPH_TASK_SCRIPT"]).name == "ralph-task"
+    assert seen["RALPH_SCOPE_REPO"] == "acme/widgets"
+
+
+def test_run_by_a_python_without_plumbum_it_re_execs_with_the_checkouts_venv(
+        base_env, git_repo, tasks, agent):
+    base_python = Path(sys.base_prefix) / "bin" / "python3"
+    probe = subprocess.run([str(base_python), "-c", "import plumbum"], capture_output=True)
+    if probe.returncode == 0 or not (ROOT / ".venv" / "bin" / "python").exists():
+        pytest.skip("needs a base python without plumbum and a checkout .venv")
+    proc = subprocess.run([str(base_python), str(RALPH), "plan"], cwd=git_repo,
+                          env={**base_env, **tasks.env, **agent.env}, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert tasks.calls() == [["_get-scope"], ["list", "--all", "--markdown"]]

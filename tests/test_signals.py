@@ -80,15 +80,16 @@ def test_second_sigint_kills_the_agent_group_and_exits_130(git_repo, base_env, t
         run.kill()
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_sigterm_during_a_session_kills_the_group_at_once_without_the_message(
-        git_repo, base_env, tasks, stub):
+        git_repo, base_env, tasks, stub, signum):
     run = start(["build"], git_repo=git_repo, base_env=base_env, tasks=tasks, stub=stub,
                 STUB_ON_INT="ignore")
     try:
         agent_pid, child_pid = pid(stub["STUB_PIDFILE"]), pid(stub["STUB_CHILD_PIDFILE"])
         wait_for(lambda: "started" in run.stdout)
         sent = time.monotonic()
-        os.kill(run.proc.pid, signal.SIGTERM)
+        os.kill(run.proc.pid, signum)
         assert run.wait(timeout=5) == 130
         assert time.monotonic() - sent < 3
         assert signals_seen(stub) == []

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ralphkit.errors import EnvironmentFailure
+
 AGENT = "claude"
 # MAX_ARG_STRLEN on Linux: 32 pages = 131072 bytes per argument, its NUL included.
 MAX_ARG_BYTES = 131072 - 1
@@ -30,10 +32,14 @@ def prompt_fits(prompt: str) -> bool:
 def spill_prompt(command: str, data: str, path: Path) -> str:
     """Write `data` (the task data) to `path` atomically and return the prompt that refers to
     it: `<command> <note naming the file>`. The skill reads the file in place of the data."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data.encode("utf-8", "surrogateescape") + b"\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data.encode("utf-8", "surrogateescape") + b"\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise EnvironmentFailure(f"cannot write the task data to {path}: {exc.strerror}; "
+                                 "check that .ralph/ is writable") from None
     return (f"{command} The task data is too large for the command line "
             f"({len(data.encode('utf-8', 'surrogateescape'))} bytes); read it from the file "
             f"{path} (same format as it would have had here).")

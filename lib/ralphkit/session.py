@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable, Mapping
 
 from ralphkit import render
+from ralphkit.errors import EnvironmentFailure
 from ralphkit.signals import Guard
 
 # After the agent exits, a grandchild may still hold its stdout open: read on for this long,
@@ -61,11 +62,18 @@ def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryI
     guard.in_session = True
     try:
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=None, env=dict(env), process_group=0, bufsize=0)
+            log = open(log_path, "wb", buffering=0)
         except OSError as exc:
-            return SessionResult(started=False, error=exc.strerror or str(exc))
-        with open(log_path, "wb", buffering=0) as log:
+            raise EnvironmentFailure(f"cannot write the session log {log_path}: {exc.strerror}; "
+                                     "check that .ralph/ is writable") from None
+        with log:
+            try:
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=None, env=dict(env), process_group=0, bufsize=0)
+            except OSError as exc:
+                log.close()
+                log_path.unlink(missing_ok=True)      # no session, no log
+                return SessionResult(started=False, error=exc.strerror or str(exc))
             result = _pump(proc, log, out, guard, on_first_interrupt, wake_r)
         if guard.pending:              # arrived as the agent ended: still this session's interrupt
             result.interrupted = True

@@ -1,4 +1,4 @@
-"""Owns what SIGINT and SIGTERM mean to a run (ralph-cli.md s.16): outside an agent session
+"""Owns what SIGINT and SIGTERM (and SIGHUP, as SIGTERM) mean to a run (ralph-cli.md s.16): outside an agent session
 they raise `Interrupted` (so the run unwinds through its exit cleanup and exits 130); inside
 one they are queued for the session, which forwards or escalates them (session.py). Knows
 nothing of the agent or the loop, and never prints."""
@@ -29,8 +29,13 @@ class Guard:
     def arm(self) -> None:
         signal.signal(signal.SIGINT, self._handler)
         signal.signal(signal.SIGTERM, self._handler)
+        # [SAFER] a closed terminal (SIGHUP) is treated as SIGTERM, so the agent's group (not
+        # the terminal's foreground group) is not left running; under `nohup` SIGHUP stays ignored.
+        if signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:
+            signal.signal(signal.SIGHUP, self._handler)
 
     def _handler(self, signum: int, frame) -> None:
+        signum = signal.SIGTERM if signum == signal.SIGHUP else signum
         self.interrupted = True
         if self.in_session or self.closing:
             self.pending.append(signum)   # handled by the session loop / ignored while closing

@@ -8,6 +8,8 @@ import subprocess
 from pathlib import Path
 from typing import Mapping
 
+from ralphkit.errors import EnvironmentFailure
+
 
 def specs_present(cwd: Path) -> bool:
     """s.8: ./specs is a directory with at least one entry, hidden names included."""
@@ -35,14 +37,15 @@ def ralph_subdir(cwd: Path, name: str) -> Path:
     `*` (as the task CLI does), so an agent's `git add -A` never commits logs."""
     ralph_dir = cwd / ".ralph"
     path = ralph_dir / name
-    path.mkdir(parents=True, exist_ok=True)
-    ignore = ralph_dir / ".gitignore"
-    if not ignore.exists():
-        try:
-            with open(ignore, "x") as fh:
-                fh.write("*\n")
-        except FileExistsError:
-            pass
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with open(ralph_dir / ".gitignore", "x") as fh:
+            fh.write("*\n")
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise EnvironmentFailure(f"cannot create {path}: {exc.strerror}; "
+                                 "check that .ralph/ is writable") from None
     return path
 
 
