@@ -314,6 +314,9 @@ def main(argv: list[str] | None = None) -> None:
         code = err.exit_code
     except (signals.Interrupted, KeyboardInterrupt):
         code = EXIT_INTERRUPTED
+    except BrokenPipeError:                                        # `ralph build | head`: the reader left
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(EXIT_USAGE)
     sys.stdout.flush()
     sys.exit(code)
 

@@ -71,6 +71,8 @@ PROMISES = [
     (events({"type": "user", "message": {"content": [
         {"type": "tool_result", "content": "<promise>COMPLETE</promise>"}]}}, assistant("ok")), [], False),
     (events(assistant("<promise>COMPLETE</promise>"), assistant("actually, more to do")), [], False),
+    (events(assistant("<promise>COMPLETE</promise>"), {"type": "assistant", "message": {"content": [
+        {"type": "tool_use", "name": "Read", "input": {"file_path": "x"}}]}}), [], False),
     (events({"type": "system", "subtype": "init", "prompt": "/ralph-plan <promise>COMPLETE</promise>"}),
      [], False),
     (events({"type": "user", "message": {"content": [
@@ -80,6 +82,7 @@ PROMISES = [
 PROMISE_IDS = ["last-assistant-text", "across-text-blocks", "split-in-two-blocks", "result-string",
                "custom-promise", "custom-with-spaces", "inner-spaces", "lowercase", "other-text",
                "default-not-custom", "in-tool-input", "in-tool-result", "earlier-assistant-message",
+               "earlier-then-tool-only-message",
                "echoed-in-system", "echoed-in-user", "plain-text-line"]
 
 
