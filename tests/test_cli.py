@@ -190,3 +190,8 @@ def test_ralph_runs_through_a_chain_of_symlinks_and_exports_the_real_script_dir(
                           text=True, env={**base_env, **tasks.env, **agent.env}, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert agent.calls()[0]["env"]["SCRIPT_DIR"] == str(RALPH.parent.resolve())
+
+
+def test_an_empty_ralph_task_cmd_means_the_projects_own_task_cli(run_ralph):
+    proc = run_ralph("task", "--help", env={"RALPH_TASK_CMD": ""})
+    assert proc.returncode == 0 and proc.stdout.startswith("Usage: ralph task <command> [options]\n")

@@ -138,13 +138,15 @@ def test_preflight_counts_a_hidden_entry_as_a_spec(run_ralph, tasks, agent, git_
 
 
 def test_preflight_needs_no_env_file_and_no_sqlite3_program(run_ralph, tasks, agent, base_env, tmp_path):
-    # PATH without sqlite3: only the stub bin dir, python and git's directory.
-    gitdir = Path(shutil.which("git")).parent
-    env = {**tasks.env, **agent.env, "PATH": f"{base_env['PATH'].split(os.pathsep)[0]}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{gitdir}"}
-    if shutil.which("sqlite3", path=env["PATH"]):
-        pytest.skip("sqlite3 lives next to git here")
-    proc = run_ralph("plan", env=env)
+    tools = tmp_path / "tools"            # PATH: stubs, this python, and git alone
+    tools.mkdir()
+    (tools / "git").symlink_to(shutil.which("git"))
+    path = os.pathsep.join([base_env["PATH"].split(os.pathsep)[0], str(Path(sys.executable).parent),
+                            str(tools)])
+    assert shutil.which("sqlite3", path=path) is None
+    proc = run_ralph("plan", env={**tasks.env, **agent.env, "PATH": path})
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "sqlite3" not in proc.stdout + proc.stderr and len(agent.calls()) == 1
 
 
 def banner(*lines: str) -> str:
