@@ -274,7 +274,7 @@ def run_mode(mode: str, args: list[str]) -> int:
 
 def task_command(args: list[str]) -> int:
     """`ralph task ...`: the task command with the rest of argv, exec style (s.2)."""
-    task = task_calls.resolve(Path(SCRIPT_DIR), os.environ)
+    task = task_calls.resolve(Path(SCRIPT_DIR), os.environ, in_process=False)
     if task.executable is None:
         warn(f"Error: task command '{task.command}' is not an executable file")
         return errors.EXIT_TASK_CMD_MISSING

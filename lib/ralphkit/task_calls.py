@@ -106,8 +106,9 @@ def _embedded_available() -> bool:
     return True
 
 
-def resolve(script_dir: Path, environ: Mapping[str, str]) -> TaskCommand:
-    """The task command of s.1 for this environment (RALPH_TASK_CMD wins when non-empty)."""
+def resolve(script_dir: Path, environ: Mapping[str, str], *, in_process: bool = True) -> TaskCommand:
+    """The task command of s.1 for this environment (RALPH_TASK_CMD wins when non-empty).
+    `in_process=False` (for `ralph task`, which execs) skips importing the embedded CLI."""
     given = environ.get("RALPH_TASK_CMD", "")
     if given:
         if "/" in given:
@@ -118,7 +119,7 @@ def resolve(script_dir: Path, environ: Mapping[str, str]) -> TaskCommand:
     own = _own_task_cli(script_dir)
     command = own or str(script_dir / "scripts" / "task")
     executable = own if own and os.access(own, os.X_OK) else None
-    return TaskCommand(command, executable, _embedded_available())
+    return TaskCommand(command, executable, in_process and _embedded_available())
 
 
 __all__ = ["TaskCommand", "TaskResult", "resolve"]
