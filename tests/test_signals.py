@@ -162,3 +162,62 @@ def test_a_quiet_child_left_running_by_the_agent_is_killed_after_the_session(
         assert not alive(first_child) and not alive(pid(stub["STUB_CHILD_PIDFILE"]))
     finally:
         run.kill()
+
+
+def test_the_agent_starts_with_sigttou_ignored_so_terminal_access_cannot_stop_it(
+        git_repo, base_env, tasks, stub, tmp_path):
+    ttou = tmp_path / "ttou"
+    release = tmp_path / "release"
+    release.write_text("")
+    run = start(["build", "-n", "1"], git_repo=git_repo, base_env=base_env, tasks=tasks, stub=stub,
+                STUB_RELEASE=str(release), STUB_TTOU_FILE=str(ttou), STUB_CHILD_QUIET="1")
+    try:
+        assert run.wait() == 0
+        assert ttou.read_text() == "ignored"
+    finally:
+        run.kill()
+
+
+def test_ctrl_c_at_a_real_terminal_reaches_the_agent_once_and_exits_130(
+        git_repo, base_env, tasks, stub):
+    import pty
+    import sys
+    import threading
+    from conftest import RALPH
+    tasks.script(peek={"out": "## Task t\nid: t\n"}, plan_status=REMAIN)
+    env = {**base_env, **tasks.env, **stub}
+    child, master = pty.fork()
+    if child == 0:                                     # ralph.py, foreground job of a terminal
+        os.chdir(git_repo)
+        os.execve(sys.executable, [sys.executable, str(RALPH), "build"], env)
+    output = bytearray()
+
+    def read() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                return
+            if not chunk:
+                return
+            output.extend(chunk)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: b"started" in output)
+        os.write(master, b"\x03")                      # Ctrl+C
+        _, status = os.waitpid(child, 0)
+        reader.join(5)
+        assert os.waitstatus_to_exitcode(status) == 130
+        assert signals_seen(stub) == ["SIGINT"]
+        text = output.decode("utf-8", "replace").replace("\r\n", "\n")
+        assert "Waiting for claude to finish cleanup... Press Ctrl+C again to force quit.\n" in text
+        assert text.endswith("bye\nderegistered ab12\n")
+    finally:
+        try:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        os.close(master)

@@ -33,6 +33,10 @@ class Guard:
         # the terminal's foreground group) is not left running; under `nohup` SIGHUP stays ignored.
         if signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:
             signal.signal(signal.SIGHUP, self._handler)
+        # The agent runs in a process group of its own, i.e. in the background of the terminal:
+        # an agent that sets terminal modes would be stopped by SIGTTOU and the run would hang.
+        # An ignored signal stays ignored across exec, so every child inherits this.
+        signal.signal(signal.SIGTTOU, signal.SIG_IGN)
 
     def _handler(self, signum: int, frame) -> None:
         signum = signal.SIGTERM if signum == signal.SIGHUP else signum
