@@ -94,6 +94,11 @@ def _pump(proc: subprocess.Popen, log: BinaryIO, out: BinaryIO, guard: Guard,
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
     poller.register(wake_r, select.POLLIN)
+    try:                              # readable when the agent exits: no polling delay after EOF
+        pidfd = os.pidfd_open(proc.pid)
+        poller.register(pidfd, select.POLLIN)
+    except (AttributeError, OSError):
+        pidfd = None                  # older kernel: the 50 ms poll timeout notices the exit
     reading, exited_at, killed_at = True, None, None
     try:
         while True:
@@ -113,6 +118,8 @@ def _pump(proc: subprocess.Popen, log: BinaryIO, out: BinaryIO, guard: Guard,
                         os.read(wake_r, 512)
                     except BlockingIOError:
                         pass
+                elif ready == pidfd:
+                    poller.unregister(pidfd)      # exited: checked below
                 elif reading:
                     chunk = os.read(fd, _CHUNK)
                     if chunk:
@@ -132,6 +139,8 @@ def _pump(proc: subprocess.Popen, log: BinaryIO, out: BinaryIO, guard: Guard,
             if killed_at is not None and reading and now - killed_at > DRAIN_SECONDS:
                 break                                             # held from outside the group
     finally:
+        if pidfd is not None:
+            os.close(pidfd)
         _killpg(pgid, signal.SIGKILL)                             # nothing of the group outlives it
         result.returncode = proc.wait()
         proc.stdout.close()
