@@ -51,6 +51,17 @@ def _has_exited(pid: int) -> bool:
         return True
 
 
+def _write_all(log: BinaryIO, data: bytes) -> None:
+    """Unbuffered, so each chunk is on disk as it arrives; a raw write may be partial."""
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[log.write(view):]
+    except OSError as exc:            # disk full, quota: the agent is killed (finally) and we stop
+        raise EnvironmentFailure(f"cannot write the session log {log.name}: {exc.strerror}; "
+                                 "free space or check that .ralph/ is writable") from None
+
+
 def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryIO,
         guard: Guard, on_first_interrupt: Callable[[], None]) -> SessionResult:
     """Run one session to its end and return how it ended. `out` gets the rendering."""
@@ -123,7 +134,7 @@ def _pump(proc: subprocess.Popen, log: BinaryIO, out: BinaryIO, guard: Guard,
                 elif reading:
                     chunk = os.read(fd, _CHUNK)
                     if chunk:
-                        log.write(chunk)
+                        _write_all(log, chunk)
                         renderer.feed(chunk)
                     else:
                         reading = False
