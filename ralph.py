@@ -39,6 +39,7 @@ def _bootstrap() -> None:
 
 _bootstrap()
 
+import dataclasses  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
 import time  # noqa: E402
@@ -177,7 +178,8 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
     return result
 
 
-def loop_separator(n: int) -> None:
+def loop_separator(ctx: RunContext, n: int) -> None:
+    ctx.guard.raise_pending()             # a signal during the last in-process task call: stop here
     say(f"\n\n======================== LOOP {n} ========================")  # printf "\n\nLOOP %d\n"
 
 
@@ -195,7 +197,7 @@ def plan_loop(ctx: RunContext) -> int:
                 result.summary, ctx.options.completion_promise):          # grep "<promise>$PROMISE</promise>"
             say("\nPlan complete: completion promise received.")
             return EXIT_OK
-        loop_separator(i)
+        loop_separator(ctx, i)
     say(f"Reached max iterations: {limit}")                               # [SH-COMPAT] exit 0
     return EXIT_OK
 
@@ -220,7 +222,7 @@ def build_loop(ctx: RunContext) -> int:
             say("All tasks complete. Exiting loop.")
             return EXIT_OK
         done += 1
-        loop_separator(done)
+        loop_separator(ctx, done)
 
 
 def fail_active_tasks(ctx: RunContext) -> None:
@@ -245,8 +247,9 @@ def run_mode(mode: str, args: list[str]) -> int:
     if opts.help:
         say(cli_args.help_text(mode), end="")
         return EXIT_OK
+    task = task_calls.resolve(Path(SCRIPT_DIR), os.environ)      # TASK_SCRIPT=${RALPH_TASK_CMD:-...}
     ctx = RunContext(mode=mode, options=opts, guard=guard,
-                     task=task_calls.resolve(Path(SCRIPT_DIR), os.environ))
+                     task=dataclasses.replace(task, critical=guard.deferred))
     ctx.backend = backend.detect(ctx.env, ctx.cwd, Path(os.path.expanduser("~")))   # detect_backend
     if opts.model is not None:                                    # MODEL=$(jq -r ... models.json)
         ctx.model = backend.resolve_model(opts.model, ctx.backend,
@@ -257,6 +260,7 @@ def run_mode(mode: str, args: list[str]) -> int:
     code = EXIT_INTERRUPTED
     try:
         session_setup(ctx)                                        # [SAFER] cleanup armed from here on
+        ctx.guard.raise_pending()                                 # a signal during an in-process call
         banner(ctx)
         code = plan_loop(ctx) if mode == "plan" else build_loop(ctx)
     except signals.Interrupted:                                   # trap 'exit 130' INT TERM

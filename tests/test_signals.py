@@ -221,3 +221,26 @@ def test_ctrl_c_at_a_real_terminal_reaches_the_agent_once_and_exits_130(
         except (ProcessLookupError, ChildProcessError):
             pass
         os.close(master)
+
+
+def test_a_signal_during_an_in_process_task_write_waits_for_its_transaction(
+        git_repo, base_env, run_task, tmp_path):
+    import sqlite3
+    import psutil
+    assert run_task("agent", "list").returncode == 0          # creates .ralph/tasks.db
+    db = git_repo / ".ralph" / "tasks.db"
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")                          # `agent register` must wait
+    run = Running(["build"], cwd=git_repo, env=base_env)
+    try:
+        proc = psutil.Process(run.proc.pid)
+        wait_for(lambda: any(f.path == str(db) for f in proc.open_files()))
+        os.kill(run.proc.pid, signal.SIGTERM)
+        holder.execute("ROLLBACK")                             # the register can now commit
+        assert run.wait(timeout=30) == 130
+        agents = sqlite3.connect(db).execute("SELECT id, status FROM agents").fetchall()
+        assert len(agents) == 1 and agents[0][1] == "stopped"  # registered whole, then deregistered
+        assert run.stdout == f"deregistered {agents[0][0]}\n"
+    finally:
+        holder.close()
+        run.kill()

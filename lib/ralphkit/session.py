@@ -65,11 +65,11 @@ def _write_all(log: BinaryIO, data: bytes) -> None:
 def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryIO,
         guard: Guard, on_first_interrupt: Callable[[], None]) -> SessionResult:
     """Run one session to its end and return how it ended. `out` gets the rendering."""
+    guard.raise_pending()             # a signal during the last task call: no new session (s.16)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
     old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
-    guard.pending.clear()
     guard.in_session = True
     try:
         try:

@@ -4,7 +4,9 @@ one they are queued for the session, which forwards or escalates them (session.p
 nothing of the agent or the loop, and never prints."""
 from __future__ import annotations
 
+import contextlib
 import signal
+from typing import Iterator
 
 
 class Interrupted(BaseException):
@@ -24,6 +26,7 @@ class Guard:
         self.pending: list[int] = []
         self.in_session = False
         self.closing = False
+        self.deferring = False         # inside deferred(): queue now, raise at its end
         self.interrupted = False       # any SIGINT/SIGTERM seen during this run
 
     def arm(self) -> None:
@@ -38,10 +41,30 @@ class Guard:
         # An ignored signal stays ignored across exec, so every child inherits this.
         signal.signal(signal.SIGTTOU, signal.SIG_IGN)
 
+    def raise_pending(self) -> None:
+        """Raise Interrupted for a signal that arrived inside a deferred() section."""
+        if self.pending and not self.closing:
+            raise Interrupted(self.pending[-1])
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """A short critical section (an in-process task call holding a database transaction):
+        a signal inside it is queued, and raised at the next deferred() or session start, so
+        the section's result (an agent id, say) is kept and cleaned up after."""
+        if self.closing or self.in_session or self.deferring:
+            yield
+            return
+        self.raise_pending()
+        self.deferring = True
+        try:
+            yield
+        finally:
+            self.deferring = False
+
     def _handler(self, signum: int, frame) -> None:
         signum = signal.SIGTERM if signum == signal.SIGHUP else signum
         self.interrupted = True
-        if self.in_session or self.closing:
+        if self.in_session or self.closing or self.deferring:
             self.pending.append(signum)   # handled by the session loop / ignored while closing
             return
         raise Interrupted(signum)

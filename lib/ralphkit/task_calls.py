@@ -6,6 +6,7 @@ which keeps a build iteration's overhead to milliseconds; any other command runs
 plumbum. Knows nothing of what the calls mean to the loop (that is ralph.py's)."""
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
@@ -13,7 +14,7 @@ import subprocess
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Mapping
+from typing import BinaryIO, Callable, ContextManager, Mapping
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,9 @@ class TaskCommand:
     command: str                 # as the user gave it, or the absolute path of ours: RALPH_TASK_SCRIPT
     executable: str | None       # resolved path; None: not an executable file, every call is skipped
     embedded: bool               # our own CLI, importable: calls run in-process
+    # Wraps each in-process call (ralph.py passes signals.Guard.deferred, so a signal cannot
+    # land in the middle of a database transaction); subprocess calls stay interruptible.
+    critical: Callable[[], ContextManager[None]] = contextlib.nullcontext
 
     def call(self, *args: str, env: Mapping[str, str]) -> TaskResult:
         """A task call whose output is captured."""
@@ -41,7 +45,8 @@ class TaskCommand:
 
     def _run(self, argv: list[str], env: Mapping[str, str], out: BinaryIO | None) -> tuple[int, bytes]:
         if self.embedded:
-            return _run_in_process(argv, env, out)
+            with self.critical():
+                return _run_in_process(argv, env, out)
         if self.executable is None:
             return 127, b""                     # [SH-COMPAT] missing task CLI: skipped, failed, empty
         return _run_subprocess(self.executable, argv, env, out)
