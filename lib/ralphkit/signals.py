@@ -1,0 +1,73 @@
+"""Owns what SIGINT and SIGTERM (and SIGHUP, as SIGTERM) mean to a run (ralph-cli.md s.16): outside an agent session
+they raise `Interrupted` (so the run unwinds through its exit cleanup and exits 130); inside
+one they are queued for the session, which forwards or escalates them (session.py). Knows
+nothing of the agent or the loop, and never prints."""
+from __future__ import annotations
+
+import contextlib
+import signal
+from typing import Iterator
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM outside a session. A BaseException, like KeyboardInterrupt, so that
+    no `except Exception` on the way (the in-process task CLI, say) swallows it."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class Guard:
+    """The armed handlers. `in_session` is set by session.run while an agent runs; `closing`
+    by the exit cleanup, which must run exactly once and to its end (s.17)."""
+
+    def __init__(self) -> None:
+        self.pending: list[int] = []
+        self.in_session = False
+        self.closing = False
+        self.deferring = False         # inside deferred(): queue now, raise at its end
+        self.interrupted = False       # any SIGINT/SIGTERM seen during this run
+
+    def arm(self) -> None:
+        signal.signal(signal.SIGINT, self._handler)
+        signal.signal(signal.SIGTERM, self._handler)
+        # [SAFER] a closed terminal (SIGHUP) is treated as SIGTERM, so the agent's group (not
+        # the terminal's foreground group) is not left running; under `nohup` SIGHUP stays ignored.
+        if signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:
+            signal.signal(signal.SIGHUP, self._handler)
+        # The agent runs in a process group of its own, i.e. in the background of the terminal:
+        # an agent that sets terminal modes would be stopped by SIGTTOU and the run would hang.
+        # An ignored signal stays ignored across exec, so every child inherits this.
+        signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+
+    def raise_pending(self) -> None:
+        """Raise Interrupted for a signal that arrived inside a deferred() section."""
+        if self.pending and not self.closing:
+            raise Interrupted(self.pending[-1])
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """A short critical section (an in-process task call holding a database transaction):
+        a signal inside it is queued, and raised at the next deferred() or session start, so
+        the section's result (an agent id, say) is kept and cleaned up after."""
+        if self.closing or self.in_session or self.deferring:
+            yield
+            return
+        self.raise_pending()
+        self.deferring = True
+        try:
+            yield
+        finally:
+            self.deferring = False
+
+    def _handler(self, signum: int, frame) -> None:
+        signum = signal.SIGTERM if signum == signal.SIGHUP else signum
+        self.interrupted = True
+        if self.in_session or self.closing or self.deferring:
+            self.pending.append(signum)   # handled by the session loop / ignored while closing
+            return
+        raise Interrupted(signum)
+
+
+__all__ = ["Guard", "Interrupted"]
