@@ -1,0 +1,151 @@
+"""Owns the build-phase commands (s.9.2-9.7): plan-status, peek, claim, renew, done, fail.
+Each returns its stdout text or raises TaskError. Does not own argument syntax rules
+(args.py), SQL shared with other commands (queries.py) or formats (markdown.py)."""
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+from ralphkit.tasks import args as A
+from ralphkit.tasks import db, markdown as md, queries as q
+from ralphkit.tasks.context import Ctx
+from ralphkit.tasks.errors import EXIT_NOT_FOUND, TaskError, not_found
+
+
+def plan_status(ctx: Ctx, argv: Sequence[str]) -> str:
+    if argv:
+        raise TaskError(f"unknown flag '{argv[0]}'")
+    # Holds count as blocked only for tasks that could otherwise be worked on.
+    sql = (f"SELECT t.status, ({q.BLOCKED} OR (t.status IN ('open', 'active') AND {q.HELD})), "
+           f"count(*) FROM tasks t WHERE {q.IN_SCOPE} GROUP BY 1, 2")
+    rows = db.read(ctx.conn, lambda c: c.execute(sql, q.scope_params(ctx.scope)).fetchall())
+    counts = dict.fromkeys(("open", "active", "done", "blocked", "deleted"), 0)
+    for status, blocked, n in rows:
+        if blocked:
+            counts["blocked"] += n
+        if status in ("done", "deleted") or (status in ("open", "active") and not blocked):
+            counts[status] += n
+    return ", ".join(f"{n} {name}" for name, n in counts.items()) + "\n"
+
+
+def _frozen(ctx: Ctx) -> tuple[str, dict]:
+    frozen = q.frozen_slugs(ctx.environ, ctx.cwd)
+    return ("1", {}) if frozen is None else (q.FROZEN, {"frozen": frozen})
+
+
+def peek(ctx: Ctx, argv: Sequence[str]) -> str:
+    limit = A.flags(argv, values=("-n",)).get("-n", "5")
+    if not A.digits(limit):
+        raise TaskError(f"-n must be a non-negative integer, got: {limit}")
+    frozen_sql, frozen = _frozen(ctx)
+
+    def snapshot(conn):
+        ready = q.fetch_tasks(conn, ctx.scope, f"{q.CLAIMABLE} AND {frozen_sql}",
+                              limit=int(limit), **frozen)
+        active = q.fetch_tasks(conn, ctx.scope, "t.status = 'active' AND t.lease_expires_at "
+                               f">= datetime('now') AND {frozen_sql}", **frozen)
+        return ready, active, q.fetch_blockers(conn, [t["id"] for t in ready + active])
+    ready, active, blockers = db.read(ctx.conn, snapshot)
+    items = []
+    for task in ready:
+        view = md.task_view(task, blockers.get(task["id"], ()))
+        view["status"] = "open"  # s.9.3: an expired lease shows as open, without assignee
+        items.append((view, md.PEEK_OPEN))
+    items += [(md.task_view(t, blockers.get(t["id"], ())), md.PEEK_ACTIVE) for t in active]
+    return md.sections(items)
+
+
+def claim(ctx: Ctx, argv: Sequence[str]) -> str:
+    target, rest = A.optional_id(argv)
+    parsed = A.flags(rest, values=("--lease", "--agent"))
+    seconds = A.lease(parsed)
+    agent = parsed.get("--agent", ctx.environ.get("RALPH_AGENT_ID", ""))
+    frozen_sql, frozen = _frozen(ctx)
+
+    def take(conn):
+        where = f"{q.CLAIMABLE} AND {frozen_sql}"
+        if target is not None:
+            where += " AND t.slug = :target"
+        found = q.fetch_tasks(conn, ctx.scope, where, limit=1, target=target, **frozen)
+        if not found:
+            return None
+        conn.execute(
+            "UPDATE tasks SET status = 'active', assignee = ?, updated_at = datetime('now'), "
+            "lease_expires_at = datetime('now', ?), retry_count = coalesce(retry_count, 0) + "
+            "CASE WHEN status = 'active' THEN 1 ELSE 0 END WHERE id = ?",
+            (agent, f"+{seconds} seconds", found[0]["id"]))
+        task = q.fetch_task(conn, ctx.scope, found[0]["slug"])
+        return task, q.fetch_blockers(conn, [task["id"]]).get(task["id"], ())
+    claimed = db.write(ctx.conn, take)
+    if claimed is None:
+        raise TaskError("Task not eligible" if target is not None else "No eligible tasks",
+                        EXIT_NOT_FOUND, plain=True)
+    return md.sections([(md.task_view(*claimed), md.CLAIM)])
+
+
+def _active_task(conn, ctx: Ctx, slug: str) -> dict:
+    task = q.fetch_task(conn, ctx.scope, slug)
+    if task is None:
+        raise not_found(f"task '{slug}' not found")
+    if task["status"] != "active":
+        raise TaskError(f"task '{slug}' is not active (status: {task['status']})")
+    return task
+
+
+def renew(ctx: Ctx, argv: Sequence[str]) -> str:
+    slug, rest = A.optional_id(argv)
+    parsed = A.flags(rest, values=("--lease", "--agent"))
+    if not slug:
+        raise TaskError("missing task ID", usage="ralph task renew <id> [--lease N]")
+    seconds = A.lease(parsed)
+    agent = parsed.get("--agent", ctx.environ.get("RALPH_AGENT_ID", ""))
+
+    def act(conn):
+        task = _active_task(conn, ctx, slug)
+        if (task["assignee"] or "") != agent:
+            raise TaskError(f"agent '{agent}' is not the assignee of task '{slug}'")
+        conn.execute("UPDATE tasks SET lease_expires_at = datetime('now', ?), "
+                     "updated_at = datetime('now') WHERE id = ?", (f"+{seconds} seconds", task["id"]))
+    db.write(ctx.conn, act)
+    return f"renewed {slug}\n"
+
+
+def _first_id(argv: Sequence[str], usage: str) -> tuple[str, Sequence[str]]:
+    if not argv or not argv[0]:
+        raise TaskError("missing task ID", usage=usage)
+    return argv[0], argv[1:]
+
+
+def done(ctx: Ctx, argv: Sequence[str]) -> str:
+    slug, rest = _first_id(argv, "ralph task done <id> [--result '<json>']")
+    result = A.flags(rest, values=("--result",)).get("--result") or None
+    if result is not None:
+        try:
+            parsed = json.loads(result)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict) or parsed.get("commit") in (None, False):
+            raise TaskError("result JSON must include a 'commit' key")
+
+    def act(conn):
+        task = _active_task(conn, ctx, slug)
+        conn.execute("UPDATE tasks SET status = 'done', result = ?, updated_at = datetime('now') "
+                     "WHERE id = ?", (result, task["id"]))
+    db.write(ctx.conn, act)
+    return f"done {slug}\n"
+
+
+def fail(ctx: Ctx, argv: Sequence[str]) -> str:
+    slug, rest = _first_id(argv, 'ralph task fail <id> [--reason "<text>"]')
+    reason = A.flags(rest, values=("--reason",)).get("--reason") or None
+
+    def act(conn):
+        task = _active_task(conn, ctx, slug)
+        conn.execute("UPDATE tasks SET status = 'open', assignee = NULL, lease_expires_at = NULL, "
+                      "retry_count = coalesce(retry_count, 0) + 1, fail_reason = ?, "
+                      "updated_at = datetime('now') WHERE id = ?", (reason, task["id"]))
+    db.write(ctx.conn, act)
+    return f"failed {slug}\n"
+
+
+__all__ = ["plan_status", "peek", "claim", "renew", "done", "fail"]

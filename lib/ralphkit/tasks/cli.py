@@ -1,0 +1,151 @@
+"""Owns the `task` command line (spec/task-cli.md): help, dispatch, the order of checks
+(open the database, schema, scope, then the command's own arguments, s.1), printing results
+and `Error: ` lines, and exit codes. `main()` never exits and keeps no state between calls.
+Does not own any command's logic (backlog, plan_sync, views, edit, agents)."""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+from typing import Mapping, Sequence, TextIO
+
+from ralphkit.tasks.errors import TaskError
+
+HELP = """\
+Usage: ralph task <command> [options]
+
+Plan Phase Commands:
+  plan-sync             Read JSONL from stdin, upsert tasks into the database
+  plan-status           Print summary: N open, N active, N done, N blocked, N deleted
+
+Build Phase Commands:
+  peek [-n 5]                Top N claimable + all active tasks (markdown-KV)
+  claim [<id>] [--lease N]   Claim task (targeted by id, or highest-priority)
+  renew <id> [--lease N]     Extend lease on an active task
+  done <id> --result '<json>'  Mark task as done, store result
+  fail <id> --reason "<text>"  Release task back to open
+
+Shared Commands:
+  list [--all] [--status S] [--markdown] List tasks (default: non-deleted)
+  show <id> [--with-deps]      Full detail for one task
+  create <id> <title> [opts]   Create a task
+  update <id> [opts]           Update fields on a non-done task
+  delete <id>                  Soft delete a task
+  delete --status <csv> [--spec S] [--category C]  Batch delete by status
+  delete --all --confirm [--spec S] [--category C]  Delete all non-deleted tasks
+  deps <id>                    Show dependency tree
+
+Dependency Commands:
+  block <id> --by <blocker-id>    Add a dependency
+  unblock <id> --by <blocker-id>  Remove a dependency
+
+Agent Commands:
+  agent register              Register a new agent
+  agent list                  Show active agents
+  agent deregister <id>       Mark agent as stopped
+
+Database:
+  Path is derived from git root: <git-root>/.ralph/tasks.db
+"""
+
+# command -> (module, function); modules are imported only for the command that runs.
+_COMMANDS = {
+    "plan-sync": ("plan_sync", "plan_sync"), "plan-status": ("backlog", "plan_status"),
+    "peek": ("backlog", "peek"), "claim": ("backlog", "claim"), "renew": ("backlog", "renew"),
+    "done": ("backlog", "done"), "fail": ("backlog", "fail"),
+    "list": ("views", "list_tasks"), "show": ("views", "show"), "deps": ("views", "deps"),
+    "_export-json": ("views", "export_json"),
+    "create": ("edit", "create"), "update": ("edit", "update"), "delete": ("edit", "delete"),
+    "block": ("edit", "block"), "unblock": ("edit", "unblock"),
+    "_hold": ("edit", "hold"), "_unhold": ("edit", "unhold"),
+    "agent": ("agents", "agent"),
+}
+
+
+def _render_md(argv: Sequence[str]) -> str:
+    from ralphkit.tasks import markdown
+    if not argv:
+        raise TaskError("missing JSON argument")
+    try:
+        obj = json.loads(argv[0])
+    except ValueError:
+        obj = None
+    if not isinstance(obj, dict):
+        raise TaskError("argument is not a JSON object")
+    return markdown.sections([(markdown.json_view(obj), markdown.CLAIM)])
+
+
+def _run(argv: Sequence[str], stdin: TextIO, environ: Mapping[str, str], cwd: str) -> str:
+    if not argv:
+        raise TaskError("missing command\n\n" + HELP.rstrip("\n"))
+    command, rest = argv[0], argv[1:]
+    if command in ("--help", "-h"):
+        return HELP
+    if command == "plan-export":
+        raise TaskError("unknown command 'plan-export'. Use 'ralph task list --all' instead.")
+    if command == "_render-md":
+        return _render_md(rest)
+    from ralphkit.tasks.git_scope import Git, resolve_scope
+    git = Git(cwd, environ)
+    if command == "_get-scope":
+        scope = resolve_scope(git)
+        return f"repo:{scope.repo}\nbranch:{scope.branch}\n"
+    if command not in _COMMANDS:
+        raise TaskError(f"unknown command '{command}'")
+    import importlib
+    from ralphkit.tasks import db
+    from ralphkit.tasks.context import Ctx
+    conn = db.connect(db.locate(git))          # s.1 order: (1) open, (2) schema,
+    try:
+        scope = resolve_scope(git)              # (3) scope,
+        module_name, function = _COMMANDS[command]
+        module = importlib.import_module(f"ralphkit.tasks.{module_name}")
+        return getattr(module, function)(Ctx(conn, scope, environ, cwd, stdin), rest)  # (4), (5)
+    finally:
+        conn.close()
+
+
+def main(argv: Sequence[str], *, stdin: TextIO | None = None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """Run one task command; returns its exit status (0, 1 or 2), never exits."""
+    stdin = sys.stdin if stdin is None else stdin
+    stdout = sys.stdout if stdout is None else stdout
+    stderr = sys.stderr if stderr is None else stderr
+    environ = os.environ if environ is None else environ
+    try:
+        output = _run(list(argv), stdin, environ, os.getcwd())
+    except TaskError as err:
+        stderr.write(err.lines())
+        stderr.flush()
+        return err.exit_code
+    except sqlite3.Error as err:  # s.1: a database error is exit 1 with one line
+        stderr.write(f"Error: database error: {' '.join(str(err).split())}\n")
+        stderr.flush()
+        return 1
+    except OSError as err:
+        stderr.write(f"Error: {err.strerror or err}: {err.filename or ''}".rstrip(": ") + "\n")
+        stderr.flush()
+        return 1
+    stdout.write(output)
+    stdout.flush()
+    return 0
+
+
+def console_main() -> None:
+    """Entry point of the `ralph-task` console script and scripts/task."""
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        try:  # values are data (s.1): bytes that are not UTF-8 pass through unchanged
+            stream.reconfigure(encoding="utf-8", errors="surrogateescape")
+        except (AttributeError, ValueError):
+            pass
+    try:
+        code = main(sys.argv[1:])
+    except KeyboardInterrupt:
+        code = 130
+    except BrokenPipeError:
+        code = 1
+    sys.exit(code)
+
+
+__all__ = ["main", "console_main", "HELP"]

@@ -1,0 +1,168 @@
+"""Owns the SQLite file of the backlog: where it is (s.3), opening it (WAL, foreign keys, busy
+timeout), the ralph.sh schema plus the `task_holds` extension (s.5), and transactions:
+`write` runs a function inside BEGIN IMMEDIATE and retries the whole transaction after 0.1,
+0.3 and 0.9 s when the database stays busy (s.4); `read` gives one consistent snapshot.
+Does not own any command, query or output format."""
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Callable, Mapping, TypeVar
+
+from ralphkit.tasks.errors import TaskError
+from ralphkit.tasks.git_scope import Git
+
+T = TypeVar("T")
+_RETRY_DELAYS = (0.1, 0.3, 0.9)  # s.4: three retries of the whole transaction
+_BUSY_TIMEOUT_S = 5.0
+
+# s.5, verbatim: a database created by ralph.sh is used as it is.
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS tasks (
+    id              TEXT PRIMARY KEY,
+    slug            TEXT NOT NULL,
+    scope_repo      TEXT NOT NULL,
+    scope_branch    TEXT NOT NULL,
+    title           TEXT NOT NULL,
+    description     TEXT,
+    category        TEXT,
+    priority        INTEGER DEFAULT 2,
+    status          TEXT DEFAULT 'open',
+    spec_ref        TEXT,
+    ref             TEXT,
+    result          TEXT,
+    assignee        TEXT,
+    lease_expires_at TEXT,
+    retry_count     INTEGER DEFAULT 0,
+    fail_reason     TEXT,
+    steps           TEXT,
+    created_at      TEXT DEFAULT (datetime('now')),
+    updated_at      TEXT,
+    deleted_at      TEXT,
+    UNIQUE(scope_repo, scope_branch, slug)
+)""",
+    """CREATE INDEX IF NOT EXISTS idx_tasks_scope_status
+    ON tasks(scope_repo, scope_branch, status, priority, created_at)""",
+    """CREATE TABLE IF NOT EXISTS task_deps (
+    task_id    TEXT REFERENCES tasks(id) ON DELETE CASCADE,
+    blocked_by TEXT REFERENCES tasks(id) ON DELETE CASCADE,
+    PRIMARY KEY (task_id, blocked_by)
+)""",
+    """CREATE TABLE IF NOT EXISTS agents (
+    id           TEXT PRIMARY KEY,
+    pid          INTEGER,
+    hostname     TEXT,
+    scope_repo   TEXT NOT NULL DEFAULT '',
+    scope_branch TEXT NOT NULL DEFAULT '',
+    started_at   TEXT DEFAULT (datetime('now')),
+    status       TEXT DEFAULT 'active'
+)""",
+    # Extension (team brief): a held task is never claimable and counts as blocked.
+    """CREATE TABLE IF NOT EXISTS task_holds (
+    task_id    TEXT PRIMARY KEY REFERENCES tasks(id) ON DELETE CASCADE,
+    reason     TEXT,
+    created_at TEXT DEFAULT (datetime('now'))
+)""",
+)
+_SCHEMA_NAMES = ("tasks", "idx_tasks_scope_status", "task_deps", "agents", "task_holds")
+
+
+def _is_busy(err: sqlite3.Error) -> bool:
+    code = getattr(err, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(err) or "busy" in str(err)
+
+
+def _with_retry(fn: Callable[[], T]) -> T:
+    for delay in (*_RETRY_DELAYS, None):
+        try:
+            return fn()
+        except sqlite3.OperationalError as err:
+            if not _is_busy(err):
+                raise
+            if delay is None:
+                raise TaskError("database is locked") from err
+            time.sleep(delay)
+    raise AssertionError("unreachable")
+
+
+def _transaction(conn: sqlite3.Connection, begin: str, body: Callable[[sqlite3.Connection], T]) -> T:
+    def attempt() -> T:
+        conn.execute(begin)
+        try:
+            result = body(conn)
+            conn.execute("COMMIT")
+            return result
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    return _with_retry(attempt)
+
+
+def write(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T:
+    """Run body in one BEGIN IMMEDIATE transaction (its reads included), retried when busy."""
+    return _transaction(conn, "BEGIN IMMEDIATE", body)
+
+
+def read(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T:
+    """Run body in one read transaction: a consistent snapshot that never blocks writers."""
+    return _transaction(conn, "BEGIN", body)
+
+
+def locate(git: Git) -> Path:
+    """s.3: $RALPH_TASKS_DB (relative to cwd, parents created), else <git root>/.ralph/tasks.db
+    with `.ralph/.gitignore` = `*` written once, never rewritten."""
+    explicit = git.environ.get("RALPH_TASKS_DB", "")
+    if explicit:
+        path = Path(git.cwd, explicit)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+    ralph_dir = Path(git.toplevel(), ".ralph")
+    ralph_dir.mkdir(exist_ok=True)
+    ignore = ralph_dir / ".gitignore"
+    if not os.path.lexists(ignore):
+        try:
+            fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:  # a concurrent first use wrote it
+            pass
+        else:
+            with os.fdopen(fd, "w") as handle:
+                handle.write("*\n")
+    return ralph_dir / "tasks.db"
+
+
+def _ensure_schema(conn: sqlite3.Connection) -> None:
+    present = {row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE name IN (?,?,?,?,?)", _SCHEMA_NAMES)}
+    if len(present) == len(_SCHEMA_NAMES):
+        return
+
+    def create(c: sqlite3.Connection) -> None:
+        for statement in _SCHEMA:
+            c.execute(statement)
+    write(conn, create)
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open the database, switch it to WAL once (persisted), create the schema if needed."""
+    conn = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
+                           check_same_thread=False)
+    try:
+        conn.execute("PRAGMA foreign_keys=ON")
+
+        def wal() -> None:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL").fetchone()
+        _with_retry(wal)
+        _ensure_schema(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+__all__ = ["locate", "connect", "write", "read"]

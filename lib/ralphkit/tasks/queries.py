@@ -1,0 +1,85 @@
+"""Owns the SQL shared by the commands: task order, the blocked and claimable predicates
+(s.8, plus the `task_holds` and frozen-ids extensions), fetching tasks and fetching the
+blockers of many tasks in one query (never a query per task). Does not own output formats
+or argument checks."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Iterable
+
+from ralphkit.tasks.git_scope import Scope
+
+COLUMNS = ("id, slug, title, description, category, priority, status, spec_ref, ref, result, "
+           "assignee, lease_expires_at, retry_count, fail_reason, steps, created_at, "
+           "updated_at, deleted_at")
+ORDER = "ORDER BY t.priority, t.created_at, t.rowid"  # s.8 "Ordering"
+IN_SCOPE = "t.scope_repo = :repo AND t.scope_branch = :branch"
+BLOCKED = ("EXISTS (SELECT 1 FROM task_deps d JOIN tasks b ON b.id = d.blocked_by "
+           "WHERE d.task_id = t.id AND b.status NOT IN ('done', 'deleted'))")
+HELD = "EXISTS (SELECT 1 FROM task_holds h WHERE h.task_id = t.id)"
+CLAIMABLE = (f"(t.status = 'open' OR (t.status = 'active' AND t.lease_expires_at < datetime('now'))) "
+             f"AND NOT {BLOCKED} AND NOT {HELD}")
+FROZEN = "t.slug IN (SELECT value FROM json_each(:frozen))"
+
+
+def scope_params(scope: Scope, **extra: object) -> dict:
+    return {"repo": scope.repo, "branch": scope.branch, **extra}
+
+
+def fetch_tasks(conn: sqlite3.Connection, scope: Scope, where: str = "1", limit: int | None = None,
+                **params: object) -> list[sqlite3.Row]:
+    """Tasks of the scope matching `where`, in the spec's order."""
+    cols = ", ".join(f"t.{c.strip()}" for c in COLUMNS.split(","))
+    sql = f"SELECT {cols} FROM tasks t WHERE {IN_SCOPE} AND ({where}) {ORDER}"
+    if limit is not None:
+        sql += " LIMIT :limit"
+        params["limit"] = limit
+    cur = conn.execute(sql, scope_params(scope, **params))
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row)) for row in cur]
+
+
+def fetch_task(conn: sqlite3.Connection, scope: Scope, slug: str) -> dict | None:
+    rows = fetch_tasks(conn, scope, "t.slug = :slug", slug=slug)
+    return rows[0] if rows else None
+
+
+def fetch_blockers(conn: sqlite3.Connection, task_ids: Iterable[str],
+                   whole_scope: Scope | None = None) -> dict[str, list[tuple]]:
+    """task uuid -> [(slug, status, title, result)] of its blockers, sorted by slug: one query.
+    With whole_scope, every dependency of the scope is fetched (cheaper for `list --all`)."""
+    base = ("SELECT d.task_id, b.slug, b.status, b.title, b.result FROM task_deps d "
+            "JOIN tasks b ON b.id = d.blocked_by ")
+    if whole_scope is not None:
+        cur = conn.execute(base + "JOIN tasks t ON t.id = d.task_id WHERE " + IN_SCOPE
+                           + " ORDER BY b.slug", scope_params(whole_scope))
+    else:
+        ids = list(task_ids)
+        if not ids:
+            return {}
+        cur = conn.execute(base + "WHERE d.task_id IN (SELECT value FROM json_each(?)) "
+                           "ORDER BY b.slug", (json.dumps(ids),))
+    result: dict[str, list[tuple]] = {}
+    for task_id, *blocker in cur:
+        result.setdefault(task_id, []).append(tuple(blocker))
+    return result
+
+
+def frozen_slugs(environ, cwd: str) -> str | None:
+    """RALPH_FROZEN_IDS_FILE (team brief): a JSON array of the slugs peek and claim may
+    consider, or None when the variable is unset or empty."""
+    name = environ.get("RALPH_FROZEN_IDS_FILE", "")
+    if not name:
+        return None
+    import os
+    from ralphkit.tasks.errors import TaskError
+    try:
+        with open(os.path.join(cwd, name), encoding="utf-8", errors="surrogateescape") as handle:
+            slugs = [line.strip() for line in handle if line.strip()]
+    except OSError as err:
+        raise TaskError(f"cannot read RALPH_FROZEN_IDS_FILE {name}: {err.strerror}") from err
+    return json.dumps(slugs)
+
+
+__all__ = ["fetch_tasks", "fetch_task", "fetch_blockers", "frozen_slugs", "scope_params"]
