@@ -86,17 +86,17 @@ def make_repo(repo: Path, env: dict[str, str]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--dir"] and len(argv) == 2:
-        base = Path(argv[1]).resolve()
-        base.mkdir(parents=True, exist_ok=True)
-    elif not argv:
-        base = Path(tempfile.mkdtemp(prefix="ralph-demo-"))
-    else:
+    if argv and (argv[0] != "--dir" or len(argv) != 2):
         print("Usage: run_demo.py [--dir DIR]", file=sys.stderr)
         return 1
     if not RALPH.exists():
         print(f"Error: {RALPH} not found: the demo needs ralph.py", file=sys.stderr)
         return 1
+    if argv:
+        base = Path(argv[1]).resolve()
+        base.mkdir(parents=True, exist_ok=True)
+    else:
+        base = Path(tempfile.mkdtemp(prefix="ralph-demo-"))
     repo, bin_dir = base / "repo", base / "bin"
     bin_dir.mkdir(exist_ok=True)
     agent = bin_dir / "claude"
