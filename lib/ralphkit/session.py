@@ -1,0 +1,135 @@
+"""Owns one agent session (ralph-cli.md s.11, s.12, s.16): start the agent without a shell in
+a process group of its own (stdin /dev/null, stderr inherited, explicit environment), copy
+every byte of its stdout to the session log and to the stream renderer as it arrives,
+forward the first SIGINT to the group, SIGKILL the group on a second SIGINT or a SIGTERM,
+and leave no process of the group behind once the session is over. Knows nothing of prompts,
+task calls or the loop; never prints (the waiting message is the caller's callback)."""
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Callable, Mapping
+
+from ralphkit import render
+from ralphkit.signals import Guard
+
+# After the agent exits, a grandchild may still hold its stdout open: read on for this long,
+# then SIGKILL the group; if the pipe is still open after as long again (a process that left
+# the group), stop reading. Keeps a session from hanging past its agent (issue 3).
+DRAIN_SECONDS = 1.0
+_CHUNK = 65536
+
+
+@dataclass
+class SessionResult:
+    started: bool                     # False: the agent could not be started (error says why)
+    interrupted: bool = False         # a SIGINT or SIGTERM arrived during the session (exit 130)
+    forced: bool = False              # the group was SIGKILLed (second SIGINT, SIGTERM)
+    returncode: int | None = None     # ignored by the loop (s.11); kept for later features
+    summary: object | None = None     # render.SessionSummary
+    error: str = ""
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass                          # the group is already gone
+
+
+def _has_exited(pid: int) -> bool:
+    # WNOWAIT: the leader stays a zombie, so its pgid cannot be reused before we kill the group.
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryIO,
+        guard: Guard, on_first_interrupt: Callable[[], None]) -> SessionResult:
+    """Run one session to its end and return how it ended. `out` gets the rendering."""
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    guard.pending.clear()
+    guard.in_session = True
+    try:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=None, env=dict(env), process_group=0, bufsize=0)
+        except OSError as exc:
+            return SessionResult(started=False, error=exc.strerror or str(exc))
+        with open(log_path, "wb", buffering=0) as log:
+            result = _pump(proc, log, out, guard, on_first_interrupt, wake_r)
+        if guard.pending:              # arrived as the agent ended: still this session's interrupt
+            result.interrupted = True
+        return result
+    finally:
+        guard.in_session = False
+        signal.set_wakeup_fd(old_wakeup)
+        os.close(wake_r)
+        os.close(wake_w)
+
+
+def _pump(proc: subprocess.Popen, log: BinaryIO, out: BinaryIO, guard: Guard,
+          on_first_interrupt: Callable[[], None], wake_r: int) -> SessionResult:
+    result = SessionResult(started=True)
+    renderer = render.StreamRenderer(out)
+    pgid = proc.pid                   # process_group=0: the agent leads its own group
+    fd = proc.stdout.fileno()
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    poller.register(wake_r, select.POLLIN)
+    reading, exited_at, killed_at = True, None, None
+    try:
+        while True:
+            while guard.pending:                                  # s.16, in arrival order
+                signum = guard.pending.pop(0)
+                if signum == signal.SIGINT and not result.interrupted:
+                    result.interrupted = True
+                    on_first_interrupt()                          # the waiting message
+                    _killpg(pgid, signal.SIGINT)                  # exactly one SIGINT to the agent
+                elif not result.forced:                           # second SIGINT, or SIGTERM
+                    result.interrupted = result.forced = True
+                    _killpg(pgid, signal.SIGKILL)
+                    killed_at = killed_at or time.monotonic()
+            for ready, _ in poller.poll(50):
+                if ready == wake_r:
+                    try:
+                        os.read(wake_r, 512)
+                    except BlockingIOError:
+                        pass
+                elif reading:
+                    chunk = os.read(fd, _CHUNK)
+                    if chunk:
+                        log.write(chunk)
+                        renderer.feed(chunk)
+                    else:
+                        reading = False
+                        poller.unregister(fd)
+            now = time.monotonic()
+            if exited_at is None and _has_exited(proc.pid):
+                exited_at = now
+            if exited_at is not None and not reading:
+                break
+            if exited_at is not None and killed_at is None and now - exited_at > DRAIN_SECONDS:
+                _killpg(pgid, signal.SIGKILL)                     # a grandchild holds the pipe
+                killed_at = now
+            if killed_at is not None and reading and now - killed_at > DRAIN_SECONDS:
+                break                                             # held from outside the group
+    finally:
+        _killpg(pgid, signal.SIGKILL)                             # nothing of the group outlives it
+        result.returncode = proc.wait()
+        proc.stdout.close()
+        renderer.close()
+    result.summary = renderer.summary
+    return result
+
+
+__all__ = ["SessionResult", "run", "DRAIN_SECONDS"]

@@ -1,0 +1,124 @@
+"""Owns the task calls of the loop (ralph-cli.md s.1 "Task command", "Task call"): which task
+command to use (`$RALPH_TASK_CMD`, else the project's own task CLI), running it without a
+shell with an explicit environment, and what a call yields (ok + stdout with trailing `\n`
+removed; stderr discarded). The embedded task CLI runs in-process (`ralphkit.tasks.cli.main`),
+which keeps a build iteration's overhead to milliseconds; any other command runs through
+plumbum. Knows nothing of what the calls mean to the loop (that is ralph.py's)."""
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Mapping
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    ok: bool            # exited 0
+    output: str         # stdout, every trailing "\n" removed ("" when skipped or passed through)
+
+
+@dataclass(frozen=True)
+class TaskCommand:
+    command: str                 # as the user gave it, or the absolute path of ours: RALPH_TASK_SCRIPT
+    executable: str | None       # resolved path; None: not an executable file, every call is skipped
+    embedded: bool               # our own CLI, importable: calls run in-process
+
+    def call(self, *args: str, env: Mapping[str, str]) -> TaskResult:
+        """A task call whose output is captured."""
+        rc, out = self._run(list(args), env, None)
+        return TaskResult(rc == 0, out.rstrip(b"\n").decode("utf-8", "surrogateescape"))
+
+    def passthrough(self, *args: str, env: Mapping[str, str], out: BinaryIO) -> TaskResult:
+        """A task call whose stdout goes to `out` (s.1: `fail` and `agent deregister`).
+        `out` must be flushed by the caller beforehand when it shares a file with ours."""
+        rc, _ = self._run(list(args), env, out)
+        return TaskResult(rc == 0, "")
+
+    def _run(self, argv: list[str], env: Mapping[str, str], out: BinaryIO | None) -> tuple[int, bytes]:
+        if self.embedded:
+            return _run_in_process(argv, env, out)
+        if self.executable is None:
+            return 127, b""                     # [SH-COMPAT] missing task CLI: skipped, failed, empty
+        return _run_subprocess(self.executable, argv, env, out)
+
+
+def _run_in_process(argv: list[str], env: Mapping[str, str], out: BinaryIO | None) -> tuple[int, bytes]:
+    from ralphkit.tasks import cli as tasks_cli   # imported on first use: no cost for `--help`
+    buf = io.BytesIO()
+    stdout = io.TextIOWrapper(buf, encoding="utf-8", errors="surrogateescape", newline="\n",
+                              write_through=True)
+    stderr = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="surrogateescape")
+    stdin = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    try:
+        rc = tasks_cli.main(argv, stdin=stdin, stdout=stdout, stderr=stderr, environ=dict(env))
+    except SystemExit as exc:                  # a CLI that exits anyway: its code is the status
+        rc = exc.code if isinstance(exc.code, int) else 1
+    except Exception:                          # as a crashing subprocess would: a failed call
+        rc = 1
+    stdout.flush()
+    data = buf.getvalue()
+    if out is not None:
+        out.write(data)
+        out.flush()
+    return rc, data
+
+
+def _run_subprocess(executable: str, argv: list[str], env: Mapping[str, str],
+                    out: BinaryIO | None) -> tuple[int, bytes]:
+    from plumbum import local                 # imported here: plumbum copies os.environ on import
+    cmd = local[executable][argv]
+    proc = cmd.popen(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if out is None else None,
+                     stderr=subprocess.DEVNULL, env=dict(env))
+    try:
+        data, _ = proc.communicate()
+    finally:
+        if proc.poll() is None:                # interrupted by a signal: leave nothing behind
+            proc.kill()
+            proc.wait()
+    return proc.returncode, data or b""
+
+
+def _own_task_cli(script_dir: Path) -> str | None:
+    """The project's task CLI: scripts/task of a checkout, else the installed `ralph-task`."""
+    candidate = script_dir / "scripts" / "task"
+    if candidate.is_file():
+        return str(candidate)
+    for scheme in (sysconfig.get_default_scheme(), f"{os.name}_user"):
+        try:
+            path = Path(sysconfig.get_path("scripts", scheme)) / "ralph-task"
+        except KeyError:
+            continue
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+    return shutil.which("ralph-task")
+
+
+def _embedded_available() -> bool:
+    try:
+        from ralphkit.tasks import cli  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def resolve(script_dir: Path, environ: Mapping[str, str]) -> TaskCommand:
+    """The task command of s.1 for this environment (RALPH_TASK_CMD wins when non-empty)."""
+    given = environ.get("RALPH_TASK_CMD", "")
+    if given:
+        if "/" in given:
+            path = given if os.path.isfile(given) and os.access(given, os.X_OK) else None
+        else:
+            path = shutil.which(given, path=environ.get("PATH", os.defpath))
+        return TaskCommand(given, path, False)
+    own = _own_task_cli(script_dir)
+    command = own or str(script_dir / "scripts" / "task")
+    executable = own if own and os.access(own, os.X_OK) else None
+    return TaskCommand(command, executable, _embedded_available())
+
+
+__all__ = ["TaskCommand", "TaskResult", "resolve"]

@@ -1,0 +1,49 @@
+"""Owns the facts ralph.py reads from the working directory before a run (ralph-cli.md s.8,
+s.9.1, s.20.3): whether ./specs holds anything, the current git branch, and creating ralph's
+own directories under .ralph/. Knows nothing of tasks or agents; never prints."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Mapping
+
+
+def specs_present(cwd: Path) -> bool:
+    """s.8: ./specs is a directory with at least one entry, hidden names included."""
+    try:
+        with os.scandir(cwd / "specs") as entries:
+            return any(True for _ in entries)
+    except OSError:                 # missing, not a directory, unreadable
+        return False
+
+
+def current_branch(env: Mapping[str, str]) -> str:
+    """s.9.1: `git branch --show-current` minus its trailing newline; "" when git fails."""
+    try:
+        proc = subprocess.run(["git", "branch", "--show-current"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=dict(env))
+    except OSError:
+        return ""
+    if proc.returncode != 0:
+        return ""
+    return proc.stdout.decode("utf-8", "surrogateescape").rstrip("\n")
+
+
+def ralph_subdir(cwd: Path, name: str) -> Path:
+    """.ralph/<name>, created when missing. A .ralph/ without a .gitignore gets one holding
+    `*` (as the task CLI does), so an agent's `git add -A` never commits logs."""
+    ralph_dir = cwd / ".ralph"
+    path = ralph_dir / name
+    path.mkdir(parents=True, exist_ok=True)
+    ignore = ralph_dir / ".gitignore"
+    if not ignore.exists():
+        try:
+            with open(ignore, "x") as fh:
+                fh.write("*\n")
+        except FileExistsError:
+            pass
+    return path
+
+
+__all__ = ["specs_present", "current_branch", "ralph_subdir"]

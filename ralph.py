@@ -1,0 +1,312 @@
+#!/usr/bin/env python3
+"""ralph.py: run an AI coding agent in a Ralph loop over a task backlog. A drop-in for ralph.sh
+(same commands, flags, messages and exit codes; contract: spec/ralph-cli.md).
+
+    $ ./ralph.py plan                  # one planner session: study specs/, create tasks
+    $ ./ralph.py plan -n 3 --completion-promise DONE
+    $ ./ralph.py build -n 20 --model sonnet
+    ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━
+    Mode:   build
+    ...
+    No tasks available. Exiting loop.
+    $ ./ralph.py task peek -n 10       # the task CLI ($RALPH_TASK_CMD, else scripts/task)
+
+ralph.py prints and picks exit codes; everything else is one call into lib/ralphkit, with
+the ralph.sh line it ports as a trailing comment.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+SCRIPT_DIR = os.path.dirname(os.path.realpath(__file__))      # s.1: every symlink resolved
+
+
+def _bootstrap() -> None:
+    """Run from a checkout: lib/ first on sys.path; without plumbum/yaml, re-exec with the
+    checkout's .venv (so `./ralph.py build -n 5` works after `make setup`)."""
+    lib = os.path.join(SCRIPT_DIR, "lib")
+    if os.path.isdir(lib) and lib not in sys.path:
+        sys.path.insert(0, lib)
+    import importlib.util
+    if all(importlib.util.find_spec(name) for name in ("plumbum", "yaml")):
+        return
+    venv = os.path.join(SCRIPT_DIR, ".venv")
+    python = os.path.join(venv, "bin", "python")
+    if os.path.exists(python) and os.path.realpath(sys.prefix) != os.path.realpath(venv):
+        os.execv(python, [python, os.path.realpath(__file__), *sys.argv[1:]])
+
+
+_bootstrap()
+
+from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
+import time  # noqa: E402
+
+from ralphkit import agents, backend, backlog, cli_args, errors, render, session  # noqa: E402
+from ralphkit import signals, task_calls, workspace  # noqa: E402
+from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
+
+GENERAL_HELP = """\
+Usage: ralph <command> [options]
+
+Commands:
+  plan   Run the planner (study specs, create tasks)
+  build  Run the builder (claim and implement tasks)
+  task   Interact with the task backlog
+
+Run 'ralph <command> --help' for command-specific options.
+"""
+RULE = "\u2501" * 40
+NO_SPECS = "Error: No specs found. Run /ralph-spec first to generate specs in ./specs/"
+WAITING = "Waiting for claude to finish cleanup... Press Ctrl+C again to force quit."
+FAIL_REASON = "session exited without completing task"
+
+
+def say(text: str = "", end: str = "\n") -> None:
+    """Print and flush at once: a child may write to the same stdout next (s.1 ordering)."""
+    sys.stdout.write(text + end)
+    sys.stdout.flush()
+
+
+def warn(text: str) -> None:
+    sys.stdout.flush()
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+@dataclass
+class RunContext:
+    """Everything one plan/build run knows. Later features (run lock, run state, scope
+    freeze, assignment, timeouts, budgets, parallel) add their fields here."""
+
+    mode: str
+    options: cli_args.Options
+    task: task_calls.TaskCommand
+    guard: signals.Guard
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))  # every child's env
+    cwd: Path = field(default_factory=Path.cwd)
+    backend: str = backend.ANTHROPIC
+    model: str | None = None                 # resolved model id (s.7); None without --model
+    branch: str = ""
+    agent_id: str = ""
+    run_stamp: str = field(default_factory=lambda: time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+    sessions: int = 0                        # sessions started in this run
+    cleaned_up: bool = False
+
+    def export(self, name: str, value: str) -> None:
+        """s.9: an export reaches every child (explicit env) and ralph.py's own environment."""
+        self.env[name] = value
+        os.environ[name] = value
+
+    def session_stem(self) -> str:
+        return f"{self.run_stamp}-{os.getpid()}-{self.mode}-{self.sessions:03d}"
+
+
+# ---------------------------------------------------------------------------- start-up steps
+
+def session_setup(ctx: RunContext) -> None:
+    """s.9, in order."""
+    ctx.branch = workspace.current_branch(ctx.env)              # BRANCH=$(git branch --show-current)
+    ctx.export("RALPH_TASK_SCRIPT", ctx.task.command)           # export RALPH_TASK_SCRIPT=$TASK_SCRIPT
+    ctx.export("SCRIPT_DIR", SCRIPT_DIR)                        # export SCRIPT_DIR
+    scope = ctx.task.call("_get-scope", env=ctx.env)            # SCOPE=$(task _get-scope)
+    if scope.ok:
+        parsed = backlog.scope(scope.output)
+        ctx.export("RALPH_SCOPE_REPO", parsed.repo)             # export RALPH_SCOPE_REPO=...
+        ctx.export("RALPH_SCOPE_BRANCH", parsed.branch)         # export RALPH_SCOPE_BRANCH=...
+    if ctx.mode == "build":
+        agent = ctx.task.call("agent", "register", env=ctx.env)  # AGENT_ID=$(task agent register)
+        if agent.output:                                        # whatever the exit status (s.9.4)
+            ctx.agent_id = agent.output
+            ctx.export("RALPH_AGENT_ID", agent.output)          # export RALPH_AGENT_ID
+
+
+def exit_cleanup(ctx: RunContext) -> None:
+    """s.17: exactly once, on every way out after session setup has begun."""
+    if ctx.cleaned_up:
+        return
+    ctx.cleaned_up = True
+    ctx.guard.closing = True                                    # a signal now must not cut it short
+    if ctx.agent_id:
+        sys.stdout.flush()
+        ctx.task.passthrough("agent", "deregister", ctx.agent_id,  # task agent deregister $AGENT_ID
+                             env=ctx.env, out=sys.stdout.buffer)
+
+
+def banner(ctx: RunContext) -> None:
+    """s.10."""
+    opts = ctx.options
+    lines = [RULE,
+             f"Mode:   {ctx.mode}",
+             f"Prompt: /ralph-{ctx.mode}",
+             f"Branch: {ctx.branch}",
+             "Safe:   " + ("NO (--dangerously-skip-permissions)" if opts.danger else "yes"),
+             f"Backend: {ctx.backend}"]
+    if ctx.agent_id:
+        lines.append(f"Agent:  {ctx.agent_id}")
+    if opts.model is not None:
+        lines.append(f"Model:  {opts.model} ({ctx.model})")
+    if opts.max_iterations > 0:
+        unit = "iteration" if opts.max_iterations == 1 else "iterations"
+        lines.append(f"Max:    {opts.max_iterations} {unit}")
+    lines.append(RULE)
+    say("\n".join(lines))
+
+
+# ---------------------------------------------------------------------------- one session
+
+def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResult:
+    """s.11: build the prompt and argv, run the agent, stream and log its output."""
+    ctx.sessions += 1
+    prompt = f"{command} {data}" if data else command
+    if not agents.prompt_fits(prompt):                          # [SAFER] ralph.sh died here (E2BIG)
+        path = workspace.ralph_subdir(ctx.cwd, "prompts") / f"{ctx.session_stem()}.md"
+        prompt = agents.spill_prompt(command, data, path)
+        say(f"Note: task data too large for the command line, passed in {path}")
+    argv = agents.claude_argv(prompt, danger=ctx.options.danger, model=ctx.model)
+    log_path = workspace.ralph_subdir(ctx.cwd, "logs") / f"{ctx.session_stem()}.jsonl"
+    sys.stdout.flush()
+    result = session.run(argv, env=ctx.env, log_path=log_path,  # claude -p "$PROMPT" ... | tee | jq
+                         out=sys.stdout.buffer, guard=ctx.guard,
+                         on_first_interrupt=lambda: (say(), say(WAITING)))
+    if not result.started:
+        warn(f"Error: cannot run '{agents.AGENT}': {result.error}")
+    return result
+
+
+def loop_separator(n: int) -> None:
+    say(f"\n\n======================== LOOP {n} ========================")  # printf "\n\nLOOP %d\n"
+
+
+# ---------------------------------------------------------------------------- the loops
+
+def plan_loop(ctx: RunContext) -> int:
+    """s.14."""
+    limit = ctx.options.max_iterations
+    for i in range(1, limit + 1):
+        dag = ctx.task.call("list", "--all", "--markdown", env=ctx.env)   # DAG=$(task list --all --markdown)
+        result = run_session(ctx, "/ralph-plan", dag.output)              # claude -p "/ralph-plan $DAG"
+        if result.interrupted:
+            return EXIT_INTERRUPTED
+        if result.summary is not None and render.promise_received(
+                result.summary, ctx.options.completion_promise):          # grep "<promise>$PROMISE</promise>"
+            say("\nPlan complete: completion promise received.")
+            return EXIT_OK
+        loop_separator(i)
+    say(f"Reached max iterations: {limit}")                               # [SH-COMPAT] exit 0
+    return EXIT_OK
+
+
+def build_loop(ctx: RunContext) -> int:
+    """s.15."""
+    limit, done = ctx.options.max_iterations, 0
+    while True:
+        if limit > 0 and done >= limit:
+            say(f"Reached max iterations: {limit}")                       # [SH-COMPAT] exit 0
+            return EXIT_OK
+        peek = ctx.task.call("peek", "-n", "10", env=ctx.env)             # PEEK_MD=$(task peek -n 10)
+        if peek.ok and not peek.output:                                   # nothing claimable: done
+            say("No tasks available. Exiting loop.")
+            return EXIT_OK
+        result = run_session(ctx, "/ralph-build", peek.output)            # claude -p "/ralph-build $PEEK_MD"
+        if result.interrupted:
+            return EXIT_INTERRUPTED
+        fail_active_tasks(ctx)                                            # crash safety, before plan-status
+        status = ctx.task.call("plan-status", env=ctx.env)                # task plan-status
+        if status.ok and backlog.all_done(status.output):                 # 0 open, 0 active
+            say("All tasks complete. Exiting loop.")
+            return EXIT_OK
+        done += 1
+        loop_separator(done)
+
+
+def fail_active_tasks(ctx: RunContext) -> None:
+    """s.15.5: release what the session left active for this agent."""
+    if not ctx.agent_id:
+        return
+    active = ctx.task.call("list", "--status", "active", "--assignee", ctx.agent_id,
+                           "--markdown", env=ctx.env)                    # task list --status active ...
+    for slug in backlog.slugs(active.output):
+        sys.stdout.flush()
+        ctx.task.passthrough("fail", slug, "--reason", FAIL_REASON,       # task fail $id --reason "..."
+                             env=ctx.env, out=sys.stdout.buffer)
+
+
+# ---------------------------------------------------------------------------- commands
+
+def run_mode(mode: str, args: list[str]) -> int:
+    """`ralph plan|build`: ralph.sh's order (s.5)."""
+    guard = signals.Guard()
+    guard.arm()                                                   # Ctrl+C before setup: exit 130, no traceback
+    opts = cli_args.parse(mode, args)                             # while [[ $# -gt 0 ]]; do case $1 ...
+    if opts.help:
+        say(cli_args.help_text(mode), end="")
+        return EXIT_OK
+    ctx = RunContext(mode=mode, options=opts, guard=guard,
+                     task=task_calls.resolve(Path(SCRIPT_DIR), os.environ))
+    ctx.backend = backend.detect(ctx.env, ctx.cwd, Path(os.path.expanduser("~")))   # detect_backend
+    if opts.model is not None:                                    # MODEL=$(jq -r ... models.json)
+        ctx.model = backend.resolve_model(opts.model, ctx.backend,
+                                          backend.models_file(Path(SCRIPT_DIR)))
+    if not workspace.specs_present(ctx.cwd):                      # [ -d specs ] && [ "$(ls -A specs)" ]
+        say(NO_SPECS)                                             # [SH-COMPAT] on stdout
+        return EXIT_USAGE
+    try:
+        session_setup(ctx)                                        # [SAFER] cleanup armed from here on
+        banner(ctx)
+        return plan_loop(ctx) if mode == "plan" else build_loop(ctx)
+    except signals.Interrupted:                                   # trap 'exit 130' INT TERM
+        return EXIT_INTERRUPTED
+    finally:
+        exit_cleanup(ctx)                                         # trap cleanup EXIT
+
+
+def task_command(args: list[str]) -> int:
+    """`ralph task ...`: the task command with the rest of argv, exec style (s.2)."""
+    task = task_calls.resolve(Path(SCRIPT_DIR), os.environ)
+    if task.executable is None:
+        warn(f"Error: task command '{task.command}' is not an executable file")
+        return errors.EXIT_TASK_CMD_MISSING
+    sys.stdout.flush()
+    try:
+        os.execv(task.executable, [task.command, *args])          # exec "$TASK_SCRIPT" "$@"
+    except OSError as exc:
+        warn(f"Error: cannot execute task command '{task.command}': {exc.strerror}")
+        return errors.EXIT_TASK_CMD_MISSING
+
+
+# The first argument (s.2). A later command is one line here (e.g. "install": install_command);
+# GENERAL_HELP stays as it is.
+COMMANDS = {
+    "plan": lambda args: run_mode("plan", args),
+    "build": lambda args: run_mode("build", args),
+    "task": task_command,
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry (`ralph = ralph:main`)."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    first = args[0] if args else ""
+    if first in ("", "--help", "-h"):
+        say(GENERAL_HELP, end="")
+        sys.exit(EXIT_OK)
+    command = COMMANDS.get(first)
+    if command is None:
+        warn(f"Error: unknown command '{first}'\nRun 'ralph --help' for usage")
+        sys.exit(EXIT_USAGE)
+    try:
+        code = command(args[1:])
+    except errors.RalphError as err:                               # raise deep, catch once
+        message = str(err)
+        warn(message if message.startswith("Error: ") else f"Error: {message}")
+        code = err.exit_code
+    except (signals.Interrupted, KeyboardInterrupt):
+        code = EXIT_INTERRUPTED
+    sys.stdout.flush()
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
