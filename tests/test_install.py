@@ -198,3 +198,15 @@ def test_a_claude_path_that_is_not_a_directory_is_an_environment_error(ralph_ins
     assert (result.returncode, result.stdout) == (8, "")
     assert result.stderr.startswith("Error: cannot write ")
     assert len(result.stderr.splitlines()) == 1
+
+
+def test_ralph_install_subcommand_runs_the_installer(base_env, project):
+    from conftest import RALPH
+    if not RALPH.exists():
+        pytest.skip("ralph.py not merged")
+    result = run_process([sys.executable, str(RALPH), "install", "--project", str(project)],
+                         cwd=project, env=base_env, timeout=30)
+    if "unknown command 'install'" in result.stderr:
+        pytest.skip("ralph.py does not dispatch `install` yet (the lead wires it)")
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.splitlines() == [f"wrote {p}" for p in expected_paths(project / ".claude")]
