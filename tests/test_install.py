@@ -138,12 +138,20 @@ def test_a_hook_already_registered_by_hand_is_not_added_twice(ralph_install, pro
     ('"text"', "must hold a JSON object"),
     ('{"hooks": []}', '"hooks" must be an object'),
     ('{"hooks": {"SessionEnd": {"matcher": ""}}}', '"hooks" must be an object'),
-], ids=["invalid", "empty", "array", "string", "hooks-list", "event-not-list"])
+    (b'{"model": "\xff"}', "is not valid JSON"),
+    (None, "cannot be read"),
+], ids=["invalid", "empty", "array", "string", "hooks-list", "event-not-list", "not-utf8",
+        "directory"])
 def test_a_bad_settings_json_is_refused_and_nothing_is_written(ralph_install, project, content,
                                                               fragment):
     claude = project / ".claude"
     claude.mkdir()
-    (claude / "settings.json").write_text(content)
+    if content is None:
+        (claude / "settings.json").mkdir()
+    elif isinstance(content, bytes):
+        (claude / "settings.json").write_bytes(content)
+    else:
+        (claude / "settings.json").write_text(content)
     before = snapshot(project)
     result = ralph_install("--project", str(project))
     assert (result.returncode, result.stdout) == (1, "")

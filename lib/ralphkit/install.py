@@ -57,14 +57,13 @@ def install(claude_dir: Path, *, project: bool, dry_run: bool = False) -> list[F
         planned.append((dest, (_DATA / "hooks" / name).read_bytes(), _HOOK_MODE))
         commands[event] = (f'"$CLAUDE_PROJECT_DIR"/.claude/{_HOOK_SUBDIR.as_posix()}/{name}'
                            if project else shlex.quote(str(dest)))
-    merged = _merge_hooks(settings, commands)
-    text = json.dumps(merged, indent=2, ensure_ascii=False) + "\n"
-    # An existing file that already holds every hook stays byte for byte as it is.
-    old = settings_path.read_bytes() if settings_path.exists() else None
-    new = None if old is not None and merged == settings else text.encode("utf-8")
+    merged, added = _merge_hooks(settings, commands)
     results = [_put(path, data, mode, dry_run) for path, data, mode in planned]
-    results.append(FileResult(settings_path, False) if new is None
-                   else _put(settings_path, new, None, dry_run))
+    if added or not settings_path.exists():
+        text = json.dumps(merged, indent=2, ensure_ascii=False) + "\n"
+        results.append(_put(settings_path, text.encode("utf-8"), None, dry_run))
+    else:       # every hook already registered: the file stays byte for byte as it is
+        results.append(FileResult(settings_path, False))
     return results
 
 
@@ -72,8 +71,13 @@ def _read_settings(path: Path) -> dict:
     if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise UsageError(f"{path} cannot be read ({err.strerror or err}); fix it, then re-run "
+                         "ralph install") from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError as err:               # UnicodeDecodeError is a ValueError too
         raise UsageError(f"{path} is not valid JSON ({err}); fix or remove it, then re-run "
                          "ralph install") from None
     if not isinstance(data, dict):
@@ -86,10 +90,12 @@ def _read_settings(path: Path) -> dict:
     return data
 
 
-def _merge_hooks(settings: dict, commands: dict[str, str]) -> dict:
-    """settings with each command registered once under its event; other content untouched."""
+def _merge_hooks(settings: dict, commands: dict[str, str]) -> tuple[dict, bool]:
+    """(settings with each command registered once under its event, whether one was added);
+    every other key, group and hook is kept as it is, in its order."""
     merged = json.loads(json.dumps(settings))          # deep copy, key order kept
     hooks = merged.setdefault("hooks", {})
+    added = False
     for event, command in commands.items():
         groups = hooks.setdefault(event, [])
         present = any(isinstance(group, dict) and isinstance(group.get("hooks"), list)
@@ -99,7 +105,8 @@ def _merge_hooks(settings: dict, commands: dict[str, str]) -> dict:
         if not present:
             # An empty matcher matches every trigger (manual/auto compact, every end reason).
             groups.append({"matcher": "", "hooks": [{"type": "command", "command": command}]})
-    return merged
+            added = True
+    return merged, added
 
 
 def _put(path: Path, data: bytes, mode: int | None, dry_run: bool) -> FileResult:
