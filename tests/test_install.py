@@ -218,3 +218,20 @@ def test_ralph_install_subcommand_runs_the_installer(base_env, project):
         pytest.skip("ralph.py does not dispatch `install` yet (the lead wires it)")
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.splitlines() == [f"wrote {p}" for p in expected_paths(project / ".claude")]
+
+
+@pytest.mark.parametrize("scope", ["--project", "--user"])
+def test_registered_commands_run_through_a_shell_as_claude_code_runs_them(
+        ralph_install, base_env, project, tmp_path, scope):
+    ralph_install(*([scope, str(project)] if scope == "--project" else [scope]))
+    claude = project / ".claude" if scope == "--project" else Path(base_env["HOME"]) / ".claude"
+    settings = json.loads((claude / "settings.json").read_text())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**base_env, "CLAUDE_PROJECT_DIR": str(project)}
+    outputs = {}
+    for event in ("PreCompact", "SessionEnd"):
+        command = settings["hooks"][event][0]["hooks"][0]["command"]
+        result = run_process(["sh", "-c", command], cwd=elsewhere, env=env, input="{}")
+        outputs[event] = (result.returncode, result.stdout, result.stderr)
+    assert outputs == {"PreCompact": (0, '{"continue":true}\n', ""), "SessionEnd": (0, "", "")}
