@@ -1,0 +1,192 @@
+"""Black-box: dispatch on the first argument, help texts byte for byte, every flag error with
+its exit code (and nothing run or written), `ralph task` passthrough (ralph-cli.md s.2-s.4)."""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from conftest import STUBS
+from loophelp import agent, tasks  # noqa: F401  (fixtures)
+
+GENERAL_HELP = """\
+Usage: ralph <command> [options]
+
+Commands:
+  plan   Run the planner (study specs, create tasks)
+  build  Run the builder (claim and implement tasks)
+  task   Interact with the task backlog
+
+Run 'ralph <command> --help' for command-specific options.
+"""
+
+PLAN_HELP = """\
+Usage: ralph plan [options]
+
+Options:
+  --max-iterations N, -n N   Limit loop iterations
+                             (default: 1)
+  --model <alias>, -m <alias> Select model by alias (see models.json)
+  --danger                    Enable --dangerously-skip-permissions
+  --completion-promise TEXT   Stop early on <promise>TEXT</promise>
+                              (default: COMPLETE)
+  --help, -h                  Show this help
+"""
+
+BUILD_HELP = """\
+Usage: ralph build [options]
+
+Options:
+  --max-iterations N, -n N   Limit loop iterations
+                             (default: unlimited)
+  --model <alias>, -m <alias> Select model by alias (see models.json)
+  --danger                    Enable --dangerously-skip-permissions
+  --help, -h                  Show this help
+"""
+
+
+@pytest.mark.parametrize("args", [[], [""], ["--help"], ["-h"], ["--help", "bogus"]],
+                         ids=["none", "empty", "--help", "-h", "help-then-junk"])
+def test_general_help_is_printed_exactly_with_exit_0(run_ralph, args):
+    proc = run_ralph(*args)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, GENERAL_HELP, "")
+
+
+@pytest.mark.parametrize("arg", ["--plan", "-p", "--bogus", "bogus", "Plan", "--build"])
+def test_unknown_first_argument_is_an_unknown_command(run_ralph, arg):
+    proc = run_ralph(arg, "-n", "1")
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert proc.stderr == f"Error: unknown command '{arg}'\nRun 'ralph --help' for usage\n"
+
+
+@pytest.mark.parametrize("mode,flag,text", [
+    ("plan", "--help", PLAN_HELP), ("plan", "-h", PLAN_HELP),
+    ("build", "--help", BUILD_HELP), ("build", "-h", BUILD_HELP),
+], ids=["plan--help", "plan-h", "build--help", "build-h"])
+def test_mode_help_is_printed_exactly_with_exit_0(run_ralph, tasks, mode, flag, text):
+    proc = run_ralph(mode, flag, env=tasks.env)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, text, "")
+    assert tasks.calls() == []
+
+
+def test_help_stops_parsing_so_later_bad_arguments_are_not_examined(run_ralph, tasks):
+    proc = run_ralph("build", "-n", "2", "--help", "--bogus", "-n", "x", env=tasks.env)
+    assert (proc.returncode, proc.stdout) == (0, BUILD_HELP)
+
+
+def test_help_is_printed_even_without_specs(run_ralph, tasks, git_repo):
+    (git_repo / "specs" / "feature.md").unlink()
+    assert run_ralph("plan", "-h", env=tasks.env).stdout == PLAN_HELP
+
+
+N_ERR = "Error: --max-iterations requires a number"
+M_ERR = "Error: --model requires an alias (e.g. opus-4.5, sonnet, haiku)"
+P_ERR = "Error: --completion-promise requires a text"
+ZERO_ERR = "Error: plan mode requires at least 1 iteration (-n 0 is not allowed)"
+
+
+def unknown(arg, mode):
+    return f"Error: Unknown option '{arg}'\nRun 'ralph {mode} --help' for usage"
+
+
+FLAG_ERRORS = [
+    ("build", ["-n"], N_ERR), ("build", ["--max-iterations"], N_ERR),
+    ("build", ["-n", ""], N_ERR), ("build", ["-n", "-1"], N_ERR), ("build", ["-n", "abc"], N_ERR),
+    ("build", ["-n", "1.5"], N_ERR), ("build", ["-n", "+3"], N_ERR), ("build", ["-n", " 3"], N_ERR),
+    ("plan", ["-n", "x"], N_ERR), ("build", ["-n", "--danger"], N_ERR),
+    ("build", ["-m"], M_ERR), ("build", ["--model", ""], M_ERR), ("plan", ["-m", "-n"], M_ERR),
+    ("plan", ["--completion-promise"], P_ERR), ("plan", ["--completion-promise", ""], P_ERR),
+    ("plan", ["--completion-promise", "-x"], P_ERR),
+    ("build", ["--completion-promise", "DONE"], unknown("--completion-promise", "build")),
+    ("build", ["--max-iterations=3"], unknown("--max-iterations=3", "build")),
+    ("plan", ["--bogus"], unknown("--bogus", "plan")), ("build", ["-x"], unknown("-x", "build")),
+    ("build", ["extra"], unknown("extra", "build")), ("build", ["--plan"], unknown("--plan", "build")),
+    ("plan", ["-n", "0"], ZERO_ERR), ("plan", ["--max-iterations", "00"], ZERO_ERR),
+    ("plan", ["-n", "0", "--bogus"], unknown("--bogus", "plan")),
+    ("plan", ["-n", "0", "-n", "x"], N_ERR),
+    ("build", ["--danger", "-m", "sonnet", "-n", "2", "--oops"], unknown("--oops", "build")),
+]
+
+
+@pytest.mark.parametrize("mode,args,message", FLAG_ERRORS,
+                         ids=[f"{m}:{' '.join(a) or 'none'}" for m, a, _ in FLAG_ERRORS])
+def test_a_flag_error_prints_its_message_exits_1_and_runs_nothing(
+        run_ralph, tasks, agent, git_repo, mode, args, message):
+    proc = run_ralph(mode, *args, env={**tasks.env, **agent.env})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", message + "\n")
+    assert tasks.calls() == [] and agent.calls() == []
+    assert not (git_repo / ".ralph").exists()
+
+
+def test_build_accepts_n_0_as_unlimited_and_shows_no_max_line(run_ralph, tasks, agent):
+    proc = run_ralph("build", "-n", "0", env={**tasks.env, **agent.env})
+    assert proc.returncode == 0
+    assert "Max:" not in proc.stdout and "No tasks available. Exiting loop." in proc.stdout
+
+
+def test_a_flag_given_twice_keeps_its_last_value(run_ralph, tasks, agent):
+    proc = run_ralph("plan", "-n", "5", "--max-iterations", "1", "-m", "a", "-m", "sonnet",
+                     env={**tasks.env, **agent.env})
+    assert "Max:    1 iteration\n" in proc.stdout
+    assert "Model:  sonnet (sonnet)\n" in proc.stdout
+    assert len(agent.calls()) == 1
+
+
+def write_exe(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def test_ralph_task_runs_the_task_command_with_the_rest_and_its_streams_and_status(
+        run_ralph, bin_dir, git_repo):
+    (git_repo / "specs" / "feature.md").unlink()        # no preflight for `task`
+    fake = write_exe(bin_dir / "mytask", '#!/bin/sh\nprintf "%s|" "$@"; cat; echo err >&2; exit 7\n')
+    proc = run_ralph("task", "peek", "-n", "3", "--x", "a b", "$(x)", env={"RALPH_TASK_CMD": str(fake)},
+                     input="from stdin")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (7, "peek|-n|3|--x|a b|$(x)|from stdin", "err\n")
+    assert not (git_repo / ".ralph").exists()
+
+
+def test_ralph_task_looks_a_command_without_slash_up_on_path(run_ralph, bin_dir):
+    write_exe(bin_dir / "mytask", '#!/bin/sh\necho "ran $*"\n')
+    proc = run_ralph("task", "plan-status", env={"RALPH_TASK_CMD": "mytask"})
+    assert (proc.returncode, proc.stdout) == (0, "ran plan-status\n")
+
+
+@pytest.mark.parametrize("value", ["/nonexistent/task", "no-such-task-cmd", "notexec"],
+                         ids=["missing-path", "not-on-path", "not-executable"])
+def test_ralph_task_with_a_task_command_that_cannot_run_exits_127_naming_it(
+        run_ralph, bin_dir, value):
+    if value == "notexec":
+        (bin_dir / "notexec").write_text("#!/bin/sh\necho hi\n")
+        value = str(bin_dir / "notexec")
+    proc = run_ralph("task", "list", env={"RALPH_TASK_CMD": value})
+    assert proc.returncode == 127
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and value in lines[0]
+
+
+def test_ralph_task_with_the_stub_task_cli_passes_its_output_through(run_ralph, tasks):
+    proc = run_ralph("task", "fail", "t-1", env=tasks.env)
+    assert (proc.returncode, proc.stdout) == (0, "failed t-1\n")
+    assert tasks.calls() == [["fail", "t-1"]]
+
+
+def test_ralph_runs_through_a_chain_of_symlinks_and_exports_the_real_script_dir(
+        tmp_path, bin_dir, base_env, git_repo, tasks, agent):
+    import subprocess
+    import sys
+    from conftest import RALPH
+    link1 = tmp_path / "link1.py"
+    link1.symlink_to(RALPH)
+    link2 = bin_dir / "ralph"
+    link2.symlink_to(link1)
+    proc = subprocess.run([sys.executable, str(link2), "plan"], cwd=git_repo, capture_output=True,
+                          text=True, env={**base_env, **tasks.env, **agent.env}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert agent.calls()[0]["env"]["SCRIPT_DIR"] == str(RALPH.parent.resolve())
