@@ -46,3 +46,19 @@ def test_demo_refuses_unknown_arguments(tmp_path, base_env):
     result = run_process([sys.executable, str(DEMO), "--bogus"], cwd=tmp_path, env=base_env)
     assert (result.returncode, result.stderr) == (1, "Usage: run_demo.py [--dir DIR]\n")
     assert {p.name for p in tmp_path.iterdir()} <= {"home", "bin"}     # nothing created
+
+
+def test_stub_agent_reads_the_peek_from_the_file_a_big_prompt_names(git_repo, base_env, run_task):
+    run_task("plan-sync", input='{"id":"big-01","t":"Big backlog task"}\n')
+    spilled = git_repo / ".ralph" / "prompts" / "s1.md"
+    spilled.parent.mkdir(parents=True, exist_ok=True)
+    spilled.write_text(run_task("peek", "-n", "10").stdout)
+    prompt = (f"/ralph-build The task data is too large for the command line (99 bytes); "
+              f"read it from the file {spilled} (same format as it would have had here).")
+    env = {**base_env, "RALPH_TASK_SCRIPT": str(TASK), "RALPH_AGENT_ID": "a1b2"}
+    result = run_process([str(ROOT / "demo" / "stub-agent"), "-p", prompt,
+                          "--output-format=stream-json", "--verbose"], cwd=git_repo, env=env)
+    assert result.returncode == 0
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert events[-1]["type"] == "result" and events[-1]["result"].startswith("done big-01")
+    assert "status: done" in run_task("list", "--all", "--markdown").stdout
