@@ -1,0 +1,150 @@
+"""The --parallel fill-capacity loop (seed 001, issue 8) over a simulated backlog and clock:
+fake sessions with fixed durations; start/end times are recorded and checked."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from ralphkit import scheduler
+from ralphkit.components import components_of, overlaps
+
+
+class Backlog:
+    """A tiny task store and session runner driven by a simulated clock."""
+
+    def __init__(self, tasks: list[dict], *, fail: set[str] = frozenset(),
+                 unlaunchable: set[str] = frozenset(), taken_elsewhere: set[str] = frozenset()):
+        self.tasks = {t["id"]: {**t, "status": "open"} for t in tasks}
+        self.fail, self.unlaunchable, self.taken = fail, unlaunchable, taken_elsewhere
+        self.clock = 0.0
+        self.running: dict[str, tuple[float, float]] = {}
+        self.log: list[tuple[str, float, float, bool]] = []
+        self.launches: list[str] = []
+
+    def peek(self) -> list[dict]:
+        return [dict(t) for t in self.tasks.values() if t["status"] == "open"]
+
+    def claim(self, task: dict) -> bool:
+        stored = self.tasks[task["id"]]
+        if task["id"] in self.taken or stored["status"] != "open":
+            stored["status"] = "active"          # another runner holds it
+            return False
+        stored["status"] = "active"
+        return True
+
+    def launch(self, task: dict):
+        self.launches.append(task["id"])
+        if task["id"] in self.unlaunchable:
+            self.tasks[task["id"]]["status"] = "open"
+            return None
+        self.running[task["id"]] = (self.clock, self.clock + task.get("duration", 1.0))
+        return task["id"]
+
+    def wait(self, active: dict) -> list[tuple[str, bool]]:
+        assert set(active) == set(self.running)
+        self.clock = min(end for _, end in self.running.values())
+        ended = []
+        for task_id, (start, end) in list(self.running.items()):
+            if end == self.clock:
+                ok = task_id not in self.fail
+                self.tasks[task_id]["status"] = "done" if ok else "open"
+                self.log.append((task_id, start, end, ok))
+                del self.running[task_id]
+                ended.append((task_id, ok))
+        return ended
+
+    def max_concurrency(self) -> int:
+        points = sorted({s for _, s, _, _ in self.log})
+        return max(sum(1 for _, s, e, _ in self.log if s <= p < e) for p in points)
+
+
+def drive(backlog: Backlog, state: scheduler.ParallelRun, **kw) -> scheduler.ParallelRun:
+    return scheduler.run(state, peek=backlog.peek, claim=backlog.claim, launch=backlog.launch,
+                         wait=backlog.wait, **kw)
+
+
+TWELVE = [{"id": f"t{i:02d}", "category": f"component:{c}", "duration": d}
+          for i, (c, d) in enumerate(zip(
+              ["api", "api", "db", "ui", "api,db", "ui", "docs", "db", "api/auth", "ui,docs",
+               "infra", "api"],
+              [3, 1, 2, 2, 1, 3, 1, 2, 2, 1, 4, 1]))]
+
+
+def test_three_sessions_finish_twelve_tasks_once_each_without_overlapping_components():
+    backlog = Backlog(TWELVE)
+    state = drive(backlog, scheduler.ParallelRun(parallel=3))
+    assert state.reason == "complete"
+    assert sorted(backlog.launches) == sorted(t["id"] for t in TWELVE)      # each exactly once
+    assert sorted(state.completed) == sorted(t["id"] for t in TWELVE) and not state.failed
+    assert all(t["status"] == "done" for t in backlog.tasks.values())
+    assert backlog.max_concurrency() == 3
+    for (a, sa, ea, _), (b, sb, eb, _) in itertools.combinations(backlog.log, 2):
+        if sa < eb and sb < ea:                                              # ran at once
+            assert not overlaps(components_of(backlog.tasks[a]), components_of(backlog.tasks[b])), (a, b)
+
+
+def test_parallel_runs_are_shorter_than_one_at_a_time():
+    one, three = Backlog(TWELVE), Backlog(TWELVE)
+    drive(one, scheduler.ParallelRun(parallel=1))
+    drive(three, scheduler.ParallelRun(parallel=3))
+    assert one.clock == sum(t["duration"] for t in TWELVE)
+    assert three.clock < one.clock / 1.5
+
+
+@pytest.mark.parametrize("parallel, limit", [(1, 5), (3, 5), (4, 2)], ids=["1x5", "3x5", "4x2"])
+def test_max_iterations_counts_sessions_started_across_all_slots(parallel, limit):
+    backlog = Backlog(TWELVE)
+    state = drive(backlog, scheduler.ParallelRun(parallel=parallel, max_iterations=limit))
+    assert state.reason == "max_iterations"
+    assert state.started == limit == len(backlog.launches)
+    assert len(state.completed) == limit and not state.active
+
+
+def test_a_failed_task_is_not_launched_again_in_the_same_run():
+    backlog = Backlog(TWELVE[:4], fail={"t01"})
+    state = drive(backlog, scheduler.ParallelRun(parallel=2))
+    assert backlog.launches.count("t01") == 1
+    assert state.failed == ["t01"] and state.reason == "blocked"
+    assert backlog.tasks["t01"]["status"] == "open"                # left for the next run
+
+
+def test_a_launch_failure_counts_as_a_started_and_failed_session():
+    backlog = Backlog(TWELVE[:3], unlaunchable={"t00"})
+    state = drive(backlog, scheduler.ParallelRun(parallel=2, max_iterations=3))
+    assert state.started == 3 and "t00" in state.failed
+    assert state.reason == "max_iterations"
+
+
+def test_a_task_claimed_by_another_runner_is_neither_counted_nor_retried():
+    backlog = Backlog(TWELVE[:4], taken_elsewhere={"t00"})
+    state = drive(backlog, scheduler.ParallelRun(parallel=2))
+    assert "t00" not in backlog.launches
+    assert state.started == 3 and state.reason == "complete"
+
+
+def test_untagged_tasks_run_one_at_a_time():
+    backlog = Backlog([{"id": f"u{i}", "duration": 1} for i in range(4)])
+    state = drive(backlog, scheduler.ParallelRun(parallel=4))
+    assert state.reason == "complete" and backlog.max_concurrency() == 1
+
+
+def test_a_stop_request_ends_launching_and_hands_back_the_running_sessions():
+    backlog = Backlog(TWELVE)
+    waits = []
+
+    def wait(active):
+        waits.append(1)
+        return backlog.wait(active)
+
+    state = scheduler.run(scheduler.ParallelRun(parallel=3), peek=backlog.peek,
+                          claim=backlog.claim, launch=backlog.launch, wait=wait,
+                          stopping=lambda: len(waits) >= 2)
+    assert state.reason == "stopped"
+    assert set(state.active) == set(backlog.running) and state.active
+    assert len(backlog.launches) == state.started < len(TWELVE)
+
+
+def test_an_empty_backlog_completes_at_once():
+    state = drive(Backlog([]), scheduler.ParallelRun(parallel=3))
+    assert (state.reason, state.started) == ("complete", 0)
