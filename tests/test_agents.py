@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from ralphkit import agents, render
-from ralphkit.agent_render import (CodexRenderer, GeminiRenderer, OpencodeRenderer,
-                                   PiRenderer, PlainRenderer)
+from ralphkit.agent_render import PlainRenderer
+from ralphkit.agent_streams import CodexRenderer, GeminiRenderer, OpencodeRenderer, PiRenderer
 from ralphkit.errors import UsageError
 
 NASTY = "/ralph-build it's \"quoted\" $(rm -rf /) `x` \\back\\slash\nsecond line\n\ttab --flag"

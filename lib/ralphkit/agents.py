@@ -15,7 +15,7 @@ import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO, Callable, Mapping, Sequence
 
-from ralphkit import agent_render, render
+from ralphkit import agent_render, agent_streams, render
 from ralphkit.errors import UsageError
 
 # Slots in a template: replaced by the prompt, the danger/safe flags, the model flags and the
@@ -90,14 +90,14 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
     # pi runs tools without asking, so --danger adds nothing; `--` lets a prompt start with '-'.
     AgentAdapter(
         "pi", ("pi",), ("--mode", "json", MODEL, DANGER, EXTRA, "--", PROMPT),
-        agent_render.PiRenderer,
+        agent_streams.PiRenderer,
         reports=frozenset({"cost", "turns", "tokens", "result", "errors"}),
         notes="pi has no permission prompts: --danger changes nothing"),
     # Without --danger: workspace-write sandbox (edits in the checkout, no network), since
     # codex exec defaults to read-only and could do no work.
     AgentAdapter(
         "codex", ("codex",), ("exec", "--json", DANGER, MODEL, EXTRA, "--", PROMPT),
-        agent_render.CodexRenderer,
+        agent_streams.CodexRenderer,
         danger_args=("--dangerously-bypass-approvals-and-sandbox",),
         safe_args=("--sandbox", "workspace-write"), model_args=("-m", MODEL),
         reports=frozenset({"turns", "tokens", "result", "errors"})),
@@ -111,13 +111,13 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
     # OPENCODE_PERMISSION variable works in all of them.
     AgentAdapter(
         "opencode", ("opencode",), ("run", "--format", "json", MODEL, EXTRA, PROMPT),
-        agent_render.OpencodeRenderer, model_args=("-m", MODEL),
+        agent_streams.OpencodeRenderer, model_args=("-m", MODEL),
         danger_env={"OPENCODE_PERMISSION": '{"*":"allow"}'},
         reports=frozenset({"cost", "turns", "tokens", "result", "errors"})),
     AgentAdapter(
         "gemini", ("gemini",),
         ("-p", PROMPT, "--output-format=stream-json", DANGER, MODEL, EXTRA),
-        agent_render.GeminiRenderer, danger_args=("--yolo",), model_args=("-m", MODEL),
+        agent_streams.GeminiRenderer, danger_args=("--yolo",), model_args=("-m", MODEL),
         reports=frozenset({"tokens", "result", "errors"})),
 )}
 
@@ -141,7 +141,8 @@ def get_adapter(name: str, agent_cmd: str | None = None) -> AgentAdapter:
     `--message={prompt}`); without it the prompt goes on stdin."""
     if name == "command":
         if not agent_cmd:
-            raise UsageError("agent 'command' needs --agent-cmd, e.g. --agent-cmd 'mytool run {prompt}'")
+            raise UsageError("agent 'command' needs --agent-cmd, "
+                             "e.g. --agent-cmd 'mytool run {prompt}'")
         words = _split(agent_cmd)
         return AgentAdapter("command", (words[0],), (*words[1:], EXTRA),
                             agent_render.PlainRenderer, model_args=None,
