@@ -23,7 +23,10 @@ class Backlog:
         self.launches: list[str] = []
 
     def peek(self) -> list[dict]:
-        return [dict(t) for t in self.tasks.values() if t["status"] == "open"]
+        # As the store: claimable once every blocker is done (the session marks its task done
+        # before it ends, so a dependent task looks claimable while its blocker still runs).
+        return [dict(t) for t in self.tasks.values() if t["status"] == "open"
+                and all(self.tasks[d]["status"] in ("done", "active") for d in t.get("deps", []))]
 
     def claim(self, task: dict) -> bool:
         stored = self.tasks[task["id"]]
@@ -143,6 +146,15 @@ def test_a_stop_request_ends_launching_and_hands_back_the_running_sessions():
     assert state.reason == "stopped"
     assert set(state.active) == set(backlog.running) and state.active
     assert len(backlog.launches) == state.started < len(TWELVE)
+
+
+def test_a_task_waits_until_the_session_of_its_blocker_has_ended():
+    backlog = Backlog([{"id": "base", "category": "component:api", "duration": 3},
+                       {"id": "next", "category": "component:ui", "deps": ["base"],
+                        "duration": 1}])
+    drive(backlog, scheduler.ParallelRun(parallel=2))
+    times = {task_id: (start, end) for task_id, start, end, _ in backlog.log}
+    assert times["next"][0] >= times["base"][1]
 
 
 def test_an_empty_backlog_completes_at_once():

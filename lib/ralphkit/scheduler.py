@@ -46,10 +46,15 @@ class ParallelRun:
         return max(free, 0)
 
     def select(self, candidates: list[dict]) -> list[dict]:
-        """The tasks to launch now, among the claimable `candidates`."""
+        """The tasks to launch now, among the claimable `candidates`. A task that depends on
+        an active one waits even when the store already calls it claimable: its blocker may
+        be `done` while its branch is not merged yet, so it would start without that work."""
         fresh, seen = [], set()
         for task in candidates:
             task_id = task.get("id")
+            deps = task.get("deps") if isinstance(task.get("deps"), list) else []
+            if any(dep in self.active for dep in deps):
+                continue
             if task_id and task_id not in self.tried and task_id not in seen:
                 seen.add(task_id)
                 fresh.append(task)
