@@ -23,10 +23,9 @@ class Backlog:
         self.launches: list[str] = []
 
     def peek(self) -> list[dict]:
-        # As the store: claimable once every blocker is done (the session marks its task done
-        # before it ends, so a dependent task looks claimable while its blocker still runs).
+        # As the store: claimable once every blocker is done.
         return [dict(t) for t in self.tasks.values() if t["status"] == "open"
-                and all(self.tasks[d]["status"] in ("done", "active") for d in t.get("deps", []))]
+                and all(self.tasks[d]["status"] == "done" for d in t.get("deps", []))]
 
     def claim(self, task: dict) -> bool:
         stored = self.tasks[task["id"]]
@@ -42,6 +41,8 @@ class Backlog:
             self.tasks[task["id"]]["status"] = "open"
             return None
         self.running[task["id"]] = (self.clock, self.clock + task.get("duration", 1.0))
+        if task.get("done_early"):    # the agent runs `task done` long before its session ends
+            self.tasks[task["id"]]["status"] = "done"
         return task["id"]
 
     def wait(self, active: dict) -> list[tuple[str, bool]]:
@@ -149,10 +150,12 @@ def test_a_stop_request_ends_launching_and_hands_back_the_running_sessions():
 
 
 def test_a_task_waits_until_the_session_of_its_blocker_has_ended():
-    backlog = Backlog([{"id": "base", "category": "component:api", "duration": 3},
+    backlog = Backlog([{"id": "base", "category": "component:api", "duration": 3,
+                        "done_early": True},
+                       {"id": "other", "category": "component:docs", "duration": 1},
                        {"id": "next", "category": "component:ui", "deps": ["base"],
                         "duration": 1}])
-    drive(backlog, scheduler.ParallelRun(parallel=2))
+    drive(backlog, scheduler.ParallelRun(parallel=3))
     times = {task_id: (start, end) for task_id, start, end, _ in backlog.log}
     assert times["next"][0] >= times["base"][1]
 
