@@ -1,22 +1,33 @@
-"""Owns the agent backends (issue 8): one table of adapters, one per agent CLI, each knowing
+"""Owns the agent's command line: the agent backends of issue 8 as one table of adapters, one
+per agent CLI, each knowing
 its argv (s.11 for claude, byte-exact), whether the prompt goes on argv or stdin, the extra
 environment it needs, which renderer reads its stdout, and which facts (cost, turns, tokens,
 result, rate-limit events, errors) that CLI reports, so the loop can tell a user that a budget
 cannot be enforced. `get_adapter(name, agent_cmd)` picks one by `--agent` / `agent:` name;
 `--agent-cmd` replaces the binary (and is the argv template of the `command` backend).
 
+Also the big-prompt fallback of issue 3 (Linux refuses one argument of 128 KiB or more, so
+task data that would not fit goes to a file under .ralph/ and the prompt names that file):
+`prompt_fits`, `spill_prompt`, and `claude_argv`, kept with feat/loop's signatures.
+
 Does not own running the process (session.py), the log file, model alias resolution (s.7),
 the prompt text, or what the facts mean. Never looks a binary up: the session runner does,
-when it starts the agent (s.11: "looked up on PATH for every session").
+when it starts the agent (s.11: "looked up on PATH for every session"). Never prints.
 """
 from __future__ import annotations
 
+import os
 import shlex
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, BinaryIO, Callable, Mapping, Sequence
 
 from ralphkit import agent_render, agent_streams, render
-from ralphkit.errors import UsageError
+from ralphkit.errors import EnvironmentFailure, UsageError
+
+AGENT = "claude"
+# MAX_ARG_STRLEN on Linux: 32 pages = 131072 bytes per argument, its NUL included.
+MAX_ARG_BYTES = 131072 - 1
 
 # Slots in a template: replaced by the prompt, the danger/safe flags, the model flags and the
 # caller's extra arguments; any other token is copied as is.
@@ -47,7 +58,7 @@ class AgentAdapter:
     def argv(self, prompt: str, *, model: str | None = None, danger: bool = False,
              extra: Sequence[str] = ()) -> list[str]:
         """The full argv. The prompt is one element whatever it holds (s.11: no shell)."""
-        if model and self.model_args is None:
+        if model is not None and self.model_args is None:
             raise UsageError(f"agent '{self.name}' takes no --model; "
                              f"put the model in --agent-cmd or drop --model")
         out = list(self.binary)
@@ -55,7 +66,7 @@ class AgentAdapter:
             if token == DANGER:
                 out += self.danger_args if danger else self.safe_args
             elif token == MODEL:
-                if model:
+                if model is not None:
                     out += [model if t == MODEL else t for t in self.model_args or ()]
             elif token == EXTRA:
                 out += list(extra)
@@ -159,4 +170,31 @@ def get_adapter(name: str, agent_cmd: str | None = None) -> AgentAdapter:
     return adapter
 
 
-__all__ = ["AgentAdapter", "KNOWN_AGENTS", "get_adapter"]
+def claude_argv(prompt: str, *, danger: bool, model: str | None) -> list[str]:
+    """claude -p PROMPT --output-format=stream-json --verbose [--dangerously-skip-permissions]
+    [--model ID], in this order (s.11). The same as get_adapter("claude").argv(...)."""
+    return _TABLE["claude"].argv(prompt, model=model, danger=danger)
+
+
+def prompt_fits(prompt: str) -> bool:
+    return len(prompt.encode("utf-8", "surrogateescape")) <= MAX_ARG_BYTES
+
+
+def spill_prompt(command: str, data: str, path: Path) -> str:
+    """Write `data` (the task data) to `path` atomically and return the prompt that refers to
+    it: `<command> <note naming the file>`. The skill reads the file in place of the data."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data.encode("utf-8", "surrogateescape") + b"\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise EnvironmentFailure(f"cannot write the task data to {path}: {exc.strerror}; "
+                                 "check that .ralph/ is writable") from None
+    return (f"{command} The task data is too large for the command line "
+            f"({len(data.encode('utf-8', 'surrogateescape'))} bytes); read it from the file "
+            f"{path} (same format as it would have had here).")
+
+
+__all__ = ["AgentAdapter", "KNOWN_AGENTS", "get_adapter",
+           "AGENT", "claude_argv", "prompt_fits", "spill_prompt"]
