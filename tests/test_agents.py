@@ -385,3 +385,32 @@ def test_a_json_renderer_skips_a_line_longer_than_its_cap_and_goes_on():
     renderer.close()
     assert out.getvalue().decode() == "\n\u26a0 short\n"
     assert renderer.summary.events_seen["oversized"] == 1
+
+
+@pytest.mark.parametrize("factory, stream, expected", [
+    (PiRenderer, _jsonl(
+        {"type": "message_end", "message": {"role": "assistant", "stopReason": "error",
+                                            "errorMessage": "429 rate limit", "content": [
+                                                {"type": "text", "text": "Partial answer."}]}}),
+     "Partial answer.\n\u26a0 429 rate limit\n"),
+    (GeminiRenderer, _jsonl(
+        {"type": "message", "role": "assistant", "content": "Whole message."},
+        {"type": "result", "status": "error", "error": {"type": "Quota", "message": "quota"}}),
+     "Whole message.\n\u26a0 quota\n\n\u2501\u2501 Done (error) \u2501\u2501\n"),
+    (OpencodeRenderer, _jsonl(
+        {"type": "error", "error": {"name": "APIError", "data": {"message": "rate limited"}}}),
+     "\n\u26a0 rate limited\n\n\u2501\u2501 Done (error) | turns: 0 \u2501\u2501\n"),
+    (CodexRenderer, _jsonl(
+        {"type": "item.completed", "item": {"id": "i9", "type": "command_execution",
+                                            "command": "make", "status": "completed"}}),
+     f"{WRENCH}Bash\n   $ make\n"),
+], ids=["pi-without-deltas-and-error", "gemini-whole-message-error-result",
+        "opencode-error-event", "codex-command-seen-only-completed"])
+def test_renderers_handle_messages_without_deltas_and_errors(factory, stream, expected):
+    out = io.BytesIO()
+    renderer = factory(out)
+    renderer.feed(stream)
+    renderer.close()
+    assert out.getvalue().decode() == expected
+    if "\u26a0" in expected:
+        assert renderer.summary.error_texts

@@ -213,3 +213,15 @@ def test_creating_a_task_again_replaces_a_stale_worktree_and_keeps_the_old_attem
 def test_bad_input_is_a_usage_error(repo, call, message):
     with pytest.raises(UsageError, match=message):
         call(repo)
+
+
+def test_rebasing_a_branch_whose_worktree_is_gone_reports_it_and_keeps_the_branch(repo):
+    first = worktrees.create(repo, RUN, "t1", "main")
+    second = worktrees.create(repo, RUN, "t2", "main")
+    commit(first.path, "one.txt", "1\n")
+    theirs = commit(second.path, "two.txt", "2\n")
+    worktrees.merge_back(first, "rebase")
+    git(repo, "worktree", "remove", "--force", str(second.path))
+    result = worktrees.merge_back(second, "rebase")
+    assert (result.merged, result.conflict) == (False, True) and "is gone" in result.message
+    assert git(repo, "rev-parse", second.branch) == theirs

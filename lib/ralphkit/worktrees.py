@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,8 +49,14 @@ class MergeResult:
 
 def _git(cwd: Path, *args: str, check: bool = True) -> tuple[int, str, str]:
     # GIT_EDITOR: a rebase must never wait for an editor (unattended runs).
-    code, out, err = local["git"].with_cwd(str(cwd)).with_env(GIT_EDITOR="true")[args].run(
-        retcode=None)
+    cmd = local["git"].with_cwd(str(cwd)).with_env(GIT_EDITOR="true")[args]
+    for pause in (0.05, 0.2, 0.5, None):
+        code, out, err = cmd.run(retcode=None)
+        # Sessions commit in their worktrees while we add or remove one: git's ref and index
+        # locks (`….lock': File exists`) are held for milliseconds; wait them out.
+        if code == 0 or pause is None or ".lock': File exists" not in err:
+            break
+        time.sleep(pause)
     if check and code != 0:
         last = ((err or out).strip().splitlines() or [f"exit {code}"])[-1]
         raise EnvironmentFailure(f"git {' '.join(args)} failed in {cwd}: {last}")
@@ -165,6 +172,9 @@ def merge_back(wt: Worktree, strategy: str = "rebase") -> MergeResult:
     if strategy == "none":
         return MergeResult(False, False, f"branch {wt.branch} left for review{note}")
     if strategy == "rebase" and not _is_ancestor(wt.repo, wt.base_branch, wt.branch):
+        if not wt.path.is_dir():
+            return MergeResult(False, True, f"cannot rebase {wt.branch}: its worktree "
+                                            f"{wt.path} is gone; branch kept")
         if note:
             return MergeResult(False, True, f"cannot rebase {wt.branch}: the worktree has "
                                             f"uncommitted changes; branch kept")
