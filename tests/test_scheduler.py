@@ -170,3 +170,66 @@ def test_a_task_waits_until_the_session_of_its_blocker_has_ended():
 def test_an_empty_backlog_completes_at_once():
     state = drive(Backlog([]), scheduler.ParallelRun(parallel=3))
     assert (state.reason, state.started) == ("complete", 0)
+
+
+STUB_AGENT = """\
+import os, subprocess, sys, time
+task, name = sys.argv[1], sys.argv[2]
+time.sleep(float(os.environ.get("STUB_SECONDS", "0.05")))
+with open(name, "w") as f:
+    f.write(task + "\\n")
+subprocess.run(["git", "add", name], check=True)
+subprocess.run(["git", "commit", "-q", "-m", "task " + task], check=True)
+"""
+
+
+def test_real_sessions_in_worktrees_finish_and_merge_every_task_once(git_repo, tmp_path):
+    """The scheduler driving worktrees and real processes, as the loop will."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from ralphkit import worktrees
+
+    repo = git_repo.resolve()
+    for key, value in (("user.name", "Test"), ("user.email", "test@example.com")):
+        subprocess.run(["git", "config", key, value], cwd=repo, check=True)
+    (repo / ".ralph").mkdir()
+    (repo / ".ralph" / ".gitignore").write_text("*\n")
+    agent = tmp_path / "stub_agent.py"
+    agent.write_text(STUB_AGENT)
+    backlog = Backlog(TWELVE)
+    running: dict[int, tuple[str, worktrees.Worktree, float, subprocess.Popen]] = {}
+    log: list[tuple[str, float, float]] = []
+
+    def launch(task):
+        wt = worktrees.create(repo, "run1", task["id"], "main")
+        proc = subprocess.Popen([sys.executable, str(agent), task["id"], f"{task['id']}.txt"],
+                                cwd=wt.path, stdin=subprocess.DEVNULL)
+        running[proc.pid] = (task["id"], wt, time.monotonic(), proc)   # kept: never reaped by GC
+        return proc.pid
+
+    def wait(active):
+        pid, status = os.wait()                      # blocks until one session ends
+        task_id, wt, started, proc = running.pop(pid)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        log.append((task_id, started, time.monotonic()))
+        result = worktrees.merge_back(wt, "rebase")
+        worktrees.remove(wt)
+        backlog.tasks[task_id]["status"] = "done" if result.merged else "open"
+        return [(task_id, status == 0 and result.merged)]
+
+    state = scheduler.run(scheduler.ParallelRun(parallel=3), peek=backlog.peek,
+                          claim=backlog.claim, launch=launch, wait=wait)
+    assert state.reason == "complete" and not state.failed
+    assert sorted(state.completed) == sorted(t["id"] for t in TWELVE)
+    for (a, sa, ea), (b, sb, eb) in itertools.combinations(log, 2):
+        if sa < eb and sb < ea:
+            assert not clash(backlog.tasks[a], backlog.tasks[b]), (a, b)
+    for task in TWELVE:
+        assert (repo / f"{task['id']}.txt").read_text() == f"{task['id']}\n"
+    branches = subprocess.run(["git", "branch", "--list", "ralph/*"], cwd=repo,
+                              capture_output=True, text=True, check=True).stdout
+    assert branches == ""
+    assert worktrees.cleanup_run(repo, "run1", "main") == []
