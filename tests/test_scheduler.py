@@ -3,10 +3,14 @@ fake sessions with fixed durations; start/end times are recorded and checked."""
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
+import time
 
 import pytest
 
-from ralphkit import scheduler
+from ralphkit import scheduler, worktrees
 
 
 
@@ -185,13 +189,6 @@ subprocess.run(["git", "commit", "-q", "-m", "task " + task], check=True)
 
 def test_real_sessions_in_worktrees_finish_and_merge_every_task_once(git_repo, tmp_path):
     """The scheduler driving worktrees and real processes, as the loop will."""
-    import os
-    import subprocess
-    import sys
-    import time
-
-    from ralphkit import worktrees
-
     repo = git_repo.resolve()
     for key, value in (("user.name", "Test"), ("user.email", "test@example.com")):
         subprocess.run(["git", "config", key, value], cwd=repo, check=True)
