@@ -157,7 +157,9 @@ class JsonLinesRenderer:
             return
         if isinstance(event, dict):
             kind = field_text(event.get("type"))
-            self._s.events_seen[kind] = self._s.events_seen.get(kind, 0) + 1
+            seen = self._s.events_seen
+            if kind in seen or len(seen) < 64:    # bounded, whatever types a stream invents
+                seen[kind] = seen.get(kind, 0) + 1
             parts.append(self._event(kind, event))
 
     # Hooks and helpers for the backends.

@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 from ralphkit.agent_render import (LAST_TEXT_CHARS, JsonLinesRenderer, done_line, field_text,
                                    tool_line)
 
+
 class CodexRenderer(JsonLinesRenderer):
     """`codex exec --json`: thread/turn/item events. Agent messages are shown as text,
     commands, file changes, MCP calls and searches as tool lines, `turn.completed` as the end
@@ -198,6 +199,8 @@ class OpencodeRenderer(JsonLinesRenderer):
                 self._message_id, self._texts = part.get("messageID"), []
             text = field_text(part.get("text"))
             self._texts.append(text)
+            while len(self._texts) > 1 and sum(map(len, self._texts)) > LAST_TEXT_CHARS:
+                self._texts.pop(0)               # bounded: only the tail can hold a promise
             self._assistant_message("".join(self._texts))
             return text
         if kind == "tool_use":
