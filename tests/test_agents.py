@@ -106,7 +106,8 @@ def test_an_unknown_agent_name_lists_the_known_ones_on_one_line():
     ("", "agent 'command' needs --agent-cmd"),
     ("tool 'unbalanced", "cannot be split: No closing quotation"),
     ("   ", "--agent-cmd is empty"),
-], ids=["missing", "empty", "unbalanced-quote", "blank"])
+    ("{prompt} --x", "must start with a program"),
+], ids=["missing", "empty", "unbalanced-quote", "blank", "prompt-as-program"])
 def test_a_bad_command_template_is_a_usage_error(agent_cmd, message):
     with pytest.raises(UsageError, match=message):
         agents.get_adapter("command", agent_cmd)

@@ -155,6 +155,8 @@ def get_adapter(name: str, agent_cmd: str | None = None) -> AgentAdapter:
             raise UsageError("agent 'command' needs --agent-cmd, "
                              "e.g. --agent-cmd 'mytool run {prompt}'")
         words = _split(agent_cmd)
+        if PROMPT in words[0]:
+            raise UsageError(f"--agent-cmd must start with a program, not {PROMPT}: {agent_cmd!r}")
         return AgentAdapter("command", (words[0],), (*words[1:], EXTRA),
                             agent_render.PlainRenderer, model_args=None,
                             notes="--danger changes nothing: put such flags in --agent-cmd")
