@@ -225,3 +225,16 @@ def test_rebasing_a_branch_whose_worktree_is_gone_reports_it_and_keeps_the_branc
     result = worktrees.merge_back(second, "rebase")
     assert (result.merged, result.conflict) == (False, True) and "is gone" in result.message
     assert git(repo, "rev-parse", second.branch) == theirs
+
+
+@pytest.mark.parametrize("environ, expected", [
+    ({}, {"RALPH_TASKS_DB": "{repo}/.ralph/tasks.db", "RALPH_SCOPE_BRANCH": "main"}),
+    ({"RALPH_TASKS_DB": "data/t.db", "RALPH_SCOPE_BRANCH": "main"},
+     {"RALPH_TASKS_DB": "{repo}/data/t.db"}),
+    ({"RALPH_TASKS_DB": "/abs/t.db", "RALPH_SCOPE_BRANCH": ""},
+     {"RALPH_TASKS_DB": "/abs/t.db", "RALPH_SCOPE_BRANCH": "main"}),
+], ids=["defaults", "relative-db-and-scope-set", "absolute-db-empty-scope"])
+def test_a_worktree_session_uses_the_backlog_and_scope_of_the_run(repo, environ, expected):
+    wt = worktrees.create(repo, RUN, "t1", "main")
+    extra = worktrees.session_env(wt, environ, repo)
+    assert extra == {k: v.format(repo=repo) for k, v in expected.items()}

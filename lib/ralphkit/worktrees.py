@@ -21,6 +21,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from plumbum import local
 
@@ -200,6 +201,19 @@ def remove(wt: Worktree) -> None:
         _git(wt.repo, "branch", "-D", wt.branch, check=False)
 
 
+def session_env(wt: Worktree, environ: Mapping[str, str], cwd: Path) -> dict[str, str]:
+    """Variables a session in `wt` needs on top of `environ` (ralph.py's, s.9 exports) so its
+    task calls reach the run's backlog, not the worktree's: the database of the main checkout
+    (a relative RALPH_TASKS_DB is made absolute from ralph.py's `cwd`, task-cli.md s.3), and
+    the run's scope branch (git would say `ralph/<runId>/<task>` inside the worktree, s.7)."""
+    extra = {}
+    db = environ.get("RALPH_TASKS_DB")
+    extra["RALPH_TASKS_DB"] = str((Path(cwd) / db) if db else wt.repo / ".ralph" / "tasks.db")
+    if not environ.get("RALPH_SCOPE_BRANCH"):
+        extra["RALPH_SCOPE_BRANCH"] = wt.base_branch
+    return extra
+
+
 def cleanup_run(repo: Path, run_id: str, base_branch: str | None = None) -> list[Path]:
     """Remove every worktree of a run (after it, or on resume) and prune. With `base_branch`,
     the run's branches it contains are deleted; the others are kept. Returns the paths."""
@@ -222,4 +236,4 @@ def cleanup_run(repo: Path, run_id: str, base_branch: str | None = None) -> list
 
 
 __all__ = ["Worktree", "MergeResult", "create", "merge_back", "remove", "cleanup_run",
-           "branch_safe", "STRATEGIES"]
+           "session_env", "branch_safe", "STRATEGIES"]
