@@ -18,8 +18,9 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO
 
-from ralphkit.render import MAX_LINE_BYTES, SessionSummary
+from ralphkit.render import SessionSummary
 
+MAX_LINE_BYTES = 8 * 1024 * 1024   # as render.py: a longer line is not rendered (the log keeps it)
 _TAIL_TEXTS = 16             # texts kept for limit-message detection (as render.py)
 _TAIL_TEXT_CHARS = 4096
 LAST_TEXT_CHARS = 64 * 1024  # the last assistant message is kept up to this many code points
