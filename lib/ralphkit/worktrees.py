@@ -1,0 +1,239 @@
+"""Owns the git worktrees of `--parallel N` (issue 8): one worktree and branch
+`ralph/<runId>/<task>` per session under `.ralph/worktrees/<runId>/<task>`, merging a finished
+task's branch back into the run's branch (fast-forward, rebase then fast-forward, or left for
+review), and removing a run's worktrees after it or on resume.
+
+The run's branch is moved without disturbing anyone's work: when a checkout has it checked
+out (usually the main checkout), the fast-forward runs there with `git merge --ff-only`, and
+only when that checkout has no uncommitted changes to tracked files (else: not merged, the
+reason says so); when no checkout has it, its ref is compare-and-swapped with `update-ref`.
+A rebase runs inside the task's own worktree; a conflict aborts it and keeps the branch.
+Branches that are not merged are never deleted.
+
+Does not own choosing tasks, sessions, the task store, or printing. Not thread-safe: the loop
+merges one finished task at a time.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from plumbum import local
+
+from ralphkit.errors import EnvironmentFailure, UsageError
+
+STRATEGIES = ("ff", "rebase", "none")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class Worktree:
+    repo: Path          # the main checkout (top level)
+    path: Path
+    branch: str         # ralph/<runId>/<safe task>
+    base_branch: str    # the run's branch
+    task: str           # the task slug as given
+    previous_branch: str | None = None   # an unmerged earlier attempt, renamed and kept
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    merged: bool
+    conflict: bool
+    message: str
+
+
+def _git(cwd: Path, *args: str, check: bool = True) -> tuple[int, str, str]:
+    # GIT_EDITOR: a rebase must never wait for an editor (unattended runs).
+    cmd = local["git"].with_cwd(str(cwd)).with_env(GIT_EDITOR="true")[args]
+    for pause in (0.05, 0.2, 0.5, None):
+        code, out, err = cmd.run(retcode=None)
+        # Sessions commit in their worktrees while we add or remove one: git's ref and index
+        # locks (`….lock': File exists`) are held for milliseconds; wait them out.
+        if code == 0 or pause is None or ".lock': File exists" not in err:
+            break
+        time.sleep(pause)
+    if check and code != 0:
+        last = ((err or out).strip().splitlines() or [f"exit {code}"])[-1]
+        raise EnvironmentFailure(f"git {' '.join(args)} failed in {cwd}: {last}")
+    return code, out, err
+
+
+def branch_safe(name: str) -> str:
+    """A git-ref-safe form of a task slug or run id (git check-ref-format). A slug that had to
+    change gets a short hash of the original, so two slugs never share a branch."""
+    safe = _UNSAFE.sub("-", name).strip(".-")
+    safe = re.sub(r"\.{2,}", ".", safe)[:60].rstrip(".-")
+    if safe.endswith(".lock"):
+        safe = safe[:-5] + "-lock"
+    if safe != name or not safe:
+        safe = f"{safe or 'task'}-{hashlib.sha1(name.encode()).hexdigest()[:6]}"
+    return safe
+
+
+def _toplevel(repo: Path) -> Path:
+    return Path(_git(Path(repo), "rev-parse", "--show-toplevel")[1].strip()).resolve()
+
+
+def _ref_exists(repo: Path, branch: str) -> bool:
+    return _git(repo, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}", check=False)[0] == 0
+
+
+def _is_ancestor(repo: Path, older: str, newer: str) -> bool:
+    return _git(repo, "merge-base", "--is-ancestor", older, newer, check=False)[0] == 0
+
+
+def _worktrees(repo: Path) -> list[tuple[Path, str | None]]:
+    """(path, branch or None) of every registered worktree."""
+    entries: list[tuple[Path, str | None]] = []
+    for block in _git(repo, "worktree", "list", "--porcelain")[1].split("\n\n"):
+        fields = dict(line.partition(" ")[::2] for line in block.splitlines() if line)
+        if "worktree" in fields:
+            ref = fields.get("branch", "")
+            entries.append((Path(fields["worktree"]).resolve(),
+                            ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else None))
+    return entries
+
+
+def create(repo: Path, run_id: str, task_slug: str, base_branch: str) -> Worktree:
+    """A fresh worktree on a new branch from the tip of `base_branch`. A stale worktree at the
+    same place (a killed run) is removed; an existing branch of the same name is deleted when
+    it is merged, else renamed to `<branch>@<n>` and kept (previous_branch)."""
+    top = _toplevel(repo)
+    if not _ref_exists(top, base_branch):
+        raise UsageError(f"run branch '{base_branch}' does not exist in {top}")
+    safe = branch_safe(task_slug)
+    branch = f"ralph/{branch_safe(run_id)}/{safe}"
+    path = top / ".ralph" / "worktrees" / branch_safe(run_id) / safe
+    for registered, _ in _worktrees(top):
+        if registered == path:
+            _git(top, "worktree", "remove", "--force", str(path))
+    if path.exists():
+        shutil.rmtree(path)
+    _git(top, "worktree", "prune")
+    previous = None
+    if _ref_exists(top, branch):
+        if _is_ancestor(top, branch, base_branch):
+            _git(top, "branch", "-D", branch)
+        else:
+            n = 2
+            while _ref_exists(top, f"{branch}@{n}"):
+                n += 1
+            previous = f"{branch}@{n}"
+            _git(top, "branch", "-m", branch, previous)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _git(top, "worktree", "add", "-q", "-b", branch, str(path), base_branch)
+    return Worktree(top, path, branch, base_branch, task_slug, previous)
+
+
+def _dirty(checkout: Path) -> bool:
+    return bool(_git(checkout, "status", "--porcelain", "--untracked-files=no")[1].strip())
+
+
+def _advance_base(wt: Worktree) -> MergeResult:
+    """Fast-forward the run's branch to the task branch, wherever it is checked out."""
+    top, base = wt.repo, wt.base_branch
+    if not _is_ancestor(top, base, wt.branch):
+        return MergeResult(False, True, f"branch {wt.branch} is not a fast-forward of {base} "
+                                        f"({base} moved on); branch kept")
+    old = _git(top, "rev-parse", f"refs/heads/{base}")[1].strip()
+    new = _git(top, "rev-parse", f"refs/heads/{wt.branch}")[1].strip()
+    if old == new:
+        return MergeResult(True, False, f"task {wt.task}: no new commits")
+    holders = [p for p, b in _worktrees(top) if b == base]
+    if holders:
+        checkout = holders[0]
+        if _dirty(checkout):
+            return MergeResult(False, False, f"{checkout} has uncommitted changes to tracked "
+                                             f"files; {base} not moved, branch {wt.branch} kept")
+        code, out, err = _git(checkout, "merge", "--ff-only", "-q", wt.branch, check=False)
+        if code != 0:
+            return MergeResult(False, True, f"fast-forward of {base} in {checkout} failed: "
+                                            f"{(err or out).strip()}; branch {wt.branch} kept")
+    else:
+        code, _, err = _git(top, "update-ref", f"refs/heads/{base}", new, old, check=False)
+        if code != 0:
+            return MergeResult(False, True, f"{base} moved during the merge: {err.strip()}; "
+                                            f"branch {wt.branch} kept")
+    return MergeResult(True, False, f"merged {wt.branch} into {base} ({new[:12]})")
+
+
+def merge_back(wt: Worktree, strategy: str = "rebase") -> MergeResult:
+    """Bring a finished task's commits into the run's branch. Commits only: uncommitted
+    changes left in the worktree are not merged (the message says so)."""
+    if strategy not in STRATEGIES:
+        raise UsageError(f"unknown merge strategy '{strategy}' (known: {', '.join(STRATEGIES)})")
+    note = "; uncommitted changes in the worktree were not merged" if (
+        wt.path.exists() and _dirty(wt.path)) else ""
+    if strategy == "none":
+        return MergeResult(False, False, f"branch {wt.branch} left for review{note}")
+    if strategy == "rebase" and not _is_ancestor(wt.repo, wt.base_branch, wt.branch):
+        if not wt.path.is_dir():
+            return MergeResult(False, True, f"cannot rebase {wt.branch}: its worktree "
+                                            f"{wt.path} is gone; branch kept")
+        if note:
+            return MergeResult(False, True, f"cannot rebase {wt.branch}: the worktree has "
+                                            f"uncommitted changes; branch kept")
+        code, out, err = _git(wt.path, "rebase", "-q", wt.base_branch, check=False)
+        if code != 0:
+            files = _git(wt.path, "diff", "--name-only", "--diff-filter=U", check=False)[1].split()
+            _git(wt.path, "rebase", "--abort", check=False)
+            where = f" in {', '.join(files)}" if files else f": {(err or out).strip()[:200]}"
+            return MergeResult(False, True, f"rebase of {wt.branch} onto {wt.base_branch} "
+                                            f"conflicts{where}; branch kept")
+    result = _advance_base(wt)
+    return MergeResult(result.merged, result.conflict, result.message + note)
+
+
+def remove(wt: Worktree) -> None:
+    """Remove the worktree (even with uncommitted changes) and delete its branch only when
+    the run's branch contains it."""
+    if wt.path.exists():
+        _git(wt.repo, "worktree", "remove", "--force", str(wt.path), check=False)
+        shutil.rmtree(wt.path, ignore_errors=True)
+    _git(wt.repo, "worktree", "prune")
+    if _ref_exists(wt.repo, wt.branch) and _is_ancestor(wt.repo, wt.branch, wt.base_branch):
+        _git(wt.repo, "branch", "-D", wt.branch, check=False)
+
+
+def session_env(wt: Worktree, environ: Mapping[str, str], cwd: Path) -> dict[str, str]:
+    """Variables a session in `wt` needs on top of `environ` (ralph.py's, s.9 exports) so its
+    task calls reach the run's backlog, not the worktree's: the database of the main checkout
+    (a relative RALPH_TASKS_DB is made absolute from ralph.py's `cwd`, task-cli.md s.3), and
+    the run's scope branch (git would say `ralph/<runId>/<task>` inside the worktree, s.7)."""
+    extra = {}
+    db = environ.get("RALPH_TASKS_DB")
+    extra["RALPH_TASKS_DB"] = str((Path(cwd) / db) if db else wt.repo / ".ralph" / "tasks.db")
+    if not environ.get("RALPH_SCOPE_BRANCH"):
+        extra["RALPH_SCOPE_BRANCH"] = wt.base_branch
+    return extra
+
+
+def cleanup_run(repo: Path, run_id: str, base_branch: str | None = None) -> list[Path]:
+    """Remove every worktree of a run (after it, or on resume) and prune. With `base_branch`,
+    the run's branches it contains are deleted; the others are kept. Returns the paths."""
+    top = _toplevel(repo)
+    root = top / ".ralph" / "worktrees" / branch_safe(run_id)
+    removed = [p for p, _ in _worktrees(top) if root in p.parents]
+    for path in removed:
+        _git(top, "worktree", "remove", "--force", str(path), check=False)
+    if root.exists():
+        removed += [p for p in root.iterdir() if p not in removed]
+        shutil.rmtree(root, ignore_errors=True)
+    _git(top, "worktree", "prune")
+    if base_branch:
+        prefix = f"refs/heads/ralph/{branch_safe(run_id)}/"
+        for ref in _git(top, "for-each-ref", "--format=%(refname)", prefix)[1].split():
+            branch = ref[len("refs/heads/"):]
+            if _is_ancestor(top, branch, base_branch):
+                _git(top, "branch", "-D", branch, check=False)
+    return removed
+
+
+__all__ = ["Worktree", "MergeResult", "create", "merge_back", "remove", "cleanup_run",
+           "session_env", "branch_safe", "STRATEGIES"]
