@@ -45,7 +45,7 @@ from pathlib import Path  # noqa: E402
 import time  # noqa: E402
 
 from ralphkit import agents, backend, backlog, cli_args, errors, render, session  # noqa: E402
-from ralphkit import signals, task_calls, workspace  # noqa: E402
+from ralphkit import control, install, signals, status, task_calls, workspace  # noqa: E402
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 
 GENERAL_HELP = """\
@@ -217,8 +217,8 @@ def build_loop(ctx: RunContext) -> int:
         if result.interrupted:
             return EXIT_INTERRUPTED
         fail_active_tasks(ctx)                                            # crash safety, before plan-status
-        status = ctx.task.call("plan-status", env=ctx.env)                # task plan-status
-        if status.ok and backlog.all_done(status.output):                 # 0 open, 0 active
+        counts = ctx.task.call("plan-status", env=ctx.env)                # task plan-status
+        if counts.ok and backlog.all_done(counts.output):                 # 0 open, 0 active
             say("All tasks complete. Exiting loop.")
             return EXIT_OK
         done += 1
@@ -290,12 +290,15 @@ def task_command(args: list[str]) -> int:
         return errors.EXIT_TASK_CMD_MISSING
 
 
-# The first argument (s.2). A later command is one line here (e.g. "install": install_command);
-# GENERAL_HELP stays as it is.
+# The first argument (s.2). A later command is one line here. GENERAL_HELP stays byte-exact
+# (s.2), so the commands ralph.sh did not have are documented in the README and their own --help.
 COMMANDS = {
     "plan": lambda args: run_mode("plan", args),
     "build": lambda args: run_mode("build", args),
     "task": task_command,
+    "install": lambda args: install.main(args),        # Claude Code skills + hooks (README)
+    "status": lambda args: status.main(args),          # is a run alive, what is it doing
+    "ctl": lambda args: control.main(args),            # pause | resume | stop a run between sessions
 }
 
 
