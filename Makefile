@@ -29,8 +29,8 @@ ralph: setup
 plan: setup
 	$(PY) ralph.py plan $(ARGS)
 
-# Installs the `ralph` and `ralph-task` commands for the current user, and the Claude Code
-# skills and hooks into this project's .claude/ (see README "Claude Code integration").
+# Installs the `ralph` and `ralph-task` commands for the current user (pipx when present, else
+# pip --user), and the Claude Code skills and hooks into this project's .claude/ (README).
 install: setup
-	$(PYTHON) -m pip install --user .
+	if command -v pipx >/dev/null; then pipx install --force .; else $(PYTHON) -m pip install --user .; fi
 	$(PY) ralph.py install --project .
