@@ -1,0 +1,77 @@
+"""Installed, not from a checkout: `pip install .` into a fresh prefix, then the `ralph` and
+`ralph-task` console scripts run a real build loop with the packaged task CLI, models.json,
+skills and hooks (issue 3: "runs from a checkout and installed")."""
+from __future__ import annotations
+
+import json
+import os
+import site
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, install_stub, run_process
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """A venv without pip, with ralph.py installed into it by the test venv's pip (no network:
+    no deps, no build isolation). The dependencies (and setuptools for the build) come from
+    the test venv through a .pth path line, which adds the directory without running its
+    .pth files, so the checkout's editable install is not seen: ralphkit comes from the wheel."""
+    prefix = tmp_path_factory.mktemp("installed") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True)
+    purelib = Path(sysconfig.get_path("purelib", vars={"base": str(prefix)}))
+    (purelib / "test-deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(prefix / "bin" / "python"),
+                    "install", "-q", "--no-deps", "--no-build-isolation", str(ROOT)],
+                   check=True, capture_output=True)
+    return prefix
+
+
+def test_installed_console_scripts_run_a_build_loop_with_the_packaged_task_cli(
+        installed, git_repo, base_env, bin_dir):
+    install_stub(bin_dir)
+    log = git_repo.parent / "stub.jsonl"
+    env = {**base_env, "PATH": f"{installed / 'bin'}{os.pathsep}{base_env['PATH']}", "STUB_LOG": str(log)}
+    synced = run_process([str(installed / "bin" / "ralph-task"), "plan-sync"], cwd=git_repo, env=env,
+                         input='{"id":"t-1","t":"First"}\n')
+    assert synced.returncode == 0, synced.stderr
+    proc = run_process([str(installed / "bin" / "ralph"), "build", "-n", "1"], cwd=git_repo, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "Mode:   build" in proc.stdout
+    assert "Reached max iterations: 1" in proc.stdout
+    # The agent is told about the installed task CLI and the installed module's directory.
+    seen = json.loads(log.read_text().splitlines()[0])["env"]
+    assert seen["RALPH_TASK_SCRIPT"] == str(installed / "bin" / "ralph-task")
+    assert Path(seen["SCRIPT_DIR"]) == Path(sysconfig.get_path("purelib", vars={"base": str(installed)}))
+    assert proc.stdout.count("deregistered ") == 1
+    listed = run_process([str(installed / "bin" / "ralph"), "task", "list"], cwd=git_repo, env=env)
+    assert listed.returncode == 0 and "t-1" in listed.stdout
+
+
+def test_installed_ralph_resolves_bedrock_models_from_the_packaged_models_json(
+        installed, git_repo, base_env, bin_dir):
+    install_stub(bin_dir)
+    log = git_repo.parent / "stub.jsonl"
+    env = {**base_env, "PATH": f"{installed / 'bin'}{os.pathsep}{base_env['PATH']}",
+           "CLAUDE_CODE_USE_BEDROCK": "1", "STUB_LOG": str(log)}
+    proc = run_process([str(installed / "bin" / "ralph"), "plan", "-m", "sonnet"], cwd=git_repo, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "Model:  sonnet (global.anthropic.claude-sonnet-4-5-20250929-v1:0)" in proc.stdout
+    argv = json.loads(log.read_text().splitlines()[0])["argv"]
+    assert argv[-2:] == ["--model", "global.anthropic.claude-sonnet-4-5-20250929-v1:0"]
+
+
+def test_installed_ralph_install_copies_the_packaged_skills_and_hooks(installed, git_repo, base_env):
+    env = {**base_env, "PATH": f"{installed / 'bin'}{os.pathsep}{base_env['PATH']}"}
+    proc = run_process([str(installed / "bin" / "ralph"), "install", "--project", str(git_repo)],
+                       cwd=git_repo, env=env)
+    assert proc.returncode == 0, proc.stderr
+    for name in ("ralph-plan", "ralph-build", "ralph-spec"):
+        assert (git_repo / ".claude" / "skills" / name / "SKILL.md").is_file()
+    hook = git_repo / ".claude" / "hooks" / "ralph" / "precompact"
+    assert os.access(hook, os.X_OK)
