@@ -246,3 +246,39 @@ def test_ralph_status_shows_the_run_while_it_runs_and_after_it_ended(
     assert after["exitReason"] == "Reached max iterations: 1"
     assert after["lastOutcomes"][0]["n"] == 1 and after["lastOutcomes"][0]["exit_code"] == 0
     assert after["lastOutcomes"][0]["outcome"] == "no task"
+
+
+def test_resume_flag_continues_a_run_stopped_by_ctrl_c_and_a_plain_run_does_not(
+        git_repo, base_env, run_task, run_ralph, bin_dir, tmp_path):
+    install_stub(bin_dir, stub="claude_signals")
+    sync(run_task, "t1")
+    pidfile = tmp_path / "agent.pid"
+    first = Running(["build", "-n", "3"], cwd=git_repo, env={**base_env,
+                                                             "STUB_PIDFILE": str(pidfile)})
+    try:
+        wait_for(pidfile.exists, timeout=20)
+        os.kill(first.proc.pid, signal.SIGINT)
+        assert first.wait() == 130
+    finally:
+        first.kill()
+    run_dir, = runs(git_repo)
+    assert state_of(run_dir)["exitCode"] == 130
+
+    nothing = run_ralph("build", "--resume", "-n", "1", env={"STUB_EXIT_AT_ONCE": "1"})
+    assert nothing.returncode == 0, nothing.stderr
+    assert (f"Resuming run {run_dir.name} (stopped by a signal at iteration 0, "
+            "1 sessions started)") in nothing.stderr
+    assert "max_iterations: this run keeps 3 (asked for 1 now)" in nothing.stderr
+    assert "Max:    3 iterations" in nothing.stdout
+    assert runs(git_repo) == [run_dir] and state_of(run_dir)["sessionsStarted"] == 4
+
+    plain = run_ralph("build", "-n", "1", env={"STUB_EXIT_AT_ONCE": "1"})
+    assert plain.returncode == 0 and "Resuming" not in plain.stderr
+    assert len(runs(git_repo)) == 2
+
+
+def test_resume_flag_with_nothing_to_resume_starts_a_new_run_and_says_so(git_repo, run_ralph):
+    result = run_ralph("build", "--resume", env={"RALPH_TASK_CMD": "true"})   # peek: empty
+    run_dir, = runs(git_repo)
+    assert result.returncode == 0 and "No tasks available. Exiting loop." in result.stdout
+    assert f"Nothing to resume: starting run {run_dir.name}\n" == result.stderr
