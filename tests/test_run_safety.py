@@ -31,6 +31,18 @@ fi
 """
 
 
+def _group_members(pgid: int) -> list[int]:
+    import psutil
+    members = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                members.append(proc.pid)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return members
+
+
 def sync(run_task, *slugs: str) -> None:
     lines = "".join(json.dumps({"id": s, "t": f"Task {s}"}) + "\n" for s in slugs)
     assert run_task("plan-sync", input=lines).returncode == 0
@@ -83,7 +95,10 @@ def test_kill_9_mid_session_then_build_again_takes_over_fails_the_task_and_resum
     assert before["endedAt"] is None and before["iteration"] == 1
     assert before["sessionsStarted"] == 2
 
-    second = run_ralph("build", "-n", "1", env={**action, "HANG_AT": "0"})   # -n disagrees: 5 wins
+    try:
+        second = run_ralph("build", "-n", "1", env={**action, "HANG_AT": "0"})  # -n disagrees
+    finally:
+        Path(action["RELEASE"]).touch()                     # never leave the hung action behind
 
     assert second.returncode == 0, second.stderr
     run_id = run_dir.name
@@ -94,6 +109,9 @@ def test_kill_9_mid_session_then_build_again_takes_over_fails_the_task_and_resum
     assert "LOOP 1 " not in second.stdout and "LOOP 2 " in second.stdout   # the count goes on
     assert second.stdout.startswith("\u2501")                   # nothing before the banner
     assert not alive(agent_pid)                                 # the dead run's agent is gone
+    assert not _group_members(agent_pid)                        # and its children too
+    assert f"killed what was left of the dead run's agent (process group {agent_pid})" \
+        in second.stderr
     reason = f"ralph.py exited during the session (run {run_id})"
     tasks = {t["id"]: t for t in export(run_task)}
     assert sorted(tasks) == ["t1", "t2", "t3"]                  # nothing lost or duplicated

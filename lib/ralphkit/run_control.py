@@ -37,19 +37,22 @@ class Run:
 
 
 def _kill_dead_agent(active: dict[str, Any] | None) -> str | None:
-    """SIGKILL the crashed session's agent group if its leader still runs (same start time)."""
+    """SIGKILL what is left of the crashed session's agent group. The agent led its own group
+    (session.py), so the group id is its pid. Killed when that pid still runs with the recorded
+    start time, or no longer exists (its children may: a pid is not reused while it names a
+    live group); left alone when the pid now belongs to another process."""
     pid = (active or {}).get("pid")
     if not isinstance(pid, int) or pid <= 0:
         return None
     started = active.get("pidStartTime")
     now = run_lock.pid_start_time(pid)
-    if now is None or (started is not None and now != started):
-        return None                                  # gone, or the pid belongs to someone else
+    if now is not None and started is not None and now != started:
+        return None                                  # the pid was reused: not ours
     try:
-        os.killpg(pid, signal.SIGKILL)               # the agent leads its own group (session.py)
+        os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        return None
-    return f"killed the agent process group {pid} left running by the dead run"
+        return None                                  # nothing of the group is left
+    return f"killed what was left of the dead run's agent (process group {pid})"
 
 
 def _log(run: Run, kind: str, message: str) -> None:
