@@ -281,6 +281,9 @@ def test_resume_flag_continues_a_run_stopped_by_ctrl_c_and_a_plain_run_does_not(
         first.kill()
     run_dir, = runs(git_repo)
     assert state_of(run_dir)["exitCode"] == 130
+    preview = run_ralph("build", "--resume", "--dry-run")
+    assert (f"Run: would resume run {run_dir.name} (stopped by a signal at iteration 0, "
+            "1 sessions started)") in preview.stdout
 
     nothing = run_ralph("build", "--resume", "-n", "1", env={"STUB_EXIT_AT_ONCE": "1"})
     assert nothing.returncode == 0, nothing.stderr
