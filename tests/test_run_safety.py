@@ -371,3 +371,14 @@ def test_kill_9_of_a_plan_run_is_resumed_by_the_next_plan_run(
         in again.stderr
     assert "Max:    2 iterations" in again.stdout and "Reached max iterations: 2" in again.stdout
     assert state_of(run_dir)["sessionsStarted"] == 3 and state_of(run_dir)["iteration"] == 2
+
+
+def test_ralph_ctl_and_status_use_the_checkouts_ralph_dir_from_a_subdirectory(git_repo,
+                                                                              run_ralph):
+    sub = git_repo / "pkg" / "deep"
+    sub.mkdir(parents=True)
+    assert run_ralph("ctl", "pause", cwd=sub).returncode == 0
+    assert (git_repo / ".ralph" / "PAUSE").exists() and not (sub / ".ralph").exists()
+    status = run_ralph("status", cwd=sub)
+    assert status.returncode == 0
+    assert status.stdout == f"No ralph run found in {os.path.relpath(git_repo / '.ralph', sub)}.\n"
