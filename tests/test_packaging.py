@@ -27,7 +27,10 @@ def installed(tmp_path_factory) -> Path:
     purelib = Path(sysconfig.get_path("purelib", vars={"base": str(prefix)}))
     (purelib / "test-deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     subprocess.run([sys.executable, "-m", "pip", "--python", str(prefix / "bin" / "python"),
-                    "install", "-q", "--no-deps", "--no-build-isolation", str(ROOT)],
+                    # --ignore-installed: the test venv's editable ralph-py is visible through
+                    # the .pth line; without it pip would uninstall it from the test venv.
+                    "install", "-q", "--no-deps", "--no-build-isolation", "--ignore-installed",
+                    str(ROOT)],
                    check=True, capture_output=True)
     return prefix
 
