@@ -46,6 +46,7 @@ import time  # noqa: E402
 
 from ralphkit import agents, backend, backlog, cli_args, errors, render, session  # noqa: E402
 from ralphkit import control, install, signals, status, task_calls, workspace  # noqa: E402
+from ralphkit import config, scope_run  # noqa: E402
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 
 GENERAL_HELP = """\
@@ -94,6 +95,9 @@ class RunContext:
     run_stamp: str = field(default_factory=lambda: time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     sessions: int = 0                        # sessions started in this run
     cleaned_up: bool = False
+    settings: config.Settings | None = None  # ralph.yml + environment + flags (config.py)
+    run: object | None = None                # the run on disk: .ralph_dir, .state (issue 4)
+    freeze: scope_run.Freeze | None = None   # FREEZE_SCOPE: the frozen scope (issue 5)
 
     def export(self, name: str, value: str) -> None:
         """s.9: an export reaches every child (explicit env) and ralph.py's own environment."""
@@ -133,6 +137,38 @@ def exit_cleanup(ctx: RunContext) -> None:
         sys.stdout.flush()
         ctx.task.passthrough("agent", "deregister", ctx.agent_id,  # task agent deregister $AGENT_ID
                              env=ctx.env, out=sys.stdout.buffer)
+
+
+def freeze_scope(ctx: RunContext) -> None:
+    """Issue 5, at run start: snapshot the scope (a resumed run keeps its own); from here every
+    task call and the agent see only the frozen ids (RALPH_FROZEN_IDS_FILE)."""
+    settings = ctx.settings
+    if not (settings.freeze_scope or settings.stop_on_scope_change):   # off: no extra task call
+        return
+    ctx.freeze = scope_run.start(ctx.task, ctx.env, ctx.run.ralph_dir, ctx.run.state,
+                                 config.find_repo_root(ctx.cwd),
+                                 stop_on_change=settings.stop_on_scope_change)
+    ctx.export("RALPH_FROZEN_IDS_FILE", str(ctx.freeze.ids_file))
+    snap = ctx.freeze.snapshot
+    kept = "frozen" if snap.created else f"kept from {snap.frozen_at}"
+    warn(f"Scope {kept}: {len(snap.task_ids)} tasks ({ctx.freeze.run_dir}/scope.json)")
+    for line in snap.warnings:
+        warn(f"Warning: scope: {line}")
+
+
+def check_scope(ctx: RunContext) -> bool:
+    """Issue 5, before every session: name each change once, stop on it under
+    STOP_ON_SCOPE_CHANGE (exit 4). True when every frozen task is done."""
+    if ctx.freeze is None:
+        return False
+    found = scope_run.check(ctx.freeze, ctx.task, ctx.env)
+    if found.report is None:
+        warn("Warning: scope check skipped: the task command could not list the backlog")
+    for line in found.new_lines:
+        warn(f"Scope changed: {line}")
+    if found.stop:
+        raise errors.ScopeChanged(found.report.summary())
+    return found.target_done
 
 
 def banner(ctx: RunContext) -> None:
@@ -189,6 +225,7 @@ def plan_loop(ctx: RunContext) -> int:
     """s.14."""
     limit = ctx.options.max_iterations
     for i in range(1, limit + 1):
+        check_scope(ctx)                                                  # FREEZE_SCOPE: log, maybe stop
         dag = ctx.task.call("list", "--all", "--markdown", env=ctx.env)   # DAG=$(task list --all --markdown)
         result = run_session(ctx, "/ralph-plan", dag.output)              # claude -p "/ralph-plan $DAG"
         if result.interrupted:
@@ -208,6 +245,9 @@ def build_loop(ctx: RunContext) -> int:
     while True:
         if limit > 0 and done >= limit:
             say(f"Reached max iterations: {limit}")                       # [SH-COMPAT] exit 0
+            return EXIT_OK
+        if check_scope(ctx):                                              # FREEZE_SCOPE: target met
+            say("All frozen tasks complete. Exiting loop.")
             return EXIT_OK
         peek = ctx.task.call("peek", "-n", "10", env=ctx.env)             # PEEK_MD=$(task peek -n 10)
         if peek.ok and not peek.output:                                   # nothing claimable: done
@@ -250,6 +290,9 @@ def run_mode(mode: str, args: list[str]) -> int:
     task = task_calls.resolve(Path(SCRIPT_DIR), os.environ)      # TASK_SCRIPT=${RALPH_TASK_CMD:-...}
     ctx = RunContext(mode=mode, options=opts, guard=guard,
                      task=dataclasses.replace(task, critical=guard.deferred))
+    ctx.settings = config.load(                                   # TEMP stand-in until int/safety
+        {k: opts.extra.get(k) for k in ("freeze_scope", "stop_on_scope_change")},
+        os.environ, config.find_repo_root(ctx.cwd))
     ctx.backend = backend.detect(ctx.env, ctx.cwd, Path(os.path.expanduser("~")))   # detect_backend
     if opts.model is not None:                                    # MODEL=$(jq -r ... models.json)
         ctx.model = backend.resolve_model(opts.model, ctx.backend,
@@ -261,6 +304,14 @@ def run_mode(mode: str, args: list[str]) -> int:
     try:
         session_setup(ctx)                                        # [SAFER] cleanup armed from here on
         ctx.guard.raise_pending()                                 # a signal during an in-process call
+        if ctx.run is None and (ctx.settings.freeze_scope or ctx.settings.stop_on_scope_change):
+            from types import SimpleNamespace                     # TEMP stand-in until int/safety
+            from ralphkit import run_state
+            ralph_dir = ctx.cwd / ".ralph"
+            ctx.run = SimpleNamespace(ralph_dir=ralph_dir, state=run_state.RunState(
+                run_state.new_run_id(), mode, opts.max_iterations))
+            run_state.save(ralph_dir, ctx.run.state)
+        freeze_scope(ctx)                                         # FREEZE_SCOPE: snapshot the backlog
         banner(ctx)
         code = plan_loop(ctx) if mode == "plan" else build_loop(ctx)
     except signals.Interrupted:                                   # trap 'exit 130' INT TERM
