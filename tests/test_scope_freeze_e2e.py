@@ -261,7 +261,7 @@ def test_a_resumed_run_compares_against_its_original_snapshot(run_ralph, world, 
     ready, release = world.tmp / "ready", world.tmp / "release"
     hang = f'touch {ready}; while [ ! -e {release} ]; do sleep 0.05; done'
     env = {**base_env, **world.act(hang, once=False)}
-    first = Running(["build", "--freeze-scope"], cwd=world.repo, env=env)
+    first = Running(["build", "-n", "2", "--freeze-scope"], cwd=world.repo, env=env)
     try:
         wait_for(ready.exists, timeout=20)
         os.kill(first.proc.pid, signal.SIGKILL)                    # ralph.py dies mid-session
@@ -274,10 +274,11 @@ def test_a_resumed_run_compares_against_its_original_snapshot(run_ralph, world, 
     # While the run is dead, the backlog changes.
     assert world.run_task("create", "t-9", "Added while stopped").returncode == 0
     assert world.run_task("update", "t-2", "--title", "Renamed").returncode == 0
-    proc = run_ralph("build", "-n", "1", "--freeze-scope", env=world.env)
+    proc = run_ralph("build", env=world.env)          # resumed: its persisted settings hold
     assert proc.returncode == 0, proc.stderr
     assert world.run_dirs() == [run_dir]                           # same run, same snapshot
-    assert "Scope kept from " in proc.stderr
+    assert "Resuming run " in proc.stderr and "Scope kept from " in proc.stderr
+    assert proc.stdout.count("Reached max iterations: 2\n") == 1
     assert scope_lines(proc.stderr) == [
         "Scope changed: added task t-9: not in the frozen scope, it will not run",
         "Scope changed: modified definition of task t-2: title changed"]
