@@ -259,9 +259,11 @@ def test_a_spec_missing_at_freeze_is_a_warning_and_not_a_change(run_ralph, world
 
 def test_a_resumed_run_compares_against_its_original_snapshot(run_ralph, world, base_env):
     ready, release = world.tmp / "ready", world.tmp / "release"
-    hang = f'touch {ready}; while [ ! -e {release} ]; do sleep 0.05; done'
-    env = {**base_env, **world.act(hang, once=False)}
-    first = Running(["build", "-n", "2", "--freeze-scope"], cwd=world.repo, env=env)
+    # Session 1 adds t-8 (reported before session 2); session 2 hangs until ralph.py is killed.
+    action = (f'if [ ! -e "$MARK" ]; then {TASK} create t-8 Early; touch "$MARK"; '
+              f'else touch {ready}; while [ ! -e {release} ]; do sleep 0.05; done; fi')
+    env = {**base_env, **world.act(action, once=False)}
+    first = Running(["build", "-n", "3", "--freeze-scope"], cwd=world.repo, env=env)
     try:
         wait_for(ready.exists, timeout=20)
         os.kill(first.proc.pid, signal.SIGKILL)                    # ralph.py dies mid-session
@@ -269,22 +271,29 @@ def test_a_resumed_run_compares_against_its_original_snapshot(run_ralph, world, 
     finally:
         release.touch()
         first.kill()
+    assert scope_lines(first.stderr) == [
+        "Scope changed: added task t-8: not in the frozen scope, it will not run"]
     run_dir = world.run_dir()
     snapshot = {p.name: p.read_bytes() for p in run_dir.glob("scope*") if "cache" not in p.name}
-    # While the run is dead, the backlog changes.
+    # While the run is dead, the backlog changes again.
     assert world.run_task("create", "t-9", "Added while stopped").returncode == 0
     assert world.run_task("update", "t-2", "--title", "Renamed").returncode == 0
     proc = run_ralph("build", env=world.env)          # resumed: its persisted settings hold
     assert proc.returncode == 0, proc.stderr
     assert world.run_dirs() == [run_dir]                           # same run, same snapshot
     assert "Resuming run " in proc.stderr and "Scope kept from " in proc.stderr
-    assert proc.stdout.count("Reached max iterations: 2\n") == 1
+    assert proc.stdout.count("Reached max iterations: 3\n") == 1
+    # Against the original snapshot; t-8 was reported before the crash and is not repeated.
     assert scope_lines(proc.stderr) == [
         "Scope changed: added task t-9: not in the frozen scope, it will not run",
         "Scope changed: modified definition of task t-2: title changed"]
+    assert [e["new"] for e in world.events("scope_changed")] == [
+        ["added task t-8: not in the frozen scope, it will not run"],
+        ["added task t-9: not in the frozen scope, it will not run",
+         "modified definition of task t-2: title changed"]]
     assert {p.name: p.read_bytes() for p in run_dir.glob("scope*")
             if "cache" not in p.name} == snapshot
-    assert "t-9" not in "".join(world.prompts())
+    assert not any(t in "".join(world.prompts()) for t in ("t-8", "t-9"))
 
 
 # ---------------------------------------------------------------------------- defaults off
