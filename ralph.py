@@ -343,8 +343,8 @@ def run_mode(mode: str, args: list[str]) -> int:
     try:
         start_run(ctx, settings)                                  # issue 4: lock (exit 3), state, resume
         session_setup(ctx)                                        # [SAFER] cleanup armed from here on
-        ctx.guard.raise_pending()                                 # a signal during an in-process call
         freeze_scope(ctx)                                         # FREEZE_SCOPE: snapshot the backlog
+        ctx.guard.raise_pending()                                 # a signal during an in-process call
         banner(ctx)
         code = plan_loop(ctx) if mode == "plan" else build_loop(ctx)
     except signals.Interrupted:                                   # trap 'exit 130' INT TERM
