@@ -34,6 +34,7 @@ class Freeze:
     ids_file: Path                                   # exported as RALPH_FROZEN_IDS_FILE
     logged: list[str] = field(default_factory=list)  # the change lines recorded last
     list_failures: int = 0
+    just_frozen: list[dict] | None = None            # a new snapshot's listing: the first check's
 
     @property
     def run_dir(self) -> Path:
@@ -84,7 +85,8 @@ def start(task: TaskCommand, env: Mapping[str, str], ralph_dir: Path,
     ids_file = scope.write_frozen_ids_file(run_dir).resolve()          # absolute (task CLI cwd)
     kept = state.extra.get("scope") or {}
     freeze = Freeze(ralph_dir, state, Path(repo_root), stop_on_change, snapshot, ids_file,
-                    logged=list(kept.get("last", [])) if not snapshot.created else [])
+                    logged=list(kept.get("last", [])) if not snapshot.created else [],
+                    just_frozen=tasks if snapshot.created else None)
     state.extra["scope"] = {"frozen_at": snapshot.frozen_at, "tasks": len(snapshot.task_ids),
                             "last": freeze.logged, "changes": kept.get("changes", [])
                             if not snapshot.created else []}
@@ -98,7 +100,10 @@ def start(task: TaskCommand, env: Mapping[str, str], ralph_dir: Path,
 def check(freeze: Freeze, task: TaskCommand, env: Mapping[str, str]) -> Check:
     """check_scope_integrity against the live backlog; a new set of changes is recorded in
     events.jsonl and progress.md once. A failed listing is transient: no check this time."""
-    tasks = list_tasks(task, env)
+    # The check right after a new snapshot reuses its listing (no second task call for the
+    # same backlog); a resumed run lists again, changes made while it was stopped count.
+    tasks = freeze.just_frozen if freeze.just_frozen is not None else list_tasks(task, env)
+    freeze.just_frozen = None
     if tasks is None:
         freeze.list_failures += 1
         return Check(None, [], False, False)
