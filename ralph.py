@@ -47,7 +47,7 @@ import time  # noqa: E402
 
 from ralphkit import agents, backend, backlog, cli_args, errors, render, session  # noqa: E402
 from ralphkit import control, install, signals, status, task_calls, workspace  # noqa: E402
-from ralphkit import backlog_readonly, config, run_control  # noqa: E402
+from ralphkit import backlog_readonly, config, run_control, scope_run  # noqa: E402
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 
 GENERAL_HELP = """\
@@ -99,6 +99,7 @@ class RunContext:
     ralph_dir: Path = field(default_factory=lambda: workspace.ralph_dir(Path.cwd()))  # issue 4
     run: run_control.Run | None = None       # lock + state + progress (issue 4)
     exit_reason: str = "unexpected error"    # the run's last line, for run_end / ralph status
+    freeze: scope_run.Freeze | None = None   # FREEZE_SCOPE: the frozen scope (issue 5)
 
     def export(self, name: str, value: str) -> None:
         """s.9: an export reaches every child (explicit env) and ralph.py's own environment."""
@@ -138,6 +139,38 @@ def exit_cleanup(ctx: RunContext) -> None:
         sys.stdout.flush()
         ctx.task.passthrough("agent", "deregister", ctx.agent_id,  # task agent deregister $AGENT_ID
                              env=ctx.env, out=sys.stdout.buffer)
+
+
+def freeze_scope(ctx: RunContext) -> None:
+    """Issue 5, at run start: snapshot the scope (a resumed run keeps its own); from here every
+    task call and the agent see only the frozen ids (RALPH_FROZEN_IDS_FILE)."""
+    freeze, stop_on_change = (bool(ctx.options.extra.get(name))    # CLI > env > ralph.yml; a
+                              for name in ("freeze_scope", "stop_on_scope_change"))  # resume: persisted
+    if not (freeze or stop_on_change):                            # off: no extra task call
+        return
+    ctx.freeze = scope_run.start(ctx.task, ctx.env, ctx.run.ralph_dir, ctx.run.state,
+                                 config.find_repo_root(ctx.cwd), stop_on_change=stop_on_change)
+    ctx.export("RALPH_FROZEN_IDS_FILE", str(ctx.freeze.ids_file))
+    snap = ctx.freeze.snapshot
+    kept = "frozen" if snap.created else f"kept from {snap.frozen_at}"
+    warn(f"Scope {kept}: {len(snap.task_ids)} tasks ({ctx.freeze.run_dir}/scope.json)")
+    for line in snap.warnings:
+        warn(f"Warning: scope: {line}")
+
+
+def check_scope(ctx: RunContext) -> bool:
+    """Issue 5, before every session: name each change once, stop on it under
+    STOP_ON_SCOPE_CHANGE (exit 4). True when every frozen task is done."""
+    if ctx.freeze is None:
+        return False
+    found = scope_run.check(ctx.freeze, ctx.task, ctx.env)
+    if found.report is None:
+        warn("Warning: scope check skipped: the task command could not list the backlog")
+    for line in found.new_lines:
+        warn(f"Scope changed: {line}")
+    if found.stop:
+        raise errors.ScopeChanged(found.report.summary())
+    return found.target_done
 
 
 def banner(ctx: RunContext) -> None:
@@ -217,6 +250,7 @@ def plan_loop(ctx: RunContext) -> int:
     """s.14."""
     limit = ctx.options.max_iterations
     for i in range(ctx.run.state.iteration + 1, limit + 1):               # a resumed run goes on
+        check_scope(ctx)                                                  # FREEZE_SCOPE: log, maybe stop
         dag = ctx.task.call("list", "--all", "--markdown", env=ctx.env)   # DAG=$(task list --all --markdown)
         result = run_session(ctx, "/ralph-plan", dag.output)              # claude -p "/ralph-plan $DAG"
         record_session(ctx, result)                                       # issue 4: progress record
@@ -235,6 +269,8 @@ def build_loop(ctx: RunContext) -> int:
     while True:
         if limit > 0 and done >= limit:
             return stop(ctx, f"Reached max iterations: {limit}")          # [SH-COMPAT] exit 0
+        if check_scope(ctx):                                              # FREEZE_SCOPE: target met
+            return stop(ctx, "All frozen tasks complete. Exiting loop.")
         peek = ctx.task.call("peek", "-n", "10", env=ctx.env)             # PEEK_MD=$(task peek -n 10)
         if peek.ok and not peek.output:                                   # nothing claimable: done
             return stop(ctx, "No tasks available. Exiting loop.")
@@ -307,6 +343,7 @@ def run_mode(mode: str, args: list[str]) -> int:
     try:
         start_run(ctx, settings)                                  # issue 4: lock (exit 3), state, resume
         session_setup(ctx)                                        # [SAFER] cleanup armed from here on
+        freeze_scope(ctx)                                         # FREEZE_SCOPE: snapshot the backlog
         ctx.guard.raise_pending()                                 # a signal during an in-process call
         banner(ctx)
         code = plan_loop(ctx) if mode == "plan" else build_loop(ctx)

@@ -92,6 +92,11 @@ _FLAGS: list[Flag] = [
          help_lines=("  --dry-run                   Show what would run; write nothing",)),
     Flag(("--resume",), "resume",
          help_lines=("  --resume                    Continue the last unfinished run",)),
+    # Scope freeze (issue 5); also FREEZE_SCOPE / STOP_ON_SCOPE_CHANGE and ralph.yml (config.py).
+    Flag(("--freeze-scope",), "freeze_scope",
+         help_lines=("  --freeze-scope              Run only the tasks that exist at start",)),
+    Flag(("--stop-on-scope-change",), "stop_on_scope_change",
+         help_lines=("  --stop-on-scope-change      Stop (exit 4) when the frozen scope changes",)),
 ]
 
 

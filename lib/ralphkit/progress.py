@@ -103,7 +103,19 @@ def render_progress(state: RunState) -> str:
                   f"| {_cell(e.get('reason'))} |" for e in outcomes]
     else:
         lines.append("None yet.")
+    lines += _scope_section(state.extra.get("scope"))
     return "\n".join(lines) + "\n"
+
+
+def _scope_section(frozen: Any) -> list[str]:
+    """Scope freeze (issue 5): kept by scope_run in state.extra["scope"]; absent when off."""
+    if not isinstance(frozen, dict):
+        return []
+    lines = ["", "## Scope (frozen)", "",
+             f"- Frozen at {frozen.get('frozen_at')}: {frozen.get('tasks')} tasks"]
+    changes = frozen.get("changes") or []
+    lines += [f"- Scope changed: {_cell(c)}" for c in changes] or ["- No change so far."]
+    return lines
 
 
 def write_progress(ralph_dir: Path, state: RunState) -> None:
