@@ -84,6 +84,12 @@ _FLAGS: list[Flag] = [
     Flag(("--danger",), "danger"),
     Flag(("--completion-promise",), "completion_promise",
          "Error: --completion-promise requires a text", modes=("plan",)),
+    # issue 6: assignment mode and fresh context (config `assign`, `continue_session`)
+    Flag(("--assign",), "assign", modes=("build",),
+         help_lines=("  --assign                    Claim one task per session and inject it",)),
+    Flag(("--continue-session",), "continue_session",
+         help_lines=("  --continue-session          Resume the last agent conversation",
+                     "                              (unless .ralph/FRESH_START exists)")),
 ]
 
 
