@@ -46,6 +46,7 @@ import time  # noqa: E402
 
 from ralphkit import agents, backend, backlog, cli_args, errors, render, session  # noqa: E402
 from ralphkit import control, install, signals, status, task_calls, workspace  # noqa: E402
+from ralphkit import assign_mode, config, fresh_start, progress, respawn, run_state  # noqa: E402
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 
 GENERAL_HELP = """\
@@ -94,11 +95,19 @@ class RunContext:
     run_stamp: str = field(default_factory=lambda: time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     sessions: int = 0                        # sessions started in this run
     cleaned_up: bool = False
+    settings: config.Settings | None = None   # ralph.yml + flags (issue 4's table)
+    repo: Path = field(default_factory=lambda: config.find_repo_root(Path.cwd()))
+    run_id: str = field(default_factory=run_state.new_run_id)   # .ralph/runs/<run_id>/events.jsonl
+    assign: assign_mode.AssignMode | None = None   # issue 6: --assign / assign: true
 
     def export(self, name: str, value: str) -> None:
         """s.9: an export reaches every child (explicit env) and ralph.py's own environment."""
         self.env[name] = value
         os.environ[name] = value
+
+    @property
+    def ralph_dir(self) -> Path:
+        return self.repo / ".ralph"
 
     def session_stem(self) -> str:
         return f"{self.run_stamp}-{os.getpid()}-{self.mode}-{self.sessions:03d}"
@@ -168,6 +177,12 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
         say(f"Note: task data ({size} bytes) is too large for one command-line argument; "
             f"passing it in {path}")
     argv = agents.claude_argv(prompt, danger=ctx.options.danger, model=ctx.model)
+    if ctx.settings.respawn_safety:
+        note = respawn.neutralise_ralph_loop(ctx.cwd)           # issue 6: no inherited ralph-loop
+        if note:
+            notice(ctx, "respawn_safety", note)
+    fresh = fresh_start.consume(ctx.ralph_dir)                  # issue 6: FRESH_START is one-shot
+    argv += fresh_start.session_resume_args(ctx.settings.continue_session, fresh)  # --continue: opt-in
     log_path = workspace.ralph_subdir(ctx.cwd, "logs") / f"{ctx.session_stem()}.jsonl"
     sys.stdout.flush()
     result = session.run(argv, env=ctx.env, log_path=log_path,  # claude -p "$PROMPT" ... | tee | jq
@@ -176,6 +191,35 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
     if not result.started:
         warn(f"Error: cannot run '{agents.AGENT}': {result.error}")
     return result
+
+
+def record(ctx: RunContext, event: str, **fields: object) -> None:
+    """One events.jsonl line of this run (issue 4's writer)."""
+    progress.append_event(ctx.ralph_dir, ctx.run_id, event, **fields)
+
+
+def notice(ctx: RunContext, kind: str, message: str) -> None:
+    """A feature's notice: stderr (stdout stays ralph.sh's) and a `log` event."""
+    warn(message)
+    record(ctx, "log", kind=kind, message=message)
+
+
+def report(ctx: RunContext, step: assign_mode.Step) -> assign_mode.Step:
+    """Print and record what an assignment-mode step did (issue 6)."""
+    for kind, message in step.notices:
+        notice(ctx, kind, message)
+    for event in step.events:
+        record(ctx, **event)
+    return step
+
+
+def finish(ctx: RunContext, line: str) -> int:
+    """An end of the build loop: ralph.sh's line, except that assignment mode never ends
+    with a silent "All tasks complete" while tasks are held (issue 6 respawn guard)."""
+    lines = assign_mode.end_line(ctx.assign.held(), line) if ctx.assign else [line]
+    for text in lines:
+        say(text)
+    return EXIT_OK
 
 
 def loop_separator(ctx: RunContext, n: int) -> None:
@@ -205,22 +249,34 @@ def plan_loop(ctx: RunContext) -> int:
 def build_loop(ctx: RunContext) -> int:
     """s.15."""
     limit, done = ctx.options.max_iterations, 0
+    if ctx.assign:
+        notice(ctx, "assign", ctx.assign.describe())                      # issue 6, on stderr
     while True:
         if limit > 0 and done >= limit:
             say(f"Reached max iterations: {limit}")                       # [SH-COMPAT] exit 0
             return EXIT_OK
+        if ctx.assign:
+            report(ctx, ctx.assign.import_inbox())                        # issue 6: inbox before each claim
         peek = ctx.task.call("peek", "-n", "10", env=ctx.env)             # PEEK_MD=$(task peek -n 10)
         if peek.ok and not peek.output:                                   # nothing claimable: done
-            say("No tasks available. Exiting loop.")
-            return EXIT_OK
-        result = run_session(ctx, "/ralph-build", peek.output)            # claude -p "/ralph-build $PEEK_MD"
+            return finish(ctx, "No tasks available. Exiting loop.")
+        data = peek.output
+        if ctx.assign:
+            step = report(ctx, ctx.assign.before(ctx.agent_id))           # issue 6: ralph claims, injects
+            if step.task is None:                                         # only tasks leased to others
+                return finish(ctx, "No tasks available. Exiting loop.")
+            data = step.prompt_data
+        result = run_session(ctx, "/ralph-build", data)                   # claude -p "/ralph-build $PEEK_MD"
         if result.interrupted:
             return EXIT_INTERRUPTED
+        if ctx.assign:
+            step = report(ctx, ctx.assign.after())                        # issue 6: done -> archive, else fail
+            if step.fail_output:
+                say(step.fail_output)                                     # `failed <id>`, as s.15.5 passes it
         fail_active_tasks(ctx)                                            # crash safety, before plan-status
         counts = ctx.task.call("plan-status", env=ctx.env)                # task plan-status
         if counts.ok and backlog.all_done(counts.output):                 # 0 open, 0 active
-            say("All tasks complete. Exiting loop.")
-            return EXIT_OK
+            return finish(ctx, "All tasks complete. Exiting loop.")
         done += 1
         loop_separator(ctx, done)
 
@@ -250,6 +306,9 @@ def run_mode(mode: str, args: list[str]) -> int:
     task = task_calls.resolve(Path(SCRIPT_DIR), os.environ)      # TASK_SCRIPT=${RALPH_TASK_CMD:-...}
     ctx = RunContext(mode=mode, options=opts, guard=guard,
                      task=dataclasses.replace(task, critical=guard.deferred))
+    ctx.settings = load_settings(opts, ctx.repo)                  # ralph.yml + flags, validated first
+    if mode == "build":                                           # issue 6: template read before any write
+        ctx.assign = assign_mode.setup(ctx.settings, ctx.task.bound(ctx.env), ctx.repo)
     ctx.backend = backend.detect(ctx.env, ctx.cwd, Path(os.path.expanduser("~")))   # detect_backend
     if opts.model is not None:                                    # MODEL=$(jq -r ... models.json)
         ctx.model = backend.resolve_model(opts.model, ctx.backend,
@@ -274,6 +333,16 @@ def run_mode(mode: str, args: list[str]) -> int:
     if ctx.guard.pending:                                         # a signal during the cleanup
         code = EXIT_INTERRUPTED
     return code
+
+
+def load_settings(opts: cli_args.Options, repo: Path) -> config.Settings:
+    """config.load with what the command line gave (None: not given, so ralph.yml counts)."""
+    given = {name: opts.extra.get(name) for name in ("assign", "continue_session")}
+    try:
+        return config.load(given, os.environ, repo)
+    except errors.UsageError as err:
+        problems = getattr(err, "problems", [str(err)])
+        raise errors.UsageError("\n".join(f"Error: {p}" for p in problems)) from None
 
 
 def task_command(args: list[str]) -> int:
