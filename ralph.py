@@ -42,11 +42,13 @@ _bootstrap()
 import dataclasses  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
+import shlex  # noqa: E402
 import time  # noqa: E402
 
 from ralphkit import agents, backend, backlog, cli_args, errors, render, session  # noqa: E402
 from ralphkit import control, install, signals, status, task_calls, workspace  # noqa: E402
-from ralphkit import assign_mode, config, fresh_start, progress, respawn, run_state  # noqa: E402
+from ralphkit import backlog_readonly, config, run_control  # noqa: E402
+from ralphkit import assign_mode, fresh_start, progress, respawn  # noqa: E402
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 
 GENERAL_HELP = """\
@@ -95,19 +97,15 @@ class RunContext:
     run_stamp: str = field(default_factory=lambda: time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     sessions: int = 0                        # sessions started in this run
     cleaned_up: bool = False
-    settings: config.Settings | None = None   # ralph.yml + flags (issue 4's table)
-    repo: Path = field(default_factory=lambda: config.find_repo_root(Path.cwd()))
-    run_id: str = field(default_factory=run_state.new_run_id)   # .ralph/runs/<run_id>/events.jsonl
+    ralph_dir: Path = field(default_factory=lambda: workspace.ralph_dir(Path.cwd()))  # issue 4
+    run: run_control.Run | None = None       # lock + state + progress (issue 4)
+    exit_reason: str = "unexpected error"    # the run's last line, for run_end / ralph status
     assign: assign_mode.AssignMode | None = None   # issue 6: --assign / assign: true
 
     def export(self, name: str, value: str) -> None:
         """s.9: an export reaches every child (explicit env) and ralph.py's own environment."""
         self.env[name] = value
         os.environ[name] = value
-
-    @property
-    def ralph_dir(self) -> Path:
-        return self.repo / ".ralph"
 
     def session_stem(self) -> str:
         return f"{self.run_stamp}-{os.getpid()}-{self.mode}-{self.sessions:03d}"
@@ -177,31 +175,48 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
         say(f"Note: task data ({size} bytes) is too large for one command-line argument; "
             f"passing it in {path}")
     argv = agents.claude_argv(prompt, danger=ctx.options.danger, model=ctx.model)
-    if ctx.settings.respawn_safety:
+    if ctx.options.extra.get("respawn_safety", True):
         note = respawn.neutralise_ralph_loop(ctx.cwd)           # issue 6: no inherited ralph-loop
         if note:
             notice(ctx, "respawn_safety", note)
     fresh = fresh_start.consume(ctx.ralph_dir)                  # issue 6: FRESH_START is one-shot
-    argv += fresh_start.session_resume_args(ctx.settings.continue_session, fresh)  # --continue: opt-in
+    argv += fresh_start.session_resume_args(bool(ctx.options.extra.get("continue_session")), fresh)
     log_path = workspace.ralph_subdir(ctx.cwd, "logs") / f"{ctx.session_stem()}.jsonl"
+    run_control.begin_session(ctx.run, task=ctx.assign and ctx.assign.current,  # issue 4
+                              log=log_path, agent=ctx.agent_id)
     sys.stdout.flush()
     result = session.run(argv, env=ctx.env, log_path=log_path,  # claude -p "$PROMPT" ... | tee | jq
                          out=sys.stdout.buffer, guard=ctx.guard,
-                         on_first_interrupt=lambda: (say(), say(WAITING)))
+                         on_first_interrupt=lambda: (say(), say(WAITING)),
+                         on_start=lambda pid: run_control.agent_started(ctx.run, pid))
     if not result.started:
         warn(f"Error: cannot run '{agents.AGENT}': {result.error}")
     return result
 
 
-def record(ctx: RunContext, event: str, **fields: object) -> None:
-    """One events.jsonl line of this run (issue 4's writer)."""
-    progress.append_event(ctx.ralph_dir, ctx.run_id, event, **fields)
+def record_session(ctx: RunContext, result: session.SessionResult, failed: list[str] = ()) -> None:
+    """Issue 4: the session's outcome in the run state and progress record. In agent-selects
+    build mode the tasks are read back: those the crash-safety step failed, and those this
+    agent marked done since the session started (read-only, no task call)."""
+    completed = []
+    if ctx.agent_id and ctx.task.embedded:
+        completed = backlog_readonly.finished_by(ctx.agent_id, ctx.run.session_since,
+                                                 environ=ctx.env, cwd=ctx.cwd)
+    run_control.end_session(ctx.run, returncode=result.returncode, summary=result.summary,
+                            interrupted=result.interrupted, completed=completed,
+                            failed=list(failed), fail_reason=FAIL_REASON)
 
 
 def notice(ctx: RunContext, kind: str, message: str) -> None:
-    """A feature's notice: stderr (stdout stays ralph.sh's) and a `log` event."""
+    """A feature's notice: stderr (stdout stays ralph.sh's) and a `log` event (issue 4)."""
     warn(message)
     record(ctx, "log", kind=kind, message=message)
+
+
+def record(ctx: RunContext, event: str, **fields: object) -> None:
+    """One line of this run's events.jsonl."""
+    if ctx.run is not None:
+        progress.append_event(ctx.ralph_dir, ctx.run.state.run_id, event, **fields)
 
 
 def report(ctx: RunContext, step: assign_mode.Step) -> assign_mode.Step:
@@ -213,18 +228,27 @@ def report(ctx: RunContext, step: assign_mode.Step) -> assign_mode.Step:
     return step
 
 
-def finish(ctx: RunContext, line: str) -> int:
-    """An end of the build loop: ralph.sh's line, except that assignment mode never ends
-    with a silent "All tasks complete" while tasks are held (issue 6 respawn guard)."""
-    lines = assign_mode.end_line(ctx.assign.held(), line) if ctx.assign else [line]
-    for text in lines:
-        say(text)
-    return EXIT_OK
-
-
 def loop_separator(ctx: RunContext, n: int) -> None:
     ctx.guard.raise_pending()             # a signal during the last in-process task call: stop here
+    run_control.iteration_done(ctx.run, n)                  # issue 4: the counter a resume continues
     say(f"\n\n======================== LOOP {n} ========================")  # printf "\n\nLOOP %d\n"
+
+
+def stop(ctx: RunContext, line: str, code: int = EXIT_OK) -> int:
+    """Print the run's last line; it is also the run's exit reason (run state, ralph status)."""
+    ctx.exit_reason = line.strip()
+    say(line)
+    return code
+
+
+def finish(ctx: RunContext, line: str) -> int:
+    """An end of the build loop: ralph.sh's line, except that assignment mode never ends with
+    a silent "All tasks complete" while tasks are held (issue 6 respawn guard)."""
+    lines = assign_mode.end_line(ctx.assign.held(), line) if ctx.assign else [line]
+    code = stop(ctx, lines[0])
+    for text in lines[1:]:
+        say(text)
+    return code
 
 
 # ---------------------------------------------------------------------------- the loops
@@ -232,29 +256,27 @@ def loop_separator(ctx: RunContext, n: int) -> None:
 def plan_loop(ctx: RunContext) -> int:
     """s.14."""
     limit = ctx.options.max_iterations
-    for i in range(1, limit + 1):
+    for i in range(ctx.run.state.iteration + 1, limit + 1):               # a resumed run goes on
         dag = ctx.task.call("list", "--all", "--markdown", env=ctx.env)   # DAG=$(task list --all --markdown)
         result = run_session(ctx, "/ralph-plan", dag.output)              # claude -p "/ralph-plan $DAG"
+        record_session(ctx, result)                                       # issue 4: progress record
         if result.interrupted:
             return EXIT_INTERRUPTED
         if result.summary is not None and render.promise_received(
                 result.summary, ctx.options.completion_promise):          # grep "<promise>$PROMISE</promise>"
-            say("\nPlan complete: completion promise received.")
-            return EXIT_OK
+            return stop(ctx, "\nPlan complete: completion promise received.")
         loop_separator(ctx, i)
-    say(f"Reached max iterations: {limit}")                               # [SH-COMPAT] exit 0
-    return EXIT_OK
+    return stop(ctx, f"Reached max iterations: {limit}")                  # [SH-COMPAT] exit 0
 
 
 def build_loop(ctx: RunContext) -> int:
     """s.15."""
-    limit, done = ctx.options.max_iterations, 0
+    limit, done = ctx.options.max_iterations, ctx.run.state.iteration   # a resumed run goes on
     if ctx.assign:
         notice(ctx, "assign", ctx.assign.describe())                      # issue 6, on stderr
     while True:
         if limit > 0 and done >= limit:
-            say(f"Reached max iterations: {limit}")                       # [SH-COMPAT] exit 0
-            return EXIT_OK
+            return stop(ctx, f"Reached max iterations: {limit}")          # [SH-COMPAT] exit 0
         if ctx.assign:
             report(ctx, ctx.assign.import_inbox())                        # issue 6: inbox before each claim
         peek = ctx.task.call("peek", "-n", "10", env=ctx.env)             # PEEK_MD=$(task peek -n 10)
@@ -268,12 +290,16 @@ def build_loop(ctx: RunContext) -> int:
             data = step.prompt_data
         result = run_session(ctx, "/ralph-build", data)                   # claude -p "/ralph-build $PEEK_MD"
         if result.interrupted:
+            record_session(ctx, result)                                   # issue 4: progress record
             return EXIT_INTERRUPTED
+        failed = []
         if ctx.assign:
             step = report(ctx, ctx.assign.after())                        # issue 6: done -> archive, else fail
             if step.fail_output:
                 say(step.fail_output)                                     # `failed <id>`, as s.15.5 passes it
-        fail_active_tasks(ctx)                                            # crash safety, before plan-status
+            failed = [step.task] if step.outcome == "failed" else []
+        failed += fail_active_tasks(ctx)                                  # crash safety, before plan-status
+        record_session(ctx, result, failed)                               # issue 4: progress record
         counts = ctx.task.call("plan-status", env=ctx.env)                # task plan-status
         if counts.ok and backlog.all_done(counts.output):                 # 0 open, 0 active
             return finish(ctx, "All tasks complete. Exiting loop.")
@@ -281,16 +307,32 @@ def build_loop(ctx: RunContext) -> int:
         loop_separator(ctx, done)
 
 
-def fail_active_tasks(ctx: RunContext) -> None:
-    """s.15.5: release what the session left active for this agent."""
-    if not ctx.agent_id:
-        return
-    active = ctx.task.call("list", "--status", "active", "--assignee", ctx.agent_id,
+def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = FAIL_REASON,
+                      passthrough: bool = True) -> list[str]:
+    """s.15.5: release what the session left active for this agent; the slugs it failed.
+    Also used on resume for a dead run's agent (its `fail` output not passed through)."""
+    agent = agent or ctx.agent_id
+    if not agent:
+        return []
+    active = ctx.task.call("list", "--status", "active", "--assignee", agent,
                            "--markdown", env=ctx.env)                    # task list --status active ...
-    for slug in backlog.slugs(active.output):
-        sys.stdout.flush()
-        ctx.task.passthrough("fail", slug, "--reason", FAIL_REASON,       # task fail $id --reason "..."
-                             env=ctx.env, out=sys.stdout.buffer)
+    slugs = backlog.slugs(active.output)
+    for slug in slugs:
+        if passthrough:
+            sys.stdout.flush()
+            ctx.task.passthrough("fail", slug, "--reason", reason,        # task fail $id --reason "..."
+                                 env=ctx.env, out=sys.stdout.buffer)
+        else:
+            ctx.task.call("fail", slug, "--reason", reason, env=ctx.env)
+    return slugs
+
+
+def release_dead_agent(ctx: RunContext, agent: str, reason: str) -> list[str]:
+    """Issue 4, on resume after a crash: fail what the dead run's agent still holds, then
+    deregister it (quietly: these are not this run's calls of s.1's table)."""
+    slugs = fail_active_tasks(ctx, agent, reason, passthrough=False)
+    ctx.task.call("agent", "deregister", agent, env=ctx.env)
+    return slugs
 
 
 # ---------------------------------------------------------------------------- commands
@@ -303,46 +345,126 @@ def run_mode(mode: str, args: list[str]) -> int:
     if opts.help:
         say(cli_args.help_text(mode), end="")
         return EXIT_OK
+    settings = load_settings(opts)                                # issue 4: CLI > env > ralph.yml > defaults
+    if settings is None:
+        return EXIT_USAGE
+    opts = cli_args.settle(opts, settings)
     task = task_calls.resolve(Path(SCRIPT_DIR), os.environ)      # TASK_SCRIPT=${RALPH_TASK_CMD:-...}
     ctx = RunContext(mode=mode, options=opts, guard=guard,
                      task=dataclasses.replace(task, critical=guard.deferred))
-    ctx.settings = load_settings(opts, ctx.repo)                  # ralph.yml + flags, validated first
     if mode == "build":                                           # issue 6: template read before any write
-        ctx.assign = assign_mode.setup(ctx.settings, ctx.task.bound(ctx.env), ctx.repo)
+        ctx.assign = assign_mode.setup(settings, ctx.task.bound(ctx.env),
+                                       config.find_repo_root(ctx.cwd), ctx.ralph_dir)
     ctx.backend = backend.detect(ctx.env, ctx.cwd, Path(os.path.expanduser("~")))   # detect_backend
-    if opts.model is not None:                                    # MODEL=$(jq -r ... models.json)
-        ctx.model = backend.resolve_model(opts.model, ctx.backend,
-                                          backend.models_file(Path(SCRIPT_DIR)))
+    resolve_model(ctx)                                            # MODEL=$(jq -r ... models.json)
     if not workspace.specs_present(ctx.cwd):                      # [ -d specs ] && [ "$(ls -A specs)" ]
         say(NO_SPECS)                                             # [SH-COMPAT] on stdout
         return EXIT_USAGE
-    code = EXIT_INTERRUPTED
+    if opts.dry_run:
+        return dry_run(ctx)                                       # issue 4: writes nothing
+    code, error = EXIT_USAGE, None
     try:
+        start_run(ctx, settings)                                  # issue 4: lock (exit 3), state, resume
         session_setup(ctx)                                        # [SAFER] cleanup armed from here on
         ctx.guard.raise_pending()                                 # a signal during an in-process call
         banner(ctx)
         code = plan_loop(ctx) if mode == "plan" else build_loop(ctx)
     except signals.Interrupted:                                   # trap 'exit 130' INT TERM
         code = EXIT_INTERRUPTED
+    except errors.RalphError as err:                              # printed by main(), after the cleanup
+        error, code, ctx.exit_reason = err, err.exit_code, str(err)
     finally:
         while not ctx.cleaned_up:                                 # trap cleanup EXIT
             try:
                 exit_cleanup(ctx)
             except signals.Interrupted:                           # arrived just before it was armed
                 code = EXIT_INTERRUPTED
-    if ctx.guard.pending:                                         # a signal during the cleanup
-        code = EXIT_INTERRUPTED
+        if ctx.guard.pending:                                     # a signal during the cleanup
+            code = EXIT_INTERRUPTED
+        try:                                                      # issue 4: after deregistration,
+            run_control.finish_run(ctx.run, code,                 # lock released last
+                                   "interrupted" if code == EXIT_INTERRUPTED else ctx.exit_reason)
+        except errors.EnvironmentFailure as err:
+            error = error or err
+    if error is not None:
+        raise error
     return code
 
 
-def load_settings(opts: cli_args.Options, repo: Path) -> config.Settings:
-    """config.load with what the command line gave (None: not given, so ralph.yml counts)."""
-    given = {name: opts.extra.get(name) for name in ("assign", "continue_session")}
+def load_settings(opts: cli_args.Options) -> config.Settings | None:
+    """Issue 4: ralph.yml at the git top level, the environment and the flags, validated before
+    anything is written; each problem is its own `Error: ` line (exit 1)."""
     try:
-        return config.load(given, os.environ, repo)
+        return config.load(cli_args.given_values(opts), os.environ,
+                           config.find_repo_root(Path.cwd()))
     except errors.UsageError as err:
-        problems = getattr(err, "problems", [str(err)])
-        raise errors.UsageError("\n".join(f"Error: {p}" for p in problems)) from None
+        for line in getattr(err, "problems", [str(err)]):
+            warn(line if line.startswith("Error: ") else f"Error: {line}")
+        return None
+
+
+def resolve_model(ctx: RunContext) -> None:
+    if ctx.options.model is not None:                             # s.7
+        ctx.model = backend.resolve_model(ctx.options.model, ctx.backend,
+                                          backend.models_file(Path(SCRIPT_DIR)))
+
+
+# Settings a run does not persist: how this invocation runs, not what the run is.
+NOT_PERSISTED = ("max_iterations", "dry_run", "resume")
+
+
+def start_run(ctx: RunContext, settings: config.Settings) -> None:
+    """Issue 4: the run lock before the first write to the backlog (`agent register`), then the
+    run state: a new run, or the interrupted one resumed with its counters and its persisted
+    settings (they win over the flags given now; each mismatch is a stderr line)."""
+    workspace.ralph_subdir(ctx.ralph_dir.parent, "runs")         # .ralph/ with its .gitignore (exit 8)
+    options = {k: v for k, v in settings.explicit().items() if k not in NOT_PERSISTED}
+    asked = settings.max_iterations if settings.source("max_iterations") != "default" else None
+    with ctx.guard.deferred():                                    # a signal cannot split lock and state
+        ctx.run = run_control.start_run(
+            ctx.ralph_dir, ctx.mode, max_iterations=ctx.options.max_iterations,
+            cli_max_iterations=asked, options=options, resume=ctx.options.resume,
+            recover=lambda agent, reason: release_dead_agent(ctx, agent, reason))
+    for note in ctx.run.notes:                                    # stderr: stdout stays s.10's
+        warn(note)
+    state = ctx.run.state
+    ctx.options = cli_args.settle(ctx.options, {**state.options,
+                                                "max_iterations": state.max_iterations})
+    resolve_model(ctx)
+
+
+def dry_run(ctx: RunContext) -> int:
+    """Issue 4: print what this run would do (the run it would start or resume, the task data,
+    the prompt, the agent argv) and write nothing: no lock, state, log, agent registration,
+    database change, .ralph/ or .gitignore. Exit 0."""
+    ctx.branch = workspace.current_branch(ctx.env)                # BRANCH=$(git branch --show-current)
+    banner(ctx)
+    say("Dry run: nothing is written (no run lock, run state, log, agent registration "
+        "or task change).")
+    say(run_control.preview(ctx.ralph_dir, ctx.mode))
+    argv = ("peek", "-n", "10") if ctx.mode == "build" else ("list", "--all", "--markdown")
+    data = ""
+    if not ctx.task.embedded:
+        say(f"Task data: not read: the task command {ctx.task.command} is not ralph.py's own "
+            "and might write")
+    else:
+        read = backlog_readonly.call(list(argv), environ=ctx.env, cwd=ctx.cwd)
+        if read.db_path is not None and not read.exists:
+            say(f"Task data: none: {read.db_path} does not exist yet (the first task call "
+                "creates it)")
+        else:
+            say(f"Task data (task {' '.join(argv)}, read-only):")
+            say(read.output or "(empty)")
+            data = read.output if read.ok else ""
+            if ctx.mode == "build" and read.ok and not read.output:
+                say("No tasks available: the run would stop here without starting the agent.")
+    command = f"/ralph-{ctx.mode}"
+    prompt = f"{command} {data}" if data else command
+    say("Prompt:")
+    say(prompt)
+    say("Agent argv:")
+    say(shlex.join(agents.claude_argv(prompt, danger=ctx.options.danger, model=ctx.model)))
+    return EXIT_OK
 
 
 def task_command(args: list[str]) -> int:
@@ -366,8 +488,8 @@ COMMANDS = {
     "build": lambda args: run_mode("build", args),
     "task": task_command,
     "install": lambda args: install.main(args),        # Claude Code skills + hooks (README)
-    "status": lambda args: status.main(args),          # is a run alive, what is it doing
-    "ctl": lambda args: control.main(args),            # pause | resume | stop a run between sessions
+    "status": lambda args: status.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # is a run alive
+    "ctl": lambda args: control.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # pause | resume | stop
 }
 
 

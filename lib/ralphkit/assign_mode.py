@@ -31,6 +31,7 @@ class Step:
     prompt_data: str = ""                # the text after `/ralph-build ` (the anti-drift block)
     task: str | None = None              # the assigned task's id
     fail_output: str = ""                # `failed <id>`: passed through to stdout (s.15.5)
+    outcome: str = ""                    # after(): completed | failed | released | unknown
 
 
 @dataclass
@@ -83,7 +84,7 @@ class AssignMode:
             return step
         out = assigned_session.finish_assigned_session(
             self.task_call, task_id, repo=self.repo, ralph_dir=self.ralph_dir, guard=self.guard)
-        step.fail_output = out.fail_output
+        step.fail_output, step.outcome = out.fail_output, out.outcome
         step.notices += [("assign", m) for m in out.messages if m]
         event = out.as_event()
         if out.archive is not None:
@@ -109,13 +110,12 @@ class AssignMode:
                 if r.get("held") and r.get("status") not in ("done", "deleted")]
 
 
-def setup(settings: Mapping, task_call: TaskCall, repo: Path) -> AssignMode | None:
+def setup(settings: Mapping, task_call: TaskCall, repo: Path, ralph_dir: Path) -> AssignMode | None:
     """The run's AssignMode, or None when assignment mode is off. Reads the template now:
     UsageError (exit 1) before the first write, never with a task claimed."""
     if not settings.get("assign"):
         return None
     template = assignment.load_template(_path(repo, settings.get("assign_prompt")))
-    ralph_dir = repo / ".ralph"
     timeout = settings.get("session_timeout") or 0
     # The claim's lease outlives the session (its timeout), so no other claimer takes the
     # task over while its agent still works on it.
