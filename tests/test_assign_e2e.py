@@ -279,6 +279,6 @@ def test_without_assign_no_task_file_is_written_and_the_agent_picks(
     proc = run_ralph("build", "-n", "1")
     assert proc.returncode == 0 and proc.stderr == ""
     ralph = git_repo / ".ralph"
-    for name in ("current-task.json", "backlog.json", "spawns.json", "completed", "FRESH_START", "runs"):
+    for name in ("current-task.json", "backlog.json", "spawns.json", "completed", "FRESH_START"):
         assert not (ralph / name).exists(), name
     assert git(git_repo, "status", "--porcelain") == ""
