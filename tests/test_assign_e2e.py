@@ -74,6 +74,7 @@ def test_finished_tasks_are_claimed_in_priority_order_archived_and_fresh_started
     assert json.loads((git_repo / ".ralph" / "backlog.json").read_text())["tasks"] == []
     assert [(e["task"], e["spawn"]) for e in of("task_assigned", git_repo)] == [("web/login", 1), ("later", 1)]
     assert [e["task"] for e in of("task_completed", git_repo)] == ["web/login", "later"]
+    assert [e["task"] for e in of("session_start", git_repo)] == ["web/login", "later"]
     assert "assigned task web/login" in proc.stderr
 
 
@@ -92,6 +93,9 @@ def test_a_session_that_exits_without_finishing_fails_its_task_with_the_reason(
     assert [t["id"] for t in json.loads((git_repo / ".ralph" / "backlog.json").read_text())["tasks"]] == ["t1"]
     [failed] = of("task_failed", git_repo)
     assert (failed["task"], failed["status"], failed["held"]) == ("t1", "open", False)
+    [end] = of("session_end", git_repo)
+    assert (end["task"], end["outcome"], end["reason"]) == (
+        "t1", "failed", "session exited without completing task")
     assert "task t1: not done after the session" in proc.stderr
 
 
