@@ -460,6 +460,9 @@ def dry_run(ctx: RunContext) -> int:
                 say("No tasks available: the run would stop here without starting the agent.")
     command = f"/ralph-{ctx.mode}"
     prompt = f"{command} {data}" if data else command
+    if ctx.assign:                                                # issue 6: a claim would write
+        say("Assignment mode: ralph would claim the first claimable task and send its "
+            "anti-drift block instead of this prompt.")
     say("Prompt:")
     say(prompt)
     say("Agent argv:")

@@ -286,3 +286,12 @@ def test_without_assign_no_task_file_is_written_and_the_agent_picks(
     for name in ("current-task.json", "backlog.json", "spawns.json", "completed", "FRESH_START"):
         assert not (ralph / name).exists(), name
     assert git(git_repo, "status", "--porcelain") == ""
+
+
+def test_a_dry_run_in_assignment_mode_claims_nothing_and_says_so(build, run_task, git_repo, agent):
+    run_task("create", "t1", "Only task")
+    proc = build("finish", "--assign", "--dry-run")
+    assert proc.returncode == 0
+    assert "Assignment mode: ralph would claim the first claimable task" in proc.stdout
+    assert tasks(run_task)["t1"]["status"] == "open" and not agent.exists()
+    assert not (git_repo / ".ralph" / "current-task.json").exists()
