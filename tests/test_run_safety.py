@@ -31,6 +31,18 @@ fi
 """
 
 
+def _group_members(pgid: int) -> list[int]:
+    import psutil
+    members = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                members.append(proc.pid)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return members
+
+
 def sync(run_task, *slugs: str) -> None:
     lines = "".join(json.dumps({"id": s, "t": f"Task {s}"}) + "\n" for s in slugs)
     assert run_task("plan-sync", input=lines).returncode == 0
@@ -83,7 +95,10 @@ def test_kill_9_mid_session_then_build_again_takes_over_fails_the_task_and_resum
     assert before["endedAt"] is None and before["iteration"] == 1
     assert before["sessionsStarted"] == 2
 
-    second = run_ralph("build", "-n", "1", env={**action, "HANG_AT": "0"})   # -n disagrees: 5 wins
+    try:
+        second = run_ralph("build", "-n", "1", env={**action, "HANG_AT": "0"})  # -n disagrees
+    finally:
+        Path(action["RELEASE"]).touch()                     # never leave the hung action behind
 
     assert second.returncode == 0, second.stderr
     run_id = run_dir.name
@@ -94,6 +109,9 @@ def test_kill_9_mid_session_then_build_again_takes_over_fails_the_task_and_resum
     assert "LOOP 1 " not in second.stdout and "LOOP 2 " in second.stdout   # the count goes on
     assert second.stdout.startswith("\u2501")                   # nothing before the banner
     assert not alive(agent_pid)                                 # the dead run's agent is gone
+    assert not _group_members(agent_pid)                        # and its children too
+    assert f"killed what was left of the dead run's agent (process group {agent_pid})" \
+        in second.stderr
     reason = f"ralph.py exited during the session (run {run_id})"
     tasks = {t["id"]: t for t in export(run_task)}
     assert sorted(tasks) == ["t1", "t2", "t3"]                  # nothing lost or duplicated
@@ -246,3 +264,39 @@ def test_ralph_status_shows_the_run_while_it_runs_and_after_it_ended(
     assert after["exitReason"] == "Reached max iterations: 1"
     assert after["lastOutcomes"][0]["n"] == 1 and after["lastOutcomes"][0]["exit_code"] == 0
     assert after["lastOutcomes"][0]["outcome"] == "no task"
+
+
+def test_resume_flag_continues_a_run_stopped_by_ctrl_c_and_a_plain_run_does_not(
+        git_repo, base_env, run_task, run_ralph, bin_dir, tmp_path):
+    install_stub(bin_dir, stub="claude_signals")
+    sync(run_task, "t1")
+    pidfile = tmp_path / "agent.pid"
+    first = Running(["build", "-n", "3"], cwd=git_repo, env={**base_env,
+                                                             "STUB_PIDFILE": str(pidfile)})
+    try:
+        wait_for(pidfile.exists, timeout=20)
+        os.kill(first.proc.pid, signal.SIGINT)
+        assert first.wait() == 130
+    finally:
+        first.kill()
+    run_dir, = runs(git_repo)
+    assert state_of(run_dir)["exitCode"] == 130
+
+    nothing = run_ralph("build", "--resume", "-n", "1", env={"STUB_EXIT_AT_ONCE": "1"})
+    assert nothing.returncode == 0, nothing.stderr
+    assert (f"Resuming run {run_dir.name} (stopped by a signal at iteration 0, "
+            "1 sessions started)") in nothing.stderr
+    assert "max_iterations: this run keeps 3 (asked for 1 now)" in nothing.stderr
+    assert "Max:    3 iterations" in nothing.stdout
+    assert runs(git_repo) == [run_dir] and state_of(run_dir)["sessionsStarted"] == 4
+
+    plain = run_ralph("build", "-n", "1", env={"STUB_EXIT_AT_ONCE": "1"})
+    assert plain.returncode == 0 and "Resuming" not in plain.stderr
+    assert len(runs(git_repo)) == 2
+
+
+def test_resume_flag_with_nothing_to_resume_starts_a_new_run_and_says_so(git_repo, run_ralph):
+    result = run_ralph("build", "--resume", env={"RALPH_TASK_CMD": "true"})   # peek: empty
+    run_dir, = runs(git_repo)
+    assert result.returncode == 0 and "No tasks available. Exiting loop." in result.stdout
+    assert f"Nothing to resume: starting run {run_dir.name}\n" == result.stderr
