@@ -75,6 +75,8 @@ def test_finished_tasks_are_claimed_in_priority_order_archived_and_fresh_started
     assert [(e["task"], e["spawn"]) for e in of("task_assigned", git_repo)] == [("web/login", 1), ("later", 1)]
     assert [e["task"] for e in of("task_completed", git_repo)] == ["web/login", "later"]
     assert [e["task"] for e in of("session_start", git_repo)] == ["web/login", "later"]
+    assert [(e["task"], e["outcome"]) for e in of("session_end", git_repo)] == [
+        ("web/login", "completed"), ("later", "completed")]
     assert "assigned task web/login" in proc.stderr
 
 
