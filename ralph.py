@@ -352,9 +352,8 @@ def run_mode(mode: str, args: list[str]) -> int:
     task = task_calls.resolve(Path(SCRIPT_DIR), os.environ)      # TASK_SCRIPT=${RALPH_TASK_CMD:-...}
     ctx = RunContext(mode=mode, options=opts, guard=guard,
                      task=dataclasses.replace(task, critical=guard.deferred))
-    if mode == "build":                                           # issue 6: template read before any write
-        ctx.assign = assign_mode.setup(settings, ctx.task.bound(ctx.env),
-                                       config.find_repo_root(ctx.cwd), ctx.ralph_dir)
+    if mode == "build":
+        assign_mode.validate(settings, config.find_repo_root(ctx.cwd))   # issue 6: template, before any write
     ctx.backend = backend.detect(ctx.env, ctx.cwd, Path(os.path.expanduser("~")))   # detect_backend
     resolve_model(ctx)                                            # MODEL=$(jq -r ... models.json)
     if not workspace.specs_present(ctx.cwd):                      # [ -d specs ] && [ "$(ls -A specs)" ]
@@ -365,6 +364,9 @@ def run_mode(mode: str, args: list[str]) -> int:
     code, error = EXIT_USAGE, None
     try:
         start_run(ctx, settings)                                  # issue 4: lock (exit 3), state, resume
+        if mode == "build":                                       # issue 6: a resumed run keeps its mode
+            ctx.assign = assign_mode.setup(ctx.options.extra, ctx.task.bound(ctx.env),
+                                           config.find_repo_root(ctx.cwd), ctx.ralph_dir)
         session_setup(ctx)                                        # [SAFER] cleanup armed from here on
         ctx.guard.raise_pending()                                 # a signal during an in-process call
         banner(ctx)
@@ -460,7 +462,7 @@ def dry_run(ctx: RunContext) -> int:
                 say("No tasks available: the run would stop here without starting the agent.")
     command = f"/ralph-{ctx.mode}"
     prompt = f"{command} {data}" if data else command
-    if ctx.assign:                                                # issue 6: a claim would write
+    if ctx.options.extra.get("assign"):                           # issue 6: a claim would write
         say("Assignment mode: ralph would claim the first claimable task and send its "
             "anti-drift block instead of this prompt.")
     say("Prompt:")

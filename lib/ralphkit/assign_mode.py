@@ -126,6 +126,13 @@ def setup(settings: Mapping, task_call: TaskCall, repo: Path, ralph_dir: Path) -
                       lease=lease)
 
 
+def validate(settings: Mapping, repo: Path) -> None:
+    """Read the template when assignment mode is asked for: UsageError (exit 1) before the
+    first write of the run, not after the run lock is taken."""
+    if settings.get("assign"):
+        assignment.load_template(_path(repo, settings.get("assign_prompt")))
+
+
 def _path(repo: Path, value: str | None) -> Path | None:
     """A configured path: relative ones are relative to the repository root (ralph.yml's)."""
     return (repo / value) if value else None
@@ -148,4 +155,4 @@ def end_line(held: list[tuple[str, str]], default: str) -> list[str]:
             "Release a held task with: ralph task _unhold <id>"]
 
 
-__all__ = ["AssignMode", "Step", "setup", "end_line"]
+__all__ = ["AssignMode", "Step", "setup", "validate", "end_line"]
