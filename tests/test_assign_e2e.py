@@ -297,3 +297,13 @@ def test_a_dry_run_in_assignment_mode_claims_nothing_and_says_so(build, run_task
     assert "Assignment mode: ralph would claim the first claimable task" in proc.stdout
     assert tasks(run_task)["t1"]["status"] == "open" and not agent.exists()
     assert not (git_repo / ".ralph" / "current-task.json").exists()
+
+
+def test_assignment_mode_works_through_a_task_command_run_as_a_process(
+        build, run_task, git_repo):
+    task_cmd = Path(__file__).resolve().parent.parent / "scripts" / "task"
+    run_task("create", "t1", "Only task")
+    proc = build("finish", "--assign", env={"RALPH_TASK_CMD": str(task_cmd)})
+    assert proc.returncode == 0 and FINISHED in proc.stdout, proc.stderr
+    assert json.loads((git_repo / ".ralph" / "completed" / "t1.json").read_text())["verification_notes"]
+    assert [e["task"] for e in of("task_completed", git_repo)] == ["t1"]
