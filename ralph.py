@@ -48,6 +48,7 @@ import time  # noqa: E402
 from ralphkit import agents, backend, backlog, cli_args, errors, render, session  # noqa: E402
 from ralphkit import control, install, signals, status, task_calls, workspace  # noqa: E402
 from ralphkit import backlog_readonly, config, run_control, scope_run  # noqa: E402
+from ralphkit import assign_mode, fresh_start, progress, respawn  # noqa: E402
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 
 GENERAL_HELP = """\
@@ -100,6 +101,7 @@ class RunContext:
     run: run_control.Run | None = None       # lock + state + progress (issue 4)
     exit_reason: str = "unexpected error"    # the run's last line, for run_end / ralph status
     freeze: scope_run.Freeze | None = None   # FREEZE_SCOPE: the frozen scope (issue 5)
+    assign: assign_mode.AssignMode | None = None   # issue 6: --assign / assign: true
 
     def export(self, name: str, value: str) -> None:
         """s.9: an export reaches every child (explicit env) and ralph.py's own environment."""
@@ -206,8 +208,15 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
         say(f"Note: task data ({size} bytes) is too large for one command-line argument; "
             f"passing it in {path}")
     argv = agents.claude_argv(prompt, danger=ctx.options.danger, model=ctx.model)
+    if ctx.options.extra.get("respawn_safety", True):
+        note = respawn.neutralise_ralph_loop(ctx.cwd)           # issue 6: no inherited ralph-loop
+        if note:
+            notice(ctx, "respawn_safety", note)
+    fresh = fresh_start.consume(ctx.ralph_dir)                  # issue 6: FRESH_START is one-shot
+    argv += fresh_start.session_resume_args(bool(ctx.options.extra.get("continue_session")), fresh)
     log_path = workspace.ralph_subdir(ctx.cwd, "logs") / f"{ctx.session_stem()}.jsonl"
-    run_control.begin_session(ctx.run, task=None, log=log_path, agent=ctx.agent_id)  # issue 4
+    run_control.begin_session(ctx.run, task=ctx.assign and ctx.assign.current,  # issue 4
+                              log=log_path, agent=ctx.agent_id)
     sys.stdout.flush()
     result = session.run(argv, env=ctx.env, log_path=log_path,  # claude -p "$PROMPT" ... | tee | jq
                          out=sys.stdout.buffer, guard=ctx.guard,
@@ -231,6 +240,27 @@ def record_session(ctx: RunContext, result: session.SessionResult, failed: list[
                             failed=list(failed), fail_reason=FAIL_REASON)
 
 
+def notice(ctx: RunContext, kind: str, message: str) -> None:
+    """A feature's notice: stderr (stdout stays ralph.sh's) and a `log` event (issue 4)."""
+    warn(message)
+    record(ctx, "log", kind=kind, message=message)
+
+
+def record(ctx: RunContext, event: str, **fields: object) -> None:
+    """One line of this run's events.jsonl."""
+    if ctx.run is not None:
+        progress.append_event(ctx.ralph_dir, ctx.run.state.run_id, event, **fields)
+
+
+def report(ctx: RunContext, step: assign_mode.Step) -> assign_mode.Step:
+    """Print and record what an assignment-mode step did (issue 6)."""
+    for kind, message in step.notices:
+        notice(ctx, kind, message)
+    for event in step.events:
+        record(ctx, **event)
+    return step
+
+
 def loop_separator(ctx: RunContext, n: int) -> None:
     ctx.guard.raise_pending()             # a signal during the last in-process task call: stop here
     run_control.iteration_done(ctx.run, n)                  # issue 4: the counter a resume continues
@@ -241,6 +271,16 @@ def stop(ctx: RunContext, line: str, code: int = EXIT_OK) -> int:
     """Print the run's last line; it is also the run's exit reason (run state, ralph status)."""
     ctx.exit_reason = line.strip()
     say(line)
+    return code
+
+
+def finish(ctx: RunContext, line: str) -> int:
+    """An end of the build loop: ralph.sh's line, except that assignment mode never ends with
+    a silent "All tasks complete" while tasks are held (issue 6 respawn guard)."""
+    lines = assign_mode.end_line(ctx.assign.held(), line) if ctx.assign else [line]
+    code = stop(ctx, lines[0])
+    for text in lines[1:]:
+        say(text)
     return code
 
 
@@ -266,23 +306,39 @@ def plan_loop(ctx: RunContext) -> int:
 def build_loop(ctx: RunContext) -> int:
     """s.15."""
     limit, done = ctx.options.max_iterations, ctx.run.state.iteration   # a resumed run goes on
+    if ctx.assign:
+        notice(ctx, "assign", ctx.assign.describe())                      # issue 6, on stderr
     while True:
         if limit > 0 and done >= limit:
             return stop(ctx, f"Reached max iterations: {limit}")          # [SH-COMPAT] exit 0
         if check_scope(ctx):                                              # FREEZE_SCOPE: target met
             return stop(ctx, "All frozen tasks complete. Exiting loop.")
+        if ctx.assign:
+            report(ctx, ctx.assign.import_inbox())                        # issue 6: inbox before each claim
         peek = ctx.task.call("peek", "-n", "10", env=ctx.env)             # PEEK_MD=$(task peek -n 10)
         if peek.ok and not peek.output:                                   # nothing claimable: done
-            return stop(ctx, "No tasks available. Exiting loop.")
-        result = run_session(ctx, "/ralph-build", peek.output)            # claude -p "/ralph-build $PEEK_MD"
+            return finish(ctx, "No tasks available. Exiting loop.")
+        data = peek.output
+        if ctx.assign:
+            step = report(ctx, ctx.assign.before(ctx.agent_id))           # issue 6: ralph claims, injects
+            if step.task is None:                                         # only tasks leased to others
+                return finish(ctx, "No tasks available. Exiting loop.")
+            data = step.prompt_data
+        result = run_session(ctx, "/ralph-build", data)                   # claude -p "/ralph-build $PEEK_MD"
         if result.interrupted:
             record_session(ctx, result)                                   # issue 4: progress record
             return EXIT_INTERRUPTED
-        failed = fail_active_tasks(ctx)                                   # crash safety, before plan-status
+        failed = []
+        if ctx.assign:
+            step = report(ctx, ctx.assign.after())                        # issue 6: done -> archive, else fail
+            if step.fail_output:
+                say(step.fail_output)                                     # `failed <id>`, as s.15.5 passes it
+            failed = [step.task] if step.outcome == "failed" else []
+        failed += fail_active_tasks(ctx)                                  # crash safety, before plan-status
         record_session(ctx, result, failed)                               # issue 4: progress record
         counts = ctx.task.call("plan-status", env=ctx.env)                # task plan-status
         if counts.ok and backlog.all_done(counts.output):                 # 0 open, 0 active
-            return stop(ctx, "All tasks complete. Exiting loop.")
+            return finish(ctx, "All tasks complete. Exiting loop.")
         done += 1
         loop_separator(ctx, done)
 
@@ -332,6 +388,8 @@ def run_mode(mode: str, args: list[str]) -> int:
     task = task_calls.resolve(Path(SCRIPT_DIR), os.environ)      # TASK_SCRIPT=${RALPH_TASK_CMD:-...}
     ctx = RunContext(mode=mode, options=opts, guard=guard,
                      task=dataclasses.replace(task, critical=guard.deferred))
+    if mode == "build":
+        assign_mode.validate(settings, config.find_repo_root(ctx.cwd))   # issue 6: template, before any write
     ctx.backend = backend.detect(ctx.env, ctx.cwd, Path(os.path.expanduser("~")))   # detect_backend
     resolve_model(ctx)                                            # MODEL=$(jq -r ... models.json)
     if not workspace.specs_present(ctx.cwd):                      # [ -d specs ] && [ "$(ls -A specs)" ]
@@ -342,6 +400,9 @@ def run_mode(mode: str, args: list[str]) -> int:
     code, error = EXIT_USAGE, None
     try:
         start_run(ctx, settings)                                  # issue 4: lock (exit 3), state, resume
+        if mode == "build":                                       # issue 6: a resumed run keeps its mode
+            ctx.assign = assign_mode.setup(ctx.options.extra, ctx.task.bound(ctx.env),
+                                           config.find_repo_root(ctx.cwd), ctx.ralph_dir)
         session_setup(ctx)                                        # [SAFER] cleanup armed from here on
         freeze_scope(ctx)                                         # FREEZE_SCOPE: snapshot the backlog
         ctx.guard.raise_pending()                                 # a signal during an in-process call
@@ -438,6 +499,9 @@ def dry_run(ctx: RunContext) -> int:
                 say("No tasks available: the run would stop here without starting the agent.")
     command = f"/ralph-{ctx.mode}"
     prompt = f"{command} {data}" if data else command
+    if ctx.options.extra.get("assign"):                           # issue 6: a claim would write
+        say("Assignment mode: ralph would claim the first claimable task and send its "
+            "anti-drift block instead of this prompt.")
     say("Prompt:")
     say(prompt)
     say("Agent argv:")

@@ -15,7 +15,8 @@ from ralphkit.assigned_session import (FAIL_REASON, finish_assigned_session,
                                        start_assigned_session)
 from ralphkit.errors import UsageError
 from ralphkit.respawn import RespawnGuard
-from ralphkit.task_client import export_tasks, inprocess_task_call
+from ralphkit import task_calls
+from ralphkit.task_client import export_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = ROOT / "scripts" / "task"
@@ -26,7 +27,7 @@ STUB = ROOT / "tests" / "stubs" / "claude-assigned"
 def task_call(git_repo, base_env, monkeypatch):
     """The real task CLI, in process (fast); the stub agents use scripts/task as a process."""
     monkeypatch.chdir(git_repo)
-    return inprocess_task_call(base_env)
+    return task_calls.resolve(ROOT, base_env).bound(base_env)   # the loop's own call
 
 
 @pytest.fixture

@@ -2,28 +2,34 @@
 task CLI (own and external-style), why / criteria / source, and the anti-drift template."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 from ralphkit import assignment
 from ralphkit.errors import UsageError
-from ralphkit.task_client import inprocess_task_call, parse_markdown_kv, parse_show, subprocess_task_call
+from ralphkit import task_calls
+from ralphkit.markdown_kv import parse_markdown_kv
+from ralphkit.task_client import parse_show
 
-TASK = Path(__file__).resolve().parent.parent / "scripts" / "task"
+ROOT = Path(__file__).resolve().parent.parent
+TASK = ROOT / "scripts" / "task"
 
 
 @pytest.fixture
 def task_call(git_repo, base_env, monkeypatch):
     """The real task CLI, in process (fast); the stub agents use scripts/task as a process."""
     monkeypatch.chdir(git_repo)
-    return inprocess_task_call(base_env)
+    return task_calls.resolve(ROOT, base_env).bound(base_env)   # the loop's own call
 
 
 @pytest.fixture
-def process_task_call(git_repo, base_env):
-    return subprocess_task_call([sys.executable, str(TASK)], cwd=git_repo, env=base_env)
+def process_task_call(git_repo, base_env, monkeypatch):
+    """scripts/task as a process, as with RALPH_TASK_CMD (the loop's subprocess call)."""
+    monkeypatch.chdir(git_repo)
+    command = task_calls.resolve(ROOT, {**base_env, "RALPH_TASK_CMD": str(TASK)})
+    assert not command.embedded
+    return command.bound(base_env)
 
 
 @pytest.fixture

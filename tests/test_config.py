@@ -37,7 +37,8 @@ def test_defaults_come_from_the_issues_without_any_file_or_variable(tmp_path: Pa
 
 def test_every_setting_row_is_complete():
     for setting in config.SETTINGS:
-        assert setting.help and setting.flag == "--" + setting.name.replace("_", "-")
+        # flag None: a ralph.yml-only setting (issue 6's assign_prompt, inbox, respawn_limit, ...)
+        assert setting.help and setting.flag in (None, "--" + setting.name.replace("_", "-"))
         assert setting.kind in ("int", "bool", "number", "duration", "text")
 
 
@@ -97,6 +98,11 @@ max_limit_wait: 6h
 agent: pi
 agent_cmd: /opt/pi/bin/pi
 parallel: 3
+assign_prompt: prompts/mine.md
+inbox: incoming
+respawn_limit: 5
+continue_session: on
+respawn_safety: off
 """
     settings = load(tmp_path, yml)
     assert set(settings.explicit()) == {s.name for s in config.SETTINGS}

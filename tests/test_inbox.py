@@ -9,16 +9,17 @@ from pathlib import Path
 import pytest
 
 from ralphkit import assignment, inbox
-from ralphkit.task_client import export_tasks, inprocess_task_call
+from ralphkit import task_calls
+from ralphkit.task_client import export_tasks
 
-
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
 def task_call(git_repo, base_env, monkeypatch):
     """The real task CLI, in process (fast); the stub agents use scripts/task as a process."""
     monkeypatch.chdir(git_repo)
-    return inprocess_task_call(base_env)
+    return task_calls.resolve(ROOT, base_env).bound(base_env)   # the loop's own call
 
 
 @pytest.fixture

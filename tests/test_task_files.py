@@ -140,3 +140,23 @@ def test_changes_already_uncommitted_at_the_start_are_not_credited_to_the_sessio
     record = json.loads(task_files.archive_completed(ralph, git_repo, current, None).read_text())
     assert record["artifacts"]["uncommitted"] == [{"status": "??", "path": "mine.txt"}]
     assert record["artifacts"]["uncommittedBefore"] == [{"status": "??", "path": "leftover.txt"}]
+
+
+@pytest.mark.parametrize("claimed,flagged", [
+    (["src/app.py"], ["refactor: drive-by"]),                    # a named file covers its commit
+    ([], []),                                                    # the agent named nothing: no claim
+    (["src/app.py", "unrelated/x.txt"], []),
+], ids=["named-file", "nothing-named", "both-named"])
+def test_commits_touching_no_named_file_are_listed_as_unrelated(git_repo: Path, claimed, flagged):
+    start = task_files.git_head(git_repo)
+    first = commit(git_repo, "src/app.py", "task t: implement")
+    commit(git_repo, "unrelated/x.txt", "refactor: drive-by")
+    current = {"id": "t", "headAtStart": start, "artifacts": claimed}
+    path = task_files.archive_completed(git_repo / ".ralph", git_repo, current, None)
+    unrelated = json.loads(path.read_text())["artifacts"]["unrelated"]
+    assert [c["subject"] for c in unrelated] == flagged
+    # The commit the agent named in its `task done` result is never unrelated.
+    path = task_files.archive_completed(git_repo / ".ralph", git_repo, {**current, "artifacts": []},
+                                        json.dumps({"commit": first}))
+    assert [c["subject"] for c in json.loads(path.read_text())["artifacts"]["unrelated"]] == [
+        "refactor: drive-by"]

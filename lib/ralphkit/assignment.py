@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ralphkit import criteria as criteria_mod
-from ralphkit import task_client
+from ralphkit import markdown_kv, task_client
 from ralphkit.errors import UsageError
 from ralphkit.task_client import TaskCall
 
@@ -91,7 +91,7 @@ def claim_next(task_call: TaskCall, *, agent: str | None = None, lease: int | No
     if agent is not None:
         argv += ["--agent", agent]
     ok, out = task_call(argv)
-    claimed = task_client.parse_markdown_kv(out) if ok else []
+    claimed = markdown_kv.parse_markdown_kv(out) if ok else []
     if not claimed:
         return None
     fields = claimed[0]

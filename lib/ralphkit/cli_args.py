@@ -97,6 +97,12 @@ _FLAGS: list[Flag] = [
          help_lines=("  --freeze-scope              Run only the tasks that exist at start",)),
     Flag(("--stop-on-scope-change",), "stop_on_scope_change",
          help_lines=("  --stop-on-scope-change      Stop (exit 4) when the frozen scope changes",)),
+    # issue 6: assignment mode and fresh context (config `assign`, `continue_session`)
+    Flag(("--assign",), "assign", modes=("build",),
+         help_lines=("  --assign                    Claim one task per session and inject it",)),
+    Flag(("--continue-session",), "continue_session",
+         help_lines=("  --continue-session          Resume the last agent conversation",
+                     "                              (unless .ralph/FRESH_START exists)")),
 ]
 
 

@@ -37,6 +37,14 @@ class TaskCommand:
         rc, out = self._run(list(args), env, None)
         return TaskResult(rc == 0, out.rstrip(b"\n").decode("utf-8", "surrogateescape"))
 
+    def bound(self, env: Mapping[str, str]) -> Callable[[list[str]], tuple[bool, str]]:
+        """This command as an `(argv) -> (ok, output)` callable over `env` (the TaskCall of the
+        assignment modules, issue 6): one mechanism for every task call of a run."""
+        def call(argv: list[str]) -> tuple[bool, str]:
+            result = self.call(*argv, env=env)
+            return result.ok, result.output
+        return call
+
     def passthrough(self, *args: str, env: Mapping[str, str], out: BinaryIO) -> TaskResult:
         """A task call whose stdout goes to `out` (s.1: `fail` and `agent deregister`).
         `out` must be flushed by the caller beforehand when it shares a file with ours."""

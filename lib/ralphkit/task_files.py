@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 from datetime import datetime, timezone
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from ralphkit.errors import EnvironmentFailure
 
+_SHA = re.compile(r"[0-9a-f]{7,40}")
 _SAFE = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
 
@@ -45,6 +47,7 @@ def write_json(path: Path, data: object) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
+            os.fchmod(fd, 0o644)        # mkstemp's 0600 would hide the files from other tools
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(data, fh, indent=2, ensure_ascii=False)
                 fh.write("\n")
@@ -157,6 +160,8 @@ def archive_completed(ralph_dir: Path, repo: Path, current: dict, result_text: s
     before = set(current.get("dirtyAtStart") or [])
     artifacts["uncommittedBefore"] = [f for f in artifacts["uncommitted"] if f["path"] in before]
     artifacts["uncommitted"] = [f for f in artifacts["uncommitted"] if f["path"] not in before]
+    related = [*claimed, *([result_obj["commit"]] if isinstance(result_obj.get("commit"), str) else [])]
+    artifacts["unrelated"] = unrelated_commits(repo, artifacts, related)
     record = {
         "task": {key: current[key] for key in task_keys if key in current},
         "status": "completed",
@@ -169,6 +174,31 @@ def archive_completed(ralph_dir: Path, repo: Path, current: dict, result_text: s
     path = ralph_dir / "completed" / f"{safe_name(current['id'])}.json"
     write_json(path, record)
     return path
+
+
+def unrelated_commits(repo: Path, artifacts: dict, claimed: list) -> list[dict]:
+    """Drift, kept simple (issue 6, seed 002): the session's commits that touch no file the
+    agent named as its artifacts and are not the commit it named. The agent's own list is
+    the only statement of what the task touched, so nothing is flagged when it named
+    nothing. Each: sha, subject, files."""
+    names = [str(item) for item in claimed if item]
+    if not names or not artifacts.get("commits"):
+        return []
+    log = _git(repo, "log", "--reverse", "--name-only", "--format=%x00%H%x00%s",
+               f"{artifacts['headAtStart']}..{artifacts['headAtEnd']}")
+    commits: list[dict] = []
+    for line in log.splitlines():
+        if line.startswith("\x00"):
+            sha, _, subject = line[1:].partition("\x00")
+            commits.append({"sha": sha, "subject": subject, "files": []})
+        elif line.strip() and commits:
+            commits[-1]["files"].append(line)
+    shas = [name for name in names if _SHA.fullmatch(name)]
+
+    def related(commit: dict) -> bool:
+        return (any(commit["sha"].startswith(sha) for sha in shas)
+                or any(path in name for path in commit["files"] for name in names))
+    return [c for c in commits if not related(c)]
 
 
 def _seconds_between(start: str, end: str) -> int | None:
@@ -192,5 +222,5 @@ def _git(repo: Path, *args: str) -> str:
 
 
 __all__ = ["safe_name", "write_current_task", "clear_current_task", "write_backlog",
-           "archive_completed", "session_artifacts", "git_head", "read_json", "write_json",
+           "archive_completed", "session_artifacts", "unrelated_commits", "git_head", "read_json", "write_json",
            "now_iso"]
