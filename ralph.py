@@ -46,6 +46,7 @@ import time  # noqa: E402
 
 from ralphkit import agents, backend, backlog, cli_args, errors, render, session  # noqa: E402
 from ralphkit import control, install, signals, status, task_calls, workspace  # noqa: E402
+from ralphkit import overnight, overnight_options  # noqa: E402
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 
 GENERAL_HELP = """\
@@ -61,7 +62,7 @@ Run 'ralph <command> --help' for command-specific options.
 RULE = "\u2501" * 40
 NO_SPECS = "Error: No specs found. Run /ralph-spec first to generate specs in ./specs/"
 WAITING = "Waiting for claude to finish cleanup... Press Ctrl+C again to force quit."
-FAIL_REASON = "session exited without completing task"
+FAIL_REASON = overnight.FAIL_REASON
 
 
 def say(text: str = "", end: str = "\n") -> None:
@@ -93,6 +94,7 @@ class RunContext:
     agent_id: str = ""
     run_stamp: str = field(default_factory=lambda: time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     sessions: int = 0                        # sessions started in this run
+    night: overnight.Night | None = None     # issue 7: timeouts, limits, breaker, budgets, ctl
     cleaned_up: bool = False
 
     def export(self, name: str, value: str) -> None:
@@ -169,10 +171,13 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
             f"passing it in {path}")
     argv = agents.claude_argv(prompt, danger=ctx.options.danger, model=ctx.model)
     log_path = workspace.ralph_subdir(ctx.cwd, "logs") / f"{ctx.session_stem()}.jsonl"
+    ctx.night.begin_session(log_path)                           # run state + events.jsonl
     sys.stdout.flush()
     result = session.run(argv, env=ctx.env, log_path=log_path,  # claude -p "$PROMPT" ... | tee | jq
                          out=sys.stdout.buffer, guard=ctx.guard,
-                         on_first_interrupt=lambda: (say(), say(WAITING)))
+                         on_first_interrupt=lambda: (say(), say(WAITING)),
+                         timeouts=ctx.night.timeouts,           # issue 7: TERM, grace, KILL
+                         kill_grace_s=ctx.night.cfg.kill_grace_s)
     if not result.started:
         warn(f"Error: cannot run '{agents.AGENT}': {result.error}")
     return result
@@ -189,14 +194,19 @@ def plan_loop(ctx: RunContext) -> int:
     """s.14."""
     limit = ctx.options.max_iterations
     for i in range(1, limit + 1):
+        if (stop := ctx.night.between_sessions()) is not None:           # ralph ctl stop, SIGHUP, budgets
+            say(stop)
+            return EXIT_OK
         dag = ctx.task.call("list", "--all", "--markdown", env=ctx.env)   # DAG=$(task list --all --markdown)
         result = run_session(ctx, "/ralph-plan", dag.output)              # claude -p "/ralph-plan $DAG"
         if result.interrupted:
             return EXIT_INTERRUPTED
+        ctx.night.after_session(result, [], "")                           # outcome -> events.jsonl, progress.md
         if result.summary is not None and render.promise_received(
                 result.summary, ctx.options.completion_promise):          # grep "<promise>$PROMISE</promise>"
             say("\nPlan complete: completion promise received.")
             return EXIT_OK
+        ctx.night.settle()                                                # exit 5/6/7, or wait out a usage limit
         loop_separator(ctx, i)
     say(f"Reached max iterations: {limit}")                               # [SH-COMPAT] exit 0
     return EXIT_OK
@@ -209,6 +219,9 @@ def build_loop(ctx: RunContext) -> int:
         if limit > 0 and done >= limit:
             say(f"Reached max iterations: {limit}")                       # [SH-COMPAT] exit 0
             return EXIT_OK
+        if (stop := ctx.night.between_sessions()) is not None:           # ralph ctl stop, SIGHUP, budgets
+            say(stop)
+            return EXIT_OK
         peek = ctx.task.call("peek", "-n", "10", env=ctx.env)             # PEEK_MD=$(task peek -n 10)
         if peek.ok and not peek.output:                                   # nothing claimable: done
             say("No tasks available. Exiting loop.")
@@ -216,25 +229,30 @@ def build_loop(ctx: RunContext) -> int:
         result = run_session(ctx, "/ralph-build", peek.output)            # claude -p "/ralph-build $PEEK_MD"
         if result.interrupted:
             return EXIT_INTERRUPTED
-        fail_active_tasks(ctx)                                            # crash safety, before plan-status
+        reason = ctx.night.fail_reason(result)                            # the spec's, or naming the timeout
+        failed = fail_active_tasks(ctx, reason)                           # crash safety, before plan-status
+        ctx.night.after_session(result, failed, reason)                   # outcome, attempts, holds
         counts = ctx.task.call("plan-status", env=ctx.env)                # task plan-status
         if counts.ok and backlog.all_done(counts.output):                 # 0 open, 0 active
             say("All tasks complete. Exiting loop.")
             return EXIT_OK
+        ctx.night.settle(counts.output)                                   # exit 5/6/7, or wait out a usage limit
         done += 1
         loop_separator(ctx, done)
 
 
-def fail_active_tasks(ctx: RunContext) -> None:
-    """s.15.5: release what the session left active for this agent."""
+def fail_active_tasks(ctx: RunContext, reason: str = FAIL_REASON) -> list[str]:
+    """s.15.5: release what the session left active for this agent; the slugs failed."""
     if not ctx.agent_id:
-        return
+        return []
     active = ctx.task.call("list", "--status", "active", "--assignee", ctx.agent_id,
                            "--markdown", env=ctx.env)                    # task list --status active ...
-    for slug in backlog.slugs(active.output):
+    slugs = backlog.slugs(active.output)
+    for slug in slugs:
         sys.stdout.flush()
-        ctx.task.passthrough("fail", slug, "--reason", FAIL_REASON,       # task fail $id --reason "..."
+        ctx.task.passthrough("fail", slug, "--reason", reason,            # task fail $id --reason "..."
                              env=ctx.env, out=sys.stdout.buffer)
+    return slugs
 
 
 # ---------------------------------------------------------------------------- commands
@@ -243,10 +261,12 @@ def run_mode(mode: str, args: list[str]) -> int:
     """`ralph plan|build`: ralph.sh's order (s.5)."""
     guard = signals.Guard()
     guard.arm()                                                   # Ctrl+C before setup: exit 130, no traceback
+    overnight_options.register()                                  # issue 7 flags
     opts = cli_args.parse(mode, args)                             # while [[ $# -gt 0 ]]; do case $1 ...
     if opts.help:
         say(cli_args.help_text(mode), end="")
         return EXIT_OK
+    night_cfg = overnight_options.resolve(opts, os.environ, Path.cwd())   # flags > ralph.yml > defaults
     task = task_calls.resolve(Path(SCRIPT_DIR), os.environ)      # TASK_SCRIPT=${RALPH_TASK_CMD:-...}
     ctx = RunContext(mode=mode, options=opts, guard=guard,
                      task=dataclasses.replace(task, critical=guard.deferred))
@@ -262,10 +282,23 @@ def run_mode(mode: str, args: list[str]) -> int:
         session_setup(ctx)                                        # [SAFER] cleanup armed from here on
         ctx.guard.raise_pending()                                 # a signal during an in-process call
         banner(ctx)
+        ctx.night = overnight.Night(night_cfg, mode=mode, max_iterations=opts.max_iterations,
+                                    ralph_dir=workspace.ralph_subdir(ctx.cwd, "runs").parent,
+                                    task=ctx.task, env=ctx.env, guard=ctx.guard, say=say, warn=warn)
+        ctx.night.start()                                         # run record; a persisted limit wait
         code = plan_loop(ctx) if mode == "plan" else build_loop(ctx)
     except signals.Interrupted:                                   # trap 'exit 130' INT TERM
         code = EXIT_INTERRUPTED
+    except errors.RalphError as err:                              # exit 5/6/7/8: recorded, then printed by main
+        code = err.exit_code
+        if ctx.night is not None:
+            ctx.night.finish(code, str(err))
+            ctx.night = None
+        raise
     finally:
+        if ctx.night is not None:                                 # run_end record, STOP consumed
+            ctx.night.finish(code, {EXIT_OK: "finished", EXIT_INTERRUPTED: "interrupted"}.get(code, "exit"))
+            ctx.night = None
         while not ctx.cleaned_up:                                 # trap cleanup EXIT
             try:
                 exit_cleanup(ctx)

@@ -1,0 +1,255 @@
+"""Owns what one plan/build run does between its sessions for issue 7 (unattended runs): the
+run's record (run state with the guards state and a usage-limit resume time, events.jsonl,
+progress.md), `ralph ctl` pause/stop and SIGHUP between sessions, log rotation, classifying
+each finished session, holding tasks that failed --max-attempts times, the breaker and
+budgets, and waiting out usage limits (also one persisted by an earlier run). Each piece is
+one call into the module that owns it (outcome, usage_limits, limit_wait, guards, control,
+logrotate). Knows nothing of running the agent (session.py) and never prints: lines for the
+user go through the `say`/`warn` callables ralph.py passes in."""
+from __future__ import annotations
+
+import subprocess
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ralphkit import control, guards, limit_wait, logrotate, outcome, progress, run_state
+from ralphkit import usage_limits, watchdog
+from ralphkit.durations import format_duration
+from ralphkit.errors import UsageDisabled
+from ralphkit.overnight_options import NightConfig
+from ralphkit.signals import Guard
+
+FAIL_REASON = "session exited without completing task"     # ralph-cli.md s.15.5, unchanged
+_POLL_S = 0.05
+
+
+class Night:
+    def __init__(self, cfg: NightConfig, *, mode: str, max_iterations: int, ralph_dir: Path,
+                 task: Any, env: Mapping[str, str], guard: Guard,
+                 say: Callable[[str], None], warn: Callable[[str], None]):
+        self.cfg, self.mode, self.ralph_dir, self.task, self.env = cfg, mode, ralph_dir, task, env
+        self.guard, self.say, self.warn = guard, say, warn
+        self.guards = guards.Guards(cfg.limits)
+        self.state = run_state.RunState(run_id=run_state.new_run_id(), mode=mode,
+                                        max_iterations=max_iterations)
+        self.timeouts = watchdog.SessionTimeouts(cfg.session_s, cfg.idle_s)
+        self.stop_line: str | None = None
+        self._pending: tuple[Any, Any, float] | None = None   # (outcome, limit hit, cost)
+        self._rows: dict[str, dict] = {}                      # last `_export-json`, by slug
+        self._hold_warned = False
+
+    # ------------------------------------------------------------------ run start and end
+    def start(self) -> None:
+        """Record the run; drop a STOP left from before it; honour a persisted resume time."""
+        if control.consume_stop(self.ralph_dir):
+            self.warn(f"Note: removed {self.ralph_dir / control.STOP} left from before this run")
+        persisted = self._persisted_limit()
+        self._save()
+        self._event("run_start", mode=self.mode, options=_limits_dict(self.cfg))
+        if self.task.embedded and (self.cfg.limits.max_idle_sessions or self.cfg.limits.max_attempts):
+            self.guards.baseline(self._fingerprint(None), self._head())   # no task call of s.1's table
+        if persisted is not None:
+            self.say(f"Usage limit from an earlier run: resume time {persisted.reset_at.isoformat()}")
+            self._wait_limit(persisted)
+
+    def finish(self, code: int, reason: str) -> None:
+        """At every exit after start(): the run_end record, and STOP is consumed (s.17 order:
+        before the agent's deregistration is fine, it writes no task)."""
+        self.state.finish(code, reason)
+        self._event("run_end", exit_code=code, reason=reason)
+        self._save()
+        control.consume_stop(self.ralph_dir)
+
+    # ------------------------------------------------------------------ between sessions
+    def between_sessions(self) -> str | None:
+        """None: start the next session. A line: stop gracefully (exit 0). Raises
+        BudgetExhausted for --max-runtime. Rotates the logs before the session."""
+        if self.stop_line is None:
+            verdict = control.check_between_sessions(self.ralph_dir, self._wait,
+                                                     log=self.say, poll_s=0.2)
+            if self.guard.hangup:
+                self.stop_line = "Stopped: SIGHUP received; the last session finished"
+            elif verdict == control.STOPPED:
+                self.stop_line = "Stopped: `ralph ctl stop` requested; the last session finished"
+        if self.stop_line is not None:
+            self._event("log", kind="stop", message=self.stop_line)
+            return self.stop_line
+        verdict = self.guards.before_session()                   # --max-runtime
+        if verdict is not None:
+            raise verdict.error()
+        logrotate.rotate(self.ralph_dir / "logs")                # .ralph/logs bounded
+        return None
+
+    def begin_session(self, log_path: Path) -> None:
+        self.state.begin_session(None, None, str(log_path))
+        self._save()
+        self._event("session_start", n=self.state.sessions_started, log=str(log_path))
+
+    def fail_reason(self, result: Any) -> str:
+        """The crash-safety reason: the spec's text, or one naming the timeout (issue 7)."""
+        if getattr(result, "timed_out", False):
+            return f"session timeout ({format_duration(self.cfg.session_s or 0)}) reached; agent terminated"
+        if getattr(result, "idle_out", False):
+            return f"idle timeout: no agent output for {format_duration(self.cfg.idle_s or 0)}; agent terminated"
+        return FAIL_REASON
+
+    # ------------------------------------------------------------------ after a session
+    def after_session(self, result: Any, failed: list[str], reason: str) -> None:
+        """Classify the session, record it (events.jsonl, progress.md), count the failed
+        attempts of the tasks crash safety put back (`failed`) and hold those at the limit."""
+        summary = result.summary
+        now = datetime.now(timezone.utc)
+        hit = usage_limits.detect(summary, "", now,
+                                  default_wait=timedelta(seconds=self.cfg.default_wait_s))
+        out = outcome.classify(result.returncode, summary, timed_out=result.timed_out,
+                               idle_out=result.idle_out, limit_hit=hit,
+                               session_timeout_s=self.cfg.session_s,
+                               idle_timeout_s=self.cfg.idle_s)
+        cost = getattr(summary, "total_cost_usd", None)
+        cost = cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+        held = []
+        if out.kind not in (outcome.USAGE_LIMIT, outcome.USAGE_DISABLED):   # waits are no failures
+            for slug in failed:
+                prior = self._rows.get(slug, {}).get("retry_count")
+                hold = self.guards.after_task_failure(slug, reason, prior_failures=prior)
+                if hold is not None and self._hold(hold):
+                    held.append(slug)
+        n = self.state.sessions_started
+        self._event("session_end", n=n, **out.to_dict(), returncode=result.returncode,
+                    cost_usd=cost, tasks_failed=failed, tasks_held=held,
+                    resume_at=hit.reset_at.isoformat() if hit and hit.reset_at else None)
+        self.state.end_session(", ".join(failed) or f"session {n}", ok=not out.counts_as_failure,
+                               reason=out.detail, outcome=out.kind, n=n, cost_usd=cost)
+        self._save()
+        self._pending = (out, hit, cost)
+
+    def settle(self, counts_text: str | None = None) -> None:
+        """After the loop's own checks (plan-status, promise): raise what ends the run (exit 7,
+        5 or 6) or wait out a usage limit. counts_text: the `plan-status` output, the backlog
+        fingerprint when the task CLI is not ours (no extra task call)."""
+        if self._pending is None:
+            return
+        out, hit, cost = self._pending
+        self._pending = None
+        need = self.cfg.limits.max_idle_sessions or self.cfg.limits.max_attempts
+        verdict = self.guards.after_session(out, cost, self._fingerprint(counts_text) if need else "",
+                                            self._head() if need else None)
+        self._save()
+        if out.kind == outcome.USAGE_DISABLED:
+            raise UsageDisabled(out.detail)
+        if verdict is not None:
+            raise verdict.error()
+        if out.kind == outcome.USAGE_LIMIT:
+            self._wait_limit(hit)
+
+    # ------------------------------------------------------------------ helpers
+    def _wait_limit(self, hit: usage_limits.LimitHit) -> None:
+        margin = timedelta(seconds=self.cfg.margin_s)
+        self.state.resume_at = (hit.reset_at + margin).isoformat()
+        self.state.extra["limit"] = hit.to_dict()
+        self._save()
+        self._event("log", kind="usage_limit_wait", message=hit.message,
+                    resume_at=self.state.resume_at)
+        cap_s, flag = self.guards.limit_wait_cap()
+        started = time.monotonic()
+        res = limit_wait.wait_until(hit.reset_at, margin=margin, cap_flag=flag,
+                                    max_wait=None if cap_s is None else timedelta(seconds=cap_s),
+                                    wait=self._wait, log=self.say)   # BudgetExhausted: exit 5
+        self.guards.note_limit_wait(time.monotonic() - started)
+        self.state.resume_at = None
+        self.state.extra.pop("limit", None)
+        self._save()
+        if res == limit_wait.STOPPED:
+            self.stop_line = ("Stopped: SIGHUP received while waiting for the usage limit"
+                              if self.guard.hangup else
+                              "Stopped: `ralph ctl stop` requested while waiting for the usage limit")
+
+    def _wait(self, seconds: float) -> bool:
+        """Block up to `seconds`; True when a stop was requested (SIGHUP or ralph ctl stop).
+        SIGINT/SIGTERM raise Interrupted from the sleep (s.16: exit 130)."""
+        end = time.monotonic() + seconds
+        while True:
+            if self.guard.hangup or (self.ralph_dir / control.STOP).exists():
+                return True
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(_POLL_S, left))
+
+    def _persisted_limit(self) -> usage_limits.LimitHit | None:
+        previous = run_state.latest_run(self.ralph_dir)
+        state = run_state.read(self.ralph_dir, previous) if previous else None
+        data = state.extra.get("limit") if state is not None else None
+        if not state or not state.resume_at:
+            return None
+        try:
+            if isinstance(data, dict):
+                hit = usage_limits.LimitHit.from_dict(data)
+            else:
+                hit = usage_limits.LimitHit(usage_limits.LIMIT,
+                                            datetime.fromisoformat(state.resume_at),
+                                            "persisted resume time", "state")
+        except (KeyError, ValueError, TypeError):
+            return None
+        if hit.reset_at is None or hit.reset_at + timedelta(seconds=self.cfg.margin_s) <= \
+                datetime.now(timezone.utc):
+            return None
+        return hit
+
+    def _hold(self, hold: guards.Hold) -> bool:
+        res = self.task.call("_hold", hold.task_id, "--reason", hold.reason, env=self.env)
+        self._event("log", kind="task_held", task=hold.task_id, attempts=hold.attempts,
+                    message=hold.reason, ok=res.ok)
+        if res.ok:
+            self.say(f"Held task {hold.task_id}: {hold.reason}")
+        elif not self._hold_warned:      # lead: an external task CLI may lack _hold
+            self._hold_warned = True
+            self.warn(f"Warning: cannot hold task {hold.task_id} (`task _hold` failed); "
+                      "the breakers still bound the run")
+        return res.ok
+
+    def _fingerprint(self, counts_text: str | None) -> str:
+        if self.task.embedded or counts_text is None:
+            export = self.task.call("_export-json", env=self.env)   # in-process for ours
+            if export.ok:
+                self._rows = {}
+                for row in _rows(export.output):
+                    self._rows[str(row.get("id"))] = row
+                return guards.backlog_fingerprint(export.output)
+        return guards.backlog_fingerprint(counts_text or "")
+
+    def _head(self) -> str | None:
+        proc = subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD"], env=dict(self.env),
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        return proc.stdout.strip() or None
+
+    def _event(self, event: str, **fields: Any) -> None:
+        progress.append_event(self.ralph_dir, self.state.run_id, event, **fields)
+
+    def _save(self) -> None:
+        self.state.extra["guards"] = self.guards.to_dict()
+        run_state.save(self.ralph_dir, self.state)
+        progress.write_progress(self.ralph_dir, self.state)
+
+
+def _rows(export: str) -> list[dict]:
+    import json
+    rows = []
+    for line in export.splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def _limits_dict(cfg: NightConfig) -> dict[str, Any]:
+    return {"session_timeout_s": cfg.session_s, "idle_timeout_s": cfg.idle_s,
+            **{k: v for k, v in vars(cfg.limits).items()}}
+
+
+__all__ = ["Night", "FAIL_REASON"]
