@@ -42,10 +42,12 @@ _bootstrap()
 import dataclasses  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
+import shlex  # noqa: E402
 import time  # noqa: E402
 
 from ralphkit import agents, backend, backlog, cli_args, errors, render, session  # noqa: E402
 from ralphkit import control, install, signals, status, task_calls, workspace  # noqa: E402
+from ralphkit import backlog_readonly, config, run_control  # noqa: E402
 from ralphkit import overnight, overnight_options  # noqa: E402
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 
@@ -94,8 +96,11 @@ class RunContext:
     agent_id: str = ""
     run_stamp: str = field(default_factory=lambda: time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     sessions: int = 0                        # sessions started in this run
-    night: overnight.Night | None = None     # issue 7: timeouts, limits, breaker, budgets, ctl
     cleaned_up: bool = False
+    ralph_dir: Path = field(default_factory=lambda: workspace.ralph_dir(Path.cwd()))  # issue 4
+    run: run_control.Run | None = None       # lock + state + progress (issue 4)
+    night: overnight.Night | None = None     # timeouts, limits, breaker, budgets, ctl (issue 7)
+    exit_reason: str = "unexpected error"    # the run's last line, for run_end / ralph status
 
     def export(self, name: str, value: str) -> None:
         """s.9: an export reaches every child (explicit env) and ralph.py's own environment."""
@@ -171,11 +176,12 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
             f"passing it in {path}")
     argv = agents.claude_argv(prompt, danger=ctx.options.danger, model=ctx.model)
     log_path = workspace.ralph_subdir(ctx.cwd, "logs") / f"{ctx.session_stem()}.jsonl"
-    ctx.night.begin_session(log_path)                           # run state + events.jsonl
+    run_control.begin_session(ctx.run, task=None, log=log_path, agent=ctx.agent_id)  # issue 4
     sys.stdout.flush()
     result = session.run(argv, env=ctx.env, log_path=log_path,  # claude -p "$PROMPT" ... | tee | jq
                          out=sys.stdout.buffer, guard=ctx.guard,
                          on_first_interrupt=lambda: (say(), say(WAITING)),
+                         on_start=lambda pid: run_control.agent_started(ctx.run, pid),
                          timeouts=ctx.night.timeouts,           # issue 7: TERM, grace, KILL
                          kill_grace_s=ctx.night.cfg.kill_grace_s)
     if not result.started:
@@ -183,9 +189,33 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
     return result
 
 
+def record_session(ctx: RunContext, result: session.SessionResult, failed: list[str] = (),
+                   reason: str = FAIL_REASON) -> None:
+    """Issue 4: the session's outcome in the run state and progress record. In agent-selects
+    build mode the tasks are read back: those the crash-safety step failed, and those this
+    agent marked done since the session started (read-only, no task call)."""
+    completed = []
+    if ctx.agent_id and ctx.task.embedded:
+        completed = backlog_readonly.finished_by(ctx.agent_id, ctx.run.session_since,
+                                                 environ=ctx.env, cwd=ctx.cwd)
+    outcome = None if result.interrupted else ctx.night.after_session(result, list(failed), reason)
+    run_control.end_session(ctx.run, returncode=result.returncode, summary=result.summary,
+                            interrupted=result.interrupted, completed=completed,
+                            failed=list(failed), fail_reason=reason,
+                            extra=outcome)                      # issue 7: how the session ended
+
+
 def loop_separator(ctx: RunContext, n: int) -> None:
     ctx.guard.raise_pending()             # a signal during the last in-process task call: stop here
+    run_control.iteration_done(ctx.run, n)                  # issue 4: the counter a resume continues
     say(f"\n\n======================== LOOP {n} ========================")  # printf "\n\nLOOP %d\n"
+
+
+def stop(ctx: RunContext, line: str, code: int = EXIT_OK) -> int:
+    """Print the run's last line; it is also the run's exit reason (run state, ralph status)."""
+    ctx.exit_reason = line.strip()
+    say(line)
+    return code
 
 
 # ---------------------------------------------------------------------------- the loops
@@ -193,65 +223,73 @@ def loop_separator(ctx: RunContext, n: int) -> None:
 def plan_loop(ctx: RunContext) -> int:
     """s.14."""
     limit = ctx.options.max_iterations
-    for i in range(1, limit + 1):
-        if (stop := ctx.night.between_sessions()) is not None:           # ralph ctl stop, SIGHUP, budgets
-            say(stop)
-            return EXIT_OK
+    for i in range(ctx.run.state.iteration + 1, limit + 1):               # a resumed run goes on
+        if (line := ctx.night.between_sessions()) is not None:           # ralph ctl stop, SIGHUP (issue 7)
+            return stop(ctx, line)
         dag = ctx.task.call("list", "--all", "--markdown", env=ctx.env)   # DAG=$(task list --all --markdown)
         result = run_session(ctx, "/ralph-plan", dag.output)              # claude -p "/ralph-plan $DAG"
+        record_session(ctx, result)                                       # issue 4: progress record
         if result.interrupted:
             return EXIT_INTERRUPTED
-        ctx.night.after_session(result, [], "")                           # outcome -> events.jsonl, progress.md
         if result.summary is not None and render.promise_received(
                 result.summary, ctx.options.completion_promise):          # grep "<promise>$PROMISE</promise>"
-            say("\nPlan complete: completion promise received.")
-            return EXIT_OK
+            return stop(ctx, "\nPlan complete: completion promise received.")
         ctx.night.settle()                                                # exit 5/6/7, or wait out a usage limit
         loop_separator(ctx, i)
-    say(f"Reached max iterations: {limit}")                               # [SH-COMPAT] exit 0
-    return EXIT_OK
+    return stop(ctx, f"Reached max iterations: {limit}")                  # [SH-COMPAT] exit 0
 
 
 def build_loop(ctx: RunContext) -> int:
     """s.15."""
-    limit, done = ctx.options.max_iterations, 0
+    limit, done = ctx.options.max_iterations, ctx.run.state.iteration   # a resumed run goes on
     while True:
         if limit > 0 and done >= limit:
-            say(f"Reached max iterations: {limit}")                       # [SH-COMPAT] exit 0
-            return EXIT_OK
-        if (stop := ctx.night.between_sessions()) is not None:           # ralph ctl stop, SIGHUP, budgets
-            say(stop)
-            return EXIT_OK
+            return stop(ctx, f"Reached max iterations: {limit}")          # [SH-COMPAT] exit 0
+        if (line := ctx.night.between_sessions()) is not None:           # ralph ctl stop, SIGHUP (issue 7)
+            return stop(ctx, line)
         peek = ctx.task.call("peek", "-n", "10", env=ctx.env)             # PEEK_MD=$(task peek -n 10)
         if peek.ok and not peek.output:                                   # nothing claimable: done
-            say("No tasks available. Exiting loop.")
-            return EXIT_OK
+            return stop(ctx, "No tasks available. Exiting loop.")
         result = run_session(ctx, "/ralph-build", peek.output)            # claude -p "/ralph-build $PEEK_MD"
         if result.interrupted:
+            record_session(ctx, result)                                   # issue 4: progress record
             return EXIT_INTERRUPTED
         reason = ctx.night.fail_reason(result)                            # the spec's, or naming the timeout
-        failed = fail_active_tasks(ctx, reason)                           # crash safety, before plan-status
-        ctx.night.after_session(result, failed, reason)                   # outcome, attempts, holds
+        failed = fail_active_tasks(ctx, reason=reason)                    # crash safety, before plan-status
+        record_session(ctx, result, failed, reason)                       # issue 4+7: record, attempts, holds
         counts = ctx.task.call("plan-status", env=ctx.env)                # task plan-status
         if counts.ok and backlog.all_done(counts.output):                 # 0 open, 0 active
-            say("All tasks complete. Exiting loop.")
-            return EXIT_OK
+            return stop(ctx, "All tasks complete. Exiting loop.")
         ctx.night.settle(counts.output)                                   # exit 5/6/7, or wait out a usage limit
         done += 1
         loop_separator(ctx, done)
 
 
-def fail_active_tasks(ctx: RunContext, reason: str = FAIL_REASON) -> list[str]:
-    """s.15.5: release what the session left active for this agent; the slugs failed."""
-    if not ctx.agent_id:
+def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = FAIL_REASON,
+                      passthrough: bool = True) -> list[str]:
+    """s.15.5: release what the session left active for this agent; the slugs it failed.
+    Also used on resume for a dead run's agent (its `fail` output not passed through)."""
+    agent = agent or ctx.agent_id
+    if not agent:
         return []
-    active = ctx.task.call("list", "--status", "active", "--assignee", ctx.agent_id,
+    active = ctx.task.call("list", "--status", "active", "--assignee", agent,
                            "--markdown", env=ctx.env)                    # task list --status active ...
     slugs = backlog.slugs(active.output)
     for slug in slugs:
-        sys.stdout.flush()
-        ctx.task.passthrough("fail", slug, "--reason", reason,            # task fail $id --reason "..."
-                             env=ctx.env, out=sys.stdout.buffer)
+        if passthrough:
+            sys.stdout.flush()
+            ctx.task.passthrough("fail", slug, "--reason", reason,        # task fail $id --reason "..."
+                                 env=ctx.env, out=sys.stdout.buffer)
+        else:
+            ctx.task.call("fail", slug, "--reason", reason, env=ctx.env)
+    return slugs
+
+
+def release_dead_agent(ctx: RunContext, agent: str, reason: str) -> list[str]:
+    """Issue 4, on resume after a crash: fail what the dead run's agent still holds, then
+    deregister it (quietly: these are not this run's calls of s.1's table)."""
+    slugs = fail_active_tasks(ctx, agent, reason, passthrough=False)
+    ctx.task.call("agent", "deregister", agent, env=ctx.env)
     return slugs
 
 
@@ -266,47 +304,129 @@ def run_mode(mode: str, args: list[str]) -> int:
     if opts.help:
         say(cli_args.help_text(mode), end="")
         return EXIT_OK
-    night_cfg = overnight_options.resolve(opts, os.environ, Path.cwd())   # flags > ralph.yml > defaults
+    settings = load_settings(opts)                                # issue 4: CLI > env > ralph.yml > defaults
+    if settings is None:
+        return EXIT_USAGE
+    opts = cli_args.settle(opts, settings)
     task = task_calls.resolve(Path(SCRIPT_DIR), os.environ)      # TASK_SCRIPT=${RALPH_TASK_CMD:-...}
     ctx = RunContext(mode=mode, options=opts, guard=guard,
                      task=dataclasses.replace(task, critical=guard.deferred))
     ctx.backend = backend.detect(ctx.env, ctx.cwd, Path(os.path.expanduser("~")))   # detect_backend
-    if opts.model is not None:                                    # MODEL=$(jq -r ... models.json)
-        ctx.model = backend.resolve_model(opts.model, ctx.backend,
-                                          backend.models_file(Path(SCRIPT_DIR)))
+    resolve_model(ctx)                                            # MODEL=$(jq -r ... models.json)
     if not workspace.specs_present(ctx.cwd):                      # [ -d specs ] && [ "$(ls -A specs)" ]
         say(NO_SPECS)                                             # [SH-COMPAT] on stdout
         return EXIT_USAGE
-    code = EXIT_INTERRUPTED
+    if opts.dry_run:
+        return dry_run(ctx)                                       # issue 4: writes nothing
+    code, error = EXIT_USAGE, None
     try:
+        start_run(ctx, settings)                                  # issue 4: lock (exit 3), state, resume
         session_setup(ctx)                                        # [SAFER] cleanup armed from here on
         ctx.guard.raise_pending()                                 # a signal during an in-process call
         banner(ctx)
-        ctx.night = overnight.Night(night_cfg, mode=mode, max_iterations=opts.max_iterations,
-                                    ralph_dir=workspace.ralph_subdir(ctx.cwd, "runs").parent,
-                                    task=ctx.task, env=ctx.env, guard=ctx.guard, say=say, warn=warn)
-        ctx.night.start()                                         # run record; a persisted limit wait
+        night_cfg = overnight_options.resolve(ctx.options, ctx.run.state.options)  # lead's default rule
+        ctx.night = overnight.Night(night_cfg, ctx.run, task=ctx.task, env=ctx.env,
+                                    guard=ctx.guard, say=say, warn=warn)
+        ctx.night.start()                                         # issue 7: stale STOP, persisted limit wait
         code = plan_loop(ctx) if mode == "plan" else build_loop(ctx)
     except signals.Interrupted:                                   # trap 'exit 130' INT TERM
         code = EXIT_INTERRUPTED
-    except errors.RalphError as err:                              # exit 5/6/7/8: recorded, then printed by main
-        code = err.exit_code
-        if ctx.night is not None:
-            ctx.night.finish(code, str(err))
-            ctx.night = None
-        raise
+    except errors.RalphError as err:                              # printed by main(), after the cleanup
+        error, code, ctx.exit_reason = err, err.exit_code, str(err)
     finally:
-        if ctx.night is not None:                                 # run_end record, STOP consumed
-            ctx.night.finish(code, {EXIT_OK: "finished", EXIT_INTERRUPTED: "interrupted"}.get(code, "exit"))
-            ctx.night = None
         while not ctx.cleaned_up:                                 # trap cleanup EXIT
             try:
                 exit_cleanup(ctx)
             except signals.Interrupted:                           # arrived just before it was armed
                 code = EXIT_INTERRUPTED
-    if ctx.guard.pending:                                         # a signal during the cleanup
-        code = EXIT_INTERRUPTED
+        if ctx.guard.pending:                                     # a signal during the cleanup
+            code = EXIT_INTERRUPTED
+        if ctx.night is not None:
+            ctx.night.finish()                                    # issue 7: .ralph/STOP consumed
+        try:                                                      # issue 4: after deregistration,
+            run_control.finish_run(ctx.run, code,                 # lock released last
+                                   "interrupted" if code == EXIT_INTERRUPTED else ctx.exit_reason)
+        except errors.EnvironmentFailure as err:
+            error = error or err
+    if error is not None:
+        raise error
     return code
+
+
+def load_settings(opts: cli_args.Options) -> config.Settings | None:
+    """Issue 4: ralph.yml at the git top level, the environment and the flags, validated before
+    anything is written; each problem is its own `Error: ` line (exit 1)."""
+    try:
+        return config.load(cli_args.given_values(opts), os.environ,
+                           config.find_repo_root(Path.cwd()))
+    except errors.UsageError as err:
+        for line in getattr(err, "problems", [str(err)]):
+            warn(line if line.startswith("Error: ") else f"Error: {line}")
+        return None
+
+
+def resolve_model(ctx: RunContext) -> None:
+    if ctx.options.model is not None:                             # s.7
+        ctx.model = backend.resolve_model(ctx.options.model, ctx.backend,
+                                          backend.models_file(Path(SCRIPT_DIR)))
+
+
+# Settings a run does not persist: how this invocation runs, not what the run is.
+NOT_PERSISTED = ("max_iterations", "dry_run", "resume")
+
+
+def start_run(ctx: RunContext, settings: config.Settings) -> None:
+    """Issue 4: the run lock before the first write to the backlog (`agent register`), then the
+    run state: a new run, or the interrupted one resumed with its counters and its persisted
+    settings (they win over the flags given now; each mismatch is a stderr line)."""
+    workspace.ralph_subdir(ctx.ralph_dir.parent, "runs")         # .ralph/ with its .gitignore (exit 8)
+    options = {k: v for k, v in settings.explicit().items() if k not in NOT_PERSISTED}
+    asked = settings.max_iterations if settings.source("max_iterations") != "default" else None
+    with ctx.guard.deferred():                                    # a signal cannot split lock and state
+        ctx.run = run_control.start_run(
+            ctx.ralph_dir, ctx.mode, max_iterations=ctx.options.max_iterations,
+            cli_max_iterations=asked, options=options, resume=ctx.options.resume,
+            recover=lambda agent, reason: release_dead_agent(ctx, agent, reason))
+    for note in ctx.run.notes:                                    # stderr: stdout stays s.10's
+        warn(note)
+    state = ctx.run.state
+    ctx.options = cli_args.settle(ctx.options, {**state.options,
+                                                "max_iterations": state.max_iterations})
+    resolve_model(ctx)
+
+
+def dry_run(ctx: RunContext) -> int:
+    """Issue 4: print what this run would do (the run it would start or resume, the task data,
+    the prompt, the agent argv) and write nothing: no lock, state, log, agent registration,
+    database change, .ralph/ or .gitignore. Exit 0."""
+    ctx.branch = workspace.current_branch(ctx.env)                # BRANCH=$(git branch --show-current)
+    banner(ctx)
+    say("Dry run: nothing is written (no run lock, run state, log, agent registration "
+        "or task change).")
+    say(run_control.preview(ctx.ralph_dir, ctx.mode))
+    argv = ("peek", "-n", "10") if ctx.mode == "build" else ("list", "--all", "--markdown")
+    data = ""
+    if not ctx.task.embedded:
+        say(f"Task data: not read: the task command {ctx.task.command} is not ralph.py's own "
+            "and might write")
+    else:
+        read = backlog_readonly.call(list(argv), environ=ctx.env, cwd=ctx.cwd)
+        if read.db_path is not None and not read.exists:
+            say(f"Task data: none: {read.db_path} does not exist yet (the first task call "
+                "creates it)")
+        else:
+            say(f"Task data (task {' '.join(argv)}, read-only):")
+            say(read.output or "(empty)")
+            data = read.output if read.ok else ""
+            if ctx.mode == "build" and read.ok and not read.output:
+                say("No tasks available: the run would stop here without starting the agent.")
+    command = f"/ralph-{ctx.mode}"
+    prompt = f"{command} {data}" if data else command
+    say("Prompt:")
+    say(prompt)
+    say("Agent argv:")
+    say(shlex.join(agents.claude_argv(prompt, danger=ctx.options.danger, model=ctx.model)))
+    return EXIT_OK
 
 
 def task_command(args: list[str]) -> int:
@@ -330,8 +450,8 @@ COMMANDS = {
     "build": lambda args: run_mode("build", args),
     "task": task_command,
     "install": lambda args: install.main(args),        # Claude Code skills + hooks (README)
-    "status": lambda args: status.main(args),          # is a run alive, what is it doing
-    "ctl": lambda args: control.main(args),            # pause | resume | stop a run between sessions
+    "status": lambda args: status.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # is a run alive
+    "ctl": lambda args: control.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # pause | resume | stop
 }
 
 

@@ -1,11 +1,12 @@
-"""Owns what one plan/build run does between its sessions for issue 7 (unattended runs): the
-run's record (run state with the guards state and a usage-limit resume time, events.jsonl,
-progress.md), `ralph ctl` pause/stop and SIGHUP between sessions, log rotation, classifying
-each finished session, holding tasks that failed --max-attempts times, the breaker and
-budgets, and waiting out usage limits (also one persisted by an earlier run). Each piece is
-one call into the module that owns it (outcome, usage_limits, limit_wait, guards, control,
-logrotate). Knows nothing of running the agent (session.py) and never prints: lines for the
-user go through the `say`/`warn` callables ralph.py passes in."""
+"""Owns what one plan/build run does between its sessions for issue 7 (unattended runs):
+`ralph ctl` pause/stop and SIGHUP between sessions, log rotation, classifying each finished
+session (its fields for the session_end event, the outcomes in progress.md), holding tasks
+that failed --max-attempts times, the breaker and budgets (their state persisted in the run
+state), and waiting out usage limits (the resume time persisted in the run state, and one
+persisted by an earlier run honoured). Each piece is one call into the module that owns it
+(outcome, usage_limits, limit_wait, guards, control, logrotate). Knows nothing of running the
+agent (session.py) or of the run's lifecycle on disk (run_control), and never prints: lines
+for the user go through the `say`/`warn` callables ralph.py passes in."""
 from __future__ import annotations
 
 import subprocess
@@ -14,26 +15,31 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+import json
+import os
+
 from ralphkit import control, guards, limit_wait, logrotate, outcome, progress, run_state
 from ralphkit import usage_limits, watchdog
 from ralphkit.durations import format_duration
 from ralphkit.errors import UsageDisabled
 from ralphkit.overnight_options import NightConfig
+from ralphkit.run_control import Run
 from ralphkit.signals import Guard
 
 FAIL_REASON = "session exited without completing task"     # ralph-cli.md s.15.5, unchanged
 _POLL_S = 0.05
+_OUTCOMES_KEPT = 10
 
 
 class Night:
-    def __init__(self, cfg: NightConfig, *, mode: str, max_iterations: int, ralph_dir: Path,
-                 task: Any, env: Mapping[str, str], guard: Guard,
-                 say: Callable[[str], None], warn: Callable[[str], None]):
-        self.cfg, self.mode, self.ralph_dir, self.task, self.env = cfg, mode, ralph_dir, task, env
+    def __init__(self, cfg: NightConfig, run: Run, *, task: Any, env: Mapping[str, str],
+                 guard: Guard, say: Callable[[str], None], warn: Callable[[str], None]):
+        self.cfg, self.run, self.task, self.env = cfg, run, task, env
+        self.ralph_dir, self.state = run.ralph_dir, run.state
         self.guard, self.say, self.warn = guard, say, warn
-        self.guards = guards.Guards(cfg.limits)
-        self.state = run_state.RunState(run_id=run_state.new_run_id(), mode=mode,
-                                        max_iterations=max_iterations)
+        saved = self.state.extra.get("guards")
+        self.guards = (guards.Guards.from_dict(cfg.limits, saved) if isinstance(saved, dict)
+                       else guards.Guards(cfg.limits))     # a resumed run keeps its counters
         self.timeouts = watchdog.SessionTimeouts(cfg.session_s, cfg.idle_s)
         self.stop_line: str | None = None
         self._pending: tuple[Any, Any, float] | None = None   # (outcome, limit hit, cost)
@@ -46,20 +52,14 @@ class Night:
         if control.consume_stop(self.ralph_dir):
             self.warn(f"Note: removed {self.ralph_dir / control.STOP} left from before this run")
         persisted = self._persisted_limit()
-        self._save()
-        self._event("run_start", mode=self.mode, options=_limits_dict(self.cfg))
         if self.task.embedded and (self.cfg.limits.max_idle_sessions or self.cfg.limits.max_attempts):
             self.guards.baseline(self._fingerprint(None), self._head())   # no task call of s.1's table
         if persisted is not None:
             self.say(f"Usage limit from an earlier run: resume time {persisted.reset_at.isoformat()}")
             self._wait_limit(persisted)
 
-    def finish(self, code: int, reason: str) -> None:
-        """At every exit after start(): the run_end record, and STOP is consumed (s.17 order:
-        before the agent's deregistration is fine, it writes no task)."""
-        self.state.finish(code, reason)
-        self._event("run_end", exit_code=code, reason=reason)
-        self._save()
+    def finish(self) -> None:
+        """At every exit after start(): a stop request is used up (the next run starts normally)."""
         control.consume_stop(self.ralph_dir)
 
     # ------------------------------------------------------------------ between sessions
@@ -82,11 +82,6 @@ class Night:
         logrotate.rotate(self.ralph_dir / "logs")                # .ralph/logs bounded
         return None
 
-    def begin_session(self, log_path: Path) -> None:
-        self.state.begin_session(None, None, str(log_path))
-        self._save()
-        self._event("session_start", n=self.state.sessions_started, log=str(log_path))
-
     def fail_reason(self, result: Any) -> str:
         """The crash-safety reason: the spec's text, or one naming the timeout (issue 7)."""
         if getattr(result, "timed_out", False):
@@ -96,9 +91,10 @@ class Night:
         return FAIL_REASON
 
     # ------------------------------------------------------------------ after a session
-    def after_session(self, result: Any, failed: list[str], reason: str) -> None:
-        """Classify the session, record it (events.jsonl, progress.md), count the failed
-        attempts of the tasks crash safety put back (`failed`) and hold those at the limit."""
+    def after_session(self, result: Any, failed: list[str], reason: str) -> dict[str, Any]:
+        """Classify the session, count the failed attempts of the tasks crash safety put back
+        (`failed`) and hold those at the limit. Returns the fields for its session_end event;
+        the outcome is also kept for progress.md."""
         summary = result.summary
         now = datetime.now(timezone.utc)
         hit = usage_limits.detect(summary, "", now,
@@ -116,14 +112,18 @@ class Night:
                 hold = self.guards.after_task_failure(slug, reason, prior_failures=prior)
                 if hold is not None and self._hold(hold):
                     held.append(slug)
-        n = self.state.sessions_started
-        self._event("session_end", n=n, **out.to_dict(), returncode=result.returncode,
-                    cost_usd=cost, tasks_failed=failed, tasks_held=held,
-                    resume_at=hit.reset_at.isoformat() if hit and hit.reset_at else None)
-        self.state.end_session(", ".join(failed) or f"session {n}", ok=not out.counts_as_failure,
-                               reason=out.detail, outcome=out.kind, n=n, cost_usd=cost)
-        self._save()
+        n = (self.state.active or {}).get("n", self.state.sessions_started)
+        record = {"n": n, "class": out.kind, "detail": out.detail,
+                  "counts_as_failure": out.counts_as_failure}
+        self.state.extra["outcomes"] = ([record] + self.state.extra.get("outcomes", []))[:_OUTCOMES_KEPT]
         self._pending = (out, hit, cost)
+        fields = {"class": out.kind, "detail": out.detail,
+                  "counts_as_failure": out.counts_as_failure}
+        if held:
+            fields["held"] = held
+        if hit is not None and hit.reset_at is not None:
+            fields["resume_at"] = hit.reset_at.isoformat()
+        return fields
 
     def settle(self, counts_text: str | None = None) -> None:
         """After the loop's own checks (plan-status, promise): raise what ends the run (exit 7,
@@ -179,8 +179,9 @@ class Night:
             time.sleep(min(_POLL_S, left))
 
     def _persisted_limit(self) -> usage_limits.LimitHit | None:
-        previous = run_state.latest_run(self.ralph_dir)
-        state = run_state.read(self.ralph_dir, previous) if previous else None
+        """This run's resume time (a resumed run), else the newest earlier run's."""
+        state = self.state if self.state.resume_at else _previous_run(self.ralph_dir,
+                                                                       self.state.run_id)
         data = state.extra.get("limit") if state is not None else None
         if not state or not state.resume_at:
             return None
@@ -234,8 +235,25 @@ class Night:
         progress.write_progress(self.ralph_dir, self.state)
 
 
+def _previous_run(ralph_dir: Path, current: str) -> run_state.RunState | None:
+    best = None
+    try:
+        entries = list(os.scandir(Path(ralph_dir) / "runs"))
+    except OSError:
+        return None
+    for entry in entries:
+        if entry.name == current:
+            continue
+        try:
+            mtime = os.stat(Path(entry.path) / "state.json").st_mtime
+        except OSError:
+            continue
+        if best is None or (mtime, entry.name) > best:
+            best = (mtime, entry.name)
+    return run_state.read(ralph_dir, best[1]) if best else None
+
+
 def _rows(export: str) -> list[dict]:
-    import json
     rows = []
     for line in export.splitlines():
         try:
@@ -245,11 +263,6 @@ def _rows(export: str) -> list[dict]:
         if isinstance(row, dict):
             rows.append(row)
     return rows
-
-
-def _limits_dict(cfg: NightConfig) -> dict[str, Any]:
-    return {"session_timeout_s": cfg.session_s, "idle_timeout_s": cfg.idle_s,
-            **{k: v for k, v in vars(cfg.limits).items()}}
 
 
 __all__ = ["Night", "FAIL_REASON"]

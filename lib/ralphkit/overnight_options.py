@@ -8,8 +8,7 @@ explicitly. Knows nothing of acting on them (overnight.py, session.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Mapping
+from typing import Iterable
 
 from ralphkit import cli_args, config, guards
 from ralphkit.durations import parse_duration
@@ -69,7 +68,8 @@ def register() -> None:
         what = {"duration": _DURATION, "int": "requires a number",
                 "number": "requires a number (USD)"}[kind]
         cli_args.add_flag(cli_args.Flag((name,), dest, f"Error: {name} {what}",
-                                        _convert(kind), modes=modes))
+                                        _convert(kind), modes=modes,
+                                        setting=dest not in _FLAG_ONLY))
 
 
 @dataclass(frozen=True)
@@ -82,23 +82,26 @@ class NightConfig:
     limits: guards.Limits
 
 
-def resolve(opts: cli_args.Options, environ: Mapping[str, str], cwd: Path) -> NightConfig:
-    """Flags > environment > ralph.yml > defaults (config.load); UsageError on a bad value."""
-    cli_values = {dest: opts.extra.get(dest) for _, dest, _, _ in _FLAGS if dest not in _FLAG_ONLY}
+def resolve(opts: cli_args.Options, explicit: Iterable[str]) -> NightConfig:
+    """From the settled options (cli_args.settle: flags > environment > ralph.yml > defaults,
+    or a resumed run's persisted options) and the flag-only values. `explicit`: the settings
+    not left at their default (the run state's options). opts.max_iterations is the run's
+    limit after the mode default."""
+    explicit = set(explicit)
+    settings = {s.name: opts.extra.get(s.name, s.default) for s in config.SETTINGS}
     only = {dest: float(opts.extra.get(dest, default)) for dest, default in _FLAG_ONLY.items()}
-    settings = config.load(cli_values, environ, config.find_repo_root(cwd))
     unattended = opts.mode == "build" and opts.max_iterations == 0
 
     def breaker(name: str) -> int:
         # Lead's rule [SH-COMPAT]: with `-n N` the user's N is the bound, as in ralph.sh.
-        if settings.source(name) == "default" and not unattended:
+        if name not in explicit and not unattended:
             return 0
         return int(settings[name])
 
-    limit_wait = settings.max_limit_wait
+    limit_wait = settings["max_limit_wait"]
     return NightConfig(
-        session_s=settings.session_timeout or None,
-        idle_s=settings.idle_timeout or None,
+        session_s=settings["session_timeout"] or None,
+        idle_s=settings["idle_timeout"] or None,
         kill_grace_s=only["kill_grace"],
         margin_s=only["limit_wait_margin"],
         default_wait_s=only["limit_default_wait"],
@@ -106,8 +109,8 @@ def resolve(opts: cli_args.Options, environ: Mapping[str, str], cwd: Path) -> Ni
             max_attempts=breaker("max_attempts") if opts.mode == "build" else 0,
             max_idle_sessions=breaker("max_idle_sessions"),
             max_consecutive_failures=breaker("max_consecutive_failures"),
-            max_cost_usd=settings.max_cost,
-            max_runtime_s=settings.max_runtime,
+            max_cost_usd=settings["max_cost"],
+            max_runtime_s=settings["max_runtime"],
             max_limit_wait_s=DEFAULT_MAX_LIMIT_WAIT_S if limit_wait is None else limit_wait or None))
 
 

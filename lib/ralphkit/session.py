@@ -65,11 +65,33 @@ def _write_all(log: BinaryIO, data: bytes) -> None:
                                  "free space or check that .ralph/ is writable") from None
 
 
+def _die_with_parent() -> Callable[[], None] | None:
+    """A preexec_fn asking Linux to SIGKILL the agent when ralph.py dies (PR_SET_PDEATHSIG), so
+    a `kill -9` of ralph.py does not leave its agent working on a task nobody watches (issue 4).
+    Best effort: None where prctl is not available. The agent's own children are not covered;
+    a resumed run kills the dead run's agent group (run_control)."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(1, signal.SIGKILL, 0, 0, 0)          # PR_SET_PDEATHSIG = 1
+        if os.getppid() != parent:                 # ralph.py died before the call: go too
+            os._exit(1)
+    return preexec
+
+
 def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryIO,
         guard: Guard, on_first_interrupt: Callable[[], None],
+        on_start: Callable[[int], None] | None = None,
         timeouts: watchdog.SessionTimeouts | None = None,
         kill_grace_s: float = 10.0) -> SessionResult:
     """Run one session to its end and return how it ended. `out` gets the rendering.
+    on_start(pid) is called once the agent runs (the run state records it, issue 4).
     `timeouts` (issue 7): when one runs out, the group gets SIGTERM, then SIGKILL after
     kill_grace_s; the result says timed_out or idle_out."""
     guard.raise_pending()             # a signal during the last task call: no new session (s.16)
@@ -87,11 +109,20 @@ def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryI
         with log:
             try:
                 proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=None, env=dict(env), process_group=0, bufsize=0)
+                                        stderr=None, env=dict(env), process_group=0, bufsize=0,
+                                        preexec_fn=_die_with_parent())
             except OSError as exc:
                 log.close()
                 log_path.unlink(missing_ok=True)      # no session, no log
                 return SessionResult(started=False, error=exc.strerror or str(exc))
+            if on_start is not None:
+                try:
+                    on_start(proc.pid)
+                except BaseException:              # e.g. the state cannot be saved: no orphan
+                    _killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    proc.stdout.close()
+                    raise
             result = _pump(proc, log, out, guard, on_first_interrupt, wake_r,
                            timeouts or watchdog.SessionTimeouts(None, None), kill_grace_s)
         if guard.pending:              # arrived as the agent ended: still this session's interrupt
