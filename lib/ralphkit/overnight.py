@@ -84,10 +84,10 @@ class Night:
 
     def fail_reason(self, result: Any) -> str:
         """The crash-safety reason: the spec's text, or one naming the timeout (issue 7)."""
-        if getattr(result, "timed_out", False):
-            return f"session timeout ({format_duration(self.cfg.session_s or 0)}) reached; agent terminated"
-        if getattr(result, "idle_out", False):
-            return f"idle timeout: no agent output for {format_duration(self.cfg.idle_s or 0)}; agent terminated"
+        if getattr(result, "timed_out", False) or getattr(result, "idle_out", False):
+            return outcome.classify(None, None, timed_out=result.timed_out, idle_out=result.idle_out,
+                                    session_timeout_s=self.cfg.session_s,
+                                    idle_timeout_s=self.cfg.idle_s).detail   # = the outcome's detail
         return FAIL_REASON
 
     # ------------------------------------------------------------------ after a session
