@@ -300,3 +300,71 @@ def test_resume_flag_with_nothing_to_resume_starts_a_new_run_and_says_so(git_rep
     run_dir, = runs(git_repo)
     assert result.returncode == 0 and "No tasks available. Exiting loop." in result.stdout
     assert f"Nothing to resume: starting run {run_dir.name}\n" == result.stderr
+
+
+def test_events_and_progress_record_each_session_with_its_task_cost_and_turns(
+        git_repo, run_ralph, run_task, action, tmp_path):
+    sync(run_task, "t1")
+    stream = tmp_path / "stream"
+    stream.write_text(json.dumps({"type": "result", "subtype": "success", "result": "ok",
+                                  "total_cost_usd": 0.25, "num_turns": 3}) + "\n")
+    result = run_ralph("build", env={**action, "STUB_STREAM": str(stream)})
+    assert result.returncode == 0, result.stderr
+    run_dir, = runs(git_repo)
+    events = events_of(run_dir)
+    assert [e["event"] for e in events] == ["run_start", "session_start", "session_end", "run_end"]
+    start, end = events[1], events[2]
+    assert start["n"] == 1 and start["task"] is None and start["log"].endswith("-001.jsonl")
+    assert {k: end[k] for k in ("n", "task", "exit_code", "cost_usd", "turns", "outcome")} == {
+        "n": 1, "task": "t1", "exit_code": 0, "cost_usd": 0.25, "turns": 3,
+        "outcome": "completed"}
+    assert events[3]["exit_code"] == 0
+    assert events[3]["reason"] == "All tasks complete. Exiting loop."
+    progress = (git_repo / ".ralph" / "progress.md").read_text()
+    assert f"# ralph run {run_dir.name}\n" in progress and "- Completed: 1\n" in progress
+    assert "| t1 | completed |" in progress
+
+
+def test_a_run_started_in_a_subdirectory_shares_the_lock_of_the_checkout(
+        git_repo, base_env, run_task, run_ralph, bin_dir, tmp_path):
+    install_stub(bin_dir, stub="claude_signals")
+    sync(run_task, "t1")
+    release, pidfile = tmp_path / "release", tmp_path / "agent.pid"
+    env = {**base_env, "STUB_RELEASE": str(release), "STUB_PIDFILE": str(pidfile)}
+    sub = git_repo / "pkg"
+    (sub / "specs").mkdir(parents=True)
+    (sub / "specs" / "a.md").write_text("a\n")
+    run = Running(["build", "-n", "1"], cwd=git_repo, env=env)
+    try:
+        wait_for(pidfile.exists, timeout=20)
+        second = run_ralph("plan", cwd=sub)
+        release.touch()
+        assert run.wait() == 0, run.stderr
+    finally:
+        run.kill()
+    assert second.returncode == 3 and second.stdout == ""
+    assert second.stderr.startswith(f"Error: run lock {git_repo / '.ralph' / 'run.lock'} is held")
+    assert not (sub / ".ralph").exists()
+
+
+def test_kill_9_of_a_plan_run_is_resumed_by_the_next_plan_run(
+        git_repo, base_env, run_ralph, bin_dir, tmp_path):
+    install_stub(bin_dir, stub="claude_signals")
+    pidfile = tmp_path / "agent.pid"
+    first = Running(["plan", "-n", "2"], cwd=git_repo,
+                    env={**base_env, "STUB_PIDFILE": str(pidfile)})
+    try:
+        wait_for(pidfile.exists, timeout=20)
+        os.kill(first.proc.pid, signal.SIGKILL)
+        first.proc.wait(10)
+    finally:
+        first.kill()
+    run_dir, = runs(git_repo)
+    build = run_ralph("build", env={"RALPH_TASK_CMD": "true"})       # a build run leaves it alone
+    assert build.returncode == 0 and "Resuming" not in build.stderr
+    again = run_ralph("plan", env={"STUB_EXIT_AT_ONCE": "1"})
+    assert again.returncode == 0, again.stderr
+    assert f"Resuming run {run_dir.name} (interrupted at iteration 0, 1 sessions started)" \
+        in again.stderr
+    assert "Max:    2 iterations" in again.stdout and "Reached max iterations: 2" in again.stdout
+    assert state_of(run_dir)["sessionsStarted"] == 3 and state_of(run_dir)["iteration"] == 2
