@@ -326,7 +326,8 @@ def run_mode(mode: str, args: list[str]) -> int:
         banner(ctx)
         night_cfg = overnight_options.resolve(ctx.options, ctx.run.state.options)  # lead's default rule
         ctx.night = overnight.Night(night_cfg, ctx.run, task=ctx.task, env=ctx.env,
-                                    guard=ctx.guard, say=say, warn=warn)
+                                    guard=ctx.guard, log_dir=ctx.cwd / ".ralph" / "logs",
+                                    say=say, warn=warn)
         ctx.night.start()                                         # issue 7: stale STOP, persisted limit wait
         code = plan_loop(ctx) if mode == "plan" else build_loop(ctx)
     except signals.Interrupted:                                   # trap 'exit 130' INT TERM

@@ -33,8 +33,10 @@ _OUTCOMES_KEPT = 10
 
 class Night:
     def __init__(self, cfg: NightConfig, run: Run, *, task: Any, env: Mapping[str, str],
-                 guard: Guard, say: Callable[[str], None], warn: Callable[[str], None]):
-        self.cfg, self.run, self.task, self.env = cfg, run, task, env
+                 guard: Guard, log_dir: Path, say: Callable[[str], None],
+                 warn: Callable[[str], None]):
+        """log_dir: where the session logs go (./.ralph/logs, s.20.3), rotated before each."""
+        self.cfg, self.run, self.task, self.env, self.log_dir = cfg, run, task, env, log_dir
         self.ralph_dir, self.state = run.ralph_dir, run.state
         self.guard, self.say, self.warn = guard, say, warn
         saved = self.state.extra.get("guards")
@@ -79,7 +81,7 @@ class Night:
         verdict = self.guards.before_session()                   # --max-runtime
         if verdict is not None:
             raise verdict.error()
-        logrotate.rotate(self.ralph_dir / "logs")                # .ralph/logs bounded
+        logrotate.rotate(self.log_dir)                           # .ralph/logs bounded
         return None
 
     def fail_reason(self, result: Any) -> str:
