@@ -7,6 +7,7 @@ and never prints."""
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 from typing import Iterator
 
@@ -66,6 +67,17 @@ class Guard:
 
     def _hangup(self, signum: int, frame) -> None:
         self.hangup = True
+        # The terminal is gone: writes to it would fail with EIO and cut the session short.
+        # Output that goes to a terminal goes to /dev/null from here (a file or pipe, as
+        # under nohup or CI, is kept).
+        for fd in (1, 2):
+            try:
+                if os.isatty(fd):
+                    null = os.open(os.devnull, os.O_WRONLY)
+                    os.dup2(null, fd)
+                    os.close(null)
+            except OSError:
+                pass
 
     def _handler(self, signum: int, frame) -> None:
         self.interrupted = True
