@@ -423,3 +423,15 @@ def test_old_session_logs_are_rotated_before_a_session(git_repo, run_ralph, run_
     names = sorted(p.name for p in logs.iterdir())
     assert len(names) == 101                 # 100 kept before the session, plus its own
     assert "old-000.jsonl" not in names and "old-104.jsonl" in names
+
+
+def test_plan_mode_classifies_its_sessions_and_honours_an_explicit_breaker(
+        git_repo, run_ralph, agent):
+    proc = run_ralph("plan", "-n", "3", "--max-idle-sessions", "2",
+                     env={**agent("claude", claim=False), "STUB_EXIT": "1"})
+    assert proc.returncode == 6
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "Error: no progress: 2 sessions in a row changed neither the backlog nor git HEAD "
+        "(--max-idle-sessions 2)")
+    assert classes(git_repo) == ["agent_error", "agent_error"]
+    assert "| 2 | agent_error | agent exited with status 1 |" in progress_md(git_repo)
