@@ -85,7 +85,7 @@ def test_a_hanging_agent_is_ended_by_the_session_timeout_and_its_task_goes_back_
     env = {**agent("claude-hang"), "STUB_IGNORE_TERM": "1", "STUB_HANG_CHILD": "1",
            "STUB_PIDFILE": str(pidfile)}
     started = time.monotonic()
-    proc = run_ralph("build", "-n", "1", "--session-timeout", "2", "--kill-grace", "0.2",
+    proc = run_ralph("build", "-n", "1", "--session-timeout", "3", "--kill-grace", "0.2",
                      env=env)
     assert proc.returncode == 0, proc.stderr
     assert time.monotonic() - started < 10
@@ -93,23 +93,23 @@ def test_a_hanging_agent_is_ended_by_the_session_timeout_and_its_task_goes_back_
     assert all(not alive(int(p)) for p in pidfile.read_text().split())   # TERM ignored: KILL
     task = tasks_of(run_task)["t1"]
     assert (task["status"], task["retry_count"]) == ("open", 1)
-    assert task["fail_reason"] == "session timeout of 2s reached; agent terminated"
+    assert task["fail_reason"] == "session timeout of 3s reached; agent terminated"
     end = events(git_repo, "session_end")[0]
     assert (end["class"], end["counts_as_failure"], end["exit_code"]) == ("timeout", True, -9)
     assert end["reason"] == task["fail_reason"]
-    assert "| 1 | timeout | session timeout of 2s reached; agent terminated |" in progress_md(git_repo)
+    assert "| 1 | timeout | session timeout of 3s reached; agent terminated |" in progress_md(git_repo)
 
 
 def test_a_silent_agent_is_ended_by_the_idle_timeout(git_repo, run_ralph, run_task, agent):
     sync(run_task, "t1")
-    proc = run_ralph("build", "-n", "1", "--idle-timeout", "2", "--kill-grace", "0.2",
+    proc = run_ralph("build", "-n", "1", "--idle-timeout", "3", "--kill-grace", "0.2",
                      env=agent("claude-silent"))
     assert proc.returncode == 0, proc.stderr
     task = tasks_of(run_task)["t1"]
-    assert task["status"] == "open" and task["fail_reason"] == "no agent output for 2s; agent terminated"
+    assert task["status"] == "open" and task["fail_reason"] == "no agent output for 3s; agent terminated"
     end = events(git_repo, "session_end")[0]
     assert (end["class"], end["exit_code"]) == ("idle", -15)
-    assert "| 1 | idle | no agent output for 2s; agent terminated |" in progress_md(git_repo)
+    assert "| 1 | idle | no agent output for 3s; agent terminated |" in progress_md(git_repo)
 
 
 @pytest.mark.parametrize("env,kind,detail", [
