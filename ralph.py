@@ -48,7 +48,7 @@ import time  # noqa: E402
 from ralphkit import agents, backend, backlog, cli_args, errors, render, session  # noqa: E402
 from ralphkit import control, install, signals, status, task_calls, workspace  # noqa: E402
 from ralphkit import backlog_readonly, config, run_control, scope_run  # noqa: E402
-from ralphkit import assign_mode, fresh_start, progress, respawn  # noqa: E402
+from ralphkit import assign_mode, fresh_start, overnight, overnight_options, progress, respawn  # noqa: E402
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 
 GENERAL_HELP = """\
@@ -64,7 +64,7 @@ Run 'ralph <command> --help' for command-specific options.
 RULE = "\u2501" * 40
 NO_SPECS = "Error: No specs found. Run /ralph-spec first to generate specs in ./specs/"
 WAITING = "Waiting for claude to finish cleanup... Press Ctrl+C again to force quit."
-FAIL_REASON = "session exited without completing task"
+FAIL_REASON = overnight.FAIL_REASON
 
 
 def say(text: str = "", end: str = "\n") -> None:
@@ -99,6 +99,7 @@ class RunContext:
     cleaned_up: bool = False
     ralph_dir: Path = field(default_factory=lambda: workspace.ralph_dir(Path.cwd()))  # issue 4
     run: run_control.Run | None = None       # lock + state + progress (issue 4)
+    night: overnight.Night | None = None     # timeouts, limits, breaker, budgets, ctl (issue 7)
     exit_reason: str = "unexpected error"    # the run's last line, for run_end / ralph status
     freeze: scope_run.Freeze | None = None   # FREEZE_SCOPE: the frozen scope (issue 5)
     assign: assign_mode.AssignMode | None = None   # issue 6: --assign / assign: true
@@ -221,13 +222,16 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
     result = session.run(argv, env=ctx.env, log_path=log_path,  # claude -p "$PROMPT" ... | tee | jq
                          out=sys.stdout.buffer, guard=ctx.guard,
                          on_first_interrupt=lambda: (say(), say(WAITING)),
-                         on_start=lambda pid: run_control.agent_started(ctx.run, pid))
+                         on_start=lambda pid: run_control.agent_started(ctx.run, pid),
+                         timeouts=ctx.night.timeouts,           # issue 7: TERM, grace, KILL
+                         kill_grace_s=ctx.night.cfg.kill_grace_s)
     if not result.started:
         warn(f"Error: cannot run '{agents.AGENT}': {result.error}")
     return result
 
 
-def record_session(ctx: RunContext, result: session.SessionResult, failed: list[str] = ()) -> None:
+def record_session(ctx: RunContext, result: session.SessionResult, failed: list[str] = (),
+                   reason: str = FAIL_REASON) -> None:
     """Issue 4: the session's outcome in the run state and progress record. In agent-selects
     build mode the tasks are read back: those the crash-safety step failed, and those this
     agent marked done since the session started (read-only, no task call)."""
@@ -235,9 +239,11 @@ def record_session(ctx: RunContext, result: session.SessionResult, failed: list[
     if ctx.agent_id and ctx.task.embedded:
         completed = backlog_readonly.finished_by(ctx.agent_id, ctx.run.session_since,
                                                  environ=ctx.env, cwd=ctx.cwd)
+    outcome = None if result.interrupted else ctx.night.after_session(result, list(failed), reason)
     run_control.end_session(ctx.run, returncode=result.returncode, summary=result.summary,
                             interrupted=result.interrupted, completed=completed,
-                            failed=list(failed), fail_reason=FAIL_REASON)
+                            failed=list(failed), fail_reason=reason,
+                            extra=outcome)                      # issue 7: how the session ended
 
 
 def notice(ctx: RunContext, kind: str, message: str) -> None:
@@ -290,6 +296,8 @@ def plan_loop(ctx: RunContext) -> int:
     """s.14."""
     limit = ctx.options.max_iterations
     for i in range(ctx.run.state.iteration + 1, limit + 1):               # a resumed run goes on
+        if (line := ctx.night.between_sessions()) is not None:           # ralph ctl stop, SIGHUP (issue 7)
+            return stop(ctx, line)
         check_scope(ctx)                                                  # FREEZE_SCOPE: log, maybe stop
         dag = ctx.task.call("list", "--all", "--markdown", env=ctx.env)   # DAG=$(task list --all --markdown)
         result = run_session(ctx, "/ralph-plan", dag.output)              # claude -p "/ralph-plan $DAG"
@@ -299,6 +307,7 @@ def plan_loop(ctx: RunContext) -> int:
         if result.summary is not None and render.promise_received(
                 result.summary, ctx.options.completion_promise):          # grep "<promise>$PROMISE</promise>"
             return stop(ctx, "\nPlan complete: completion promise received.")
+        ctx.night.settle()                                                # exit 5/6/7, or wait out a usage limit
         loop_separator(ctx, i)
     return stop(ctx, f"Reached max iterations: {limit}")                  # [SH-COMPAT] exit 0
 
@@ -311,6 +320,8 @@ def build_loop(ctx: RunContext) -> int:
     while True:
         if limit > 0 and done >= limit:
             return stop(ctx, f"Reached max iterations: {limit}")          # [SH-COMPAT] exit 0
+        if (line := ctx.night.between_sessions()) is not None:           # ralph ctl stop, SIGHUP (issue 7)
+            return stop(ctx, line)
         if check_scope(ctx):                                              # FREEZE_SCOPE: target met
             return stop(ctx, "All frozen tasks complete. Exiting loop.")
         if ctx.assign:
@@ -328,17 +339,19 @@ def build_loop(ctx: RunContext) -> int:
         if result.interrupted:
             record_session(ctx, result)                                   # issue 4: progress record
             return EXIT_INTERRUPTED
+        reason = ctx.night.fail_reason(result)                            # the spec's, or naming the timeout
         failed = []
         if ctx.assign:
             step = report(ctx, ctx.assign.after())                        # issue 6: done -> archive, else fail
             if step.fail_output:
                 say(step.fail_output)                                     # `failed <id>`, as s.15.5 passes it
             failed = [step.task] if step.outcome == "failed" else []
-        failed += fail_active_tasks(ctx)                                  # crash safety, before plan-status
-        record_session(ctx, result, failed)                               # issue 4: progress record
+        failed += fail_active_tasks(ctx, reason=reason)                   # crash safety, before plan-status
+        record_session(ctx, result, failed, reason)                       # issue 4+7: record, attempts, holds
         counts = ctx.task.call("plan-status", env=ctx.env)                # task plan-status
         if counts.ok and backlog.all_done(counts.output):                 # 0 open, 0 active
             return finish(ctx, "All tasks complete. Exiting loop.")
+        ctx.night.settle(counts.output)                                   # exit 5/6/7, or wait out a usage limit
         done += 1
         loop_separator(ctx, done)
 
@@ -377,6 +390,7 @@ def run_mode(mode: str, args: list[str]) -> int:
     """`ralph plan|build`: ralph.sh's order (s.5)."""
     guard = signals.Guard()
     guard.arm()                                                   # Ctrl+C before setup: exit 130, no traceback
+    overnight_options.register()                                  # issue 7 flags
     opts = cli_args.parse(mode, args)                             # while [[ $# -gt 0 ]]; do case $1 ...
     if opts.help:
         say(cli_args.help_text(mode), end="")
@@ -407,6 +421,11 @@ def run_mode(mode: str, args: list[str]) -> int:
         freeze_scope(ctx)                                         # FREEZE_SCOPE: snapshot the backlog
         ctx.guard.raise_pending()                                 # a signal during an in-process call
         banner(ctx)
+        night_cfg = overnight_options.resolve(ctx.options, ctx.run.state.options)  # lead's default rule
+        ctx.night = overnight.Night(night_cfg, ctx.run, task=ctx.task, env=ctx.env,
+                                    guard=ctx.guard, log_dir=ctx.cwd / ".ralph" / "logs",
+                                    say=say, warn=warn)
+        ctx.night.start()                                         # issue 7: stale STOP, persisted limit wait
         code = plan_loop(ctx) if mode == "plan" else build_loop(ctx)
     except signals.Interrupted:                                   # trap 'exit 130' INT TERM
         code = EXIT_INTERRUPTED
@@ -420,6 +439,8 @@ def run_mode(mode: str, args: list[str]) -> int:
                 code = EXIT_INTERRUPTED
         if ctx.guard.pending:                                     # a signal during the cleanup
             code = EXIT_INTERRUPTED
+        if ctx.night is not None:
+            ctx.night.finish()                                    # issue 7: .ralph/STOP consumed
         try:                                                      # issue 4: after deregistration,
             run_control.finish_run(ctx.run, code,                 # lock released last
                                    "interrupted" if code == EXIT_INTERRUPTED else ctx.exit_reason)

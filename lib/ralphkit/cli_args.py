@@ -71,6 +71,7 @@ class Flag:
     convert: Callable[[str], object] = str
     modes: tuple[str, ...] = MODES
     help_lines: tuple[str, ...] = ()
+    setting: bool = True             # False: a flag without a row in config's table (not merged)
 
 
 def _decimal(value: str) -> int:
@@ -161,8 +162,9 @@ def parse(mode: str, args: list[str]) -> Options:
 
 def given_values(opts: Options) -> dict[str, object]:
     """What the command line set explicitly, by setting name (config.load's cli_values)."""
+    flag_only = {flag.dest for flag in _FLAGS if not flag.setting}
     return {dest: (getattr(opts, dest) if dest in Options.__dataclass_fields__
-                   else opts.extra[dest]) for dest in opts.given}
+                   else opts.extra[dest]) for dest in opts.given if dest not in flag_only}
 
 
 def settle(opts: Options, settings: Mapping[str, object]) -> Options:

@@ -95,6 +95,12 @@ def render_progress(state: RunState) -> str:
                      f", log {active.get('log')}")
     else:
         lines.append("None.")
+    sessions = state.extra.get("outcomes") if isinstance(state.extra, dict) else None
+    if sessions:                 # issue 7: how each session ended (outcome.classify)
+        lines += ["", "## How the latest sessions ended (newest first)", "",
+                  "| session | class | detail |", "| --- | --- | --- |"]
+        lines += [f"| {_cell(e.get('n'))} | {_cell(e.get('class'))} | {_cell(e.get('detail'))} |"
+                  for e in sessions if isinstance(e, dict)]
     lines += ["", f"## Latest outcomes (newest first, last {LATEST_OUTCOMES})", ""]
     outcomes = _outcomes(state)
     if outcomes:

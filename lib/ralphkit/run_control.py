@@ -156,9 +156,10 @@ def agent_started(run: Run, pid: int) -> None:
 
 def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: bool = False,
                 completed: list[str] = (), failed: list[str] = (),
-                fail_reason: str | None = None) -> None:
+                fail_reason: str | None = None, extra: dict[str, Any] | None = None) -> None:
     """After the session (and the crash-safety step): its outcome in the state, one session_end
-    event, progress.md rewritten. completed/failed: the tasks the session finished or left."""
+    event, progress.md rewritten. completed/failed: the tasks the session finished or left.
+    extra: more fields for the event (issue 7: the session's exit class and detail)."""
     state = run.state
     n = (state.active or {}).get("n", state.sessions_started)
     known = {e["task"] for e in state.completed}        # done is final: recorded once
@@ -180,6 +181,7 @@ def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: 
              "turns": getattr(summary, "num_turns", None), "outcome": outcome}
     if failed:
         event["reason"] = fail_reason
+    event.update(extra or {})
     run_state.save(run.ralph_dir, state)
     progress.append_event(run.ralph_dir, state.run_id, "session_end", **event)
     progress.write_progress(run.ralph_dir, state)

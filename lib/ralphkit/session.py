@@ -2,7 +2,8 @@
 a process group of its own (stdin /dev/null, stderr inherited, explicit environment), copy
 every byte of its stdout to the session log and to the stream renderer as it arrives,
 forward the first SIGINT to the group, SIGKILL the group on a second SIGINT or a SIGTERM,
-and leave no process of the group behind once the session is over. Knows nothing of prompts,
+end the group (SIGTERM, a grace period, SIGKILL) when a session or idle timeout of issue 7
+runs out, and leave no process of the group behind once the session is over. Knows nothing of prompts,
 task calls or the loop; never prints (the waiting message is the caller's callback)."""
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Mapping
 
-from ralphkit import render
+from ralphkit import render, watchdog
 from ralphkit.errors import EnvironmentFailure
 from ralphkit.signals import Guard
 
@@ -34,6 +35,8 @@ class SessionResult:
     returncode: int | None = None     # ignored by the loop (s.11); kept for later features
     summary: object | None = None     # render.SessionSummary
     error: str = ""
+    timed_out: bool = False           # issue 7: --session-timeout ran out, the group was ended
+    idle_out: bool = False            # issue 7: no output for --idle-timeout, the group was ended
 
 
 def _killpg(pgid: int, sig: int) -> None:
@@ -84,9 +87,13 @@ def _die_with_parent() -> Callable[[], None] | None:
 
 def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryIO,
         guard: Guard, on_first_interrupt: Callable[[], None],
-        on_start: Callable[[int], None] | None = None) -> SessionResult:
+        on_start: Callable[[int], None] | None = None,
+        timeouts: watchdog.SessionTimeouts | None = None,
+        kill_grace_s: float = 10.0) -> SessionResult:
     """Run one session to its end and return how it ended. `out` gets the rendering.
-    on_start(pid) is called once the agent runs (the run state records it, issue 4)."""
+    on_start(pid) is called once the agent runs (the run state records it, issue 4).
+    `timeouts` (issue 7): when one runs out, the group gets SIGTERM, then SIGKILL after
+    kill_grace_s; the result says timed_out or idle_out."""
     guard.raise_pending()             # a signal during the last task call: no new session (s.16)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -116,7 +123,8 @@ def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryI
                     proc.wait()
                     proc.stdout.close()
                     raise
-            result = _pump(proc, log, out, guard, on_first_interrupt, wake_r)
+            result = _pump(proc, log, out, guard, on_first_interrupt, wake_r,
+                           timeouts or watchdog.SessionTimeouts(None, None), kill_grace_s)
         if guard.pending:              # arrived as the agent ended: still this session's interrupt
             result.interrupted = True
         return result
@@ -128,7 +136,8 @@ def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryI
 
 
 def _pump(proc: subprocess.Popen, log: BinaryIO, out: BinaryIO, guard: Guard,
-          on_first_interrupt: Callable[[], None], wake_r: int) -> SessionResult:
+          on_first_interrupt: Callable[[], None], wake_r: int,
+          timeouts: watchdog.SessionTimeouts, kill_grace_s: float) -> SessionResult:
     result = SessionResult(started=True)
     renderer = render.StreamRenderer(out)
     pgid = proc.pid                   # process_group=0: the agent leads its own group
@@ -142,6 +151,8 @@ def _pump(proc: subprocess.Popen, log: BinaryIO, out: BinaryIO, guard: Guard,
     except (AttributeError, OSError):
         pidfd = None                  # older kernel: the 50 ms poll timeout notices the exit
     reading, exited_at, killed_at = True, None, None
+    started = last_output = time.monotonic()
+    term_at = None                    # issue 7: SIGTERM sent for a timeout; SIGKILL after the grace
     try:
         while True:
             while guard.pending:                                  # s.16, in arrival order
@@ -165,12 +176,25 @@ def _pump(proc: subprocess.Popen, log: BinaryIO, out: BinaryIO, guard: Guard,
                 elif reading:
                     chunk = os.read(fd, _CHUNK)
                     if chunk:
+                        last_output = time.monotonic()
                         _write_all(log, chunk)
                         renderer.feed(chunk)
                     else:
                         reading = False
                         poller.unregister(fd)
             now = time.monotonic()
+            if term_at is None and exited_at is None and not result.forced:
+                # Not watchdog.terminate_group: it blocks for the grace period, and the pipe
+                # must be read (the agent may be blocked writing) and s.16 signals honoured.
+                due = timeouts.check(started, last_output, now)
+                if due is not None:
+                    result.timed_out, result.idle_out = due == watchdog.TIMEOUT, due == watchdog.IDLE
+                    _killpg(pgid, signal.SIGTERM)
+                    term_at = now
+            if (term_at is not None and killed_at is None and exited_at is None
+                    and now - term_at >= kill_grace_s):
+                _killpg(pgid, signal.SIGKILL)                     # the grace ran out
+                killed_at = now
             if exited_at is None and _has_exited(proc.pid):
                 exited_at = now
             if exited_at is not None and not reading:

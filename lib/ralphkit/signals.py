@@ -1,10 +1,13 @@
-"""Owns what SIGINT and SIGTERM (and SIGHUP, as SIGTERM) mean to a run (ralph-cli.md s.16): outside an agent session
-they raise `Interrupted` (so the run unwinds through its exit cleanup and exits 130); inside
-one they are queued for the session, which forwards or escalates them (session.py). Knows
-nothing of the agent or the loop, and never prints."""
+"""Owns what SIGINT, SIGTERM and SIGHUP mean to a run. SIGINT/SIGTERM (ralph-cli.md s.16):
+outside an agent session they raise `Interrupted` (so the run unwinds through its exit cleanup
+and exits 130); inside one they are queued for the session, which forwards or escalates them
+(session.py). SIGHUP (issue 7) is a graceful stop request: it only sets `hangup`, the current
+session finishes and the loop ends the run cleanly. Knows nothing of the agent or the loop,
+and never prints."""
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 from typing import Iterator
 
@@ -28,14 +31,15 @@ class Guard:
         self.closing = False
         self.deferring = False         # inside deferred(): queue now, raise at its end
         self.interrupted = False       # any SIGINT/SIGTERM seen during this run
+        self.hangup = False            # SIGHUP seen: stop gracefully after the current session
 
     def arm(self) -> None:
         signal.signal(signal.SIGINT, self._handler)
         signal.signal(signal.SIGTERM, self._handler)
-        # [SAFER] a closed terminal (SIGHUP) is treated as SIGTERM, so the agent's group (not
-        # the terminal's foreground group) is not left running; under `nohup` SIGHUP stays ignored.
+        # Issue 7 (lead's decision): SIGHUP = graceful stop, the session finishes and the run
+        # exits cleanly; under `nohup` (SIGHUP ignored at start) it stays ignored.
         if signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:
-            signal.signal(signal.SIGHUP, self._handler)
+            signal.signal(signal.SIGHUP, self._hangup)
         # The agent runs in a process group of its own, i.e. in the background of the terminal:
         # an agent that sets terminal modes would be stopped by SIGTTOU and the run would hang.
         # An ignored signal stays ignored across exec, so every child inherits this.
@@ -61,8 +65,21 @@ class Guard:
         finally:
             self.deferring = False
 
+    def _hangup(self, signum: int, frame) -> None:
+        self.hangup = True
+        # The terminal is gone: writes to it would fail with EIO and cut the session short.
+        # Output that goes to a terminal goes to /dev/null from here (a file or pipe, as
+        # under nohup or CI, is kept).
+        for fd in (1, 2):
+            try:
+                if os.isatty(fd):
+                    null = os.open(os.devnull, os.O_WRONLY)
+                    os.dup2(null, fd)
+                    os.close(null)
+            except OSError:
+                pass
+
     def _handler(self, signum: int, frame) -> None:
-        signum = signal.SIGTERM if signum == signal.SIGHUP else signum
         self.interrupted = True
         if self.in_session or self.closing or self.deferring:
             self.pending.append(signum)   # handled by the session loop / ignored while closing
