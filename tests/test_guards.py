@@ -46,7 +46,8 @@ def test_a_claim_then_the_loops_own_fail_leaves_the_fingerprint_unchanged():
 
 @pytest.mark.parametrize("change", [
     dict(status="done"), dict(title="Other"), dict(steps=["a"]), dict(deps=["t2"]),
-], ids=["status-done", "title", "steps", "deps"])
+    dict(held="failed 3 times"),
+], ids=["status-done", "title", "steps", "deps", "held"])
 def test_real_backlog_changes_change_the_fingerprint(change):
     assert backlog_fingerprint(task_row()) != backlog_fingerprint(task_row(**change))
 

@@ -18,7 +18,9 @@ from ralphkit.errors import (EXIT_BUDGET, EXIT_NO_PROGRESS, BudgetExhausted, NoP
 # Fields of `task _export-json` that change without anyone making progress: leases and
 # assignees move on claim, retry_count/fail_reason on the loop's own crash-safety `fail`,
 # holds are the loop's own doing, updated_at moves with all of them.
-_VOLATILE = ("assignee", "lease_expires_at", "retry_count", "fail_reason", "updated_at", "held")
+# `held` is not volatile: a hold (attempts, respawn guard) moves the loop on to other work,
+# so it ends an idle streak rather than feeding the no-progress breaker.
+_VOLATILE = ("assignee", "lease_expires_at", "retry_count", "fail_reason", "updated_at")
 _REASONS_KEPT = 3
 _HOLD_REASON_MAX = 500
 _STATE_KEYS = ("started_at", "sessions", "total_cost_usd", "consecutive_failures",
