@@ -45,7 +45,7 @@ from pathlib import Path  # noqa: E402
 import time  # noqa: E402
 
 from ralphkit import agents, backend, backlog, cli_args, errors, render, session  # noqa: E402
-from ralphkit import control, install, signals, status, task_calls, workspace  # noqa: E402
+from ralphkit import config, control, install, signals, status, task_calls, workspace  # noqa: E402
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 
 GENERAL_HELP = """\
@@ -60,7 +60,7 @@ Run 'ralph <command> --help' for command-specific options.
 """
 RULE = "\u2501" * 40
 NO_SPECS = "Error: No specs found. Run /ralph-spec first to generate specs in ./specs/"
-WAITING = "Waiting for claude to finish cleanup... Press Ctrl+C again to force quit."
+WAITING = "Waiting for {agent} to finish cleanup... Press Ctrl+C again to force quit."
 FAIL_REASON = "session exited without completing task"
 
 
@@ -94,6 +94,8 @@ class RunContext:
     run_stamp: str = field(default_factory=lambda: time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     sessions: int = 0                        # sessions started in this run
     cleaned_up: bool = False
+    settings: config.Settings | None = None  # ralph.yml + flags (issue 4 table)
+    adapter: agents.AgentAdapter = field(default_factory=lambda: agents.get_adapter("claude"))
 
     def export(self, name: str, value: str) -> None:
         """s.9: an export reaches every child (explicit env) and ralph.py's own environment."""
@@ -161,20 +163,24 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
     """s.11: build the prompt and argv, run the agent, stream and log its output."""
     ctx.sessions += 1
     prompt = f"{command} {data}" if data else command
-    if not agents.prompt_fits(prompt):                          # [SAFER] ralph.sh died here (E2BIG)
+    if not ctx.adapter.prompt_on_stdin and not agents.prompt_fits(prompt):  # [SAFER] ralph.sh: E2BIG
         path = workspace.ralph_subdir(ctx.cwd, "prompts") / f"{ctx.session_stem()}.md"
         prompt = agents.spill_prompt(command, data, path)
         size = len(data.encode("utf-8", "surrogateescape"))
         say(f"Note: task data ({size} bytes) is too large for one command-line argument; "
             f"passing it in {path}")
-    argv = agents.claude_argv(prompt, danger=ctx.options.danger, model=ctx.model)
+    adapter = ctx.adapter                                        # issue 8: claude unless --agent
+    argv = adapter.argv(prompt, danger=ctx.options.danger, model=ctx.model)
     log_path = workspace.ralph_subdir(ctx.cwd, "logs") / f"{ctx.session_stem()}.jsonl"
     sys.stdout.flush()
-    result = session.run(argv, env=ctx.env, log_path=log_path,  # claude -p "$PROMPT" ... | tee | jq
+    result = session.run(argv, env={**ctx.env, **adapter.env(danger=ctx.options.danger)},
+                         log_path=log_path,                      # claude -p "$PROMPT" ... | tee | jq
                          out=sys.stdout.buffer, guard=ctx.guard,
-                         on_first_interrupt=lambda: (say(), say(WAITING)))
+                         on_first_interrupt=lambda: (say(), say(WAITING.format(agent=adapter.name))),
+                         renderer=adapter.new_renderer(sys.stdout.buffer),
+                         stdin=adapter.stdin(prompt))
     if not result.started:
-        warn(f"Error: cannot run '{agents.AGENT}': {result.error}")
+        warn(f"Error: cannot run '{argv[0]}': {result.error}")
     return result
 
 
@@ -250,10 +256,14 @@ def run_mode(mode: str, args: list[str]) -> int:
     task = task_calls.resolve(Path(SCRIPT_DIR), os.environ)      # TASK_SCRIPT=${RALPH_TASK_CMD:-...}
     ctx = RunContext(mode=mode, options=opts, guard=guard,
                      task=dataclasses.replace(task, critical=guard.deferred))
+    ctx.settings = load_settings(opts, ctx.cwd)                   # ralph.yml < flags (issue 4)
+    ctx.adapter = agents.get_adapter(ctx.settings.agent, ctx.settings.agent_cmd)  # issue 8: --agent
     ctx.backend = backend.detect(ctx.env, ctx.cwd, Path(os.path.expanduser("~")))   # detect_backend
     if opts.model is not None:                                    # MODEL=$(jq -r ... models.json)
         ctx.model = backend.resolve_model(opts.model, ctx.backend,
-                                          backend.models_file(Path(SCRIPT_DIR)))
+                                          backend.models_file(Path(SCRIPT_DIR))
+                                          ) if ctx.adapter.name == "claude" else opts.model
+    ctx.adapter.argv("", model=ctx.model)                         # issue 8: --model it cannot take
     if not workspace.specs_present(ctx.cwd):                      # [ -d specs ] && [ "$(ls -A specs)" ]
         say(NO_SPECS)                                             # [SH-COMPAT] on stdout
         return EXIT_USAGE
@@ -274,6 +284,17 @@ def run_mode(mode: str, args: list[str]) -> int:
     if ctx.guard.pending:                                         # a signal during the cleanup
         code = EXIT_INTERRUPTED
     return code
+
+
+def load_settings(opts: cli_args.Options, cwd: Path) -> config.Settings:
+    """The settings table (config.py): flags over ralph.yml over defaults. Every problem is
+    its own `Error: ` line, exit 1, before anything is written."""
+    given = {name: opts.extra.get(name) for name in ("agent", "agent_cmd", "parallel", "merge")}
+    try:
+        return config.load(given, os.environ, config.find_repo_root(cwd))
+    except errors.UsageError as err:
+        lines = getattr(err, "problems", None) or [str(err)]
+        raise errors.UsageError("\n".join(f"Error: {line}" for line in lines)) from None
 
 
 def task_command(args: list[str]) -> int:

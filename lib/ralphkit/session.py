@@ -6,14 +6,16 @@ and leave no process of the group behind once the session is over. Knows nothing
 task calls or the loop; never prints (the waiting message is the caller's callback)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable, Mapping
+from typing import Any, BinaryIO, Callable, Iterator, Mapping
 
 from ralphkit import render
 from ralphkit.errors import EnvironmentFailure
@@ -63,8 +65,11 @@ def _write_all(log: BinaryIO, data: bytes) -> None:
 
 
 def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryIO,
-        guard: Guard, on_first_interrupt: Callable[[], None]) -> SessionResult:
-    """Run one session to its end and return how it ended. `out` gets the rendering."""
+        guard: Guard, on_first_interrupt: Callable[[], None], renderer: Any = None,
+        stdin: bytes | None = None, cwd: Path | None = None) -> SessionResult:
+    """Run one session to its end and return how it ended. `out` gets the rendering, through
+    `renderer` (feed/close/summary; default s.12's StreamRenderer). `stdin`: bytes the agent
+    reads on its stdin (issue 8 `command` backend), else /dev/null (s.11)."""
     guard.raise_pending()             # a signal during the last task call: no new session (s.16)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -79,13 +84,17 @@ def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryI
                                      "check that .ralph/ is writable") from None
         with log:
             try:
-                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=None, env=dict(env), process_group=0, bufsize=0)
+                with stdin_file(stdin) as agent_stdin:
+                    proc = subprocess.Popen(argv, stdin=agent_stdin, stdout=subprocess.PIPE,
+                                            stderr=None, env=dict(env), process_group=0,
+                                            bufsize=0, cwd=cwd)
             except OSError as exc:
                 log.close()
                 log_path.unlink(missing_ok=True)      # no session, no log
                 return SessionResult(started=False, error=exc.strerror or str(exc))
-            result = _pump(proc, log, out, guard, on_first_interrupt, wake_r)
+            if renderer is None:
+                renderer = render.StreamRenderer(out)
+            result = _pump(proc, log, renderer, guard, on_first_interrupt, wake_r)
         if guard.pending:              # arrived as the agent ended: still this session's interrupt
             result.interrupted = True
         return result
@@ -96,10 +105,22 @@ def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryI
         os.close(wake_w)
 
 
-def _pump(proc: subprocess.Popen, log: BinaryIO, out: BinaryIO, guard: Guard,
+@contextlib.contextmanager
+def stdin_file(data: bytes | None) -> Iterator[int]:
+    """The agent's stdin: /dev/null (s.11), or `data` in an unlinked temp file (any size,
+    no pipe to feed while we pump the agent's stdout, so no deadlock)."""
+    if data is None:
+        yield subprocess.DEVNULL
+        return
+    with tempfile.TemporaryFile() as fh:
+        fh.write(data)
+        fh.seek(0)
+        yield fh.fileno()
+
+
+def _pump(proc: subprocess.Popen, log: BinaryIO, renderer: Any, guard: Guard,
           on_first_interrupt: Callable[[], None], wake_r: int) -> SessionResult:
     result = SessionResult(started=True)
-    renderer = render.StreamRenderer(out)
     pgid = proc.pid                   # process_group=0: the agent leads its own group
     fd = proc.stdout.fileno()
     poller = select.poll()
@@ -160,4 +181,4 @@ def _pump(proc: subprocess.Popen, log: BinaryIO, out: BinaryIO, guard: Guard,
     return result
 
 
-__all__ = ["SessionResult", "run", "DRAIN_SECONDS"]
+__all__ = ["SessionResult", "run", "stdin_file", "DRAIN_SECONDS"]
