@@ -45,7 +45,8 @@ from pathlib import Path  # noqa: E402
 import time  # noqa: E402
 
 from ralphkit import agents, backend, backlog, cli_args, errors, render, session  # noqa: E402
-from ralphkit import config, control, install, signals, status, task_calls, workspace  # noqa: E402
+from ralphkit import config, control, install, parallel, signals, status, task_calls  # noqa: E402
+from ralphkit import workspace  # noqa: E402
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 
 GENERAL_HELP = """\
@@ -210,6 +211,8 @@ def plan_loop(ctx: RunContext) -> int:
 
 def build_loop(ctx: RunContext) -> int:
     """s.15."""
+    if ctx.mode == "build" and ctx.settings.parallel > 1:                # issue 8: --parallel N
+        return parallel_build(ctx)
     limit, done = ctx.options.max_iterations, 0
     while True:
         if limit > 0 and done >= limit:
@@ -229,6 +232,30 @@ def build_loop(ctx: RunContext) -> int:
             return EXIT_OK
         done += 1
         loop_separator(ctx, done)
+
+
+def parallel_build(ctx: RunContext) -> int:
+    """issue 8: up to N sessions at once, one claimed task each, in git worktrees whose
+    branches are merged back (lib/ralphkit/parallel.py owns it all; here: what it prints)."""
+    opts = ctx.options
+    reason = parallel.run(parallel.Setup(
+        task=ctx.task, env=ctx.env, cwd=ctx.cwd, adapter=ctx.adapter, danger=opts.danger,
+        model=ctx.model, parallel=ctx.settings.parallel, max_iterations=opts.max_iterations,
+        merge=ctx.settings.merge, run_branch=ctx.branch, first_agent=ctx.agent_id,
+        guard=ctx.guard, out=sys.stdout.buffer, say=say, warn=warn,
+        on_first_interrupt=lambda: (say(), say(WAITING.format(agent=ctx.adapter.name))),
+        stem=f"{ctx.run_stamp}-{os.getpid()}-build"))
+    if reason == "interrupted":
+        return EXIT_INTERRUPTED
+    if reason == "max_iterations":
+        say(f"Reached max iterations: {opts.max_iterations}")
+        return EXIT_OK
+    counts = ctx.task.call("plan-status", env=ctx.env)                   # task plan-status
+    if counts.ok and backlog.all_done(counts.output):
+        say("All tasks complete. Exiting loop.")
+    else:                                                                # left: failed or held
+        say("No tasks available. Exiting loop.")
+    return EXIT_OK
 
 
 def fail_active_tasks(ctx: RunContext) -> None:

@@ -97,6 +97,7 @@ max_limit_wait: 6h
 agent: pi
 agent_cmd: /opt/pi/bin/pi
 parallel: 3
+merge: ff
 """
     settings = load(tmp_path, yml)
     assert set(settings.explicit()) == {s.name for s in config.SETTINGS}

@@ -88,7 +88,7 @@ class Pool:
         self._running[key] = _Running(key, proc, log, renderer)
         return None
 
-    def _signals(self) -> None:
+    def handle_signals(self) -> None:
         while self.guard.pending:                               # s.16, for every session
             signum = self.guard.pending.pop(0)
             if signum == signal.SIGINT and not self.interrupted:
@@ -108,7 +108,7 @@ class Pool:
         """Pump until at least one session has ended (or a signal arrived with nothing
         running); returns the ended sessions, each reaped, its log closed."""
         while True:
-            self._signals()
+            self.handle_signals()
             if not self._running:
                 return []
             fds = {run.proc.stdout.fileno(): run for run in self._running.values() if run.reading}

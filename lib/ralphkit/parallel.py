@@ -1,0 +1,364 @@
+"""Owns the `--parallel N` build run (issue 8, seed 001 "Fill capacity"): N registered agent
+ids (slots), one claimed task per session in its own git worktree and branch
+`ralph/<runId>/<task>`, all sessions pumped together (session_pool), the finished task's
+branch merged back (worktrees.merge_back; a failed merge re-opens the task with the reason and
+keeps the branch), the run lock, run state (`active` lists every session), events and
+progress.md, and on start the recovery of a parallel run whose ralph.py died (its agents'
+groups killed, its done tasks merged, its active tasks failed, its worktrees removed).
+
+Does not own choosing which tasks may run together (scheduler, components), git plumbing
+(worktrees), the prompt text (assignment), the agent argv (agents) or printing: messages go
+through the `say`/`warn` callbacks, sessions' renderings to `out`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, Callable
+
+from ralphkit import agents, assignment, progress, run_lock, run_state, scheduler
+from ralphkit import session_pool, worktrees
+from ralphkit.errors import RalphError, UsageError
+from ralphkit.signals import Guard
+from ralphkit.task_calls import TaskCommand
+
+FAIL_REASON = "session exited without completing task"       # s.15.5's reason
+DIED_REASON = "ralph.py died during this session"
+LEASE = "3600"           # a claimed task stays ours while its session runs (task-cli s.9.4)
+
+
+@dataclass
+class Setup:
+    """What the run needs from ralph.py (its RunContext, flattened)."""
+
+    task: TaskCommand
+    env: dict[str, str]
+    cwd: Path
+    adapter: agents.AgentAdapter
+    danger: bool
+    model: str | None
+    parallel: int
+    max_iterations: int
+    merge: str
+    run_branch: str
+    first_agent: str
+    guard: Guard
+    out: BinaryIO
+    say: Callable[[str], None]
+    warn: Callable[[str], None]
+    on_first_interrupt: Callable[[], None]
+    stem: str                                    # session log name prefix
+
+
+@dataclass
+class _Session:
+    task: dict
+    agent: str
+    wt: worktrees.Worktree
+    log: Path
+    writer: session_pool.PrefixWriter
+    started: str = field(default_factory=run_state.utc_now)
+
+
+def _proc_start(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+class ParallelBuild:
+    def __init__(self, setup: Setup) -> None:
+        self.s = setup
+        self.ralph_dir = Path(setup.cwd) / ".ralph"
+        self.free_agents: list[str] = []
+        self.extra_agents: list[str] = []
+        self.sessions: dict[str, _Session] = {}
+        self.template = assignment.load_template(None)
+        self.pool: session_pool.Pool | None = None
+        self.state: run_state.RunState | None = None
+        self.lock: run_lock.RunLock | None = None
+
+    # ------------------------------------------------------------------ task calls
+    def _call(self, *args: str) -> tuple[bool, str]:
+        result = self.s.task.call(*args, env=self.s.env)
+        return result.ok, result.output
+
+    def _export(self) -> dict[str, dict]:
+        ok, out = self._call("_export-json")
+        if not ok:
+            return {}
+        tasks = {}
+        for line in out.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("id"):
+                tasks[record["id"]] = record
+        return tasks
+
+    def _passthrough(self, *args: str) -> None:
+        self.s.out.flush()
+        self.s.task.passthrough(*args, env=self.s.env, out=self.s.out)
+
+    # ------------------------------------------------------------------ state
+    def _save(self) -> None:
+        st = self.state
+        if self.sessions:
+            listed = [{"task": tid, "agent": x.agent, "branch": x.wt.branch,
+                       "worktree": str(x.wt.path), "log": str(x.log), "startedAt": x.started,
+                       "pid": pid, "procStart": _proc_start(pid)}
+                      for tid, x in self.sessions.items()
+                      for pid in [self.pool.pids().get(tid) if self.pool else None]]
+            st.active = {"n": st.sessions_started, "task": ", ".join(self.sessions),
+                         "startedAt": min(x["startedAt"] for x in listed), "pid": None,
+                         "log": f"{len(listed)} session logs", "agent": None,
+                         "sessions": listed}
+        else:
+            st.active = None
+        st.extra["parallel"] = {"slots": self.s.parallel, "runBranch": self.s.run_branch,
+                                "merge": self.s.merge,
+                                "agents": [self.s.first_agent, *self.extra_agents]}
+        run_state.save(self.ralph_dir, st)
+        progress.write_progress(self.ralph_dir, st)
+
+    def _event(self, name: str, **fields: Any) -> None:
+        progress.append_event(self.ralph_dir, self.state.run_id, name, **fields)
+
+    # ------------------------------------------------------------------ start and recovery
+    def _open_run(self) -> None:
+        old = run_state.find_resumable(self.ralph_dir, "build")
+        loaded = run_state.load(self.ralph_dir, old) if old else None
+        resuming = bool(loaded and loaded.state and "parallel" in loaded.state.extra)
+        run_id = old if resuming else run_state.new_run_id()
+        holder = run_lock.inspect(self.ralph_dir / "run.lock").holder
+        if not (holder and holder.pid == os.getpid() and holder.run_id == run_id):
+            self.lock = run_lock.acquire(self.ralph_dir / "run.lock", run_id)  # RunLocked: exit 3
+            if self.lock.takeover_note:
+                self.s.warn(self.lock.takeover_note)
+        self.state = loaded.state if resuming else run_state.RunState(
+            run_id=run_id, mode="build", max_iterations=self.s.max_iterations,
+            options={"parallel": self.s.parallel, "merge": self.s.merge})
+        if resuming:
+            self._recover()
+        self._save()
+        self._event("run_start", mode="build", parallel=self.s.parallel, resumed=resuming)
+
+    def _recover(self) -> None:
+        """The previous ralph.py of this run died (SIGKILL, power loss): finish what its
+        sessions left. Nothing is lost: a done task is merged (or re-opened), an active one
+        goes back to open, the worktrees go."""
+        st = self.state
+        old = (st.active or {}).get("sessions") or []
+        info = st.extra.get("parallel", {})
+        base = info.get("runBranch") or self.s.run_branch
+        tasks = self._export()
+        for entry in old:
+            pid = entry.get("pid")
+            if pid and entry.get("procStart") and _proc_start(pid) == entry["procStart"]:
+                try:
+                    os.killpg(pid, signal.SIGKILL)         # its agent outlived ralph.py
+                except OSError:
+                    pass
+            tid = entry["task"]
+            status = (tasks.get(tid) or {}).get("status")
+            wt = worktrees.Worktree(Path(self.s.cwd).resolve(), Path(entry["worktree"]),
+                                    entry["branch"], base, tid)
+            if status == "done" and Path(entry["worktree"]).is_dir():
+                ok, reason = self._merge(wt)
+            else:
+                ok, reason = False, DIED_REASON
+                if status == "active":
+                    self._call("fail", tid, "--reason", DIED_REASON)
+            (st.completed if ok else st.failed).append(
+                {"task": tid, "at": run_state.utc_now(), **({} if ok else {"reason": reason})})
+            self.s.warn(f"[{tid}] recovered from the interrupted run: "
+                        + ("merged" if ok else reason))
+        for agent in info.get("agents") or []:          # whatever the dead agents still hold
+            if not agent:
+                continue
+            ok, out = self._call("list", "--status", "active", "--assignee", agent, "--markdown")
+            for line in out.splitlines():
+                if line.startswith("id: "):
+                    self._call("fail", line[4:], "--reason", DIED_REASON)
+            self._call("agent", "deregister", agent)
+        removed = worktrees.cleanup_run(self.s.cwd, st.run_id, base)
+        st.active = None
+        self.s.warn(f"Resuming run {st.run_id}: removed {len(removed)} worktree(s) "
+                    "of the interrupted run")
+
+    # ------------------------------------------------------------------ scheduler callbacks
+    def _peek(self) -> list[dict]:
+        tasks = self._export()
+        done = {tid for tid, t in tasks.items() if t.get("status") == "done"}
+        return [t for t in tasks.values()
+                if t.get("status") == "open" and not t.get("held") and not t.get("deleted_at")
+                and all(dep in done for dep in t.get("deps") or [])]
+
+    def _claim(self, task: dict) -> bool:
+        if not self.free_agents:
+            return False
+        agent = self.free_agents[0]
+        ok, _ = self._call("claim", task["id"], "--agent", agent, "--lease", LEASE)
+        if ok:
+            self.free_agents.remove(agent)
+            task["_agent"] = agent
+        return ok
+
+    def _launch(self, task: dict) -> _Session | None:
+        s, tid, agent = self.s, task["id"], task["_agent"]
+        self.state.sessions_started += 1
+        try:
+            wt = worktrees.create(s.cwd, self.state.run_id, tid, s.run_branch)
+        except RalphError as err:
+            return self._not_started(task, f"cannot create its worktree: {err}")
+        block = assignment.render_block(assignment.build_task(task, Path(s.cwd)), self.template)
+        prompt = assignment.session_prompt(block)
+        stem = f"{s.stem}-{self.state.sessions_started:03d}-{worktrees.branch_safe(tid)}"
+        if not s.adapter.prompt_on_stdin and not agents.prompt_fits(prompt):
+            prompts = self.ralph_dir / "prompts"
+            prompts.mkdir(parents=True, exist_ok=True)
+            prompt = agents.spill_prompt("/ralph-build", block, prompts / f"{stem}.md")
+        argv = s.adapter.argv(prompt, danger=s.danger, model=s.model)
+        frozen = self.ralph_dir / "runs" / self.state.run_id / f"task-{worktrees.branch_safe(tid)}"
+        frozen.write_text(tid + "\n")
+        env = {**s.env, **s.adapter.env(danger=s.danger),
+               **worktrees.session_env(wt, s.env, Path(s.cwd)),
+               "RALPH_AGENT_ID": agent, "RALPH_FROZEN_IDS_FILE": str(frozen)}
+        logs = self.ralph_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        log = logs / f"{stem}.jsonl"
+        writer = session_pool.PrefixWriter(s.out, tid)
+        s.out.flush()
+        failed = self.pool.start(tid, argv, env=env, cwd=wt.path, log_path=log,
+                                 renderer=s.adapter.new_renderer(writer),
+                                 stdin=s.adapter.stdin(prompt))
+        if failed is not None:
+            s.warn(f"Error: cannot run '{argv[0]}': {failed.error}")
+            worktrees.remove(wt)
+            return self._not_started(task, f"cannot run '{argv[0]}': {failed.error}")
+        self.sessions[tid] = _Session(task, agent, wt, log, writer)
+        s.say(f"[{tid}] started: agent {agent}, branch {wt.branch}")
+        self._event("session_start", n=self.state.sessions_started, task=tid, agent=agent,
+                    branch=wt.branch, log=str(log))
+        self._save()
+        return self.sessions[tid]
+
+    def _not_started(self, task: dict, reason: str) -> None:
+        self._call("fail", task["id"], "--reason", reason)
+        self.free_agents.append(task["_agent"])
+        self.state.failed.append({"task": task["id"], "at": run_state.utc_now(),
+                                  "reason": reason})
+        self._save()
+        return None
+
+    def _wait(self, active: dict) -> list[tuple[str, bool]]:
+        return [(tid, self._finish(tid, result)) for tid, result in self.pool.wait()]
+
+    # ------------------------------------------------------------------ one session's end
+    def _merge(self, wt: worktrees.Worktree) -> tuple[bool, str]:
+        try:
+            merged = worktrees.merge_back(wt, self.s.merge)
+        except RalphError as err:
+            merged = worktrees.MergeResult(False, True, str(err))
+        if merged.merged or (self.s.merge == "none" and not merged.conflict):
+            return True, merged.message
+        self._call("_reopen", wt.task, "--reason", merged.message)
+        return False, merged.message
+
+    def _finish(self, tid: str, result) -> bool:
+        x = self.sessions.pop(tid)
+        x.writer.close()
+        status = (self._export().get(tid) or {}).get("status")
+        if status == "done":
+            ok, message = self._merge(x.wt)
+        elif status == "active":
+            self._passthrough("fail", tid, "--reason", FAIL_REASON)   # s.15.5 crash safety
+            ok, message = False, FAIL_REASON
+        else:
+            ok, message = status == "deleted", f"the session left the task {status}"
+        try:
+            worktrees.remove(x.wt)
+        except RalphError as err:
+            self.s.warn(f"[{tid}] could not remove its worktree: {err}")
+        self.free_agents.append(x.agent)
+        entry = {"task": tid, "at": run_state.utc_now(), "agent": x.agent,
+                 "branch": x.wt.branch, "exit_code": result.returncode}
+        (self.state.completed if ok else self.state.failed).append(
+            entry if ok else {**entry, "reason": message})
+        summary = result.summary
+        self._event("session_end", task=tid, exit_code=result.returncode,
+                    outcome="completed" if ok else "failed", reason=message,
+                    cost_usd=getattr(summary, "total_cost_usd", None),
+                    turns=getattr(summary, "num_turns", None))
+        self._save()
+        self.s.say(f"[{tid}] {'done' if ok else 'failed'}: {message}")
+        return ok
+
+    # ------------------------------------------------------------------ the run
+    def run(self) -> str:
+        """Run to the end; returns the scheduler's reason (`complete`, `blocked`,
+        `max_iterations`) or `interrupted`."""
+        s = self.s
+        if not s.run_branch:
+            raise UsageError("--parallel needs a checked-out branch to merge into "
+                             "(HEAD is detached or this is not a git repository)")
+        self._open_run()
+        self.free_agents = [s.first_agent] + [self._register() for _ in range(s.parallel - 1)]
+        plan = scheduler.ParallelRun(parallel=s.parallel, max_iterations=s.max_iterations)
+        plan.started = self.state.sessions_started if s.max_iterations else 0
+        reason = "interrupted"
+        with session_pool.Pool(s.guard, s.on_first_interrupt) as pool:
+            self.pool = pool
+            try:
+                scheduler.run(plan, peek=self._peek, claim=self._claim, launch=self._launch,
+                              wait=self._wait,
+                              stopping=lambda: pool.interrupted or bool(s.guard.pending))
+                if plan.reason != "stopped":
+                    reason = plan.reason
+                while len(pool):                       # stopped: the sessions end (s.16)
+                    pool.handle_signals()
+                    for tid, result in pool.wait():
+                        self._finish(tid, result)
+            finally:
+                for tid, result in pool.kill_all():    # an error: nothing outlives the run
+                    self._finish(tid, result)
+                if s.guard.pending or pool.interrupted:
+                    reason = "interrupted"
+                self.close(reason)
+        return reason
+
+    def _register(self) -> str:
+        ok, out = self._call("agent", "register")
+        self.extra_agents.append(out)
+        return out
+
+    def close(self, reason: str) -> None:
+        s = self.s
+        s.guard.closing = True
+        try:
+            worktrees.cleanup_run(s.cwd, self.state.run_id, s.run_branch)
+        except RalphError as err:
+            s.warn(f"could not remove the run's worktrees: {err}")
+        for agent in self.extra_agents:
+            if agent:
+                self._passthrough("agent", "deregister", agent)
+        code = 130 if reason == "interrupted" else 0
+        self.state.finish(code, reason)
+        self._save()
+        self._event("run_end", exit_code=code, reason=reason)
+        if self.lock is not None:
+            run_lock.release(self.lock)
+
+
+def run(setup: Setup) -> str:
+    """The parallel build loop; returns why it ended (see ParallelBuild.run)."""
+    return ParallelBuild(setup).run()
+
+
+__all__ = ["Setup", "run", "FAIL_REASON"]
