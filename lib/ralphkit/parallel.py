@@ -61,6 +61,7 @@ class _Session:
     wt: worktrees.Worktree
     log: Path
     writer: session_pool.PrefixWriter
+    n: int = 0
     started: str = field(default_factory=run_state.utc_now)
 
 
@@ -242,7 +243,7 @@ class ParallelBuild:
             s.warn(f"Error: cannot run '{argv[0]}': {failed.error}")
             worktrees.remove(wt)
             return self._not_started(task, f"cannot run '{argv[0]}': {failed.error}")
-        self.sessions[tid] = _Session(task, agent, wt, log, writer)
+        self.sessions[tid] = _Session(task, agent, wt, log, writer, self.state.sessions_started)
         s.say(f"[{tid}] started: agent {agent}, branch {wt.branch}")
         self._event("session_start", n=self.state.sessions_started, task=tid, agent=agent,
                     branch=wt.branch, log=str(log))
@@ -287,12 +288,13 @@ class ParallelBuild:
         except RalphError as err:
             self.s.warn(f"[{tid}] could not remove its worktree: {err}")
         self.free_agents.append(x.agent)
-        entry = {"task": tid, "at": run_state.utc_now(), "agent": x.agent,
+        self.state.iteration += 1                      # sessions ended, as the loop's k
+        entry = {"task": tid, "at": run_state.utc_now(), "agent": x.agent, "n": x.n,
                  "branch": x.wt.branch, "exit_code": result.returncode}
         (self.state.completed if ok else self.state.failed).append(
             entry if ok else {**entry, "reason": message})
         summary = result.summary
-        self._event("session_end", task=tid, exit_code=result.returncode,
+        self._event("session_end", n=x.n, task=tid, exit_code=result.returncode,
                     outcome="completed" if ok else "failed", reason=message,
                     cost_usd=getattr(summary, "total_cost_usd", None),
                     turns=getattr(summary, "num_turns", None))
