@@ -42,11 +42,12 @@ _bootstrap()
 import dataclasses  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
+import shlex  # noqa: E402
 import time  # noqa: E402
 
 from ralphkit import agents, backend, backlog, cli_args, errors, render, session  # noqa: E402
-from ralphkit import config, control, install, parallel, signals, status, task_calls  # noqa: E402
-from ralphkit import workspace  # noqa: E402
+from ralphkit import control, install, parallel, signals, status, task_calls, workspace  # noqa: E402
+from ralphkit import backlog_readonly, config, run_control  # noqa: E402
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 
 GENERAL_HELP = """\
@@ -95,7 +96,9 @@ class RunContext:
     run_stamp: str = field(default_factory=lambda: time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     sessions: int = 0                        # sessions started in this run
     cleaned_up: bool = False
-    settings: config.Settings | None = None  # ralph.yml + flags (issue 4 table)
+    ralph_dir: Path = field(default_factory=lambda: workspace.ralph_dir(Path.cwd()))  # issue 4
+    run: run_control.Run | None = None       # lock + state + progress (issue 4)
+    exit_reason: str = "unexpected error"    # the run's last line, for run_end / ralph status
     adapter: agents.AgentAdapter = field(default_factory=lambda: agents.get_adapter("claude"))
 
     def export(self, name: str, value: str) -> None:
@@ -173,21 +176,44 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
     adapter = ctx.adapter                                        # issue 8: claude unless --agent
     argv = adapter.argv(prompt, danger=ctx.options.danger, model=ctx.model)
     log_path = workspace.ralph_subdir(ctx.cwd, "logs") / f"{ctx.session_stem()}.jsonl"
+    run_control.begin_session(ctx.run, task=None, log=log_path, agent=ctx.agent_id)  # issue 4
     sys.stdout.flush()
     result = session.run(argv, env={**ctx.env, **adapter.env(danger=ctx.options.danger)},
                          log_path=log_path,                      # claude -p "$PROMPT" ... | tee | jq
                          out=sys.stdout.buffer, guard=ctx.guard,
                          on_first_interrupt=lambda: (say(), say(WAITING.format(agent=adapter.name))),
                          renderer=adapter.new_renderer(sys.stdout.buffer),
-                         stdin=adapter.stdin(prompt))
+                         stdin=adapter.stdin(prompt),
+                         on_start=lambda pid: run_control.agent_started(ctx.run, pid))
     if not result.started:
         warn(f"Error: cannot run '{argv[0]}': {result.error}")
     return result
 
 
+def record_session(ctx: RunContext, result: session.SessionResult, failed: list[str] = ()) -> None:
+    """Issue 4: the session's outcome in the run state and progress record. In agent-selects
+    build mode the tasks are read back: those the crash-safety step failed, and those this
+    agent marked done since the session started (read-only, no task call)."""
+    completed = []
+    if ctx.agent_id and ctx.task.embedded:
+        completed = backlog_readonly.finished_by(ctx.agent_id, ctx.run.session_since,
+                                                 environ=ctx.env, cwd=ctx.cwd)
+    run_control.end_session(ctx.run, returncode=result.returncode, summary=result.summary,
+                            interrupted=result.interrupted, completed=completed,
+                            failed=list(failed), fail_reason=FAIL_REASON)
+
+
 def loop_separator(ctx: RunContext, n: int) -> None:
     ctx.guard.raise_pending()             # a signal during the last in-process task call: stop here
+    run_control.iteration_done(ctx.run, n)                  # issue 4: the counter a resume continues
     say(f"\n\n======================== LOOP {n} ========================")  # printf "\n\nLOOP %d\n"
+
+
+def stop(ctx: RunContext, line: str, code: int = EXIT_OK) -> int:
+    """Print the run's last line; it is also the run's exit reason (run state, ralph status)."""
+    ctx.exit_reason = line.strip()
+    say(line)
+    return code
 
 
 # ---------------------------------------------------------------------------- the loops
@@ -195,41 +221,39 @@ def loop_separator(ctx: RunContext, n: int) -> None:
 def plan_loop(ctx: RunContext) -> int:
     """s.14."""
     limit = ctx.options.max_iterations
-    for i in range(1, limit + 1):
+    for i in range(ctx.run.state.iteration + 1, limit + 1):               # a resumed run goes on
         dag = ctx.task.call("list", "--all", "--markdown", env=ctx.env)   # DAG=$(task list --all --markdown)
         result = run_session(ctx, "/ralph-plan", dag.output)              # claude -p "/ralph-plan $DAG"
+        record_session(ctx, result)                                       # issue 4: progress record
         if result.interrupted:
             return EXIT_INTERRUPTED
         if result.summary is not None and render.promise_received(
                 result.summary, ctx.options.completion_promise):          # grep "<promise>$PROMISE</promise>"
-            say("\nPlan complete: completion promise received.")
-            return EXIT_OK
+            return stop(ctx, "\nPlan complete: completion promise received.")
         loop_separator(ctx, i)
-    say(f"Reached max iterations: {limit}")                               # [SH-COMPAT] exit 0
-    return EXIT_OK
+    return stop(ctx, f"Reached max iterations: {limit}")                  # [SH-COMPAT] exit 0
 
 
 def build_loop(ctx: RunContext) -> int:
     """s.15."""
-    if ctx.mode == "build" and ctx.settings.parallel > 1:                # issue 8: --parallel N
+    if ctx.options.extra.get("parallel", 1) > 1:                         # issue 8: --parallel N (build)
         return parallel_build(ctx)
-    limit, done = ctx.options.max_iterations, 0
+    limit, done = ctx.options.max_iterations, ctx.run.state.iteration   # a resumed run goes on
     while True:
         if limit > 0 and done >= limit:
-            say(f"Reached max iterations: {limit}")                       # [SH-COMPAT] exit 0
-            return EXIT_OK
+            return stop(ctx, f"Reached max iterations: {limit}")          # [SH-COMPAT] exit 0
         peek = ctx.task.call("peek", "-n", "10", env=ctx.env)             # PEEK_MD=$(task peek -n 10)
         if peek.ok and not peek.output:                                   # nothing claimable: done
-            say("No tasks available. Exiting loop.")
-            return EXIT_OK
+            return stop(ctx, "No tasks available. Exiting loop.")
         result = run_session(ctx, "/ralph-build", peek.output)            # claude -p "/ralph-build $PEEK_MD"
         if result.interrupted:
+            record_session(ctx, result)                                   # issue 4: progress record
             return EXIT_INTERRUPTED
-        fail_active_tasks(ctx)                                            # crash safety, before plan-status
+        failed = fail_active_tasks(ctx)                                   # crash safety, before plan-status
+        record_session(ctx, result, failed)                               # issue 4: progress record
         counts = ctx.task.call("plan-status", env=ctx.env)                # task plan-status
         if counts.ok and backlog.all_done(counts.output):                 # 0 open, 0 active
-            say("All tasks complete. Exiting loop.")
-            return EXIT_OK
+            return stop(ctx, "All tasks complete. Exiting loop.")
         done += 1
         loop_separator(ctx, done)
 
@@ -240,34 +264,47 @@ def parallel_build(ctx: RunContext) -> int:
     opts = ctx.options
     reason = parallel.run(parallel.Setup(
         task=ctx.task, env=ctx.env, cwd=ctx.cwd, adapter=ctx.adapter, danger=opts.danger,
-        model=ctx.model, parallel=ctx.settings.parallel, max_iterations=opts.max_iterations,
-        merge=ctx.settings.merge, run_branch=ctx.branch, first_agent=ctx.agent_id,
+        model=ctx.model, parallel=opts.extra["parallel"], max_iterations=opts.max_iterations,
+        merge=opts.extra["merge"], run_branch=ctx.branch, first_agent=ctx.agent_id, run=ctx.run,
         guard=ctx.guard, out=sys.stdout.buffer, say=say, warn=warn,
         on_first_interrupt=lambda: (say(), say(WAITING.format(agent=ctx.adapter.name))),
         stem=f"{ctx.run_stamp}-{os.getpid()}-build"))
     if reason == "interrupted":
         return EXIT_INTERRUPTED
     if reason == "max_iterations":
-        say(f"Reached max iterations: {opts.max_iterations}")
-        return EXIT_OK
+        return stop(ctx, f"Reached max iterations: {opts.max_iterations}")
     counts = ctx.task.call("plan-status", env=ctx.env)                   # task plan-status
     if counts.ok and backlog.all_done(counts.output):
-        say("All tasks complete. Exiting loop.")
-    else:                                                                # left: failed or held
-        say("No tasks available. Exiting loop.")
-    return EXIT_OK
+        return stop(ctx, "All tasks complete. Exiting loop.")
+    return stop(ctx, "No tasks available. Exiting loop.")                # left: failed or held
 
 
-def fail_active_tasks(ctx: RunContext) -> None:
-    """s.15.5: release what the session left active for this agent."""
-    if not ctx.agent_id:
-        return
-    active = ctx.task.call("list", "--status", "active", "--assignee", ctx.agent_id,
+def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = FAIL_REASON,
+                      passthrough: bool = True) -> list[str]:
+    """s.15.5: release what the session left active for this agent; the slugs it failed.
+    Also used on resume for a dead run's agent (its `fail` output not passed through)."""
+    agent = agent or ctx.agent_id
+    if not agent:
+        return []
+    active = ctx.task.call("list", "--status", "active", "--assignee", agent,
                            "--markdown", env=ctx.env)                    # task list --status active ...
-    for slug in backlog.slugs(active.output):
-        sys.stdout.flush()
-        ctx.task.passthrough("fail", slug, "--reason", FAIL_REASON,       # task fail $id --reason "..."
-                             env=ctx.env, out=sys.stdout.buffer)
+    slugs = backlog.slugs(active.output)
+    for slug in slugs:
+        if passthrough:
+            sys.stdout.flush()
+            ctx.task.passthrough("fail", slug, "--reason", reason,        # task fail $id --reason "..."
+                                 env=ctx.env, out=sys.stdout.buffer)
+        else:
+            ctx.task.call("fail", slug, "--reason", reason, env=ctx.env)
+    return slugs
+
+
+def release_dead_agent(ctx: RunContext, agent: str, reason: str) -> list[str]:
+    """Issue 4, on resume after a crash: fail what the dead run's agent still holds, then
+    deregister it (quietly: these are not this run's calls of s.1's table)."""
+    slugs = fail_active_tasks(ctx, agent, reason, passthrough=False)
+    ctx.task.call("agent", "deregister", agent, env=ctx.env)
+    return slugs
 
 
 # ---------------------------------------------------------------------------- commands
@@ -280,48 +317,129 @@ def run_mode(mode: str, args: list[str]) -> int:
     if opts.help:
         say(cli_args.help_text(mode), end="")
         return EXIT_OK
+    settings = load_settings(opts)                                # issue 4: CLI > env > ralph.yml > defaults
+    if settings is None:
+        return EXIT_USAGE
+    opts = cli_args.settle(opts, settings)
     task = task_calls.resolve(Path(SCRIPT_DIR), os.environ)      # TASK_SCRIPT=${RALPH_TASK_CMD:-...}
     ctx = RunContext(mode=mode, options=opts, guard=guard,
                      task=dataclasses.replace(task, critical=guard.deferred))
-    ctx.settings = load_settings(opts, ctx.cwd)                   # ralph.yml < flags (issue 4)
-    ctx.adapter = agents.get_adapter(ctx.settings.agent, ctx.settings.agent_cmd)  # issue 8: --agent
     ctx.backend = backend.detect(ctx.env, ctx.cwd, Path(os.path.expanduser("~")))   # detect_backend
-    if opts.model is not None:                                    # MODEL=$(jq -r ... models.json)
-        ctx.model = backend.resolve_model(opts.model, ctx.backend,
-                                          backend.models_file(Path(SCRIPT_DIR))
-                                          ) if ctx.adapter.name == "claude" else opts.model
-    ctx.adapter.argv("", model=ctx.model)                         # issue 8: --model it cannot take
+    choose_agent(ctx)                                             # issue 8: --agent; MODEL=$(jq ...)
     if not workspace.specs_present(ctx.cwd):                      # [ -d specs ] && [ "$(ls -A specs)" ]
         say(NO_SPECS)                                             # [SH-COMPAT] on stdout
         return EXIT_USAGE
-    code = EXIT_INTERRUPTED
+    if opts.dry_run:
+        return dry_run(ctx)                                       # issue 4: writes nothing
+    code, error = EXIT_USAGE, None
     try:
+        start_run(ctx, settings)                                  # issue 4: lock (exit 3), state, resume
         session_setup(ctx)                                        # [SAFER] cleanup armed from here on
         ctx.guard.raise_pending()                                 # a signal during an in-process call
         banner(ctx)
         code = plan_loop(ctx) if mode == "plan" else build_loop(ctx)
     except signals.Interrupted:                                   # trap 'exit 130' INT TERM
         code = EXIT_INTERRUPTED
+    except errors.RalphError as err:                              # printed by main(), after the cleanup
+        error, code, ctx.exit_reason = err, err.exit_code, str(err)
     finally:
         while not ctx.cleaned_up:                                 # trap cleanup EXIT
             try:
                 exit_cleanup(ctx)
             except signals.Interrupted:                           # arrived just before it was armed
                 code = EXIT_INTERRUPTED
-    if ctx.guard.pending:                                         # a signal during the cleanup
-        code = EXIT_INTERRUPTED
+        if ctx.guard.pending:                                     # a signal during the cleanup
+            code = EXIT_INTERRUPTED
+        try:                                                      # issue 4: after deregistration,
+            run_control.finish_run(ctx.run, code,                 # lock released last
+                                   "interrupted" if code == EXIT_INTERRUPTED else ctx.exit_reason)
+        except errors.EnvironmentFailure as err:
+            error = error or err
+    if error is not None:
+        raise error
     return code
 
 
-def load_settings(opts: cli_args.Options, cwd: Path) -> config.Settings:
-    """The settings table (config.py): flags over ralph.yml over defaults. Every problem is
-    its own `Error: ` line, exit 1, before anything is written."""
-    given = {name: opts.extra.get(name) for name in ("agent", "agent_cmd", "parallel", "merge")}
+def load_settings(opts: cli_args.Options) -> config.Settings | None:
+    """Issue 4: ralph.yml at the git top level, the environment and the flags, validated before
+    anything is written; each problem is its own `Error: ` line (exit 1)."""
     try:
-        return config.load(given, os.environ, config.find_repo_root(cwd))
+        return config.load(cli_args.given_values(opts), os.environ,
+                           config.find_repo_root(Path.cwd()))
     except errors.UsageError as err:
-        lines = getattr(err, "problems", None) or [str(err)]
-        raise errors.UsageError("\n".join(f"Error: {line}" for line in lines)) from None
+        for line in getattr(err, "problems", [str(err)]):
+            warn(line if line.startswith("Error: ") else f"Error: {line}")
+        return None
+
+
+def choose_agent(ctx: RunContext) -> None:
+    """Issue 8: the agent backend (`--agent`, `--agent-cmd`; unknown name: exit 1, nothing
+    written), then the model: s.7's aliases for claude, the name as given for other CLIs."""
+    extra = ctx.options.extra
+    ctx.adapter = agents.get_adapter(extra.get("agent") or "claude", extra.get("agent_cmd"))
+    ctx.model = None
+    if ctx.options.model is not None:                             # s.7
+        ctx.model = ctx.options.model if ctx.adapter.name != "claude" else backend.resolve_model(
+            ctx.options.model, ctx.backend, backend.models_file(Path(SCRIPT_DIR)))
+    ctx.adapter.argv("", model=ctx.model)                         # a --model this agent cannot take
+
+
+# Settings a run does not persist: how this invocation runs, not what the run is.
+NOT_PERSISTED = ("max_iterations", "dry_run", "resume")
+
+
+def start_run(ctx: RunContext, settings: config.Settings) -> None:
+    """Issue 4: the run lock before the first write to the backlog (`agent register`), then the
+    run state: a new run, or the interrupted one resumed with its counters and its persisted
+    settings (they win over the flags given now; each mismatch is a stderr line)."""
+    workspace.ralph_subdir(ctx.ralph_dir.parent, "runs")         # .ralph/ with its .gitignore (exit 8)
+    options = {k: v for k, v in settings.explicit().items() if k not in NOT_PERSISTED}
+    asked = settings.max_iterations if settings.source("max_iterations") != "default" else None
+    with ctx.guard.deferred():                                    # a signal cannot split lock and state
+        ctx.run = run_control.start_run(
+            ctx.ralph_dir, ctx.mode, max_iterations=ctx.options.max_iterations,
+            cli_max_iterations=asked, options=options, resume=ctx.options.resume,
+            recover=lambda agent, reason: release_dead_agent(ctx, agent, reason))
+    for note in ctx.run.notes:                                    # stderr: stdout stays s.10's
+        warn(note)
+    state = ctx.run.state
+    ctx.options = cli_args.settle(ctx.options, {**state.options,
+                                                "max_iterations": state.max_iterations})
+    choose_agent(ctx)
+
+
+def dry_run(ctx: RunContext) -> int:
+    """Issue 4: print what this run would do (the run it would start or resume, the task data,
+    the prompt, the agent argv) and write nothing: no lock, state, log, agent registration,
+    database change, .ralph/ or .gitignore. Exit 0."""
+    ctx.branch = workspace.current_branch(ctx.env)                # BRANCH=$(git branch --show-current)
+    banner(ctx)
+    say("Dry run: nothing is written (no run lock, run state, log, agent registration "
+        "or task change).")
+    say(run_control.preview(ctx.ralph_dir, ctx.mode))
+    argv = ("peek", "-n", "10") if ctx.mode == "build" else ("list", "--all", "--markdown")
+    data = ""
+    if not ctx.task.embedded:
+        say(f"Task data: not read: the task command {ctx.task.command} is not ralph.py's own "
+            "and might write")
+    else:
+        read = backlog_readonly.call(list(argv), environ=ctx.env, cwd=ctx.cwd)
+        if read.db_path is not None and not read.exists:
+            say(f"Task data: none: {read.db_path} does not exist yet (the first task call "
+                "creates it)")
+        else:
+            say(f"Task data (task {' '.join(argv)}, read-only):")
+            say(read.output or "(empty)")
+            data = read.output if read.ok else ""
+            if ctx.mode == "build" and read.ok and not read.output:
+                say("No tasks available: the run would stop here without starting the agent.")
+    command = f"/ralph-{ctx.mode}"
+    prompt = f"{command} {data}" if data else command
+    say("Prompt:")
+    say(prompt)
+    say("Agent argv:")
+    say(shlex.join(ctx.adapter.argv(prompt, danger=ctx.options.danger, model=ctx.model)))
+    return EXIT_OK
 
 
 def task_command(args: list[str]) -> int:
@@ -345,8 +463,8 @@ COMMANDS = {
     "build": lambda args: run_mode("build", args),
     "task": task_command,
     "install": lambda args: install.main(args),        # Claude Code skills + hooks (README)
-    "status": lambda args: status.main(args),          # is a run alive, what is it doing
-    "ctl": lambda args: control.main(args),            # pause | resume | stop a run between sessions
+    "status": lambda args: status.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # is a run alive
+    "ctl": lambda args: control.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # pause | resume | stop
 }
 
 

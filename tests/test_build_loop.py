@@ -275,11 +275,24 @@ def test_with_the_real_task_cli_the_scope_and_script_are_exported(run_ralph, age
     assert len(env["RALPH_AGENT_ID"]) == 4
 
 
-def test_an_unwritable_ralph_dir_is_one_error_line_exit_8_and_deregisters(run_ralph, tasks, agent, git_repo):
+def test_an_unwritable_ralph_dir_is_one_error_line_exit_8_before_any_task_call(run_ralph, tasks, agent, git_repo):
+    # issue 4: the run lock and state live in .ralph/ and come before `agent register`, so an
+    # unusable .ralph/ stops the run before anything is written to the backlog.
     (git_repo / ".ralph").write_text("a file where the directory should be")
     tasks.script(peek={"out": "x"})
     proc = run_ralph("build", env={**tasks.env, **agent.env})
     assert proc.returncode == 8
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: cannot create ") and ".ralph" in lines[0]
+    assert agent.calls() == [] and tasks.calls() == []
+
+
+def test_an_unwritable_log_dir_is_one_error_line_exit_8_and_deregisters(run_ralph, tasks, agent, git_repo):
+    (git_repo / ".ralph").mkdir()
+    (git_repo / ".ralph" / "logs").write_text("a file where the directory should be")
+    tasks.script(peek={"out": "x"})
+    proc = run_ralph("build", env={**tasks.env, **agent.env})
+    assert proc.returncode == 8
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: cannot ") and ".ralph" in lines[0]
     assert agent.calls() == [] and tasks.calls()[-1] == ["agent", "deregister", "ab12"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Mapping
 
 from ralphkit.errors import UsageError
 
@@ -53,7 +53,10 @@ class Options:
     danger: bool = False
     completion_promise: str = DEFAULT_PROMISE
     help: bool = False
+    dry_run: bool = False            # issue 4: print what would happen, write nothing
+    resume: bool = False             # issue 4: continue the newest unfinished run
     extra: dict[str, object] = field(default_factory=dict)   # flags added by later features
+    given: set[str] = field(default_factory=set)             # dests given on the command line
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,11 @@ _FLAGS: list[Flag] = [
     Flag(("--danger",), "danger"),
     Flag(("--completion-promise",), "completion_promise",
          "Error: --completion-promise requires a text", modes=("plan",)),
+    # issue 4; s.4: lines of added options go just before `--help, -h`.
+    Flag(("--dry-run",), "dry_run",
+         help_lines=("  --dry-run                   Show what would run; write nothing",)),
+    Flag(("--resume",), "resume",
+         help_lines=("  --resume                    Continue the last unfinished run",)),
     # issue 8: agent backends (agents.py) and parallel sessions in worktrees (parallel.py)
     Flag(("--agent",), "agent", "Error: --agent requires a name (e.g. claude, codex, pi)",
          help_lines=("  --agent NAME                Agent CLI: claude (default), amp, codex,",
@@ -139,6 +147,7 @@ def parse(mode: str, args: list[str]) -> Options:
             i += 1
         if flag.dest == "max_iterations":
             explicit_limit = value
+        opts.given.add(flag.dest)
         if flag.dest in Options.__dataclass_fields__:
             setattr(opts, flag.dest, value)
         else:
@@ -151,4 +160,28 @@ def parse(mode: str, args: list[str]) -> Options:
     return opts
 
 
-__all__ = ["Options", "Flag", "add_flag", "help_text", "parse"]
+def given_values(opts: Options) -> dict[str, object]:
+    """What the command line set explicitly, by setting name (config.load's cli_values)."""
+    return {dest: (getattr(opts, dest) if dest in Options.__dataclass_fields__
+                   else opts.extra[dest]) for dest in opts.given}
+
+
+def settle(opts: Options, settings: Mapping[str, object]) -> Options:
+    """Options with the merged settings applied (CLI > environment > ralph.yml > defaults):
+    the s.3 fields and every other setting in `extra`. The mode default of the iteration
+    limit applies when no source set it; plan mode still refuses 0 with s.3's message."""
+    for name, value in settings.items():
+        if name in ("help", "given", "mode", "extra"):
+            continue
+        if name in Options.__dataclass_fields__:
+            setattr(opts, name, value)
+        else:
+            opts.extra[name] = value
+    if settings.get("max_iterations") is None:
+        opts.max_iterations = 1 if opts.mode == "plan" else 0
+    elif opts.mode == "plan" and opts.max_iterations == 0:
+        raise UsageError("Error: plan mode requires at least 1 iteration (-n 0 is not allowed)")
+    return opts
+
+
+__all__ = ["Options", "Flag", "add_flag", "help_text", "parse", "given_values", "settle"]

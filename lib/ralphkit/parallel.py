@@ -2,8 +2,8 @@
 ids (slots), one claimed task per session in its own git worktree and branch
 `ralph/<runId>/<task>`, all sessions pumped together (session_pool), the finished task's
 branch merged back (worktrees.merge_back; a failed merge re-opens the task with the reason and
-keeps the branch), the run lock, run state (`active` lists every session), events and
-progress.md, and on start the recovery of a parallel run whose ralph.py died (its agents'
+keeps the branch), the run state of the run ralph.py opened (`active` lists every session),
+events and progress.md, and on start the recovery of a parallel run whose ralph.py died (its agents'
 groups killed, its done tasks merged, its active tasks failed, its worktrees removed).
 
 Does not own choosing which tasks may run together (scheduler, components), git plumbing
@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
-from ralphkit import agents, assignment, progress, run_lock, run_state, scheduler
+from ralphkit import agents, assignment, progress, run_control, run_lock, run_state
+from ralphkit import scheduler
 from ralphkit import session_pool, worktrees
 from ralphkit.errors import RalphError, UsageError
 from ralphkit.signals import Guard
@@ -46,6 +47,7 @@ class Setup:
     merge: str
     run_branch: str
     first_agent: str
+    run: run_control.Run                         # lock, state, progress (issue 4)
     guard: Guard
     out: BinaryIO
     say: Callable[[str], None]
@@ -65,13 +67,6 @@ class _Session:
     started: str = field(default_factory=run_state.utc_now)
 
 
-def _proc_start(pid: int) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
 class ParallelBuild:
     def __init__(self, setup: Setup) -> None:
         self.s = setup
@@ -81,8 +76,7 @@ class ParallelBuild:
         self.sessions: dict[str, _Session] = {}
         self.template = assignment.load_template(None)
         self.pool: session_pool.Pool | None = None
-        self.state: run_state.RunState | None = None
-        self.lock: run_lock.RunLock | None = None
+        self.state: run_state.RunState = setup.run.state
 
     # ------------------------------------------------------------------ task calls
     def _call(self, *args: str) -> tuple[bool, str]:
@@ -113,7 +107,7 @@ class ParallelBuild:
         if self.sessions:
             listed = [{"task": tid, "agent": x.agent, "branch": x.wt.branch,
                        "worktree": str(x.wt.path), "log": str(x.log), "startedAt": x.started,
-                       "pid": pid, "procStart": _proc_start(pid)}
+                       "pid": pid, "procStart": run_lock.pid_start_time(pid)}
                       for tid, x in self.sessions.items()
                       for pid in [self.pool.pids().get(tid) if self.pool else None]]
             st.active = {"n": st.sessions_started, "task": ", ".join(self.sessions),
@@ -122,9 +116,12 @@ class ParallelBuild:
                          "sessions": listed}
         else:
             st.active = None
+        # run_control's resume only knows one session (state.active): the sessions are kept
+        # here too, for _recover after a crash
         st.extra["parallel"] = {"slots": self.s.parallel, "runBranch": self.s.run_branch,
                                 "merge": self.s.merge,
-                                "agents": [self.s.first_agent, *self.extra_agents]}
+                                "agents": [self.s.first_agent, *self.extra_agents],
+                                "sessions": (st.active or {}).get("sessions", [])}
         run_state.save(self.ralph_dir, st)
         progress.write_progress(self.ralph_dir, st)
 
@@ -133,35 +130,26 @@ class ParallelBuild:
 
     # ------------------------------------------------------------------ start and recovery
     def _open_run(self) -> None:
-        old = run_state.find_resumable(self.ralph_dir, "build")
-        loaded = run_state.load(self.ralph_dir, old) if old else None
-        resuming = bool(loaded and loaded.state and "parallel" in loaded.state.extra)
-        run_id = old if resuming else run_state.new_run_id()
-        holder = run_lock.inspect(self.ralph_dir / "run.lock").holder
-        if not (holder and holder.pid == os.getpid() and holder.run_id == run_id):
-            self.lock = run_lock.acquire(self.ralph_dir / "run.lock", run_id)  # RunLocked: exit 3
-            if self.lock.takeover_note:
-                self.s.warn(self.lock.takeover_note)
-        self.state = loaded.state if resuming else run_state.RunState(
-            run_id=run_id, mode="build", max_iterations=self.s.max_iterations,
-            options={"parallel": self.s.parallel, "merge": self.s.merge})
-        if resuming:
+        """run_control opened (or resumed) the run; a resumed parallel run's sessions died
+        with their ralph.py: finish what they left."""
+        if (self.state.extra.get("parallel") or {}).get("sessions"):
             self._recover()
         self._save()
-        self._event("run_start", mode="build", parallel=self.s.parallel, resumed=resuming)
+        self._event("log", kind="parallel", message=f"{self.s.parallel} slots, merge "
+                                                     f"{self.s.merge}, into {self.s.run_branch}")
 
     def _recover(self) -> None:
         """The previous ralph.py of this run died (SIGKILL, power loss): finish what its
         sessions left. Nothing is lost: a done task is merged (or re-opened), an active one
         goes back to open, the worktrees go."""
         st = self.state
-        old = (st.active or {}).get("sessions") or []
         info = st.extra.get("parallel", {})
+        old = info.get("sessions") or []
         base = info.get("runBranch") or self.s.run_branch
         tasks = self._export()
         for entry in old:
             pid = entry.get("pid")
-            if pid and entry.get("procStart") and _proc_start(pid) == entry["procStart"]:
+            if pid and entry.get("procStart") and run_lock.pid_start_time(pid) == entry["procStart"]:
                 try:
                     os.killpg(pid, signal.SIGKILL)         # its agent outlived ralph.py
                 except OSError:
@@ -189,7 +177,7 @@ class ParallelBuild:
                     self._call("fail", line[4:], "--reason", DIED_REASON)
             self._call("agent", "deregister", agent)
         removed = worktrees.cleanup_run(self.s.cwd, st.run_id, base)
-        st.active = None
+        st.active, info["sessions"] = None, []
         self.s.warn(f"Resuming run {st.run_id}: removed {len(removed)} worktree(s) "
                     "of the interrupted run")
 
@@ -341,6 +329,8 @@ class ParallelBuild:
         return out
 
     def close(self, reason: str) -> None:
+        """Worktrees and the extra agents go; the state is closed by ralph.py's exit cleanup
+        (run_control.finish_run), after the first agent's deregistration (s.17)."""
         s = self.s
         s.guard.closing = True
         try:
@@ -350,12 +340,7 @@ class ParallelBuild:
         for agent in self.extra_agents:
             if agent:
                 self._passthrough("agent", "deregister", agent)
-        code = 130 if reason == "interrupted" else 0
-        self.state.finish(code, reason)
         self._save()
-        self._event("run_end", exit_code=code, reason=reason)
-        if self.lock is not None:
-            run_lock.release(self.lock)
 
 
 def run(setup: Setup) -> str:

@@ -81,6 +81,12 @@ def _proc_start_time(pid: int) -> int | None:
         return None
 
 
+def pid_start_time(pid: int) -> int | None:
+    """The start time of pid (clock ticks since boot), None when unknown: tells a process from
+    a later one that reused its pid (run_control uses it for a dead run's agent)."""
+    return _proc_start_time(pid)
+
+
 def _boot_id() -> str | None:
     try:
         return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
@@ -279,4 +285,4 @@ def release(lock: RunLock) -> None:
         raise environment_failure("remove", lock.path, err) from None
 
 
-__all__ = ["RunLock", "Holder", "LockState", "acquire", "release", "inspect"]
+__all__ = ["RunLock", "Holder", "LockState", "acquire", "release", "inspect", "pid_start_time"]

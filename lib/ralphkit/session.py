@@ -64,12 +64,34 @@ def _write_all(log: BinaryIO, data: bytes) -> None:
                                  "free space or check that .ralph/ is writable") from None
 
 
+def _die_with_parent() -> Callable[[], None] | None:
+    """A preexec_fn asking Linux to SIGKILL the agent when ralph.py dies (PR_SET_PDEATHSIG), so
+    a `kill -9` of ralph.py does not leave its agent working on a task nobody watches (issue 4).
+    Best effort: None where prctl is not available. The agent's own children are not covered;
+    a resumed run kills the dead run's agent group (run_control)."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(1, signal.SIGKILL, 0, 0, 0)          # PR_SET_PDEATHSIG = 1
+        if os.getppid() != parent:                 # ralph.py died before the call: go too
+            os._exit(1)
+    return preexec
+
+
 def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryIO,
         guard: Guard, on_first_interrupt: Callable[[], None], renderer: Any = None,
-        stdin: bytes | None = None, cwd: Path | None = None) -> SessionResult:
+        stdin: bytes | None = None, cwd: Path | None = None,
+        on_start: Callable[[int], None] | None = None) -> SessionResult:
     """Run one session to its end and return how it ended. `out` gets the rendering, through
     `renderer` (feed/close/summary; default s.12's StreamRenderer). `stdin`: bytes the agent
-    reads on its stdin (issue 8 `command` backend), else /dev/null (s.11)."""
+    reads on its stdin (issue 8 `command` backend), else /dev/null (s.11).
+    on_start(pid) is called once the agent runs (the run state records it, issue 4)."""
     guard.raise_pending()             # a signal during the last task call: no new session (s.16)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -87,11 +109,19 @@ def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryI
                 with stdin_file(stdin) as agent_stdin:
                     proc = subprocess.Popen(argv, stdin=agent_stdin, stdout=subprocess.PIPE,
                                             stderr=None, env=dict(env), process_group=0,
-                                            bufsize=0, cwd=cwd)
+                                            bufsize=0, cwd=cwd, preexec_fn=_die_with_parent())
             except OSError as exc:
                 log.close()
                 log_path.unlink(missing_ok=True)      # no session, no log
                 return SessionResult(started=False, error=exc.strerror or str(exc))
+            if on_start is not None:
+                try:
+                    on_start(proc.pid)
+                except BaseException:              # e.g. the state cannot be saved: no orphan
+                    _killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    proc.stdout.close()
+                    raise
             if renderer is None:
                 renderer = render.StreamRenderer(out)
             result = _pump(proc, log, renderer, guard, on_first_interrupt, wake_r)

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Mapping
 
 from ralphkit import session
-from ralphkit.session import DRAIN_SECONDS, SessionResult, _has_exited, _killpg, _write_all
+from ralphkit.session import (DRAIN_SECONDS, SessionResult, _die_with_parent, _has_exited,
+                              _killpg, _write_all)
 from ralphkit.signals import Guard
 
 _CHUNK = 65536
@@ -79,7 +80,7 @@ class Pool:
             with session.stdin_file(stdin) as agent_stdin:
                 proc = subprocess.Popen(argv, stdin=agent_stdin, stdout=subprocess.PIPE,
                                         stderr=None, env=dict(env), process_group=0,
-                                        bufsize=0, cwd=cwd)
+                                        bufsize=0, cwd=cwd, preexec_fn=_die_with_parent())
         except OSError as exc:
             log.close()
             log_path.unlink(missing_ok=True)

@@ -120,8 +120,9 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
 
 
 def main(argv: list[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None,
-         cwd: Path | None = None) -> int:
-    """`ralph status [--json]`: prints the status of ./.ralph; 0 also when no run is found."""
+         cwd: Path | None = None, ralph_dir: Path | None = None) -> int:
+    """`ralph status [--json]`: prints the status of ralph_dir (ralph.py passes the run's
+    .ralph/ at the git top level; default ./.ralph); 0 also when no run is found."""
     out, err = stdout or sys.stdout, stderr or sys.stderr
     as_json = False
     for arg in argv:
@@ -132,12 +133,14 @@ def main(argv: list[str], *, stdout: TextIO | None = None, stderr: TextIO | None
             err.write(f"Error: Unknown option '{arg}'\nRun 'ralph status --help' for usage\n")
             return 1
         as_json = True
-    ralph_dir = Path(cwd or os.getcwd()) / ".ralph"
+    here = Path(cwd or os.getcwd())
+    ralph_dir = Path(ralph_dir) if ralph_dir is not None else here / ".ralph"
     status = read_status(ralph_dir)
     if as_json:
         out.write(json.dumps(status, ensure_ascii=False, default=str) + "\n")
     else:
-        out.write(render_text(status, Path(".ralph") if cwd is None else ralph_dir))
+        shown = Path(os.path.relpath(ralph_dir, here)) if cwd is None else ralph_dir
+        out.write(render_text(status, shown))
     return 0
 
 

@@ -1,6 +1,7 @@
 """Owns the facts ralph.py reads from the working directory before a run (ralph-cli.md s.8,
-s.9.1, s.20.3): whether ./specs holds anything, the current git branch, and creating ralph's
-own directories under .ralph/. Knows nothing of tasks or agents; never prints."""
+s.9.1, s.20.3): whether ./specs holds anything, the current git branch, where the run's own
+.ralph/ is (lock, state, progress, control files: issue 4), and creating ralph's own
+directories under ./.ralph/. Knows nothing of tasks or agents; never prints."""
 from __future__ import annotations
 
 import os
@@ -32,6 +33,19 @@ def current_branch(env: Mapping[str, str]) -> str:
     return proc.stdout.decode("utf-8", "surrogateescape").rstrip("\n")
 
 
+def ralph_dir(cwd: Path) -> Path:
+    """The .ralph/ of the run lock, run state, progress record and ctl sentinels: the one next
+    to the task database, <git top level>/.ralph, so that two runs started from different
+    subdirectories of one checkout share one lock (issue 4); ./.ralph outside git. Found by
+    walking up to the nearest .git entry (no git call, worktrees included); never created here.
+    Session logs stay under ./.ralph/logs of the current directory (s.20.3): ralph_subdir."""
+    cwd = Path(cwd).absolute()
+    for directory in (cwd, *cwd.parents):
+        if (directory / ".git").exists():
+            return directory / ".ralph"
+    return cwd / ".ralph"
+
+
 def ralph_subdir(cwd: Path, name: str) -> Path:
     """.ralph/<name>, created when missing. A .ralph/ without a .gitignore gets one holding
     `*` (as the task CLI does), so an agent's `git add -A` never commits logs."""
@@ -49,4 +63,4 @@ def ralph_subdir(cwd: Path, name: str) -> Path:
     return path
 
 
-__all__ = ["specs_present", "current_branch", "ralph_subdir"]
+__all__ = ["specs_present", "current_branch", "ralph_dir", "ralph_subdir"]
