@@ -159,3 +159,61 @@ def test_killing_ralph_mid_run_and_resuming_cleans_worktrees_and_loses_no_task(
     assert all((git_repo / f"out-{t}.txt").exists() for t in comps)
     assert not list((git_repo / ".ralph" / "worktrees").glob("*/*"))
     assert git(git_repo, "worktree", "list", env=base_env).count("\n") == 1
+
+
+def _start_hanging_run(run_task, setup, git_repo, base_env, tmp_path, n=2):
+    create(run_task, {f"h{i}": f"c{i}" for i in range(n)})
+    env = {**base_env, **setup, "STUB_SLEEP": "60"}
+    proc = subprocess.Popen([sys.executable, str(RALPH), "build", "--parallel", str(n)],
+                            cwd=git_repo, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    wait_for(lambda: len(intervals(tmp_path)) >= n, timeout=30)
+    return proc, env
+
+
+def _stub_pids(git_repo) -> list[int]:
+    import psutil
+    return [p.pid for p in psutil.process_iter(["cwd"])
+            if (p.info.get("cwd") or "").startswith(str(git_repo / ".ralph" / "worktrees"))]
+
+
+@pytest.mark.parametrize("signals_sent", [[signal.SIGTERM], [signal.SIGINT],
+                                          [signal.SIGINT, signal.SIGINT]],
+                         ids=["sigterm", "sigint", "sigint-twice"])
+def test_ctrl_c_and_sigterm_stop_every_session_and_put_their_tasks_back(
+        run_task, setup, git_repo, base_env, tmp_path, signals_sent):
+    proc, env = _start_hanging_run(run_task, setup, git_repo, base_env, tmp_path)
+    try:
+        assert len(_stub_pids(git_repo)) >= 2
+        for signum in signals_sent:
+            os.kill(proc.pid, signum)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    if signals_sent[0] == signal.SIGINT:
+        assert "Waiting for claude to finish cleanup... Press Ctrl+C again to force quit." in out
+    wait_for(lambda: not _stub_pids(git_repo), timeout=5)      # no orphan agent
+    tasks = export(run_task)
+    assert [(t["status"], t["assignee"]) for t in tasks.values()] == [("open", None)] * 2
+    assert not list((git_repo / ".ralph" / "worktrees").glob("*/*"))
+    assert git(git_repo, "worktree", "list", env=base_env).count("\n") == 1
+
+
+def test_ralph_status_shows_every_active_session(run_task, setup, git_repo, base_env, tmp_path):
+    proc, env = _start_hanging_run(run_task, setup, git_repo, base_env, tmp_path)
+    try:
+        status = subprocess.run([sys.executable, str(RALPH), "status", "--json"], cwd=git_repo,
+                                env=env, capture_output=True, text=True, timeout=30)
+        data = json.loads(status.stdout)
+        assert data["alive"] is True
+        sessions = data["active"]["sessions"]
+        assert sorted(s["task"] for s in sessions) == ["h0", "h1"]
+        assert all(s["branch"].endswith("/" + s["task"]) and s["pid"] for s in sessions)
+        text = subprocess.run([sys.executable, str(RALPH), "status"], cwd=git_repo, env=env,
+                              capture_output=True, text=True, timeout=30).stdout
+        assert "h0, h1" in text
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.communicate(timeout=20)
