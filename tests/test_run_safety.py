@@ -31,6 +31,18 @@ fi
 """
 
 
+def _group_members(pgid: int) -> list[int]:
+    import psutil
+    members = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                members.append(proc.pid)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return members
+
+
 def sync(run_task, *slugs: str) -> None:
     lines = "".join(json.dumps({"id": s, "t": f"Task {s}"}) + "\n" for s in slugs)
     assert run_task("plan-sync", input=lines).returncode == 0
@@ -83,7 +95,10 @@ def test_kill_9_mid_session_then_build_again_takes_over_fails_the_task_and_resum
     assert before["endedAt"] is None and before["iteration"] == 1
     assert before["sessionsStarted"] == 2
 
-    second = run_ralph("build", "-n", "1", env={**action, "HANG_AT": "0"})   # -n disagrees: 5 wins
+    try:
+        second = run_ralph("build", "-n", "1", env={**action, "HANG_AT": "0"})  # -n disagrees
+    finally:
+        Path(action["RELEASE"]).touch()                     # never leave the hung action behind
 
     assert second.returncode == 0, second.stderr
     run_id = run_dir.name
@@ -94,6 +109,9 @@ def test_kill_9_mid_session_then_build_again_takes_over_fails_the_task_and_resum
     assert "LOOP 1 " not in second.stdout and "LOOP 2 " in second.stdout   # the count goes on
     assert second.stdout.startswith("\u2501")                   # nothing before the banner
     assert not alive(agent_pid)                                 # the dead run's agent is gone
+    assert not _group_members(agent_pid)                        # and its children too
+    assert f"killed what was left of the dead run's agent (process group {agent_pid})" \
+        in second.stderr
     reason = f"ralph.py exited during the session (run {run_id})"
     tasks = {t["id"]: t for t in export(run_task)}
     assert sorted(tasks) == ["t1", "t2", "t3"]                  # nothing lost or duplicated
@@ -246,3 +264,107 @@ def test_ralph_status_shows_the_run_while_it_runs_and_after_it_ended(
     assert after["exitReason"] == "Reached max iterations: 1"
     assert after["lastOutcomes"][0]["n"] == 1 and after["lastOutcomes"][0]["exit_code"] == 0
     assert after["lastOutcomes"][0]["outcome"] == "no task"
+
+
+def test_resume_flag_continues_a_run_stopped_by_ctrl_c_and_a_plain_run_does_not(
+        git_repo, base_env, run_task, run_ralph, bin_dir, tmp_path):
+    install_stub(bin_dir, stub="claude_signals")
+    sync(run_task, "t1")
+    pidfile = tmp_path / "agent.pid"
+    first = Running(["build", "-n", "3"], cwd=git_repo, env={**base_env,
+                                                             "STUB_PIDFILE": str(pidfile)})
+    try:
+        wait_for(pidfile.exists, timeout=20)
+        os.kill(first.proc.pid, signal.SIGINT)
+        assert first.wait() == 130
+    finally:
+        first.kill()
+    run_dir, = runs(git_repo)
+    assert state_of(run_dir)["exitCode"] == 130
+
+    nothing = run_ralph("build", "--resume", "-n", "1", env={"STUB_EXIT_AT_ONCE": "1"})
+    assert nothing.returncode == 0, nothing.stderr
+    assert (f"Resuming run {run_dir.name} (stopped by a signal at iteration 0, "
+            "1 sessions started)") in nothing.stderr
+    assert "max_iterations: this run keeps 3 (asked for 1 now)" in nothing.stderr
+    assert "Max:    3 iterations" in nothing.stdout
+    assert runs(git_repo) == [run_dir] and state_of(run_dir)["sessionsStarted"] == 4
+
+    plain = run_ralph("build", "-n", "1", env={"STUB_EXIT_AT_ONCE": "1"})
+    assert plain.returncode == 0 and "Resuming" not in plain.stderr
+    assert len(runs(git_repo)) == 2
+
+
+def test_resume_flag_with_nothing_to_resume_starts_a_new_run_and_says_so(git_repo, run_ralph):
+    result = run_ralph("build", "--resume", env={"RALPH_TASK_CMD": "true"})   # peek: empty
+    run_dir, = runs(git_repo)
+    assert result.returncode == 0 and "No tasks available. Exiting loop." in result.stdout
+    assert f"Nothing to resume: starting run {run_dir.name}\n" == result.stderr
+
+
+def test_events_and_progress_record_each_session_with_its_task_cost_and_turns(
+        git_repo, run_ralph, run_task, action, tmp_path):
+    sync(run_task, "t1")
+    stream = tmp_path / "stream"
+    stream.write_text(json.dumps({"type": "result", "subtype": "success", "result": "ok",
+                                  "total_cost_usd": 0.25, "num_turns": 3}) + "\n")
+    result = run_ralph("build", env={**action, "STUB_STREAM": str(stream)})
+    assert result.returncode == 0, result.stderr
+    run_dir, = runs(git_repo)
+    events = events_of(run_dir)
+    assert [e["event"] for e in events] == ["run_start", "session_start", "session_end", "run_end"]
+    start, end = events[1], events[2]
+    assert start["n"] == 1 and start["task"] is None and start["log"].endswith("-001.jsonl")
+    assert {k: end[k] for k in ("n", "task", "exit_code", "cost_usd", "turns", "outcome")} == {
+        "n": 1, "task": "t1", "exit_code": 0, "cost_usd": 0.25, "turns": 3,
+        "outcome": "completed"}
+    assert events[3]["exit_code"] == 0
+    assert events[3]["reason"] == "All tasks complete. Exiting loop."
+    progress = (git_repo / ".ralph" / "progress.md").read_text()
+    assert f"# ralph run {run_dir.name}\n" in progress and "- Completed: 1\n" in progress
+    assert "| t1 | completed |" in progress
+
+
+def test_a_run_started_in_a_subdirectory_shares_the_lock_of_the_checkout(
+        git_repo, base_env, run_task, run_ralph, bin_dir, tmp_path):
+    install_stub(bin_dir, stub="claude_signals")
+    sync(run_task, "t1")
+    release, pidfile = tmp_path / "release", tmp_path / "agent.pid"
+    env = {**base_env, "STUB_RELEASE": str(release), "STUB_PIDFILE": str(pidfile)}
+    sub = git_repo / "pkg"
+    (sub / "specs").mkdir(parents=True)
+    (sub / "specs" / "a.md").write_text("a\n")
+    run = Running(["build", "-n", "1"], cwd=git_repo, env=env)
+    try:
+        wait_for(pidfile.exists, timeout=20)
+        second = run_ralph("plan", cwd=sub)
+        release.touch()
+        assert run.wait() == 0, run.stderr
+    finally:
+        run.kill()
+    assert second.returncode == 3 and second.stdout == ""
+    assert second.stderr.startswith(f"Error: run lock {git_repo / '.ralph' / 'run.lock'} is held")
+    assert not (sub / ".ralph").exists()
+
+
+def test_kill_9_of_a_plan_run_is_resumed_by_the_next_plan_run(
+        git_repo, base_env, run_ralph, bin_dir, tmp_path):
+    install_stub(bin_dir, stub="claude_signals")
+    pidfile = tmp_path / "agent.pid"
+    first = Running(["plan", "-n", "2"], cwd=git_repo,
+                    env={**base_env, "STUB_PIDFILE": str(pidfile)})
+    try:
+        wait_for(pidfile.exists, timeout=20)
+        os.kill(first.proc.pid, signal.SIGKILL)
+        first.proc.wait(10)
+    finally:
+        first.kill()
+    run_dir, = runs(git_repo)
+    build = run_ralph("build", env={"RALPH_TASK_CMD": "true"})       # a build run leaves it alone
+    assert build.returncode == 0 and "Resuming" not in build.stderr
+    again = run_ralph("plan", env={"STUB_EXIT_AT_ONCE": "1"})
+    assert again.returncode == 0, again.stderr
+    assert f"Resuming run {run_dir.name} (interrupted at iteration 0, 1 sessions started)" \
+        in again.stderr
+    assert "Max:    2 iterations" in again.stdout and "Reached max iterations: 2" in again.stdout
+    assert state_of(run_dir)["sessionsStarted"] == 3 and state_of(run_dir)["iteration"] == 2

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ralphkit import progress, run_lock, run_state
+from ralphkit.errors import EXIT_INTERRUPTED as INTERRUPTED
 
 # recover(agent_id, reason) -> slugs it failed: fails what the dead run's agent still holds and
 # deregisters it (ralph.py's task calls).
@@ -36,19 +37,22 @@ class Run:
 
 
 def _kill_dead_agent(active: dict[str, Any] | None) -> str | None:
-    """SIGKILL the crashed session's agent group if its leader still runs (same start time)."""
+    """SIGKILL what is left of the crashed session's agent group. The agent led its own group
+    (session.py), so the group id is its pid. Killed when that pid still runs with the recorded
+    start time, or no longer exists (its children may: a pid is not reused while it names a
+    live group); left alone when the pid now belongs to another process."""
     pid = (active or {}).get("pid")
     if not isinstance(pid, int) or pid <= 0:
         return None
     started = active.get("pidStartTime")
     now = run_lock.pid_start_time(pid)
-    if now is None or (started is not None and now != started):
-        return None                                  # gone, or the pid belongs to someone else
+    if now is not None and started is not None and now != started:
+        return None                                  # the pid was reused: not ours
     try:
-        os.killpg(pid, signal.SIGKILL)               # the agent leads its own group (session.py)
+        os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        return None
-    return f"killed the agent process group {pid} left running by the dead run"
+        return None                                  # nothing of the group is left
+    return f"killed what was left of the dead run's agent (process group {pid})"
 
 
 def _log(run: Run, kind: str, message: str) -> None:
@@ -60,7 +64,8 @@ def start_run(ralph_dir: Path, mode: str, *, max_iterations: int, cli_max_iterat
               options: dict[str, Any], resume: bool, recover: Recover) -> Run:
     """Take the run lock (RunLocked: exit 3, nothing written) and load or create the state.
     A crashed run of this mode is resumed even without --resume (issue 4)."""
-    run_id = run_state.find_resumable(ralph_dir, mode)
+    run_id = run_state.find_resumable(ralph_dir, mode) or (
+        _interrupted_run(ralph_dir, mode) if resume else None)
     lock = run_lock.acquire(Path(ralph_dir) / "run.lock", run_id or run_state.new_run_id())
     try:
         return _open(ralph_dir, mode, lock, run_id, max_iterations, cli_max_iterations,
@@ -68,6 +73,16 @@ def start_run(ralph_dir: Path, mode: str, *, max_iterations: int, cli_max_iterat
     except BaseException:
         run_lock.release(lock)
         raise
+
+
+def _interrupted_run(ralph_dir: Path, mode: str) -> str | None:
+    """--resume also continues the latest run if it was stopped by Ctrl+C/SIGTERM (exit 130);
+    a plain re-run only resumes a run that died without ending (kill -9, OOM, power loss)."""
+    run_id = run_state.latest_run(ralph_dir)
+    state = run_state.read(ralph_dir, run_id) if run_id else None
+    if state is None or state.mode != mode or state.exit_code != INTERRUPTED:
+        return None
+    return run_id
 
 
 def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | None,
@@ -78,6 +93,8 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
     state = loaded.state or run_state.RunState(run_id=run_id, mode=mode,
                                                max_iterations=max_iterations, options=options)
     run = Run(Path(ralph_dir), lock, state, resumed=loaded.state is not None)
+    was = "stopped by a signal at iteration" if state.ended_at else "interrupted at iteration"
+    state.ended_at = state.exit_code = state.exit_reason = None      # it runs again
     run_state.save(ralph_dir, state)                  # the run directory exists from here
     progress.append_event(ralph_dir, run_id, "run_start", mode=state.mode,
                           options=state.options, resumed=run.resumed)
@@ -86,8 +103,8 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
     if loaded.recovery:
         _log(run, "state_recovery", loaded.recovery)
     if run.resumed:
-        _log(run, "resume", f"Resuming run {run_id} (interrupted at iteration "
-                            f"{state.iteration}, {state.sessions_started} sessions started)")
+        _log(run, "resume", f"Resuming run {run_id} ({was} {state.iteration}, "
+                            f"{state.sessions_started} sessions started)")
         for line in run_state.merge_options(state, cli_max_iterations, options):
             _log(run, "flag_mismatch", line)
         _recover(run, recover)
