@@ -75,6 +75,7 @@ class ParallelBuild:
         self.extra_agents: list[str] = []
         self.sessions: dict[str, _Session] = {}
         self.template = assignment.load_template(None)
+        self.export_warned = False
         self.pool: session_pool.Pool | None = None
         self.state: run_state.RunState = setup.run.state
 
@@ -86,6 +87,10 @@ class ParallelBuild:
     def _export(self) -> dict[str, dict]:
         ok, out = self._call("_export-json")
         if not ok:
+            if not self.export_warned:
+                self.export_warned = True
+                self.s.warn(f"Error: --parallel reads the backlog with `{self.s.task.command} "
+                            "_export-json`, which failed; no task is started")
             return {}
         tasks = {}
         for line in out.splitlines():
