@@ -156,8 +156,9 @@ def test_killing_ralph_mid_run_and_resuming_cleans_worktrees_and_loses_no_task(
     assert "Resuming run " in again.stderr
     assert last_line(again.stdout) == "All tasks complete. Exiting loop."
     assert {t["status"] for t in export(run_task).values()} == {"done"}
-    assert all((git_repo / f"out-{t}.txt").exists() for t in comps)
+    assert all((git_repo / f"out-{t}.txt").read_text() == f"{t}\n" for t in comps)
     assert not list((git_repo / ".ralph" / "worktrees").glob("*/*"))
+    assert not _stub_pids(git_repo)                      # nothing of the dead run's sessions
     assert git(git_repo, "worktree", "list", env=base_env).count("\n") == 1
 
 

@@ -154,9 +154,13 @@ class ParallelBuild:
         tasks = self._export()
         for entry in old:
             pid = entry.get("pid")
-            if pid and entry.get("procStart") and run_lock.pid_start_time(pid) == entry["procStart"]:
+            now = run_lock.pid_start_time(pid) if pid else None
+            # as run_control: the agent led its group (pgid = its pid); killed when that pid
+            # is gone (its children may live on: a pid is not reused while it names a live
+            # group) or still the same process
+            if pid and (now is None or now == entry.get("procStart")):
                 try:
-                    os.killpg(pid, signal.SIGKILL)         # its agent outlived ralph.py
+                    os.killpg(pid, signal.SIGKILL)
                 except OSError:
                     pass
             tid = entry["task"]
