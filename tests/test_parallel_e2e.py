@@ -218,3 +218,25 @@ def test_ralph_status_shows_every_active_session(run_task, setup, git_repo, base
     finally:
         os.kill(proc.pid, signal.SIGTERM)
         proc.communicate(timeout=20)
+
+
+@pytest.mark.parametrize("merge,statuses,branches,reason", [
+    ("ff", ["done", "open"], 1, "is not a fast-forward of main (main moved on); branch kept"),
+    ("none", ["done", "done"], 2, None),
+], ids=["ff", "none"])
+def test_merge_strategy_ff_merges_only_fast_forwards_and_none_leaves_branches_for_review(
+        run_ralph, run_task, setup, git_repo, base_env, merge, statuses, branches, reason):
+    create(run_task, {"one": "a", "two": "b"})
+    proc = run_ralph("build", "--parallel", "2", "--merge", merge,
+                     env={**setup, "STUB_SLEEP": "0.5"}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    tasks = export(run_task)
+    assert sorted(t["status"] for t in tasks.values()) == statuses
+    kept = git(git_repo, "branch", "--list", "ralph/*", env=base_env).split()
+    assert len(kept) == branches
+    if reason:
+        (failed,) = [t for t in tasks.values() if t["status"] == "open"]
+        assert failed["fail_reason"].endswith(reason)
+    else:
+        assert "left for review" in proc.stdout
+        assert not (git_repo / "out-one.txt").exists()           # main untouched
