@@ -416,7 +416,7 @@ def dry_run(ctx: RunContext) -> int:
     banner(ctx)
     say("Dry run: nothing is written (no run lock, run state, log, agent registration "
         "or task change).")
-    say(run_control.preview(ctx.ralph_dir, ctx.mode))
+    say(run_control.preview(ctx.ralph_dir, ctx.mode, ctx.options.resume))
     argv = ("peek", "-n", "10") if ctx.mode == "build" else ("list", "--all", "--markdown")
     data = ""
     if not ctx.task.embedded:

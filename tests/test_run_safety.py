@@ -281,6 +281,9 @@ def test_resume_flag_continues_a_run_stopped_by_ctrl_c_and_a_plain_run_does_not(
         first.kill()
     run_dir, = runs(git_repo)
     assert state_of(run_dir)["exitCode"] == 130
+    preview = run_ralph("build", "--resume", "--dry-run")
+    assert (f"Run: would resume run {run_dir.name} (stopped by a signal at iteration 0, "
+            "1 sessions started)") in preview.stdout
 
     nothing = run_ralph("build", "--resume", "-n", "1", env={"STUB_EXIT_AT_ONCE": "1"})
     assert nothing.returncode == 0, nothing.stderr
@@ -368,3 +371,14 @@ def test_kill_9_of_a_plan_run_is_resumed_by_the_next_plan_run(
         in again.stderr
     assert "Max:    2 iterations" in again.stdout and "Reached max iterations: 2" in again.stdout
     assert state_of(run_dir)["sessionsStarted"] == 3 and state_of(run_dir)["iteration"] == 2
+
+
+def test_ralph_ctl_and_status_use_the_checkouts_ralph_dir_from_a_subdirectory(git_repo,
+                                                                              run_ralph):
+    sub = git_repo / "pkg" / "deep"
+    sub.mkdir(parents=True)
+    assert run_ralph("ctl", "pause", cwd=sub).returncode == 0
+    assert (git_repo / ".ralph" / "PAUSE").exists() and not (sub / ".ralph").exists()
+    status = run_ralph("status", cwd=sub)
+    assert status.returncode == 0
+    assert status.stdout == f"No ralph run found in {os.path.relpath(git_repo / '.ralph', sub)}.\n"

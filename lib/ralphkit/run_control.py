@@ -192,16 +192,18 @@ def iteration_done(run: Run, iteration: int) -> None:
     progress.write_progress(run.ralph_dir, run.state)
 
 
-def preview(ralph_dir: Path, mode: str) -> str:
+def preview(ralph_dir: Path, mode: str, resume: bool = False) -> str:
     """The dry run's line about the run (read-only): would it start, resume, or be refused."""
     lock = run_lock.inspect(Path(ralph_dir) / "run.lock")
     if lock.state in ("alive", "foreign", "unreadable"):
         return (f"Run: would be refused (exit 3): run lock {lock.detail}" if lock.holder
                 else f"Run: would be refused (exit 3): {lock.detail}")
-    run_id = run_state.find_resumable(ralph_dir, mode)
+    run_id = run_state.find_resumable(ralph_dir, mode) or (
+        _interrupted_run(ralph_dir, mode) if resume else None)
     state = run_state.read(ralph_dir, run_id) if run_id else None
     if state is not None:
-        return (f"Run: would resume run {run_id} (interrupted at iteration {state.iteration}, "
+        was = "stopped by a signal" if state.ended_at else "interrupted"
+        return (f"Run: would resume run {run_id} ({was} at iteration {state.iteration}, "
                 f"{state.sessions_started} sessions started)")
     if run_id:
         return f"Run: would resume run {run_id} (its state is unreadable: a fresh state)"
