@@ -76,6 +76,7 @@ class ParallelBuild:
         self.sessions: dict[str, _Session] = {}
         self.template = assignment.load_template(None)
         self.export_warned = False
+        self.ended: list = []                    # sessions ended, not yet finished (_wait)
         self.pool: session_pool.Pool | None = None
         self.state: run_state.RunState = setup.run.state
 
@@ -256,7 +257,14 @@ class ParallelBuild:
         return None
 
     def _wait(self, active: dict) -> list[tuple[str, bool]]:
-        return [(tid, self._finish(tid, result)) for tid, result in self.pool.wait()]
+        """One ended session at a time: its slot is refilled before the next one is merged, so
+        a new session runs while the merges (the serial part, git) go on (bench/parallel)."""
+        if not self.ended:
+            self.ended = self.pool.wait()
+        if not self.ended:
+            return []
+        tid, result = self.ended.pop(0)
+        return [(tid, self._finish(tid, result))]
 
     # ------------------------------------------------------------------ one session's end
     def _merge(self, wt: worktrees.Worktree) -> tuple[bool, str]:
@@ -320,13 +328,13 @@ class ParallelBuild:
                               stopping=lambda: pool.interrupted or bool(s.guard.pending))
                 if plan.reason != "stopped":
                     reason = plan.reason
-                while len(pool):                       # stopped: the sessions end (s.16)
+                while self.ended or len(pool):         # stopped: the sessions end (s.16)
                     pool.handle_signals()
-                    for tid, result in pool.wait():
-                        self._finish(tid, result)
+                    self._wait({})
             finally:
-                for tid, result in pool.kill_all():    # an error: nothing outlives the run
+                for tid, result in [*self.ended, *pool.kill_all()]:   # nothing outlives the run
                     self._finish(tid, result)
+                self.ended = []
                 if s.guard.pending or pool.interrupted:
                     reason = "interrupted"
                 self.close(reason)
