@@ -13,22 +13,17 @@ through the `say`/`warn` callbacks, sessions' renderings to `out`.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
-from ralphkit import agents, assignment, progress, run_control, run_lock, run_state
-from ralphkit import scheduler
-from ralphkit import session_pool, worktrees
+from ralphkit import agents, assignment, parallel_recovery, progress, run_control, run_lock
+from ralphkit import run_state, scheduler, session_pool, worktrees
 from ralphkit.errors import RalphError, UsageError
 from ralphkit.signals import Guard
 from ralphkit.task_calls import TaskCommand
 
 FAIL_REASON = "session exited without completing task"       # s.15.5's reason
-DIED_REASON = "ralph.py died during this session"
 LEASE = "3600"           # a claimed task stays ours while its session runs (task-cli s.9.4)
 
 
@@ -139,57 +134,12 @@ class ParallelBuild:
         """run_control opened (or resumed) the run; a resumed parallel run's sessions died
         with their ralph.py: finish what they left."""
         if (self.state.extra.get("parallel") or {}).get("sessions"):
-            self._recover()
+            parallel_recovery.recover(self.state, cwd=Path(self.s.cwd),
+                                      run_branch=self.s.run_branch, export=self._export,
+                                      call=self._call, merge=self._merge, warn=self.s.warn)
         self._save()
         self._event("log", kind="parallel", message=f"{self.s.parallel} slots, merge "
                                                      f"{self.s.merge}, into {self.s.run_branch}")
-
-    def _recover(self) -> None:
-        """The previous ralph.py of this run died (SIGKILL, power loss): finish what its
-        sessions left. Nothing is lost: a done task is merged (or re-opened), an active one
-        goes back to open, the worktrees go."""
-        st = self.state
-        info = st.extra.get("parallel", {})
-        old = info.get("sessions") or []
-        base = info.get("runBranch") or self.s.run_branch
-        tasks = self._export()
-        for entry in old:
-            pid = entry.get("pid")
-            now = run_lock.pid_start_time(pid) if pid else None
-            # as run_control: the agent led its group (pgid = its pid); killed when that pid
-            # is gone (its children may live on: a pid is not reused while it names a live
-            # group) or still the same process
-            if pid and (now is None or now == entry.get("procStart")):
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            tid = entry["task"]
-            status = (tasks.get(tid) or {}).get("status")
-            wt = worktrees.Worktree(Path(self.s.cwd).resolve(), Path(entry["worktree"]),
-                                    entry["branch"], base, tid)
-            if status == "done" and Path(entry["worktree"]).is_dir():
-                ok, reason = self._merge(wt)
-            else:
-                ok, reason = False, DIED_REASON
-                if status == "active":
-                    self._call("fail", tid, "--reason", DIED_REASON)
-            (st.completed if ok else st.failed).append(
-                {"task": tid, "at": run_state.utc_now(), **({} if ok else {"reason": reason})})
-            self.s.warn(f"[{tid}] recovered from the interrupted run: "
-                        + ("merged" if ok else reason))
-        for agent in info.get("agents") or []:          # whatever the dead agents still hold
-            if not agent:
-                continue
-            ok, out = self._call("list", "--status", "active", "--assignee", agent, "--markdown")
-            for line in out.splitlines():
-                if line.startswith("id: "):
-                    self._call("fail", line[4:], "--reason", DIED_REASON)
-            self._call("agent", "deregister", agent)
-        removed = worktrees.cleanup_run(self.s.cwd, st.run_id, base)
-        st.active, info["sessions"] = None, []
-        self.s.warn(f"Resuming run {st.run_id}: removed {len(removed)} worktree(s) "
-                    "of the interrupted run")
 
     # ------------------------------------------------------------------ scheduler callbacks
     def _peek(self) -> list[dict]:
