@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
 from ralphkit import agents, assignment, parallel_recovery, progress, run_control, run_lock
-from ralphkit import run_state, scheduler, session_pool, worktrees
+from ralphkit import run_state, scheduler, session_pool, workspace, worktrees
 from ralphkit.errors import RalphError, UsageError
 from ralphkit.signals import Guard
 from ralphkit.task_calls import TaskCommand
@@ -65,7 +65,7 @@ class _Session:
 class ParallelBuild:
     def __init__(self, setup: Setup) -> None:
         self.s = setup
-        self.ralph_dir = Path(setup.cwd) / ".ralph"
+        self.ralph_dir = setup.run.ralph_dir         # <git top>/.ralph (issue 4)
         self.free_agents: list[str] = []
         self.extra_agents: list[str] = []
         self.sessions: dict[str, _Session] = {}
@@ -170,8 +170,7 @@ class ParallelBuild:
         prompt = assignment.session_prompt(block)
         stem = f"{s.stem}-{self.state.sessions_started:03d}-{worktrees.branch_safe(tid)}"
         if not s.adapter.prompt_on_stdin and not agents.prompt_fits(prompt):
-            prompts = self.ralph_dir / "prompts"
-            prompts.mkdir(parents=True, exist_ok=True)
+            prompts = workspace.ralph_subdir(Path(s.cwd), "prompts")      # as the loop's
             prompt = agents.spill_prompt("/ralph-build", block, prompts / f"{stem}.md")
         argv = s.adapter.argv(prompt, danger=s.danger, model=s.model)
         frozen = self.ralph_dir / "runs" / self.state.run_id / f"task-{worktrees.branch_safe(tid)}"
@@ -179,9 +178,7 @@ class ParallelBuild:
         env = {**s.env, **s.adapter.env(danger=s.danger),
                **worktrees.session_env(wt, s.env, Path(s.cwd)),
                "RALPH_AGENT_ID": agent, "RALPH_FROZEN_IDS_FILE": str(frozen)}
-        logs = self.ralph_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        log = logs / f"{stem}.jsonl"
+        log = workspace.ralph_subdir(Path(s.cwd), "logs") / f"{stem}.jsonl"   # s.20.3
         writer = session_pool.PrefixWriter(s.out, tid)
         s.out.flush()
         failed = self.pool.start(tid, argv, env=env, cwd=wt.path, log_path=log,
