@@ -262,14 +262,15 @@ class ParallelBuild:
         if not s.run_branch:
             raise UsageError("--parallel needs a checked-out branch to merge into "
                              "(HEAD is detached or this is not a git repository)")
-        self._open_run()
-        self.free_agents = [s.first_agent] + [self._register() for _ in range(s.parallel - 1)]
         plan = scheduler.ParallelRun(parallel=s.parallel, max_iterations=s.max_iterations)
-        plan.started = self.state.sessions_started if s.max_iterations else 0
         reason = "interrupted"
         with session_pool.Pool(s.guard, s.on_first_interrupt) as pool:
-            self.pool = pool
-            try:
+            self.pool = pool                           # from here a signal is queued, not raised:
+            try:                                       # recovery and registrations are finished
+                self._open_run()
+                self.free_agents = [s.first_agent] + [self._register()
+                                                      for _ in range(s.parallel - 1)]
+                plan.started = self.state.sessions_started if s.max_iterations else 0
                 scheduler.run(plan, peek=self._peek, claim=self._claim, launch=self._launch,
                               wait=self._wait,
                               stopping=lambda: pool.interrupted or bool(s.guard.pending))
