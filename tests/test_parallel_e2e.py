@@ -240,3 +240,15 @@ def test_merge_strategy_ff_merges_only_fast_forwards_and_none_leaves_branches_fo
     else:
         assert "left for review" in proc.stdout
         assert not (git_repo / "out-one.txt").exists()           # main untouched
+
+
+def test_parallel_on_a_detached_head_is_refused_with_one_error_line(run_ralph, run_task, setup,
+                                                                     git_repo, base_env):
+    create(run_task, {"d1": "a"})
+    git(git_repo, "checkout", "-q", "--detach", env=base_env)
+    proc = run_ralph("build", "--parallel", "2", env=setup)
+    assert proc.returncode == 1
+    assert proc.stderr == ("Error: --parallel needs a checked-out branch to merge into "
+                           "(HEAD is detached or this is not a git repository)\n")
+    git(git_repo, "checkout", "-q", "main", env=base_env)        # the backlog's scope again
+    assert [t["status"] for t in export(run_task).values()] == ["open"]
