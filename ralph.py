@@ -46,7 +46,7 @@ import shlex  # noqa: E402
 import time  # noqa: E402
 
 from ralphkit import agents, backend, backlog, cli_args, errors, render, session  # noqa: E402
-from ralphkit import control, install, signals, status, task_calls, workspace  # noqa: E402
+from ralphkit import control, install, parallel, signals, status, task_calls, workspace  # noqa: E402
 from ralphkit import backlog_readonly, config, run_control, scope_run  # noqa: E402
 from ralphkit import assign_mode, fresh_start, overnight, overnight_options, progress, respawn  # noqa: E402
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
@@ -63,7 +63,7 @@ Run 'ralph <command> --help' for command-specific options.
 """
 RULE = "\u2501" * 40
 NO_SPECS = "Error: No specs found. Run /ralph-spec first to generate specs in ./specs/"
-WAITING = "Waiting for claude to finish cleanup... Press Ctrl+C again to force quit."
+WAITING = "Waiting for {agent} to finish cleanup... Press Ctrl+C again to force quit."
 FAIL_REASON = overnight.FAIL_REASON
 
 
@@ -103,6 +103,7 @@ class RunContext:
     exit_reason: str = "unexpected error"    # the run's last line, for run_end / ralph status
     freeze: scope_run.Freeze | None = None   # FREEZE_SCOPE: the frozen scope (issue 5)
     assign: assign_mode.AssignMode | None = None   # issue 6: --assign / assign: true
+    adapter: agents.AgentAdapter = field(default_factory=lambda: agents.get_adapter("claude"))
 
     def export(self, name: str, value: str) -> None:
         """s.9: an export reaches every child (explicit env) and ralph.py's own environment."""
@@ -202,13 +203,14 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
     """s.11: build the prompt and argv, run the agent, stream and log its output."""
     ctx.sessions += 1
     prompt = f"{command} {data}" if data else command
-    if not agents.prompt_fits(prompt):                          # [SAFER] ralph.sh died here (E2BIG)
+    if not ctx.adapter.prompt_on_stdin and not agents.prompt_fits(prompt):  # [SAFER] ralph.sh: E2BIG
         path = workspace.ralph_subdir(ctx.cwd, "prompts") / f"{ctx.session_stem()}.md"
         prompt = agents.spill_prompt(command, data, path)
         size = len(data.encode("utf-8", "surrogateescape"))
         say(f"Note: task data ({size} bytes) is too large for one command-line argument; "
             f"passing it in {path}")
-    argv = agents.claude_argv(prompt, danger=ctx.options.danger, model=ctx.model)
+    adapter = ctx.adapter                                        # issue 8: claude unless --agent
+    argv = adapter.argv(prompt, danger=ctx.options.danger, model=ctx.model)
     if ctx.options.extra.get("respawn_safety", True):
         note = respawn.neutralise_ralph_loop(ctx.cwd)           # issue 6: no inherited ralph-loop
         if note:
@@ -219,14 +221,17 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
     run_control.begin_session(ctx.run, task=ctx.assign and ctx.assign.current,  # issue 4
                               log=log_path, agent=ctx.agent_id)
     sys.stdout.flush()
-    result = session.run(argv, env=ctx.env, log_path=log_path,  # claude -p "$PROMPT" ... | tee | jq
+    result = session.run(argv, env={**ctx.env, **adapter.env(danger=ctx.options.danger)},
+                         log_path=log_path,                      # claude -p "$PROMPT" ... | tee | jq
                          out=sys.stdout.buffer, guard=ctx.guard,
-                         on_first_interrupt=lambda: (say(), say(WAITING)),
+                         on_first_interrupt=lambda: (say(), say(WAITING.format(agent=adapter.name))),
+                         renderer=adapter.new_renderer(sys.stdout.buffer),
+                         stdin=adapter.stdin(prompt),
                          on_start=lambda pid: run_control.agent_started(ctx.run, pid),
                          timeouts=ctx.night.timeouts,           # issue 7: TERM, grace, KILL
                          kill_grace_s=ctx.night.cfg.kill_grace_s)
     if not result.started:
-        warn(f"Error: cannot run '{agents.AGENT}': {result.error}")
+        warn(f"Error: cannot run '{argv[0]}': {result.error}")
     return result
 
 
@@ -314,6 +319,8 @@ def plan_loop(ctx: RunContext) -> int:
 
 def build_loop(ctx: RunContext) -> int:
     """s.15."""
+    if ctx.options.extra.get("parallel", 1) > 1:                         # issue 8: --parallel N (build)
+        return parallel_build(ctx)
     limit, done = ctx.options.max_iterations, ctx.run.state.iteration   # a resumed run goes on
     if ctx.assign:
         notice(ctx, "assign", ctx.assign.describe())                      # issue 6, on stderr
@@ -354,6 +361,27 @@ def build_loop(ctx: RunContext) -> int:
         ctx.night.settle(counts.output)                                   # exit 5/6/7, or wait out a usage limit
         done += 1
         loop_separator(ctx, done)
+
+
+def parallel_build(ctx: RunContext) -> int:
+    """issue 8: up to N sessions at once, one claimed task each, in git worktrees whose
+    branches are merged back (lib/ralphkit/parallel.py owns it all; here: what it prints)."""
+    opts = ctx.options
+    reason = parallel.run(parallel.Setup(
+        task=ctx.task, env=ctx.env, cwd=ctx.cwd, adapter=ctx.adapter, danger=opts.danger,
+        model=ctx.model, parallel=opts.extra["parallel"], max_iterations=opts.max_iterations,
+        merge=opts.extra["merge"], run_branch=ctx.branch, first_agent=ctx.agent_id, run=ctx.run,
+        guard=ctx.guard, out=sys.stdout.buffer, say=say, warn=warn,
+        on_first_interrupt=lambda: (say(), say(WAITING.format(agent=ctx.adapter.name))),
+        stem=f"{ctx.run_stamp}-{os.getpid()}-build"))
+    if reason == "interrupted":
+        return EXIT_INTERRUPTED
+    if reason == "max_iterations":
+        return stop(ctx, f"Reached max iterations: {opts.max_iterations}")
+    counts = ctx.task.call("plan-status", env=ctx.env)                   # task plan-status
+    if counts.ok and backlog.all_done(counts.output):
+        return stop(ctx, "All tasks complete. Exiting loop.")
+    return stop(ctx, "No tasks available. Exiting loop.")                # left: failed or held
 
 
 def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = FAIL_REASON,
@@ -405,7 +433,7 @@ def run_mode(mode: str, args: list[str]) -> int:
     if mode == "build":
         assign_mode.validate(settings, config.find_repo_root(ctx.cwd))   # issue 6: template, before any write
     ctx.backend = backend.detect(ctx.env, ctx.cwd, Path(os.path.expanduser("~")))   # detect_backend
-    resolve_model(ctx)                                            # MODEL=$(jq -r ... models.json)
+    choose_agent(ctx)                                             # issue 8: --agent; MODEL=$(jq ...)
     if not workspace.specs_present(ctx.cwd):                      # [ -d specs ] && [ "$(ls -A specs)" ]
         say(NO_SPECS)                                             # [SH-COMPAT] on stdout
         return EXIT_USAGE
@@ -463,10 +491,16 @@ def load_settings(opts: cli_args.Options) -> config.Settings | None:
         return None
 
 
-def resolve_model(ctx: RunContext) -> None:
+def choose_agent(ctx: RunContext) -> None:
+    """Issue 8: the agent backend (`--agent`, `--agent-cmd`; unknown name: exit 1, nothing
+    written), then the model: s.7's aliases for claude, the name as given for other CLIs."""
+    extra = ctx.options.extra
+    ctx.adapter = agents.get_adapter(extra.get("agent") or "claude", extra.get("agent_cmd"))
+    ctx.model = None
     if ctx.options.model is not None:                             # s.7
-        ctx.model = backend.resolve_model(ctx.options.model, ctx.backend,
-                                          backend.models_file(Path(SCRIPT_DIR)))
+        ctx.model = ctx.options.model if ctx.adapter.name != "claude" else backend.resolve_model(
+            ctx.options.model, ctx.backend, backend.models_file(Path(SCRIPT_DIR)))
+    ctx.adapter.argv("", model=ctx.model)                         # a --model this agent cannot take
 
 
 # Settings a run does not persist: how this invocation runs, not what the run is.
@@ -490,7 +524,7 @@ def start_run(ctx: RunContext, settings: config.Settings) -> None:
     state = ctx.run.state
     ctx.options = cli_args.settle(ctx.options, {**state.options,
                                                 "max_iterations": state.max_iterations})
-    resolve_model(ctx)
+    choose_agent(ctx)
 
 
 def dry_run(ctx: RunContext) -> int:
@@ -526,7 +560,7 @@ def dry_run(ctx: RunContext) -> int:
     say("Prompt:")
     say(prompt)
     say("Agent argv:")
-    say(shlex.join(agents.claude_argv(prompt, danger=ctx.options.danger, model=ctx.model)))
+    say(shlex.join(ctx.adapter.argv(prompt, danger=ctx.options.danger, model=ctx.model)))
     return EXIT_OK
 
 

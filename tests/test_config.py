@@ -103,6 +103,7 @@ inbox: incoming
 respawn_limit: 5
 continue_session: on
 respawn_safety: off
+merge: ff
 """
     settings = load(tmp_path, yml)
     assert set(settings.explicit()) == {s.name for s in config.SETTINGS}

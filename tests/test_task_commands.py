@@ -368,3 +368,16 @@ def test_deps_lists_a_task_at_every_depth_it_is_reached_and_stays_fast_on_ladder
     out = ok(run_task("deps", "l59"))
     assert out.splitlines()[:3] == ["l57 [open] L", "l58 [open] L", "  l55 [open] L"]
     assert out.splitlines()[-1] == "  " * 58 + "l00 [open] L"
+
+
+def test_reopen_sends_a_done_task_back_to_open_with_the_reason(run_task):
+    ok(run_task("create", "a", "A"))
+    fails(run_task("_reopen", "a", "--reason", "x"), 1, "Error: task 'a' is not done (status: open)\n")
+    fails(run_task("_reopen", "ghost"), 2, "Error: task 'ghost' not found\n")
+    ok(run_task("claim", "a", "--agent", "ag"))
+    ok(run_task("done", "a", "--result", '{"commit": "abc"}'))
+    assert ok(run_task("_reopen", "a", "--reason", "rebase conflicts in README.md")) == "reopened a\n"
+    (task,) = [json.loads(line) for line in ok(run_task("_export-json")).splitlines()]
+    assert (task["status"], task["assignee"], task["retry_count"], task["fail_reason"],
+            task["result"]) == ("open", None, 1, "rebase conflicts in README.md", None)
+    assert "## Task a" in ok(run_task("claim"))

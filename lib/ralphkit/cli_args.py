@@ -104,6 +104,18 @@ _FLAGS: list[Flag] = [
     Flag(("--continue-session",), "continue_session",
          help_lines=("  --continue-session          Resume the last agent conversation",
                      "                              (unless .ralph/FRESH_START exists)")),
+    # issue 8: agent backends (agents.py) and parallel sessions in worktrees (parallel.py)
+    Flag(("--agent",), "agent", "Error: --agent requires a name (e.g. claude, codex, pi)",
+         help_lines=("  --agent NAME                Agent CLI: claude (default), amp, codex,",
+                     "                              command, gemini, opencode, pi")),
+    Flag(("--agent-cmd",), "agent_cmd", "Error: --agent-cmd requires a command",
+         help_lines=("  --agent-cmd CMD             Agent program; with --agent command, the",
+                     "                              command ({prompt} marks the prompt)")),
+    Flag(("--parallel",), "parallel", "Error: --parallel requires a number", _decimal,
+         modes=("build",),
+         help_lines=("  --parallel N                Up to N sessions at once, in git worktrees",)),
+    Flag(("--merge",), "merge", "Error: --merge requires rebase, ff or none", modes=("build",),
+         help_lines=("  --merge rebase|ff|none      Merge a finished task's branch (--parallel)",)),
 ]
 
 

@@ -162,6 +162,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("agent_cmd", "text", None, None, "--agent-cmd", "agent binary or command template"),
     Setting("parallel", "int", 1, None, "--parallel", "sessions at once (build mode)",
             _at_least(1)),
+    Setting("merge", "text", "rebase", None, "--merge",
+            "merge a finished task's branch back with --parallel: rebase, ff or none",
+            lambda v: None if v in ("rebase", "ff", "none") else "one of rebase, ff, none"),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 

@@ -57,7 +57,8 @@ class RunState:
         failed (when its task is known) and returned, so the caller can put its task back
         (task fail) and fail what its agent id still holds."""
         interrupted, self.active = self.active, None
-        if interrupted and interrupted.get("task"):
+        # --parallel (issue 8): several sessions; parallel.py recovers each of them
+        if interrupted and interrupted.get("task") and "sessions" not in interrupted:
             self.failed.append({"task": interrupted["task"], "at": utc_now(), "reason": reason,
                                 "n": interrupted.get("n")})
         return interrupted

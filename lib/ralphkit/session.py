@@ -7,14 +7,16 @@ runs out, and leave no process of the group behind once the session is over. Kno
 task calls or the loop; never prints (the waiting message is the caller's callback)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable, Mapping
+from typing import Any, BinaryIO, Callable, Iterator, Mapping
 
 from ralphkit import render, watchdog
 from ralphkit.errors import EnvironmentFailure
@@ -86,11 +88,14 @@ def _die_with_parent() -> Callable[[], None] | None:
 
 
 def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryIO,
-        guard: Guard, on_first_interrupt: Callable[[], None],
+        guard: Guard, on_first_interrupt: Callable[[], None], renderer: Any = None,
+        stdin: bytes | None = None, cwd: Path | None = None,
         on_start: Callable[[int], None] | None = None,
         timeouts: watchdog.SessionTimeouts | None = None,
         kill_grace_s: float = 10.0) -> SessionResult:
-    """Run one session to its end and return how it ended. `out` gets the rendering.
+    """Run one session to its end and return how it ended. `out` gets the rendering, through
+    `renderer` (feed/close/summary; default s.12's StreamRenderer). `stdin`: bytes the agent
+    reads on its stdin (issue 8 `command` backend), else /dev/null (s.11).
     on_start(pid) is called once the agent runs (the run state records it, issue 4).
     `timeouts` (issue 7): when one runs out, the group gets SIGTERM, then SIGKILL after
     kill_grace_s; the result says timed_out or idle_out."""
@@ -108,9 +113,10 @@ def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryI
                                      "check that .ralph/ is writable") from None
         with log:
             try:
-                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=None, env=dict(env), process_group=0, bufsize=0,
-                                        preexec_fn=_die_with_parent())
+                with stdin_file(stdin) as agent_stdin:
+                    proc = subprocess.Popen(argv, stdin=agent_stdin, stdout=subprocess.PIPE,
+                                            stderr=None, env=dict(env), process_group=0,
+                                            bufsize=0, cwd=cwd, preexec_fn=_die_with_parent())
             except OSError as exc:
                 log.close()
                 log_path.unlink(missing_ok=True)      # no session, no log
@@ -123,7 +129,9 @@ def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryI
                     proc.wait()
                     proc.stdout.close()
                     raise
-            result = _pump(proc, log, out, guard, on_first_interrupt, wake_r,
+            if renderer is None:
+                renderer = render.StreamRenderer(out)
+            result = _pump(proc, log, renderer, guard, on_first_interrupt, wake_r,
                            timeouts or watchdog.SessionTimeouts(None, None), kill_grace_s)
         if guard.pending:              # arrived as the agent ended: still this session's interrupt
             result.interrupted = True
@@ -135,11 +143,23 @@ def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryI
         os.close(wake_w)
 
 
-def _pump(proc: subprocess.Popen, log: BinaryIO, out: BinaryIO, guard: Guard,
+@contextlib.contextmanager
+def stdin_file(data: bytes | None) -> Iterator[int]:
+    """The agent's stdin: /dev/null (s.11), or `data` in an unlinked temp file (any size,
+    no pipe to feed while we pump the agent's stdout, so no deadlock)."""
+    if data is None:
+        yield subprocess.DEVNULL
+        return
+    with tempfile.TemporaryFile() as fh:
+        fh.write(data)
+        fh.seek(0)
+        yield fh.fileno()
+
+
+def _pump(proc: subprocess.Popen, log: BinaryIO, renderer: Any, guard: Guard,
           on_first_interrupt: Callable[[], None], wake_r: int,
           timeouts: watchdog.SessionTimeouts, kill_grace_s: float) -> SessionResult:
     result = SessionResult(started=True)
-    renderer = render.StreamRenderer(out)
     pgid = proc.pid                   # process_group=0: the agent leads its own group
     fd = proc.stdout.fileno()
     poller = select.poll()
@@ -215,4 +235,4 @@ def _pump(proc: subprocess.Popen, log: BinaryIO, out: BinaryIO, guard: Guard,
     return result
 
 
-__all__ = ["SessionResult", "run", "DRAIN_SECONDS"]
+__all__ = ["SessionResult", "run", "stdin_file", "DRAIN_SECONDS"]

@@ -76,8 +76,14 @@ def branch_safe(name: str) -> str:
     return safe
 
 
+_TOPLEVELS: dict[Path, Path] = {}
+
+
 def _toplevel(repo: Path) -> Path:
-    return Path(_git(Path(repo), "rev-parse", "--show-toplevel")[1].strip()).resolve()
+    key = Path(repo).absolute()
+    if key not in _TOPLEVELS:      # asked once per task: the checkout does not move in a run
+        _TOPLEVELS[key] = Path(_git(key, "rev-parse", "--show-toplevel")[1].strip()).resolve()
+    return _TOPLEVELS[key]
 
 
 def _ref_exists(repo: Path, branch: str) -> bool:
@@ -110,12 +116,16 @@ def create(repo: Path, run_id: str, task_slug: str, base_branch: str) -> Worktre
     safe = branch_safe(task_slug)
     branch = f"ralph/{branch_safe(run_id)}/{safe}"
     path = top / ".ralph" / "worktrees" / branch_safe(run_id) / safe
-    for registered, _ in _worktrees(top):
-        if registered == path:
-            _git(top, "worktree", "remove", "--force", str(path))
+    # Each git call costs tens of ms in the run's serial part (bench/parallel): the stale
+    # worktree check only runs when something is at the path; a registration whose directory
+    # is gone is overridden by `add -f` (-f never allows a branch checked out twice: -b is new).
     if path.exists():
-        shutil.rmtree(path)
-    _git(top, "worktree", "prune")
+        for registered, _ in _worktrees(top):
+            if registered == path:
+                _git(top, "worktree", "remove", "--force", str(path))
+        if path.exists():
+            shutil.rmtree(path)
+        _git(top, "worktree", "prune")
     previous = None
     if _ref_exists(top, branch):
         if _is_ancestor(top, branch, base_branch):
@@ -127,7 +137,7 @@ def create(repo: Path, run_id: str, task_slug: str, base_branch: str) -> Worktre
             previous = f"{branch}@{n}"
             _git(top, "branch", "-m", branch, previous)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _git(top, "worktree", "add", "-q", "-b", branch, str(path), base_branch)
+    _git(top, "worktree", "add", "-q", "-f", "-b", branch, str(path), base_branch)
     return Worktree(top, path, branch, base_branch, task_slug, previous)
 
 
@@ -193,11 +203,14 @@ def merge_back(wt: Worktree, strategy: str = "rebase") -> MergeResult:
 def remove(wt: Worktree) -> None:
     """Remove the worktree (even with uncommitted changes) and delete its branch only when
     the run's branch contains it."""
+    removed = False
     if wt.path.exists():
-        _git(wt.repo, "worktree", "remove", "--force", str(wt.path), check=False)
+        removed = _git(wt.repo, "worktree", "remove", "--force", str(wt.path), check=False)[0] == 0
         shutil.rmtree(wt.path, ignore_errors=True)
-    _git(wt.repo, "worktree", "prune")
-    if _ref_exists(wt.repo, wt.branch) and _is_ancestor(wt.repo, wt.branch, wt.base_branch):
+    if not removed:
+        _git(wt.repo, "worktree", "prune")
+    # --is-ancestor fails for a branch that does not exist: nothing to delete then
+    if _is_ancestor(wt.repo, f"refs/heads/{wt.branch}", wt.base_branch):
         _git(wt.repo, "branch", "-D", wt.branch, check=False)
 
 

@@ -59,7 +59,7 @@ _COMMANDS = {
     "_export-json": ("views", "export_json"),
     "create": ("edit", "create"), "update": ("edit", "update"), "delete": ("edit", "delete"),
     "block": ("edit", "block"), "unblock": ("edit", "unblock"),
-    "_hold": ("edit", "hold"), "_unhold": ("edit", "unhold"),
+    "_hold": ("edit", "hold"), "_unhold": ("edit", "unhold"), "_reopen": ("edit", "reopen"),
     "agent": ("agents", "agent"),
 }
 

@@ -232,4 +232,25 @@ def unhold(ctx: Ctx, argv: Sequence[str]) -> str:
     return f"unheld {slug}\n"
 
 
-__all__ = ["create", "update", "delete", "block", "unblock", "hold", "unhold"]
+def reopen(ctx: Ctx, argv: Sequence[str]) -> str:
+    """Internal (issue 8): a `done` task whose branch could not be merged back goes back to
+    `open` as `fail` would send an active one: assignee and lease cleared, retry_count + 1,
+    fail_reason set, result cleared. Only done tasks (exit 1 otherwise)."""
+    slug, rest = A.optional_id(argv)
+    p = A.flags(rest, values=("--reason",))
+    if not slug:
+        raise TaskError("missing task ID", usage="ralph task _reopen <id> --reason <text>")
+
+    def act(conn):
+        task_id, status = _lookup(conn, ctx, slug)
+        if status != "done":
+            raise TaskError(f"task '{slug}' is not done (status: {status})")
+        conn.execute("UPDATE tasks SET status = 'open', assignee = NULL, lease_expires_at = NULL, "
+                     "retry_count = coalesce(retry_count, 0) + 1, fail_reason = ?, result = NULL, "
+                     "updated_at = datetime('now') WHERE id = ?",
+                     (p.get("--reason") or None, task_id))
+    db.write(ctx.conn, act)
+    return f"reopened {slug}\n"
+
+
+__all__ = ["create", "update", "delete", "block", "unblock", "hold", "unhold", "reopen"]

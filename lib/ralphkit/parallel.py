@@ -1,0 +1,316 @@
+"""Owns the `--parallel N` build run (issue 8, seed 001 "Fill capacity"): N registered agent
+ids (slots), one claimed task per session in its own git worktree and branch
+`ralph/<runId>/<task>`, all sessions pumped together (session_pool), the finished task's
+branch merged back (worktrees.merge_back; a failed merge re-opens the task with the reason and
+keeps the branch), the run state of the run ralph.py opened (`active` lists every session),
+events and progress.md, and on start the recovery of a parallel run whose ralph.py died (its agents'
+groups killed, its done tasks merged, its active tasks failed, its worktrees removed).
+
+Does not own choosing which tasks may run together (scheduler, components), git plumbing
+(worktrees), the prompt text (assignment), the agent argv (agents) or printing: messages go
+through the `say`/`warn` callbacks, sessions' renderings to `out`.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, Callable
+
+from ralphkit import agents, assignment, parallel_recovery, progress, run_control, run_lock
+from ralphkit import run_state, scheduler, session_pool, workspace, worktrees
+from ralphkit.errors import RalphError, UsageError
+from ralphkit.signals import Guard
+from ralphkit.task_calls import TaskCommand
+
+FAIL_REASON = "session exited without completing task"       # s.15.5's reason
+LEASE = "3600"           # a claimed task stays ours while its session runs (task-cli s.9.4)
+
+
+@dataclass
+class Setup:
+    """What the run needs from ralph.py (its RunContext, flattened)."""
+
+    task: TaskCommand
+    env: dict[str, str]
+    cwd: Path
+    adapter: agents.AgentAdapter
+    danger: bool
+    model: str | None
+    parallel: int
+    max_iterations: int
+    merge: str
+    run_branch: str
+    first_agent: str
+    run: run_control.Run                         # lock, state, progress (issue 4)
+    guard: Guard
+    out: BinaryIO
+    say: Callable[[str], None]
+    warn: Callable[[str], None]
+    on_first_interrupt: Callable[[], None]
+    stem: str                                    # session log name prefix
+
+
+@dataclass
+class _Session:
+    task: dict
+    agent: str
+    wt: worktrees.Worktree
+    log: Path
+    writer: session_pool.PrefixWriter
+    n: int = 0
+    started: str = field(default_factory=run_state.utc_now)
+
+
+class ParallelBuild:
+    def __init__(self, setup: Setup) -> None:
+        self.s = setup
+        self.ralph_dir = setup.run.ralph_dir         # <git top>/.ralph (issue 4)
+        self.free_agents: list[str] = []
+        self.extra_agents: list[str] = []
+        self.sessions: dict[str, _Session] = {}
+        self.template = assignment.load_template(None)
+        self.export_warned = False
+        self.ended: list = []                    # sessions ended, not yet finished (_wait)
+        self.pool: session_pool.Pool | None = None
+        self.state: run_state.RunState = setup.run.state
+
+    # ------------------------------------------------------------------ task calls
+    def _call(self, *args: str) -> tuple[bool, str]:
+        result = self.s.task.call(*args, env=self.s.env)
+        return result.ok, result.output
+
+    def _export(self) -> dict[str, dict]:
+        ok, out = self._call("_export-json")
+        if not ok:
+            if not self.export_warned:
+                self.export_warned = True
+                self.s.warn(f"Error: --parallel reads the backlog with `{self.s.task.command} "
+                            "_export-json`, which failed; no task is started")
+            return {}
+        tasks = {}
+        for line in out.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("id"):
+                tasks[record["id"]] = record
+        return tasks
+
+    def _passthrough(self, *args: str) -> None:
+        self.s.out.flush()
+        self.s.task.passthrough(*args, env=self.s.env, out=self.s.out)
+
+    # ------------------------------------------------------------------ state
+    def _save(self) -> None:
+        st = self.state
+        if self.sessions:
+            listed = [{"task": tid, "agent": x.agent, "branch": x.wt.branch,
+                       "worktree": str(x.wt.path), "log": str(x.log), "startedAt": x.started,
+                       "pid": pid, "procStart": run_lock.pid_start_time(pid)}
+                      for tid, x in self.sessions.items()
+                      for pid in [self.pool.pids().get(tid) if self.pool else None]]
+            st.active = {"n": st.sessions_started, "task": ", ".join(self.sessions),
+                         "startedAt": min(x["startedAt"] for x in listed), "pid": None,
+                         "log": f"{len(listed)} session logs", "agent": None,
+                         "sessions": listed}
+        else:
+            st.active = None
+        # run_control's resume only knows one session (state.active): the sessions are kept
+        # here too, for _recover after a crash
+        st.extra["parallel"] = {"slots": self.s.parallel, "runBranch": self.s.run_branch,
+                                "merge": self.s.merge,
+                                "agents": [self.s.first_agent, *self.extra_agents],
+                                "sessions": (st.active or {}).get("sessions", [])}
+        run_state.save(self.ralph_dir, st)
+        progress.write_progress(self.ralph_dir, st)
+
+    def _event(self, name: str, **fields: Any) -> None:
+        progress.append_event(self.ralph_dir, self.state.run_id, name, **fields)
+
+    # ------------------------------------------------------------------ start and recovery
+    def _open_run(self) -> None:
+        """run_control opened (or resumed) the run; a resumed parallel run's sessions died
+        with their ralph.py: finish what they left."""
+        if (self.state.extra.get("parallel") or {}).get("sessions"):
+            parallel_recovery.recover(self.state, cwd=Path(self.s.cwd),
+                                      run_branch=self.s.run_branch, export=self._export,
+                                      call=self._call, merge=self._merge, warn=self.s.warn)
+        self._save()
+        self._event("log", kind="parallel", message=f"{self.s.parallel} slots, merge "
+                                                     f"{self.s.merge}, into {self.s.run_branch}")
+
+    # ------------------------------------------------------------------ scheduler callbacks
+    def _peek(self) -> list[dict]:
+        tasks = self._export()
+        done = {tid for tid, t in tasks.items() if t.get("status") == "done"}
+        return [t for t in tasks.values()
+                if t.get("status") == "open" and not t.get("held") and not t.get("deleted_at")
+                and all(dep in done for dep in t.get("deps") or [])]
+
+    def _claim(self, task: dict) -> bool:
+        if not self.free_agents:
+            return False
+        agent = self.free_agents[0]
+        ok, _ = self._call("claim", task["id"], "--agent", agent, "--lease", LEASE)
+        if ok:
+            self.free_agents.remove(agent)
+            task["_agent"] = agent
+        return ok
+
+    def _launch(self, task: dict) -> _Session | None:
+        s, tid, agent = self.s, task["id"], task["_agent"]
+        self.state.sessions_started += 1
+        try:
+            wt = worktrees.create(s.cwd, self.state.run_id, tid, s.run_branch)
+        except RalphError as err:
+            return self._not_started(task, f"cannot create its worktree: {err}")
+        block = assignment.render_block(assignment.build_task(task, Path(s.cwd)), self.template)
+        prompt = assignment.session_prompt(block)
+        stem = f"{s.stem}-{self.state.sessions_started:03d}-{worktrees.branch_safe(tid)}"
+        if not s.adapter.prompt_on_stdin and not agents.prompt_fits(prompt):
+            prompts = workspace.ralph_subdir(Path(s.cwd), "prompts")      # as the loop's
+            prompt = agents.spill_prompt("/ralph-build", block, prompts / f"{stem}.md")
+        argv = s.adapter.argv(prompt, danger=s.danger, model=s.model)
+        frozen = self.ralph_dir / "runs" / self.state.run_id / f"task-{worktrees.branch_safe(tid)}"
+        frozen.write_text(tid + "\n")
+        env = {**s.env, **s.adapter.env(danger=s.danger),
+               **worktrees.session_env(wt, s.env, Path(s.cwd)),
+               "RALPH_AGENT_ID": agent, "RALPH_FROZEN_IDS_FILE": str(frozen)}
+        log = workspace.ralph_subdir(Path(s.cwd), "logs") / f"{stem}.jsonl"   # s.20.3
+        writer = session_pool.PrefixWriter(s.out, tid)
+        s.out.flush()
+        failed = self.pool.start(tid, argv, env=env, cwd=wt.path, log_path=log,
+                                 renderer=s.adapter.new_renderer(writer),
+                                 stdin=s.adapter.stdin(prompt))
+        if failed is not None:
+            s.warn(f"Error: cannot run '{argv[0]}': {failed.error}")
+            worktrees.remove(wt)
+            return self._not_started(task, f"cannot run '{argv[0]}': {failed.error}")
+        self.sessions[tid] = _Session(task, agent, wt, log, writer, self.state.sessions_started)
+        s.say(f"[{tid}] started: agent {agent}, branch {wt.branch}")
+        self._event("session_start", n=self.state.sessions_started, task=tid, agent=agent,
+                    branch=wt.branch, log=str(log))
+        self._save()
+        return self.sessions[tid]
+
+    def _not_started(self, task: dict, reason: str) -> None:
+        self._call("fail", task["id"], "--reason", reason)
+        self.free_agents.append(task["_agent"])
+        self.state.failed.append({"task": task["id"], "at": run_state.utc_now(),
+                                  "reason": reason})
+        self._save()
+        return None
+
+    def _wait(self, active: dict) -> list[tuple[str, bool]]:
+        """One ended session at a time: its slot is refilled before the next one is merged, so
+        a new session runs while the merges (the serial part, git) go on (bench/parallel)."""
+        if not self.ended:
+            self.ended = self.pool.wait()
+        if not self.ended:
+            return []
+        tid, result = self.ended.pop(0)
+        return [(tid, self._finish(tid, result))]
+
+    # ------------------------------------------------------------------ one session's end
+    def _merge(self, wt: worktrees.Worktree) -> tuple[bool, str]:
+        try:
+            merged = worktrees.merge_back(wt, self.s.merge)
+        except RalphError as err:
+            merged = worktrees.MergeResult(False, True, str(err))
+        if merged.merged or (self.s.merge == "none" and not merged.conflict):
+            return True, merged.message
+        self._call("_reopen", wt.task, "--reason", merged.message)
+        return False, merged.message
+
+    def _finish(self, tid: str, result) -> bool:
+        x = self.sessions.pop(tid)
+        x.writer.close()
+        status = (self._export().get(tid) or {}).get("status")
+        if status == "done":
+            ok, message = self._merge(x.wt)
+        elif status == "active":
+            self._passthrough("fail", tid, "--reason", FAIL_REASON)   # s.15.5 crash safety
+            ok, message = False, FAIL_REASON
+        else:
+            ok, message = status == "deleted", f"the session left the task {status}"
+        try:
+            worktrees.remove(x.wt)
+        except RalphError as err:
+            self.s.warn(f"[{tid}] could not remove its worktree: {err}")
+        self.free_agents.append(x.agent)
+        self.state.iteration += 1                      # sessions ended, as the loop's k
+        entry = {"task": tid, "at": run_state.utc_now(), "agent": x.agent, "n": x.n,
+                 "branch": x.wt.branch, "exit_code": result.returncode}
+        (self.state.completed if ok else self.state.failed).append(
+            entry if ok else {**entry, "reason": message})
+        summary = result.summary
+        self._event("session_end", n=x.n, task=tid, exit_code=result.returncode,
+                    outcome="completed" if ok else "failed", reason=message,
+                    cost_usd=getattr(summary, "total_cost_usd", None),
+                    turns=getattr(summary, "num_turns", None))
+        self._save()
+        self.s.say(f"[{tid}] {'done' if ok else 'failed'}: {message}")
+        return ok
+
+    # ------------------------------------------------------------------ the run
+    def run(self) -> str:
+        """Run to the end; returns the scheduler's reason (`complete`, `blocked`,
+        `max_iterations`) or `interrupted`."""
+        s = self.s
+        if not s.run_branch:
+            raise UsageError("--parallel needs a checked-out branch to merge into "
+                             "(HEAD is detached or this is not a git repository)")
+        plan = scheduler.ParallelRun(parallel=s.parallel, max_iterations=s.max_iterations)
+        reason = "interrupted"
+        with session_pool.Pool(s.guard, s.on_first_interrupt) as pool:
+            self.pool = pool                           # from here a signal is queued, not raised:
+            try:                                       # recovery and registrations are finished
+                self._open_run()
+                self.free_agents = [s.first_agent] + [self._register()
+                                                      for _ in range(s.parallel - 1)]
+                plan.started = self.state.sessions_started if s.max_iterations else 0
+                scheduler.run(plan, peek=self._peek, claim=self._claim, launch=self._launch,
+                              wait=self._wait,
+                              stopping=lambda: pool.interrupted or bool(s.guard.pending))
+                if plan.reason != "stopped":
+                    reason = plan.reason
+                while self.ended or len(pool):         # stopped: the sessions end (s.16)
+                    pool.handle_signals()
+                    self._wait({})
+            finally:
+                for tid, result in [*self.ended, *pool.kill_all()]:   # nothing outlives the run
+                    self._finish(tid, result)
+                self.ended = []
+                if s.guard.pending or pool.interrupted:
+                    reason = "interrupted"
+                self.close(reason)
+        return reason
+
+    def _register(self) -> str:
+        ok, out = self._call("agent", "register")
+        self.extra_agents.append(out)
+        return out
+
+    def close(self, reason: str) -> None:
+        """Worktrees and the extra agents go; the state is closed by ralph.py's exit cleanup
+        (run_control.finish_run), after the first agent's deregistration (s.17)."""
+        s = self.s
+        s.guard.closing = True
+        try:
+            worktrees.cleanup_run(s.cwd, self.state.run_id, s.run_branch)
+        except RalphError as err:
+            s.warn(f"could not remove the run's worktrees: {err}")
+        for agent in self.extra_agents:
+            if agent:
+                self._passthrough("agent", "deregister", agent)
+        self._save()
+
+
+def run(setup: Setup) -> str:
+    """The parallel build loop; returns why it ended (see ParallelBuild.run)."""
+    return ParallelBuild(setup).run()
+
+
+__all__ = ["Setup", "run", "FAIL_REASON"]

@@ -1,0 +1,254 @@
+"""Black-box (issue 8, part B): `ralph build --parallel N` with stub agents over real git
+repositories and the real task CLI. Each stub session reads its task id from
+RALPH_FROZEN_IDS_FILE, records its start and end times, commits a file in its worktree and
+runs `task done`."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import RALPH, git, install_stub, read_jsonl, wait_for
+
+# 12 tasks with overlapping components (api/db/ui/docs; t07 and t11 take two each)
+COMPONENTS = {"t01": "api", "t02": "db", "t03": "ui", "t04": "api", "t05": "db", "t06": "ui",
+              "t07": "api,db", "t08": "ui", "t09": "docs", "t10": "api", "t11": "docs,db",
+              "t12": "ui"}
+
+ACTION = r"""
+tid=$(cat "$RALPH_FROZEN_IDS_FILE")
+echo "{\"task\": \"$tid\", \"start\": $(date +%s.%N), \"cwd\": \"$PWD\", \"agent\": \"$RALPH_AGENT_ID\"}" >> "$STUB_TIMES"
+sleep "${STUB_SLEEP:-0.2}"
+file="${STUB_FILE:-out-$tid.txt}"
+echo "$tid" >> "$file"
+git add -A >/dev/null && git commit -qm "work on $tid" >/dev/null
+"$RALPH_TASK_SCRIPT" done "$tid" >/dev/null
+echo "{\"task\": \"$tid\", \"end\": $(date +%s.%N)}" >> "$STUB_TIMES"
+"""
+
+
+@pytest.fixture
+def setup(git_repo, base_env, bin_dir, run_task, tmp_path):
+    install_stub(bin_dir)
+    (git_repo / ".gitignore").write_text(".ralph/\n")
+    git(git_repo, "add", "-A", env=base_env)
+    git(git_repo, "commit", "-qm", "ignore .ralph", env=base_env)
+    env = {"STUB_ACTION": ACTION, "STUB_TIMES": str(tmp_path / "times.jsonl")}
+    return env
+
+
+def create(run_task, components: dict[str, str]) -> None:
+    for tid, comps in components.items():
+        assert run_task("create", tid, f"Task {tid}", "-c", f"component:{comps}").returncode == 0
+
+
+def export(run_task) -> dict[str, dict]:
+    out = run_task("_export-json").stdout
+    return {t["id"]: t for t in map(json.loads, out.splitlines())}
+
+
+def intervals(tmp_path) -> dict[str, list]:
+    spans: dict[str, list] = {}
+    for rec in read_jsonl(tmp_path / "times.jsonl"):
+        if "start" in rec:
+            spans.setdefault(rec["task"], []).append([rec["start"], None])
+        else:
+            spans[rec["task"]][-1][1] = rec["end"]
+    return spans
+
+
+def last_line(stdout: str) -> str:
+    """The run's last message (the agents' `deregistered <id>` lines come at exit, s.17)."""
+    return [line for line in stdout.splitlines() if not line.startswith("deregistered ")][-1]
+
+
+def overlap(a: str, b: str) -> bool:
+    return bool(set(a.split(",")) & set(b.split(",")))
+
+
+def test_three_sessions_finish_twelve_tasks_once_each_without_overlapping_components(
+        run_ralph, run_task, setup, git_repo, tmp_path, base_env):
+    create(run_task, COMPONENTS)
+    proc = run_ralph("build", "--parallel", "3", env=setup, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert last_line(proc.stdout) == "All tasks complete. Exiting loop."
+    tasks = export(run_task)
+    assert {t["status"] for t in tasks.values()} == {"done"}
+    spans = intervals(tmp_path)
+    assert sorted(spans) == sorted(COMPONENTS) and all(len(s) == 1 for s in spans.values())
+    flat = [(tid, s[0][0], s[0][1]) for tid, s in spans.items()]
+    concurrent = 0
+    for i, (a, a0, a1) in enumerate(flat):
+        for b, b0, b1 in flat[i + 1:]:
+            if a0 < b1 and b0 < a1:                                 # ran at the same time
+                concurrent += 1
+                assert not overlap(COMPONENTS[a], COMPONENTS[b]), (a, b)
+    assert concurrent > 0                                          # it did run in parallel
+    # every branch merged into main: one commit per task, linear, no branch or worktree left
+    log = git(git_repo, "log", "--format=%s", "main", env=base_env).splitlines()
+    assert sorted(s for s in log if s.startswith("work on")) == sorted(
+        f"work on {t}" for t in COMPONENTS)
+    assert all((git_repo / f"out-{t}.txt").read_text() == f"{t}\n" for t in COMPONENTS)
+    assert git(git_repo, "branch", "--list", "ralph/*", env=base_env) == ""
+    assert git(git_repo, "worktree", "list", env=base_env).count("\n") == 1
+    cwds = {rec["cwd"] for rec in read_jsonl(tmp_path / "times.jsonl") if "cwd" in rec}
+    assert len(cwds) == 12 and all("/.ralph/worktrees/" in c for c in cwds)
+    agents = {rec["agent"] for rec in read_jsonl(tmp_path / "times.jsonl") if "agent" in rec}
+    assert len(agents) == 3                                        # one registered id per slot
+    state = json.loads(next((git_repo / ".ralph" / "runs").glob("*/state.json")).read_text())
+    assert (state["sessionsStarted"], len(state["completed"]), state["failed"],
+            state["active"], state["exitCode"]) == (12, 12, [], None, 0)
+
+
+def test_a_conflicting_pair_ends_with_one_merged_and_one_failed_with_its_branch_kept(
+        run_ralph, run_task, setup, git_repo, base_env):
+    create(run_task, {"left": "a", "right": "b"})
+    env = {**setup, "STUB_FILE": "README.md", "STUB_SLEEP": "0.5"}
+    proc = run_ralph("build", "--parallel", "2", env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    tasks = export(run_task)
+    statuses = sorted(t["status"] for t in tasks.values())
+    assert statuses == ["done", "open"]
+    (failed,) = [t for t in tasks.values() if t["status"] == "open"]
+    assert "conflicts in README.md; branch kept" in failed["fail_reason"]
+    assert failed["retry_count"] == 1
+    branches = git(git_repo, "branch", "--list", "ralph/*", "--format=%(refname:short)",
+                   env=base_env).split()
+    assert len(branches) == 1 and branches[0].endswith("/" + failed["id"])
+    assert f"[{failed['id']}] failed: rebase of" in proc.stdout
+    assert last_line(proc.stdout) == "No tasks available. Exiting loop."
+    assert git(git_repo, "worktree", "list", env=base_env).count("\n") == 1
+
+
+def test_max_iterations_counts_sessions_started_across_all_slots(run_ralph, run_task, setup,
+                                                                 tmp_path):
+    create(run_task, {f"m{i}": f"c{i}" for i in range(5)})
+    proc = run_ralph("build", "--parallel", "2", "-n", "3", env=setup, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert last_line(proc.stdout) == "Reached max iterations: 3"
+    assert len(intervals(tmp_path)) == 3
+    assert sorted(t["status"] for t in export(run_task).values()) == ["done"] * 3 + ["open"] * 2
+
+
+def test_killing_ralph_mid_run_and_resuming_cleans_worktrees_and_loses_no_task(
+        run_task, setup, git_repo, base_env, tmp_path):
+    comps = {f"k{i}": f"c{i}" for i in range(6)}
+    create(run_task, comps)
+    env = {**base_env, **setup, "STUB_SLEEP": "0.6"}
+    proc = subprocess.Popen([sys.executable, str(RALPH), "build", "--parallel", "3"],
+                            cwd=git_repo, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(lambda: len(intervals(tmp_path)) >= 3, timeout=30)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert list((git_repo / ".ralph" / "worktrees").glob("*/*"))       # left behind
+    again = subprocess.run([sys.executable, str(RALPH), "build", "--parallel", "3"], cwd=git_repo,
+                           env=env, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert "Resuming run " in again.stderr
+    assert last_line(again.stdout) == "All tasks complete. Exiting loop."
+    assert {t["status"] for t in export(run_task).values()} == {"done"}
+    assert all((git_repo / f"out-{t}.txt").read_text() == f"{t}\n" for t in comps)
+    assert not list((git_repo / ".ralph" / "worktrees").glob("*/*"))
+    assert not _stub_pids(git_repo)                      # nothing of the dead run's sessions
+    assert git(git_repo, "worktree", "list", env=base_env).count("\n") == 1
+
+
+def _start_hanging_run(run_task, setup, git_repo, base_env, tmp_path, n=2):
+    create(run_task, {f"h{i}": f"c{i}" for i in range(n)})
+    env = {**base_env, **setup, "STUB_SLEEP": "60"}
+    proc = subprocess.Popen([sys.executable, str(RALPH), "build", "--parallel", str(n)],
+                            cwd=git_repo, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    wait_for(lambda: len(intervals(tmp_path)) >= n, timeout=30)
+    return proc, env
+
+
+def _stub_pids(git_repo) -> list[int]:
+    import psutil
+    return [p.pid for p in psutil.process_iter(["cwd"])
+            if (p.info.get("cwd") or "").startswith(str(git_repo / ".ralph" / "worktrees"))]
+
+
+@pytest.mark.parametrize("signals_sent", [[signal.SIGTERM], [signal.SIGINT],
+                                          [signal.SIGINT, signal.SIGINT]],
+                         ids=["sigterm", "sigint", "sigint-twice"])
+def test_ctrl_c_and_sigterm_stop_every_session_and_put_their_tasks_back(
+        run_task, setup, git_repo, base_env, tmp_path, signals_sent):
+    proc, env = _start_hanging_run(run_task, setup, git_repo, base_env, tmp_path)
+    try:
+        assert len(_stub_pids(git_repo)) >= 2
+        for signum in signals_sent:
+            os.kill(proc.pid, signum)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    if signals_sent[0] == signal.SIGINT:
+        assert "Waiting for claude to finish cleanup... Press Ctrl+C again to force quit." in out
+    wait_for(lambda: not _stub_pids(git_repo), timeout=5)      # no orphan agent
+    tasks = export(run_task)
+    assert [(t["status"], t["assignee"]) for t in tasks.values()] == [("open", None)] * 2
+    assert not list((git_repo / ".ralph" / "worktrees").glob("*/*"))
+    assert git(git_repo, "worktree", "list", env=base_env).count("\n") == 1
+
+
+def test_ralph_status_shows_every_active_session(run_task, setup, git_repo, base_env, tmp_path):
+    proc, env = _start_hanging_run(run_task, setup, git_repo, base_env, tmp_path)
+    try:
+        status = subprocess.run([sys.executable, str(RALPH), "status", "--json"], cwd=git_repo,
+                                env=env, capture_output=True, text=True, timeout=30)
+        data = json.loads(status.stdout)
+        assert data["alive"] is True
+        sessions = data["active"]["sessions"]
+        assert sorted(s["task"] for s in sessions) == ["h0", "h1"]
+        assert all(s["branch"].endswith("/" + s["task"]) and s["pid"] for s in sessions)
+        text = subprocess.run([sys.executable, str(RALPH), "status"], cwd=git_repo, env=env,
+                              capture_output=True, text=True, timeout=30).stdout
+        assert "h0, h1" in text
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.communicate(timeout=20)
+
+
+@pytest.mark.parametrize("merge,statuses,branches,reason", [
+    ("ff", ["done", "open"], 1, "is not a fast-forward of main (main moved on); branch kept"),
+    ("none", ["done", "done"], 2, None),
+], ids=["ff", "none"])
+def test_merge_strategy_ff_merges_only_fast_forwards_and_none_leaves_branches_for_review(
+        run_ralph, run_task, setup, git_repo, base_env, merge, statuses, branches, reason):
+    create(run_task, {"one": "a", "two": "b"})
+    proc = run_ralph("build", "--parallel", "2", "--merge", merge,
+                     env={**setup, "STUB_SLEEP": "0.5"}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    tasks = export(run_task)
+    assert sorted(t["status"] for t in tasks.values()) == statuses
+    kept = git(git_repo, "branch", "--list", "ralph/*", env=base_env).split()
+    assert len(kept) == branches
+    if reason:
+        (failed,) = [t for t in tasks.values() if t["status"] == "open"]
+        assert failed["fail_reason"].endswith(reason)
+    else:
+        assert "left for review" in proc.stdout
+        assert not (git_repo / "out-one.txt").exists()           # main untouched
+
+
+def test_parallel_on_a_detached_head_is_refused_with_one_error_line(run_ralph, run_task, setup,
+                                                                     git_repo, base_env):
+    create(run_task, {"d1": "a"})
+    git(git_repo, "checkout", "-q", "--detach", env=base_env)
+    proc = run_ralph("build", "--parallel", "2", env=setup)
+    assert proc.returncode == 1
+    assert proc.stderr == ("Error: --parallel needs a checked-out branch to merge into "
+                           "(HEAD is detached or this is not a git repository)\n")
+    git(git_repo, "checkout", "-q", "main", env=base_env)        # the backlog's scope again
+    assert [t["status"] for t in export(run_task).values()] == ["open"]
