@@ -252,3 +252,16 @@ def test_parallel_on_a_detached_head_is_refused_with_one_error_line(run_ralph, r
                            "(HEAD is detached or this is not a git repository)\n")
     git(git_repo, "checkout", "-q", "main", env=base_env)        # the backlog's scope again
     assert [t["status"] for t in export(run_task).values()] == ["open"]
+
+
+def test_with_a_frozen_scope_a_task_added_mid_run_never_reaches_a_parallel_session(
+        run_ralph, run_task, setup, tmp_path):
+    create(run_task, {"t01": "api", "t02": "db"})
+    adds = 'if [ "$(cat "$RALPH_FROZEN_IDS_FILE")" = t01 ]; then "$RALPH_TASK_SCRIPT" create t-new "Added mid-run" -c component:ui >/dev/null; fi\n'
+    proc = run_ralph("build", "--parallel", "2", "--freeze-scope",
+                     env={**setup, "STUB_ACTION": adds + ACTION}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    tasks = export(run_task)
+    assert (tasks["t01"]["status"], tasks["t02"]["status"], tasks["t-new"]["status"]) == (
+        "done", "done", "open")
+    assert set(intervals(tmp_path)) == {"t01", "t02"}

@@ -145,9 +145,23 @@ class ParallelBuild:
     def _peek(self) -> list[dict]:
         tasks = self._export()
         done = {tid for tid, t in tasks.items() if t.get("status") == "done"}
+        frozen = self._frozen_ids()
         return [t for t in tasks.values()
                 if t.get("status") == "open" and not t.get("held") and not t.get("deleted_at")
+                and (frozen is None or t["id"] in frozen)
                 and all(dep in done for dep in t.get("deps") or [])]
+
+    def _frozen_ids(self) -> set[str] | None:
+        """Issue 5 with --parallel: only frozen tasks are candidates (a claim of another one
+        fails anyway under RALPH_FROZEN_IDS_FILE; not offering it keeps the scheduler from
+        retrying it). None when the scope is not frozen."""
+        path = self.s.env.get("RALPH_FROZEN_IDS_FILE")
+        if not path:
+            return None
+        try:
+            return set(Path(path).read_text(encoding="utf-8").split())
+        except OSError:
+            return set()
 
     def _claim(self, task: dict) -> bool:
         if not self.free_agents:
