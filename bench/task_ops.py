@@ -121,11 +121,13 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--python", default=sys.executable, help="interpreter that runs scripts/task")
     opts = parser.parse_args()
-    ours, theirs = [opts.python, str(TASK)], _ralph_sh()
+    # -S: as scripts/task's shebang (`env -S python3 -S`) starts it, so the interpreter that
+    # runs it is the only thing --python changes.
+    ours, theirs = [opts.python, "-S", str(TASK)], _ralph_sh()
     misses = []
-    bare = _median([_run([opts.python, "-c", "pass"], ROOT, _env())[:2] for _ in range(opts.runs)])
+    bare = _median([_run([opts.python, "-S", "-c", "pass"], ROOT, _env())[:2] for _ in range(opts.runs)])
     print(f"task CLI whole-process timings, median of {opts.runs} runs, ms")
-    print(f"interpreter start-up alone ({opts.python} -c pass): wall {bare[0]:.1f}, cpu {bare[1]:.1f}")
+    print(f"interpreter start-up alone ({opts.python} -S -c pass): wall {bare[0]:.1f}, cpu {bare[1]:.1f}")
     for size in (int(s) for s in opts.sizes.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
             repo, env = _make_repo(Path(tmp)), _env()
