@@ -15,7 +15,7 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	touch $@
 
 test: setup
-	$(PY) -m pytest -n auto
+	$(PY) -m pytest -n 4
 
 demo: setup
 	$(PY) demo/run_demo.py
