@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
-from ralphkit import agents, assignment, parallel_recovery, progress, run_control, run_lock
-from ralphkit import run_state, scheduler, session_pool, workspace, worktrees
+from ralphkit import agents, assignment, outcome, parallel_recovery, progress, run_control
+from ralphkit import run_lock, run_state, scheduler, session_pool, watchdog, workspace, worktrees
 from ralphkit.errors import RalphError, UsageError
 from ralphkit.signals import Guard
 from ralphkit.task_calls import TaskCommand
@@ -49,6 +49,8 @@ class Setup:
     warn: Callable[[str], None]
     on_first_interrupt: Callable[[], None]
     stem: str                                    # session log name prefix
+    timeouts: watchdog.SessionTimeouts | None = None   # issue 7, per session (None: none)
+    kill_grace_s: float = 10.0                   # issue 7: SIGTERM, this long, then SIGKILL
 
 
 @dataclass
@@ -238,15 +240,25 @@ class ParallelBuild:
         self._call("_reopen", wt.task, "--reason", merged.message)
         return False, merged.message
 
+    def _outcome(self, result) -> outcome.Outcome:
+        """Issue 7's classification (usage limits are not detected in parallel runs)."""
+        limits = self.s.timeouts or watchdog.SessionTimeouts(None, None)
+        return outcome.classify(result.returncode, result.summary, timed_out=result.timed_out,
+                                idle_out=result.idle_out, session_timeout_s=limits.session_s,
+                                idle_timeout_s=limits.idle_s)
+
     def _finish(self, tid: str, result) -> bool:
         x = self.sessions.pop(tid)
         x.writer.close()
+        how = self._outcome(result)
         status = (self._export().get(tid) or {}).get("status")
         if status == "done":
             ok, message = self._merge(x.wt)
         elif status == "active":
-            self._passthrough("fail", tid, "--reason", FAIL_REASON)   # s.15.5 crash safety
-            ok, message = False, FAIL_REASON
+            # s.15.5 crash safety; a timeout is named as the single loop names it (issue 7)
+            reason = how.detail if result.timed_out or result.idle_out else FAIL_REASON
+            self._passthrough("fail", tid, "--reason", reason)
+            ok, message = False, reason
         else:
             ok, message = status == "deleted", f"the session left the task {status}"
         try:
@@ -262,6 +274,8 @@ class ParallelBuild:
         summary = result.summary
         self._event("session_end", n=x.n, task=tid, exit_code=result.returncode,
                     outcome="completed" if ok else "failed", reason=message,
+                    **{"class": how.kind, "detail": how.detail,
+                       "counts_as_failure": how.counts_as_failure},
                     cost_usd=getattr(summary, "total_cost_usd", None),
                     turns=getattr(summary, "num_turns", None))
         self._save()
@@ -278,7 +292,8 @@ class ParallelBuild:
                              "(HEAD is detached or this is not a git repository)")
         plan = scheduler.ParallelRun(parallel=s.parallel, max_iterations=s.max_iterations)
         reason = "interrupted"
-        with session_pool.Pool(s.guard, s.on_first_interrupt) as pool:
+        with session_pool.Pool(s.guard, s.on_first_interrupt, timeouts=s.timeouts,
+                               kill_grace_s=s.kill_grace_s) as pool:
             self.pool = pool                           # from here a signal is queued, not raised:
             try:                                       # recovery and registrations are finished
                 self._open_run()
