@@ -320,3 +320,21 @@ def test_a_hung_parallel_session_is_ended_by_its_timeout_while_the_others_finish
     assert (ends["slow"]["class"], ends["slow"]["detail"], ends["slow"]["outcome"],
             ends["slow"]["counts_as_failure"]) == (kind, reason, "failed", True)
     assert ends["fast1"]["outcome"] == ends["fast2"]["outcome"] == "completed"
+
+
+def test_consecutive_failed_parallel_sessions_trip_the_breaker_with_exit_6(
+        run_ralph, run_task, setup, git_repo, tmp_path):
+    create(run_task, {f"f{i}": f"c{i}" for i in range(5)})
+    fails = 'tid=$(cat "$RALPH_FROZEN_IDS_FILE")\necho "{\\"task\\": \\"$tid\\", \\"start\\": 0}" >> "$STUB_TIMES"\nexit 1\n'
+    proc = run_ralph("build", "--parallel", "2", "--max-consecutive-failures", "2",
+                     env={**setup, "STUB_ACTION": fails}, timeout=60)
+    assert proc.returncode == 6, proc.stderr
+    assert proc.stderr.endswith(
+        "Error: no progress: 2 sessions in a row failed (--max-consecutive-failures 2); "
+        "last: session exited without completing task\n")
+    tasks = export(run_task)
+    started = set(intervals(tmp_path))
+    assert 2 <= len(started) < 5                            # the breaker stopped new sessions
+    assert all((t["status"], t["retry_count"]) == ("open", 1 if tid in started else 0)
+               for tid, t in tasks.items())
+    assert not list((git_repo / ".ralph" / "worktrees").glob("*/*"))

@@ -5,6 +5,8 @@ branch merged back (worktrees.merge_back; a failed merge re-opens the task with 
 keeps the branch), the run state of the run ralph.py opened (`active` lists every session),
 events and progress.md, and on start the recovery of a parallel run whose ralph.py died (its agents'
 groups killed, its done tasks merged, its active tasks failed, its worktrees removed).
+Issue 7 here: each session's timeouts (enforced by session_pool), a timed-out task failed
+with the timeout as its reason, and the --max-consecutive-failures breaker (exit 6).
 
 Does not own choosing which tasks may run together (scheduler, components), git plumbing
 (worktrees), the prompt text (assignment), the agent argv (agents) or printing: messages go
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
-from ralphkit import agents, assignment, outcome, parallel_recovery, progress, run_control
+from ralphkit import agents, assignment, guards, outcome, parallel_recovery, progress, run_control
 from ralphkit import run_lock, run_state, scheduler, session_pool, watchdog, workspace, worktrees
 from ralphkit.errors import RalphError, UsageError
 from ralphkit.signals import Guard
@@ -51,6 +53,7 @@ class Setup:
     stem: str                                    # session log name prefix
     timeouts: watchdog.SessionTimeouts | None = None   # issue 7, per session (None: none)
     kill_grace_s: float = 10.0                   # issue 7: SIGTERM, this long, then SIGKILL
+    max_consecutive_failures: int = 0            # issue 7's breaker (0: off), exit 6
 
 
 @dataclass
@@ -76,6 +79,11 @@ class ParallelBuild:
         self.ended: list = []                    # sessions ended, not yet finished (_wait)
         self.pool: session_pool.Pool | None = None
         self.state: run_state.RunState = setup.run.state
+        # issue 7's consecutive-failures breaker only (its message and counting): a session
+        # fails here when its task did not end done (and merged)
+        self.breaker = guards.Guards(guards.Limits(0, 0, setup.max_consecutive_failures,
+                                                   None, None, None))
+        self.verdict: guards.Verdict | None = None
 
     # ------------------------------------------------------------------ task calls
     def _call(self, *args: str) -> tuple[bool, str]:
@@ -280,12 +288,16 @@ class ParallelBuild:
                     turns=getattr(summary, "num_turns", None))
         self._save()
         self.s.say(f"[{tid}] {'done' if ok else 'failed'}: {message}")
+        counted = outcome.Outcome(how.kind, message, not ok)
+        if tripped := self.breaker.after_session(counted, None, "", None):
+            self.verdict = self.verdict or tripped          # no new session; exit 6 at the end
         return ok
 
     # ------------------------------------------------------------------ the run
     def run(self) -> str:
         """Run to the end; returns the scheduler's reason (`complete`, `blocked`,
-        `max_iterations`) or `interrupted`."""
+        `max_iterations`) or `interrupted`. Raises NoProgress when
+        --max-consecutive-failures sessions in a row failed (the running ones end first)."""
         s = self.s
         if not s.run_branch:
             raise UsageError("--parallel needs a checked-out branch to merge into "
@@ -302,9 +314,12 @@ class ParallelBuild:
                 plan.started = self.state.sessions_started if s.max_iterations else 0
                 scheduler.run(plan, peek=self._peek, claim=self._claim, launch=self._launch,
                               wait=self._wait,
-                              stopping=lambda: pool.interrupted or bool(s.guard.pending))
+                              stopping=lambda: (pool.interrupted or bool(s.guard.pending)
+                                                or self.verdict is not None))
                 if plan.reason != "stopped":
                     reason = plan.reason
+                elif self.verdict is not None and not pool.interrupted:
+                    reason = "no_progress"
                 while self.ended or len(pool):         # stopped: the sessions end (s.16)
                     pool.handle_signals()
                     self._wait({})
@@ -315,6 +330,8 @@ class ParallelBuild:
                 if s.guard.pending or pool.interrupted:
                     reason = "interrupted"
                 self.close(reason)
+        if reason == "no_progress":
+            raise self.verdict.error()                 # issue 7: exit 6, as the single loop
         return reason
 
     def _register(self) -> str:
