@@ -373,7 +373,9 @@ def parallel_build(ctx: RunContext) -> int:
         merge=opts.extra["merge"], run_branch=ctx.branch, first_agent=ctx.agent_id, run=ctx.run,
         guard=ctx.guard, out=sys.stdout.buffer, say=say, warn=warn,
         on_first_interrupt=lambda: (say(), say(WAITING.format(agent=ctx.adapter.name))),
-        stem=f"{ctx.run_stamp}-{os.getpid()}-build"))
+        stem=f"{ctx.run_stamp}-{os.getpid()}-build",
+        timeouts=ctx.night.timeouts, kill_grace_s=ctx.night.cfg.kill_grace_s,  # issue 7, per session
+        max_consecutive_failures=ctx.night.cfg.limits.max_consecutive_failures))  # breaker: exit 6
     if reason == "interrupted":
         return EXIT_INTERRUPTED
     if reason == "max_iterations":

@@ -265,3 +265,76 @@ def test_with_a_frozen_scope_a_task_added_mid_run_never_reaches_a_parallel_sessi
     assert (tasks["t01"]["status"], tasks["t02"]["status"], tasks["t-new"]["status"]) == (
         "done", "done", "open")
     assert set(intervals(tmp_path)) == {"t01", "t02"}
+
+
+# The session of task `slow` hangs without output (its shell ignoring SIGTERM when asked, so
+# only the SIGKILL after the grace ends it) and records its pid; the others work as ACTION.
+HANG = r"""
+if [ "$(cat "$RALPH_FROZEN_IDS_FILE")" = slow ]; then
+  [ -n "$STUB_IGNORE_TERM" ] && trap '' TERM
+  echo $$ > "$STUB_HANG_PID"
+  sleep 60
+  exit 0
+fi
+"""
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.mark.parametrize("flags,ignore_term,kind,reason", [
+    (["--session-timeout", "3s", "--kill-grace", "1s"], "1", "timeout",
+     "session timeout of 3s reached; agent terminated"),
+    (["--idle-timeout", "3s"], "", "idle", "no agent output for 3s; agent terminated"),
+], ids=["session-timeout-term-ignored", "idle-timeout"])
+def test_a_hung_parallel_session_is_ended_by_its_timeout_while_the_others_finish_and_merge(
+        run_ralph, run_task, setup, git_repo, base_env, tmp_path, flags, ignore_term, kind,
+        reason):
+    create(run_task, {"slow": "a", "fast1": "b", "fast2": "c"})
+    pidfile = tmp_path / "hang.pid"
+    env = {**setup, "STUB_ACTION": HANG + ACTION, "STUB_HANG_PID": str(pidfile),
+           "STUB_IGNORE_TERM": ignore_term}
+    proc = run_ralph("build", "--parallel", "3", *flags, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert last_line(proc.stdout) == "No tasks available. Exiting loop."
+    assert f"[slow] failed: {reason}" in proc.stdout
+    hung = int(pidfile.read_text())
+    wait_for(lambda: not _alive(hung), timeout=5)              # no orphan of the hung session
+    assert not _stub_pids(git_repo)
+    tasks = export(run_task)
+    assert (tasks["fast1"]["status"], tasks["fast2"]["status"]) == ("done", "done")
+    slow = tasks["slow"]
+    assert (slow["status"], slow["assignee"], slow["fail_reason"], slow["retry_count"]) == (
+        "open", None, reason, 1)
+    log = git(git_repo, "log", "--format=%s", "main", env=base_env).splitlines()
+    assert sorted(s for s in log if s.startswith("work on")) == ["work on fast1", "work on fast2"]
+    assert not list((git_repo / ".ralph" / "worktrees").glob("*/*"))
+    assert git(git_repo, "worktree", "list", env=base_env).count("\n") == 1
+    events = read_jsonl(next((git_repo / ".ralph" / "runs").glob("*/events.jsonl")))
+    ends = {e["task"]: e for e in events if e.get("event") == "session_end"}
+    assert (ends["slow"]["class"], ends["slow"]["detail"], ends["slow"]["outcome"],
+            ends["slow"]["counts_as_failure"]) == (kind, reason, "failed", True)
+    assert ends["fast1"]["outcome"] == ends["fast2"]["outcome"] == "completed"
+
+
+def test_consecutive_failed_parallel_sessions_trip_the_breaker_with_exit_6(
+        run_ralph, run_task, setup, git_repo, tmp_path):
+    create(run_task, {f"f{i}": f"c{i}" for i in range(5)})
+    fails = 'tid=$(cat "$RALPH_FROZEN_IDS_FILE")\necho "{\\"task\\": \\"$tid\\", \\"start\\": 0}" >> "$STUB_TIMES"\nexit 1\n'
+    proc = run_ralph("build", "--parallel", "2", "--max-consecutive-failures", "2",
+                     env={**setup, "STUB_ACTION": fails}, timeout=60)
+    assert proc.returncode == 6, proc.stderr
+    assert proc.stderr.endswith(
+        "Error: no progress: 2 sessions in a row failed (--max-consecutive-failures 2); "
+        "last: session exited without completing task\n")
+    tasks = export(run_task)
+    started = set(intervals(tmp_path))
+    assert 2 <= len(started) < 5                            # the breaker stopped new sessions
+    assert all((t["status"], t["retry_count"]) == ("open", 1 if tid in started else 0)
+               for tid, t in tasks.items())
+    assert not list((git_repo / ".ralph" / "worktrees").glob("*/*"))

@@ -5,6 +5,8 @@ branch merged back (worktrees.merge_back; a failed merge re-opens the task with 
 keeps the branch), the run state of the run ralph.py opened (`active` lists every session),
 events and progress.md, and on start the recovery of a parallel run whose ralph.py died (its agents'
 groups killed, its done tasks merged, its active tasks failed, its worktrees removed).
+Issue 7 here: each session's timeouts (enforced by session_pool), a timed-out task failed
+with the timeout as its reason, and the --max-consecutive-failures breaker (exit 6).
 
 Does not own choosing which tasks may run together (scheduler, components), git plumbing
 (worktrees), the prompt text (assignment), the agent argv (agents) or printing: messages go
@@ -17,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
-from ralphkit import agents, assignment, parallel_recovery, progress, run_control, run_lock
-from ralphkit import run_state, scheduler, session_pool, workspace, worktrees
+from ralphkit import agents, assignment, guards, outcome, parallel_recovery, progress, run_control
+from ralphkit import run_lock, run_state, scheduler, session_pool, watchdog, workspace, worktrees
 from ralphkit.errors import RalphError, UsageError
 from ralphkit.signals import Guard
 from ralphkit.task_calls import TaskCommand
@@ -49,6 +51,9 @@ class Setup:
     warn: Callable[[str], None]
     on_first_interrupt: Callable[[], None]
     stem: str                                    # session log name prefix
+    timeouts: watchdog.SessionTimeouts | None = None   # issue 7, per session (None: none)
+    kill_grace_s: float = 10.0                   # issue 7: SIGTERM, this long, then SIGKILL
+    max_consecutive_failures: int = 0            # issue 7's breaker (0: off), exit 6
 
 
 @dataclass
@@ -74,6 +79,11 @@ class ParallelBuild:
         self.ended: list = []                    # sessions ended, not yet finished (_wait)
         self.pool: session_pool.Pool | None = None
         self.state: run_state.RunState = setup.run.state
+        # issue 7's consecutive-failures breaker only (its message and counting): a session
+        # fails here when its task did not end done (and merged)
+        self.breaker = guards.Guards(guards.Limits(0, 0, setup.max_consecutive_failures,
+                                                   None, None, None))
+        self.verdict: guards.Verdict | None = None
 
     # ------------------------------------------------------------------ task calls
     def _call(self, *args: str) -> tuple[bool, str]:
@@ -238,15 +248,25 @@ class ParallelBuild:
         self._call("_reopen", wt.task, "--reason", merged.message)
         return False, merged.message
 
+    def _outcome(self, result) -> outcome.Outcome:
+        """Issue 7's classification (usage limits are not detected in parallel runs)."""
+        limits = self.s.timeouts or watchdog.SessionTimeouts(None, None)
+        return outcome.classify(result.returncode, result.summary, timed_out=result.timed_out,
+                                idle_out=result.idle_out, session_timeout_s=limits.session_s,
+                                idle_timeout_s=limits.idle_s)
+
     def _finish(self, tid: str, result) -> bool:
         x = self.sessions.pop(tid)
         x.writer.close()
+        how = self._outcome(result)
         status = (self._export().get(tid) or {}).get("status")
         if status == "done":
             ok, message = self._merge(x.wt)
         elif status == "active":
-            self._passthrough("fail", tid, "--reason", FAIL_REASON)   # s.15.5 crash safety
-            ok, message = False, FAIL_REASON
+            # s.15.5 crash safety; a timeout is named as the single loop names it (issue 7)
+            reason = how.detail if result.timed_out or result.idle_out else FAIL_REASON
+            self._passthrough("fail", tid, "--reason", reason)
+            ok, message = False, reason
         else:
             ok, message = status == "deleted", f"the session left the task {status}"
         try:
@@ -262,23 +282,30 @@ class ParallelBuild:
         summary = result.summary
         self._event("session_end", n=x.n, task=tid, exit_code=result.returncode,
                     outcome="completed" if ok else "failed", reason=message,
+                    **{"class": how.kind, "detail": how.detail,
+                       "counts_as_failure": how.counts_as_failure},
                     cost_usd=getattr(summary, "total_cost_usd", None),
                     turns=getattr(summary, "num_turns", None))
         self._save()
         self.s.say(f"[{tid}] {'done' if ok else 'failed'}: {message}")
+        counted = outcome.Outcome(how.kind, message, not ok)
+        if tripped := self.breaker.after_session(counted, None, "", None):
+            self.verdict = self.verdict or tripped          # no new session; exit 6 at the end
         return ok
 
     # ------------------------------------------------------------------ the run
     def run(self) -> str:
         """Run to the end; returns the scheduler's reason (`complete`, `blocked`,
-        `max_iterations`) or `interrupted`."""
+        `max_iterations`) or `interrupted`. Raises NoProgress when
+        --max-consecutive-failures sessions in a row failed (the running ones end first)."""
         s = self.s
         if not s.run_branch:
             raise UsageError("--parallel needs a checked-out branch to merge into "
                              "(HEAD is detached or this is not a git repository)")
         plan = scheduler.ParallelRun(parallel=s.parallel, max_iterations=s.max_iterations)
         reason = "interrupted"
-        with session_pool.Pool(s.guard, s.on_first_interrupt) as pool:
+        with session_pool.Pool(s.guard, s.on_first_interrupt, timeouts=s.timeouts,
+                               kill_grace_s=s.kill_grace_s) as pool:
             self.pool = pool                           # from here a signal is queued, not raised:
             try:                                       # recovery and registrations are finished
                 self._open_run()
@@ -287,9 +314,12 @@ class ParallelBuild:
                 plan.started = self.state.sessions_started if s.max_iterations else 0
                 scheduler.run(plan, peek=self._peek, claim=self._claim, launch=self._launch,
                               wait=self._wait,
-                              stopping=lambda: pool.interrupted or bool(s.guard.pending))
+                              stopping=lambda: (pool.interrupted or bool(s.guard.pending)
+                                                or self.verdict is not None))
                 if plan.reason != "stopped":
                     reason = plan.reason
+                elif self.verdict is not None and not pool.interrupted:
+                    reason = "no_progress"
                 while self.ended or len(pool):         # stopped: the sessions end (s.16)
                     pool.handle_signals()
                     self._wait({})
@@ -300,6 +330,8 @@ class ParallelBuild:
                 if s.guard.pending or pool.interrupted:
                     reason = "interrupted"
                 self.close(reason)
+        if reason == "no_progress":
+            raise self.verdict.error()                 # issue 7: exit 6, as the single loop
         return reason
 
     def _register(self) -> str:

@@ -4,7 +4,9 @@ of its own, stdin /dev/null or bytes, explicit env and cwd, its own log, its own
 and one poll loop reads every session's stdout pipe and the signal wakeup fd. Signals keep
 s.16's meaning for all sessions together: the first SIGINT is forwarded once to every group
 (the caller's callback prints the waiting message), a second SIGINT or a SIGTERM SIGKILLs
-every group; no process of a group outlives its session.
+every group; no process of a group outlives its session. Issue 7's deadlines apply to each
+session as in session.py: when its session or idle timeout runs out, its group alone gets
+SIGTERM, then SIGKILL after the grace, checked in the same poll loop (the others run on).
 
 Does not own choosing tasks, worktrees, prompts or printing (renderers write to the stream
 the caller gives them). `signal.set_wakeup_fd` only works in the main thread, hence one pump.
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Mapping
 
-from ralphkit import session
+from ralphkit import session, watchdog
 from ralphkit.session import (DRAIN_SECONDS, SessionResult, _die_with_parent, _has_exited,
                               _killpg, _write_all)
 from ralphkit.signals import Guard
@@ -38,15 +40,24 @@ class _Running:
     reading: bool = True
     exited_at: float | None = None
     killed_at: float | None = None
+    started_at: float = field(default_factory=time.monotonic)
+    last_output: float = field(default_factory=time.monotonic)
+    term_at: float | None = None      # issue 7: SIGTERM sent for a timeout; SIGKILL after the grace
 
 
 class Pool:
     """Sessions by key. Use as a context manager: signals are queued on the guard (not
     raised) while the pool is open, and the wakeup fd is restored at the end."""
 
-    def __init__(self, guard: Guard, on_first_interrupt: Callable[[], None]) -> None:
+    def __init__(self, guard: Guard, on_first_interrupt: Callable[[], None], *,
+                 timeouts: watchdog.SessionTimeouts | None = None,
+                 kill_grace_s: float = 10.0) -> None:
+        """timeouts: issue 7's per-session deadlines (None: none); kill_grace_s: SIGTERM to
+        SIGKILL."""
         self.guard = guard
         self._on_first = on_first_interrupt
+        self._timeouts = timeouts or watchdog.SessionTimeouts(None, None)
+        self._grace = kill_grace_s
         self._running: dict[str, _Running] = {}
         self.interrupted = False         # a first SIGINT arrived: start nothing new
         self.forced = False              # every group was SIGKILLed
@@ -130,13 +141,33 @@ class Pool:
                 except BlockingIOError:
                     continue
                 if chunk:
+                    run.last_output = time.monotonic()
                     _write_all(run.log, chunk)
                     run.renderer.feed(chunk)
                 else:
                     run.reading = False
-            ended = self._reap(time.monotonic())
+            now = time.monotonic()
+            self._deadlines(now)
+            ended = self._reap(now)
             if ended:
                 return ended
+
+    def _deadlines(self, now: float) -> None:
+        """Issue 7, per session, as session._pump does it (not watchdog.terminate_group: it
+        blocks for the grace, and the other sessions' pipes must be read meanwhile)."""
+        for run in self._running.values():
+            if run.exited_at is not None or run.result.forced:
+                continue
+            if run.term_at is None:
+                due = self._timeouts.check(run.started_at, run.last_output, now)
+                if due is not None:
+                    run.result.timed_out = due == watchdog.TIMEOUT
+                    run.result.idle_out = due == watchdog.IDLE
+                    _killpg(run.proc.pid, signal.SIGTERM)
+                    run.term_at = now
+            elif run.killed_at is None and now - run.term_at >= self._grace:
+                _killpg(run.proc.pid, signal.SIGKILL)           # the grace ran out
+                run.killed_at = now
 
     def _reap(self, now: float) -> list[tuple[str, SessionResult]]:
         ended = []
