@@ -4,6 +4,11 @@ repo. Times ralph.py's freeze and unchanged check (median of several runs) and t
 reference of seed 004 (bench/scope_reference.sh) in the same run, then prints the ratios
 against the targets: unchanged check < 100 ms and >= 20x faster than bash.
 
+It also times the loop's own per-session check (scope_run.check) through the real task store:
+the same 10,000 tasks in a tasks.db written by `task plan-sync`, frozen by scope_run.start,
+then checked with nothing changed (the listing of the last check is reused while the database
+files keep their stat: scope_cache), and once more with the listing forced each time.
+
     python bench/scope.py [--tasks N] [--runs R] [--no-per-task]
 
 The spec files are written, then aged past the 2 s racy window (scope_hashing.RACY_NS):
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -25,8 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "lib"))
 
-from ralphkit import scope  # noqa: E402
+from ralphkit import run_state, scope, scope_run, task_calls  # noqa: E402
 from ralphkit import scope_hashing  # noqa: E402
+from ralphkit.scope_cache import ListingCache  # noqa: E402
 
 REFERENCE = ROOT / "bench" / "scope_reference.sh"
 CHECK_TARGET_MS = 100.0
@@ -49,6 +56,51 @@ def make_backlog(repo: Path, n: int) -> list[dict]:
             "result": None, "created_at": "2026-11-22 00:00:00",
             "updated_at": "2026-11-22 00:00:00", "deleted_at": None, "held": None})
     return tasks
+
+
+def make_store(repo: Path, tasks: list[dict]) -> dict[str, str]:
+    """A git repo whose .ralph/tasks.db holds `tasks` (plan-sync through the real task CLI);
+    returns the environment a run exports (scope repo and branch, as ralph.py does)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RALPH_", "GIT_"))}
+    env.update({"GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C.UTF-8", "RALPH_AGENT_ID": "bench"})
+    for args in (["init", "-q", "-b", "main"],
+                 ["remote", "add", "origin", "https://github.com/bench/scope.git"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, env=env)
+    lines = "".join(json.dumps({"id": t["id"], "t": t["title"], "d": t["description"],
+                                "p": t["priority"], "cat": t["category"], "spec": t["spec"],
+                                "steps": t["steps"], "deps": t["deps"]}) + "\n" for t in tasks)
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "task"), "plan-sync"], cwd=repo,
+                   env=env, input=lines, text=True, check=True, capture_output=True)
+    env.update({"RALPH_SCOPE_REPO": "bench/scope", "RALPH_SCOPE_BRANCH": "main"})
+    return env
+
+
+def loop_check(repo: Path, env: dict[str, str], runs: int) -> tuple[float, float, float]:
+    """(freeze ms, unchanged check ms, unchanged check ms with the listing forced), through
+    scope_run as ralph.py calls it, the embedded task CLI on the real store."""
+    cwd = os.getcwd()
+    os.chdir(repo)                       # the embedded task CLI works in the cwd, as in a run
+    try:
+        task = task_calls.resolve(ROOT, env)
+        assert task.embedded, "the embedded task CLI is not importable"
+        state = run_state.RunState(run_state.new_run_id(), "build", 0)
+        start = time.perf_counter()
+        freeze = scope_run.start(task, env, repo / ".ralph", state, repo, stop_on_change=False)
+        first = scope_run.check(freeze, task, env)      # reuses the freeze's listing
+        freeze_ms = (time.perf_counter() - start) * 1000
+        assert first.report is not None and not first.report.changed, first.report
+        check_ms, found = ms(lambda: scope_run.check(freeze, task, env), runs, "loop")
+        assert found.listing_reused and not found.report.changed, found
+        assert not found.target_done
+
+        def forced():
+            freeze.listing = ListingCache()          # as before scope_cache: list every time
+            return scope_run.check(freeze, task, env)
+        forced_ms, found = ms(forced, max(3, runs // 2), "loopforced")
+        assert not found.listing_reused and not found.report.changed, found
+        return freeze_ms, check_ms, forced_ms
+    finally:
+        os.chdir(cwd)
 
 
 def _cpu() -> float:
@@ -92,9 +144,10 @@ def main() -> int:
         tasks = make_backlog(repo, opts.tasks)
         export = tmp / "export.jsonl"
         export.write_text("".join(json.dumps(t) + "\n" for t in tasks))
+        env = make_store(repo, tasks)
         print(f"scope bench: {opts.tasks} tasks, one 5 KB spec each "
               f"(built in {time.perf_counter() - start:.1f} s)")
-        # Age the files past the racy window, as specs written before a run are.
+        # Age the files (specs and tasks.db) past the racy window, as before a run.
         time.sleep(scope_hashing.RACY_NS / 1e9 + 0.2)
 
         runs = iter(range(10_000))
@@ -112,6 +165,8 @@ def main() -> int:
         slow_ms, report = ms(lambda: scope.check_scope_integrity(run, edited, repo), 3, "slow")
         assert report.definition_modified == [f"t-{middle:05d}"], report.lines()
 
+        loop_freeze_ms, loop_ms, forced_ms = loop_check(repo, env, opts.runs * 3)
+
         bash("freeze", str(tmp / "bash_run"), str(export), str(repo))
         b_freeze_ms, _ = ms(lambda: bash("freeze", str(tmp / "bash_run"), str(export),
                                          str(repo)), 3, "bfreeze")
@@ -122,6 +177,10 @@ def main() -> int:
                 ("ralph.py check, unchanged", "check", check_ms),
                 ("ralph.py check, unchanged, + json.loads of the export", "parse", parse_ms),
                 ("ralph.py check, one title edited (full compare)", "slow", slow_ms),
+                ("loop: freeze + first check (scope_run, real tasks.db)", "", loop_freeze_ms),
+                ("loop: per-session check, unchanged (listing reused)", "loop", loop_ms),
+                ("loop: per-session check, listing forced (_export-json)", "loopforced",
+                 forced_ms),
                 ("bash batched (xargs md5sum) freeze", "bfreeze", b_freeze_ms),
                 ("bash batched (xargs md5sum) check", "bcheck", b_check_ms)]
         if not opts.no_per_task:
@@ -132,7 +191,8 @@ def main() -> int:
                          p_check_ms))
         print(f"  {'':<55} {'wall ms':>9} {'cpu ms':>9}")
         for name, key, value in rows:
-            print(f"  {name:<55} {value:9.1f} {CPU[key]:9.1f}")
+            cpu = f"{CPU[key]:9.1f}" if key else f"{'-':>9}"
+            print(f"  {name:<55} {value:9.1f} {cpu}")
         verdict = "ok" if check_ms < CHECK_TARGET_MS else "MISSED"
         print(f"unchanged check: {check_ms:.1f} ms wall, target < {CHECK_TARGET_MS:.0f} ms: "
               f"{verdict}")
@@ -144,6 +204,16 @@ def main() -> int:
             verdict = "ok" if min(wall, cpu) >= RATIO_TARGET else "MISSED"
             print(f"unchanged check vs {label}: {wall:.1f}x faster (wall), {cpu:.1f}x (cpu); "
                   f"target >= {RATIO_TARGET:.0f}x: {verdict}")
+        verdict = "ok" if loop_ms < CHECK_TARGET_MS else "MISSED"
+        print(f"loop per-session check, unchanged: {loop_ms:.1f} ms wall, target < "
+              f"{CHECK_TARGET_MS:.0f} ms: {verdict}")
+        for label, key, ref in [("bash batched", "bcheck", b_check_ms)] + (
+                [] if opts.no_per_task else [("bash per-task (seed)", "pcheck", p_check_ms)]):
+            wall, cpu = ref / loop_ms, CPU[key] / max(CPU["loop"], 1e-3)
+            verdict = "ok" if min(wall, cpu) >= RATIO_TARGET else "MISSED"
+            print(f"loop check vs {label}: {wall:.1f}x faster (wall), {cpu:.1f}x (cpu); "
+                  f"target >= {RATIO_TARGET:.0f}x: {verdict}")
+        print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

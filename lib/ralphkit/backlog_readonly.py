@@ -31,6 +31,17 @@ def _db_path(git) -> Path:
     return Path(git.toplevel()) / ".ralph" / "tasks.db"
 
 
+def db_path(environ: Mapping[str, str], cwd: Path) -> Path | None:
+    """Where the embedded task CLI run in `cwd` with `environ` keeps its database (s.3), or
+    None outside a git repository. Creates nothing (scope_cache stats it, issue 5)."""
+    from ralphkit.tasks.errors import TaskError
+    from ralphkit.tasks.git_scope import Git
+    try:
+        return _db_path(Git(str(cwd), environ))
+    except TaskError:
+        return None
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     wal = path.with_name(path.name + "-wal")
     mode = "mode=ro" if wal.exists() else "immutable=1"
@@ -94,4 +105,4 @@ def finished_by(agent_id: str, since_utc: str, *, environ: Mapping[str, str],
     return [row[0] for row in rows]
 
 
-__all__ = ["ReadResult", "call", "finished_by"]
+__all__ = ["ReadResult", "call", "finished_by", "db_path"]

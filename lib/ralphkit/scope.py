@@ -215,12 +215,15 @@ def load_or_freeze(run_dir: Path, tasks: list[Mapping], repo_root: Path) -> Snap
     return Snapshot(run_dir, index.get("frozen_at", ""), sorted(index["tasks"]), False)
 
 
-def check_scope_integrity(run_dir: Path, tasks: list[Mapping], repo_root: Path) -> ScopeReport:
+def check_scope_integrity(run_dir: Path, tasks: list[Mapping], repo_root: Path, *,
+                          digest: str | None = None) -> ScopeReport:
     """Compare the live backlog with the snapshot. Statuses are ignored; spec problems are
-    reported, never raised. Raises EnvironmentFailure when the snapshot itself is unreadable."""
+    reported, never raised. Raises EnvironmentFailure when the snapshot itself is unreadable.
+    digest: scope_hashing.rows_digest(tasks) when the caller already has it (a reused
+    listing, scope_run), so an unchanged check does not walk the task list."""
     run_dir, root = Path(run_dir), str(repo_root)
     now_ns = hashing._clock()
-    digest = hashing.rows_digest(tasks)
+    digest = digest if digest is not None else hashing.rows_digest(tasks)
     cache = _load_cache(run_dir, root)
     # Fast path: same task rows as last time and no spec file moved: the last answer holds.
     if cache is not None and cache.report is not None and digest == cache.rows_digest \

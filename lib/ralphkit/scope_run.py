@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Mapping
 
 from ralphkit import errors, markdown_kv, progress, run_state, scope
+from ralphkit import scope_hashing as hashing
+from ralphkit.scope_cache import ListingCache
 from ralphkit.scope_report import ScopeReport
 from ralphkit.task_calls import TaskCommand
 
@@ -35,6 +37,8 @@ class Freeze:
     logged: list[str] = field(default_factory=list)  # the change lines recorded last
     list_failures: int = 0
     just_frozen: list[dict] | None = None            # a new snapshot's listing: the first check's
+    frozen_sig: tuple = (None, 0)                    # db signature + clock taken before it
+    listing: ListingCache = field(default_factory=ListingCache)   # reused while the db is still
 
     @property
     def run_dir(self) -> Path:
@@ -49,6 +53,7 @@ class Check:
     new_lines: list[str]        # changes to show now: not the same set as recorded last time
     target_done: bool           # build mode: every frozen task still present is done
     stop: bool                  # STOP_ON_SCOPE_CHANGE and the scope changed
+    listing_reused: bool = False  # the last listing served: the task database was not written
 
 
 def list_tasks(task: TaskCommand, env: Mapping[str, str]) -> list[dict] | None:
@@ -76,6 +81,8 @@ def start(task: TaskCommand, env: Mapping[str, str], ralph_dir: Path,
     EnvironmentFailure when the snapshot cannot be written or read."""
     ralph_dir = Path(ralph_dir)
     run_dir = ralph_dir / "runs" / state.run_id
+    cache = ListingCache()
+    frozen_sig = cache.before_listing(env, task.embedded)   # before the listing (scope_cache)
     tasks = list_tasks(task, env)
     if tasks is None:
         raise errors.UsageError(
@@ -86,7 +93,8 @@ def start(task: TaskCommand, env: Mapping[str, str], ralph_dir: Path,
     kept = state.extra.get("scope") or {}
     freeze = Freeze(ralph_dir, state, Path(repo_root), stop_on_change, snapshot, ids_file,
                     logged=list(kept.get("last", [])) if not snapshot.created else [],
-                    just_frozen=tasks if snapshot.created else None)
+                    just_frozen=tasks if snapshot.created else None, frozen_sig=frozen_sig,
+                    listing=cache)
     state.extra["scope"] = {"frozen_at": snapshot.frozen_at, "tasks": len(snapshot.task_ids),
                             "last": freeze.logged, "changes": kept.get("changes", [])
                             if not snapshot.created else []}
@@ -102,20 +110,33 @@ def check(freeze: Freeze, task: TaskCommand, env: Mapping[str, str]) -> Check:
     events.jsonl and progress.md once. A failed listing is transient: no check this time."""
     # The check right after a new snapshot reuses its listing (no second task call for the
     # same backlog); a resumed run lists again, changes made while it was stopped count.
-    tasks = freeze.just_frozen if freeze.just_frozen is not None else list_tasks(task, env)
+    # Later checks reuse the last listing while the task database was not written since
+    # (scope_cache: embedded task CLI only), so an unchanged check is the spec stats alone.
+    cache = freeze.listing
+    if freeze.just_frozen is not None:
+        tasks, reused = freeze.just_frozen, False
+        cache.remember(tasks, env, task.embedded, *freeze.frozen_sig)
+    else:
+        tasks, reused = cache.listing(env, task.embedded, lambda: list_tasks(task, env))
     freeze.just_frozen = None
     if tasks is None:
         freeze.list_failures += 1
         return Check(None, [], False, False)
-    report = scope.check_scope_integrity(freeze.run_dir, tasks, freeze.repo_root)
+    derived = cache.derived if cache.tasks is tasks and cache.derived is not None else {}
+    if "digest" not in derived:
+        derived["digest"] = hashing.rows_digest(tasks)
+    report = scope.check_scope_integrity(freeze.run_dir, tasks, freeze.repo_root,
+                                         digest=derived["digest"])
     lines = report.lines()
     new_lines: list[str] = []
     if lines != freeze.logged:
         new_lines = [line for line in lines if line not in freeze.logged]
         freeze.logged = lines
         _record(freeze, report, new_lines)
-    return Check(report, new_lines, scope.target_done(freeze.run_dir, tasks),
-                 report.changed and freeze.stop_on_change)
+    if "target_done" not in derived:    # frozen ids never change within a run
+        derived["target_done"] = scope.target_done(freeze.run_dir, tasks)
+    return Check(report, new_lines, derived["target_done"],
+                 report.changed and freeze.stop_on_change, reused)
 
 
 def _record(freeze: Freeze, report: ScopeReport, new_lines: list[str]) -> None:
