@@ -14,13 +14,13 @@ through the `say`/`warn` callbacks, sessions' renderings to `out`.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
 from ralphkit import agents, assignment, guards, outcome, parallel_recovery, progress, run_control
-from ralphkit import run_lock, run_state, scheduler, session_pool, watchdog, workspace, worktrees
+from ralphkit import run_lock, run_state, scheduler, session_pool, task_client, watchdog, workspace
+from ralphkit import worktrees
 from ralphkit.errors import RalphError, UsageError
 from ralphkit.signals import Guard
 from ralphkit.task_calls import TaskCommand
@@ -91,22 +91,14 @@ class ParallelBuild:
         return result.ok, result.output
 
     def _export(self) -> dict[str, dict]:
-        ok, out = self._call("_export-json")
-        if not ok:
+        records = task_client.export_tasks(self.s.task.bound(self.s.env))
+        if records is None:
             if not self.export_warned:
                 self.export_warned = True
                 self.s.warn(f"Error: --parallel reads the backlog with `{self.s.task.command} "
                             "_export-json`, which failed; no task is started")
             return {}
-        tasks = {}
-        for line in out.splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and record.get("id"):
-                tasks[record["id"]] = record
-        return tasks
+        return {record["id"]: record for record in records if record.get("id")}
 
     def _passthrough(self, *args: str) -> None:
         self.s.out.flush()

@@ -10,12 +10,11 @@ freeze off the loop's task calls are exactly ralph-cli.md's table.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from ralphkit import errors, markdown_kv, progress, run_state, scope
+from ralphkit import errors, markdown_kv, progress, run_state, scope, task_client
 from ralphkit import scope_hashing as hashing
 from ralphkit.scope_cache import ListingCache
 from ralphkit.scope_report import ScopeReport
@@ -59,13 +58,7 @@ class Check:
 def list_tasks(task: TaskCommand, env: Mapping[str, str]) -> list[dict] | None:
     """The whole backlog as task dicts, or None when the task call fails."""
     if task.embedded:
-        result = task.call("_export-json", env=env)          # task _export-json
-        if not result.ok:
-            return None
-        try:
-            return [json.loads(line) for line in result.output.splitlines() if line.strip()]
-        except ValueError:
-            return None
+        return task_client.export_tasks(task.bound(env))     # task _export-json
     result = task.call("list", "--all", "--markdown", env=env)   # task list --all --markdown
     return markdown_kv.parse_markdown_kv(result.output) if result.ok else None
 
