@@ -39,19 +39,25 @@ def recover(state: run_state.RunState, *, cwd: Path, run_branch: str,
     """Finish what the dead run's sessions (state.extra.parallel.sessions) left."""
     info = state.extra.get("parallel", {})
     base = info.get("runBranch") or run_branch
-    tasks = export()
-    for entry in info.get("sessions") or []:
+    sessions = info.get("sessions") or []
+    for entry in sessions:
         _kill_group(entry)
+    # Read the backlog only once every group is dead: a leftover agent process could still
+    # mark its task done in between, and that task must then be merged, not failed.
+    tasks = export()
+    for entry in sessions:
         tid = entry["task"]
         status = (tasks.get(tid) or {}).get("status")
         wt = worktrees.Worktree(Path(cwd).resolve(), Path(entry["worktree"]), entry["branch"],
                                 base, tid)
         if status == "done" and wt.path.is_dir():
-            ok, reason = merge(wt)
+            ok, reason = merge(wt)                   # re-opens the task when it cannot merge
         else:
             ok, reason = False, DIED_REASON
             if status == "active":
                 call("fail", tid, "--reason", DIED_REASON)
+            elif status == "done":                   # done, but its work is nowhere to merge
+                call("_reopen", tid, "--reason", DIED_REASON)
         (state.completed if ok else state.failed).append(
             {"task": tid, "at": run_state.utc_now(), **({} if ok else {"reason": reason})})
         warn(f"[{tid}] recovered from the interrupted run: " + ("merged" if ok else reason))
