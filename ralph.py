@@ -153,7 +153,8 @@ def freeze_scope(ctx: RunContext) -> None:
     if not (freeze or stop_on_change):                            # off: no extra task call
         return
     ctx.freeze = scope_run.start(ctx.task, ctx.env, ctx.run.ralph_dir, ctx.run.state,
-                                 config.find_repo_root(ctx.cwd), stop_on_change=stop_on_change)
+                                 config.find_repo_root(ctx.cwd), stop_on_change=stop_on_change,
+                                 watch_specs=ctx.options.extra.get("scope_watch") is not False)
     ctx.export("RALPH_FROZEN_IDS_FILE", str(ctx.freeze.ids_file))
     snap = ctx.freeze.snapshot
     kept = "frozen" if snap.created else f"kept from {snap.frozen_at}"
@@ -506,7 +507,7 @@ def choose_agent(ctx: RunContext) -> None:
 
 
 # Settings a run does not persist: how this invocation runs, not what the run is.
-NOT_PERSISTED = ("max_iterations", "dry_run", "resume")
+NOT_PERSISTED = ("max_iterations", "dry_run", "resume", "scope_watch")
 
 
 def start_run(ctx: RunContext, settings: config.Settings) -> None:

@@ -127,6 +127,9 @@ SETTINGS: tuple[Setting, ...] = (
             "snapshot the scope at start; only frozen tasks run"),
     Setting("stop_on_scope_change", "bool", False, "STOP_ON_SCOPE_CHANGE",
             "--stop-on-scope-change", "stop the run when the frozen scope changes"),
+    Setting("scope_watch", "bool", True, "SCOPE_WATCH", None,
+            "scope freeze: let inotify say which spec files changed (off: stat every spec"
+            " file before each session)"),
     Setting("assign", "bool", False, None, "--assign",
             "ralph claims the task and injects it (one task per session)"),
     # issue 6 (assignment mode, fresh context, respawn safety): notes/integration-assign.md

@@ -26,6 +26,7 @@ from typing import Iterable, Mapping
 
 from ralphkit import errors
 from ralphkit import scope_hashing as hashing
+from ralphkit import spec_watch
 from ralphkit.scope_report import ScopeReport, SpecChange
 
 SCOPE_JSON = "scope.json"
@@ -215,30 +216,65 @@ def load_or_freeze(run_dir: Path, tasks: list[Mapping], repo_root: Path) -> Snap
     return Snapshot(run_dir, index.get("frozen_at", ""), sorted(index["tasks"]), False)
 
 
+@dataclass
+class Memory:
+    """What one process keeps between the checks of one snapshot: the stat cache (not read
+    from disk again) and the spec watch that says which spec files may have changed since
+    the last check (spec_watch; None where inotify is unavailable or `watch` is off)."""
+
+    watch_specs: bool = True
+    cache: hashing.StatCache | None = None
+    watch: spec_watch.SpecWatch | None = None
+    watch_tried: bool = False
+
+
 def check_scope_integrity(run_dir: Path, tasks: list[Mapping], repo_root: Path, *,
-                          digest: str | None = None) -> ScopeReport:
+                          digest: str | None = None, memory: Memory | None = None) -> ScopeReport:
     """Compare the live backlog with the snapshot. Statuses are ignored; spec problems are
     reported, never raised. Raises EnvironmentFailure when the snapshot itself is unreadable.
     digest: scope_hashing.rows_digest(tasks) when the caller already has it (a reused
-    listing, scope_run), so an unchanged check does not walk the task list."""
+    listing, scope_run), so an unchanged check does not walk the task list.
+    memory: kept by a caller that checks again and again (the loop): with a spec watch, an
+    unchanged check stats only the spec files the watch cannot vouch for."""
     run_dir, root = Path(run_dir), str(repo_root)
     now_ns = hashing._clock()
     digest = digest if digest is not None else hashing.rows_digest(tasks)
-    cache = _load_cache(run_dir, root)
+    cache = memory.cache if memory is not None and memory.cache is not None \
+        else _load_cache(run_dir, root)
+    if cache is not None:
+        cache.begin()
+    # The watch is armed before this check looks at any file; its first answer is None.
+    only = _watched_changes(memory, cache) if cache is not None else None
     # Fast path: same task rows as last time and no spec file moved: the last answer holds.
     if cache is not None and cache.report is not None and digest == cache.rows_digest \
-            and cache.refresh(now_ns):
+            and cache.refresh(now_ns, only):
         report = ScopeReport.from_dict(cache.report)
         report.files_hashed = cache.hashed
         if cache.hashed:
             _save_cache(run_dir, cache, report)
+        if memory is not None:
+            memory.cache = cache
         return report
     index = _load_index(run_dir)
     cache = cache or hashing.StatCache(root)
     report = _compare(run_dir, index, tasks, cache, now_ns)
     cache.rows_digest, cache.report = digest, report.to_dict()
     _save_cache(run_dir, cache, report)
+    if memory is not None:
+        memory.cache = cache
+        if memory.watch is not None:
+            memory.watch.track(cache.tracked())   # files new to the cache: dirty next time
     return report
+
+
+def _watched_changes(memory: Memory | None, cache: hashing.StatCache) -> set[str] | None:
+    """The spec paths to stat in this check: None (all of them) without a watch."""
+    if memory is None or not memory.watch_specs:
+        return None
+    if not memory.watch_tried:
+        memory.watch_tried = True
+        memory.watch = spec_watch.start(cache.tracked())
+    return memory.watch.changed() if memory.watch is not None else None
 
 
 def _save_cache(run_dir: Path, cache: hashing.StatCache, report: ScopeReport) -> None:
@@ -276,5 +312,5 @@ def target_done(run_dir: Path, tasks: Iterable[Mapping]) -> bool:
     return True
 
 
-__all__ = ["Snapshot", "ScopeReport", "SpecChange", "freeze", "load_or_freeze",
+__all__ = ["Snapshot", "Memory", "ScopeReport", "SpecChange", "freeze", "load_or_freeze",
            "check_scope_integrity", "frozen_ids", "write_frozen_ids_file", "target_done"]

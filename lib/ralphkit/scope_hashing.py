@@ -103,7 +103,17 @@ class StatCache:
         self.rows_digest = rows_digest
         self.report = report
         self.hashed = 0
-        self._seen: dict[str, str] = {}   # states looked up by this object: once per check
+        self._seen: dict[str, str] = {}   # states looked up in this check: once per check
+        self._racy: set[str] | None = None   # paths whose entry is racy (built when needed)
+
+    def begin(self) -> None:
+        """Start a new check with a cache kept in memory since the last one (scope.Memory)."""
+        self.hashed = 0
+        self._seen = {}
+
+    def tracked(self) -> dict[str, str]:
+        """spec path as the tasks name it -> the absolute path stat'ed (spec_watch's keys)."""
+        return {rel: self._abs(rel) for rel in self.entries}
 
     def _abs(self, rel: str) -> str:
         return rel if rel.startswith("/") else self._prefix + rel
@@ -129,12 +139,21 @@ class StatCache:
         if state not in PROBLEM_STATES:
             self.hashed += 1
         self.entries[rel] = (sig, state)
+        if self._racy is not None:
+            (self._racy.add if sig == _RACY_SIG else self._racy.discard)(rel)
         self._seen[rel] = state
         return state
 
-    def refresh(self, now_ns: int) -> bool:
-        """Stat every cached file; re-hash those whose stat moved (or that are racy). True
+    def refresh(self, now_ns: int, only: set[str] | None = None) -> bool:
+        """Stat every cached file, or only those in `only` (spec_watch: the others cannot have
+        changed) and the racy ones; re-hash those whose stat moved (or that are racy). True
         when every state is still the cached one, i.e. the cached report still holds."""
+        if only is not None:
+            if self._racy is None:
+                self._racy = {rel for rel, (sig, _) in self.entries.items() if sig == _RACY_SIG}
+            entries = self.entries
+            looked = [(rel, entries[rel][1]) for rel in only | self._racy if rel in entries]
+            return all([self.state(rel, now_ns) == state for rel, state in looked])
         if self._entries is None and self._flat_unchanged():
             return True
         same = True

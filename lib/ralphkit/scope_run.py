@@ -38,6 +38,7 @@ class Freeze:
     just_frozen: list[dict] | None = None            # a new snapshot's listing: the first check's
     frozen_sig: tuple = (None, 0)                    # db signature + clock taken before it
     listing: ListingCache = field(default_factory=ListingCache)   # reused while the db is still
+    memory: scope.Memory = field(default_factory=scope.Memory)    # stat cache + spec watch
 
     @property
     def run_dir(self) -> Path:
@@ -68,7 +69,8 @@ def _listing(task: TaskCommand) -> str:
 
 
 def start(task: TaskCommand, env: Mapping[str, str], ralph_dir: Path,
-          state: run_state.RunState, repo_root: Path, *, stop_on_change: bool) -> Freeze:
+          state: run_state.RunState, repo_root: Path, *, stop_on_change: bool,
+          watch_specs: bool = True) -> Freeze:
     """Snapshot the scope into the run directory, or keep the snapshot a resumed run has.
     Raises UsageError when the backlog cannot be listed (nothing to freeze), and
     EnvironmentFailure when the snapshot cannot be written or read."""
@@ -87,7 +89,7 @@ def start(task: TaskCommand, env: Mapping[str, str], ralph_dir: Path,
     freeze = Freeze(ralph_dir, state, Path(repo_root), stop_on_change, snapshot, ids_file,
                     logged=list(kept.get("last", [])) if not snapshot.created else [],
                     just_frozen=tasks if snapshot.created else None, frozen_sig=frozen_sig,
-                    listing=cache)
+                    listing=cache, memory=scope.Memory(watch_specs=watch_specs))
     state.extra["scope"] = {"frozen_at": snapshot.frozen_at, "tasks": len(snapshot.task_ids),
                             "last": freeze.logged, "changes": kept.get("changes", [])
                             if not snapshot.created else []}
@@ -119,7 +121,7 @@ def check(freeze: Freeze, task: TaskCommand, env: Mapping[str, str]) -> Check:
     if "digest" not in derived:
         derived["digest"] = hashing.rows_digest(tasks)
     report = scope.check_scope_integrity(freeze.run_dir, tasks, freeze.repo_root,
-                                         digest=derived["digest"])
+                                         digest=derived["digest"], memory=freeze.memory)
     lines = report.lines()
     new_lines: list[str] = []
     if lines != freeze.logged:
