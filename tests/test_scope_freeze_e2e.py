@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -135,6 +136,36 @@ def test_an_edit_that_is_undone_before_the_next_check_is_no_change(run_ralph, wo
     action = f"printf 'changed' > specs/feature.md; printf '%s' '{original}' > specs/feature.md"
     proc = run_ralph("build", "-n", "2", "--freeze-scope", env=world.act(action))
     assert proc.returncode == 0 and scope_lines(proc.stderr) == []
+
+
+EDITS_ONE_PER_SESSION = (
+    'n=$(cat "$MARK" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$MARK"; case $n in '
+    # 1: same size, mtime put back: only ctime (and the watch) can tell
+    "1) cp -p specs/feature.md \"$MARK.ref\"; printf X | dd of=specs/feature.md bs=1 count=1 "
+    "conv=notrunc 2>/dev/null; touch -r \"$MARK.ref\" specs/feature.md;; "
+    # 2: an editor's atomic save (a new inode renamed over the spec)
+    "2) printf '# A, saved\\n' > specs/.a.swp; mv specs/.a.swp specs/a.md;; "
+    "3) sed -i 's/B/b/' specs/b.md;; esac")
+
+
+@pytest.mark.parametrize("watch", ["watch", "SCOPE_WATCH=0"])
+def test_spec_edits_to_files_past_the_racy_window_are_each_caught(run_ralph, world, watch):
+    # Specs written more than 2 s before the freeze are not re-hashed on every check: an edit
+    # is seen through the spec watch (inotify), or with SCOPE_WATCH=0 through a stat of each.
+    for name, tid in (("a", "t-3"), ("b", "t-4")):
+        (world.repo / "specs" / f"{name}.md").write_text(f"# {name.upper()}\n")
+        assert world.run_task("create", tid, name, "-r", f"specs/{name}.md").returncode == 0
+    specs = list((world.repo / "specs").glob("*.md"))
+    wait_for(lambda: all(time.time() - p.stat().st_ctime > 2.2 for p in specs), timeout=5)
+    env = world.act(EDITS_ONE_PER_SESSION, once=False)
+    if watch != "watch":
+        env["SCOPE_WATCH"] = "0"
+    proc = run_ralph("build", "-n", "4", "--freeze-scope", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert scope_lines(proc.stderr) == [
+        "Scope changed: modified spec specs/feature.md of task t-1: content changed",
+        "Scope changed: modified spec specs/a.md of task t-3: content changed",
+        "Scope changed: modified spec specs/b.md of task t-4: content changed"]
 
 
 # ---------------------------------------------------------------------------- new tasks never run
@@ -363,9 +394,10 @@ def test_the_mode_help_lists_the_scope_flags_just_before_help(run_ralph, mode):
             in lines[:at])
 
 
-def test_a_bad_freeze_scope_value_is_a_usage_error(run_ralph, tasks):
-    proc = run_ralph("build", env={**tasks.env, "FREEZE_SCOPE": "maybe"})
+@pytest.mark.parametrize("name", ["FREEZE_SCOPE", "SCOPE_WATCH"])
+def test_a_bad_freeze_scope_value_is_a_usage_error(run_ralph, tasks, name):
+    proc = run_ralph("build", env={**tasks.env, name: "maybe"})
     assert proc.returncode == 1
-    assert proc.stderr == ("Error: environment variable FREEZE_SCOPE must be a boolean "
+    assert proc.stderr == (f"Error: environment variable {name} must be a boolean "
                            "(1/0, true/false, yes/no), got 'maybe'\n")
     assert tasks.calls() == []
