@@ -86,6 +86,7 @@ dry_run: false
 resume: false
 freeze_scope: true
 stop_on_scope_change: true
+scope_watch: false
 assign: true
 session_timeout: 45m
 idle_timeout: 5m
