@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import wait_for
 
-from ralphkit import errors, scope, scope_hashing
+from ralphkit import errors, scope, scope_hashing, scope_target
 from ralphkit.markdown_kv import parse_markdown_kv
 
 TEN_S = 10_000_000_000
@@ -373,28 +373,28 @@ def test_report_summary_is_one_line_listing_the_changes(repo, run_dir):
 
 def test_frozen_ids_file_lists_only_frozen_tasks(repo, run_dir):
     scope.freeze(run_dir, backlog() + [task("t-del", status="deleted")], repo)
-    path = scope.write_frozen_ids_file(run_dir)
+    path = scope_target.write_frozen_ids_file(run_dir)
     assert path == run_dir / "frozen_ids.txt"
     assert path.read_text() == "t-1\nt-2\nt-3\nt-4\n"
-    assert scope.frozen_ids(run_dir) == ["t-1", "t-2", "t-3", "t-4"]
+    assert scope_target.frozen_ids(run_dir) == ["t-1", "t-2", "t-3", "t-4"]
 
 
 def test_an_empty_frozen_scope_gives_an_empty_ids_file_and_a_reached_target(repo, run_dir):
     scope.freeze(run_dir, [], repo)
-    assert scope.write_frozen_ids_file(run_dir).read_text() == ""
-    assert scope.target_done(run_dir, [task("t-new")])
+    assert scope_target.write_frozen_ids_file(run_dir).read_text() == ""
+    assert scope_target.target_done(run_dir, [task("t-new")])
 
 
 def test_the_target_is_done_when_every_frozen_task_still_present_is_done(repo, run_dir):
     scope.freeze(run_dir, backlog(), repo)
     tasks = backlog() + [task("t-new")]                    # added: never part of the target
-    assert not scope.target_done(run_dir, tasks)
+    assert not scope_target.target_done(run_dir, tasks)
     for t in tasks[:3]:
         t["status"] = "done"
-    assert not scope.target_done(run_dir, tasks)           # t-4 still open
+    assert not scope_target.target_done(run_dir, tasks)           # t-4 still open
     tasks[3]["status"] = "deleted"                         # removed: dropped from the target
-    assert scope.target_done(run_dir, tasks)
-    assert scope.target_done(run_dir, tasks[:3])           # vanished: dropped as well
+    assert scope_target.target_done(run_dir, tasks)
+    assert scope_target.target_done(run_dir, tasks[:3])           # vanished: dropped as well
 
 
 def _export(run_task) -> list[dict]:
@@ -413,7 +413,7 @@ def test_the_real_task_cli_backlog_is_frozen_checked_and_filtered(git_repo, run_
     ok("create", "t-3", "Third", "-p", "1")
     run_dir = git_repo / ".ralph" / "runs" / "r1"
     scope.freeze(run_dir, _export(run_task), git_repo)
-    frozen_file = scope.write_frozen_ids_file(run_dir)
+    frozen_file = scope_target.write_frozen_ids_file(run_dir)
 
     ok("claim", "t-1", "--agent", "a1")                      # progress: not a change
     assert not check(run_dir, _export(run_task), git_repo).changed
@@ -437,10 +437,10 @@ def test_the_real_task_cli_backlog_is_frozen_checked_and_filtered(git_repo, run_
     assert run_task("claim", "t-new", "--agent", "a2", env=frozen_env).returncode != 0
     assert run_task("claim", "--agent", "a2", env=frozen_env).returncode != 0  # t-2 blocked
     ok("done", "t-1")
-    assert not scope.target_done(run_dir, _export(run_task))
+    assert not scope_target.target_done(run_dir, _export(run_task))
     ok("claim", "t-2", "--agent", "a2", env=frozen_env)
     ok("done", "t-2")
-    assert scope.target_done(run_dir, _export(run_task))    # t-new open: not in the target
+    assert scope_target.target_done(run_dir, _export(run_task))    # t-new open: not in the target
 
 
 def test_a_markdown_kv_backlog_is_frozen_and_checked_without_descriptions(git_repo, run_task):

@@ -1,7 +1,8 @@
-"""Owns scope freeze (issue 5): the snapshot of the backlog written into a run directory at
-run start, the check that compares the live backlog with it before every session, the list
-of frozen ids the task CLI filters peek/claim with, and the "every frozen task is done" test
-that ends a frozen run. Knows nothing of the loop, flags, config, events.jsonl or printing:
+"""Owns scope freeze's snapshot and check (issue 5): the snapshot of the backlog written into
+a run directory at run start, and the check that compares the live backlog with it before
+every session (with a Memory kept between checks: the stat cache, and the spec watch that
+says which spec files may have changed). The frozen ids and the run's target are
+scope_target's. Knows nothing of the loop, flags, config, events.jsonl or printing:
 callers pass task dicts (the `_export-json` shape, or `markdown_kv.parse_markdown_kv` output
 for external backends) and decide what to do with the ScopeReport.
 
@@ -12,29 +13,26 @@ Files in the run directory (README: notes/scope.md):
   scope_index.json       private: id -> [def md5, spec path], spec path -> state; written
                          last, so it marks a complete snapshot
   scope_stat_cache.json  private: stat signatures and last report (scope_hashing.StatCache)
-  frozen_ids.txt         written by write_frozen_ids_file, for RALPH_FROZEN_IDS_FILE
+  frozen_ids.txt         scope_target.write_frozen_ids_file, for RALPH_FROZEN_IDS_FILE
 """
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from ralphkit import errors
+from ralphkit import atomic_file, errors
 from ralphkit import scope_hashing as hashing
-from ralphkit import spec_watch
+from ralphkit import scope_target, spec_watch
 from ralphkit.scope_report import ScopeReport, SpecChange
 
 SCOPE_JSON = "scope.json"
-IDS_TXT = "scope_task_ids.txt"
+IDS_TXT = scope_target.IDS_TXT
 HASHES_TXT = "scope_spec_hashes.txt"
 INDEX_JSON = "scope_index.json"
 CACHE_JSON = "scope_stat_cache.json"
-FROZEN_IDS_TXT = "frozen_ids.txt"
 
 _DETAIL = {  # what a spec state means when it is the new one
     "missing": "file disappeared", "unreadable": "file is no longer readable",
@@ -52,20 +50,8 @@ class Snapshot:
 
 
 def _write(path: Path, text: str) -> None:
-    """Atomic: temp file in the same directory, then os.replace (STYLE.md)."""
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as out:
-                out.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError as err:
-        raise errors.EnvironmentFailure(
-            f"cannot write {path}: {err.strerror or err}; free space or fix the permissions"
-            " of the run directory") from err
+    """Atomic (STYLE.md); an EnvironmentFailure naming the file when it cannot be written."""
+    atomic_file.write_atomic(path, text.encode("utf-8", "surrogateescape"))
 
 
 def _present(tasks: Iterable[Mapping]) -> tuple[dict[str, Mapping], list[str]]:
@@ -188,12 +174,7 @@ def freeze(run_dir: Path, tasks: list[Mapping], repo_root: Path) -> Snapshot:
             lines.append(f"{tid}:spec:{specs[spec]}")
     frozen_at = datetime.fromtimestamp(now_ns / 1e9, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     index = {"version": 1, "frozen_at": frozen_at, "tasks": index_tasks, "specs": specs}
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise errors.EnvironmentFailure(
-            f"cannot create {run_dir}: {err.strerror or err}; fix the permissions of .ralph/"
-        ) from err
+    atomic_file.ensure_dir(run_dir)
     _write(run_dir / SCOPE_JSON, "[\n" + ",\n".join(
         json.dumps(t, ensure_ascii=False, default=str) for t in tasks) + "\n]\n")
     _write(run_dir / IDS_TXT, "".join(f"{tid}\n" for tid in sorted(present)))
@@ -284,33 +265,5 @@ def _save_cache(run_dir: Path, cache: hashing.StatCache, report: ScopeReport) ->
         report.warnings.append(f"stat cache not saved ({err}); the next check re-hashes")
 
 
-def frozen_ids(run_dir: Path) -> list[str]:
-    """The frozen ids (tasks not deleted at freeze), sorted."""
-    path = Path(run_dir) / IDS_TXT
-    try:
-        return path.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
-    except OSError as err:
-        raise errors.EnvironmentFailure(
-            f"scope snapshot {path} cannot be read ({err.strerror or err}); start a new run")
-
-
-def write_frozen_ids_file(run_dir: Path) -> Path:
-    """Write the file the loop exports as RALPH_FROZEN_IDS_FILE. An empty frozen scope gives
-    an empty file: nothing may be claimed."""
-    path = Path(run_dir) / FROZEN_IDS_TXT
-    _write(path, "".join(f"{tid}\n" for tid in frozen_ids(run_dir)))
-    return path
-
-
-def target_done(run_dir: Path, tasks: Iterable[Mapping]) -> bool:
-    """True when every frozen task still present is done (removed ones left the target)."""
-    frozen = set(frozen_ids(run_dir))
-    for task in tasks:
-        status = task.get("status")
-        if str(task.get("id")) in frozen and status not in ("done", "deleted"):
-            return False
-    return True
-
-
 __all__ = ["Snapshot", "Memory", "ScopeReport", "SpecChange", "freeze", "load_or_freeze",
-           "check_scope_integrity", "frozen_ids", "write_frozen_ids_file", "target_done"]
+           "check_scope_integrity"]

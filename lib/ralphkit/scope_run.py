@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from ralphkit import errors, markdown_kv, progress, run_state, scope, task_client
+from ralphkit import errors, markdown_kv, progress, run_state, scope, scope_target, task_client
 from ralphkit import scope_hashing as hashing
 from ralphkit.scope_cache import ListingCache
 from ralphkit.scope_report import ScopeReport
@@ -84,7 +84,7 @@ def start(task: TaskCommand, env: Mapping[str, str], ralph_dir: Path,
             f"cannot freeze the scope: `{_listing(task)}` failed; check the task command"
             " or run without FREEZE_SCOPE")
     snapshot = scope.load_or_freeze(run_dir, tasks, Path(repo_root))   # resume keeps its own
-    ids_file = scope.write_frozen_ids_file(run_dir).resolve()          # absolute (task CLI cwd)
+    ids_file = scope_target.write_frozen_ids_file(run_dir).resolve()          # absolute (task CLI cwd)
     kept = state.extra.get("scope") or {}
     freeze = Freeze(ralph_dir, state, Path(repo_root), stop_on_change, snapshot, ids_file,
                     logged=list(kept.get("last", [])) if not snapshot.created else [],
@@ -129,7 +129,7 @@ def check(freeze: Freeze, task: TaskCommand, env: Mapping[str, str]) -> Check:
         freeze.logged = lines
         _record(freeze, report, new_lines)
     if "target_done" not in derived:    # frozen ids never change within a run
-        derived["target_done"] = scope.target_done(freeze.run_dir, tasks)
+        derived["target_done"] = scope_target.target_done(freeze.run_dir, tasks)
     return Check(report, new_lines, derived["target_done"],
                  report.changed and freeze.stop_on_change, reused)
 
