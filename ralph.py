@@ -376,7 +376,8 @@ def parallel_build(ctx: RunContext) -> int:
         on_first_interrupt=lambda: (say(), say(WAITING.format(agent=ctx.adapter.name))),
         stem=f"{ctx.run_stamp}-{os.getpid()}-build",
         timeouts=ctx.night.timeouts, kill_grace_s=ctx.night.cfg.kill_grace_s,  # issue 7, per session
-        max_consecutive_failures=ctx.night.cfg.limits.max_consecutive_failures))  # breaker: exit 6
+        max_consecutive_failures=ctx.night.cfg.limits.max_consecutive_failures,  # breaker: exit 6
+        scope_check=(lambda: check_scope(ctx)) if ctx.freeze else None))  # FREEZE_SCOPE: exit 4
     if reason == "interrupted":
         return EXIT_INTERRUPTED
     if reason == "max_iterations":
@@ -384,6 +385,8 @@ def parallel_build(ctx: RunContext) -> int:
     counts = ctx.task.call("plan-status", env=ctx.env)                   # task plan-status
     if counts.ok and backlog.all_done(counts.output):
         return stop(ctx, "All tasks complete. Exiting loop.")
+    if ctx.freeze is not None and scope_run.target_met(ctx.freeze, ctx.task, ctx.env):
+        return stop(ctx, "All frozen tasks complete. Exiting loop.")     # FREEZE_SCOPE: target met
     return stop(ctx, "No tasks available. Exiting loop.")                # left: failed or held
 
 

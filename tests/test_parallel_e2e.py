@@ -265,6 +265,26 @@ def test_with_a_frozen_scope_a_task_added_mid_run_never_reaches_a_parallel_sessi
     assert (tasks["t01"]["status"], tasks["t02"]["status"], tasks["t-new"]["status"]) == (
         "done", "done", "open")
     assert set(intervals(tmp_path)) == {"t01", "t02"}
+    # Checked before the sessions that follow t01's: named once, as the single loop does.
+    assert [line for line in proc.stderr.splitlines() if line.startswith("Scope changed: ")] \
+        == ["Scope changed: added task t-new: not in the frozen scope, it will not run"]
+    assert last_line(proc.stdout) == "All frozen tasks complete. Exiting loop."
+
+
+def test_stop_on_scope_change_ends_a_parallel_run_with_exit_4_after_its_running_sessions(
+        run_ralph, run_task, setup, tmp_path):
+    create(run_task, {"t01": "api", "t02": "db", "t03": "ui", "t04": "docs"})
+    adds = 'if [ "$(cat "$RALPH_FROZEN_IDS_FILE")" = t01 ]; then "$RALPH_TASK_SCRIPT" create t-new "Added mid-run" -c component:ui >/dev/null; fi\n'
+    proc = run_ralph("build", "--parallel", "2", "--stop-on-scope-change",
+                     env={**setup, "STUB_ACTION": adds + ACTION}, timeout=120)
+    assert proc.returncode == 4, proc.stderr
+    assert "Error: scope changed since the run started (1 change): added task t-new" \
+        in proc.stderr
+    tasks = export(run_task)
+    started = set(intervals(tmp_path))
+    assert "t-new" not in started and len(started) < 4            # no session after the stop
+    assert all(tasks[t]["status"] == "done" for t in started)       # the running ones finished
+    assert tasks["t-new"]["status"] == "open"
 
 
 # The session of task `slow` hangs without output (its shell ignoring SIGTERM when asked, so

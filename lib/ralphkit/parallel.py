@@ -21,7 +21,7 @@ from typing import Any, BinaryIO, Callable
 from ralphkit import agents, assignment, guards, outcome, parallel_recovery, progress, run_control
 from ralphkit import run_lock, run_state, scheduler, session_pool, task_client, watchdog, workspace
 from ralphkit import worktrees
-from ralphkit.errors import RalphError, UsageError
+from ralphkit.errors import RalphError, ScopeChanged, UsageError
 from ralphkit.signals import Guard
 from ralphkit.task_calls import TaskCommand
 
@@ -54,6 +54,9 @@ class Setup:
     timeouts: watchdog.SessionTimeouts | None = None   # issue 7, per session (None: none)
     kill_grace_s: float = 10.0                   # issue 7: SIGTERM, this long, then SIGKILL
     max_consecutive_failures: int = 0            # issue 7's breaker (0: off), exit 6
+    # Issue 5, before a session starts: the scope check (it names each change once and raises
+    # ScopeChanged under STOP_ON_SCOPE_CHANGE); True when every frozen task is done.
+    scope_check: Callable[[], bool] | None = None
 
 
 @dataclass
@@ -84,6 +87,7 @@ class ParallelBuild:
         self.breaker = guards.Guards(guards.Limits(0, 0, setup.max_consecutive_failures,
                                                    None, None, None))
         self.verdict: guards.Verdict | None = None
+        self.scope_stop: ScopeChanged | None = None  # issue 5: no new session; exit 4 at the end
 
     # ------------------------------------------------------------------ task calls
     def _call(self, *args: str) -> tuple[bool, str]:
@@ -145,6 +149,13 @@ class ParallelBuild:
 
     # ------------------------------------------------------------------ scheduler callbacks
     def _peek(self) -> list[dict]:
+        if self.s.scope_check is not None:       # before the sessions this peek may start
+            try:
+                if self.s.scope_check():
+                    return []                    # every frozen task is done
+            except ScopeChanged as err:
+                self.scope_stop = err
+                return []
         tasks = self._export()
         done = {tid for tid, t in tasks.items() if t.get("status") == "done"}
         frozen = self._frozen_ids()
@@ -289,7 +300,8 @@ class ParallelBuild:
     def run(self) -> str:
         """Run to the end; returns the scheduler's reason (`complete`, `blocked`,
         `max_iterations`) or `interrupted`. Raises NoProgress when
-        --max-consecutive-failures sessions in a row failed (the running ones end first)."""
+        --max-consecutive-failures sessions in a row failed, and ScopeChanged when the frozen
+        scope changed under STOP_ON_SCOPE_CHANGE (the running sessions end first)."""
         s = self.s
         if not s.run_branch:
             raise UsageError("--parallel needs a checked-out branch to merge into "
@@ -307,8 +319,11 @@ class ParallelBuild:
                 scheduler.run(plan, peek=self._peek, claim=self._claim, launch=self._launch,
                               wait=self._wait,
                               stopping=lambda: (pool.interrupted or bool(s.guard.pending)
-                                                or self.verdict is not None))
-                if plan.reason != "stopped":
+                                                or self.verdict is not None
+                                                or self.scope_stop is not None))
+                if self.scope_stop is not None and not pool.interrupted:
+                    reason = "scope_changed"
+                elif plan.reason != "stopped":
                     reason = plan.reason
                 elif self.verdict is not None and not pool.interrupted:
                     reason = "no_progress"
@@ -324,6 +339,8 @@ class ParallelBuild:
                 self.close(reason)
         if reason == "no_progress":
             raise self.verdict.error()                 # issue 7: exit 6, as the single loop
+        if reason == "scope_changed":
+            raise self.scope_stop                      # issue 5: exit 4, as the single loop
         return reason
 
     def _register(self) -> str:

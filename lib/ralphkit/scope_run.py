@@ -134,6 +134,13 @@ def check(freeze: Freeze, task: TaskCommand, env: Mapping[str, str]) -> Check:
                  report.changed and freeze.stop_on_change, reused)
 
 
+def target_met(freeze: Freeze, task: TaskCommand, env: Mapping[str, str]) -> bool:
+    """Every frozen task still present is done (after a --parallel run's last session, which
+    no check follows). False when the backlog cannot be listed."""
+    tasks = list_tasks(task, env)
+    return tasks is not None and scope_target.target_done(freeze.run_dir, tasks)
+
+
 def _record(freeze: Freeze, report: ScopeReport, new_lines: list[str]) -> None:
     now = run_state.utc_now()
     kept = freeze.state.extra.setdefault("scope", {})
@@ -151,4 +158,4 @@ def _record(freeze: Freeze, report: ScopeReport, new_lines: list[str]) -> None:
     progress.write_progress(freeze.ralph_dir, freeze.state)
 
 
-__all__ = ["Freeze", "Check", "list_tasks", "start", "check"]
+__all__ = ["Freeze", "Check", "list_tasks", "start", "check", "target_met"]
