@@ -8,7 +8,9 @@ It also times the loop's own per-session check (scope_run.check) through the rea
 the same 10,000 tasks in a tasks.db written by `task plan-sync`, frozen by scope_run.start,
 then checked with nothing changed (the listing of the last check is reused while the database
 files keep their stat: scope_cache; the spec watch, spec_watch, says no spec file changed), then
-with SCOPE_WATCH=0 (one stat per spec file), and once more with the listing forced each time.
+with SCOPE_WATCH=0 (one stat per spec file), after a status-only write of the real task CLI (a
+claim: the store's fingerprint shows the definitions unchanged, the listing is kept), and once
+more with the listing forced each time.
 The targets apply to the loop's check: that is the one run before every session.
 
     python bench/scope.py [--tasks N] [--runs R] [--no-per-task]
@@ -19,6 +21,7 @@ files written a moment before a freeze are re-hashed until they age, by design.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import resource
@@ -36,6 +39,7 @@ sys.path.insert(0, str(ROOT / "lib"))
 from ralphkit import run_state, scope, scope_run, task_calls  # noqa: E402
 from ralphkit import scope_hashing  # noqa: E402
 from ralphkit.scope_cache import ListingCache  # noqa: E402
+from ralphkit.tasks import cli as tasks_cli, fingerprint  # noqa: E402
 
 REFERENCE = ROOT / "bench" / "scope_reference.sh"
 CHECK_TARGET_MS = 100.0
@@ -77,10 +81,10 @@ def make_store(repo: Path, tasks: list[dict]) -> dict[str, str]:
     return env
 
 
-def loop_check(repo: Path, env: dict[str, str], runs: int) -> tuple[float, float, float, float]:
-    """(freeze ms, unchanged check ms, the same with the spec watch off, unchanged check ms
-    with the listing forced), through scope_run as ralph.py calls it, the embedded task CLI
-    on the real store."""
+def loop_check(repo: Path, env: dict[str, str], runs: int) -> tuple[float, ...]:
+    """(freeze ms, unchanged check ms, the same with the spec watch off, check ms after a
+    status-only write, store fingerprint ms, unchanged check ms with the listing forced),
+    through scope_run as ralph.py calls it, the embedded task CLI on the real store."""
     cwd = os.getcwd()
     os.chdir(repo)                       # the embedded task CLI works in the cwd, as in a run
     try:
@@ -105,14 +109,44 @@ def loop_check(repo: Path, env: dict[str, str], runs: int) -> tuple[float, float
         assert found.listing_reused and not found.report.changed, found
         freeze.memory = watching
 
+        status_ms = status_write_checks(freeze, task, env, runs)
+        db = str(repo / ".ralph" / "tasks.db")
+        fp_ms, fp = ms(lambda: fingerprint.read(db, env["RALPH_SCOPE_REPO"],
+                                                env["RALPH_SCOPE_BRANCH"]), runs, "fingerprint")
+        assert fp is not None and len(fp.statuses) == len(freeze.snapshot.task_ids)
+
         def forced():
             freeze.listing = ListingCache()          # as before scope_cache: list every time
             return scope_run.check(freeze, task, env)
         forced_ms, found = ms(forced, max(3, runs // 2), "loopforced")
         assert not found.listing_reused and not found.report.changed, found
-        return freeze_ms, check_ms, stat_ms, forced_ms
+        return freeze_ms, check_ms, stat_ms, status_ms, fp_ms, forced_ms
     finally:
         os.chdir(cwd)
+
+
+def status_write_checks(freeze, task, env: dict[str, str], runs: int) -> float:
+    """Median ms of the check after a session's write: before each check the real task CLI
+    (in-process) claims the next task; the previous one is marked done. Only the check is
+    timed. The database moved, the definitions did not: the store's fingerprint serves."""
+    times, cpus = [], []
+
+    def task_cli(*argv: str) -> None:
+        err = io.StringIO()
+        assert tasks_cli.main(list(argv), stdout=io.StringIO(), stderr=err, environ=env) == 0, \
+            err.getvalue()
+    for i in range(runs):
+        if i:
+            task_cli("done", f"t-{i - 1:05d}", "--result", '{"commit": "abc"}')
+        task_cli("claim", f"t-{i:05d}")
+        start, cpu = time.perf_counter(), _cpu()
+        found = scope_run.check(freeze, task, env)
+        times.append((time.perf_counter() - start) * 1000)
+        cpus.append((_cpu() - cpu) * 1000)
+        assert found.listing_reused and found.statuses_refreshed, found
+        assert not found.report.changed and not found.target_done, found
+    CPU["loopstatus"] = statistics.median(cpus)
+    return statistics.median(times)
 
 
 def _cpu() -> float:
@@ -177,7 +211,8 @@ def main() -> int:
         slow_ms, report = ms(lambda: scope.check_scope_integrity(run, edited, repo), 3, "slow")
         assert report.definition_modified == [f"t-{middle:05d}"], report.lines()
 
-        loop_freeze_ms, loop_ms, loop_stat_ms, forced_ms = loop_check(repo, env, opts.runs * 3)
+        loop_freeze_ms, loop_ms, loop_stat_ms, status_ms, fp_ms, forced_ms = loop_check(
+            repo, env, opts.runs * 3)
 
         bash("freeze", str(tmp / "bash_run"), str(export), str(repo))
         b_freeze_ms, _ = ms(lambda: bash("freeze", str(tmp / "bash_run"), str(export),
@@ -192,6 +227,10 @@ def main() -> int:
                 ("loop: freeze + first check (scope_run, real tasks.db)", "", loop_freeze_ms),
                 ("loop: per-session check, unchanged (listing reused)", "loop", loop_ms),
                 ("loop: the same, SCOPE_WATCH=0 (stat every spec)", "loopstat", loop_stat_ms),
+                ("loop: per-session check after a status-only write (claim of one task)",
+                 "loopstatus", status_ms),
+                ("  of which: store fingerprint (digest + statuses, one read)", "fingerprint",
+                 fp_ms),
                 ("loop: per-session check, listing forced (_export-json)", "loopforced",
                  forced_ms),
                 ("bash batched (xargs md5sum) freeze", "bfreeze", b_freeze_ms),
@@ -202,19 +241,21 @@ def main() -> int:
             assert out == "SCOPE_UNCHANGED", out
             rows.append(("bash per-task loop (seed: md5sum per spec) check", "pcheck",
                          p_check_ms))
-        print(f"  {'':<55} {'wall ms':>9} {'cpu ms':>9}")
+        print(f"  {'':<72} {'wall ms':>9} {'cpu ms':>9}")
         for name, key, value in rows:
             cpu = f"{CPU[key]:9.1f}" if key else f"{'-':>9}"
-            print(f"  {name:<55} {value:9.2f} {cpu}")
+            print(f"  {name:<72} {value:9.2f} {cpu}")
         print(f"freeze vs bash batched freeze: {b_freeze_ms / freeze_ms:.1f}x (wall), "
               f"{CPU['bfreeze'] / CPU['freeze']:.1f}x (cpu) (no target)")
         refs = [("bash batched", "bcheck", b_check_ms)] + (
             [] if opts.no_per_task else [("bash per-task (seed)", "pcheck", p_check_ms)])
-        # The targets are the check that runs before every session: the loop's. The others are
+        # The targets are the check that runs before every session: the loop's, with nothing
+        # written since the last one or only statuses (a claim, a done). The others are
         # shown for information: SCOPE_WATCH=0 (one stat per spec), and the cold check a new
         # process makes once (stat cache read from disk, every spec stat'ed).
         for name, key, value, target in (
                 ("unchanged check (the loop's, before every session)", "loop", loop_ms, True),
+                ("check after a session's status-only write", "loopstatus", status_ms, True),
                 ("  the same with SCOPE_WATCH=0", "loopstat", loop_stat_ms, False),
                 ("  cold check, once per process", "check", check_ms, False)):
             under = "ok" if value < CHECK_TARGET_MS else "MISSED"
@@ -232,6 +273,8 @@ def main() -> int:
         if refs:
             print(f"targets: < {CHECK_TARGET_MS:.0f} ms and >= {RATIO_TARGET:.0f}x the bash "
                   "pipeline, for the unchanged check before every session")
+        print(f"check after a status-only write vs listing with _export-json: "
+              f"{forced_ms / status_ms:.1f}x faster")
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         return 0
     finally:

@@ -53,7 +53,9 @@ class Check:
     new_lines: list[str]        # changes to show now: not the same set as recorded last time
     target_done: bool           # build mode: every frozen task still present is done
     stop: bool                  # STOP_ON_SCOPE_CHANGE and the scope changed
-    listing_reused: bool = False  # the last listing served: the task database was not written
+    listing_reused: bool = False  # no new listing: the last one still describes the scope
+    statuses_refreshed: bool = False  # ... although the database was written (a claim, a
+                                      # done): the store's digest matched, statuses read fresh
 
 
 def list_tasks(task: TaskCommand, env: Mapping[str, str]) -> list[dict] | None:
@@ -105,14 +107,18 @@ def check(freeze: Freeze, task: TaskCommand, env: Mapping[str, str]) -> Check:
     events.jsonl and progress.md once. A failed listing is transient: no check this time."""
     # The check right after a new snapshot reuses its listing (no second task call for the
     # same backlog); a resumed run lists again, changes made while it was stopped count.
-    # Later checks reuse the last listing while the task database was not written since
-    # (scope_cache: embedded task CLI only), so an unchanged check is the spec stats alone.
+    # Later checks reuse the last listing while the task database was not written since, or
+    # while the store's fingerprint shows the same definitions after a status-only write
+    # (scope_cache: embedded task CLI only), so an unchanged check is the spec stats alone,
+    # plus one read transaction over the task rows when a session wrote the store.
     cache = freeze.listing
+    statuses = None
     if freeze.just_frozen is not None:
         tasks, reused = freeze.just_frozen, False
-        cache.remember(tasks, env, task.embedded, *freeze.frozen_sig)
+        cache.remember(tasks, env, task.embedded, *freeze.frozen_sig, critical=task.critical)
     else:
-        tasks, reused = cache.listing(env, task.embedded, lambda: list_tasks(task, env))
+        got = cache.listing(env, task.embedded, lambda: list_tasks(task, env), task.critical)
+        tasks, reused, statuses = got.tasks, got.reused, got.statuses
     freeze.just_frozen = None
     if tasks is None:
         freeze.list_failures += 1
@@ -128,10 +134,13 @@ def check(freeze: Freeze, task: TaskCommand, env: Mapping[str, str]) -> Check:
         new_lines = [line for line in lines if line not in freeze.logged]
         freeze.logged = lines
         _record(freeze, report, new_lines)
-    if "target_done" not in derived:    # frozen ids never change within a run
+    if statuses is not None:            # the kept listing's statuses are old: the store's
+        derived["target_done"] = scope_target.target_done(
+            freeze.run_dir, ({"id": slug, "status": st} for slug, st in statuses.items()))
+    elif "target_done" not in derived:  # frozen ids never change within a run
         derived["target_done"] = scope_target.target_done(freeze.run_dir, tasks)
     return Check(report, new_lines, derived["target_done"],
-                 report.changed and freeze.stop_on_change, reused)
+                 report.changed and freeze.stop_on_change, reused, statuses is not None)
 
 
 def target_met(freeze: Freeze, task: TaskCommand, env: Mapping[str, str]) -> bool:
