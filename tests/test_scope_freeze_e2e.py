@@ -401,3 +401,12 @@ def test_a_bad_freeze_scope_value_is_a_usage_error(run_ralph, tasks, name):
     assert proc.stderr == (f"Error: environment variable {name} must be a boolean "
                            "(1/0, true/false, yes/no), got 'maybe'\n")
     assert tasks.calls() == []
+
+
+def test_a_task_text_holding_a_unicode_line_separator_is_frozen_and_checked(run_ralph, world):
+    # JSON keeps U+2028 raw inside a string: the listing is split on "\n" only.
+    assert world.run_task("create", "t-3", "Line\u2028separated\u2029title").returncode == 0
+    proc = run_ralph("build", "-n", "2", "--freeze-scope", env=world.env)
+    assert proc.returncode == 0, proc.stderr
+    assert "Scope frozen: 3 tasks (" in proc.stderr
+    assert "scope check skipped" not in proc.stderr and scope_lines(proc.stderr) == []

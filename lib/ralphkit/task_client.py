@@ -60,7 +60,7 @@ def export_tasks(task_call: TaskCall) -> list[dict] | None:
     if not ok:
         return None
     tasks = []
-    for line in out.splitlines():
+    for line in out.split("\n"):   # not splitlines: U+2028 may sit inside a JSON string
         if line.strip():
             try:
                 item = json.loads(line)
