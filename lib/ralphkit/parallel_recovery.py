@@ -124,7 +124,9 @@ def recover(state: run_state.RunState, *, cwd: Path, run_branch: str,
     # A branch the state does not list (a state written before this check, or a session
     # whose entry was lost): its task is settled the same way when it is done.
     by_branch = {worktrees.planned(cwd, state.run_id, tid, base).branch: tid for tid in tasks}
-    recorded = {e.get("branch") for e in state.completed}
+    # attempts the run already accounted for (merged, left for review, or failed with the
+    # branch kept) are not looked at again: only the ones whose end was never recorded
+    recorded = {e.get("branch") for e in [*state.completed, *state.failed]}
     for branch in worktrees.run_branches(cwd, state.run_id):
         tid = by_branch.get(branch)
         if tid and tid not in touched and branch not in recorded:
