@@ -6,6 +6,7 @@ never saved past that point; the stub agent waits on a gate FIFO the test opens 
 Real processes, signals, git and task CLI."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -98,8 +99,10 @@ def _assert_merged_once_and_clean(again, run_task, git_repo, base_env, tid) -> N
     assert not _stub_pids(git_repo)                      # nothing of the dead run's sessions
 
 
-@pytest.mark.parametrize("leftover", ["finishes-before-resume", "still-running-at-resume"],
-                         ids=["finishes-before-resume", "still-running-at-resume"])
+LEFTOVERS = ["finishes-before-resume", "still-running-at-resume", "finishes-and-state-lost"]
+
+
+@pytest.mark.parametrize("leftover", LEFTOVERS, ids=LEFTOVERS)
 def test_a_session_started_just_before_ralph_is_killed_is_recovered_on_resume(
         run_task, recovery_env, git_repo, base_env, tmp_path, leftover):
     create(run_task, {"late": "a"})
@@ -109,17 +112,24 @@ def test_a_session_started_just_before_ralph_is_killed_is_recovered_on_resume(
         wait_for(lambda: "late" in intervals(tmp_path), timeout=30)   # its agent runs
     finally:
         _kill(proc)           # ralph.py stalled before its state named the session's pid
-    if leftover == "finishes-before-resume":
+    if leftover != "still-running-at-resume":
         # the agent's shell outlives ralph.py and finishes: a commit, then `task done`
         with open(tmp_path / "marks" / "gate", "w") as gate:
             gate.write("go\n")
         wait_for(lambda: intervals(tmp_path)["late"][-1][1] is not None, timeout=30)
         assert export(run_task)["late"]["status"] == "done"
+    if leftover == "finishes-and-state-lost":
+        # a state that does not list the session (as an older ralph.py wrote it): the dead
+        # run's branch alone says where the done task's work is
+        path = next((git_repo / ".ralph" / "runs").glob("*/state.json"))
+        state = json.loads(path.read_text())
+        state["active"], state["extra"]["parallel"]["sessions"] = None, []
+        path.write_text(json.dumps(state))
     _unstall(git_repo)
     again = _resume(git_repo, env)
     _assert_merged_once_and_clean(again, run_task, git_repo, base_env, "late")
     assert len(intervals(tmp_path)["late"]) == (
-        1 if leftover == "finishes-before-resume" else 2)   # killed leftover: run again
+        2 if leftover == "still-running-at-resume" else 1)   # killed leftover: run again
     assert "[late] recovered from the interrupted run: " in again.stderr
 
 
