@@ -4,7 +4,8 @@ ids (slots), one claimed task per session in its own git worktree and branch
 branch merged back (worktrees.merge_back; a failed merge re-opens the task with the reason and
 keeps the branch), the run state of the run ralph.py opened (`active` lists every session),
 events and progress.md, and on start the recovery of a parallel run whose ralph.py died (its agents'
-groups killed, its done tasks merged, its active tasks failed, its worktrees removed).
+groups killed, its done tasks merged, its active tasks failed, its worktrees removed): each
+session is written into the run state before its worktree and agent exist (write-ahead).
 Issue 7 here: each session's timeouts (enforced by session_pool), a timed-out task failed
 with the timeout as its reason, and the --max-consecutive-failures breaker (exit 6).
 
@@ -200,8 +201,11 @@ class ParallelBuild:
         # (session_pidfile), so a kill -9 of ralph.py at any point leaves nothing unlisted.
         try:
             planned = worktrees.planned(s.cwd, self.state.run_id, tid, s.run_branch)
-            self.starting = _listed(tid, agent, planned, log, run_state.utc_now(), pidfile, None)
-            self._save()
+        except RalphError as err:
+            return self._not_started(task, f"cannot create its worktree: {err}")
+        self.starting = _listed(tid, agent, planned, log, run_state.utc_now(), pidfile, None)
+        self._save()                    # a state that cannot be written stops the run here
+        try:
             wt = worktrees.create(s.cwd, self.state.run_id, tid, s.run_branch)
         except RalphError as err:
             return self._not_started(task, f"cannot create its worktree: {err}")
@@ -224,6 +228,7 @@ class ParallelBuild:
         if failed is not None:
             s.warn(f"Error: cannot run '{argv[0]}': {failed.error}")
             worktrees.remove(wt)
+            pidfile.unlink(missing_ok=True)
             return self._not_started(task, f"cannot run '{argv[0]}': {failed.error}")
         self.sessions[tid] = _Session(task, agent, wt, log, writer, n,
                                       self.starting["startedAt"], pidfile)
