@@ -205,9 +205,14 @@ def test_ctrl_c_and_sigterm_stop_every_session_and_put_their_tasks_back(
 def test_ralph_status_shows_every_active_session(run_task, setup, git_repo, base_env, tmp_path):
     proc, env = _start_hanging_run(run_task, setup, git_repo, base_env, tmp_path)
     try:
-        status = subprocess.run([sys.executable, str(RALPH), "status", "--json"], cwd=git_repo,
-                                env=env, capture_output=True, text=True, timeout=30)
-        data = json.loads(status.stdout)
+        def with_both_pids() -> dict | None:
+            # both agents run; the state names the second one's pid once ralph.py saved it
+            data = json.loads(subprocess.run(
+                [sys.executable, str(RALPH), "status", "--json"], cwd=git_repo, env=env,
+                capture_output=True, text=True, timeout=30).stdout)
+            sessions = (data.get("active") or {}).get("sessions") or []
+            return data if sum(1 for x in sessions if x["pid"]) == 2 else None
+        data = wait_for(with_both_pids, timeout=30)
         assert data["alive"] is True
         sessions = data["active"]["sessions"]
         assert sorted(s["task"] for s in sessions) == ["h0", "h1"]

@@ -4,7 +4,8 @@ ids (slots), one claimed task per session in its own git worktree and branch
 branch merged back (worktrees.merge_back; a failed merge re-opens the task with the reason and
 keeps the branch), the run state of the run ralph.py opened (`active` lists every session),
 events and progress.md, and on start the recovery of a parallel run whose ralph.py died (its agents'
-groups killed, its done tasks merged, its active tasks failed, its worktrees removed).
+groups killed, its done tasks merged, its active tasks failed, its worktrees removed): each
+session is written into the run state before its worktree and agent exist (write-ahead).
 Issue 7 here: each session's timeouts (enforced by session_pool), a timed-out task failed
 with the timeout as its reason, and the --max-consecutive-failures breaker (exit 6).
 
@@ -68,6 +69,16 @@ class _Session:
     writer: session_pool.PrefixWriter
     n: int = 0
     started: str = field(default_factory=run_state.utc_now)
+    pidfile: Path | None = None
+
+
+def _listed(tid: str, agent: str, wt: worktrees.Worktree, log: Path, started: str,
+            pidfile: Path | None, pid: int | None) -> dict:
+    """A session as the run state lists it (parallel_recovery reads it back)."""
+    return {"task": tid, "agent": agent, "branch": wt.branch, "worktree": str(wt.path),
+            "log": str(log), "startedAt": started, "pid": pid,
+            "procStart": run_lock.pid_start_time(pid) if pid else None,
+            "pidfile": str(pidfile) if pidfile else None}
 
 
 class ParallelBuild:
@@ -77,6 +88,7 @@ class ParallelBuild:
         self.free_agents: list[str] = []
         self.extra_agents: list[str] = []
         self.sessions: dict[str, _Session] = {}
+        self.starting: dict | None = None        # the session being started (write-ahead)
         self.template = assignment.load_template(None)
         self.export_warned = False
         self.ended: list = []                    # sessions ended, not yet finished (_wait)
@@ -111,13 +123,13 @@ class ParallelBuild:
     # ------------------------------------------------------------------ state
     def _save(self) -> None:
         st = self.state
-        if self.sessions:
-            listed = [{"task": tid, "agent": x.agent, "branch": x.wt.branch,
-                       "worktree": str(x.wt.path), "log": str(x.log), "startedAt": x.started,
-                       "pid": pid, "procStart": run_lock.pid_start_time(pid)}
-                      for tid, x in self.sessions.items()
-                      for pid in [self.pool.pids().get(tid) if self.pool else None]]
-            st.active = {"n": st.sessions_started, "task": ", ".join(self.sessions),
+        pids = self.pool.pids() if self.pool else {}
+        listed = [_listed(tid, x.agent, x.wt, x.log, x.started, x.pidfile, pids.get(tid))
+                  for tid, x in self.sessions.items()]
+        if self.starting:
+            listed.append(self.starting)
+        if listed:
+            st.active = {"n": st.sessions_started, "task": ", ".join(x["task"] for x in listed),
                          "startedAt": min(x["startedAt"] for x in listed), "pid": None,
                          "log": f"{len(listed)} session logs", "agent": None,
                          "sessions": listed}
@@ -138,8 +150,9 @@ class ParallelBuild:
     # ------------------------------------------------------------------ start and recovery
     def _open_run(self) -> None:
         """run_control opened (or resumed) the run; a resumed parallel run's sessions died
-        with their ralph.py: finish what they left."""
-        if (self.state.extra.get("parallel") or {}).get("sessions"):
+        with their ralph.py: finish what they left (its sessions, and its branches: a task
+        done on a branch that was never merged is merged now or re-opened)."""
+        if "parallel" in self.state.extra:
             parallel_recovery.recover(self.state, cwd=Path(self.s.cwd),
                                       run_branch=self.s.run_branch, export=self._export,
                                       call=self._call, merge=self._merge, warn=self.s.warn)
@@ -189,33 +202,48 @@ class ParallelBuild:
     def _launch(self, task: dict) -> _Session | None:
         s, tid, agent = self.s, task["id"], task["_agent"]
         self.state.sessions_started += 1
+        n = self.state.sessions_started
+        stem = f"{s.stem}-{n:03d}-{worktrees.branch_safe(tid)}"
+        log = workspace.ralph_subdir(Path(s.cwd), "logs") / f"{stem}.jsonl"   # s.20.3
+        run_dir = self.ralph_dir / "runs" / self.state.run_id
+        pidfile = run_dir / f"session-{n:03d}.pid"
+        # Write-ahead (issue 8 recovery): the session is in the run state before its worktree
+        # or agent exists, and its agent records its pid in `pidfile` before it runs
+        # (session_pidfile), so a kill -9 of ralph.py at any point leaves nothing unlisted.
+        try:
+            planned = worktrees.planned(s.cwd, self.state.run_id, tid, s.run_branch)
+        except RalphError as err:
+            return self._not_started(task, f"cannot create its worktree: {err}")
+        self.starting = _listed(tid, agent, planned, log, run_state.utc_now(), pidfile, None)
+        self._save()                    # a state that cannot be written stops the run here
         try:
             wt = worktrees.create(s.cwd, self.state.run_id, tid, s.run_branch)
         except RalphError as err:
             return self._not_started(task, f"cannot create its worktree: {err}")
         block = assignment.render_block(assignment.build_task(task, Path(s.cwd)), self.template)
         prompt = assignment.session_prompt(block)
-        stem = f"{s.stem}-{self.state.sessions_started:03d}-{worktrees.branch_safe(tid)}"
         if not s.adapter.prompt_on_stdin and not agents.prompt_fits(prompt):
             prompts = workspace.ralph_subdir(Path(s.cwd), "prompts")      # as the loop's
             prompt = agents.spill_prompt("/ralph-build", block, prompts / f"{stem}.md")
         argv = s.adapter.argv(prompt, danger=s.danger, model=s.model)
-        frozen = self.ralph_dir / "runs" / self.state.run_id / f"task-{worktrees.branch_safe(tid)}"
+        frozen = run_dir / f"task-{worktrees.branch_safe(tid)}"
         frozen.write_text(tid + "\n")
         env = {**s.env, **s.adapter.env(danger=s.danger),
                **worktrees.session_env(wt, s.env, Path(s.cwd)),
                "RALPH_AGENT_ID": agent, "RALPH_FROZEN_IDS_FILE": str(frozen)}
-        log = workspace.ralph_subdir(Path(s.cwd), "logs") / f"{stem}.jsonl"   # s.20.3
         writer = session_pool.PrefixWriter(s.out, tid)
         s.out.flush()
         failed = self.pool.start(tid, argv, env=env, cwd=wt.path, log_path=log,
                                  renderer=s.adapter.new_renderer(writer),
-                                 stdin=s.adapter.stdin(prompt))
+                                 stdin=s.adapter.stdin(prompt), pidfile=pidfile)
         if failed is not None:
             s.warn(f"Error: cannot run '{argv[0]}': {failed.error}")
             worktrees.remove(wt)
+            pidfile.unlink(missing_ok=True)
             return self._not_started(task, f"cannot run '{argv[0]}': {failed.error}")
-        self.sessions[tid] = _Session(task, agent, wt, log, writer, self.state.sessions_started)
+        self.sessions[tid] = _Session(task, agent, wt, log, writer, n,
+                                      self.starting["startedAt"], pidfile)
+        self.starting = None
         s.say(f"[{tid}] started: agent {agent}, branch {wt.branch}")
         self._event("session_start", n=self.state.sessions_started, task=tid, agent=agent,
                     branch=wt.branch, log=str(log))
@@ -223,6 +251,7 @@ class ParallelBuild:
         return self.sessions[tid]
 
     def _not_started(self, task: dict, reason: str) -> None:
+        self.starting = None
         self._call("fail", task["id"], "--reason", reason)
         self.free_agents.append(task["_agent"])
         self.state.failed.append({"task": task["id"], "at": run_state.utc_now(),
@@ -290,6 +319,8 @@ class ParallelBuild:
                     cost_usd=getattr(summary, "total_cost_usd", None),
                     turns=getattr(summary, "num_turns", None))
         self._save()
+        if x.pidfile:
+            x.pidfile.unlink(missing_ok=True)
         self.s.say(f"[{tid}] {'done' if ok else 'failed'}: {message}")
         counted = outcome.Outcome(how.kind, message, not ok)
         if tripped := self.breaker.after_session(counted, None, "", None):
@@ -315,6 +346,7 @@ class ParallelBuild:
                 self._open_run()
                 self.free_agents = [s.first_agent] + [self._register()
                                                       for _ in range(s.parallel - 1)]
+                self._save()                   # the agents, before any of them claims a task
                 plan.started = self.state.sessions_started if s.max_iterations else 0
                 scheduler.run(plan, peek=self._peek, claim=self._claim, launch=self._launch,
                               wait=self._wait,

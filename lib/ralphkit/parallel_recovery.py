@@ -1,8 +1,12 @@
 """Owns the recovery of a `--parallel` run whose ralph.py died (SIGKILL, power loss; issue 8):
-for every session the run state lists, what is left of its agent's process group is killed,
-a task already `done` is merged back (or re-opened when that fails), an `active` one goes back
-to open; whatever the dead run's agent ids still hold is failed and they are deregistered; the
-run's worktrees are removed. Nothing is lost, nothing runs twice.
+every session the run state lists (written ahead, before its agent starts) is stopped for good
+(its pid file claimed, or what is left of its agent's process group killed and awaited); only
+then is the backlog read. Each task the dead run touched (a listed session, or a branch
+`ralph/<runId>/<task>`) is settled as a normal finish would: `done` with commits the run's
+branch lacks is merged back (or re-opened, branch kept, when that fails), `done` with nothing
+left to merge is completed, `active` goes back to open; whatever the dead run's agent ids still
+hold is failed and they are deregistered; the run's worktrees are removed. A task never ends
+done while its branch holds unmerged work, and nothing runs twice.
 
 Does not own opening the run (run_control), merging (the caller's `merge`), task calls (the
 caller's `call`/`export`) or printing (`warn`).
@@ -11,56 +15,132 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Callable
 
-from ralphkit import run_lock, run_state, worktrees
+from ralphkit import run_lock, run_state, session_pidfile, worktrees
 
 DIED_REASON = "ralph.py died during this session"
+_GONE_WITHIN_S = 10.0          # a SIGKILLed process only outlives it stuck in the kernel
 
 
-def _kill_group(entry: dict) -> None:
-    pid = entry.get("pid")
+def _members(pgid: int) -> list[int] | None:
+    """Live (not zombie) processes of the group; None where /proc cannot tell."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return None
+    live = []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{name}/stat").read_bytes()
+        except OSError:
+            continue
+        fields = raw[raw.rindex(b")") + 2:].split()      # state is field 3, pgrp field 5
+        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] != b"Z":
+            live.append(int(name))
+    return live
+
+
+def _kill_group(pid: int | None, start: int | None) -> None:
     now = run_lock.pid_start_time(pid) if pid else None
     # as run_control: the agent led its group (pgid = its pid); killed when that pid is gone
     # (its children may live on: a pid is not reused while it names a live group) or is
     # still the same process
-    if pid and (now is None or now == entry.get("procStart")):
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    if not pid or (now is not None and start is not None and now != start):
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        return
+    # Read the backlog only once the group is gone, not merely signalled: a process killed in
+    # the middle of `task done`'s commit may still finish that write.
+    deadline = time.monotonic() + _GONE_WITHIN_S
+    while time.monotonic() < deadline:
+        members = _members(pid)
+        if members == [] or (members is None and not _group_exists(pid)):
+            return
+        time.sleep(0.01)
+
+
+def _group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _stop(entry: dict) -> None:
+    """The session's agent is stopped for good: it never starts, or its group is dead."""
+    pid, start = entry.get("pid"), entry.get("procStart")
+    if entry.get("pidfile"):
+        taken = session_pidfile.take(Path(entry["pidfile"]))
+        if taken is None and not pid:
+            return                                   # its agent never ran and never will
+        if taken is not None:
+            pid, start = taken
+    _kill_group(pid, start)
+
+
+def _settle(wt: worktrees.Worktree, status: str | None, listed: bool,
+            merge: Callable[[worktrees.Worktree], tuple[bool, str]],
+            call: Callable[..., tuple[bool, str]]) -> tuple[bool, str] | None:
+    """(completed, reason) for a task the dead run touched; None when there is nothing to
+    settle (a branch of a task that is not done and had no listed session)."""
+    if status == "done":
+        merged = worktrees.branch_merged(wt)
+        if merged is None or merged:                 # nothing of it is left outside the run's
+            return True, "already merged"            # branch (as a normal finish: no commits)
+        return merge(wt)                             # re-opens the task when it cannot merge
+    if not listed:
+        return None                                  # its next attempt keeps the branch (@n)
+    if status == "active":
+        call("fail", wt.task, "--reason", DIED_REASON)
+    return False, DIED_REASON
 
 
 def recover(state: run_state.RunState, *, cwd: Path, run_branch: str,
             export: Callable[[], dict[str, dict]], call: Callable[..., tuple[bool, str]],
             merge: Callable[[worktrees.Worktree], tuple[bool, str]],
             warn: Callable[[str], None]) -> None:
-    """Finish what the dead run's sessions (state.extra.parallel.sessions) left."""
+    """Finish what the dead run (state.extra.parallel) left: its sessions and its branches."""
     info = state.extra.get("parallel", {})
     base = info.get("runBranch") or run_branch
     sessions = info.get("sessions") or []
     for entry in sessions:
-        _kill_group(entry)
-    # Read the backlog only once every group is dead: a leftover agent process could still
-    # mark its task done in between, and that task must then be merged, not failed.
+        _stop(entry)
     tasks = export()
+    touched: dict[str, tuple[worktrees.Worktree, bool]] = {}
     for entry in sessions:
-        tid = entry["task"]
-        status = (tasks.get(tid) or {}).get("status")
-        wt = worktrees.Worktree(Path(cwd).resolve(), Path(entry["worktree"]), entry["branch"],
-                                base, tid)
-        if status == "done" and wt.path.is_dir():
-            ok, reason = merge(wt)                   # re-opens the task when it cannot merge
-        else:
-            ok, reason = False, DIED_REASON
-            if status == "active":
-                call("fail", tid, "--reason", DIED_REASON)
-            elif status == "done":                   # done, but its work is nowhere to merge
-                call("_reopen", tid, "--reason", DIED_REASON)
+        touched[entry["task"]] = (worktrees.Worktree(
+            Path(cwd).resolve(), Path(entry["worktree"]), entry["branch"], base,
+            entry["task"]), True)
+    # A branch the state does not list (a state written before this check, or a session
+    # whose entry was lost): its task is settled the same way when it is done.
+    by_branch = {worktrees.planned(cwd, state.run_id, tid, base).branch: tid for tid in tasks}
+    # attempts the run already accounted for (merged, left for review, or failed with the
+    # branch kept) are not looked at again: only the ones whose end was never recorded
+    recorded = {e.get("branch") for e in [*state.completed, *state.failed]}
+    for branch in worktrees.run_branches(cwd, state.run_id):
+        tid = by_branch.get(branch)
+        if tid and tid not in touched and branch not in recorded:
+            touched[tid] = (worktrees.planned(cwd, state.run_id, tid, base), False)
+    for tid, (wt, listed) in touched.items():
+        settled = _settle(wt, (tasks.get(tid) or {}).get("status"), listed, merge, call)
+        if settled is None:
+            continue
+        ok, reason = settled
         (state.completed if ok else state.failed).append(
-            {"task": tid, "at": run_state.utc_now(), **({} if ok else {"reason": reason})})
-        warn(f"[{tid}] recovered from the interrupted run: " + ("merged" if ok else reason))
+            {"task": tid, "at": run_state.utc_now(), "branch": wt.branch,
+             **({} if ok else {"reason": reason})})
+        warn(f"[{tid}] recovered from the interrupted run: "
+             + (f"merged ({reason})" if ok else reason))
     for agent in info.get("agents") or []:              # whatever the dead agents still hold
         if not agent:
             continue
@@ -71,7 +151,9 @@ def recover(state: run_state.RunState, *, cwd: Path, run_branch: str,
         call("agent", "deregister", agent)
     removed = worktrees.cleanup_run(cwd, state.run_id, base)
     state.active, info["sessions"] = None, []
-    warn(f"Resuming run {state.run_id}: removed {len(removed)} worktree(s) of the interrupted run")
+    if sessions or touched or removed:
+        warn(f"Resuming run {state.run_id}: removed {len(removed)} worktree(s) of the "
+             "interrupted run")
 
 
 __all__ = ["recover", "DIED_REASON"]

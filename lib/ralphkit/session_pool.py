@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Mapping
 
-from ralphkit import session, watchdog
+from ralphkit import session, session_pidfile, watchdog
 from ralphkit.session import (DRAIN_SECONDS, SessionResult, _die_with_parent, _has_exited,
                               _killpg, _write_all)
 from ralphkit.signals import Guard
@@ -84,14 +84,22 @@ class Pool:
         return {key: run.proc.pid for key, run in self._running.items()}
 
     def start(self, key: str, argv: list[str], *, env: Mapping[str, str], cwd: Path,
-              log_path: Path, renderer: Any, stdin: bytes | None = None) -> SessionResult | None:
-        """Start one session; None when started, else the failed SessionResult (no log)."""
+              log_path: Path, renderer: Any, stdin: bytes | None = None,
+              pidfile: Path | None = None) -> SessionResult | None:
+        """Start one session; None when started, else the failed SessionResult (no log).
+        pidfile: the agent records its pid there before exec (session_pidfile's handshake)."""
         log = open(log_path, "wb", buffering=0)
+        steps = [step for step in (_die_with_parent(),
+                                   pidfile and session_pidfile.child_claim(pidfile)) if step]
+
+        def preexec() -> None:
+            for step in steps:
+                step()
         try:
             with session.stdin_file(stdin) as agent_stdin:
                 proc = subprocess.Popen(argv, stdin=agent_stdin, stdout=subprocess.PIPE,
                                         stderr=None, env=dict(env), process_group=0,
-                                        bufsize=0, cwd=cwd, preexec_fn=_die_with_parent())
+                                        bufsize=0, cwd=cwd, preexec_fn=preexec if steps else None)
         except OSError as exc:
             log.close()
             log_path.unlink(missing_ok=True)

@@ -106,16 +106,42 @@ def _worktrees(repo: Path) -> list[tuple[Path, str | None]]:
     return entries
 
 
+def _place(repo: Path, run_id: str, task_slug: str) -> tuple[Path, Path, str]:
+    top = _toplevel(repo)
+    safe = branch_safe(task_slug)
+    return (top, top / ".ralph" / "worktrees" / branch_safe(run_id) / safe,
+            f"ralph/{branch_safe(run_id)}/{safe}")
+
+
+def planned(repo: Path, run_id: str, task_slug: str, base_branch: str) -> Worktree:
+    """The worktree `create` makes for this task (nothing is created): the run state names it
+    before it exists (write-ahead, so a recovery looks at it whatever happened next)."""
+    top, path, branch = _place(repo, run_id, task_slug)
+    return Worktree(top, path, branch, base_branch, task_slug)
+
+
+def branch_merged(wt: Worktree) -> bool | None:
+    """None when the task's branch does not exist, True when the run's branch contains it
+    (nothing of it left to merge), False when it holds commits the run's branch lacks."""
+    if not _ref_exists(wt.repo, wt.branch):
+        return None
+    return _is_ancestor(wt.repo, f"refs/heads/{wt.branch}", wt.base_branch)
+
+
+def run_branches(repo: Path, run_id: str) -> list[str]:
+    """Every branch `ralph/<runId>/<task>` of a run (not the kept `<branch>@<n>` ones)."""
+    prefix = f"refs/heads/ralph/{branch_safe(run_id)}/"
+    refs = _git(_toplevel(repo), "for-each-ref", "--format=%(refname)", prefix)[1].split()
+    return [ref[len("refs/heads/"):] for ref in refs if "@" not in ref[len(prefix):]]
+
+
 def create(repo: Path, run_id: str, task_slug: str, base_branch: str) -> Worktree:
     """A fresh worktree on a new branch from the tip of `base_branch`. A stale worktree at the
     same place (a killed run) is removed; an existing branch of the same name is deleted when
     it is merged, else renamed to `<branch>@<n>` and kept (previous_branch)."""
-    top = _toplevel(repo)
+    top, path, branch = _place(repo, run_id, task_slug)
     if not _ref_exists(top, base_branch):
         raise UsageError(f"run branch '{base_branch}' does not exist in {top}")
-    safe = branch_safe(task_slug)
-    branch = f"ralph/{branch_safe(run_id)}/{safe}"
-    path = top / ".ralph" / "worktrees" / branch_safe(run_id) / safe
     # Each git call costs tens of ms in the run's serial part (bench/parallel): the stale
     # worktree check only runs when something is at the path; a registration whose directory
     # is gone is overridden by `add -f` (-f never allows a branch checked out twice: -b is new).
@@ -248,5 +274,5 @@ def cleanup_run(repo: Path, run_id: str, base_branch: str | None = None) -> list
     return removed
 
 
-__all__ = ["Worktree", "MergeResult", "create", "merge_back", "remove", "cleanup_run",
-           "session_env", "branch_safe", "STRATEGIES"]
+__all__ = ["Worktree", "MergeResult", "create", "planned", "merge_back", "branch_merged",
+           "run_branches", "remove", "cleanup_run", "session_env", "branch_safe", "STRATEGIES"]
