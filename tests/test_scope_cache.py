@@ -3,6 +3,7 @@ database has not been written (issue 5 speed; lib/ralphkit/scope_cache.py). Real
 written by real task CLI processes; the check runs in-process as ralph.py runs it."""
 from __future__ import annotations
 
+import sqlite3
 import time
 from pathlib import Path
 
@@ -53,6 +54,16 @@ def test_an_unchanged_backlog_is_not_listed_again_once_the_database_has_aged(fro
         again.append(check())
     assert [c.listing_reused for c in again] == [True, True, True]
     assert all(not c.report.changed and not c.target_done for c in again)
+    # Not even the store's fingerprint is read again while another connection keeps the -wal
+    # (a user's sqlite3 shell, another task CLI): the fingerprint's own read-only connection
+    # must not move the signature (as root, SQLite fchown()s the -wal on every open).
+    keeper = sqlite3.connect(Path(".ralph") / "tasks.db")
+    try:
+        keeper.execute("SELECT count(*) FROM tasks").fetchall()
+        again = [check() for _ in range(4)]
+    finally:
+        keeper.close()
+    assert [(c.listing_reused, c.statuses_refreshed) for c in again[2:]] == [(True, False)] * 2
 
 
 def test_a_change_written_right_after_a_check_is_caught_although_the_database_stat_is_racy(

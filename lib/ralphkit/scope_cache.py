@@ -34,15 +34,20 @@ from ralphkit import scope_hashing as hashing
 _ABSENT = (-1, -1, -1, -1)
 
 def db_signature(db: str) -> tuple[tuple[int, int, int, int], ...]:
-    """(size, mtime_ns, ctime_ns, inode) of `tasks.db` and `tasks.db-wal` (absent: -1s)."""
+    """(size, mtime_ns, ctime_ns, inode) of `tasks.db` and `tasks.db-wal` (absent: -1s).
+    The -wal's ctime is left out (its mtime stands in): SQLite running as root fchown()s the
+    -wal to the database's owner on every open, even a read-only one, so the store's own
+    fingerprint read would move it and no signature would ever hold. Every commit write()s
+    frames to the -wal, which moves its mtime (and the racy rule covers a same-tick write)."""
     sig = []
-    for path in (db, db + "-wal"):
+    for path, wal in ((db, False), (db + "-wal", True)):
         try:
             st = os.stat(path)
         except OSError:
             sig.append(_ABSENT)
             continue
-        sig.append((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+        sig.append((st.st_size, st.st_mtime_ns, st.st_mtime_ns if wal else st.st_ctime_ns,
+                    st.st_ino))
     return tuple(sig)
 
 
