@@ -166,6 +166,9 @@ def test_spec_edits_to_files_past_the_racy_window_are_each_caught(run_ralph, wor
         "Scope changed: modified spec specs/feature.md of task t-1: content changed",
         "Scope changed: modified spec specs/a.md of task t-3: content changed",
         "Scope changed: modified spec specs/b.md of task t-4: content changed"]
+    [watch_event] = world.events("scope_watch")
+    assert (watch_event["on"], watch_event["spec_files"], watch_event["stat_each_check"]) == (
+        (True, 3, 0) if watch == "watch" else (False, 3, 3))
 
 
 # ---------------------------------------------------------------------------- new tasks never run

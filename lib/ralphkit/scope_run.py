@@ -39,6 +39,7 @@ class Freeze:
     frozen_sig: tuple = (None, 0)                    # db signature + clock taken before it
     listing: ListingCache = field(default_factory=ListingCache)   # reused while the db is still
     memory: scope.Memory = field(default_factory=scope.Memory)    # stat cache + spec watch
+    watch_recorded: bool = False                     # the scope_watch event of this process
 
     @property
     def run_dir(self) -> Path:
@@ -128,6 +129,7 @@ def check(freeze: Freeze, task: TaskCommand, env: Mapping[str, str]) -> Check:
         derived["digest"] = hashing.rows_digest(tasks)
     report = scope.check_scope_integrity(freeze.run_dir, tasks, freeze.repo_root,
                                          digest=derived["digest"], memory=freeze.memory)
+    _record_watch(freeze)
     lines = report.lines()
     new_lines: list[str] = []
     if lines != freeze.logged:
@@ -148,6 +150,19 @@ def target_met(freeze: Freeze, task: TaskCommand, env: Mapping[str, str]) -> boo
     no check follows). False when the backlog cannot be listed."""
     tasks = list_tasks(task, env)
     return tasks is not None and scope_target.target_done(freeze.run_dir, tasks)
+
+
+def _record_watch(freeze: Freeze) -> None:
+    """Once per process, when it is known: is the spec watch on, and how many spec files does
+    every check stat (all of them without the watch)."""
+    memory = freeze.memory
+    if freeze.watch_recorded or not (memory.watch_tried or not memory.watch_specs):
+        return
+    freeze.watch_recorded = True
+    tracked = len(memory.cache.tracked()) if memory.cache is not None else 0
+    progress.append_event(freeze.ralph_dir, freeze.state.run_id, "scope_watch",
+                          on=memory.watch is not None, spec_files=tracked,
+                          stat_each_check=memory.watch.unwatched if memory.watch else tracked)
 
 
 def _record(freeze: Freeze, report: ScopeReport, new_lines: list[str]) -> None:
