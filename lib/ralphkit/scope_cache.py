@@ -33,6 +33,7 @@ from ralphkit import scope_hashing as hashing
 
 _ABSENT = (-1, -1, -1, -1)
 
+
 def db_signature(db: str) -> tuple[tuple[int, int, int, int], ...]:
     """(size, mtime_ns, ctime_ns, inode) of `tasks.db` and `tasks.db-wal` (absent: -1s).
     The -wal's ctime is left out (its mtime stands in): SQLite running as root fchown()s the

@@ -87,7 +87,7 @@ def start(task: TaskCommand, env: Mapping[str, str], ralph_dir: Path,
             f"cannot freeze the scope: `{_listing(task)}` failed; check the task command"
             " or run without FREEZE_SCOPE")
     snapshot = scope.load_or_freeze(run_dir, tasks, Path(repo_root))   # resume keeps its own
-    ids_file = scope_target.write_frozen_ids_file(run_dir).resolve()          # absolute (task CLI cwd)
+    ids_file = scope_target.write_frozen_ids_file(run_dir).resolve()   # absolute (task CLI cwd)
     kept = state.extra.get("scope") or {}
     freeze = Freeze(ralph_dir, state, Path(repo_root), stop_on_change, snapshot, ids_file,
                     logged=list(kept.get("last", [])) if not snapshot.created else [],
