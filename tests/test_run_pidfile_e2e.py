@@ -159,3 +159,34 @@ def test_a_session_that_ends_normally_leaves_no_pid_file_and_the_state_never_nam
     assert not list(run_dir.glob("session-*.pid")) and not list(run_dir.glob(".session-*"))
     starts = [e for e in events_of(run_dir) if e["event"] == "session_start"]
     assert len(starts) == 1 and json.loads((run_dir / "state.json").read_text())["active"] is None
+
+
+def test_a_kill_9_after_the_state_named_the_pid_file_but_before_the_start_runs_nothing_twice(
+        git_repo, stall_env, run_task, run_ralph, tmp_path):
+    marks = tmp_path / "marks"
+    (marks / "first").mkdir()                                   # no gate: agents just work
+    sync(run_task, "t1")
+    proc = subprocess.Popen([sys.executable, str(RALPH), "build", "-n", "5"], cwd=git_repo,
+                            env=stall_env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        states = git_repo / ".ralph" / "runs"
+        wait_for(lambda: list(states.glob("*/state.json")), timeout=30)
+        run_dir, = runs(git_repo)
+        # blocked on its session_start event: the pid file is named, no agent started
+        wait_for(lambda: (state_of(run_dir).get("active") or {}).get("n") == 1, timeout=30)
+        pidfile = Path(state_of(run_dir)["active"]["pidfile"])
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert not pidfile.exists()
+    (run_dir / "events.jsonl").unlink()
+    again = run_ralph("build", "-n", "5", env=stall_env)
+    assert again.returncode == 0, again.stderr
+    assert f"Resuming run {run_dir.name}" in again.stderr
+    assert "killed what was left" not in again.stderr          # no agent ever ran
+    assert pidfile.read_text() == "recovered\n"                 # and none ever will for it
+    assert export(run_task)[0]["status"] == "done" and export(run_task)[0]["retry_count"] == 0
