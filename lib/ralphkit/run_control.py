@@ -153,7 +153,10 @@ def _run_dir(run: Run) -> Path:
 def _drop_pidfile(active: dict[str, Any] | None) -> None:
     """The session is over and its group reaped (session.run): its pid file names nothing."""
     if (active or {}).get("pidfile"):
-        Path(active["pidfile"]).unlink(missing_ok=True)
+        try:
+            Path(active["pidfile"]).unlink(missing_ok=True)
+        except OSError:
+            pass                       # a leftover names a reaped group: harmless, never fatal
 
 
 def agent_started(run: Run, pid: int) -> None:
