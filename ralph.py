@@ -219,8 +219,8 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
     fresh = fresh_start.consume(ctx.ralph_dir)                  # issue 6: FRESH_START is one-shot
     argv += fresh_start.session_resume_args(bool(ctx.options.extra.get("continue_session")), fresh)
     log_path = workspace.ralph_subdir(ctx.cwd, "logs") / f"{ctx.session_stem()}.jsonl"
-    run_control.begin_session(ctx.run, task=ctx.assign and ctx.assign.current,  # issue 4
-                              log=log_path, agent=ctx.agent_id)
+    pidfile = run_control.begin_session(ctx.run, task=ctx.assign and ctx.assign.current,  # issue 4
+                                        log=log_path, agent=ctx.agent_id)
     sys.stdout.flush()
     result = session.run(argv, env={**ctx.env, **adapter.env(danger=ctx.options.danger)},
                          log_path=log_path,                      # claude -p "$PROMPT" ... | tee | jq
@@ -229,6 +229,7 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
                          renderer=adapter.new_renderer(sys.stdout.buffer),
                          stdin=adapter.stdin(prompt),
                          on_start=lambda pid: run_control.agent_started(ctx.run, pid),
+                         pidfile=pidfile,                       # write-ahead: a kill -9 before on_start
                          timeouts=ctx.night.timeouts,           # issue 7: TERM, grace, KILL
                          kill_grace_s=ctx.night.cfg.kill_grace_s)
     if not result.started:

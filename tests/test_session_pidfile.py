@@ -1,13 +1,15 @@
-"""The write-ahead pid file of a `--parallel` session (issue 8 recovery), through the real
-session pool: whoever links the file first wins, the agent's child or the recovery."""
+"""The write-ahead pid file of a session (issue 8 recovery for `--parallel`, issue 4 resume for
+the single loop), through the real session pool and the real session.run: whoever links the
+file first wins, the agent's child or the recovery."""
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
 import pytest
 
-from ralphkit import session_pidfile, session_pool
+from ralphkit import session, session_pidfile, session_pool
 from ralphkit.signals import Guard
 
 
@@ -22,7 +24,7 @@ class _Quiet:
         pass
 
 
-def _run(tmp_path: Path, script: str, pidfile: Path):
+def _run_in_pool(tmp_path: Path, script: str, pidfile: Path):
     with session_pool.Pool(Guard(), lambda: None) as pool:
         failed = pool.start("t", ["sh", "-c", script], env=dict(os.environ), cwd=tmp_path,
                             log_path=tmp_path / "session.log", renderer=_Quiet(),
@@ -35,7 +37,25 @@ def _run(tmp_path: Path, script: str, pidfile: Path):
     return result
 
 
-def test_an_agent_whose_pid_file_the_recovery_took_first_never_runs(tmp_path):
+def _run_alone(tmp_path: Path, script: str, pidfile: Path):
+    result = session.run(["sh", "-c", script], env=dict(os.environ),
+                         log_path=tmp_path / "session.log", out=io.BytesIO(), guard=Guard(),
+                         on_first_interrupt=lambda: None, renderer=_Quiet(), cwd=tmp_path,
+                         pidfile=pidfile)
+    assert result.started
+    return result
+
+
+STARTERS = [_run_in_pool, _run_alone]
+STARTER_IDS = ["parallel-pool", "single-loop-session"]
+
+
+@pytest.fixture(params=STARTERS, ids=STARTER_IDS)
+def _run(request):
+    return request.param
+
+
+def test_an_agent_whose_pid_file_the_recovery_took_first_never_runs(tmp_path, _run):
     pidfile = tmp_path / "session-001.pid"
     assert session_pidfile.take(pidfile) is None              # the recovery came first
     result = _run(tmp_path, f"touch {tmp_path / 'ran'}", pidfile)
@@ -46,7 +66,7 @@ def test_an_agent_whose_pid_file_the_recovery_took_first_never_runs(tmp_path):
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="start times need /proc")
-def test_an_agent_that_started_first_is_named_by_pid_and_start_time(tmp_path):
+def test_an_agent_that_started_first_is_named_by_pid_and_start_time(tmp_path, _run):
     pidfile = tmp_path / "session-001.pid"
     result = _run(tmp_path, f"echo $$ > {tmp_path / 'pid'}", pidfile)    # exec keeps the pid
     assert result.returncode == 0

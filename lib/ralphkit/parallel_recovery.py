@@ -8,84 +8,22 @@ left to merge is completed, `active` goes back to open; whatever the dead run's 
 hold is failed and they are deregistered; the run's worktrees are removed. A task never ends
 done while its branch holds unmerged work, and nothing runs twice.
 
-Does not own opening the run (run_control), merging (the caller's `merge`), task calls (the
-caller's `call`/`export`) or printing (`warn`).
+Does not own opening the run (run_control), stopping a dead session's agent (dead_session),
+merging (the caller's `merge`), task calls (the caller's `call`/`export`) or printing (`warn`).
 """
 from __future__ import annotations
 
-import os
-import signal
-import time
 from pathlib import Path
 from typing import Callable
 
-from ralphkit import run_lock, run_state, session_pidfile, worktrees
+from ralphkit import dead_session, run_state, worktrees
 
 DIED_REASON = "ralph.py died during this session"
-_GONE_WITHIN_S = 10.0          # a SIGKILLed process only outlives it stuck in the kernel
-
-
-def _members(pgid: int) -> list[int] | None:
-    """Live (not zombie) processes of the group; None where /proc cannot tell."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return None
-    live = []
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            raw = Path(f"/proc/{name}/stat").read_bytes()
-        except OSError:
-            continue
-        fields = raw[raw.rindex(b")") + 2:].split()      # state is field 3, pgrp field 5
-        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] != b"Z":
-            live.append(int(name))
-    return live
-
-
-def _kill_group(pid: int | None, start: int | None) -> None:
-    now = run_lock.pid_start_time(pid) if pid else None
-    # as run_control: the agent led its group (pgid = its pid); killed when that pid is gone
-    # (its children may live on: a pid is not reused while it names a live group) or is
-    # still the same process
-    if not pid or (now is not None and start is not None and now != start):
-        return
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        return
-    # Read the backlog only once the group is gone, not merely signalled: a process killed in
-    # the middle of `task done`'s commit may still finish that write.
-    deadline = time.monotonic() + _GONE_WITHIN_S
-    while time.monotonic() < deadline:
-        members = _members(pid)
-        if members == [] or (members is None and not _group_exists(pid)):
-            return
-        time.sleep(0.01)
-
-
-def _group_exists(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def _stop(entry: dict) -> None:
     """The session's agent is stopped for good: it never starts, or its group is dead."""
-    pid, start = entry.get("pid"), entry.get("procStart")
-    if entry.get("pidfile"):
-        taken = session_pidfile.take(Path(entry["pidfile"]))
-        if taken is None and not pid:
-            return                                   # its agent never ran and never will
-        if taken is not None:
-            pid, start = taken
-    _kill_group(pid, start)
+    dead_session.stop(entry.get("pidfile"), entry.get("pid"), entry.get("procStart"))
 
 
 def _settle(wt: worktrees.Worktree, status: str | None, listed: bool,

@@ -8,15 +8,13 @@ progress formats (run_lock, run_state, progress), the task calls, printing or ex
 returns notes for ralph.py to print on stderr."""
 from __future__ import annotations
 
-import os
-import signal
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from ralphkit import progress, run_lock, run_state
+from ralphkit import dead_session, progress, run_lock, run_state
 from ralphkit.errors import EXIT_INTERRUPTED as INTERRUPTED
 
 # recover(agent_id, reason) -> slugs it failed: fails what the dead run's agent still holds and
@@ -37,22 +35,18 @@ class Run:
 
 
 def _kill_dead_agent(active: dict[str, Any] | None) -> str | None:
-    """SIGKILL what is left of the crashed session's agent group. The agent led its own group
-    (session.py), so the group id is its pid. Killed when that pid still runs with the recorded
-    start time, or no longer exists (its children may: a pid is not reused while it names a
-    live group); left alone when the pid now belongs to another process."""
-    pid = (active or {}).get("pid")
-    if not isinstance(pid, int) or pid <= 0:
+    """Stop the crashed session's agent for good (dead_session): its pid file taken (an agent
+    started just before ralph.py died is named there even when the state has no pid yet; one
+    that had not started never will), then what is left of its group (the agent led it,
+    session.py) SIGKILLed and awaited, so that none of it can still `task done` or commit once
+    its tasks are failed. A pid that now belongs to another process is left alone."""
+    active = active or {}
+    pid = active.get("pid")
+    killed = dead_session.stop(active.get("pidfile"), pid if isinstance(pid, int) else None,
+                               active.get("pidStartTime"))
+    if killed is None:
         return None
-    started = active.get("pidStartTime")
-    now = run_lock.pid_start_time(pid)
-    if now is not None and started is not None and now != started:
-        return None                                  # the pid was reused: not ours
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        return None                                  # nothing of the group is left
-    return f"killed what was left of the dead run's agent (process group {pid})"
+    return f"killed what was left of the dead run's agent (process group {killed})"
 
 
 def _log(run: Run, kind: str, message: str) -> None:
@@ -133,18 +127,36 @@ def _recover(run: Run, recover: Recover) -> None:
         _log(run, "resume", f"failed task {slug} of the dead run's agent {agent}: {reason}")
 
 
-def begin_session(run: Run, *, task: str | None, log: Path, agent: str) -> None:
+def begin_session(run: Run, *, task: str | None, log: Path, agent: str) -> Path:
     """Before the agent starts: the state names the active session (and the agent id, so a
-    resumed run can release what this agent holds)."""
+    resumed run can release what this agent holds) and the pid file its agent links its pid
+    into before exec (session_pidfile), returned for session.run: a kill -9 of ralph.py
+    between the agent's start and agent_started leaves its process group known."""
     run.session_clock = time.monotonic()
     run.session_since = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
     run.state.begin_session(task, None, str(log), agent=agent or None)
+    pidfile = _run_dir(run) / f"session-{run.state.sessions_started:03d}.pid"
+    run.state.active["pidfile"] = str(pidfile)
     if agent:
         run.state.extra["agentId"] = agent
-    run_state.save(run.ralph_dir, run.state)
+    run_state.save(run.ralph_dir, run.state)        # write-ahead: saved before the start
     progress.append_event(run.ralph_dir, run.state.run_id, "session_start",
                           n=run.state.sessions_started, task=task, agent="claude", log=str(log))
     progress.write_progress(run.ralph_dir, run.state)
+    return pidfile
+
+
+def _run_dir(run: Run) -> Path:
+    return run_state.state_path(run.ralph_dir, run.state.run_id).parent
+
+
+def _drop_pidfile(active: dict[str, Any] | None) -> None:
+    """The session is over and its group reaped (session.run): its pid file names nothing."""
+    if (active or {}).get("pidfile"):
+        try:
+            Path(active["pidfile"]).unlink(missing_ok=True)
+        except OSError:
+            pass                       # a leftover names a reaped group: harmless, never fatal
 
 
 def agent_started(run: Run, pid: int) -> None:
@@ -161,7 +173,8 @@ def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: 
     event, progress.md rewritten. completed/failed: the tasks the session finished or left.
     extra: more fields for the event (issue 7: the session's exit class and detail)."""
     state = run.state
-    n = (state.active or {}).get("n", state.sessions_started)
+    ended = state.active
+    n = (ended or {}).get("n", state.sessions_started)
     known = {e["task"] for e in state.completed}        # done is final: recorded once
     completed = [slug for slug in completed if slug not in known]
     details = {"n": n, "exit_code": returncode,
@@ -183,6 +196,7 @@ def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: 
         event["reason"] = fail_reason
     event.update(extra or {})
     run_state.save(run.ralph_dir, state)
+    _drop_pidfile(ended)                            # after the save: the state no longer names it
     progress.append_event(run.ralph_dir, state.run_id, "session_end", **event)
     progress.write_progress(run.ralph_dir, state)
 
@@ -218,9 +232,11 @@ def finish_run(run: Run | None, exit_code: int, reason: str) -> None:
     if run is None or run.closed:
         return
     run.closed = True
-    try:
+    ended = run.state.active             # a session cut short (an error, a signal): its group
+    try:                                 # was reaped by session.run, its pid file names nothing
         run.state.finish(exit_code, reason)
         run_state.save(run.ralph_dir, run.state)
+        _drop_pidfile(ended)
         progress.write_progress(run.ralph_dir, run.state)
         progress.append_event(run.ralph_dir, run.state.run_id, "run_end",
                               exit_code=exit_code, reason=reason)

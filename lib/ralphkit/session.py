@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Mapping
 
-from ralphkit import render, watchdog
+from ralphkit import render, session_pidfile, watchdog
 from ralphkit.errors import EnvironmentFailure
 from ralphkit.signals import Guard
 
@@ -87,16 +87,33 @@ def _die_with_parent() -> Callable[[], None] | None:
     return preexec
 
 
+def _preexec(pidfile: Path | None) -> Callable[[], None] | None:
+    """The agent's preexec_fn: die with ralph.py, then (with a pid file) record its pid there
+    before exec, or exit at once when a recovery came first (session_pidfile's handshake: a
+    resumed run then knows the group even if ralph.py died before it saved the pid)."""
+    steps = [step for step in (_die_with_parent(),
+                               pidfile and session_pidfile.child_claim(pidfile)) if step]
+    if not steps:
+        return None
+
+    def preexec() -> None:
+        for step in steps:
+            step()
+    return preexec
+
+
 def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryIO,
         guard: Guard, on_first_interrupt: Callable[[], None], renderer: Any = None,
         stdin: bytes | None = None, cwd: Path | None = None,
         on_start: Callable[[int], None] | None = None,
         timeouts: watchdog.SessionTimeouts | None = None,
-        kill_grace_s: float = 10.0) -> SessionResult:
+        kill_grace_s: float = 10.0, pidfile: Path | None = None) -> SessionResult:
     """Run one session to its end and return how it ended. `out` gets the rendering, through
     `renderer` (feed/close/summary; default s.12's StreamRenderer). `stdin`: bytes the agent
     reads on its stdin (issue 8 `command` backend), else /dev/null (s.11).
     on_start(pid) is called once the agent runs (the run state records it, issue 4).
+    pidfile: the agent links "<pid> <start time>" there before exec (session_pidfile), for the
+    window between its start and on_start.
     `timeouts` (issue 7): when one runs out, the group gets SIGTERM, then SIGKILL after
     kill_grace_s; the result says timed_out or idle_out."""
     guard.raise_pending()             # a signal during the last task call: no new session (s.16)
@@ -116,7 +133,7 @@ def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryI
                 with stdin_file(stdin) as agent_stdin:
                     proc = subprocess.Popen(argv, stdin=agent_stdin, stdout=subprocess.PIPE,
                                             stderr=None, env=dict(env), process_group=0,
-                                            bufsize=0, cwd=cwd, preexec_fn=_die_with_parent())
+                                            bufsize=0, cwd=cwd, preexec_fn=_preexec(pidfile))
             except OSError as exc:
                 log.close()
                 log_path.unlink(missing_ok=True)      # no session, no log

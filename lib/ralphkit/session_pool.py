@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Mapping
 
-from ralphkit import session, session_pidfile, watchdog
-from ralphkit.session import (DRAIN_SECONDS, SessionResult, _die_with_parent, _has_exited,
-                              _killpg, _write_all)
+from ralphkit import session, watchdog
+from ralphkit.session import (DRAIN_SECONDS, SessionResult, _has_exited, _killpg, _preexec,
+                              _write_all)
 from ralphkit.signals import Guard
 
 _CHUNK = 65536
@@ -89,17 +89,11 @@ class Pool:
         """Start one session; None when started, else the failed SessionResult (no log).
         pidfile: the agent records its pid there before exec (session_pidfile's handshake)."""
         log = open(log_path, "wb", buffering=0)
-        steps = [step for step in (_die_with_parent(),
-                                   pidfile and session_pidfile.child_claim(pidfile)) if step]
-
-        def preexec() -> None:
-            for step in steps:
-                step()
         try:
             with session.stdin_file(stdin) as agent_stdin:
                 proc = subprocess.Popen(argv, stdin=agent_stdin, stdout=subprocess.PIPE,
                                         stderr=None, env=dict(env), process_group=0,
-                                        bufsize=0, cwd=cwd, preexec_fn=preexec if steps else None)
+                                        bufsize=0, cwd=cwd, preexec_fn=_preexec(pidfile))
         except OSError as exc:
             log.close()
             log_path.unlink(missing_ok=True)
