@@ -18,9 +18,9 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO
 
+from ralphkit.line_feed import MAX_LINE_BYTES, LineFeed
 from ralphkit.render import SessionSummary
 
-MAX_LINE_BYTES = 8 * 1024 * 1024   # as render.py: a longer line is not rendered (the log keeps it)
 _TAIL_TEXTS = 16             # texts kept for limit-message detection (as render.py)
 _TAIL_TEXT_CHARS = 4096
 LAST_TEXT_CHARS = 64 * 1024  # the last assistant message is kept up to this many code points
@@ -82,16 +82,12 @@ def done_line(status: Any, *, cost: Any = None, turns: Any = None,
     return " | ".join(parts) + " \u2501\u2501\n"
 
 
-class JsonLinesRenderer:
-    """Bounded line splitting shared by the JSON renderers: feed() any chunks, each complete
-    line that decodes to a JSON object goes to `_event`, whose text is written and flushed."""
+class JsonLinesRenderer(LineFeed):
+    """The JSON renderers' base: each complete line (line_feed) that decodes to a JSON object
+    goes to `_event`, whose text is written and flushed."""
 
     def __init__(self, out: BinaryIO, *, max_line_bytes: int = MAX_LINE_BYTES) -> None:
-        self._out = out
-        self._max = max_line_bytes
-        self._partial = bytearray()
-        self._skipping = False
-        self._closed = False
+        super().__init__(out, max_line_bytes=max_line_bytes)
         self._s = AgentSummary(events_seen={"lines": 0, "oversized": 0})
         self._tail: deque[str] = deque(maxlen=_TAIL_TEXTS)
         self._errors: deque[str] = deque(maxlen=_TAIL_TEXTS)
@@ -102,50 +98,6 @@ class JsonLinesRenderer:
                        error_texts=list(self._errors), events_seen=dict(self._s.events_seen),
                        permission_denials=list(self._s.permission_denials),
                        rate_limit_events=list(self._s.rate_limit_events))
-
-    def feed(self, chunk: bytes) -> None:
-        if self._closed:
-            raise ValueError("feed() after close()")
-        parts: list[str] = []
-        lines = chunk.split(b"\n")
-        for i, piece in enumerate(lines[:-1]):
-            if self._skipping:
-                self._skipping = False
-                self._s.events_seen["lines"] += 1
-                continue
-            if i == 0 and self._partial:
-                piece = bytes(self._partial) + piece
-                self._partial.clear()
-            self._line(piece, parts)
-        self._keep(lines[-1])
-        self._emit(parts)
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        parts: list[str] = []
-        if self._partial and not self._skipping:
-            self._line(bytes(self._partial), parts)
-        self._partial.clear()
-        parts.append(self._final())
-        self._emit(parts)
-
-    def _keep(self, rest: bytes) -> None:
-        if not rest or self._skipping:
-            return
-        if len(self._partial) + len(rest) > self._max:
-            self._partial.clear()
-            self._skipping = True
-            self._s.events_seen["oversized"] += 1
-            return
-        self._partial += rest
-
-    def _emit(self, parts: list[str]) -> None:
-        text = "".join(parts)
-        if text:
-            self._out.write(text.encode("utf-8", "replace"))
-            self._out.flush()
 
     def _line(self, line: bytes, parts: list[str]) -> None:
         self._s.events_seen["lines"] += 1
@@ -166,9 +118,6 @@ class JsonLinesRenderer:
     # Hooks and helpers for the backends.
     def _event(self, kind: str, event: dict) -> str:
         raise NotImplementedError
-
-    def _final(self) -> str:
-        return ""
 
     def _assistant_message(self, text: str) -> None:
         """One finished assistant message: the s.20.1 'last assistant text'."""

@@ -21,7 +21,8 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO
 
-MAX_LINE_BYTES = 8 * 1024 * 1024   # a line over this is not rendered (the log keeps it)
+from ralphkit.line_feed import MAX_LINE_BYTES, LineFeed
+
 _TAIL_TEXTS = 16                   # assistant text blocks kept for limit-message detection
 _TAIL_TEXT_CHARS = 4096            # ... each cut to its first code points
 _RATE_LIMIT_KEEP = 64              # most recent rate_limit_event dicts kept
@@ -146,18 +147,14 @@ class SessionSummary:
     events_seen: dict[str, int] = field(default_factory=dict)
 
 
-class StreamRenderer:
+class StreamRenderer(LineFeed):
     """Feed it the agent's stdout in chunks of any size; it writes the s.12 rendering of each
     line to `out` and flushes once per chunk that completed a line with output. A line longer
     than `max_line_bytes` is not rendered. Errors of `out.write` propagate from feed()/close()
     after the state is updated, so a caller may catch them and keep feeding."""
 
     def __init__(self, out: BinaryIO, *, max_line_bytes: int = MAX_LINE_BYTES) -> None:
-        self._out = out
-        self._max = max_line_bytes
-        self._partial = bytearray()
-        self._skipping = False          # inside a line longer than max_line_bytes
-        self._closed = False
+        super().__init__(out, max_line_bytes=max_line_bytes)
         self._s = SessionSummary(events_seen={
             "lines": 0, "assistant": 0, "result": 0, "rate_limit_event": 0, "oversized": 0})
         self._tail: deque[str] = deque(maxlen=_TAIL_TEXTS)
@@ -171,58 +168,8 @@ class StreamRenderer:
                        assistant_texts_tail=list(self._tail),
                        events_seen=dict(self._s.events_seen))
 
-    def feed(self, chunk: bytes) -> None:
-        """Take the next bytes of the stream, split anywhere; render every line they complete."""
-        if self._closed:
-            raise ValueError("StreamRenderer.feed() after close()")
-        first = chunk.find(b"\n")
-        if first < 0:
-            self._keep_partial(chunk)
-            return
-        parts: list[str] = []
-        if self._skipping:   # the end of an oversized line: drop it
-            self._skipping = False
-            self._s.events_seen["lines"] += 1
-        elif self._partial:
-            self._partial += chunk[:first]
-            line, self._partial = self._partial, bytearray()
-            self._line(line, parts)
-        else:
-            self._line(chunk[:first], parts)
-        last = chunk.rfind(b"\n")
-        if last > first:
-            for line in chunk[first + 1:last].split(b"\n"):
-                self._line(line, parts)
-        self._keep_partial(chunk[last + 1:])
-        self._emit(parts)
-
-    def close(self) -> None:
-        """End of stream: render a last line that had no newline (s.12)."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._partial and not self._skipping:
-            parts: list[str] = []
-            self._line(self._partial, parts)
-            self._emit(parts)
-        elif self._skipping:
-            self._s.events_seen["lines"] += 1
-        self._partial.clear()
-
-    def _keep_partial(self, rest: bytes) -> None:
-        if not rest or self._skipping:
-            return
-        if len(self._partial) + len(rest) > self._max:
-            self._partial.clear()
-            self._skipping = True
-            self._s.events_seen["oversized"] += 1
-            return
-        self._partial += rest
-
-    def _emit(self, parts: list[str]) -> None:
-        if parts:
-            self._out.write(_encode("".join(parts)))
-            self._out.flush()
+    def _encode(self, text: str) -> bytes:
+        return _encode(text)
 
     def _line(self, line: bytes, parts: list[str]) -> None:
         seen = self._s.events_seen
