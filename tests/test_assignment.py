@@ -10,7 +10,7 @@ from ralphkit import assignment
 from ralphkit.errors import UsageError
 from ralphkit import task_calls
 from ralphkit.markdown_kv import parse_markdown_kv
-from ralphkit.task_client import parse_show
+from ralphkit.task_client import parse_export, parse_show
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = ROOT / "scripts" / "task"
@@ -220,3 +220,12 @@ def test_a_spec_path_outside_the_repository_is_not_read(tmp_path):
     task = assignment.build_task({"id": "x", "spec": "../secret.md"}, repo)
     assert task.criteria == ["Complete the assigned task"]
     assert task.source == "task x (spec ../secret.md)"
+
+
+def test_an_export_listing_keeps_a_unicode_line_separator_inside_a_task(run_task):
+    # The real task CLI's `_export-json`, read by the one parser every caller uses.
+    assert run_task("create", "t-1", "Line\u2028separated", "-d", "a\u2029b").returncode == 0
+    tasks = parse_export(run_task("_export-json").stdout)
+    assert [(t["id"], t["title"], t["description"]) for t in tasks] == [
+        ("t-1", "Line\u2028separated", "a\u2029b")]
+    assert parse_export('{"id": "x"}\nnot json\n') is None

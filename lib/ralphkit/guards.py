@@ -33,7 +33,7 @@ def backlog_fingerprint(export_jsonl: str) -> str:
     claim followed by the loop's own `fail` leaves it unchanged. Active counts as open for the
     same reason (a claimed task left active is released by crash safety)."""
     rows = []
-    for line in export_jsonl.splitlines():
+    for line in export_jsonl.split("\n"):       # not splitlines(): U+2028 in a JSON string
         line = line.strip()
         if not line:
             continue

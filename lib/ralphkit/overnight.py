@@ -15,11 +15,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-import json
 import os
 
 from ralphkit import control, guards, limit_wait, logrotate, outcome, progress, run_state
-from ralphkit import usage_limits, watchdog
+from ralphkit import task_client, usage_limits, watchdog
 from ralphkit.durations import format_duration
 from ralphkit.errors import UsageDisabled
 from ralphkit.overnight_options import NightConfig
@@ -217,9 +216,8 @@ class Night:
         if self.task.embedded or counts_text is None:
             export = self.task.call("_export-json", env=self.env)   # in-process for ours
             if export.ok:
-                self._rows = {}
-                for row in _rows(export.output):
-                    self._rows[str(row.get("id"))] = row
+                self._rows = {str(row.get("id")): row
+                              for row in task_client.parse_export(export.output) or []}
                 return guards.backlog_fingerprint(export.output)
         return guards.backlog_fingerprint(counts_text or "")
 
@@ -253,18 +251,6 @@ def _previous_run(ralph_dir: Path, current: str) -> run_state.RunState | None:
         if best is None or (mtime, entry.name) > best:
             best = (mtime, entry.name)
     return run_state.read(ralph_dir, best[1]) if best else None
-
-
-def _rows(export: str) -> list[dict]:
-    rows = []
-    for line in export.splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
 
 
 __all__ = ["Night", "FAIL_REASON"]

@@ -53,14 +53,11 @@ def parse_show(text: str) -> dict:
     return record
 
 
-def export_tasks(task_call: TaskCall) -> list[dict] | None:
-    """Every task of the scope via `_export-json`, or None when the call fails (an external
-    task CLI without the extension, a locked database)."""
-    ok, out = task_call(["_export-json"])
-    if not ok:
-        return None
+def parse_export(text: str) -> list[dict] | None:
+    """The task dicts of `_export-json` output (JSON Lines), or None when a line is not JSON.
+    Split on "\n" only, not splitlines(): JSON keeps U+2028 raw inside a string."""
     tasks = []
-    for line in out.split("\n"):   # not splitlines: U+2028 may sit inside a JSON string
+    for line in text.split("\n"):
         if line.strip():
             try:
                 item = json.loads(line)
@@ -69,6 +66,13 @@ def export_tasks(task_call: TaskCall) -> list[dict] | None:
             if isinstance(item, dict):
                 tasks.append(item)
     return tasks
+
+
+def export_tasks(task_call: TaskCall) -> list[dict] | None:
+    """Every task of the scope via `_export-json`, or None when the call fails (an external
+    task CLI without the extension, a locked database)."""
+    ok, out = task_call(["_export-json"])
+    return parse_export(out) if ok else None
 
 
 def task_record(task_call: TaskCall, task_id: str) -> dict | None:
@@ -81,4 +85,4 @@ def task_record(task_call: TaskCall, task_id: str) -> dict | None:
     return parse_show(out) if ok and out else None
 
 
-__all__ = ["TaskCall", "parse_show", "export_tasks", "task_record"]
+__all__ = ["TaskCall", "parse_show", "parse_export", "export_tasks", "task_record"]
