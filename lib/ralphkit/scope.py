@@ -21,12 +21,15 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from ralphkit import atomic_file, errors
 from ralphkit import scope_hashing as hashing
-from ralphkit import scope_target, spec_watch
+from ralphkit import scope_target
 from ralphkit.scope_report import ScopeReport, SpecChange
+
+if TYPE_CHECKING:
+    from ralphkit.spec_watch import SpecWatch
 
 SCOPE_JSON = "scope.json"
 IDS_TXT = scope_target.IDS_TXT
@@ -205,7 +208,7 @@ class Memory:
 
     watch_specs: bool = True
     cache: hashing.StatCache | None = None
-    watch: spec_watch.SpecWatch | None = None
+    watch: SpecWatch | None = None
     watch_tried: bool = False
 
 
@@ -254,6 +257,7 @@ def _watched_changes(memory: Memory | None, cache: hashing.StatCache) -> set[str
         return None
     if not memory.watch_tried:
         memory.watch_tried = True
+        from ralphkit import spec_watch   # ctypes: only frozen runs pay for the import
         memory.watch = spec_watch.start(cache.tracked())
     return memory.watch.changed() if memory.watch is not None else None
 
