@@ -153,6 +153,7 @@ class StatCache:
                 self._racy = {rel for rel, (sig, _) in self.entries.items() if sig == _RACY_SIG}
             entries = self.entries
             looked = [(rel, entries[rel][1]) for rel in only | self._racy if rel in entries]
+            # a list, not a generator: every file looked at gets its fresh state cached
             return all([self.state(rel, now_ns) == state for rel, state in looked])
         if self._entries is None and self._flat_unchanged():
             return True
