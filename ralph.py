@@ -45,10 +45,30 @@ from pathlib import Path  # noqa: E402
 import shlex  # noqa: E402
 import time  # noqa: E402
 
-from ralphkit import agents, backend, backlog, cli_args, errors, render, session  # noqa: E402
-from ralphkit import control, install, parallel, signals, status, task_calls, workspace  # noqa: E402
-from ralphkit import backlog_readonly, config, run_control, scope_run  # noqa: E402
-from ralphkit import assign_mode, fresh_start, overnight, overnight_options, progress, respawn  # noqa: E402
+from ralphkit.agents import adapters as agents  # noqa: E402
+from ralphkit.agents import backend
+from ralphkit.backlog import answers as backlog
+from ralphkit.config import flags as cli_args
+from ralphkit import errors
+from ralphkit.agents import claude_render as render
+from ralphkit.session import run as session
+from ralphkit.commands import ctl  # noqa: E402
+from ralphkit.commands import install
+from ralphkit.parallel import run as parallel
+from ralphkit import signals
+from ralphkit.commands import status
+from ralphkit.backlog import calls as task_calls
+from ralphkit import workspace
+from ralphkit.backlog import readonly as backlog_readonly  # noqa: E402
+from ralphkit.config import settings as config
+from ralphkit.runs import lifecycle as run_control
+from ralphkit.scope import freeze as scope_run
+from ralphkit.assign import mode as assign_mode  # noqa: E402
+from ralphkit.session import fresh_start
+from ralphkit.unattended import night as overnight
+from ralphkit.config import unattended_flags as overnight_options
+from ralphkit.runs import progress
+from ralphkit.session import respawn
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 
 GENERAL_HELP = """\
@@ -593,7 +613,7 @@ COMMANDS = {
     "task": task_command,
     "install": lambda args: install.main(args),        # Claude Code skills + hooks (README)
     "status": lambda args: status.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # is a run alive
-    "ctl": lambda args: control.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # pause | resume | stop
+    "ctl": lambda args: ctl.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # pause | resume | stop
 }
 
 

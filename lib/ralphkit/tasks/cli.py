@@ -52,9 +52,9 @@ Database:
 
 # command -> (module, function); modules are imported only for the command that runs.
 _COMMANDS = {
-    "plan-sync": ("plan_sync", "plan_sync"), "plan-status": ("backlog", "plan_status"),
-    "peek": ("backlog", "peek"), "claim": ("backlog", "claim"), "renew": ("backlog", "renew"),
-    "done": ("backlog", "done"), "fail": ("backlog", "fail"),
+    "plan-sync": ("plan_sync", "plan_sync"), "plan-status": ("build_cmds", "plan_status"),
+    "peek": ("build_cmds", "peek"), "claim": ("build_cmds", "claim"), "renew": ("build_cmds", "renew"),
+    "done": ("build_cmds", "done"), "fail": ("build_cmds", "fail"),
     "list": ("views", "list_tasks"), "show": ("views", "show"), "deps": ("views", "deps"),
     "_export-json": ("views", "export_json"),
     "create": ("edit", "create"), "update": ("edit", "update"), "delete": ("edit", "delete"),

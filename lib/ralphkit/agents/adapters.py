@@ -1,0 +1,204 @@
+"""Owns the agent's command line: the agent backends of issue 8 as one table of adapters, one
+per agent CLI, each knowing
+its argv (s.11 for claude, byte-exact), whether the prompt goes on argv or stdin, the extra
+environment it needs, which renderer reads its stdout, and which facts (cost, turns, tokens,
+result, rate-limit events, errors) that CLI reports, so the loop can tell a user that a budget
+cannot be enforced. `get_adapter(name, agent_cmd)` picks one by `--agent` / `agent:` name;
+`--agent-cmd` replaces the binary (and is the argv template of the `command` backend).
+
+Also the big-prompt fallback of issue 3 (Linux refuses one argument of 128 KiB or more, so
+task data that would not fit goes to a file under .ralph/ and the prompt names that file):
+`prompt_fits`, `spill_prompt`, and `claude_argv`, kept with feat/loop's signatures.
+
+Does not own running the process (session.py), the log file, model alias resolution (s.7),
+the prompt text, or what the facts mean. Never looks a binary up: the session runner does,
+when it starts the agent (s.11: "looked up on PATH for every session"). Never prints.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, BinaryIO, Callable, Mapping, Sequence
+
+from ralphkit.agents import summary as agent_render
+from ralphkit.agents import streams as agent_streams
+from ralphkit.agents import claude_render as render
+from ralphkit.errors import EnvironmentFailure, UsageError
+
+AGENT = "claude"
+# MAX_ARG_STRLEN on Linux: 32 pages = 131072 bytes per argument, its NUL included.
+MAX_ARG_BYTES = 131072 - 1
+
+# Slots in a template: replaced by the prompt, the danger/safe flags, the model flags and the
+# caller's extra arguments; any other token is copied as is.
+PROMPT, DANGER, MODEL, EXTRA = "{prompt}", "{danger}", "{model}", "{extra}"
+
+
+@dataclass(frozen=True)
+class AgentAdapter:
+    """How to run one agent CLI. `template` is the argv after `binary`."""
+
+    name: str
+    binary: tuple[str, ...]
+    template: tuple[str, ...]
+    renderer_factory: Callable[[BinaryIO], Any]
+    danger_args: tuple[str, ...] = ()
+    safe_args: tuple[str, ...] = ()
+    model_args: tuple[str, ...] | None = ("--model", MODEL)   # None: the CLI has no model option
+    danger_env: Mapping[str, str] = field(default_factory=dict)
+    reports: frozenset[str] = frozenset()
+    notes: str = ""
+
+    @property
+    def prompt_on_stdin(self) -> bool:
+        """True when the template has no {prompt}: the prompt is written to the agent's stdin
+        (then closed), instead of s.11's /dev/null."""
+        return not any(PROMPT in token for token in self.template)
+
+    def argv(self, prompt: str, *, model: str | None = None, danger: bool = False,
+             extra: Sequence[str] = ()) -> list[str]:
+        """The full argv. The prompt is one element whatever it holds (s.11: no shell)."""
+        if model is not None and self.model_args is None:
+            raise UsageError(f"agent '{self.name}' takes no --model; "
+                             f"put the model in --agent-cmd or drop --model")
+        out = list(self.binary)
+        for token in self.template:
+            if token == DANGER:
+                out += self.danger_args if danger else self.safe_args
+            elif token == MODEL:
+                if model is not None:
+                    out += [model if t == MODEL else t for t in self.model_args or ()]
+            elif token == EXTRA:
+                out += list(extra)
+            elif PROMPT in token:
+                out.append(token.replace(PROMPT, prompt))
+            else:
+                out.append(token)
+        return out
+
+    def stdin(self, prompt: str) -> bytes | None:
+        """Bytes to write to the agent's stdin, or None for /dev/null (s.11)."""
+        return prompt.encode("utf-8", "surrogateescape") if self.prompt_on_stdin else None
+
+    def env(self, *, danger: bool = False) -> dict[str, str]:
+        """Variables to add to the agent's environment (on top of ralph.py's, s.11)."""
+        return dict(self.danger_env) if danger else {}
+
+    def new_renderer(self, out: BinaryIO) -> Any:
+        """A renderer with feed(bytes)/close()/summary for this CLI's stdout."""
+        return self.renderer_factory(out)
+
+
+_CLAUDE_FACTS = frozenset({"cost", "turns", "result", "rate_limits"})
+
+_TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
+    # s.11, exactly: claude -p P --output-format=stream-json --verbose [--danger…] [--model M]
+    AgentAdapter(
+        "claude", ("claude",),
+        ("-p", PROMPT, "--output-format=stream-json", "--verbose", DANGER, MODEL, EXTRA),
+        render.StreamRenderer, danger_args=("--dangerously-skip-permissions",),
+        reports=_CLAUDE_FACTS),
+    # pi runs tools without asking, so --danger adds nothing; `--` lets a prompt start with '-'.
+    AgentAdapter(
+        "pi", ("pi",), ("--mode", "json", MODEL, DANGER, EXTRA, "--", PROMPT),
+        agent_streams.PiRenderer,
+        reports=frozenset({"cost", "turns", "tokens", "result", "errors"}),
+        notes="pi has no permission prompts: --danger changes nothing"),
+    # Without --danger: workspace-write sandbox (edits in the checkout, no network), since
+    # codex exec defaults to read-only and could do no work.
+    AgentAdapter(
+        "codex", ("codex",), ("exec", "--json", DANGER, MODEL, EXTRA, "--", PROMPT),
+        agent_streams.CodexRenderer,
+        danger_args=("--dangerously-bypass-approvals-and-sandbox",),
+        safe_args=("--sandbox", "workspace-write"), model_args=("-m", MODEL),
+        reports=frozenset({"turns", "tokens", "result", "errors"})),
+    # amp's --stream-json is Claude Code's stream-json: the s.12 renderer reads it. The prompt
+    # must follow --execute directly (amp reads it as that option's value).
+    AgentAdapter(
+        "amp", ("amp",), ("--execute", PROMPT, "--stream-json", DANGER, EXTRA),
+        render.StreamRenderer, danger_args=("--dangerously-allow-all",), model_args=None,
+        reports=frozenset({"turns", "result"})),
+    # opencode's run flag for skipping permissions changed name across versions; the
+    # OPENCODE_PERMISSION variable works in all of them.
+    AgentAdapter(
+        "opencode", ("opencode",), ("run", "--format", "json", MODEL, EXTRA, PROMPT),
+        agent_streams.OpencodeRenderer, model_args=("-m", MODEL),
+        danger_env={"OPENCODE_PERMISSION": '{"*":"allow"}'},
+        reports=frozenset({"cost", "turns", "tokens", "result", "errors"})),
+    AgentAdapter(
+        "gemini", ("gemini",),
+        ("-p", PROMPT, "--output-format=stream-json", DANGER, MODEL, EXTRA),
+        agent_streams.GeminiRenderer, danger_args=("--yolo",), model_args=("-m", MODEL),
+        reports=frozenset({"tokens", "result", "errors"})),
+)}
+
+KNOWN_AGENTS: tuple[str, ...] = tuple(sorted([*_TABLE, "command"]))
+
+
+def _split(agent_cmd: str) -> list[str]:
+    try:
+        words = shlex.split(agent_cmd)
+    except ValueError as err:
+        raise UsageError(f"--agent-cmd {agent_cmd!r} cannot be split: {err}") from None
+    if not words:
+        raise UsageError("--agent-cmd is empty")
+    return words
+
+
+def get_adapter(name: str, agent_cmd: str | None = None) -> AgentAdapter:
+    """The adapter for `--agent NAME` (default claude). `agent_cmd` replaces the binary of a
+    named backend (shell words: `npx -y @openai/codex` works); for `command` it is the whole
+    argv template: `{prompt}` marks where the prompt goes (inside a word too, as in
+    `--message={prompt}`); without it the prompt goes on stdin."""
+    if name == "command":
+        if not agent_cmd:
+            raise UsageError("agent 'command' needs --agent-cmd, "
+                             "e.g. --agent-cmd 'mytool run {prompt}'")
+        words = _split(agent_cmd)
+        if PROMPT in words[0]:
+            raise UsageError(f"--agent-cmd must start with a program, not {PROMPT}: {agent_cmd!r}")
+        return AgentAdapter("command", (words[0],), (*words[1:], EXTRA),
+                            agent_render.PlainRenderer, model_args=None,
+                            notes="--danger changes nothing: put such flags in --agent-cmd")
+    adapter = _TABLE.get(name)
+    if adapter is None:
+        raise UsageError(f"unknown agent '{name}' (known: {', '.join(KNOWN_AGENTS)})")
+    if agent_cmd:
+        words = _split(agent_cmd)
+        if any(PROMPT in w for w in words):
+            raise UsageError(f"--agent-cmd with {PROMPT} needs --agent command (agent '{name}' "
+                             f"places the prompt itself)")
+        adapter = replace(adapter, binary=tuple(words))
+    return adapter
+
+
+def claude_argv(prompt: str, *, danger: bool, model: str | None) -> list[str]:
+    """claude -p PROMPT --output-format=stream-json --verbose [--dangerously-skip-permissions]
+    [--model ID], in this order (s.11). The same as get_adapter("claude").argv(...)."""
+    return _TABLE["claude"].argv(prompt, model=model, danger=danger)
+
+
+def prompt_fits(prompt: str) -> bool:
+    return len(prompt.encode("utf-8", "surrogateescape")) <= MAX_ARG_BYTES
+
+
+def spill_prompt(command: str, data: str, path: Path) -> str:
+    """Write `data` (the task data) to `path` atomically and return the prompt that refers to
+    it: `<command> <note naming the file>`. The skill reads the file in place of the data."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data.encode("utf-8", "surrogateescape") + b"\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise EnvironmentFailure(f"cannot write the task data to {path}: {exc.strerror}; "
+                                 "check that .ralph/ is writable") from None
+    return (f"{command} The task data is too large for the command line "
+            f"({len(data.encode('utf-8', 'surrogateescape'))} bytes); read it from the file "
+            f"{path} (same format as it would have had here).")
+
+
+__all__ = ["AgentAdapter", "KNOWN_AGENTS", "get_adapter",
+           "AGENT", "claude_argv", "prompt_fits", "spill_prompt"]

@@ -1,0 +1,162 @@
+"""Owns assignment mode's seat in the build loop (issue 6): one `AssignMode` per run, built
+from the settings before anything is written (a bad template is a usage error), and the calls
+the loop makes around each session: `import_inbox` (before `peek`, so fresh inbox tasks are
+seen), `before` (claim, task files, spawn record, prompt), `after` (completion check, `fail`,
+hold, drift) and `held` (what the end-of-loop line must mention). Each returns what happened
+as plain values (notices, an events.jsonl record); ralph.py prints and records them.
+
+Knows nothing of the agent process, of printing or of the events file. Every task call goes
+through the loop's own task call (`task_calls.TaskCommand.bound`), so in-process calls and
+`$RALPH_TASK_CMD` behave the same way here as everywhere else in the loop.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from ralphkit.assign import session as assigned_session
+from ralphkit.assign import choice as assignment
+from ralphkit.assign import inbox
+from ralphkit.backlog import client as task_client
+from ralphkit.assign import task_files
+from ralphkit.session.respawn import RespawnGuard
+from ralphkit.backlog.client import TaskCall
+
+DEFAULT_INBOX = Path(".ralph") / "inbox"
+DEFAULT_LEASE = 3600                     # seconds, when sessions have no timeout (issue 7)
+
+
+@dataclass
+class Step:
+    """What one call did: notices for stderr (kind, text) and events for events.jsonl."""
+    notices: list[tuple[str, str]] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)
+    prompt_data: str = ""                # the text after `/ralph-build ` (the anti-drift block)
+    task: str | None = None              # the assigned task's id
+    fail_output: str = ""                # `failed <id>`: passed through to stdout (s.15.5)
+    outcome: str = ""                    # after(): completed | failed | released | unknown
+
+
+@dataclass
+class AssignMode:
+    task_call: TaskCall
+    repo: Path
+    ralph_dir: Path
+    template: str
+    guard: RespawnGuard
+    inbox_dir: Path
+    lease: int
+    current: str | None = None           # the task of the running session
+
+    def describe(self) -> str:
+        """The start-of-run notice."""
+        return (f"assignment mode: ralph claims one task per session (respawn limit "
+                f"{self.guard.limit}, inbox {_shown(self.repo, self.inbox_dir)})")
+
+    def import_inbox(self) -> Step:
+        """Seed 002 "Task Sourcing": new inbox files become tasks (each file once)."""
+        report = inbox.import_inbox(self.inbox_dir, self.task_call)
+        step = Step()
+        if report.imported:
+            step.notices.append(("inbox", f"inbox: imported {len(report.imported)} task(s): "
+                                          + ", ".join(report.imported)))
+            step.events.append({"event": "inbox_import", "imported": report.imported})
+        step.notices += [("inbox", problem) for problem in report.problems]
+        return step
+
+    def before(self, agent: str) -> Step:
+        """Claim the next task (an unfinished current-task.json first) and build the prompt.
+        `task` stays None when nothing could be claimed."""
+        start = assigned_session.start_assigned_session(
+            self.task_call, repo=self.repo, ralph_dir=self.ralph_dir, agent=agent,
+            guard=self.guard, template=self.template, lease=self.lease)
+        step = Step(notices=[("assign", m) for m in start.messages])
+        if start.task is None:
+            return step
+        self.current = step.task = start.task.id
+        step.prompt_data = start.prompt[len(assignment.SESSION_PREFIX):]
+        step.events.append(start.as_event())
+        return step
+
+    def after(self) -> Step:
+        """The completion check of the session that just ended (before s.15.5's crash
+        safety, which then finds nothing left for this task)."""
+        task_id, self.current = self.current, None
+        step = Step(task=task_id)
+        if task_id is None:
+            return step
+        out = assigned_session.finish_assigned_session(
+            self.task_call, task_id, repo=self.repo, ralph_dir=self.ralph_dir, guard=self.guard)
+        step.fail_output, step.outcome = out.fail_output, out.outcome
+        step.notices += [("assign", m) for m in out.messages if m]
+        event = out.as_event()
+        if out.archive is not None:
+            record = task_files.read_json(out.archive) or {}
+            artifacts = record.get("artifacts") or {}
+            unrelated = artifacts.get("unrelated") or []
+            event.update(commits=len(artifacts.get("commits") or []),
+                         unrelated=[c["sha"] for c in unrelated])
+            if unrelated:
+                listed = "; ".join(f"{c['sha'][:10]} {c['subject']}" for c in unrelated)
+                step.notices.append(("drift", f"task {task_id}: {len(unrelated)} commit(s) touch "
+                                              f"no file the agent listed (possible drift): {listed}"))
+        if out.held:
+            step.notices.append(("respawn_guard", f"task {task_id}: held ({out.hold_reason}); "
+                                                  f"release it with: ralph task _unhold {task_id}"))
+        step.events.append(event)
+        return step
+
+    def held(self) -> list[tuple[str, str]]:
+        """(id, reason) of the unfinished tasks that are held, in task order."""
+        records = task_client.export_tasks(self.task_call) or []
+        return [(r["id"], str(r["held"])) for r in records
+                if r.get("held") and r.get("status") not in ("done", "deleted")]
+
+
+def setup(settings: Mapping, task_call: TaskCall, repo: Path, ralph_dir: Path) -> AssignMode | None:
+    """The run's AssignMode, or None when assignment mode is off. Reads the template now:
+    UsageError (exit 1) before the first write, never with a task claimed."""
+    if not settings.get("assign"):
+        return None
+    template = assignment.load_template(_path(repo, settings.get("assign_prompt")))
+    timeout = settings.get("session_timeout") or 0
+    # The claim's lease outlives the session (its timeout), so no other claimer takes the
+    # task over while its agent still works on it.
+    lease = int(timeout) + 60 if timeout else DEFAULT_LEASE
+    return AssignMode(task_call=task_call, repo=repo, ralph_dir=ralph_dir, template=template,
+                      guard=RespawnGuard(ralph_dir / "spawns.json", settings.get("respawn_limit") or 3),
+                      inbox_dir=_path(repo, settings.get("inbox")) or repo / DEFAULT_INBOX,
+                      lease=lease)
+
+
+def validate(settings: Mapping, repo: Path) -> None:
+    """Read the template when assignment mode is asked for: UsageError (exit 1) before the
+    first write of the run, not after the run lock is taken."""
+    if settings.get("assign"):
+        assignment.load_template(_path(repo, settings.get("assign_prompt")))
+
+
+def _path(repo: Path, value: str | None) -> Path | None:
+    """A configured path: relative ones are relative to the repository root (ralph.yml's)."""
+    return (repo / value) if value else None
+
+
+def _shown(repo: Path, path: Path) -> str:
+    try:
+        return str(path.relative_to(repo))
+    except ValueError:
+        return str(path)
+
+
+def end_line(held: list[tuple[str, str]], default: str) -> list[str]:
+    """The end-of-loop lines: `default` when nothing is held, else how many tasks are held
+    and how to release them (never a silent "All tasks complete")."""
+    if not held:
+        return [default]
+    names = ", ".join(task for task, _ in held)
+    return [f"No tasks left to claim, {len(held)} held: {names}. Exiting loop.",
+            "Release a held task with: ralph task _unhold <id>"]
+
+
+__all__ = ["AssignMode", "Step", "setup", "validate", "end_line"]

@@ -1,0 +1,49 @@
+"""Owns `ralph ctl pause|resume|stop|status`: asks a running loop, from another shell, to pause
+before its next session, resume, or stop after its current one. Knows nothing of the loop; the
+sentinel files belong to unattended.control."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from ralphkit.unattended import control
+
+_USAGE = "Usage: ralph ctl pause|resume|stop|status"
+
+
+def main(argv: list[str], *, ralph_dir: Path | None = None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None) -> int:
+    """`ralph ctl <command>`: argv is what follows `ctl`. Returns the exit status (0, or 1
+    for a usage error with one line on stderr). ralph_dir defaults to ./.ralph."""
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    ralph_dir = Path(ralph_dir) if ralph_dir is not None else Path.cwd() / ".ralph"
+    if len(argv) != 1:
+        print(f"Error: ralph ctl takes one command. {_USAGE}", file=err)
+        return 1
+    command = argv[0]
+    if command == "pause":
+        control.request(ralph_dir, control.PAUSE)
+        print("Pause requested: the run pauses before its next session "
+              "(`ralph ctl resume` to continue)", file=out)
+    elif command == "resume":
+        resumed = control.cancel_pause(ralph_dir)
+        print("Resumed: the run continues with its next session" if resumed else "Not paused",
+              file=out)
+    elif command == "stop":
+        control.request(ralph_dir, control.STOP)
+        print("Stop requested: the run stops after its current session", file=out)
+    elif command == "status":
+        asked = control.requested(ralph_dir)
+        print({control.STOP: "stop requested", control.PAUSE: "paused"}.get(
+            asked, "no pause or stop requested"), file=out)
+    elif command in ("-h", "--help", "help"):
+        print(_USAGE, file=out)
+    else:
+        print(f"Error: Unknown ctl command '{command}'. {_USAGE}", file=err)
+        return 1
+    return 0
+
+
+__all__ = ["main"]

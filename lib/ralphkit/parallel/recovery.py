@@ -1,0 +1,99 @@
+"""Owns the recovery of a `--parallel` run whose ralph.py died (SIGKILL, power loss; issue 8):
+every session the run state lists (written ahead, before its agent starts) is stopped for good
+(its pid file claimed, or what is left of its agent's process group killed and awaited); only
+then is the backlog read. Each task the dead run touched (a listed session, or a branch
+`ralph/<runId>/<task>`) is settled as a normal finish would: `done` with commits the run's
+branch lacks is merged back (or re-opened, branch kept, when that fails), `done` with nothing
+left to merge is completed, `active` goes back to open; whatever the dead run's agent ids still
+hold is failed and they are deregistered; the run's worktrees are removed. A task never ends
+done while its branch holds unmerged work, and nothing runs twice.
+
+Does not own opening the run (run_control), stopping a dead session's agent (dead_session),
+merging (the caller's `merge`), task calls (the caller's `call`/`export`) or printing (`warn`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from ralphkit.session import dead as dead_session
+from ralphkit.runs import state as run_state
+from ralphkit.parallel import worktrees
+
+DIED_REASON = "ralph.py died during this session"
+
+
+def _stop(entry: dict) -> None:
+    """The session's agent is stopped for good: it never starts, or its group is dead."""
+    dead_session.stop(entry.get("pidfile"), entry.get("pid"), entry.get("procStart"))
+
+
+def _settle(wt: worktrees.Worktree, status: str | None, listed: bool,
+            merge: Callable[[worktrees.Worktree], tuple[bool, str]],
+            call: Callable[..., tuple[bool, str]]) -> tuple[bool, str] | None:
+    """(completed, reason) for a task the dead run touched; None when there is nothing to
+    settle (a branch of a task that is not done and had no listed session)."""
+    if status == "done":
+        merged = worktrees.branch_merged(wt)
+        if merged is None or merged:                 # nothing of it is left outside the run's
+            return True, "already merged"            # branch (as a normal finish: no commits)
+        return merge(wt)                             # re-opens the task when it cannot merge
+    if not listed:
+        return None                                  # its next attempt keeps the branch (@n)
+    if status == "active":
+        call("fail", wt.task, "--reason", DIED_REASON)
+    return False, DIED_REASON
+
+
+def recover(state: run_state.RunState, *, cwd: Path, run_branch: str,
+            export: Callable[[], dict[str, dict]], call: Callable[..., tuple[bool, str]],
+            merge: Callable[[worktrees.Worktree], tuple[bool, str]],
+            warn: Callable[[str], None]) -> None:
+    """Finish what the dead run (state.extra.parallel) left: its sessions and its branches."""
+    info = state.extra.get("parallel", {})
+    base = info.get("runBranch") or run_branch
+    sessions = info.get("sessions") or []
+    for entry in sessions:
+        _stop(entry)
+    tasks = export()
+    touched: dict[str, tuple[worktrees.Worktree, bool]] = {}
+    for entry in sessions:
+        touched[entry["task"]] = (worktrees.Worktree(
+            Path(cwd).resolve(), Path(entry["worktree"]), entry["branch"], base,
+            entry["task"]), True)
+    # A branch the state does not list (a state written before this check, or a session
+    # whose entry was lost): its task is settled the same way when it is done.
+    by_branch = {worktrees.planned(cwd, state.run_id, tid, base).branch: tid for tid in tasks}
+    # attempts the run already accounted for (merged, left for review, or failed with the
+    # branch kept) are not looked at again: only the ones whose end was never recorded
+    recorded = {e.get("branch") for e in [*state.completed, *state.failed]}
+    for branch in worktrees.run_branches(cwd, state.run_id):
+        tid = by_branch.get(branch)
+        if tid and tid not in touched and branch not in recorded:
+            touched[tid] = (worktrees.planned(cwd, state.run_id, tid, base), False)
+    for tid, (wt, listed) in touched.items():
+        settled = _settle(wt, (tasks.get(tid) or {}).get("status"), listed, merge, call)
+        if settled is None:
+            continue
+        ok, reason = settled
+        (state.completed if ok else state.failed).append(
+            {"task": tid, "at": run_state.utc_now(), "branch": wt.branch,
+             **({} if ok else {"reason": reason})})
+        warn(f"[{tid}] recovered from the interrupted run: "
+             + (f"merged ({reason})" if ok else reason))
+    for agent in info.get("agents") or []:              # whatever the dead agents still hold
+        if not agent:
+            continue
+        _, out = call("list", "--status", "active", "--assignee", agent, "--markdown")
+        for line in out.splitlines():
+            if line.startswith("id: "):
+                call("fail", line[4:], "--reason", DIED_REASON)
+        call("agent", "deregister", agent)
+    removed = worktrees.cleanup_run(cwd, state.run_id, base)
+    state.active, info["sessions"] = None, []
+    if sessions or touched or removed:
+        warn(f"Resuming run {state.run_id}: removed {len(removed)} worktree(s) of the "
+             "interrupted run")
+
+
+__all__ = ["recover", "DIED_REASON"]

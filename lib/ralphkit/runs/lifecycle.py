@@ -1,0 +1,251 @@
+"""Owns the life of one plan/build run on disk (issue 4), as ralph.py's loop sees it: picking the
+run (a new one, or the newest unfinished one after a crash or with --resume), the run lock around
+it, saving its state at start, at each session start/end and at exit, the progress record
+(progress.md, events.jsonl), recovering what a crashed run left behind (its agent's process group
+killed, its active tasks failed with a reason, its agent deregistered, through a callback), and
+closing the run on every way out, the lock released last. Does not own the lock, state or
+progress formats (run_lock, run_state, progress), the task calls, printing or exit codes: it
+returns notes for ralph.py to print on stderr."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from ralphkit.session import dead as dead_session
+from ralphkit.runs import progress
+from ralphkit.runs import lock as run_lock
+from ralphkit.runs import state as run_state
+from ralphkit.errors import EXIT_INTERRUPTED as INTERRUPTED
+
+# recover(agent_id, reason) -> slugs it failed: fails what the dead run's agent still holds and
+# deregisters it (ralph.py's task calls).
+Recover = Callable[[str, str], list[str]]
+
+
+@dataclass
+class Run:
+    ralph_dir: Path
+    lock: run_lock.RunLock
+    state: run_state.RunState
+    resumed: bool
+    notes: list[str] = field(default_factory=list)   # one stderr line each, in order
+    session_clock: float = 0.0
+    session_since: str = ""                          # SQLite datetime of the session start
+    closed: bool = False
+
+
+def _kill_dead_agent(active: dict[str, Any] | None) -> str | None:
+    """Stop the crashed session's agent for good (dead_session): its pid file taken (an agent
+    started just before ralph.py died is named there even when the state has no pid yet; one
+    that had not started never will), then what is left of its group (the agent led it,
+    session.py) SIGKILLed and awaited, so that none of it can still `task done` or commit once
+    its tasks are failed. A pid that now belongs to another process is left alone."""
+    active = active or {}
+    pid = active.get("pid")
+    killed = dead_session.stop(active.get("pidfile"), pid if isinstance(pid, int) else None,
+                               active.get("pidStartTime"))
+    if killed is None:
+        return None
+    return f"killed what was left of the dead run's agent (process group {killed})"
+
+
+def _log(run: Run, kind: str, message: str) -> None:
+    run.notes.append(message)
+    progress.append_event(run.ralph_dir, run.state.run_id, "log", kind=kind, message=message)
+
+
+def start_run(ralph_dir: Path, mode: str, *, max_iterations: int, cli_max_iterations: int | None,
+              options: dict[str, Any], resume: bool, recover: Recover) -> Run:
+    """Take the run lock (RunLocked: exit 3, nothing written) and load or create the state.
+    A crashed run of this mode is resumed even without --resume (issue 4)."""
+    run_id = run_state.find_resumable(ralph_dir, mode) or (
+        _interrupted_run(ralph_dir, mode) if resume else None)
+    lock = run_lock.acquire(Path(ralph_dir) / "run.lock", run_id or run_state.new_run_id())
+    try:
+        return _open(ralph_dir, mode, lock, run_id, max_iterations, cli_max_iterations,
+                     options, resume, recover)
+    except BaseException:
+        run_lock.release(lock)
+        raise
+
+
+def _interrupted_run(ralph_dir: Path, mode: str) -> str | None:
+    """--resume also continues the latest run if it was stopped by Ctrl+C/SIGTERM (exit 130);
+    a plain re-run only resumes a run that died without ending (kill -9, OOM, power loss)."""
+    run_id = run_state.latest_run(ralph_dir)
+    state = run_state.read(ralph_dir, run_id) if run_id else None
+    if state is None or state.mode != mode or state.exit_code != INTERRUPTED:
+        return None
+    return run_id
+
+
+def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | None,
+          max_iterations: int, cli_max_iterations: int | None, options: dict[str, Any],
+          resume: bool, recover: Recover) -> Run:
+    run_id = lock.holder.run_id
+    loaded = run_state.load(ralph_dir, run_id) if resumable else run_state.Loaded(None)
+    state = loaded.state or run_state.RunState(run_id=run_id, mode=mode,
+                                               max_iterations=max_iterations, options=options)
+    run = Run(Path(ralph_dir), lock, state, resumed=loaded.state is not None)
+    was = "stopped by a signal at iteration" if state.ended_at else "interrupted at iteration"
+    state.ended_at = state.exit_code = state.exit_reason = None      # it runs again
+    run_state.save(ralph_dir, state)                  # the run directory exists from here
+    progress.append_event(ralph_dir, run_id, "run_start", mode=state.mode,
+                          options=state.options, resumed=run.resumed)
+    if lock.takeover_note:
+        _log(run, "lock_takeover", lock.takeover_note)
+    if loaded.recovery:
+        _log(run, "state_recovery", loaded.recovery)
+    if run.resumed:
+        _log(run, "resume", f"Resuming run {run_id} ({was} {state.iteration}, "
+                            f"{state.sessions_started} sessions started)")
+        for line in run_state.merge_options(state, cli_max_iterations, options):
+            _log(run, "flag_mismatch", line)
+        _recover(run, recover)
+    elif resume:
+        _log(run, "resume", f"Nothing to resume: starting run {run_id}")
+    run_state.save(ralph_dir, state)
+    progress.write_progress(ralph_dir, state)
+    return run
+
+
+def _recover(run: Run, recover: Recover) -> None:
+    """The dead run's session: kill its agent, fail its tasks with a reason, deregister it."""
+    state = run.state
+    reason = f"ralph.py exited during the session (run {state.run_id})"
+    dead = state.take_interrupted(reason)
+    killed = _kill_dead_agent(dead)
+    if killed:
+        _log(run, "resume", killed)
+    agent = (dead or {}).get("agent") or state.extra.pop("agentId", None)
+    if not agent:
+        return
+    known = {e["task"] for e in state.failed if e.get("reason") == reason}
+    for slug in recover(agent, reason):
+        if slug not in known:
+            state.failed.append({"task": slug, "at": run_state.utc_now(), "reason": reason})
+        _log(run, "resume", f"failed task {slug} of the dead run's agent {agent}: {reason}")
+
+
+def begin_session(run: Run, *, task: str | None, log: Path, agent: str) -> Path:
+    """Before the agent starts: the state names the active session (and the agent id, so a
+    resumed run can release what this agent holds) and the pid file its agent links its pid
+    into before exec (session_pidfile), returned for session.run: a kill -9 of ralph.py
+    between the agent's start and agent_started leaves its process group known."""
+    run.session_clock = time.monotonic()
+    run.session_since = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    run.state.begin_session(task, None, str(log), agent=agent or None)
+    pidfile = _run_dir(run) / f"session-{run.state.sessions_started:03d}.pid"
+    run.state.active["pidfile"] = str(pidfile)
+    if agent:
+        run.state.extra["agentId"] = agent
+    run_state.save(run.ralph_dir, run.state)        # write-ahead: saved before the start
+    progress.append_event(run.ralph_dir, run.state.run_id, "session_start",
+                          n=run.state.sessions_started, task=task, agent="claude", log=str(log))
+    progress.write_progress(run.ralph_dir, run.state)
+    return pidfile
+
+
+def _run_dir(run: Run) -> Path:
+    return run_state.state_path(run.ralph_dir, run.state.run_id).parent
+
+
+def _drop_pidfile(active: dict[str, Any] | None) -> None:
+    """The session is over and its group reaped (session.run): its pid file names nothing."""
+    if (active or {}).get("pidfile"):
+        try:
+            Path(active["pidfile"]).unlink(missing_ok=True)
+        except OSError:
+            pass                       # a leftover names a reaped group: harmless, never fatal
+
+
+def agent_started(run: Run, pid: int) -> None:
+    """The agent runs: its pid and start time let a resumed run kill it if ralph.py dies."""
+    if run.state.active is not None:
+        run.state.active.update(pid=pid, pidStartTime=run_lock.pid_start_time(pid))
+        run_state.save(run.ralph_dir, run.state)
+
+
+def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: bool = False,
+                completed: list[str] = (), failed: list[str] = (),
+                fail_reason: str | None = None, extra: dict[str, Any] | None = None) -> None:
+    """After the session (and the crash-safety step): its outcome in the state, one session_end
+    event, progress.md rewritten. completed/failed: the tasks the session finished or left.
+    extra: more fields for the event (issue 7: the session's exit class and detail)."""
+    state = run.state
+    ended = state.active
+    n = (ended or {}).get("n", state.sessions_started)
+    known = {e["task"] for e in state.completed}        # done is final: recorded once
+    completed = [slug for slug in completed if slug not in known]
+    details = {"n": n, "exit_code": returncode,
+               "cost_usd": getattr(summary, "total_cost_usd", None)}
+    for slug in completed:
+        state.end_session(slug, ok=True, **details)
+    for slug in failed:
+        state.end_session(slug, ok=False, reason=fail_reason, **details)
+    state.active = None
+    outcome = ("interrupted" if interrupted else "failed" if failed
+               else "completed" if completed else "no task")
+    tasks = [*completed, *failed]
+    event = {"n": n, "task": tasks[0] if len(tasks) == 1 else (tasks or None),
+             "exit_code": returncode,
+             "duration_s": round(time.monotonic() - run.session_clock, 3),
+             "cost_usd": getattr(summary, "total_cost_usd", None),
+             "turns": getattr(summary, "num_turns", None), "outcome": outcome}
+    if failed:
+        event["reason"] = fail_reason
+    event.update(extra or {})
+    run_state.save(run.ralph_dir, state)
+    _drop_pidfile(ended)                            # after the save: the state no longer names it
+    progress.append_event(run.ralph_dir, state.run_id, "session_end", **event)
+    progress.write_progress(run.ralph_dir, state)
+
+
+def iteration_done(run: Run, iteration: int) -> None:
+    """The loop completed an iteration (the LOOP <n> counter)."""
+    run.state.iteration = iteration
+    run_state.save(run.ralph_dir, run.state)
+    progress.write_progress(run.ralph_dir, run.state)
+
+
+def preview(ralph_dir: Path, mode: str, resume: bool = False) -> str:
+    """The dry run's line about the run (read-only): would it start, resume, or be refused."""
+    lock = run_lock.inspect(Path(ralph_dir) / "run.lock")
+    if lock.state in ("alive", "foreign", "unreadable"):
+        return (f"Run: would be refused (exit 3): run lock {lock.detail}" if lock.holder
+                else f"Run: would be refused (exit 3): {lock.detail}")
+    run_id = run_state.find_resumable(ralph_dir, mode) or (
+        _interrupted_run(ralph_dir, mode) if resume else None)
+    state = run_state.read(ralph_dir, run_id) if run_id else None
+    if state is not None:
+        was = "stopped by a signal" if state.ended_at else "interrupted"
+        return (f"Run: would resume run {run_id} ({was} at iteration {state.iteration}, "
+                f"{state.sessions_started} sessions started)")
+    if run_id:
+        return f"Run: would resume run {run_id} (its state is unreadable: a fresh state)"
+    return f"Run: would start a new run (run lock {Path(ralph_dir) / 'run.lock'} is free)"
+
+
+def finish_run(run: Run | None, exit_code: int, reason: str) -> None:
+    """On every way out, once: state finished, progress and run_end written, then the lock
+    released, even when a write fails (the failure is raised after the release)."""
+    if run is None or run.closed:
+        return
+    run.closed = True
+    ended = run.state.active             # a session cut short (an error, a signal): its group
+    try:                                 # was reaped by session.run, its pid file names nothing
+        run.state.finish(exit_code, reason)
+        run_state.save(run.ralph_dir, run.state)
+        _drop_pidfile(ended)
+        progress.write_progress(run.ralph_dir, run.state)
+        progress.append_event(run.ralph_dir, run.state.run_id, "run_end",
+                              exit_code=exit_code, reason=reason)
+    finally:
+        run_lock.release(run.lock)
+
+
+__all__ = ["Run", "start_run", "begin_session", "agent_started", "end_session",
+           "iteration_done", "finish_run", "preview"]

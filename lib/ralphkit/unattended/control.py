@@ -1,0 +1,74 @@
+"""Owns the ctl sentinels: `.ralph/PAUSE` and `.ralph/STOP`, written atomically by `ralph ctl`
+and read by the loop between sessions. Knows nothing of the loop itself: the loop asks
+check_between_sessions() what to do, and consumes STOP with consume_stop() when the run ends."""
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from ralphkit import atomic_file
+
+PAUSE = "PAUSE"
+STOP = "STOP"
+CONTINUE = "continue"
+STOPPED = "stop"
+
+
+def consume_stop(ralph_dir: Path) -> bool:
+    """Remove .ralph/STOP; True when there was one. The loop calls this when the run ends (so
+    the next run starts normally) and at run start (a stop requested while no run was going
+    is dropped, and the loop says so)."""
+    try:
+        (Path(ralph_dir) / STOP).unlink()
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def check_between_sessions(ralph_dir: Path, wait: Callable[[float], bool], *,
+                           log: Callable[[str], None] = lambda line: None,
+                           poll_s: float = 2.0) -> str:
+    """STOPPED when a stop was requested, else CONTINUE. While .ralph/PAUSE exists, waits by
+    calling wait(poll_s) (True = stop now, e.g. threading.Event.wait of a SIGHUP/SIGTERM
+    handler), logging once when the pause starts and once when it ends. A STOP written
+    during a pause ends the pause with STOPPED."""
+    ralph_dir = Path(ralph_dir)
+    if (ralph_dir / STOP).exists():
+        return STOPPED
+    if not (ralph_dir / PAUSE).exists():
+        return CONTINUE
+    log(f"Paused: {ralph_dir / PAUSE} exists; run `ralph ctl resume` to continue")
+    while (ralph_dir / PAUSE).exists():
+        if wait(poll_s) or (ralph_dir / STOP).exists():
+            return STOPPED
+    log("Resumed")
+    return CONTINUE
+
+
+def request(ralph_dir: Path, sentinel: str) -> None:
+    """Write a PAUSE or STOP sentinel saying who asked and when."""
+    stamp = {"requested": sentinel.lower(), "at": datetime.now(timezone.utc).isoformat(),
+             "pid": os.getpid()}
+    atomic_file.write_atomic(Path(ralph_dir) / sentinel, (json.dumps(stamp) + "\n").encode())
+
+
+def cancel_pause(ralph_dir: Path) -> bool:
+    """Remove .ralph/PAUSE; True when there was one."""
+    try:
+        (Path(ralph_dir) / PAUSE).unlink()
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def requested(ralph_dir: Path) -> str:
+    """STOP, PAUSE or "" for what is asked of the run now (a stop wins over a pause)."""
+    ralph_dir = Path(ralph_dir)
+    return STOP if (ralph_dir / STOP).exists() else PAUSE if (ralph_dir / PAUSE).exists() else ""
+
+
+__all__ = ["PAUSE", "STOP", "CONTINUE", "STOPPED", "request", "cancel_pause", "requested",
+           "check_between_sessions", "consume_stop"]

@@ -1,0 +1,264 @@
+"""Owns what one plan/build run does between its sessions for issue 7 (unattended runs):
+`ralph ctl` pause/stop and SIGHUP between sessions, log rotation, classifying each finished
+session (its fields for the session_end event, the outcomes in progress.md), holding tasks
+that failed --max-attempts times, the breaker and budgets (their state persisted in the run
+state), and waiting out usage limits (the resume time persisted in the run state, and one
+persisted by an earlier run honoured). Each piece is one call into the module that owns it
+(outcome, usage_limits, limit_wait, guards, control, logrotate). Knows nothing of running the
+agent (session.py) or of the run's lifecycle on disk (run_control), and never prints: lines
+for the user go through the `say`/`warn` callables ralph.py passes in."""
+from __future__ import annotations
+
+import subprocess
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import os
+
+from ralphkit.unattended import control
+from ralphkit.unattended import guards
+from ralphkit.unattended import limit_wait
+from ralphkit.unattended import logrotate
+from ralphkit.unattended import outcome
+from ralphkit.runs import progress
+from ralphkit.runs import state as run_state
+from ralphkit.backlog import client as task_client
+from ralphkit.unattended import usage_limits
+from ralphkit.session import watchdog
+from ralphkit.config.durations import format_duration
+from ralphkit.errors import UsageDisabled
+from ralphkit.config.unattended_flags import NightConfig
+from ralphkit.runs.lifecycle import Run
+from ralphkit.signals import Guard
+
+FAIL_REASON = "session exited without completing task"     # ralph-cli.md s.15.5, unchanged
+_POLL_S = 0.05
+_OUTCOMES_KEPT = 10
+
+
+class Night:
+    def __init__(self, cfg: NightConfig, run: Run, *, task: Any, env: Mapping[str, str],
+                 guard: Guard, log_dir: Path, say: Callable[[str], None],
+                 warn: Callable[[str], None]):
+        """log_dir: where the session logs go (./.ralph/logs, s.20.3), rotated before each."""
+        self.cfg, self.run, self.task, self.env, self.log_dir = cfg, run, task, env, log_dir
+        self.ralph_dir, self.state = run.ralph_dir, run.state
+        self.guard, self.say, self.warn = guard, say, warn
+        saved = self.state.extra.get("guards")
+        self.guards = (guards.Guards.from_dict(cfg.limits, saved) if isinstance(saved, dict)
+                       else guards.Guards(cfg.limits))     # a resumed run keeps its counters
+        self.timeouts = watchdog.SessionTimeouts(cfg.session_s, cfg.idle_s)
+        self.stop_line: str | None = None
+        self._pending: tuple[Any, Any, float] | None = None   # (outcome, limit hit, cost)
+        self._rows: dict[str, dict] = {}                      # last `_export-json`, by slug
+        self._hold_warned = False
+
+    # ------------------------------------------------------------------ run start and end
+    def start(self) -> None:
+        """Record the run; drop a STOP left from before it; honour a persisted resume time."""
+        if control.consume_stop(self.ralph_dir):
+            self.warn(f"Note: removed {self.ralph_dir / control.STOP} left from before this run")
+        persisted = self._persisted_limit()
+        if self.task.embedded and (self.cfg.limits.max_idle_sessions or self.cfg.limits.max_attempts):
+            self.guards.baseline(self._fingerprint(None), self._head())   # no task call of s.1's table
+        if persisted is not None:
+            self.say(f"Usage limit from an earlier run: resume time {persisted.reset_at.isoformat()}")
+            self._wait_limit(persisted)
+
+    def finish(self) -> None:
+        """At every exit after start(): a stop request is used up (the next run starts normally)."""
+        control.consume_stop(self.ralph_dir)
+
+    # ------------------------------------------------------------------ between sessions
+    def between_sessions(self) -> str | None:
+        """None: start the next session. A line: stop gracefully (exit 0). Raises
+        BudgetExhausted for --max-runtime. Rotates the logs before the session."""
+        if self.stop_line is None:
+            verdict = control.check_between_sessions(self.ralph_dir, self._wait,
+                                                     log=self.say, poll_s=0.2)
+            if self.guard.hangup:
+                self.stop_line = "Stopped: SIGHUP received; the last session finished"
+            elif verdict == control.STOPPED:
+                self.stop_line = "Stopped: `ralph ctl stop` requested; the last session finished"
+        if self.stop_line is not None:
+            self._event("log", kind="stop", message=self.stop_line)
+            return self.stop_line
+        verdict = self.guards.before_session()                   # --max-runtime
+        if verdict is not None:
+            raise verdict.error()
+        logrotate.rotate(self.log_dir)                           # .ralph/logs bounded
+        return None
+
+    def fail_reason(self, result: Any) -> str:
+        """The crash-safety reason: the spec's text, or one naming the timeout (issue 7)."""
+        if getattr(result, "timed_out", False) or getattr(result, "idle_out", False):
+            return outcome.classify(None, None, timed_out=result.timed_out, idle_out=result.idle_out,
+                                    session_timeout_s=self.cfg.session_s,
+                                    idle_timeout_s=self.cfg.idle_s).detail   # = the outcome's detail
+        return FAIL_REASON
+
+    # ------------------------------------------------------------------ after a session
+    def after_session(self, result: Any, failed: list[str], reason: str) -> dict[str, Any]:
+        """Classify the session, count the failed attempts of the tasks crash safety put back
+        (`failed`) and hold those at the limit. Returns the fields for its session_end event;
+        the outcome is also kept for progress.md."""
+        summary = result.summary
+        now = datetime.now(timezone.utc)
+        hit = usage_limits.detect(summary, "", now,
+                                  default_wait=timedelta(seconds=self.cfg.default_wait_s))
+        out = outcome.classify(result.returncode, summary, timed_out=result.timed_out,
+                               idle_out=result.idle_out, limit_hit=hit,
+                               session_timeout_s=self.cfg.session_s,
+                               idle_timeout_s=self.cfg.idle_s)
+        cost = getattr(summary, "total_cost_usd", None)
+        cost = cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+        held = []
+        if out.kind not in (outcome.USAGE_LIMIT, outcome.USAGE_DISABLED):   # waits are no failures
+            for slug in failed:
+                prior = self._rows.get(slug, {}).get("retry_count")
+                hold = self.guards.after_task_failure(slug, reason, prior_failures=prior)
+                if hold is not None and self._hold(hold):
+                    held.append(slug)
+        n = (self.state.active or {}).get("n", self.state.sessions_started)
+        record = {"n": n, "class": out.kind, "detail": out.detail,
+                  "counts_as_failure": out.counts_as_failure}
+        self.state.extra["outcomes"] = ([record] + self.state.extra.get("outcomes", []))[:_OUTCOMES_KEPT]
+        self._pending = (out, hit, cost)
+        fields = {"class": out.kind, "detail": out.detail,
+                  "counts_as_failure": out.counts_as_failure}
+        if held:
+            fields["held"] = held
+        if hit is not None and hit.reset_at is not None:
+            fields["resume_at"] = hit.reset_at.isoformat()
+        return fields
+
+    def settle(self, counts_text: str | None = None) -> None:
+        """After the loop's own checks (plan-status, promise): raise what ends the run (exit 7,
+        5 or 6) or wait out a usage limit. counts_text: the `plan-status` output, the backlog
+        fingerprint when the task CLI is not ours (no extra task call)."""
+        if self._pending is None:
+            return
+        out, hit, cost = self._pending
+        self._pending = None
+        need = self.cfg.limits.max_idle_sessions or self.cfg.limits.max_attempts
+        verdict = self.guards.after_session(out, cost, self._fingerprint(counts_text) if need else "",
+                                            self._head() if need else None)
+        self._save()
+        if out.kind == outcome.USAGE_DISABLED:
+            raise UsageDisabled(out.detail)
+        if verdict is not None:
+            raise verdict.error()
+        if out.kind == outcome.USAGE_LIMIT:
+            self._wait_limit(hit)
+
+    # ------------------------------------------------------------------ helpers
+    def _wait_limit(self, hit: usage_limits.LimitHit) -> None:
+        margin = timedelta(seconds=self.cfg.margin_s)
+        self.state.resume_at = (hit.reset_at + margin).isoformat()
+        self.state.extra["limit"] = hit.to_dict()
+        self._save()
+        self._event("log", kind="usage_limit_wait", message=hit.message,
+                    resume_at=self.state.resume_at)
+        cap_s, flag = self.guards.limit_wait_cap()
+        started = time.monotonic()
+        res = limit_wait.wait_until(hit.reset_at, margin=margin, cap_flag=flag,
+                                    max_wait=None if cap_s is None else timedelta(seconds=cap_s),
+                                    wait=self._wait, log=self.say)   # BudgetExhausted: exit 5
+        self.guards.note_limit_wait(time.monotonic() - started)
+        self.state.resume_at = None
+        self.state.extra.pop("limit", None)
+        self._save()
+        if res == limit_wait.STOPPED:
+            self.stop_line = ("Stopped: SIGHUP received while waiting for the usage limit"
+                              if self.guard.hangup else
+                              "Stopped: `ralph ctl stop` requested while waiting for the usage limit")
+
+    def _wait(self, seconds: float) -> bool:
+        """Block up to `seconds`; True when a stop was requested (SIGHUP or ralph ctl stop).
+        SIGINT/SIGTERM raise Interrupted from the sleep (s.16: exit 130)."""
+        end = time.monotonic() + seconds
+        while True:
+            if self.guard.hangup or (self.ralph_dir / control.STOP).exists():
+                return True
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(_POLL_S, left))
+
+    def _persisted_limit(self) -> usage_limits.LimitHit | None:
+        """This run's resume time (a resumed run), else the newest earlier run's."""
+        state = self.state if self.state.resume_at else _previous_run(self.ralph_dir,
+                                                                       self.state.run_id)
+        data = state.extra.get("limit") if state is not None else None
+        if not state or not state.resume_at:
+            return None
+        try:
+            if isinstance(data, dict):
+                hit = usage_limits.LimitHit.from_dict(data)
+            else:
+                hit = usage_limits.LimitHit(usage_limits.LIMIT,
+                                            datetime.fromisoformat(state.resume_at),
+                                            "persisted resume time", "state")
+        except (KeyError, ValueError, TypeError):
+            return None
+        if hit.reset_at is None or hit.reset_at + timedelta(seconds=self.cfg.margin_s) <= \
+                datetime.now(timezone.utc):
+            return None
+        return hit
+
+    def _hold(self, hold: guards.Hold) -> bool:
+        res = self.task.call("_hold", hold.task_id, "--reason", hold.reason, env=self.env)
+        self._event("log", kind="task_held", task=hold.task_id, attempts=hold.attempts,
+                    message=hold.reason, ok=res.ok)
+        if res.ok:
+            self.say(f"Held task {hold.task_id}: {hold.reason}")
+        elif not self._hold_warned:      # lead: an external task CLI may lack _hold
+            self._hold_warned = True
+            self.warn(f"Warning: cannot hold task {hold.task_id} (`task _hold` failed); "
+                      "the breakers still bound the run")
+        return res.ok
+
+    def _fingerprint(self, counts_text: str | None) -> str:
+        if self.task.embedded or counts_text is None:
+            export = self.task.call("_export-json", env=self.env)   # in-process for ours
+            if export.ok:
+                self._rows = {str(row.get("id")): row
+                              for row in task_client.parse_export(export.output) or []}
+                return guards.backlog_fingerprint(export.output)
+        return guards.backlog_fingerprint(counts_text or "")
+
+    def _head(self) -> str | None:
+        proc = subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD"], env=dict(self.env),
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        return proc.stdout.strip() or None
+
+    def _event(self, event: str, **fields: Any) -> None:
+        progress.append_event(self.ralph_dir, self.state.run_id, event, **fields)
+
+    def _save(self) -> None:
+        self.state.extra["guards"] = self.guards.to_dict()
+        run_state.save(self.ralph_dir, self.state)
+        progress.write_progress(self.ralph_dir, self.state)
+
+
+def _previous_run(ralph_dir: Path, current: str) -> run_state.RunState | None:
+    best = None
+    try:
+        entries = list(os.scandir(Path(ralph_dir) / "runs"))
+    except OSError:
+        return None
+    for entry in entries:
+        if entry.name == current:
+            continue
+        try:
+            mtime = os.stat(Path(entry.path) / "state.json").st_mtime
+        except OSError:
+            continue
+        if best is None or (mtime, entry.name) > best:
+            best = (mtime, entry.name)
+    return run_state.read(ralph_dir, best[1]) if best else None
+
+
+__all__ = ["Night", "FAIL_REASON"]

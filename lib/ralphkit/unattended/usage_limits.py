@@ -1,0 +1,194 @@
+"""Owns recognising that a session ran into a usage limit, or that the account's usage was
+disabled by an admin (issue 7), from what the session produced: the structural stream-json
+`rate_limit_event` and the limit messages Claude Code prints. Knows nothing of waiting
+(limit_wait), of reset-phrase grammar (reset_time) or of session classification (outcome).
+
+Structural shape (Claude Code 2.x, seen in stream-json logs quoted in public issue threads):
+
+    {"type": "rate_limit_event",
+     "rate_limit_info": {"status": "allowed" | "allowed_warning" | "rejected",
+                         "resetsAt": 1778565600,          # epoch seconds
+                         "rateLimitType": "five_hour" | "seven_day" | ...,
+                         "overageStatus": "allowed" | "rejected", "overageDisabledReason": "...",
+                         "isUsingOverage": false, "overageResetsAt": 1778570000},
+     "uuid": "...", "session_id": "..."}
+
+Only `status == "rejected"` is a hit (nested under `rate_limit_info`, or at the top level of
+the event for older/other shapes). `overageStatus: "rejected"` alone is the steady state of
+accounts without extra usage and is NOT a hit; it is one only while `isUsingOverage` is true
+(the extra usage itself ran out), with `overageResetsAt` as the reset when present.
+
+Messages are searched only in what the agent itself said (the result text, the text blocks of
+assistant events) and in the agent's stderr, never in tool input or tool output. A message
+counts only at the start of a line (after blanks, "⎿", "Error:" or "API Error: <code>"), or
+anywhere inside an "API Error" line, so an agent that quotes the wording mid-sentence does
+not stop the run."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, tzinfo
+from typing import Any, Iterable
+
+from ralphkit.unattended.reset_time import from_epoch, parse_reset
+
+LIMIT = "limit"
+DISABLED = "disabled"
+
+_APOS = "['’‘ʼ]?"
+# A line prefix Claude Code puts before its own messages, if any.
+_LEAD = r"\s*(?:⎿\s*)?(?:(?:API\s+)?Error:?\s*(?:\d{3}\s*)?)?"
+_DISABLED_RE = re.compile(r"your usage allocation has been disabled by your admin", re.I)
+_LIMIT_RE = re.compile(
+    rf"(?:you{_APOS}ve\s+hit\s+your\s+(?:[\w-]+\s+){{0,3}}limit"      # hit your (session|...) limit
+    rf"|you{_APOS}re\s+out\s+of\s+extra\s+usage"
+    rf"|(?:claude\s+(?:ai\s+)?)?(?:\d+-hour|weekly|daily|session|opus|sonnet|usage)"
+    rf"(?:\s+usage)?\s+limit\s+reached"                              # 5-hour limit reached
+    rf"|you{_APOS}ve\s+reached\s+your\s+(?:[\w-]+\s+){{0,3}}limit)",
+    re.I)
+_API_ERROR_LINE = re.compile(r"^\s*(?:⎿\s*)?API\s+Error", re.I)
+
+
+@dataclass(frozen=True)
+class LimitHit:
+    """A usage limit (kind LIMIT, wait until reset_at) or admin-disabled usage (kind DISABLED,
+    fatal, reset_at None). reset_known is False when reset_at is the configured default wait."""
+
+    kind: str
+    reset_at: datetime | None
+    message: str
+    source: str                     # "event", "text" or "stderr"
+    reset_known: bool = True
+    limit_type: str | None = None   # rateLimitType of the structural event, when there was one
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form for the run state (reset_at as ISO 8601 with offset)."""
+        return {"kind": self.kind, "reset_at": self.reset_at.isoformat() if self.reset_at else None,
+                "message": self.message, "source": self.source,
+                "reset_known": self.reset_known, "limit_type": self.limit_type}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "LimitHit":
+        reset = data.get("reset_at")
+        return cls(kind=data["kind"], reset_at=datetime.fromisoformat(reset) if reset else None,
+                   message=data.get("message", ""), source=data.get("source", "state"),
+                   reset_known=bool(data.get("reset_known", True)),
+                   limit_type=data.get("limit_type"))
+
+
+def _field(source: Any, name: str, default: Any = None) -> Any:
+    if isinstance(source, dict):
+        return source.get(name, default)
+    return getattr(source, name, default)
+
+
+def _texts(summary: Any) -> list[str]:
+    """What the agent said: result text, last assistant text, the bounded tail of texts."""
+    if summary is None:
+        return []
+    texts = [_field(summary, "result_text"), _field(summary, "last_assistant_text")]
+    texts.extend(_field(summary, "assistant_texts_tail") or [])
+    return [t for t in texts if isinstance(t, str) and t]
+
+
+def _matching_line(pattern: re.Pattern, texts: Iterable[str]) -> str | None:
+    for text in texts:
+        for line in text.splitlines():
+            found = pattern.search(line)
+            if not found:
+                continue
+            at_start = re.fullmatch(_LEAD, line[:found.start()]) is not None
+            if at_start or _API_ERROR_LINE.match(line):
+                return line.strip()[:300]
+    return None
+
+
+def _structural(events: Iterable[Any]) -> tuple[dict, dict] | None:
+    """The last rejected rate_limit_event and its info dict, or None."""
+    found = None
+    for event in events or []:
+        if not isinstance(event, dict):
+            continue
+        info = event.get("rate_limit_info")
+        info = info if isinstance(info, dict) else event    # top-level shape: fields on the event
+        status = info.get("status", event.get("status"))
+        overage_hit = (info.get("isUsingOverage") is True
+                       and info.get("overageStatus") == "rejected")
+        if status == "rejected" or overage_hit:
+            found = (event, info)
+    return found
+
+
+def detect(summary: Any, stderr_tail: str, now: datetime, *,
+           default_wait: timedelta = timedelta(minutes=30),
+           local_tz: tzinfo | None = None) -> LimitHit | None:
+    """A LimitHit when the session hit a usage limit or found its usage disabled, else None.
+
+    `summary` is a render.SessionSummary or anything with its fields (attributes or dict keys:
+    rate_limit_events, result_text, last_assistant_text, assistant_texts_tail). Admin-disabled
+    beats a limit. The structural event's epoch reset wins over a reset parsed from text;
+    without either, reset_at is now + default_wait and reset_known is False."""
+    stderr_lines = [stderr_tail] if stderr_tail else []
+    texts = _texts(summary)
+    for source, pool in (("text", texts), ("stderr", stderr_lines)):
+        line = _matching_line(_DISABLED_RE, pool)
+        if line:
+            return LimitHit(DISABLED, None, line, source, reset_known=False)
+    structural = _structural(_field(summary, "rate_limit_events") or [])
+    text_line, text_source = None, None
+    for source, pool in (("text", texts), ("stderr", stderr_lines)):
+        text_line = _matching_line(_LIMIT_RE, pool)
+        if text_line:
+            text_source = source
+            break
+    if structural is None and text_line is None:
+        return None
+    reset_at, limit_type = None, None
+    if structural is not None:
+        event, info = structural
+        limit_type = info.get("rateLimitType")
+        reset_value = info.get("resetsAt", event.get("resetsAt"))
+        if info.get("status", event.get("status")) != "rejected":
+            reset_value = info.get("overageResetsAt", reset_value)   # extra usage ran out
+        reset_at = from_epoch(reset_value) if reset_value is not None else None
+    if reset_at is None and text_line:
+        reset_at = parse_reset(text_line, now, local_tz=local_tz)
+    message = text_line or f"rate_limit_event: status rejected ({limit_type or 'unknown limit'})"
+    source = "event" if structural is not None else text_source
+    if reset_at is None:
+        return LimitHit(LIMIT, now + default_wait, message, source, False, limit_type)
+    return LimitHit(LIMIT, reset_at, message, source, True, limit_type)
+
+
+def summary_from_stream(lines: Iterable[bytes | str]) -> dict[str, Any]:
+    """The fields detect() reads, taken from raw stream-json lines (a session log file):
+    rate_limit_event lines, text blocks of assistant events, the result string. tool_use
+    input and tool_result output (user events) are never read. For re-scanning a log."""
+    summary: dict[str, Any] = {"rate_limit_events": [], "result_text": None,
+                               "last_assistant_text": None, "assistant_texts_tail": []}
+    for raw in lines:
+        line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        kind = event.get("type")
+        if kind == "rate_limit_event":
+            summary["rate_limit_events"].append(event)
+        elif kind == "assistant":
+            content = (event.get("message") or {}).get("content")
+            if isinstance(content, list):
+                text = "".join(b.get("text", "") for b in content
+                               if isinstance(b, dict) and b.get("type") == "text"
+                               and isinstance(b.get("text"), str))
+                summary["last_assistant_text"] = text
+                summary["assistant_texts_tail"] = (summary["assistant_texts_tail"] + [text])[-5:]
+        elif kind == "result" and isinstance(event.get("result"), str):
+            summary["result_text"] = event["result"]
+    return summary
+
+
+__all__ = ["LimitHit", "LIMIT", "DISABLED", "detect", "summary_from_stream"]

@@ -1,0 +1,437 @@
+"""Black-box: issue 7's failure modes through ralph.py, each with a stub agent, the real task
+CLI and a real git repo. Each test ends with the documented record (events.jsonl,
+progress.md), the task's state and the exit code. Durations are sub-second via the flags."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from conftest import RALPH, ROOT, STUBS, install_stub, wait_for
+from loophelp import Running, alive
+
+sys.path.insert(0, str(ROOT / "lib"))
+from ralphkit.unattended import reset_time  # noqa: E402
+
+# The agent claims a task (so crash safety has something to put back), then becomes $STUB.
+CLAIMING = """\
+#!/bin/sh
+"$RALPH_TASK_SCRIPT" claim > /dev/null
+exec "$STUB" "$@"
+"""
+SPEC_REASON = "session exited without completing task"
+
+
+def sync(run_task, *slugs: str) -> None:
+    lines = "".join(json.dumps({"id": s, "t": f"Task {s}"}) + "\n" for s in slugs)
+    assert run_task("plan-sync", input=lines).returncode == 0
+
+
+def tasks_of(run_task) -> dict[str, dict]:
+    out = run_task("_export-json").stdout
+    return {row["id"]: row for row in map(json.loads, filter(str.strip, out.splitlines()))}
+
+
+def the_run(repo: Path) -> Path:
+    runs = sorted((repo / ".ralph" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
+    return runs[-1]
+
+
+def events(repo: Path, name: str | None = None) -> list[dict]:
+    lines = (the_run(repo) / "events.jsonl").read_text().splitlines()
+    found = [json.loads(line) for line in lines]
+    return [e for e in found if name is None or e["event"] == name]
+
+
+def classes(repo: Path) -> list[str]:
+    return [e.get("class") for e in events(repo, "session_end")]
+
+
+def progress_md(repo: Path) -> str:
+    return (repo / ".ralph" / "progress.md").read_text()
+
+
+def state(repo: Path) -> dict:
+    return json.loads((the_run(repo) / "state.json").read_text())
+
+
+@pytest.fixture
+def agent(bin_dir: Path, tmp_path: Path):
+    """agent(stub) -> env: `claude` on PATH claims a task, then runs tests/stubs/<stub>."""
+    def make(stub: str = "claude", claim: bool = True) -> dict[str, str]:
+        if not claim:
+            install_stub(bin_dir, "claude", stub)
+            return {}
+        script = bin_dir / "claude"
+        script.write_text(CLAIMING)
+        script.chmod(0o755)
+        return {"STUB": str(STUBS / stub)}
+    return make
+
+
+# ------------------------------------------------------------------ session ends badly
+
+def test_a_hanging_agent_is_ended_by_the_session_timeout_and_its_task_goes_back_open(
+        git_repo, run_ralph, run_task, agent, tmp_path):
+    sync(run_task, "t1")
+    pidfile = tmp_path / "pids"
+    env = {**agent("claude-hang"), "STUB_IGNORE_TERM": "1", "STUB_HANG_CHILD": "1",
+           "STUB_PIDFILE": str(pidfile)}
+    started = time.monotonic()
+    proc = run_ralph("build", "-n", "1", "--session-timeout", "3", "--kill-grace", "0.2",
+                     env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - started < 10
+    assert "Reached max iterations: 1\nderegistered " in proc.stdout
+    assert all(not alive(int(p)) for p in pidfile.read_text().split())   # TERM ignored: KILL
+    task = tasks_of(run_task)["t1"]
+    assert (task["status"], task["retry_count"]) == ("open", 1)
+    assert task["fail_reason"] == "session timeout of 3s reached; agent terminated"
+    end = events(git_repo, "session_end")[0]
+    assert (end["class"], end["counts_as_failure"], end["exit_code"]) == ("timeout", True, -9)
+    assert end["reason"] == task["fail_reason"]
+    assert "| 1 | timeout | session timeout of 3s reached; agent terminated |" in progress_md(git_repo)
+
+
+def test_a_silent_agent_is_ended_by_the_idle_timeout(git_repo, run_ralph, run_task, agent):
+    sync(run_task, "t1")
+    proc = run_ralph("build", "-n", "1", "--idle-timeout", "3", "--kill-grace", "0.2",
+                     env=agent("claude-silent"))
+    assert proc.returncode == 0, proc.stderr
+    task = tasks_of(run_task)["t1"]
+    assert task["status"] == "open" and task["fail_reason"] == "no agent output for 3s; agent terminated"
+    end = events(git_repo, "session_end")[0]
+    assert (end["class"], end["exit_code"]) == ("idle", -15)
+    assert "| 1 | idle | no agent output for 3s; agent terminated |" in progress_md(git_repo)
+
+
+@pytest.mark.parametrize("env,kind,detail", [
+    ({"STUB_EXIT": "1"}, "agent_error", "agent exited with status 1"),
+    ({"STUB_ACTION": "kill -KILL $PPID"}, "killed_by_signal", "agent killed by SIGKILL (out of memory?)"),
+], ids=["exit-1", "sigkill"])
+def test_an_agent_that_fails_or_dies_is_classified_and_its_task_failed_with_the_spec_reason(
+        git_repo, run_ralph, run_task, agent, env, kind, detail):
+    sync(run_task, "t1")
+    proc = run_ralph("build", "-n", "1", env={**agent("claude"), **env})
+    assert proc.returncode == 0, proc.stderr
+    assert "failed t1\n" in proc.stdout
+    task = tasks_of(run_task)["t1"]
+    assert (task["status"], task["fail_reason"], task["retry_count"]) == ("open", SPEC_REASON, 1)
+    end = events(git_repo, "session_end")[0]
+    assert (end["class"], end["detail"], end["task"]) == (kind, detail, "t1")
+    assert f"| 1 | {kind} | {detail} |" in progress_md(git_repo)
+
+
+# ------------------------------------------------------------------ usage limits
+
+LIMIT_ENV = ("--limit-wait-margin", "0", "--limit-default-wait", "0.5")
+
+
+# The structural event's resetsAt, RESET_IN seconds after the stub starts (a machine under
+# load may take seconds to start it).
+RESETTING = """\
+#!/bin/sh
+export STUB_LIMIT_RESETS_AT=$(( $(date +%s) + ${RESET_IN:-2} ))
+exec "$STUB" "$@"
+"""
+
+
+def limit_agent(agent, tmp_path: Path, **env: str) -> dict[str, str]:
+    done = '"$RALPH_TASK_SCRIPT" claim >/dev/null; "$RALPH_TASK_SCRIPT" done t1 >/dev/null'
+    script = tmp_path / "bin" / "claude"
+    script.write_text(RESETTING)
+    script.chmod(0o755)
+    return {"STUB": str(STUBS / "claude-limit"), "STUB_LIMIT_TIMES": "1",
+            "STUB_LIMIT_STATE": str(tmp_path / "limit-calls"), "STUB_ACTION": done, **env}
+
+
+@pytest.mark.parametrize("wording", [
+    "You've hit your session limit",
+    "You've hit your individual spend limit",
+], ids=["session-limit", "spend-limit"])
+def test_a_limit_message_without_reset_time_waits_the_default_and_resumes(
+        git_repo, run_ralph, run_task, agent, tmp_path, wording):
+    sync(run_task, "t1")
+    proc = run_ralph("build", *LIMIT_ENV,
+                     env=limit_agent(agent, tmp_path, STUB_LIMIT_MESSAGE=wording))
+    assert proc.returncode == 0, proc.stderr
+    assert "Usage limit: waiting until" in proc.stdout
+    assert "Usage limit: wait over, resuming\n" in proc.stdout
+    assert "All tasks complete. Exiting loop.\nderegistered " in proc.stdout
+    assert "\r" not in proc.stdout
+    assert classes(git_repo) == ["usage_limit", "agent_error"]   # the stub's 2nd run: no result
+    assert wording in events(git_repo, "session_end")[0]["detail"]
+    waits = [e for e in events(git_repo, "log") if e.get("kind") == "usage_limit_wait"]
+    assert len(waits) == 1 and waits[0]["message"] == wording
+    assert tasks_of(run_task)["t1"]["status"] == "done"
+    assert state(git_repo)["resumeAt"] is None                    # cleared after the wait
+    assert "| 1 | usage_limit |" in progress_md(git_repo)
+
+
+@pytest.mark.parametrize("wording", [
+    "5-hour limit reached ∙ resets 12pm",
+    "You've hit your limit · resets 1pm (Asia/Seoul)",
+    "You're out of extra usage · resets 9pm",
+], ids=["5-hour", "asia-seoul", "extra-usage"])
+def test_a_limit_message_with_a_far_reset_persists_the_resume_time_and_exits_5_over_the_cap(
+        git_repo, run_ralph, run_task, agent, tmp_path, wording):
+    now = datetime.now(timezone.utc)
+    reset = reset_time.parse_reset(wording, now)
+    if reset is None or (reset - now).total_seconds() < 30:
+        pytest.skip("the reset hour is right now")
+    sync(run_task, "t1")
+    proc = run_ralph("build", *LIMIT_ENV, "--max-limit-wait", "1",
+                     env=limit_agent(agent, tmp_path, STUB_LIMIT_MESSAGE=wording))
+    assert proc.returncode == 5, proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("Error: usage limit resets at ") and "longer than --max-limit-wait 1s" in line
+    assert classes(git_repo) == ["usage_limit"]
+    saved = state(git_repo)
+    assert abs(datetime.fromisoformat(saved["resumeAt"]) - reset).total_seconds() < 1
+    assert saved["exitCode"] == 5
+    assert tasks_of(run_task)["t1"]["status"] == "open"
+
+
+def test_the_structural_event_is_waited_out_until_its_reset_then_the_run_resumes(
+        git_repo, run_ralph, run_task, agent, tmp_path):
+    sync(run_task, "t1")
+    proc = run_ralph("build", *LIMIT_ENV, env=limit_agent(agent, tmp_path,
+                                                          STUB_LIMIT_KIND="event-only"))
+    assert proc.returncode == 0, proc.stderr
+    end = events(git_repo, "session_end")[0]
+    assert end["class"] == "usage_limit" and end["counts_as_failure"] is False
+    assert end["detail"].startswith("usage limit: rate_limit_event: status rejected (five_hour)")
+    assert time.time() >= datetime.fromisoformat(end["resume_at"]).timestamp()
+    assert "Usage limit: waiting until" in proc.stdout
+    assert "Usage limit: wait over, resuming\n" in proc.stdout
+    assert tasks_of(run_task)["t1"]["status"] == "done"
+
+
+def test_a_restarted_run_honours_the_resume_time_persisted_by_the_run_before(
+        git_repo, run_ralph, run_task, agent, tmp_path):
+    sync(run_task, "t1")
+    env = limit_agent(agent, tmp_path, STUB_LIMIT_KIND="event", RESET_IN="600")
+    first = run_ralph("build", *LIMIT_ENV, "--max-limit-wait", "1", env=env)
+    assert first.returncode == 5, first.stderr
+    resume_at = state(git_repo)["resumeAt"]
+    # The next run waits for the persisted time before any session: capped here, so exit 5.
+    second = run_ralph("build", *LIMIT_ENV, "--max-limit-wait", "1", env=env)
+    assert second.returncode == 5, second.stderr
+    assert "Usage limit from an earlier run: resume time " in second.stdout
+    assert "longer than --max-limit-wait 1s" in second.stderr
+    assert (tmp_path / "limit-calls").read_text() == "1"            # no second session
+    assert events(git_repo, "session_end") == []
+    assert state(git_repo)["resumeAt"] == resume_at                  # still there for the next try
+
+
+def test_admin_disabled_usage_stops_the_run_with_exit_7(git_repo, run_ralph, run_task, agent,
+                                                        tmp_path):
+    sync(run_task, "t1")
+    proc = run_ralph("build", env={**agent("claude-limit", claim=False),
+                                   "STUB_LIMIT_KIND": "disabled"})
+    assert proc.returncode == 7
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "Error: usage disabled: Your usage allocation has been disabled by your admin")
+    assert classes(git_repo) == ["usage_disabled"]
+    assert events(git_repo, "run_end")[-1]["exit_code"] == 7
+    assert "(exit 7)" in progress_md(git_repo)
+
+
+# ------------------------------------------------------------------ breaker, attempts, budgets
+
+def test_sessions_that_change_nothing_trip_the_breaker_with_exit_6(git_repo, run_ralph,
+                                                                   run_task, agent):
+    sync(run_task, "t1")
+    proc = run_ralph("build", env=agent("claude", claim=False))
+    assert proc.returncode == 6
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "Error: no progress: 3 sessions in a row changed neither the backlog nor git HEAD "
+        "(--max-idle-sessions 3)")
+    assert len(events(git_repo, "session_end")) == 3
+    assert "(exit 6)" in progress_md(git_repo)
+
+
+def test_with_an_iteration_limit_the_breaker_is_off_unless_given(git_repo, run_ralph, run_task,
+                                                                  agent):
+    sync(run_task, "t1")
+    env = agent("claude", claim=False)
+    proc = run_ralph("build", "-n", "4", env=env)
+    assert (proc.returncode, "Reached max iterations: 4\nderegistered" in proc.stdout) == (0, True)
+    proc = run_ralph("build", "-n", "4", "--max-idle-sessions", "2", env=env)
+    assert proc.returncode == 6
+
+
+def test_consecutive_failures_trip_the_breaker_even_with_commits(git_repo, run_ralph, run_task,
+                                                                 agent):
+    sync(run_task, "t1")
+    env = {**agent("claude", claim=False), "STUB_EXIT": "1",
+           "STUB_ACTION": "git commit -q --allow-empty -m step"}
+    proc = run_ralph("build", "--max-consecutive-failures", "2", env=env)
+    assert proc.returncode == 6
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "Error: no progress: 2 sessions in a row failed (--max-consecutive-failures 2); "
+        "last: agent exited with status 1")
+
+
+def test_a_task_failing_max_attempts_times_is_held_with_its_reasons_and_skipped(
+        git_repo, run_ralph, run_task, agent):
+    sync(run_task, "t1")
+    proc = run_ralph("build", "--max-attempts", "2", env={**agent("claude"), "STUB_EXIT": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("failed t1\n") == 2
+    # plan-status counts a held task as blocked: 0 open, 0 active (spec s.15.6)
+    assert "All tasks complete. Exiting loop.\nderegistered " in proc.stdout
+    reason = f"failed 2 times (--max-attempts 2): {SPEC_REASON} | {SPEC_REASON}"
+    assert f"Held task t1: {reason}\n" in proc.stdout
+    assert tasks_of(run_task)["t1"]["held"] == reason
+    held = [e for e in events(git_repo, "log") if e.get("kind") == "task_held"]
+    assert [(e["task"], e["attempts"]) for e in held] == [("t1", 2)]
+    assert events(git_repo, "session_end")[-1]["held"] == ["t1"]
+
+
+def test_reported_costs_end_the_run_after_the_session_that_reaches_max_cost(
+        git_repo, run_ralph, run_task, agent, tmp_path):
+    sync(run_task, "t1", "t2", "t3")
+    env = {**agent("claude-cost", claim=False), "STUB_COSTS": "0.5,1,2",
+           "STUB_COST_STATE": str(tmp_path / "cost-calls"),
+           "STUB_ACTION": "git commit -q --allow-empty -m step"}
+    proc = run_ralph("build", "--max-cost", "1.2", env=env)
+    assert proc.returncode == 5
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "Error: budget --max-cost 1.20 USD reached: 2 session(s) cost 1.5000 USD in total")
+    assert [e["cost_usd"] for e in events(git_repo, "session_end")] == [0.5, 1]
+    assert classes(git_repo) == ["success", "success"]
+    assert "(exit 5)" in progress_md(git_repo)
+
+
+def test_max_runtime_ends_the_run_after_the_current_session(git_repo, run_ralph, run_task, agent):
+    sync(run_task, "t1")
+    env = {**agent("claude-cost", claim=False), "STUB_ACTION": "sleep 0.6; git commit -q --allow-empty -m s"}
+    proc = run_ralph("build", "--max-runtime", "0.5", env=env)
+    assert proc.returncode == 5
+    assert proc.stderr.strip().splitlines()[-1].startswith("Error: budget --max-runtime 0s reached")
+    assert len(events(git_repo, "session_end")) == 1
+
+
+# ------------------------------------------------------------------ ctl, SIGHUP, logs
+
+WAITING_AGENT = ('n=$(cat "$COUNT" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$COUNT"; '
+                 'touch "$COUNT.started.$n"; while [ ! -f "$RELEASE" ]; do sleep 0.02; done')
+
+
+def waiting_env(agent, tmp_path: Path) -> dict[str, str]:
+    return {**agent("claude"), "STUB_ACTION": WAITING_AGENT, "COUNT": str(tmp_path / "n"),
+            "RELEASE": str(tmp_path / "release")}
+
+
+def test_ctl_stop_finishes_the_current_session_then_exits_0(git_repo, base_env, run_task,
+                                                            agent, tmp_path):
+    sync(run_task, "t1", "t2")
+    env = {**base_env, **waiting_env(agent, tmp_path)}
+    run = Running(["build"], cwd=git_repo, env=env)
+    try:
+        wait_for(lambda: (tmp_path / "n.started.1").exists())
+        ctl = subprocess.run([sys.executable, str(RALPH), "ctl", "stop"], cwd=git_repo, env=env,
+                             capture_output=True, text=True)
+        assert ctl.returncode == 0
+        assert run.proc.poll() is None                      # the session is not interrupted
+        (tmp_path / "release").write_text("")
+        assert run.wait() == 0
+        assert "Stopped: `ralph ctl stop` requested; the last session finished\n" in run.stdout
+        assert not (tmp_path / "n.started.2").exists()
+        assert not (git_repo / ".ralph" / "STOP").exists()
+        stops = [e for e in events(git_repo, "log") if e.get("kind") == "stop"]
+        assert len(stops) == 1
+        assert tasks_of(run_task)["t1"]["status"] == "open"
+    finally:
+        run.kill()
+
+
+def test_ctl_pause_holds_the_next_session_until_resume(git_repo, base_env, run_task, agent,
+                                                       tmp_path):
+    sync(run_task, "t1")
+    env = {**base_env, **waiting_env(agent, tmp_path)}
+    ctl = [sys.executable, str(RALPH), "ctl"]
+    subprocess.run(ctl + ["pause"], cwd=git_repo, env=env, check=True, capture_output=True)
+    (tmp_path / "release").write_text("")
+    run = Running(["build", "-n", "1"], cwd=git_repo, env=env)
+    try:
+        wait_for(lambda: "Paused: " in run.stdout)
+        assert not (tmp_path / "n.started.1").exists()
+        subprocess.run(ctl + ["resume"], cwd=git_repo, env=env, check=True, capture_output=True)
+        assert run.wait() == 0
+        assert "Resumed\n" in run.stdout and (tmp_path / "n.started.1").exists()
+    finally:
+        run.kill()
+
+
+def test_sighup_finishes_the_session_then_exits_0(git_repo, base_env, run_task, agent, tmp_path):
+    sync(run_task, "t1", "t2")
+    run = Running(["build"], cwd=git_repo, env={**base_env, **waiting_env(agent, tmp_path)})
+    try:
+        wait_for(lambda: (tmp_path / "n.started.1").exists())
+        os.kill(run.proc.pid, signal.SIGHUP)
+        time.sleep(0.3)        # a graceful stop must not end the session: nothing to await
+        assert run.proc.poll() is None
+        (tmp_path / "release").write_text("")
+        assert run.wait() == 0
+        assert "Stopped: SIGHUP received; the last session finished\n" in run.stdout
+        assert run.stdout.endswith("deregistered " + run.stdout.split("Agent:  ")[1].split("\n")[0] + "\n")
+        assert not (tmp_path / "n.started.2").exists()
+        assert events(git_repo, "run_end")[-1]["exit_code"] == 0
+    finally:
+        run.kill()
+
+
+def test_under_nohup_sighup_stays_ignored(git_repo, base_env, run_task, agent, tmp_path):
+    sync(run_task, "t1")
+    code = ("import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_IGN); "
+            "os.execv(sys.executable, [sys.executable] + sys.argv[1:])")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(RALPH), "build", "-n", "1"],
+                            cwd=git_repo, env={**base_env, **waiting_env(agent, tmp_path)},
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        wait_for(lambda: (tmp_path / "n.started.1").exists())
+        os.kill(proc.pid, signal.SIGHUP)
+        (tmp_path / "release").write_text("")
+        out, _ = proc.communicate(timeout=20)
+        assert proc.returncode == 0
+        assert "Stopped" not in out and "Reached max iterations: 1\n" in out
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_old_session_logs_are_rotated_before_a_session(git_repo, run_ralph, run_task, agent):
+    sync(run_task, "t1")
+    logs = git_repo / ".ralph" / "logs"
+    logs.mkdir(parents=True)
+    for i in range(105):
+        path = logs / f"old-{i:03d}.jsonl"
+        path.write_text("{}\n")
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))
+    proc = run_ralph("build", "-n", "1", env=agent("claude", claim=False))
+    assert proc.returncode == 0
+    names = sorted(p.name for p in logs.iterdir())
+    assert len(names) == 101                 # 100 kept before the session, plus its own
+    assert "old-000.jsonl" not in names and "old-104.jsonl" in names
+
+
+def test_plan_mode_classifies_its_sessions_and_honours_an_explicit_breaker(
+        git_repo, run_ralph, agent):
+    proc = run_ralph("plan", "-n", "3", "--max-idle-sessions", "2",
+                     env={**agent("claude", claim=False), "STUB_EXIT": "1"})
+    assert proc.returncode == 6
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "Error: no progress: 2 sessions in a row changed neither the backlog nor git HEAD "
+        "(--max-idle-sessions 2)")
+    assert classes(git_repo) == ["agent_error", "agent_error"]
+    assert "| 2 | agent_error | agent exited with status 1 |" in progress_md(git_repo)

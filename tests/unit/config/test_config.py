@@ -1,0 +1,198 @@
+"""config: ralph.yml files, environment and command-line values merged and validated."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ralphkit.config import settings as config
+from ralphkit.errors import EXIT_USAGE, UsageError
+
+
+def load(tmp_path: Path, yml: str | None = None, env: dict | None = None, **cli):
+    if yml is not None:
+        (tmp_path / "ralph.yml").write_text(yml)
+    return config.load(cli, env or {}, tmp_path)
+
+
+def problems(tmp_path: Path, yml: str | None = None, env: dict | None = None, **cli) -> list:
+    with pytest.raises(UsageError) as err:
+        load(tmp_path, yml, env, **cli)
+    assert err.value.exit_code == EXIT_USAGE
+    assert str(err.value) == "\n".join(err.value.problems)
+    return err.value.problems
+
+
+def test_defaults_come_from_the_issues_without_any_file_or_variable(tmp_path: Path):
+    settings = load(tmp_path)
+    assert settings.session_timeout == 3600 and settings.idle_timeout == 900
+    assert (settings.max_attempts, settings.max_idle_sessions,
+            settings.max_consecutive_failures) == (3, 3, 5)
+    assert settings.max_iterations is None and settings.max_cost is None
+    assert settings.freeze_scope is False and settings.agent == "claude"
+    assert settings.completion_promise == "COMPLETE" and settings.parallel == 1
+    assert set(settings) == {s.name for s in config.SETTINGS}
+    assert settings.explicit() == {}
+
+
+def test_every_setting_row_is_complete():
+    for setting in config.SETTINGS:
+        # flag None: a ralph.yml-only setting (issue 6's assign_prompt, inbox, respawn_limit, ...)
+        assert setting.help and setting.flag in (None, "--" + setting.name.replace("_", "-"))
+        assert setting.kind in ("int", "bool", "number", "duration", "text")
+
+
+def test_precedence_is_cli_then_environment_then_ralph_yml_then_default(tmp_path: Path):
+    yml = "freeze_scope: false\nstop_on_scope_change: true\nmax_cost: 5\nmax_attempts: 4\n"
+    settings = load(tmp_path, yml, {"FREEZE_SCOPE": "1", "STOP_ON_SCOPE_CHANGE": "0"},
+                    freeze_scope=False, max_cost=None)
+    assert (settings.freeze_scope, settings.source("freeze_scope")) == (False, "cli")
+    assert (settings.stop_on_scope_change, settings.source("stop_on_scope_change")) == (
+        False, "env")
+    assert (settings.max_cost, settings.source("max_cost")) == (5.0, "ralph.yml")
+    assert (settings.parallel, settings.source("parallel")) == (1, "default")
+    assert settings.explicit() == {"freeze_scope": False, "stop_on_scope_change": False,
+                                   "max_cost": 5.0, "max_attempts": 4}
+
+
+def test_an_empty_environment_variable_counts_as_unset(tmp_path: Path):
+    settings = load(tmp_path, "freeze_scope: true\n", {"FREEZE_SCOPE": ""})
+    assert settings.source("freeze_scope") == "ralph.yml"
+
+
+@pytest.mark.parametrize("text,value", [
+    ("1", True), ("0", False), ("true", True), ("FALSE", False), ("yes", True), ("No", False),
+    ("on", True), ("off", False)], ids=lambda v: repr(v))
+def test_booleans_from_the_environment(tmp_path: Path, text: str, value: bool):
+    assert load(tmp_path, env={"FREEZE_SCOPE": text}).freeze_scope is value
+
+
+@pytest.mark.parametrize("text,seconds", [
+    ("90", 90), ("1.5", 1.5), ("30s", 30), ("15m", 900), ("1h", 3600), ("1h30m", 5400),
+    ("2d", 172800), ("0", 0)], ids=lambda v: str(v))
+def test_durations_accept_seconds_and_units(tmp_path: Path, text: str, seconds: float):
+    assert load(tmp_path, f"session_timeout: {text}\n").session_timeout == seconds
+    assert load(tmp_path, None, idle_timeout=text).idle_timeout == seconds
+
+
+def test_a_full_ralph_yml_is_read(tmp_path: Path):
+    yml = """\
+# every key of the reference
+max_iterations: 7
+model: sonnet
+danger: yes
+completion_promise: DONE
+dry_run: false
+resume: false
+freeze_scope: true
+stop_on_scope_change: true
+scope_watch: false
+assign: true
+session_timeout: 45m
+idle_timeout: 5m
+max_attempts: 2
+max_idle_sessions: 0
+max_consecutive_failures: 4
+max_cost: 12.5
+max_runtime: 8h
+max_limit_wait: 6h
+agent: pi
+agent_cmd: /opt/pi/bin/pi
+parallel: 3
+assign_prompt: prompts/mine.md
+inbox: incoming
+respawn_limit: 5
+continue_session: on
+respawn_safety: off
+merge: ff
+"""
+    settings = load(tmp_path, yml)
+    assert set(settings.explicit()) == {s.name for s in config.SETTINGS}
+    assert (settings.max_iterations, settings.danger, settings.max_runtime) == (7, True, 28800)
+    assert (settings.agent, settings.parallel, settings.max_cost) == ("pi", 3, 12.5)
+
+
+@pytest.mark.parametrize("yml,expected", [
+    ("max_iteration: 3\n",
+     "ralph.yml: unknown key 'max_iteration' (did you mean 'max_iterations'?)"),
+    ("max-cost: 3\n", "ralph.yml: unknown key 'max-cost' (did you mean 'max_cost'?)"),
+    ("colour: blue\n", "ralph.yml: unknown key 'colour'"),
+    ("max_cost: ten\n", "ralph.yml: max_cost must be a number, got 'ten'"),
+    ("max_cost: 0\n", "ralph.yml: max_cost must be greater than 0, got 0"),
+    ("max_iterations: 2.5\n", "ralph.yml: max_iterations must be a whole number, got 2.5"),
+    ("max_iterations: -1\n", "ralph.yml: max_iterations must be at least 0, got -1"),
+    ("parallel: 0\n", "ralph.yml: parallel must be at least 1, got 0"),
+    ("danger: maybe\n",
+     "ralph.yml: danger must be a boolean (1/0, true/false, yes/no), got 'maybe'"),
+    ("session_timeout: soon\n",
+     "ralph.yml: session_timeout must be a duration (seconds, or like 30s, 15m, 1h), "
+     "got 'soon'"),
+    ("model: 4.5\n", "ralph.yml: model must be a non-empty text (put it in quotes), got 4.5"),
+    ("agent: ''\n", "ralph.yml: agent must be a non-empty text, got ''"),
+    ("max_attempts: [1, 2]\n", "ralph.yml: max_attempts must be a whole number, got [1, 2]"),
+], ids=["typo", "dashes", "unknown-no-guess", "not-a-number", "zero-cost", "float-count",
+        "negative", "parallel-zero", "bad-bool", "bad-duration", "number-as-text", "empty-text",
+        "list"])
+def test_each_bad_key_or_value_gives_one_clear_line(tmp_path: Path, yml: str, expected: str):
+    assert problems(tmp_path, yml) == [expected]
+
+
+def test_every_problem_is_reported_not_only_the_first(tmp_path: Path):
+    found = problems(tmp_path, "max_iteration: 3\nmax_cost: ten\nparallel: 0\n",
+                     {"FREEZE_SCOPE": "maybe"}, max_attempts="x")
+    assert found == [
+        "ralph.yml: unknown key 'max_iteration' (did you mean 'max_iterations'?)",
+        "environment variable FREEZE_SCOPE must be a boolean (1/0, true/false, yes/no), "
+        "got 'maybe'",
+        "--max-attempts must be a whole number, got 'x'",
+        "ralph.yml: max_cost must be a number, got 'ten'",
+        "ralph.yml: parallel must be at least 1, got 0",
+    ]
+
+
+def test_a_bad_file_value_is_reported_even_when_the_cli_overrides_it(tmp_path: Path):
+    assert problems(tmp_path, "max_cost: ten\n", max_cost=3) == [
+        "ralph.yml: max_cost must be a number, got 'ten'"]
+
+
+@pytest.mark.parametrize("yml,expected", [
+    ("max_cost: 1\n  bad: [\n",
+     "ralph.yml: invalid YAML at line 2, column 6: mapping values are not allowed here"),
+    ("max_cost: [1,\n", "ralph.yml: invalid YAML at line 2, column 1: expected the node "
+                        "content, but found '<stream end>'"),
+    ("- max_cost\n- 3\n", "ralph.yml: the top level must be a mapping of settings "
+                          "(key: value lines), got a list"),
+    ("just text\n", "ralph.yml: the top level must be a mapping of settings "
+                    "(key: value lines), got a str"),
+], ids=["bad-indent", "unclosed-list", "list", "scalar"])
+def test_a_file_that_is_not_a_settings_mapping_is_one_error(tmp_path: Path, yml, expected):
+    assert problems(tmp_path, yml) == [expected]
+
+
+@pytest.mark.parametrize("yml", ["", "# only a comment\n", "max_cost: ~\n"],
+                         ids=["empty", "comment", "null-value"])
+def test_an_empty_file_or_a_null_value_means_defaults(tmp_path: Path, yml: str):
+    assert load(tmp_path, yml).explicit() == {}
+
+
+def test_a_ralph_yml_that_is_not_utf8_is_one_error(tmp_path: Path):
+    (tmp_path / "ralph.yml").write_bytes(b"max_cost: \xff\n")
+    with pytest.raises(UsageError, match=r"^ralph\.yml: cannot read "):
+        config.load({}, {}, tmp_path)
+
+
+def test_repo_root_is_the_git_top_level_else_the_current_directory(git_repo: Path,
+                                                                   tmp_path: Path):
+    (git_repo / "sub" / "deeper").mkdir(parents=True)
+    assert config.find_repo_root(git_repo / "sub" / "deeper") == git_repo
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    assert config.find_repo_root(outside) == outside
+
+
+def test_settings_are_read_only(tmp_path: Path):
+    settings = load(tmp_path)
+    with pytest.raises(TypeError):
+        settings["max_cost"] = 3          # type: ignore[index]
+    with pytest.raises(AttributeError):
+        settings.no_such_setting

@@ -1,0 +1,78 @@
+"""The write-ahead pid file of a session (issue 8 recovery for `--parallel`, issue 4 resume for
+the single loop), through the real session pool and the real session.run: whoever links the
+file first wins, the agent's child or the recovery."""
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+from ralphkit.session import run as session
+from ralphkit.session import pidfile as session_pidfile
+from ralphkit.session import pool as session_pool
+from ralphkit.signals import Guard
+
+
+class _Quiet:
+    """A renderer that keeps nothing (the pool needs one per session)."""
+    summary = None
+
+    def feed(self, chunk: bytes) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _run_in_pool(tmp_path: Path, script: str, pidfile: Path):
+    with session_pool.Pool(Guard(), lambda: None) as pool:
+        failed = pool.start("t", ["sh", "-c", script], env=dict(os.environ), cwd=tmp_path,
+                            log_path=tmp_path / "session.log", renderer=_Quiet(),
+                            pidfile=pidfile)
+        assert failed is None
+        ended = []
+        while not ended:
+            ended = pool.wait()
+    ((_, result),) = ended
+    return result
+
+
+def _run_alone(tmp_path: Path, script: str, pidfile: Path):
+    result = session.run(["sh", "-c", script], env=dict(os.environ),
+                         log_path=tmp_path / "session.log", out=io.BytesIO(), guard=Guard(),
+                         on_first_interrupt=lambda: None, renderer=_Quiet(), cwd=tmp_path,
+                         pidfile=pidfile)
+    assert result.started
+    return result
+
+
+STARTERS = [_run_in_pool, _run_alone]
+STARTER_IDS = ["parallel-pool", "single-loop-session"]
+
+
+@pytest.fixture(params=STARTERS, ids=STARTER_IDS)
+def _run(request):
+    return request.param
+
+
+def test_an_agent_whose_pid_file_the_recovery_took_first_never_runs(tmp_path, _run):
+    pidfile = tmp_path / "session-001.pid"
+    assert session_pidfile.take(pidfile) is None              # the recovery came first
+    result = _run(tmp_path, f"touch {tmp_path / 'ran'}", pidfile)
+    assert result.returncode == 1
+    assert not (tmp_path / "ran").exists()
+    assert session_pidfile.take(pidfile) is None              # and stays recovered
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["session-001.pid", "session.log"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="start times need /proc")
+def test_an_agent_that_started_first_is_named_by_pid_and_start_time(tmp_path, _run):
+    pidfile = tmp_path / "session-001.pid"
+    result = _run(tmp_path, f"echo $$ > {tmp_path / 'pid'}", pidfile)    # exec keeps the pid
+    assert result.returncode == 0
+    pid, start = session_pidfile.take(pidfile)
+    assert pid == int((tmp_path / "pid").read_text())
+    assert isinstance(start, int) and start > 0
+    assert session_pidfile.take(pidfile) == (pid, start)      # never replaced

@@ -1,0 +1,115 @@
+"""Classification of a finished session (issue 7): each kind, its detail, whether it counts as
+a failure, and the documented precedence when several apply."""
+from __future__ import annotations
+
+import signal
+from datetime import datetime, timezone
+
+import pytest
+
+from ralphkit.unattended.outcome import PRECEDENCE, Outcome, classify
+from ralphkit.unattended.usage_limits import DISABLED, LIMIT, LimitHit
+
+RESET = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
+LIMIT_HIT = LimitHit(LIMIT, RESET, "You've hit your limit · resets 12pm", "text")
+DISABLED_HIT = LimitHit(DISABLED, None, "Your usage allocation has been disabled by your admin",
+                        "text", reset_known=False)
+
+
+def summary(subtype="success", is_error=False, result="Done.", denials=()):
+    return {"result_subtype": subtype, "is_error": is_error, "result_text": result,
+            "last_assistant_text": result, "permission_denials": list(denials),
+            "total_cost_usd": 0.01, "num_turns": 3}
+
+
+DENIAL = {"tool_name": "Bash", "tool_use_id": "toolu_1", "tool_input": {"command": "rm -rf /"}}
+
+CASES = [
+    ("success", dict(returncode=0, summary=summary()), "success", False, "result success"),
+    ("exit-1", dict(returncode=1, summary=summary()), "agent_error", True,
+     "agent exited with status 1"),
+    ("result-error-subtype", dict(returncode=0, summary=summary("error_max_turns", True)),
+     "agent_error", True, "agent reported an error (result error_max_turns)"),
+    ("no-result-event", dict(returncode=0, summary=summary(subtype=None, result=None)),
+     "agent_error", True, "agent exited without a result event"),
+    ("timeout", dict(returncode=-15, summary=None, timed_out=True, session_timeout_s=3600),
+     "timeout", True, "session timeout of 3600s reached; agent terminated"),
+    ("idle", dict(returncode=-9, summary=None, idle_out=True, idle_timeout_s=900),
+     "idle", True, "no agent output for 900s; agent terminated"),
+    ("sigkill", dict(returncode=-signal.SIGKILL, summary=summary(subtype=None)),
+     "killed_by_signal", True, "agent killed by SIGKILL (out of memory?)"),
+    ("exit-137-from-a-wrapper", dict(returncode=137, summary=None), "killed_by_signal", True,
+     "agent killed by SIGKILL (out of memory?)"),
+    ("sigsegv", dict(returncode=-signal.SIGSEGV, summary=None), "killed_by_signal", True,
+     "agent killed by SIGSEGV"),
+    ("usage-limit", dict(returncode=1, summary=summary(is_error=True), limit_hit=LIMIT_HIT),
+     "usage_limit", False, None),
+    ("usage-disabled", dict(returncode=1, summary=None, limit_hit=DISABLED_HIT),
+     "usage_disabled", False, None),
+    ("invalid-api-key", dict(returncode=1, summary=summary(
+        is_error=True, result="Invalid API key · Please run /login")),
+     "auth_failure", True, "authentication failed: Invalid API key · Please run /login"),
+    ("oauth-expired", dict(returncode=1, summary=summary(is_error=True, result=(
+        'Failed to authenticate. API Error: 401 {"type":"error","error":{"type":'
+        '"authentication_error","message":"OAuth token has expired."}}'))),
+     "auth_failure", True, None),
+    ("auth-on-stderr", dict(returncode=1, summary=None,
+                            stderr_tail="warming up\nMissing API key · Run /login\n"),
+     "auth_failure", True, "authentication failed: Missing API key · Run /login"),
+    ("permission-denials", dict(returncode=0, summary=summary(denials=[DENIAL, DENIAL])),
+     "permission_denials", True, "2 permission denial(s) for Bash"),
+]
+
+
+@pytest.mark.parametrize("args,kind,failure,detail", [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_each_session_ending_gets_its_kind_and_detail(args, kind, failure, detail):
+    returncode = args.pop("returncode")
+    got = classify(returncode, args.pop("summary"), **args)
+    assert (got.kind, got.counts_as_failure) == (kind, failure)
+    if detail is not None:
+        assert got.detail == detail
+
+
+def test_an_agent_that_only_talks_about_api_keys_is_not_an_auth_failure():
+    text = "I fixed the check that prints 'Invalid API key' when the key is empty."
+    assert classify(0, summary(result=text)).kind == "success"
+
+
+def test_without_a_summary_an_exit_0_is_success():
+    assert classify(0, None) == Outcome("success", "exit 0", False)
+
+
+PRECEDENCE_CASES = [
+    ("disabled-beats-limit-and-timeout",
+     dict(limit_hit=DISABLED_HIT, timed_out=True), "usage_disabled"),
+    ("limit-beats-timeout", dict(limit_hit=LIMIT_HIT, timed_out=True, idle_out=True),
+     "usage_limit"),
+    ("timeout-beats-idle", dict(timed_out=True, idle_out=True), "timeout"),
+    ("idle-beats-killed", dict(idle_out=True), "idle"),
+    ("killed-beats-auth", dict(stderr_tail="Invalid API key"), "killed_by_signal"),
+]
+
+
+@pytest.mark.parametrize("extra,kind", [c[1:] for c in PRECEDENCE_CASES],
+                         ids=[c[0] for c in PRECEDENCE_CASES])
+def test_the_higher_kind_wins_when_several_apply(extra, kind):
+    assert classify(-9, summary(denials=[DENIAL]), **extra).kind == kind
+
+
+def test_auth_beats_permission_denials_which_beat_agent_error():
+    both = summary(is_error=True, result="Invalid API key · Please run /login", denials=[DENIAL])
+    assert classify(1, both).kind == "auth_failure"
+    assert classify(1, summary(denials=[DENIAL])).kind == "permission_denials"
+
+
+def test_the_precedence_order_is_the_documented_one():
+    assert PRECEDENCE == ("usage_disabled", "usage_limit", "timeout", "idle",
+                          "killed_by_signal", "auth_failure", "permission_denials",
+                          "agent_error", "success")
+
+
+def test_an_outcome_serialises_for_events_jsonl():
+    assert classify(1, None).to_dict() == {"outcome": "agent_error",
+                                           "detail": "agent exited with status 1",
+                                           "counts_as_failure": True}

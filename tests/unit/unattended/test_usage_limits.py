@@ -1,0 +1,300 @@
+"""Usage-limit detection (issue 7): every wording, the structural rate_limit_event, tool output
+ignored, reset times with and without zones (clock frozen by passing `now`), admin-disabled."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from conftest import STUBS
+from ralphkit.unattended import usage_limits
+from ralphkit.unattended.reset_time import parse_reset
+from ralphkit.unattended.usage_limits import DISABLED, LIMIT, LimitHit, detect, summary_from_stream
+
+UTC = timezone.utc
+# 10:00 UTC on a Sunday; Seoul is 19:00, Berlin 11:00.
+NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+
+
+def summary(result_text=None, assistant=None, events=(), tail=()):
+    return {"result_text": result_text, "last_assistant_text": assistant,
+            "rate_limit_events": list(events), "assistant_texts_tail": list(tail)}
+
+
+def rejected_event(resets_at=1795428000, nested=True, **info):
+    body = {"status": "rejected", "resetsAt": resets_at, "rateLimitType": "five_hour", **info}
+    if nested:
+        return {"type": "rate_limit_event", "rate_limit_info": body, "uuid": "u", "session_id": "s"}
+    return {"type": "rate_limit_event", **body}
+
+
+WORDINGS = [
+    ("5-hour limit reached ∙ resets 12pm", datetime(2026, 11, 22, 12, 0, tzinfo=UTC)),
+    ("5-hour limit reached · resets 12pm", datetime(2026, 11, 22, 12, 0, tzinfo=UTC)),
+    ("You've hit your limit · resets 1pm (Asia/Seoul)",
+     datetime(2026, 11, 23, 13, 0, tzinfo=ZoneInfo("Asia/Seoul"))),
+    ("You’ve hit your limit ∙ resets 1pm (Asia/Seoul)",
+     datetime(2026, 11, 23, 13, 0, tzinfo=ZoneInfo("Asia/Seoul"))),
+    ("You've hit your session limit", None),
+    ("You’ve hit your session limit", None),
+    ("You've hit your individual spend limit", None),
+    ("You’ve hit your individual spend limit", None),
+    ("You're out of extra usage · resets 9pm", datetime(2026, 11, 22, 21, 0, tzinfo=UTC)),
+    ("You’re out of extra usage ∙ resets 9pm", datetime(2026, 11, 22, 21, 0, tzinfo=UTC)),
+    ("You've hit your weekly limit · resets Nov 25 at 4pm (America/Recife)",
+     datetime(2026, 11, 25, 16, 0, tzinfo=ZoneInfo("America/Recife"))),
+    ("Claude usage limit reached. Your limit will reset at 5pm (Europe/Warsaw).",
+     datetime(2026, 11, 22, 17, 0, tzinfo=ZoneInfo("Europe/Warsaw"))),
+    ("Claude AI usage limit reached|1795428000", datetime.fromtimestamp(1795428000, UTC)),
+    ("Weekly limit reached ∙ resets 9pm", datetime(2026, 11, 22, 21, 0, tzinfo=UTC)),
+]
+
+
+@pytest.mark.parametrize("text,reset", WORDINGS, ids=[w for w, _ in WORDINGS])
+def test_each_limit_wording_in_the_result_text_is_a_limit_hit(text, reset):
+    hit = detect(summary(result_text=text), "", NOW, local_tz=UTC)
+    assert hit is not None and hit.kind == LIMIT and hit.source == "text"
+    assert hit.message == text
+    if reset is None:
+        assert hit.reset_known is False and hit.reset_at == NOW + timedelta(minutes=30)
+    else:
+        assert hit.reset_known is True and hit.reset_at == reset
+
+
+@pytest.mark.parametrize("field", ["last_assistant_text", "assistant_texts_tail"],
+                         ids=["last-assistant-text", "earlier-assistant-text"])
+def test_a_limit_message_in_assistant_text_is_a_limit_hit(field):
+    text = "You've hit your limit · resets 1pm (Asia/Seoul)"
+    data = summary()
+    data[field] = [text] if field == "assistant_texts_tail" else text
+    assert detect(data, "", NOW).kind == LIMIT
+
+
+def test_a_limit_message_on_stderr_is_a_limit_hit_from_stderr():
+    hit = detect(summary(), "some noise\nError: 5-hour limit reached ∙ resets 12pm\n", NOW,
+                 local_tz=UTC)
+    assert (hit.kind, hit.source, hit.reset_at) == (LIMIT, "stderr",
+                                                    datetime(2026, 11, 22, 12, tzinfo=UTC))
+
+
+@pytest.mark.parametrize("text", [
+    "I added a test that checks the message \"You've hit your limit · resets 1pm\".",
+    "Done. Note: the 5-hour limit reached ∙ resets 12pm wording is parsed now.",
+    "Renamed `session_limit` handling; no limits were hit.",
+    "Limit reached for retries in the HTTP client; I raised it to 5.",
+], ids=["quoted-mid-sentence", "mentioned-mid-line", "unrelated", "other-limit-at-line-start"])
+def test_an_agent_talking_about_limits_is_not_a_limit_hit(text):
+    assert detect(summary(result_text=text, assistant=text), "", NOW) is None
+
+
+def test_a_limit_inside_an_api_error_line_counts_even_mid_line():
+    text = 'API Error: 429 {"error":{"message":"You\'ve hit your limit · resets 9pm"}}'
+    assert detect(summary(result_text=text), "", NOW, local_tz=UTC).reset_at == \
+        datetime(2026, 11, 22, 21, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("nested", [True, False],
+                         ids=["nested-rate-limit-info", "top-level-status"])
+def test_a_rejected_rate_limit_event_is_a_limit_hit_with_its_epoch_reset(nested):
+    hit = detect(summary(events=[rejected_event(nested=nested)]), "", NOW)
+    assert hit.kind == LIMIT and hit.source == "event" and hit.reset_known
+    assert hit.reset_at == datetime.fromtimestamp(1795428000, UTC)
+    assert hit.limit_type == "five_hour"
+
+
+def test_a_renderer_that_keeps_only_the_rate_limit_info_dicts_still_works():
+    info = rejected_event()["rate_limit_info"]
+    hit = detect(summary(events=[{"status": "allowed"}, info]), "", NOW)
+    assert hit.kind == LIMIT and hit.reset_at == datetime.fromtimestamp(1795428000, UTC)
+
+
+def test_the_structural_reset_wins_over_the_reset_parsed_from_text():
+    hit = detect(summary(result_text="You've hit your limit · resets 1pm (Asia/Seoul)",
+                         events=[rejected_event(resets_at=1795500000)]), "", NOW)
+    assert hit.reset_at == datetime.fromtimestamp(1795500000, UTC)
+    assert hit.message == "You've hit your limit · resets 1pm (Asia/Seoul)"
+
+
+def test_a_rejected_event_with_reset_in_milliseconds_is_read_as_seconds():
+    hit = detect(summary(events=[rejected_event(resets_at=1795428000000)]), "", NOW)
+    assert hit.reset_at == datetime.fromtimestamp(1795428000, UTC)
+
+
+@pytest.mark.parametrize("info", [
+    {"status": "allowed"},
+    {"status": "allowed_warning"},
+    {"status": "allowed", "overageStatus": "rejected", "isUsingOverage": False,
+     "overageDisabledReason": "out_of_credits"},
+], ids=["allowed", "allowed-warning", "overage-rejected-but-not-in-use"])
+def test_rate_limit_events_that_are_not_rejections_are_ignored(info):
+    event = {"type": "rate_limit_event", "rate_limit_info": {"resetsAt": 1795428000, **info}}
+    assert detect(summary(events=[event]), "", NOW) is None
+
+
+def test_extra_usage_running_out_while_in_use_is_a_hit_at_the_overage_reset():
+    event = {"type": "rate_limit_event", "rate_limit_info": {
+        "status": "allowed", "isUsingOverage": True, "overageStatus": "rejected",
+        "resetsAt": 1795428000, "overageResetsAt": 1795431600}}
+    assert detect(summary(events=[event]), "", NOW).reset_at == \
+        datetime.fromtimestamp(1795431600, UTC)
+
+
+def test_a_limit_without_reset_time_waits_the_configured_default():
+    hit = detect(summary(result_text="You've hit your session limit"), "", NOW,
+                 default_wait=timedelta(minutes=7))
+    assert hit.reset_at == NOW + timedelta(minutes=7) and not hit.reset_known
+
+
+@pytest.mark.parametrize("where", ["result", "stderr", "api-error"], ids=str)
+def test_admin_disabled_usage_is_its_own_fatal_kind(where):
+    text = "Your usage allocation has been disabled by your admin"
+    if where == "result":
+        hit = detect(summary(result_text=text), "", NOW)
+    elif where == "stderr":
+        hit = detect(summary(), f"Error: {text}\n", NOW)
+    else:
+        hit = detect(summary(result_text=f'API Error: 403 {{"message":"{text}"}}'), "", NOW)
+    assert hit.kind == DISABLED and hit.reset_at is None
+
+
+def test_admin_disabled_beats_a_limit_in_the_same_session():
+    hit = detect(summary(result_text="Your usage allocation has been disabled by your admin",
+                         events=[rejected_event()]), "", NOW)
+    assert hit.kind == DISABLED
+
+
+def test_a_session_without_any_limit_sign_is_none():
+    assert detect(summary(result_text="All done.", assistant="All done."), "", NOW) is None
+    assert detect(None, "", NOW) is None
+
+
+class _SummaryObject:
+    result_text = "You've hit your limit · resets 1pm (Asia/Seoul)"
+    last_assistant_text = None
+    rate_limit_events = []
+    assistant_texts_tail = []
+
+
+def test_detect_reads_a_summary_object_with_attributes_like_the_renderers():
+    assert detect(_SummaryObject(), "", NOW).kind == LIMIT
+
+
+def test_a_limit_hit_round_trips_through_its_run_state_dict():
+    hit = detect(summary(result_text="You've hit your limit · resets 1pm (Asia/Seoul)"), "", NOW)
+    again = LimitHit.from_dict(json.loads(json.dumps(hit.to_dict())))
+    assert again == hit
+
+
+# --- raw stream (a session log): only what the agent said counts --------------------------
+
+def _stream(*events) -> list[str]:
+    return [json.dumps(e) for e in events]
+
+
+def test_limit_wording_only_in_tool_input_and_tool_output_is_ignored():
+    wording = "You've hit your limit · resets 1pm (Asia/Seoul)"
+    lines = _stream(
+        {"type": "assistant", "message": {"content": [
+            {"type": "tool_use", "name": "Bash", "input": {"command": f"echo '{wording}'"}}]}},
+        {"type": "user", "message": {"content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": wording}]}},
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "Done."}]}},
+        {"type": "result", "subtype": "success", "result": "Done.", "is_error": False})
+    assert detect(summary_from_stream(lines), "", NOW) is None
+
+
+def test_a_stream_with_a_rejected_event_and_the_message_is_a_hit():
+    lines = _stream(rejected_event(), {"type": "assistant", "message": {"content": [
+        {"type": "text", "text": "You've hit your limit · resets 1pm (Asia/Seoul)"}]}})
+    lines.insert(1, "not json at all")
+    hit = detect(summary_from_stream(lines), "", NOW)
+    assert hit.source == "event" and hit.message.startswith("You've hit your limit")
+
+
+@pytest.mark.parametrize("kind", ["text", "event", "disabled"], ids=str)
+def test_the_limit_stub_output_is_detected(kind, tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "STUB_LIMIT_KIND": kind,
+           "STUB_LIMIT_RESETS_AT": "1795428000"}
+    run = subprocess.run([sys.executable, str(STUBS / "claude-limit")], env=env,
+                         capture_output=True, timeout=30)
+    hit = detect(summary_from_stream(run.stdout.splitlines()), run.stderr.decode(), NOW)
+    assert run.returncode == 1
+    assert hit.kind == (DISABLED if kind == "disabled" else LIMIT)
+    if kind == "event":
+        assert hit.source == "event"
+
+
+# --- reset phrase parsing --------------------------------------------------------------------
+
+RESETS = [
+    ("resets 12pm", NOW, datetime(2026, 11, 22, 12, 0, tzinfo=UTC)),
+    ("resets 12am", NOW, datetime(2026, 11, 23, 0, 0, tzinfo=UTC)),
+    ("resets 9:30pm", NOW, datetime(2026, 11, 22, 21, 30, tzinfo=UTC)),
+    ("resets 9am", NOW, datetime(2026, 11, 23, 9, 0, tzinfo=UTC)),
+    ("resets 3am (Europe/Berlin)", NOW,
+     datetime(2026, 11, 23, 3, 0, tzinfo=ZoneInfo("Europe/Berlin"))),
+    ("resets 1pm (Asia/Seoul)", NOW, datetime(2026, 11, 23, 13, 0, tzinfo=ZoneInfo("Asia/Seoul"))),
+    ("resets 8pm (Asia/Seoul)", NOW, datetime(2026, 11, 22, 20, 0, tzinfo=ZoneInfo("Asia/Seoul"))),
+    ("resets 14:30", NOW, datetime(2026, 11, 22, 14, 30, tzinfo=UTC)),
+    ("resets Jan 21, 5am (Etc/GMT-9)", NOW,
+     datetime(2027, 1, 21, 5, 0, tzinfo=ZoneInfo("Etc/GMT-9"))),
+    ("resets Nov 23 at 4pm (America/Recife)", NOW,
+     datetime(2026, 11, 23, 16, 0, tzinfo=ZoneInfo("America/Recife"))),
+    ("resets 3pm (Not/AZone)", NOW, datetime(2026, 11, 22, 15, 0, tzinfo=UTC)),
+    ("resets 10am", NOW + timedelta(minutes=4), datetime(2026, 11, 22, 10, 0, tzinfo=UTC)),
+    ("resets 11:55pm", datetime(2026, 11, 23, 0, 2, tzinfo=UTC),
+     datetime(2026, 11, 22, 23, 55, tzinfo=UTC)),
+]
+
+
+@pytest.mark.parametrize("text,now,expected", RESETS, ids=[
+    "noon-later-today", "midnight-rolls-to-tomorrow", "minutes", "morning-already-past-is-tomorrow",
+    "zone-berlin-tomorrow", "zone-seoul-past-is-tomorrow", "zone-seoul-later-today", "24h-clock",
+    "date-in-january-is-next-year", "date-with-at", "unknown-zone-falls-back-to-local",
+    "just-passed-is-now-not-tomorrow", "just-passed-before-midnight"])
+def test_reset_phrases_become_the_next_absolute_reset_time(text, now, expected):
+    got = parse_reset(text, now, local_tz=UTC)
+    assert got == expected and got.tzinfo is not None
+
+
+@pytest.mark.parametrize("text", ["no time here", "resets 13pm", "resets 5", "resets 25:00",
+                                  "resets Feb 30 at 1pm"], ids=str)
+def test_phrases_without_a_valid_time_give_no_reset(text):
+    assert parse_reset(text, NOW, local_tz=UTC) is None
+
+
+def test_without_a_zone_the_reset_is_in_the_local_zone_given():
+    tokyo = ZoneInfo("Asia/Tokyo")      # 19:00 there
+    assert parse_reset("resets 9pm", NOW, local_tz=tokyo) == \
+        datetime(2026, 11, 22, 21, 0, tzinfo=tokyo)
+
+
+def test_without_a_zone_or_local_zone_the_system_local_time_is_used():
+    got = parse_reset("resets 9:30pm", NOW)
+    local = got.astimezone()
+    assert (local.hour, local.minute) == (21, 30) and got > NOW - timedelta(minutes=10)
+
+
+def test_a_naive_now_is_refused():
+    with pytest.raises(ValueError):
+        parse_reset("resets 1pm", datetime(2026, 11, 22, 10, 0))
+
+
+def test_usage_limits_exports_a_small_surface():
+    assert set(usage_limits.__all__) == {"LimitHit", "LIMIT", "DISABLED", "detect",
+                                         "summary_from_stream"}
+
+
+def test_the_limit_stub_hits_the_limit_only_the_first_n_times(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "STUB_LIMIT_TIMES": "1",
+           "STUB_LIMIT_STATE": str(tmp_path / "calls"), "STUB_ACTION": "echo worked"}
+    runs = [subprocess.run([sys.executable, str(STUBS / "claude-limit")], env=env,
+                           capture_output=True, timeout=30) for _ in range(2)]
+    first = detect(summary_from_stream(runs[0].stdout.splitlines()), "", NOW)
+    second = detect(summary_from_stream(runs[1].stdout.splitlines()), "", NOW)
+    assert (runs[0].returncode, first.kind) == (1, LIMIT)
+    assert (runs[1].returncode, runs[1].stdout, second) == (0, b"worked\n", None)
