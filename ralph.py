@@ -117,12 +117,12 @@ class RunContext:
     run_stamp: str = field(default_factory=lambda: time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     sessions: int = 0                        # sessions started in this run
     cleaned_up: bool = False
-    ralph_dir: Path = field(default_factory=lambda: workspace.ralph_dir(Path.cwd()))  # issue 4
-    run: run_control.Run | None = None       # lock + state + progress (issue 4)
-    night: overnight.Night | None = None     # timeouts, limits, breaker, budgets, ctl (issue 7)
+    ralph_dir: Path = field(default_factory=lambda: workspace.ralph_dir(Path.cwd()))  
+    run: run_control.Run | None = None       # lock + state + progress
+    night: overnight.Night | None = None     # timeouts, limits, breaker, budgets, ctl
     exit_reason: str = "unexpected error"    # the run's last line, for run_end / ralph status
-    freeze: scope_run.Freeze | None = None   # FREEZE_SCOPE: the frozen scope (issue 5)
-    assign: assign_mode.AssignMode | None = None   # issue 6: --assign / assign: true
+    freeze: scope_run.Freeze | None = None   # FREEZE_SCOPE: the frozen scope
+    assign: assign_mode.AssignMode | None = None   # --assign / assign: true
     adapter: agents.AgentAdapter = field(default_factory=lambda: agents.get_adapter("claude"))
 
     def export(self, name: str, value: str) -> None:
@@ -166,7 +166,7 @@ def exit_cleanup(ctx: RunContext) -> None:
 
 
 def freeze_scope(ctx: RunContext) -> None:
-    """Issue 5, at run start: snapshot the scope (a resumed run keeps its own); from here every
+    """At run start: Snapshot the scope (a resumed run keeps its own); from here every
     task call and the agent see only the frozen ids (RALPH_FROZEN_IDS_FILE)."""
     freeze, stop_on_change = (bool(ctx.options.extra.get(name))    # CLI > env > ralph.yml; a
                               for name in ("freeze_scope", "stop_on_scope_change"))  # resume: persisted
@@ -184,7 +184,7 @@ def freeze_scope(ctx: RunContext) -> None:
 
 
 def check_scope(ctx: RunContext) -> bool:
-    """Issue 5, before every session: name each change once, stop on it under
+    """Before every session: Name each change once, stop on it under
     STOP_ON_SCOPE_CHANGE (exit 4). True when every frozen task is done."""
     if ctx.freeze is None:
         return False
@@ -230,16 +230,16 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
         size = len(data.encode("utf-8", "surrogateescape"))
         say(f"Note: task data ({size} bytes) is too large for one command-line argument; "
             f"passing it in {path}")
-    adapter = ctx.adapter                                        # issue 8: claude unless --agent
+    adapter = ctx.adapter                                        # claude unless --agent
     argv = adapter.argv(prompt, danger=ctx.options.danger, model=ctx.model)
     if ctx.options.extra.get("respawn_safety", True):
-        note = respawn.neutralise_ralph_loop(ctx.cwd)           # issue 6: no inherited ralph-loop
+        note = respawn.neutralise_ralph_loop(ctx.cwd)           # no inherited ralph-loop
         if note:
             notice(ctx, "respawn_safety", note)
-    fresh = fresh_start.consume(ctx.ralph_dir)                  # issue 6: FRESH_START is one-shot
+    fresh = fresh_start.consume(ctx.ralph_dir)                  # FRESH_START is one-shot
     argv += fresh_start.session_resume_args(bool(ctx.options.extra.get("continue_session")), fresh)
     log_path = workspace.ralph_subdir(ctx.cwd, "logs") / f"{ctx.session_stem()}.jsonl"
-    pidfile = run_control.begin_session(ctx.run, task=ctx.assign and ctx.assign.current,  # issue 4
+    pidfile = run_control.begin_session(ctx.run, task=ctx.assign and ctx.assign.current,  
                                         log=log_path, agent=ctx.agent_id)
     sys.stdout.flush()
     result = session.run(argv, env={**ctx.env, **adapter.env(danger=ctx.options.danger)},
@@ -250,7 +250,7 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
                          stdin=adapter.stdin(prompt),
                          on_start=lambda pid: run_control.agent_started(ctx.run, pid),
                          pidfile=pidfile,                       # write-ahead: a kill -9 before on_start
-                         timeouts=ctx.night.timeouts,           # issue 7: TERM, grace, KILL
+                         timeouts=ctx.night.timeouts,           # TERM, grace, KILL
                          kill_grace_s=ctx.night.cfg.kill_grace_s)
     if not result.started:
         warn(f"Error: cannot run '{argv[0]}': {result.error}")
@@ -259,7 +259,7 @@ def run_session(ctx: RunContext, command: str, data: str) -> session.SessionResu
 
 def record_session(ctx: RunContext, result: session.SessionResult, failed: list[str] = (),
                    reason: str = FAIL_REASON) -> None:
-    """Issue 4: the session's outcome in the run state and progress record. In agent-selects
+    """The session's outcome in the run state and progress record. In agent-selects
     build mode the tasks are read back: those the crash-safety step failed, and those this
     agent marked done since the session started (read-only, no task call)."""
     completed = []
@@ -270,11 +270,11 @@ def record_session(ctx: RunContext, result: session.SessionResult, failed: list[
     run_control.end_session(ctx.run, returncode=result.returncode, summary=result.summary,
                             interrupted=result.interrupted, completed=completed,
                             failed=list(failed), fail_reason=reason,
-                            extra=outcome)                      # issue 7: how the session ended
+                            extra=outcome)                      # how the session ended
 
 
 def notice(ctx: RunContext, kind: str, message: str) -> None:
-    """A feature's notice: stderr (stdout stays ralph.sh's) and a `log` event (issue 4)."""
+    """A feature's notice: stderr (stdout stays ralph.sh's) and a `log` event."""
     warn(message)
     record(ctx, "log", kind=kind, message=message)
 
@@ -286,7 +286,7 @@ def record(ctx: RunContext, event: str, **fields: object) -> None:
 
 
 def report(ctx: RunContext, step: assign_mode.Step) -> assign_mode.Step:
-    """Print and record what an assignment-mode step did (issue 6)."""
+    """Print and record what an assignment-mode step did."""
     for kind, message in step.notices:
         notice(ctx, kind, message)
     for event in step.events:
@@ -296,7 +296,7 @@ def report(ctx: RunContext, step: assign_mode.Step) -> assign_mode.Step:
 
 def loop_separator(ctx: RunContext, n: int) -> None:
     ctx.guard.raise_pending()             # a signal during the last in-process task call: stop here
-    run_control.iteration_done(ctx.run, n)                  # issue 4: the counter a resume continues
+    run_control.iteration_done(ctx.run, n)                  # the counter a resume continues
     say(f"\n\n======================== LOOP {n} ========================")  # printf "\n\nLOOP %d\n"
 
 
@@ -323,12 +323,12 @@ def plan_loop(ctx: RunContext) -> int:
     """s.14."""
     limit = ctx.options.max_iterations
     for i in range(ctx.run.state.iteration + 1, limit + 1):               # a resumed run goes on
-        if (line := ctx.night.between_sessions()) is not None:           # ralph ctl stop, SIGHUP (issue 7)
+        if (line := ctx.night.between_sessions()) is not None:           # ralph ctl stop, SIGHUP
             return stop(ctx, line)
         check_scope(ctx)                                                  # FREEZE_SCOPE: log, maybe stop
         dag = ctx.task.call("list", "--all", "--markdown", env=ctx.env)   # DAG=$(task list --all --markdown)
         result = run_session(ctx, "/ralph-plan", dag.output)              # claude -p "/ralph-plan $DAG"
-        record_session(ctx, result)                                       # issue 4: progress record
+        record_session(ctx, result)                                       # progress record
         if result.interrupted:
             return EXIT_INTERRUPTED
         if result.summary is not None and render.promise_received(
@@ -341,7 +341,7 @@ def plan_loop(ctx: RunContext) -> int:
 
 def build_loop(ctx: RunContext) -> int:
     """s.15."""
-    if ctx.options.extra.get("parallel", 1) > 1:                         # issue 8: --parallel N (build)
+    if ctx.options.extra.get("parallel", 1) > 1:                         # --parallel N (build)
         return parallel_build(ctx)
     limit, done = ctx.options.max_iterations, ctx.run.state.iteration   # a resumed run goes on
     if ctx.assign:
@@ -349,29 +349,29 @@ def build_loop(ctx: RunContext) -> int:
     while True:
         if limit > 0 and done >= limit:
             return stop(ctx, f"Reached max iterations: {limit}")          # [SH-COMPAT] exit 0
-        if (line := ctx.night.between_sessions()) is not None:           # ralph ctl stop, SIGHUP (issue 7)
+        if (line := ctx.night.between_sessions()) is not None:           # ralph ctl stop, SIGHUP
             return stop(ctx, line)
         if check_scope(ctx):                                              # FREEZE_SCOPE: target met
             return stop(ctx, "All frozen tasks complete. Exiting loop.")
         if ctx.assign:
-            report(ctx, ctx.assign.import_inbox())                        # issue 6: inbox before each claim
+            report(ctx, ctx.assign.import_inbox())                        # inbox before each claim
         peek = ctx.task.call("peek", "-n", "10", env=ctx.env)             # PEEK_MD=$(task peek -n 10)
         if peek.ok and not peek.output:                                   # nothing claimable: done
             return finish(ctx, "No tasks available. Exiting loop.")
         data = peek.output
         if ctx.assign:
-            step = report(ctx, ctx.assign.before(ctx.agent_id))           # issue 6: ralph claims, injects
+            step = report(ctx, ctx.assign.before(ctx.agent_id))           # ralph claims, injects
             if step.task is None:                                         # only tasks leased to others
                 return finish(ctx, "No tasks available. Exiting loop.")
             data = step.prompt_data
         result = run_session(ctx, "/ralph-build", data)                   # claude -p "/ralph-build $PEEK_MD"
         if result.interrupted:
-            record_session(ctx, result)                                   # issue 4: progress record
+            record_session(ctx, result)                                   # progress record
             return EXIT_INTERRUPTED
         reason = ctx.night.fail_reason(result)                            # the spec's, or naming the timeout
         failed = []
         if ctx.assign:
-            step = report(ctx, ctx.assign.after())                        # issue 6: done -> archive, else fail
+            step = report(ctx, ctx.assign.after())                        # done -> archive, else fail
             if step.fail_output:
                 say(step.fail_output)                                     # `failed <id>`, as s.15.5 passes it
             failed = [step.task] if step.outcome == "failed" else []
@@ -386,7 +386,7 @@ def build_loop(ctx: RunContext) -> int:
 
 
 def parallel_build(ctx: RunContext) -> int:
-    """issue 8: up to N sessions at once, one claimed task each, in git worktrees whose
+    """Up to N sessions at once, one claimed task each, in git worktrees whose
     branches are merged back (lib/ralphkit/parallel.py owns it all; here: what it prints)."""
     opts = ctx.options
     reason = parallel.run(parallel.Setup(
@@ -432,7 +432,7 @@ def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = F
 
 
 def release_dead_agent(ctx: RunContext, agent: str, reason: str) -> list[str]:
-    """Issue 4, on resume after a crash: fail what the dead run's agent still holds, then
+    """On resume after a crash: Fail what the dead run's agent still holds, then
     deregister it (quietly: these are not this run's calls of s.1's table)."""
     slugs = fail_active_tasks(ctx, agent, reason, passthrough=False)
     ctx.task.call("agent", "deregister", agent, env=ctx.env)
@@ -450,7 +450,7 @@ def run_mode(mode: str, args: list[str]) -> int:
     if opts.help:
         say(cli_args.help_text(mode), end="")
         return EXIT_OK
-    settings = load_settings(opts)                                # issue 4: CLI > env > ralph.yml > defaults
+    settings = load_settings(opts)                                # CLI > env > ralph.yml > defaults
     if settings is None:
         return EXIT_USAGE
     opts = cli_args.settle(opts, settings)
@@ -458,18 +458,18 @@ def run_mode(mode: str, args: list[str]) -> int:
     ctx = RunContext(mode=mode, options=opts, guard=guard,
                      task=dataclasses.replace(task, critical=guard.deferred))
     if mode == "build":
-        assign_mode.validate(settings, config.find_repo_root(ctx.cwd))   # issue 6: template, before any write
+        assign_mode.validate(settings, config.find_repo_root(ctx.cwd))   # template, before any write
     ctx.backend = backend.detect(ctx.env, ctx.cwd, Path(os.path.expanduser("~")))   # detect_backend
-    choose_agent(ctx)                                             # issue 8: --agent; MODEL=$(jq ...)
+    choose_agent(ctx)                                             # --agent; MODEL=$(jq ...)
     if not workspace.specs_present(ctx.cwd):                      # [ -d specs ] && [ "$(ls -A specs)" ]
         say(NO_SPECS)                                             # [SH-COMPAT] on stdout
         return EXIT_USAGE
     if opts.dry_run:
-        return dry_run(ctx)                                       # issue 4: writes nothing
+        return dry_run(ctx)                                       # writes nothing
     code, error = EXIT_USAGE, None
     try:
-        start_run(ctx, settings)                                  # issue 4: lock (exit 3), state, resume
-        if mode == "build":                                       # issue 6: a resumed run keeps its mode
+        start_run(ctx, settings)                                  # lock (exit 3), state, resume
+        if mode == "build":                                       # a resumed run keeps its mode
             ctx.assign = assign_mode.setup(ctx.options.extra, ctx.task.bound(ctx.env),
                                            config.find_repo_root(ctx.cwd), ctx.ralph_dir)
         session_setup(ctx)                                        # [SAFER] cleanup armed from here on
@@ -480,7 +480,7 @@ def run_mode(mode: str, args: list[str]) -> int:
         ctx.night = overnight.Night(night_cfg, ctx.run, task=ctx.task, env=ctx.env,
                                     guard=ctx.guard, log_dir=ctx.cwd / ".ralph" / "logs",
                                     say=say, warn=warn)
-        ctx.night.start()                                         # issue 7: stale STOP, persisted limit wait
+        ctx.night.start()                                         # stale STOP, persisted limit wait
         code = plan_loop(ctx) if mode == "plan" else build_loop(ctx)
     except signals.Interrupted:                                   # trap 'exit 130' INT TERM
         code = EXIT_INTERRUPTED
@@ -495,8 +495,8 @@ def run_mode(mode: str, args: list[str]) -> int:
         if ctx.guard.pending:                                     # a signal during the cleanup
             code = EXIT_INTERRUPTED
         if ctx.night is not None:
-            ctx.night.finish()                                    # issue 7: .ralph/STOP consumed
-        try:                                                      # issue 4: after deregistration,
+            ctx.night.finish()                                    # .ralph/STOP consumed
+        try:                                                      # after deregistration,
             run_control.finish_run(ctx.run, code,                 # lock released last
                                    "interrupted" if code == EXIT_INTERRUPTED else ctx.exit_reason)
         except errors.EnvironmentFailure as err:
@@ -507,7 +507,7 @@ def run_mode(mode: str, args: list[str]) -> int:
 
 
 def load_settings(opts: cli_args.Options) -> config.Settings | None:
-    """Issue 4: ralph.yml at the git top level, the environment and the flags, validated before
+    """Ralph.yml at the git top level, the environment and the flags, validated before
     anything is written; each problem is its own `Error: ` line (exit 1)."""
     try:
         return config.load(cli_args.given_values(opts), os.environ,
@@ -519,7 +519,7 @@ def load_settings(opts: cli_args.Options) -> config.Settings | None:
 
 
 def choose_agent(ctx: RunContext) -> None:
-    """Issue 8: the agent backend (`--agent`, `--agent-cmd`; unknown name: exit 1, nothing
+    """The agent backend (`--agent`, `--agent-cmd`; unknown name: exit 1, nothing
     written), then the model: s.7's aliases for claude, the name as given for other CLIs."""
     extra = ctx.options.extra
     ctx.adapter = agents.get_adapter(extra.get("agent") or "claude", extra.get("agent_cmd"))
@@ -535,7 +535,7 @@ NOT_PERSISTED = ("max_iterations", "dry_run", "resume", "scope_watch")
 
 
 def start_run(ctx: RunContext, settings: config.Settings) -> None:
-    """Issue 4: the run lock before the first write to the backlog (`agent register`), then the
+    """The run lock before the first write to the backlog (`agent register`), then the
     run state: a new run, or the interrupted one resumed with its counters and its persisted
     settings (they win over the flags given now; each mismatch is a stderr line)."""
     workspace.ralph_subdir(ctx.ralph_dir.parent, "runs")         # .ralph/ with its .gitignore (exit 8)
@@ -555,7 +555,7 @@ def start_run(ctx: RunContext, settings: config.Settings) -> None:
 
 
 def dry_run(ctx: RunContext) -> int:
-    """Issue 4: print what this run would do (the run it would start or resume, the task data,
+    """Print what this run would do (the run it would start or resume, the task data,
     the prompt, the agent argv) and write nothing: no lock, state, log, agent registration,
     database change, .ralph/ or .gitignore. Exit 0."""
     ctx.branch = workspace.current_branch(ctx.env)                # BRANCH=$(git branch --show-current)
@@ -581,7 +581,7 @@ def dry_run(ctx: RunContext) -> int:
                 say("No tasks available: the run would stop here without starting the agent.")
     command = f"/ralph-{ctx.mode}"
     prompt = f"{command} {data}" if data else command
-    if ctx.options.extra.get("assign"):                           # issue 6: a claim would write
+    if ctx.options.extra.get("assign"):                           # a claim would write
         say("Assignment mode: ralph would claim the first claimable task and send its "
             "anti-drift block instead of this prompt.")
     say("Prompt:")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/render: push a realistic stream-json file through three pipelines (issue 3).
+"""bench/render: push a realistic stream-json file through three pipelines.
 
     python3 bench/render.py            # 200 MB (generated once, cached in bench/results/)
     python3 bench/render.py --mb 20    # quick run
@@ -11,7 +11,7 @@ pipeline's biggest process, from getrusage(RUSAGE_CHILDREN)):
               (the file holds a few non-JSON lines, which ralph.sh's plain `jq -rj FILTER` dies
               on; the plain form is also timed on a JSON-only copy; the faster jq is the reference)
   ralph.py    cat FILE | python: os.read chunks -> log file -> StreamRenderer -> /dev/null
-Targets (issue 3): ralph.py >= 3x jq's throughput, peak RSS < 60 MB. jq is optional: when it is
+Targets: ralph.py >= 3x jq's throughput, peak RSS < 60 MB. jq is optional: when it is
 missing the jq rows are skipped (apt-get install jq enables them). The script also checks that
 ralph.py's rendering is byte-identical to the jq filter's on the same file.
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Scope freeze speed (issue 5): 10,000 tasks, each with its own 5 KB spec file, in a temp
+"""Scope freeze speed: 10,000 tasks, each with its own 5 KB spec file, in a temp
 repo. Times ralph.py's freeze and unchanged check (median of several runs) and the bash
 reference of seed 004 (bench/scope_reference.sh) in the same run, then prints the ratios
 against the targets: unchanged check < 100 ms and >= 20x faster than bash.
@@ -298,7 +298,7 @@ def main() -> int:
                                  if ref_entry is judge else ""))
             print(f"{name}: {value:.2f} ms" + (f" (< {CHECK_TARGET_MS:.0f} ms: {under})"
                                                if timed else "") + "; " + "; ".join(ratios))
-        print(f"targets (issue 5): the unchanged check < {CHECK_TARGET_MS:.0f} ms and >= "
+        print(f"targets: the unchanged check < {CHECK_TARGET_MS:.0f} ms and >= "
               f"{RATIO_TARGET:.0f}x the bash pipeline (the ratio marked ok/MISSED)")
         print(f"check after a status-only write vs listing with _export-json: "
               f"{forced_ms / status_ms:.1f}x faster")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Whole-process timings of the task CLI (issue 2, "Benchmark").
+"""Whole-process timings of the task CLI ("Benchmark").
 
 Times `peek -n 10`, `claim`, `fail`, `plan-status`, `list --status active --markdown` and
 `list --all --markdown` at 100, 1,000 and 10,000 tasks (median of --runs runs), for

@@ -1,4 +1,4 @@
-"""Test helper for `--dry-run writes nothing at all` (issue 4): a snapshot of a whole tree
+"""Test helper for `--dry-run writes nothing at all`: a snapshot of a whole tree
 (paths, types, modes, contents, and by default modification times, so that a file written
 back unchanged or a temp file created and removed is caught too), and a readable diff.
 

@@ -36,7 +36,7 @@ def current_branch(env: Mapping[str, str]) -> str:
 def ralph_dir(cwd: Path) -> Path:
     """The .ralph/ of the run lock, run state, progress record and ctl sentinels: the one next
     to the task database, <git top level>/.ralph, so that two runs started from different
-    subdirectories of one checkout share one lock (issue 4); ./.ralph outside git. Found by
+    subdirectories of one checkout share one lock; ./.ralph outside git. Found by
     walking up to the nearest .git entry (no git call, worktrees included); never created here.
     Session logs stay under ./.ralph/logs of the current directory (s.20.3): ralph_subdir."""
     cwd = Path(cwd).absolute()

@@ -1,4 +1,4 @@
-"""Black-box (issue 8, part A): `ralph build --agent NAME` runs that CLI with its argv, reads
+"""Black-box (part A): `ralph build --agent NAME` runs that CLI with its argv, reads
 its stream with its renderer, and logs it; `--agent-cmd` replaces the binary, or is the whole
 command of the `command` backend (template with {prompt}, or the prompt on stdin). Stub
 binaries named like each CLI (tests/stubs/agent_cli) record argv and stdin and print a small

@@ -1,5 +1,5 @@
 """Black-box: a prompt too big for one command-line argument (Linux: 128 KiB with its NUL)
-does not crash the run (issue 3): the task data goes to a file under .ralph/prompts/ and the
+does not crash the run: the task data goes to a file under .ralph/prompts/ and the
 prompt names it, with a one-line notice."""
 from __future__ import annotations
 

@@ -276,7 +276,7 @@ def test_with_the_real_task_cli_the_scope_and_script_are_exported(run_ralph, age
 
 
 def test_an_unwritable_ralph_dir_is_one_error_line_exit_8_before_any_task_call(run_ralph, tasks, agent, git_repo):
-    # issue 4: the run lock and state live in .ralph/ and come before `agent register`, so an
+    # the run lock and state live in .ralph/ and come before `agent register`, so an
     # unusable .ralph/ stops the run before anything is written to the backlog.
     (git_repo / ".ralph").write_text("a file where the directory should be")
     tasks.script(peek={"out": "x"})

@@ -1,4 +1,4 @@
-"""Black-box (issue 8, part B): `ralph build --parallel N` with stub agents over real git
+"""Black-box (part B): `ralph build --parallel N` with stub agents over real git
 repositories and the real task CLI. Each stub session reads its task id from
 RALPH_FROZEN_IDS_FILE, records its start and end times, commits a file in its worktree and
 runs `task done`."""

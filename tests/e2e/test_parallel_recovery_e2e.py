@@ -1,4 +1,4 @@
-"""Black-box (issue 8): `kill -9` of `ralph build --parallel` in the windows where its run state
+"""Black-box: `kill -9` of `ralph build --parallel` in the windows where its run state
 lags behind its sessions, then a resume. Each window is made deterministic without sleeps:
 `.ralph/runs/<run>/events.jsonl` is replaced by a FIFO nobody reads, so ralph.py blocks on the
 open of its next event (after starting a session, or after merging one) and its state is

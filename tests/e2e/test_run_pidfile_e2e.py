@@ -1,4 +1,4 @@
-"""Black-box (issue 4, single loop): `kill -9` of `ralph build` after its agent started and
+"""Black-box (single loop): `kill -9` of `ralph build` after its agent started and
 before the run state saved the agent's pid, then a resume. PR_SET_PDEATHSIG ends the agent
 itself but not the shell it spawned; only the write-ahead pid file (session_pidfile: named in
 the state before the start, filled by the agent's child before exec) tells the resumed run

@@ -1,4 +1,4 @@
-"""Black-box: scope freeze (issue 5) through ralph.py, with stub agents over the real task CLI
+"""Black-box: scope freeze through ralph.py, with stub agents over the real task CLI
 in temp git repos (and the stub task CLI where the exact call list matters). A session's
 STUB_ACTION plays the outside world: it adds, removes or edits tasks and specs mid-run."""
 from __future__ import annotations

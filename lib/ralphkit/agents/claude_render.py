@@ -4,9 +4,9 @@ subtype, cost, turns, the last texts (s.20.1 promise), permission denials and ra
 
 Does not own reading the agent's pipe, the session log file (the caller copies every byte there,
 s.20.3) or interpreting the facts: usage-limit detection, budgets and exit classification belong
-to other modules (issue 7); they read `StreamRenderer.summary`.
+to other modules; they read `StreamRenderer.summary`.
 
-Memory stays bounded whatever the stream size (issue 3): only a partial line of at most
+Memory stays bounded whatever the stream size: only a partial line of at most
 MAX_LINE_BYTES is kept. A longer line is skipped (not rendered, not summarised) and rendering
 resumes after its newline. Speed: only lines that can be `assistant`, `result` or
 `rate_limit_event` events are decoded; the rest (big `user` tool results) are skipped after a

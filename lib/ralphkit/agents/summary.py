@@ -1,4 +1,4 @@
-"""Owns what every non-Claude agent renderer shares (issue 8): the `AgentSummary` (render's
+"""Owns what every non-Claude agent renderer shares: the `AgentSummary` (render's
 `SessionSummary` plus token counts and error texts), the s.12-looking tool and end lines, the
 bounded JSON Lines splitter the per-CLI renderers of agent_streams.py build on, and the
 `PlainRenderer` of the `command` backend, which copies any CLI's output through.

@@ -1,4 +1,4 @@
-"""Owns the assignment mode's task choice and prompt (issue 6 "assignment mode"): claim the
+"""Owns the assignment mode's task choice and prompt ("assignment mode"): claim the
 next task through a TaskCall, read it fully, and render the anti-drift block from a template
 with `{placeholder}` substitution. Knows nothing of the loop, of task files or of sessions;
 the only backlog write is the `claim` task call.

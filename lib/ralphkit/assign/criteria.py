@@ -1,4 +1,4 @@
-"""Owns acceptance-criteria extraction (issue 6, seed 002 "Acceptance Criteria Extraction"):
+"""Owns acceptance-criteria extraction (seed 002 "Acceptance Criteria Extraction"):
 unchecked checkbox lines (`- [ ]`, `* [ ]`) and lines containing the words "criteria" or
 "must", at most five, default `Complete the assigned task`. Knows nothing of where the
 texts come from beyond an optional spec file path; never writes anything.

@@ -1,4 +1,4 @@
-"""Owns the file-based backlog source (issue 6, seed 002 "Task Sourcing"): an inbox folder
+"""Owns the file-based backlog source (seed 002 "Task Sourcing"): an inbox folder
 (default `.ralph/inbox/`) of JSON tasks and `.md` directive files, imported into the backlog
 with `task create`, each file once, highest priority first. Knows nothing of the loop or of
 prompts; the only backlog writes are `create` task calls.

@@ -1,4 +1,4 @@
-"""Owns assignment mode's seat in the build loop (issue 6): one `AssignMode` per run, built
+"""Owns assignment mode's seat in the build loop: one `AssignMode` per run, built
 from the settings before anything is written (a bad template is a usage error), and the calls
 the loop makes around each session: `import_inbox` (before `peek`, so fresh inbox tasks are
 seen), `before` (claim, task files, spawn record, prompt), `after` (completion check, `fail`,
@@ -24,7 +24,7 @@ from ralphkit.session.respawn import RespawnGuard
 from ralphkit.backlog.client import TaskCall
 
 DEFAULT_INBOX = Path(".ralph") / "inbox"
-DEFAULT_LEASE = 3600                     # seconds, when sessions have no timeout (issue 7)
+DEFAULT_LEASE = 3600                     # seconds, when sessions have no timeout
 
 
 @dataclass

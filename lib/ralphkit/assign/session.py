@@ -1,4 +1,4 @@
-"""Owns one assigned session's bookkeeping around the agent run (issue 6): before it, inbox
+"""Owns one assigned session's bookkeeping around the agent run: before it, inbox
 import, backlog.json, the claim, current-task.json, the respawn guard's record and the
 prompt; after it, the completion check (done -> archived with notes, FRESH_START marked;
 still active -> failed with the reason, attempts counted by the task CLI) and the hold when

@@ -1,4 +1,4 @@
-"""Owns the task files for tools and people outside the loop (issue 6 "Task files"):
+"""Owns the task files for tools and people outside the loop ("Task files"):
 `.ralph/current-task.json` (the task of the running session), `.ralph/backlog.json` (the
 priority-sorted queue of claimable tasks) and `.ralph/completed/<id>.json` (the archive
 record: verification notes, artifacts taken from git, timings). Knows nothing of the loop or
@@ -177,7 +177,7 @@ def archive_completed(ralph_dir: Path, repo: Path, current: dict, result_text: s
 
 
 def unrelated_commits(repo: Path, artifacts: dict, claimed: list) -> list[dict]:
-    """Drift, kept simple (issue 6, seed 002): the session's commits that touch no file the
+    """Drift, kept simple (seed 002): the session's commits that touch no file the
     agent named as its artifacts and are not the commit it named. The agent's own list is
     the only statement of what the task touched, so nothing is flagged when it named
     nothing. Each: sha, subject, files."""

@@ -1,4 +1,4 @@
-"""Owns reading the embedded backlog without writing anything (issue 4): the dry run's `peek` and
+"""Owns reading the embedded backlog without writing anything: the dry run's `peek` and
 `list --all --markdown`, and which tasks an agent finished during a session (for the progress
 record, without a task call the spec does not list). Never creates .ralph/, the database, or its
 -wal/-shm files: a database without a -wal file is opened `immutable` (no lock, no -shm), one

@@ -53,8 +53,8 @@ class Options:
     danger: bool = False
     completion_promise: str = DEFAULT_PROMISE
     help: bool = False
-    dry_run: bool = False            # issue 4: print what would happen, write nothing
-    resume: bool = False             # issue 4: continue the newest unfinished run
+    dry_run: bool = False            # print what would happen, write nothing
+    resume: bool = False             # continue the newest unfinished run
     extra: dict[str, object] = field(default_factory=dict)   # flags added by later features
     given: set[str] = field(default_factory=set)             # dests given on the command line
 
@@ -93,18 +93,18 @@ _FLAGS: list[Flag] = [
          help_lines=("  --dry-run                   Show what would run; write nothing",)),
     Flag(("--resume",), "resume",
          help_lines=("  --resume                    Continue the last unfinished run",)),
-    # Scope freeze (issue 5); also FREEZE_SCOPE / STOP_ON_SCOPE_CHANGE and ralph.yml (config.py).
+    # Scope freeze; also FREEZE_SCOPE / STOP_ON_SCOPE_CHANGE and ralph.yml (config.py).
     Flag(("--freeze-scope",), "freeze_scope",
          help_lines=("  --freeze-scope              Run only the tasks that exist at start",)),
     Flag(("--stop-on-scope-change",), "stop_on_scope_change",
          help_lines=("  --stop-on-scope-change      Stop (exit 4) when the frozen scope changes",)),
-    # issue 6: assignment mode and fresh context (config `assign`, `continue_session`)
+    # assignment mode and fresh context (config `assign`, `continue_session`)
     Flag(("--assign",), "assign", modes=("build",),
          help_lines=("  --assign                    Claim one task per session and inject it",)),
     Flag(("--continue-session",), "continue_session",
          help_lines=("  --continue-session          Resume the last agent conversation",
                      "                              (unless .ralph/FRESH_START exists)")),
-    # issue 8: agent backends (agents.py) and parallel sessions in worktrees (parallel.py)
+    # agent backends (agents.py) and parallel sessions in worktrees (parallel.py)
     Flag(("--agent",), "agent", "Error: --agent requires a name (e.g. claude, codex, pi)",
          help_lines=("  --agent NAME                Agent CLI: claude (default), amp, codex,",
                      "                              command, gemini, opencode, pi")),

@@ -3,7 +3,7 @@ check, help), an optional ralph.yml at the repository root, the environment, and
 line, merged with the precedence CLI > environment > ralph.yml > defaults and validated before
 anything is written, with one clear line per bad key or value. A feature adds a row to SETTINGS,
 not code. Does not parse argv (ralph.py does, byte-exact per spec) and does not act on any
-setting (issue 4)."""
+setting."""
 from __future__ import annotations
 
 import difflib

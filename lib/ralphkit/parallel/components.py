@@ -1,4 +1,4 @@
-"""Owns component tags, the parallel-safety rule of seed 001 (issue 8): with `--parallel N`, a
+"""Owns component tags, the parallel-safety rule of seed 001: with `--parallel N`, a
 task whose components overlap those of an active session is not started alongside it.
 
 Where tags come from (the task store's schema is fixed, task-cli.md s.5), all merged:

@@ -1,4 +1,4 @@
-"""Owns the `--parallel N` build run (issue 8, seed 001 "Fill capacity"): N registered agent
+"""Owns the `--parallel N` build run (seed 001 "Fill capacity"): N registered agent
 ids (slots), one claimed task per session in its own git worktree and branch
 `ralph/<runId>/<task>`, all sessions pumped together (session_pool), the finished task's
 branch merged back (worktrees.merge_back; a failed merge re-opens the task with the reason and
@@ -57,17 +57,17 @@ class Setup:
     merge: str
     run_branch: str
     first_agent: str
-    run: run_control.Run                         # lock, state, progress (issue 4)
+    run: run_control.Run                         # lock, state, progress
     guard: Guard
     out: BinaryIO
     say: Callable[[str], None]
     warn: Callable[[str], None]
     on_first_interrupt: Callable[[], None]
     stem: str                                    # session log name prefix
-    timeouts: watchdog.SessionTimeouts | None = None   # issue 7, per session (None: none)
-    kill_grace_s: float = 10.0                   # issue 7: SIGTERM, this long, then SIGKILL
+    timeouts: watchdog.SessionTimeouts | None = None   # none)
+    kill_grace_s: float = 10.0                   # SIGTERM, this long, then SIGKILL
     max_consecutive_failures: int = 0            # issue 7's breaker (0: off), exit 6
-    # Issue 5, before a session starts: the scope check (it names each change once and raises
+    # the scope check (it names each change once and raises
     # ScopeChanged under STOP_ON_SCOPE_CHANGE); True when every frozen task is done.
     scope_check: Callable[[], bool] | None = None
 
@@ -96,7 +96,7 @@ def _listed(tid: str, agent: str, wt: worktrees.Worktree, log: Path, started: st
 class ParallelBuild:
     def __init__(self, setup: Setup) -> None:
         self.s = setup
-        self.ralph_dir = setup.run.ralph_dir         # <git top>/.ralph (issue 4)
+        self.ralph_dir = setup.run.ralph_dir         # <git top>/.ralph
         self.free_agents: list[str] = []
         self.extra_agents: list[str] = []
         self.sessions: dict[str, _Session] = {}
@@ -111,7 +111,7 @@ class ParallelBuild:
         self.breaker = guards.Guards(guards.Limits(0, 0, setup.max_consecutive_failures,
                                                    None, None, None))
         self.verdict: guards.Verdict | None = None
-        self.scope_stop: ScopeChanged | None = None  # issue 5: no new session; exit 4 at the end
+        self.scope_stop: ScopeChanged | None = None  # no new session; exit 4 at the end
 
     # ------------------------------------------------------------------ task calls
     def _call(self, *args: str) -> tuple[bool, str]:
@@ -307,7 +307,7 @@ class ParallelBuild:
         if status == "done":
             ok, message = self._merge(x.wt)
         elif status == "active":
-            # s.15.5 crash safety; a timeout is named as the single loop names it (issue 7)
+            # s.15.5 crash safety; a timeout is named as the single loop names it
             reason = how.detail if result.timed_out or result.idle_out else FAIL_REASON
             self._passthrough("fail", tid, "--reason", reason)
             ok, message = False, reason
@@ -382,9 +382,9 @@ class ParallelBuild:
                     reason = "interrupted"
                 self.close(reason)
         if reason == "no_progress":
-            raise self.verdict.error()                 # issue 7: exit 6, as the single loop
+            raise self.verdict.error()                 # exit 6, as the single loop
         if reason == "scope_changed":
-            raise self.scope_stop                      # issue 5: exit 4, as the single loop
+            raise self.scope_stop                      # exit 4, as the single loop
         return reason
 
     def _register(self) -> str:

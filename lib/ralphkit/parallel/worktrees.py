@@ -1,4 +1,4 @@
-"""Owns the git worktrees of `--parallel N` (issue 8): one worktree and branch
+"""Owns the git worktrees of `--parallel N`: one worktree and branch
 `ralph/<runId>/<task>` per session under `.ralph/worktrees/<runId>/<task>`, merging a finished
 task's branch back into the run's branch (fast-forward, rebase then fast-forward, or left for
 review), and removing a run's worktrees after it or on resume.

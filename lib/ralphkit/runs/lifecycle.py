@@ -1,4 +1,4 @@
-"""Owns the life of one plan/build run on disk (issue 4), as ralph.py's loop sees it: picking the
+"""Owns the life of one plan/build run on disk, as ralph.py's loop sees it: picking the
 run (a new one, or the newest unfinished one after a crash or with --resume), the run lock around
 it, saving its state at start, at each session start/end and at exit, the progress record
 (progress.md, events.jsonl), recovering what a crashed run left behind (its agent's process group
@@ -60,7 +60,7 @@ def _log(run: Run, kind: str, message: str) -> None:
 def start_run(ralph_dir: Path, mode: str, *, max_iterations: int, cli_max_iterations: int | None,
               options: dict[str, Any], resume: bool, recover: Recover) -> Run:
     """Take the run lock (RunLocked: exit 3, nothing written) and load or create the state.
-    A crashed run of this mode is resumed even without --resume (issue 4)."""
+    A crashed run of this mode is resumed even without --resume."""
     run_id = run_state.find_resumable(ralph_dir, mode) or (
         _interrupted_run(ralph_dir, mode) if resume else None)
     lock = run_lock.acquire(Path(ralph_dir) / "run.lock", run_id or run_state.new_run_id())

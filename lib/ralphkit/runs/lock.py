@@ -3,7 +3,7 @@ id, pid, the pid's start time, boot id, host and start time; it is created with 
 never check-then-write. A lock whose pid is gone, was reused (other start time) or predates a
 reboot is stale and taken over; takeovers are serialised with flock(2) on the lock's directory so
 that two processes finding the same stale lock cannot both win. Knows nothing of the loop, the
-run state or signals: the caller releases on every way out (issue 4)."""
+run state or signals: the caller releases on every way out."""
 from __future__ import annotations
 
 import contextlib

@@ -1,7 +1,7 @@
 """Owns the progress record of a run: .ralph/runs/<runId>/events.jsonl (machine: one JSON line per
 event, append-only, one write per line) and .ralph/progress.md (human: counters, the active
 session, the latest outcomes; rewritten atomically after every session). Knows nothing of the
-loop or of `ralph status` (status.py reads what this module writes); never prints (issue 4)."""
+loop or of `ralph status` (status.py reads what this module writes); never prints."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ from typing import Any
 from ralphkit.atomic_file import append_line, write_atomic
 from ralphkit.runs.state import RunState
 
-# Event names other modules write (issue 4); `log` carries kind + message for everything else
+# Event names other modules write; `log` carries kind + message for everything else
 # (lock takeover, state recovery, flag mismatch, scope change, limit wait ...).
 EVENTS = ("run_start", "run_end", "session_start", "session_end", "log")
 LATEST_OUTCOMES = 10
@@ -96,7 +96,7 @@ def render_progress(state: RunState) -> str:
     else:
         lines.append("None.")
     sessions = state.extra.get("outcomes") if isinstance(state.extra, dict) else None
-    if sessions:                 # issue 7: how each session ended (outcome.classify)
+    if sessions:                 # how each session ended (outcome.classify)
         lines += ["", "## How the latest sessions ended (newest first)", "",
                   "| session | class | detail |", "| --- | --- | --- |"]
         lines += [f"| {_cell(e.get('n'))} | {_cell(e.get('class'))} | {_cell(e.get('detail'))} |"
@@ -114,7 +114,7 @@ def render_progress(state: RunState) -> str:
 
 
 def _scope_section(frozen: Any) -> list[str]:
-    """Scope freeze (issue 5): kept by scope_run in state.extra["scope"]; absent when off."""
+    """Scope freeze: kept by scope_run in state.extra["scope"]; absent when off."""
     if not isinstance(frozen, dict):
         return []
     lines = ["", "## Scope (frozen)", "",

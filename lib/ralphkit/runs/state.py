@@ -2,7 +2,7 @@
 (temp file, fsync, rename), loaded with corrupt-file recovery (moved to
 state.corrupt.<timestamp>.json, never lost), the choice of the run to resume, and the rule that a
 resumed run's persisted options win over new flags. Knows nothing of the lock, the loop or the
-backlog: the caller decides when to save and what to log (issue 4, seed 001)."""
+backlog: the caller decides when to save and what to log (seed 001)."""
 from __future__ import annotations
 
 import json
@@ -57,7 +57,7 @@ class RunState:
         failed (when its task is known) and returned, so the caller can put its task back
         (task fail) and fail what its agent id still holds."""
         interrupted, self.active = self.active, None
-        # --parallel (issue 8): several sessions; parallel.py recovers each of them
+        # --parallel: several sessions; parallel.py recovers each of them
         if interrupted and interrupted.get("task") and "sessions" not in interrupted:
             self.failed.append({"task": interrupted["task"], "at": utc_now(), "reason": reason,
                                 "n": interrupted.get("n")})

@@ -1,4 +1,4 @@
-"""Owns reusing the backlog listing between two scope checks of a frozen run (issue 5, speed:
+"""Owns reusing the backlog listing between two scope checks of a frozen run (speed:
 "must not grow with the backlog's size when nothing changed"): with our embedded task CLI,
 the `_export-json` listing of the last check is kept with a stat signature of the task
 database taken BEFORE that listing, and reused while the database files have not been

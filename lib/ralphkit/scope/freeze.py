@@ -1,4 +1,4 @@
-"""Owns scope freeze as a run uses it (issue 5): listing the backlog through the task command
+"""Owns scope freeze as a run uses it: listing the backlog through the task command
 (`_export-json` for the embedded task CLI, `list --all --markdown` for any other), taking the
 snapshot at run start or keeping the one a resumed run already has, the check before every
 session with each distinct set of changes recorded once (an event in events.jsonl and a line

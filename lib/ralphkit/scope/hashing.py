@@ -5,7 +5,7 @@ the md5 of a task's own definition. Knows nothing of snapshots, reports or the l
 
 A spec state is a 32-hex md5, or one of `missing`, `unreadable`, `directory`, `not-a-file`.
 
-Stat cache and the racy-file rule (issue 5, "never miss a real edit"): an entry keeps the
+Stat cache and the racy-file rule ("never miss a real edit"): an entry keeps the
 file's (size, mtime_ns, ctime_ns, inode) next to the state found when it was hashed. A file
 whose mtime or ctime lies within RACY_NS of the moment it was hashed may still change within
 the same timestamp tick without changing its stat (Linux stamps files with a coarse clock:

@@ -1,4 +1,4 @@
-"""Owns scope freeze's snapshot and check (issue 5): the snapshot of the backlog written into
+"""Owns scope freeze's snapshot and check: the snapshot of the backlog written into
 a run directory at run start, and the check that compares the live backlog with it before
 every session (with a Memory kept between checks: the stat cache, and the spec watch that
 says which spec files may have changed). The frozen ids and the run's target are

@@ -1,4 +1,4 @@
-"""Owns what a frozen run may run and when it is done (issue 5): the frozen ids a snapshot
+"""Owns what a frozen run may run and when it is done: the frozen ids a snapshot
 holds, the file the loop exports as RALPH_FROZEN_IDS_FILE (the task CLI's `peek` and `claim`
 then only consider those ids), and the target "every frozen task still present is done".
 Knows nothing of how the snapshot is taken or compared (scope.py) nor of the loop."""

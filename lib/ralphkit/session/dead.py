@@ -1,5 +1,5 @@
 """Owns stopping for good the agent of a session whose ralph.py died (kill -9, OOM, power
-loss), for the single loop's resume (issue 4) and the `--parallel` recovery (issue 8): the
+loss), for the single loop's resume and the `--parallel` recovery: the
 session's write-ahead pid file is taken (session_pidfile: then an agent that has not started
 yet never will), and what is left of the agent's process group is SIGKILLed and awaited until
 no live process of it is left, so that nothing of it (a `task done` in flight, a commit) can

@@ -1,4 +1,4 @@
-"""Owns the fresh-context policy (issue 6 "Fresh context", seed 002 "FRESH_START"): the
+"""Owns the fresh-context policy ("Fresh context", seed 002 "FRESH_START"): the
 `.ralph/FRESH_START` sentinel and the agent argv that resumes a previous conversation or not.
 Knows nothing of the loop or of the agent's other arguments.
 

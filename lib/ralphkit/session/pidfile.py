@@ -1,5 +1,5 @@
 """Owns the write-ahead handshake between a `--parallel` session's agent process and the
-recovery of its run (issue 8): ralph.py names a pid file in the run state BEFORE it starts the
+recovery of its run: ralph.py names a pid file in the run state BEFORE it starts the
 agent; the agent's child process, between fork and exec (so before the agent can start
 anything of its own), links "<pid> <start time>" there; the recovery of a dead run links
 "recovered" there. Whoever links first wins (a hard link never replaces a file): when the

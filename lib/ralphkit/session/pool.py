@@ -43,7 +43,7 @@ class _Running:
     killed_at: float | None = None
     started_at: float = field(default_factory=time.monotonic)
     last_output: float = field(default_factory=time.monotonic)
-    term_at: float | None = None      # issue 7: SIGTERM sent for a timeout; SIGKILL after the grace
+    term_at: float | None = None      # SIGTERM sent for a timeout; SIGKILL after the grace
 
 
 class Pool:

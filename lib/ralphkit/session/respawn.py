@@ -1,10 +1,10 @@
-"""Owns respawn safety (issue 6, seed 000): neutralising a leftover Claude Code ralph-loop
+"""Owns respawn safety (seed 000): neutralising a leftover Claude Code ralph-loop
 state file before an agent launch, and the respawn guard that stops a task from being
 respawned for the same status without progress. Knows nothing of the loop or of the task
 CLI: the caller holds the task (`task _hold`) when a Verdict says so.
 
 Why move the file aside and not only flip `active:`: the official plugin's stop hook keeps
-looping while `.claude/ralph-loop.local.md` exists, whatever `active:` says (issue 6). The
+looping while `.claude/ralph-loop.local.md` exists, whatever `active:` says. The
 flipped copy is kept as `.inactive` so a person can see what the agent had set up.
 
 The guard's state is `.ralph/spawns.json` (no schema change, works with any task backend):

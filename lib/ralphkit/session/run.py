@@ -26,7 +26,7 @@ from ralphkit.signals import Guard
 
 # After the agent exits, a grandchild may still hold its stdout open: read on for this long,
 # then SIGKILL the group; if the pipe is still open after as long again (a process that left
-# the group), stop reading. Keeps a session from hanging past its agent (issue 3).
+# the group), stop reading. Keeps a session from hanging past its agent.
 DRAIN_SECONDS = 1.0
 _CHUNK = 65536
 
@@ -39,8 +39,8 @@ class SessionResult:
     returncode: int | None = None     # ignored by the loop (s.11); kept for later features
     summary: object | None = None     # render.SessionSummary
     error: str = ""
-    timed_out: bool = False           # issue 7: --session-timeout ran out, the group was ended
-    idle_out: bool = False            # issue 7: no output for --idle-timeout, the group was ended
+    timed_out: bool = False           # --session-timeout ran out, the group was ended
+    idle_out: bool = False            # no output for --idle-timeout, the group was ended
 
 
 def _killpg(pgid: int, sig: int) -> None:
@@ -71,7 +71,7 @@ def _write_all(log: BinaryIO, data: bytes) -> None:
 
 def _die_with_parent() -> Callable[[], None] | None:
     """A preexec_fn asking Linux to SIGKILL the agent when ralph.py dies (PR_SET_PDEATHSIG), so
-    a `kill -9` of ralph.py does not leave its agent working on a task nobody watches (issue 4).
+    a `kill -9` of ralph.py does not leave its agent working on a task nobody watches.
     Best effort: None where prctl is not available. The agent's own children are not covered;
     a resumed run kills the dead run's agent group (run_control)."""
     try:
@@ -116,7 +116,7 @@ def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryI
     on_start(pid) is called once the agent runs (the run state records it, issue 4).
     pidfile: the agent links "<pid> <start time>" there before exec (session_pidfile), for the
     window between its start and on_start.
-    `timeouts` (issue 7): when one runs out, the group gets SIGTERM, then SIGKILL after
+    `timeouts`: when one runs out, the group gets SIGTERM, then SIGKILL after
     kill_grace_s; the result says timed_out or idle_out."""
     guard.raise_pending()             # a signal during the last task call: no new session (s.16)
     wake_r, wake_w = os.pipe()
@@ -191,7 +191,7 @@ def _pump(proc: subprocess.Popen, log: BinaryIO, renderer: Any, guard: Guard,
         pidfd = None                  # older kernel: the 50 ms poll timeout notices the exit
     reading, exited_at, killed_at = True, None, None
     started = last_output = time.monotonic()
-    term_at = None                    # issue 7: SIGTERM sent for a timeout; SIGKILL after the grace
+    term_at = None                    # SIGTERM sent for a timeout; SIGKILL after the grace
     try:
         while True:
             while guard.pending:                                  # s.16, in arrival order

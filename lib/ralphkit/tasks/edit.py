@@ -233,7 +233,7 @@ def unhold(ctx: Ctx, argv: Sequence[str]) -> str:
 
 
 def reopen(ctx: Ctx, argv: Sequence[str]) -> str:
-    """Internal (issue 8): a `done` task whose branch could not be merged back goes back to
+    """Internal: a `done` task whose branch could not be merged back goes back to
     `open` as `fail` would send an active one: assignee and lease cleared, retry_count + 1,
     fail_reason set, result cleared. Only done tasks (exit 1 otherwise)."""
     slug, rest = A.optional_id(argv)

@@ -1,4 +1,4 @@
-"""Owns the scope fingerprint (issue 5, speed after a session wrote the store): one read
+"""Owns the scope fingerprint (speed after a session wrote the store): one read
 transaction on a read-only connection that yields a digest of everything scope freeze tracks
 and the slug -> status map the "every frozen task is done" target needs; and whether an
 `_export-json` listing shows exactly the definitions a fingerprint was read from, so the two

@@ -8,7 +8,7 @@ import os
 from ralphkit.tasks.errors import TaskError
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: typing costs start-up time (issue 2, "starts fast")
+if TYPE_CHECKING:  # annotations only: typing costs start-up time ("starts fast")
     from typing import Mapping
 
 _NOT_A_REPO = "not inside a git repository. Run: git init"

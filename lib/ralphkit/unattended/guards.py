@@ -136,7 +136,7 @@ class Guards:
         """Record that the loop failed task_id (crash safety, timeout, ...) with reason. On
         the task's first failure in this run, prior_failures (its retry_count before this
         run's session) carries failures of earlier runs over. A Hold once the attempts reach
-        --max-attempts. Not for usage-limit sessions: waits are not failures (issue 7)."""
+        --max-attempts. Not for usage-limit sessions: waits are not failures."""
         entry = self.tasks.setdefault(task_id, {"prior": int(prior_failures or 0),
                                                 "failures": 0, "reasons": []})
         entry["failures"] += 1

@@ -1,4 +1,4 @@
-"""Owns waiting out a usage limit (issue 7): until the reset time plus a margin, a log line
+"""Owns waiting out a usage limit: until the reset time plus a margin, a log line
 every few minutes, an early return when a stop is requested, and BudgetExhausted when the
 wait would exceed its cap (--max-limit-wait, or what is left of --max-runtime). Knows
 nothing of detecting limits (usage_limits) or of the run state that persists reset_at."""

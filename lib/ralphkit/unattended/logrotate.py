@@ -1,4 +1,4 @@
-"""Owns keeping `.ralph/logs/` bounded (issue 7): one pass, run by the loop before each
+"""Owns keeping `.ralph/logs/` bounded: one pass, run by the loop before each
 session, that trims any log file over a per-file cap to its tail, then deletes the oldest
 files beyond keep-N and beyond a total size cap. Knows nothing of how logs are named or
 written (the session runner) and never touches a file it was told to protect."""

@@ -92,7 +92,7 @@ class Night:
         return None
 
     def fail_reason(self, result: Any) -> str:
-        """The crash-safety reason: the spec's text, or one naming the timeout (issue 7)."""
+        """The crash-safety reason: the spec's text, or one naming the timeout."""
         if getattr(result, "timed_out", False) or getattr(result, "idle_out", False):
             return outcome.classify(None, None, timed_out=result.timed_out, idle_out=result.idle_out,
                                     session_timeout_s=self.cfg.session_s,

@@ -1,4 +1,4 @@
-"""Owns the classification of a finished session (issue 7): one kind per session, picked by
+"""Owns the classification of a finished session: one kind per session, picked by
 a fixed precedence, with a one-line detail for events.jsonl and progress.md and whether it
 counts as a failed attempt. Knows nothing of how the session ran (session), of limit wording
 (usage_limits) or of what the loop does next (guards)."""

@@ -1,5 +1,5 @@
 """Owns recognising that a session ran into a usage limit, or that the account's usage was
-disabled by an admin (issue 7), from what the session produced: the structural stream-json
+disabled by an admin, from what the session produced: the structural stream-json
 `rate_limit_event` and the limit messages Claude Code prints. Knows nothing of waiting
 (limit_wait), of reset-phrase grammar (reset_time) or of session classification (outcome).
 

@@ -1,4 +1,4 @@
-"""Agent adapters (issue 8): argv per backend, prompt delivery, errors, and the renderers of
+"""Agent adapters: argv per backend, prompt delivery, errors, and the renderers of
 the non-Claude streams. Sample streams are written from each CLI's documentation."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """One assigned session end to end, without ralph.py: start_assigned_session, the stub agent
 tests/stubs/claude-assigned as a real process in a real git repo, the ralph-loop check before
-each launch, then finish_assigned_session (issue 6 "Must hold", library side)."""
+each launch, then finish_assigned_session ("Must hold", library side)."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Assignment mode's choice and prompt (issue 6): priority words, the claim through a real
+"""Assignment mode's choice and prompt: priority words, the claim through a real
 task CLI (own and external-style), why / criteria / source, and the anti-drift template."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Acceptance-criteria extraction (issue 6, seed 002): checkboxes, "criteria"/"must" lines,
+"""Acceptance-criteria extraction (seed 002): checkboxes, "criteria"/"must" lines,
 at most five, a default, and the task's own text before its spec file."""
 from __future__ import annotations
 

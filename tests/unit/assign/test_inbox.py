@@ -1,4 +1,4 @@
-"""The inbox (issue 6, seed 002 "Task Sourcing"): JSON tasks and .md directives imported into
+"""The inbox (seed 002 "Task Sourcing"): JSON tasks and .md directives imported into
 the real backlog with `task create`, each file once, highest priority first; bad files are
 reported and skipped."""
 from __future__ import annotations

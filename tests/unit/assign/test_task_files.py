@@ -1,4 +1,4 @@
-"""Task files (issue 6): current-task.json, backlog.json, completed/<id>.json with artifacts
+"""Task files: current-task.json, backlog.json, completed/<id>.json with artifacts
 taken from a real git repository, safe file names, atomic writes."""
 from __future__ import annotations
 

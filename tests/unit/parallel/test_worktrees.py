@@ -1,4 +1,4 @@
-"""Worktrees of --parallel (issue 8), on real git repositories in tmp dirs."""
+"""Worktrees of --parallel, on real git repositories in tmp dirs."""
 from __future__ import annotations
 
 import subprocess

@@ -1,4 +1,4 @@
-"""Scope freeze (issue 5): snapshot files, each detection type, spec file problems, the stat
+"""Scope freeze: snapshot files, each detection type, spec file problems, the stat
 cache and its racy-file rule, resume, frozen ids and the run target. Real files in tmp dirs;
 the clock is the only thing mocked (to age files without sleeping)."""
 from __future__ import annotations

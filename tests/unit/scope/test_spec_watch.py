@@ -1,4 +1,4 @@
-"""Scope freeze's spec watch (issue 5, speed without missing an edit): real inotify watches on
+"""Scope freeze's spec watch (speed without missing an edit): real inotify watches on
 real files in tmp dirs, driven by real edits of every kind a person, an editor, git or an agent
 makes. First what spec_watch.changed() answers, then the scope check that trusts it: each
 edit is still reported while an unchanged check stats no watched spec file."""

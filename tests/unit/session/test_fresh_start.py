@@ -1,4 +1,4 @@
-"""FRESH_START and the resume policy (issue 6 "Fresh context"): never resume by default,
+"""FRESH_START and the resume policy ("Fresh context"): never resume by default,
 --continue-session opts in, FRESH_START forces one fresh launch and is consumed."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Respawn safety (issue 6, seed 000): the ralph-loop state file is neutralised before a
+"""Respawn safety (seed 000): the ralph-loop state file is neutralised before a
 launch, and the respawn guard holds a task spawned N times for one status without progress."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Session deadlines as a pure policy, and ending a real process group: SIGTERM, a polled
-grace period, SIGKILL only for what ignored SIGTERM (issue 7)."""
+grace period, SIGKILL only for what ignored SIGTERM."""
 from __future__ import annotations
 
 import os

@@ -1,4 +1,4 @@
-"""`ralph ctl pause|resume|stop|status` (issue 7): sentinel files in .ralph/, usage errors,
+"""`ralph ctl pause|resume|stop|status`: sentinel files in .ralph/, usage errors,
 and the loop's between-sessions check (pause waits by polling; stop wins)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Run-level limits (issue 7): per-task attempts and holds, the no-progress breaker (idle
+"""Run-level limits: per-task attempts and holds, the no-progress breaker (idle
 sessions, consecutive failures), budgets (cost, runtime, limit-wait cap), state round trip."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Waiting out a usage limit (issue 7) on a fake clock: until reset + margin, a log line
+"""Waiting out a usage limit on a fake clock: until reset + margin, a log line
 every few minutes, stop requests honoured, BudgetExhausted beyond the cap. No real waiting."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Bounding .ralph/logs/ (issue 7) on real files: keep-N newest, total size cap, per-file cap
+"""Bounding .ralph/logs/ on real files: keep-N newest, total size cap, per-file cap
 (tail kept), protected and newest files never deleted."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Classification of a finished session (issue 7): each kind, its detail, whether it counts as
+"""Classification of a finished session: each kind, its detail, whether it counts as
 a failure, and the documented precedence when several apply."""
 from __future__ import annotations
 

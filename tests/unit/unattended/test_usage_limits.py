@@ -1,4 +1,4 @@
-"""Usage-limit detection (issue 7): every wording, the structural rate_limit_event, tool output
+"""Usage-limit detection: every wording, the structural rate_limit_event, tool output
 ignored, reset times with and without zones (clock frozen by passing `now`), admin-disabled."""
 from __future__ import annotations
 
