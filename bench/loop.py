@@ -86,7 +86,7 @@ def main() -> None:
         py = measure("ralph.py", [sys.executable, str(ROOT / "ralph.py")], repo, env, args.iterations)
         measure("  via cmd", [sys.executable, str(ROOT / "ralph.py")], repo,
                 {**env, "RALPH_TASK_CMD": str(ROOT / "scripts" / "task")}, args.iterations)
-        print("          (`via cmd`: RALPH_TASK_CMD set, each task call a process through plumbum)")
+        print("          (`via cmd`: RALPH_TASK_CMD set, each task call a process)")
         ralph_sh = os.environ.get("RALPH_SH")
         if ralph_sh:
             script = Path(ralph_sh)
