@@ -1,4 +1,4 @@
-"""The --parallel fill-capacity loop (seed 001, issue 8) over a simulated backlog and clock:
+"""The --parallel fill-capacity loop (seed 001) over a simulated backlog and clock:
 fake sessions with fixed durations; start/end times are recorded and checked."""
 from __future__ import annotations
 
