@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
-from ralphkit.agents import adapters as agents
-from ralphkit.backlog import client as task_client
+from ralphkit.agents import adapters
+from ralphkit.backlog import client
 from ralphkit.backlog.calls import TaskCommand
 from ralphkit.parallel import worktrees
 from ralphkit.runs import lifecycle, progress
@@ -28,7 +28,7 @@ class Setup:
     task: TaskCommand
     env: dict[str, str]                          # the run's: every child's, git's too (s.9)
     cwd: Path
-    adapter: agents.AgentAdapter
+    adapter: adapters.AgentAdapter
     danger: bool
     model: str | None
     parallel: int
@@ -90,7 +90,7 @@ class Book:
         return result.ok, result.output
 
     def export(self) -> dict[str, dict]:
-        records = task_client.export_tasks(self.s.task.bound(self.s.env))
+        records = client.export_tasks(self.s.task.bound(self.s.env))
         if records is None:
             if not self.export_warned:
                 self.export_warned = True

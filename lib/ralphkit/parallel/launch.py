@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ralphkit import workspace
-from ralphkit.agents import adapters as agents
-from ralphkit.assign import choice as assignment
+from ralphkit.agents import adapters
+from ralphkit.assign import choice
 from ralphkit.errors import RalphError
 from ralphkit.parallel import worktrees
 from ralphkit.parallel.book import Book, Session, listed
@@ -39,11 +39,11 @@ def start(book: Book, task: dict, template: str) -> Session | None:
         wt = worktrees.create(s.cwd, book.state.run_id, tid, s.run_branch, env=s.env)
     except RalphError as err:
         return not_started(book, task, f"cannot create its worktree: {err}")
-    block = assignment.render_block(assignment.build_task(task, Path(s.cwd)), template)
-    prompt = assignment.session_prompt(block)
-    if not s.adapter.prompt_on_stdin and not agents.prompt_fits(prompt):
+    block = choice.render_block(choice.build_task(task, Path(s.cwd)), template)
+    prompt = choice.session_prompt(block)
+    if not s.adapter.prompt_on_stdin and not adapters.prompt_fits(prompt):
         prompts = workspace.ralph_subdir(Path(s.cwd), "prompts")      # as the loop's
-        prompt = agents.spill_prompt("/ralph-build", block, prompts / f"{stem}.md")
+        prompt = adapters.spill_prompt("/ralph-build", block, prompts / f"{stem}.md")
     argv = s.adapter.argv(prompt, danger=s.danger, model=s.model)
     frozen = run_dir / f"task-{worktrees.branch_safe(tid)}"
     frozen.write_text(tid + "\n")

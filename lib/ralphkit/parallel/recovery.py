@@ -8,7 +8,7 @@ left to merge is completed, `active` goes back to open; whatever the dead run's 
 hold is failed and they are deregistered; the run's worktrees are removed. A task never ends
 done while its branch holds unmerged work, and nothing runs twice.
 
-Does not own opening the run (run_control), stopping a dead session's agent (dead_session),
+Does not own opening the run (runs.lifecycle), stopping a dead session's agent (session.dead),
 merging (the caller's `merge`), task calls (the caller's `call`/`export`) or printing (`warn`).
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Mapping
 
-from ralphkit.session import dead as dead_session
+from ralphkit.session import dead
 from ralphkit.runs import state as run_state
 from ralphkit.parallel import worktrees
 
@@ -25,7 +25,7 @@ DIED_REASON = "ralph.py died during this session"
 
 def _stop(entry: dict) -> None:
     """The session's agent is stopped for good: it never starts, or its group is dead."""
-    dead_session.stop(entry.get("pidfile"), entry.get("pid"), entry.get("procStart"))
+    dead.stop(entry.get("pidfile"), entry.get("pid"), entry.get("procStart"))
 
 
 def _settle(wt: worktrees.Worktree, status: str | None, listed: bool,

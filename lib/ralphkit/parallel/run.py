@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ralphkit.assign import choice as assignment
+from ralphkit.assign import choice
 from ralphkit.errors import RalphError, ScopeChanged, UsageError
 from ralphkit.parallel import launch, recovery, scheduler, session_end, worktrees
 from ralphkit.parallel.book import Book, Setup
@@ -29,7 +29,7 @@ class ParallelBuild:
     def __init__(self, setup: Setup) -> None:
         self.s = setup
         self.book = Book(setup)
-        self.template = assignment.load_template(None)
+        self.template = choice.load_template(None)
         self.ended: list = []                    # sessions ended, not yet finished (_wait)
         # the consecutive-failures breaker only (its message and counting): a session
         # fails here when its task did not end done (and merged)
