@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/loop: per-iteration overhead of the build loop (issue 3: target < 100 ms, and at
+"""bench/loop: per-iteration overhead of the build loop (target < 100 ms, and at
 least 5x less than ralph.sh).
 
 Runs `ralph.py build -n 50` with a do-nothing stub agent (`#!/bin/sh` + `exit 0`) over a
