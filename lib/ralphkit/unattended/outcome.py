@@ -24,8 +24,8 @@ PERMISSION_DENIALS = "permission_denials"
 # a missing result; auth failures and denials are more specific than a bare non-zero exit.
 PRECEDENCE = (USAGE_DISABLED, USAGE_LIMIT, TIMEOUT, IDLE, KILLED_BY_SIGNAL, AUTH_FAILURE,
               PERMISSION_DENIALS, AGENT_ERROR, SUCCESS)
-# A usage limit is waited out, not held against the task (issue 7: "Waits do not count as
-# failures"); a disabled account ends the run; success is success.
+# A usage limit is waited out, not held against the task (waits do not count as
+# failures); a disabled account ends the run; success is success.
 _NOT_FAILURES = {SUCCESS, USAGE_LIMIT, USAGE_DISABLED}
 
 # Claude Code's authentication errors (wordings from public issue threads, 1.0-2.1):
