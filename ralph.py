@@ -215,7 +215,8 @@ def run_mode(mode: str, args: list[str]) -> int:
         return EXIT_USAGE
     task = task_calls.resolve(Path(SCRIPT_DIR), os.environ)      # TASK_SCRIPT=${RALPH_TASK_CMD:-...}
     ctx = RunContext(mode=mode, options=opts, guard=guard, script_dir=Path(SCRIPT_DIR),
-                     say=say, warn=warn, task=dataclasses.replace(task, critical=guard.deferred))
+                     say=say, warn=warn, stdout=sys.stdout,
+                     task=dataclasses.replace(task, critical=guard.deferred))
     if mode == "build":
         assign_mode.validate(opts, settings.find_repo_root(ctx.cwd))   # template, before any write
     ctx.backend = backend.detect(ctx.env, ctx.cwd, Path(os.path.expanduser("~")))   # detect_backend

@@ -1,15 +1,15 @@
 """Owns `RunContext`: what one plan/build run knows while ralph.py's loop runs it (options,
 task command, signal guard, environment of every child, the chosen agent, the run on disk,
-the unattended-run machinery, the features), and the run's two voices: `say` (stdout, ralph.sh's
-lines) and `warn` (stderr), passed in by ralph.py, the only one that prints. Knows nothing of
-the order of the loop's steps."""
+the unattended-run machinery, the features), and the run's voices: `say` (stdout, ralph.sh's
+lines), `warn` (stderr) and the stdout stream children write to, all passed in by ralph.py.
+Knows nothing of the order of the loop's steps."""
 from __future__ import annotations
 
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, TextIO
 
 from ralphkit import signals
 from ralphkit import workspace
@@ -36,6 +36,8 @@ class RunContext:
     script_dir: Path
     say: Say                                 # stdout, flushed at once (s.1 ordering)
     warn: Say                                # stderr
+    stdout: TextIO                           # where the agent's rendered output and passed-
+                                             # through task output go (flushed, then .buffer)
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))  # every child's env
     cwd: Path = field(default_factory=Path.cwd)
     backend: str = backend.ANTHROPIC

@@ -6,7 +6,6 @@ crash safety. Knows nothing of the loop's order (ralph.py) or of the session pum
 from __future__ import annotations
 
 import os
-import sys
 from typing import Callable
 
 from ralphkit import workspace
@@ -51,11 +50,11 @@ def run_session(ctx: RunContext, command: str, prompt: Prompt) -> session.Sessio
     log_path = workspace.ralph_subdir(ctx.cwd, "logs") / f"{ctx.session_stem()}.jsonl"
     pidfile = lifecycle.begin_session(ctx.run, task=prompt.task, log=log_path,
                                       agent=ctx.agent_id)
-    sys.stdout.flush()
+    ctx.stdout.flush()
     result = session.run(argv, env={**ctx.env, **adapter.env(danger=ctx.options.danger)},
-                         log_path=log_path, out=sys.stdout.buffer, guard=ctx.guard,
+                         log_path=log_path, out=ctx.stdout.buffer, guard=ctx.guard,
                          on_first_interrupt=lambda: first_interrupt(ctx),
-                         renderer=adapter.new_renderer(sys.stdout.buffer),
+                         renderer=adapter.new_renderer(ctx.stdout.buffer),
                          stdin=adapter.stdin(text),
                          on_start=lambda pid: lifecycle.agent_started(ctx.run, pid),
                          pidfile=pidfile,                       # write-ahead: a kill -9 before on_start
@@ -92,7 +91,7 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
         task=ctx.task, env=ctx.env, cwd=ctx.cwd, adapter=ctx.adapter, danger=opts.danger,
         model=ctx.model, parallel=opts.parallel, max_iterations=opts.max_iterations,
         merge=opts.merge, run_branch=ctx.branch, first_agent=ctx.agent_id, run=ctx.run,
-        guard=ctx.guard, out=sys.stdout.buffer, say=ctx.say, warn=ctx.warn,
+        guard=ctx.guard, out=ctx.stdout.buffer, say=ctx.say, warn=ctx.warn,
         on_first_interrupt=lambda: first_interrupt(ctx),
         stem=f"{ctx.run_stamp}-{os.getpid()}-build",
         timeouts=night.timeouts, kill_grace_s=night.cfg.kill_grace_s,      # per session
@@ -112,9 +111,9 @@ def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = F
     slugs = backlog.slugs(active.output)
     for slug in slugs:
         if passthrough:
-            sys.stdout.flush()
+            ctx.stdout.flush()
             ctx.task.passthrough("fail", slug, "--reason", reason,   # task fail $id --reason "..."
-                                 env=ctx.env, out=sys.stdout.buffer)
+                                 env=ctx.env, out=ctx.stdout.buffer)
         else:
             ctx.task.call("fail", slug, "--reason", reason, env=ctx.env)
     return slugs

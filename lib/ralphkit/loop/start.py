@@ -4,8 +4,6 @@ one, whose persisted settings win), session setup (s.9: branch, exports, agent r
 and the exit cleanup (s.17: deregistration, exactly once). Knows nothing of the loops."""
 from __future__ import annotations
 
-import sys
-
 from ralphkit import workspace
 from ralphkit.agents import adapters as agents
 from ralphkit.agents import backend
@@ -70,9 +68,9 @@ def exit_cleanup(ctx: RunContext) -> None:
         return
     ctx.cleaned_up = True
     if ctx.agent_id:
-        sys.stdout.flush()
+        ctx.stdout.flush()
         ctx.task.passthrough("agent", "deregister", ctx.agent_id,  # task agent deregister $AGENT_ID
-                             env=ctx.env, out=sys.stdout.buffer)
+                             env=ctx.env, out=ctx.stdout.buffer)
 
 
 __all__ = ["choose_agent", "start_run", "session_setup", "exit_cleanup"]
