@@ -54,10 +54,9 @@ from ralphkit.config.options import Options  # noqa: E402
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 from ralphkit.loop import features, launch, preview, start  # noqa: E402
 from ralphkit.loop.context import RunContext  # noqa: E402
-from ralphkit.loop.features import Prompt  # noqa: E402
 from ralphkit.runs import lifecycle  # noqa: E402
 from ralphkit.unattended import night_config  # noqa: E402
-from ralphkit.unattended.night import Night  # noqa: E402
+from ralphkit.unattended import night  # noqa: E402
 
 GENERAL_HELP = """\
 Usage: ralph <command> [options]
@@ -137,7 +136,8 @@ def plan_loop(ctx: RunContext) -> int:
         if (line := ctx.features.before_session()) is not None:          # ralph ctl stop, SIGHUP; FREEZE_SCOPE
             return stop(ctx, line)
         dag = ctx.task.call("list", "--all", "--markdown", env=ctx.env)   # DAG=$(task list --all --markdown)
-        result = launch.run_session(ctx, "/ralph-plan", Prompt(dag.output))   # claude -p "/ralph-plan $DAG"
+        plan = features.Prompt(dag.output)
+        result = launch.run_session(ctx, "/ralph-plan", plan)             # claude -p "/ralph-plan $DAG"
         launch.record_session(ctx, result)                                # progress record
         if result.interrupted:
             return EXIT_INTERRUPTED
@@ -164,7 +164,7 @@ def build_loop(ctx: RunContext) -> int:
         peek = ctx.task.call("peek", "-n", "10", env=ctx.env)             # PEEK_MD=$(task peek -n 10)
         if peek.ok and not peek.output:                                   # nothing claimable: done
             return finish(ctx, "No tasks available. Exiting loop.")
-        prompt = ctx.features.prompt(Prompt(peek.output))                 # assign: ralph claims, injects
+        prompt = ctx.features.prompt(features.Prompt(peek.output))        # assign: ralph claims, injects
         if prompt is None:                                                # only tasks leased to others
             return finish(ctx, "No tasks available. Exiting loop.")
         result = launch.run_session(ctx, "/ralph-build", prompt)          # claude -p "/ralph-build $PEEK_MD"
@@ -239,7 +239,7 @@ def run_mode(mode: str, args: list[str]) -> int:
         ctx.guard.raise_pending()                                 # a signal during an in-process call
         banner(ctx)
         night_cfg = night_config.resolve(ctx.options, ctx.run.state.options)  # breakers' default rule
-        ctx.night = Night(night_cfg, ctx.run, task=ctx.task, env=ctx.env, guard=ctx.guard,
+        ctx.night = night.Night(night_cfg, ctx.run, task=ctx.task, env=ctx.env, guard=ctx.guard,
                           log_dir=ctx.cwd / ".ralph" / "logs", say=say, warn=warn)
         ctx.features = features.Features(features.Unattended(ctx.night), scope, assign)
         ctx.night.start()                                         # stale STOP, persisted limit wait
