@@ -23,13 +23,13 @@ SCRIPT_DIR = os.path.dirname(os.path.realpath(__file__))      # s.1: every symli
 
 
 def _bootstrap() -> None:
-    """Run from a checkout: lib/ first on sys.path; without plumbum/yaml, re-exec with the
+    """Run from a checkout: lib/ first on sys.path; without PyYAML, re-exec with the
     checkout's .venv (so `./ralph.py build -n 5` works after `make setup`)."""
     lib = os.path.join(SCRIPT_DIR, "lib")
     if os.path.isdir(lib) and lib not in sys.path:
         sys.path.insert(0, lib)
     import importlib.util
-    if all(importlib.util.find_spec(name) for name in ("plumbum", "yaml")):
+    if all(importlib.util.find_spec(name) for name in ("yaml",)):
         return
     venv = os.path.join(SCRIPT_DIR, ".venv")
     python = os.path.join(venv, "bin", "python")
