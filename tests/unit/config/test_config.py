@@ -105,6 +105,7 @@ respawn_limit: 5
 continue_session: on
 respawn_safety: off
 merge: ff
+tasks: tk
 """
     settings = load(tmp_path, yml)
     assert set(settings.explicit()) == {s.name for s in config.SETTINGS}
