@@ -69,6 +69,7 @@ from ralphkit.unattended import night as overnight
 from ralphkit.config import unattended_flags as overnight_options
 from ralphkit.runs import progress
 from ralphkit.session import respawn
+from ralphkit.sources import select as task_sources
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 
 GENERAL_HELP = """\
@@ -446,6 +447,7 @@ def run_mode(mode: str, args: list[str]) -> int:
     guard = signals.Guard()
     guard.arm()                                                   # Ctrl+C before setup: exit 130, no traceback
     overnight_options.register()                                  # issue 7 flags
+    task_sources.register()                                       # --tasks
     opts = cli_args.parse(mode, args)                             # while [[ $# -gt 0 ]]; do case $1 ...
     if opts.help:
         say(cli_args.help_text(mode), end="")
@@ -454,6 +456,11 @@ def run_mode(mode: str, args: list[str]) -> int:
     if settings is None:
         return EXIT_USAGE
     opts = cli_args.settle(opts, settings)
+    exports, notes = task_sources.prepare(task_sources.chosen(settings), mode, os.environ,
+                                          Path.cwd())             # tool missing: exit 1, here
+    os.environ.update(exports)                                    # RALPH_TASKS for every child
+    for note in notes:
+        warn(note)
     task = task_calls.resolve(Path(SCRIPT_DIR), os.environ)      # TASK_SCRIPT=${RALPH_TASK_CMD:-...}
     ctx = RunContext(mode=mode, options=opts, guard=guard,
                      task=dataclasses.replace(task, critical=guard.deferred))
@@ -565,7 +572,12 @@ def dry_run(ctx: RunContext) -> int:
     say(run_control.preview(ctx.ralph_dir, ctx.mode, ctx.options.resume))
     argv = ("peek", "-n", "10") if ctx.mode == "build" else ("list", "--all", "--markdown")
     data = ""
-    if not ctx.task.embedded:
+    if ctx.task.source:                                           # a source's reads write nothing
+        read = ctx.task.call(*argv, env={**ctx.env, "RALPH_SOURCE_READONLY": "1"})
+        say(f"Task data (task {' '.join(argv)}, read-only, {ctx.task.source}):")
+        say(read.output or "(empty)")
+        data = read.output if read.ok else ""
+    elif not ctx.task.embedded:
         say(f"Task data: not read: the task command {ctx.task.command} is not ralph.py's own "
             "and might write")
     else:

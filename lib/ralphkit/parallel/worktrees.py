@@ -16,6 +16,7 @@ merges one finished task at a time.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import time
@@ -26,6 +27,7 @@ from typing import Mapping
 from plumbum import local
 
 from ralphkit.errors import EnvironmentFailure, UsageError
+from ralphkit.sources import registry as sources
 
 STRATEGIES = ("ff", "rebase", "none")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -168,7 +170,10 @@ def create(repo: Path, run_id: str, task_slug: str, base_branch: str) -> Worktre
 
 
 def _dirty(checkout: Path) -> bool:
-    return bool(_git(checkout, "status", "--porcelain", "--untracked-files=no")[1].strip())
+    # A task source's own files (tk's .tickets/) change status during the run: not user edits.
+    own = [f":(exclude){path}" for path in sources.own_paths(os.environ)]
+    return bool(_git(checkout, "status", "--porcelain", "--untracked-files=no",
+                     *(["--", ".", *own] if own else []))[1].strip())
 
 
 def _advance_base(wt: Worktree) -> MergeResult:
