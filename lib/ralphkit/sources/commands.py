@@ -34,6 +34,7 @@ class Backlog:
         self.holds_dir = ralph_dir / "sources" / source.name / "holds"
         self.agents = Agents(ralph_dir)
         self._listing = None
+        self._rows: list[dict] | None = None
 
     @property
     def listing(self):
@@ -48,8 +49,11 @@ class Backlog:
                 found[name] = (self.holds_dir / name).read_text(encoding="utf-8").strip()
         return found
 
-    def records(self) -> list[dict]:
-        return views.rows(self.listing, self.leases.all(), self.holds())
+    def records(self, fresh: bool = False) -> list[dict]:
+        """The contract records; read once per command unless `fresh` (after a lease write)."""
+        if fresh or self._rows is None:
+            self._rows = views.rows(self.listing, self.leases.all(), self.holds())
+        return self._rows
 
     def record(self, task_id: str) -> dict:
         for r in self.records():
@@ -86,6 +90,7 @@ def claim(b: Backlog, argv: Sequence[str]) -> str:
     seconds = A.lease(parsed)
     agent = parsed.get("--agent", b.environ.get("RALPH_AGENT_ID", ""))
     with b.leases.locked():                    # leases re-read under the lock: one winner
+        b.records(fresh=True)
         candidates = [r for r in _claimable(b) if target is None or r["id"] == target]
         if not candidates:
             raise TaskError("Task not eligible" if target else "No eligible tasks", 2, plain=True)
@@ -101,7 +106,7 @@ def claim(b: Backlog, argv: Sequence[str]) -> str:
             b.leases.drop(task.id)
             raise TaskError(str(err)) from None
         task.status, task.tool_status = ACTIVE, "in_progress"
-    by_id = {r["id"]: r for r in b.records()}
+    by_id = {r["id"]: r for r in b.records(fresh=True)}
     return views.markdown([by_id[task.id]], md.CLAIM, by_id)
 
 
@@ -120,6 +125,7 @@ def renew(b: Backlog, argv: Sequence[str]) -> str:
     seconds = A.lease(parsed)
     agent = parsed.get("--agent", b.environ.get("RALPH_AGENT_ID", ""))
     with b.leases.locked():
+        b.records(fresh=True)
         r = _active(b, task_id)
         lease = b.leases.all().get(task_id)
         if lease is None or r["assignee"] != agent:
