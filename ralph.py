@@ -69,7 +69,7 @@ from ralphkit.unattended import night as overnight
 from ralphkit.config import unattended_flags as overnight_options
 from ralphkit.runs import progress
 from ralphkit.session import respawn
-from ralphkit.sources import select as task_sources
+from ralphkit.sources import dispatch, select as task_sources
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 
 GENERAL_HELP = """\
@@ -359,13 +359,19 @@ def build_loop(ctx: RunContext) -> int:
         peek = ctx.task.call("peek", "-n", "10", env=ctx.env)             # PEEK_MD=$(task peek -n 10)
         if peek.ok and not peek.output:                                   # nothing claimable: done
             return finish(ctx, "No tasks available. Exiting loop.")
-        data = peek.output
+        data, command = peek.output, "/ralph-build"
         if ctx.assign:
             step = report(ctx, ctx.assign.before(ctx.agent_id))           # ralph claims, injects
             if step.task is None:                                         # only tasks leased to others
                 return finish(ctx, "No tasks available. Exiting loop.")
             data = step.prompt_data
-        result = run_session(ctx, "/ralph-build", data)                   # claude -p "/ralph-build $PEEK_MD"
+        elif ctx.options.extra.get("prompt"):                             # --prompt '/tf {id} --auto'
+            claimed = dispatch.claim_prompt(ctx.task.bound(ctx.env), ctx.agent_id,
+                                            str(ctx.options.extra["prompt"]))
+            if claimed is None:                                           # only tasks leased to others
+                return finish(ctx, "No tasks available. Exiting loop.")
+            data, command = "", claimed[1]                                # pi "/tf $TICKET --auto"
+        result = run_session(ctx, command, data)                          # claude -p "/ralph-build $PEEK_MD"
         if result.interrupted:
             record_session(ctx, result)                                   # progress record
             return EXIT_INTERRUPTED

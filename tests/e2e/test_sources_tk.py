@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import treehash
-from conftest import RALPH, TASK, git, run_process, wait_for
+from conftest import TASK, install_stub, read_jsonl, run_process
 from sourcehelp import TK, agent_env, claims, commit_all, need, tool  # noqa: F401 (fixture)
 
 
@@ -163,3 +163,21 @@ def test_ralph_plan_says_tk_has_no_plan_sync(run_ralph, tk_repo, git_repo, base_
     assert (sync.returncode, sync.stderr) == (1, "Error: 'plan-sync' is not supported by the "
                                                  "tk task source; use tk create / tk dep / "
                                                  "tk close\n")
+
+
+def test_a_prompt_template_hands_each_claimed_ticket_to_pi_as_seed_001_does(
+        run_ralph, tk_repo, git_repo, base_env, bin_dir, tmp_path):
+    install_stub(bin_dir, "pi", "agent_cli")
+    ids = [tk_repo("create", f"Ticket {n}") for n in range(2)]
+    commit_all(git_repo, base_env, "tickets")
+    log = tmp_path / "pi.jsonl"
+    # /tf closes the ticket with tk itself, not through $RALPH_TASK_SCRIPT
+    action = (f"tid=$(tail -n 1 {log} | python3 -c 'import json,sys; "
+              f"print(json.load(sys.stdin)[\"argv\"][-1].split()[1])'); tk close \"$tid\"")
+    proc = run_ralph("build", "--tasks", "tk", "--agent", "pi", "--prompt", "/tf {id} --auto",
+                     env={"STUB_LOG": str(log), "STUB_ACTION": action}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "All tasks complete. Exiting loop." in proc.stdout
+    prompts = [rec["argv"][-1] for rec in read_jsonl(log)]
+    assert prompts == [f"/tf {tid} --auto" for tid in sorted(ids)]
+    assert all(status(tk_repo, tid) == "closed" for tid in ids)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ralphkit.sources import views
-from ralphkit.sources.base import ACTIVE, OPEN, Source, SourceError
+from ralphkit.sources.base import ACTIVE, DONE, OPEN, Source, SourceError
 from ralphkit.sources.leases import Agents, Lease, Leases
 from ralphkit.tasks import args as A
 from ralphkit.tasks import markdown as md
@@ -90,6 +90,9 @@ def claim(b: Backlog, argv: Sequence[str]) -> str:
     seconds = A.lease(parsed)
     agent = parsed.get("--agent", b.environ.get("RALPH_AGENT_ID", ""))
     with b.leases.locked():                    # leases re-read under the lock: one winner
+        for task_id in b.leases.all():         # closed by the tool itself (`/tf` runs tk close)
+            if task_id in b.listing.tasks and b.listing.tasks[task_id].status == DONE:
+                b.leases.drop(task_id)
         b.records(fresh=True)
         candidates = [r for r in _claimable(b) if target is None or r["id"] == target]
         if not candidates:
