@@ -181,3 +181,19 @@ def test_a_prompt_template_hands_each_claimed_ticket_to_pi_as_seed_001_does(
     prompts = [rec["argv"][-1] for rec in read_jsonl(log)]
     assert prompts == [f"/tf {tid} --auto" for tid in sorted(ids)]
     assert all(status(tk_repo, tid) == "closed" for tid in ids)
+
+
+def test_assignment_mode_claims_each_ticket_and_a_give_up_leaves_it_open_with_the_reason(
+        run_ralph, tk_repo, git_repo, base_env, bin_dir, tmp_path):
+    install_stub(bin_dir, "claude", "claude-assigned")
+    first, second = tk_repo("create", "First", "-p", "1"), tk_repo("create", "Second")
+    commit_all(git_repo, base_env, "tickets")
+    proc = run_ralph("build", "--tasks", "tk", "--assign", "-n", "1",
+                     env={"STUB_ASSIGNED_MODE": "giveup"}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert status(tk_repo, first) == "open"
+    assert "ralph: failed: stub gave up" in tk_repo("show", first)
+    proc = run_ralph("build", "--tasks", "tk", "--assign", env={"STUB_ASSIGNED_MODE": "finish"},
+                     timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert status(tk_repo, first) == status(tk_repo, second) == "closed"
