@@ -543,8 +543,9 @@ def choose_agent(ctx: RunContext) -> None:
     ctx.adapter.argv("", model=ctx.model)                         # a --model this agent cannot take
 
 
-# Settings a run does not persist: how this invocation runs, not what the run is.
-NOT_PERSISTED = ("max_iterations", "dry_run", "resume", "scope_watch")
+# Settings a run does not persist: how this invocation runs, not what the run is (the task
+# source is chosen before the run state is read, so it comes from this invocation too).
+NOT_PERSISTED = ("max_iterations", "dry_run", "resume", "scope_watch", "tasks")
 
 
 def start_run(ctx: RunContext, settings: config.Settings) -> None:

@@ -22,11 +22,13 @@ def register() -> None:
     _registered = True
     cli_args.add_flag(cli_args.Flag(
         ("--tasks",), "tasks", "Error: --tasks requires sqlite, tk or flowctl",
-        help_lines=("  --tasks sqlite|tk|flowctl   Task source (default: sqlite, .ralph/tasks.db)",)))
+        help_lines=("  --tasks sqlite|tk|flowctl   Task source (default: sqlite, "
+                    ".ralph/tasks.db)",)))
     cli_args.add_flag(cli_args.Flag(
         ("--prompt",), "prompt", "Error: --prompt requires a template (e.g. '/tf {id} --auto')",
         modes=("build",), setting=False,
-        help_lines=("  --prompt TEMPLATE           Claim a task, run TEMPLATE with {id} as prompt",)))
+        help_lines=("  --prompt TEMPLATE           Claim a task, run TEMPLATE with {id} as "
+                    "prompt",)))
 
 
 def chosen(settings: Mapping[str, object]) -> str:

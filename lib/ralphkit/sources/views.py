@@ -78,20 +78,22 @@ def plan_status(records: list[dict]) -> str:
         return sum(1 for r in records if r["status"] == status and not r["blocked"])
     blocked = sum(1 for r in records if r["blocked"] and r["status"] != "done")
     done = sum(1 for r in records if r["status"] == "done")
-    return f"{count('open')} open, {count('active')} active, {done} done, {blocked} blocked, 0 deleted\n"
+    return (f"{count('open')} open, {count('active')} active, {done} done, {blocked} blocked, "
+            "0 deleted\n")
+
+
+_SHOW = (("ID", "id", True), ("Title", "title", True), ("Status", "status", True),
+         ("Priority", "priority", True), ("Category", "category", False),
+         ("Description", "description", False), ("Spec", "spec", False), ("Ref", "ref", False),
+         ("Assignee", "assignee", False), ("Lease", "lease_expires_at", False),
+         ("Retries", "retry_count", False), ("Fail reason", "fail_reason", False),
+         ("Held", "held", False), ("Result", "result", False), ("Created", "created_at", True))
 
 
 def show(r: dict, by_id: Mapping[str, dict], with_deps: bool) -> str:
     """s.9.9's layout, labels padded to 13 characters."""
     lines = []
-    for label, key, always in (("ID", "id", True), ("Title", "title", True),
-                               ("Status", "status", True), ("Priority", "priority", True),
-                               ("Category", "category", False), ("Description", "description", False),
-                               ("Spec", "spec", False), ("Ref", "ref", False),
-                               ("Assignee", "assignee", False), ("Lease", "lease_expires_at", False),
-                               ("Retries", "retry_count", False), ("Fail reason", "fail_reason", False),
-                               ("Held", "held", False), ("Result", "result", False),
-                               ("Created", "created_at", True)):
+    for label, key, always in _SHOW:
         value = r.get(key)
         if always or (value not in (None, "", 0)):
             lines.append(f"{label + ':':<13}{'' if value is None else value}")

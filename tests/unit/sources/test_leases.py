@@ -62,7 +62,8 @@ def test_a_valid_lease_is_active_an_expired_one_claimable_and_no_lease_leaves_it
     assert (rows["c"]["status"], rows["c"]["claimable"]) == ("active", False)
     assert rows["d"]["claimable"] and not rows["d"]["blocked"]
     assert rows["f"]["blocked"] and not rows["f"]["claimable"]    # a missing blocker blocks, as tk
-    assert views.plan_status(list(rows.values())) == "1 open, 3 active, 1 done, 1 blocked, 0 deleted\n"
+    assert views.plan_status(list(rows.values())) == (
+        "1 open, 3 active, 1 done, 1 blocked, 0 deleted\n")
 
 
 def test_agents_register_list_and_deregister(tmp_path):
