@@ -603,6 +603,9 @@ def dry_run(ctx: RunContext) -> int:
     if ctx.options.extra.get("assign"):                           # a claim would write
         say("Assignment mode: ralph would claim the first claimable task and send its "
             "anti-drift block instead of this prompt.")
+    elif ctx.mode == "build" and ctx.options.extra.get("prompt"):  # --prompt: a claim would write
+        say("Prompt template: ralph would claim the first claimable task and send "
+            f"{ctx.options.extra['prompt']} with its id instead of this prompt.")
     say("Prompt:")
     say(prompt)
     say("Agent argv:")

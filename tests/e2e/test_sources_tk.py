@@ -97,9 +97,11 @@ def test_dry_run_shows_the_tickets_and_leaves_the_tree_byte_identical(
         run_ralph, tk_repo, git_repo, base_env, agent_env, tmp_path):
     ids = backlog(tk_repo, git_repo, base_env)
     before = treehash.snapshot(git_repo)
-    proc = run_ralph("build", "--tasks", "tk", "--dry-run", env=agent_env)
+    proc = run_ralph("build", "--tasks", "tk", "--dry-run", "--prompt", "/tf {id} --auto",
+                     env=agent_env)
     assert proc.returncode == 0, proc.stderr
     assert f"id: {ids['a']}" in proc.stdout and f"id: {ids['c']}" not in proc.stdout
+    assert "ralph would claim the first claimable task and send /tf {id} --auto" in proc.stdout
     assert treehash.diff(before, treehash.snapshot(git_repo)) == []
     assert claims(tmp_path) == []
 
