@@ -148,6 +148,7 @@ respawn_limit: 5
 continue_session: on
 respawn_safety: off
 merge: ff
+tasks: tk
 """
     settings = load(tmp_path, yml)
     assert set(settings.explicit()) == YML_KEYS
