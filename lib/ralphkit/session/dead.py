@@ -15,40 +15,10 @@ import signal
 import time
 from pathlib import Path
 
-from ralphkit.runs import lock as run_lock
+from ralphkit import procs
 from ralphkit.session import pidfile as session_pidfile
 
 _GONE_WITHIN_S = 10.0          # a SIGKILLed process only outlives it stuck in the kernel
-
-
-def _members(pgid: int) -> list[int] | None:
-    """Live (not zombie) processes of the group; None where /proc cannot tell."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return None
-    live = []
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            raw = Path(f"/proc/{name}/stat").read_bytes()
-        except OSError:
-            continue
-        fields = raw[raw.rindex(b")") + 2:].split()      # state is field 3, pgrp field 5
-        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] != b"Z":
-            live.append(int(name))
-    return live
-
-
-def _group_exists(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def _kill_group(pid: int | None, start: int | None) -> int | None:
@@ -58,7 +28,7 @@ def _kill_group(pid: int | None, start: int | None) -> int | None:
     signal was delivered, else None (nothing left, or the pid is another process now)."""
     if not isinstance(pid, int) or pid <= 0:
         return None
-    now = run_lock.pid_start_time(pid)
+    now = procs.start_time(pid)
     if now is not None and start is not None and now != start:
         return None                                  # the pid was reused: not ours
     try:
@@ -69,8 +39,8 @@ def _kill_group(pid: int | None, start: int | None) -> int | None:
     # still finish that write.
     deadline = time.monotonic() + _GONE_WITHIN_S
     while time.monotonic() < deadline:
-        members = _members(pid)
-        if members == [] or (members is None and not _group_exists(pid)):
+        members = procs.group_members(pid)
+        if members == [] or (members is None and not procs.group_exists(pid)):
             break
         time.sleep(0.01)
     return pid

@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from ralphkit.runs import lock as run_lock
+from ralphkit import procs
 
 _RECOVERED = "recovered\n"
 
@@ -48,7 +48,7 @@ def child_claim(path: Path) -> Callable[[], None]:
     def claim() -> None:
         pid = os.getpid()
         try:
-            ours = _link(path, f"{pid} {run_lock.pid_start_time(pid) or ''}\n")
+            ours = _link(path, f"{pid} {procs.start_time(pid) or ''}\n")
         except OSError:
             os._exit(1)                    # cannot record it: never run an unrecorded agent
         if not ours:
