@@ -24,7 +24,7 @@ from ralphkit.unattended import logrotate
 from ralphkit.unattended import outcome
 from ralphkit.runs import progress
 from ralphkit.runs import state as run_state
-from ralphkit.backlog import client as task_client
+from ralphkit.backlog import answers
 from ralphkit.unattended import usage_limits
 from ralphkit.session import watchdog
 from ralphkit.config.durations import format_duration
@@ -33,7 +33,7 @@ from ralphkit.config.unattended_flags import NightConfig
 from ralphkit.runs.lifecycle import Run
 from ralphkit.signals import Guard
 
-FAIL_REASON = "session exited without completing task"     # ralph-cli.md s.15.5, unchanged
+FAIL_REASON = answers.FAIL_REASON           # the loop's name for it
 _POLL_S = 0.05
 _OUTCOMES_KEPT = 10
 
@@ -97,7 +97,7 @@ class Night:
             return outcome.classify(None, None, timed_out=result.timed_out, idle_out=result.idle_out,
                                     session_timeout_s=self.cfg.session_s,
                                     idle_timeout_s=self.cfg.idle_s).detail   # = the outcome's detail
-        return FAIL_REASON
+        return answers.FAIL_REASON
 
     # ------------------------------------------------------------------ after a session
     def after_session(self, result: Any, failed: list[str], reason: str) -> dict[str, Any]:
@@ -225,7 +225,7 @@ class Night:
             export = self.task.call("_export-json", env=self.env)   # in-process for ours
             if export.ok:
                 self._rows = {str(row.get("id")): row
-                              for row in task_client.parse_export(export.output) or []}
+                              for row in answers.parse_export(export.output) or []}
                 return guards.backlog_fingerprint(export.output)
         return guards.backlog_fingerprint(counts_text or "")
 
