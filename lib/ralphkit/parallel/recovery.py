@@ -1,4 +1,4 @@
-"""Owns the recovery of a `--parallel` run whose ralph.py died (SIGKILL, power loss; issue 8):
+"""Owns the recovery of a `--parallel` run whose ralph.py died (SIGKILL, power loss):
 every session the run state lists (written ahead, before its agent starts) is stopped for good
 (its pid file claimed, or what is left of its agent's process group killed and awaited); only
 then is the backlog read. Each task the dead run touched (a listed session, or a branch
@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from ralphkit.backlog import answers
 from ralphkit.session import dead as dead_session
 from ralphkit.runs import state as run_state
 from ralphkit.parallel import worktrees
@@ -85,9 +86,8 @@ def recover(state: run_state.RunState, *, cwd: Path, run_branch: str,
         if not agent:
             continue
         _, out = call("list", "--status", "active", "--assignee", agent, "--markdown")
-        for line in out.splitlines():
-            if line.startswith("id: "):
-                call("fail", line[4:], "--reason", DIED_REASON)
+        for slug in answers.slugs(out):
+            call("fail", slug, "--reason", DIED_REASON)
         call("agent", "deregister", agent)
     removed = worktrees.cleanup_run(cwd, state.run_id, base)
     state.active, info["sessions"] = None, []

@@ -1,21 +1,21 @@
 """Owns stopping for good the agent of a session whose ralph.py died (kill -9, OOM, power
 loss), for the single loop's resume and the `--parallel` recovery: the
-session's write-ahead pid file is taken (session_pidfile: then an agent that has not started
+session's write-ahead pid file is taken (session/pidfile.py: then an agent that has not started
 yet never will), and what is left of the agent's process group is SIGKILLed and awaited until
 no live process of it is left, so that nothing of it (a `task done` in flight, a commit) can
 land after the caller reads the backlog or fails the dead session's tasks.
 
-Does not own the pid file handshake (session_pidfile), the run state (which sessions to stop
+Does not own the pid file handshake (session/pidfile.py), the run state (which sessions to stop
 and where their pid and pid file are recorded) or what is done with their tasks.
 """
 from __future__ import annotations
 
-import os
 import signal
 import time
 from pathlib import Path
 
 from ralphkit import procs
+from ralphkit.session import group
 from ralphkit.session import pidfile as session_pidfile
 
 _GONE_WITHIN_S = 10.0          # a SIGKILLed process only outlives it stuck in the kernel
@@ -31,9 +31,7 @@ def _kill_group(pid: int | None, start: int | None) -> int | None:
     now = procs.start_time(pid)
     if now is not None and start is not None and now != start:
         return None                                  # the pid was reused: not ours
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
+    if not group.signal_group(pid, signal.SIGKILL):
         return None                                  # nothing of the group is left
     # Gone, not merely signalled: a process killed in the middle of `task done`'s commit may
     # still finish that write.

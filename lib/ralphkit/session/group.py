@@ -16,12 +16,13 @@ from typing import Callable, Iterator, Mapping
 from ralphkit.session import pidfile as session_pidfile
 
 
-def signal_group(pgid: int, sig: int) -> None:
-    """killpg, where a group that is already gone (or no longer ours) is nothing to do."""
+def signal_group(pgid: int, sig: int) -> bool:
+    """killpg; False when the group is already gone (or no longer ours): nothing to do."""
     try:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
-        pass
+        return False
+    return True
 
 
 def has_exited(pid: int) -> bool:

@@ -1,5 +1,5 @@
-"""Owns the write-ahead handshake between a `--parallel` session's agent process and the
-recovery of its run: ralph.py names a pid file in the run state BEFORE it starts the
+"""Owns the write-ahead handshake between a session's agent process and the recovery of
+its run (the single loop's resume, the `--parallel` recovery): ralph.py names a pid file in the run state BEFORE it starts the
 agent; the agent's child process, between fork and exec (so before the agent can start
 anything of its own), links "<pid> <start time>" there; the recovery of a dead run links
 "recovered" there. Whoever links first wins (a hard link never replaces a file): when the
@@ -9,7 +9,7 @@ Without this, a session started in the milliseconds before its ralph.py was kill
 nowhere in the state, and its leftover shell finished its task unwatched (flaky
 kill-and-resume test).
 
-Does not own starting processes (session_pool), killing them (parallel_recovery) or the
+Does not own starting processes (session/group.py), killing them (session/dead.py) or the
 run state. Linux and other POSIX systems; the start time is Linux-only (None elsewhere).
 """
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""Owns what one plan/build run does between its sessions for issue 7 (unattended runs):
+"""Owns what one plan/build run does between its sessions in unattended runs:
 `ralph ctl` pause/stop and SIGHUP between sessions, log rotation, classifying each finished
 session (its fields for the session_end event, the outcomes in progress.md), holding tasks
 that failed --max-attempts times, the breaker and budgets (their state persisted in the run
 state), and waiting out usage limits (the resume time persisted in the run state, and one
 persisted by an earlier run honoured). Each piece is one call into the module that owns it
 (outcome, usage_limits, limit_wait, guards, control, logrotate). Knows nothing of running the
-agent (session.py) or of the run's lifecycle on disk (run_control), and never prints: lines
+agent (session/) or of the run's lifecycle on disk (runs/lifecycle.py), and never prints: lines
 for the user go through the `say`/`warn` callables ralph.py passes in."""
 from __future__ import annotations
 
@@ -214,7 +214,7 @@ class Night:
                     message=hold.reason, ok=res.ok)
         if res.ok:
             self.say(f"Held task {hold.task_id}: {hold.reason}")
-        elif not self._hold_warned:      # lead: an external task CLI may lack _hold
+        elif not self._hold_warned:      # an external task CLI may lack _hold
             self._hold_warned = True
             self.warn(f"Warning: cannot hold task {hold.task_id} (`task _hold` failed); "
                       "the breakers still bound the run")

@@ -1,6 +1,6 @@
-"""The write-ahead pid file of a session (issue 8 recovery for `--parallel`, issue 4 resume for
-the single loop), through the real session pool and the real session.run: whoever links the
-file first wins, the agent's child or the recovery."""
+"""The write-ahead pid file of a session (the `--parallel` recovery, the single loop's resume),
+through the real session pool and the real session.run: whoever links the file first wins,
+the agent's child or the recovery."""
 from __future__ import annotations
 
 import io
