@@ -224,7 +224,7 @@ class Pool:
             done = run.exited_at is not None and not run.reading
             if run.exited_at is not None and run.killed_at is None and \
                     now - run.exited_at > DRAIN_SECONDS:
-                group.signal_group(run.proc.pid, signal.SIGKILL)        # a grandchild holds the pipe
+                group.signal_group(run.proc.pid, signal.SIGKILL)    # a grandchild holds the pipe
                 run.killed_at = now
             if run.killed_at is not None and run.reading and now - run.killed_at > DRAIN_SECONDS:
                 done = True                                     # held from outside the group

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import STUBS, wait_for
+from ralphkit.agents.summary import PlainRenderer
 from ralphkit.session import pool as session_pool
 from ralphkit.session import run as session
 from ralphkit.session.watchdog import IDLE, TIMEOUT, SessionTimeouts
@@ -43,25 +44,14 @@ def test_the_defaults_are_60_and_15_minutes():
     assert SessionTimeouts().check(0, 10**6, 3600) == TIMEOUT
 
 
-class _Quiet:
-    """A renderer that keeps nothing."""
-    summary = None
-
-    def feed(self, chunk: bytes) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
 def _run(tmp_path: Path, stub: str, timeouts: SessionTimeouts, grace: float, **env: str):
     """One session of a stub through session.run; the pids it recorded."""
     pidfile = tmp_path / "pids"
     full_env = {"PATH": os.environ["PATH"], "STUB_PIDFILE": str(pidfile), **env}
     result = session.run([sys.executable, str(STUBS / stub)], env=full_env,
                          log_path=tmp_path / "session.log", out=io.BytesIO(), guard=Guard(),
-                         on_first_interrupt=lambda: None, renderer=_Quiet(), cwd=tmp_path,
-                         timeouts=timeouts, kill_grace_s=grace)
+                         on_first_interrupt=lambda: None, cwd=tmp_path, timeouts=timeouts,
+                         renderer=PlainRenderer(io.BytesIO()), kill_grace_s=grace)
     return result, [int(p) for p in pidfile.read_text().split()]
 
 
@@ -101,7 +91,7 @@ def test_in_a_pool_a_deadline_ends_only_its_own_session(tmp_path):
         for key, argv in (("hang", [sys.executable, str(STUBS / "claude-hang")]),
                           ("quick", ["sh", "-c", "echo done"])):
             assert pool.start(key, argv, env=env, cwd=tmp_path, log_path=tmp_path / f"{key}.log",
-                              renderer=_Quiet()) is None
+                              renderer=PlainRenderer(io.BytesIO())) is None
         ended = []
         while len(ended) < 2:
             ended += pool.wait()
