@@ -76,8 +76,8 @@ class _Running:
     reading: bool = True
     exited_at: float | None = None
     killed_at: float | None = None
-    started_at: float = field(default_factory=time.monotonic)
-    last_output: float = field(default_factory=time.monotonic)
+    started_at: float = 0.0
+    last_output: float = 0.0          # the start, until the agent prints
     term_at: float | None = None      # SIGTERM sent for a timeout; SIGKILL after the grace
 
 class Pool:
@@ -135,7 +135,9 @@ class Pool:
             log.close()
             log_path.unlink(missing_ok=True)            # no session, no log
             return SessionResult(started=False, error=exc.strerror or str(exc))
-        self._running[key] = _Running(key, proc, log, renderer, _pidfd(proc.pid))
+        now = time.monotonic()
+        self._running[key] = _Running(key, proc, log, renderer, _pidfd(proc.pid),
+                                      started_at=now, last_output=now)
         return None
 
     def handle_signals(self) -> None:

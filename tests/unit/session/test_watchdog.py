@@ -6,7 +6,9 @@ import io
 import os
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -44,13 +46,26 @@ def test_the_defaults_are_60_and_15_minutes():
     assert SessionTimeouts().check(0, 10**6, 3600) == TIMEOUT
 
 
-def _run(tmp_path: Path, stub: str, timeouts: SessionTimeouts, grace: float, **env: str):
+@dataclass(frozen=True)
+class _OnceReady(SessionTimeouts):
+    """The real policy, checked only once the stub has written its pid file: its signal
+    handling and its child are in place when the deadline runs out, however slow the start."""
+
+    ready: Path = Path("/nonexistent")
+
+    def check(self, started: float, last_output: float, now: float) -> str | None:
+        return super().check(started, last_output, now) if self.ready.exists() else None
+
+
+def _run(tmp_path: Path, stub: str, session_s: float | None, idle_s: float | None,
+         grace: float, **env: str):
     """One session of a stub through session.run; the pids it recorded."""
     pidfile = tmp_path / "pids"
     full_env = {"PATH": os.environ["PATH"], "STUB_PIDFILE": str(pidfile), **env}
     result = session.run([sys.executable, str(STUBS / stub)], env=full_env,
                          log_path=tmp_path / "session.log", out=io.BytesIO(), guard=Guard(),
-                         on_first_interrupt=lambda: None, cwd=tmp_path, timeouts=timeouts,
+                         on_first_interrupt=lambda: None, cwd=tmp_path,
+                         timeouts=_OnceReady(session_s, idle_s, ready=pidfile),
                          renderer=PlainRenderer(io.BytesIO()), kill_grace_s=grace)
     return result, [int(p) for p in pidfile.read_text().split()]
 
@@ -64,39 +79,45 @@ def _alive(pid: int) -> bool:
 
 
 def test_an_idle_agent_that_exits_on_sigterm_is_not_killed(tmp_path):
-    result, _ = _run(tmp_path, "claude-silent", SessionTimeouts(None, 0.3), grace=30)
+    result, _ = _run(tmp_path, "claude-silent", None, 0.01, grace=60)
     assert (result.idle_out, result.timed_out, result.forced) == (True, False, False)
     assert result.returncode == -signal.SIGTERM
 
 
 def test_an_agent_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path):
-    result, _ = _run(tmp_path, "claude-hang", SessionTimeouts(0.3, None), grace=0.3,
-                     STUB_IGNORE_TERM="1")
+    result, _ = _run(tmp_path, "claude-hang", 0.01, None, grace=0.3, STUB_IGNORE_TERM="1")
     assert (result.timed_out, result.idle_out) == (True, False)
     assert result.returncode == -signal.SIGKILL
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="liveness is read in /proc")
 def test_a_child_that_ignores_sigterm_is_killed_with_the_group(tmp_path):
-    result, pids = _run(tmp_path, "claude-hang", SessionTimeouts(0.3, None), grace=0.3,
+    result, pids = _run(tmp_path, "claude-hang", 0.01, None, grace=0.3,
                         STUB_IGNORE_TERM="1", STUB_HANG_CHILD="1")
     assert result.timed_out and len(pids) == 2
     assert wait_for(lambda: not any(_alive(pid) for pid in pids))
 
 
+@dataclass(frozen=True)
+class _DueForTheSilent(SessionTimeouts):
+    """A policy under which a session that never printed is idle once `ready` says so."""
+
+    ready: Callable[[], bool] = lambda: False
+
+    def check(self, started: float, last_output: float, now: float) -> str | None:
+        return IDLE if self.ready() and last_output == started else None
+
+
 def test_in_a_pool_a_deadline_ends_only_its_own_session(tmp_path):
-    env = {"PATH": os.environ["PATH"]}
-    timeouts = SessionTimeouts(2, None)
-    with session_pool.Pool(Guard(), lambda: None, timeouts=timeouts, kill_grace_s=5) as pool:
-        for key, argv in (("hang", [sys.executable, str(STUBS / "claude-hang")]),
-                          ("quick", ["sh", "-c", "echo done"])):
+    pidfile, talker_log = tmp_path / "pids", tmp_path / "talker.log"
+    env = {"PATH": os.environ["PATH"], "STUB_PIDFILE": str(pidfile)}
+    timeouts = _DueForTheSilent(ready=lambda: pidfile.exists() and talker_log.stat().st_size > 0)
+    with session_pool.Pool(Guard(), lambda: None, timeouts=timeouts, kill_grace_s=60) as pool:
+        for key, argv in (("talker", ["sh", "-c", "echo hi; exec sleep 60"]),
+                          ("silent", [sys.executable, str(STUBS / "claude-hang")])):
             assert pool.start(key, argv, env=env, cwd=tmp_path, log_path=tmp_path / f"{key}.log",
                               renderer=PlainRenderer(io.BytesIO())) is None
-        ended = []
-        while len(ended) < 2:
-            ended += pool.wait()
-    results = dict(ended)
-    assert [key for key, _ in ended] == ["quick", "hang"]
-    assert (results["quick"].timed_out, results["quick"].returncode) == (False, 0)
-    assert (results["hang"].timed_out, results["hang"].returncode) == (True, -signal.SIGTERM)
-    assert (tmp_path / "quick.log").read_bytes() == b"done\n"
+        ((key, result),) = pool.wait()
+        assert (key, result.idle_out, result.returncode) == ("silent", True, -signal.SIGTERM)
+        assert list(pool.pids()) == ["talker"]                  # the other one runs on
+    assert talker_log.read_bytes() == b"hi\n"
