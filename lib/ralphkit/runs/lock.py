@@ -70,7 +70,6 @@ class LockState:
 
 
 # Kept under this name for the run state's callers, which record a session's agent with it.
-pid_start_time = procs.start_time
 
 
 def _me(run_id: str) -> Holder:
@@ -252,4 +251,4 @@ def release(lock: RunLock) -> None:
         raise environment_failure("remove", lock.path, err) from None
 
 
-__all__ = ["RunLock", "Holder", "LockState", "acquire", "release", "inspect", "pid_start_time"]
+__all__ = ["RunLock", "Holder", "LockState", "acquire", "release", "inspect"]

@@ -31,7 +31,6 @@ from ralphkit.unattended.night_config import NightConfig
 from ralphkit.runs.lifecycle import Run
 from ralphkit.signals import Guard
 
-FAIL_REASON = answers.FAIL_REASON           # the loop's name for it
 _POLL_S = 0.05
 _OUTCOMES_KEPT = 10
 
@@ -259,4 +258,4 @@ def _previous_run(ralph_dir: Path, current: str) -> run_state.RunState | None:
     return run_state.read(ralph_dir, best[1]) if best else None
 
 
-__all__ = ["Night", "FAIL_REASON"]
+__all__ = ["Night"]
