@@ -18,7 +18,7 @@ from ralphkit.runs import lifecycle
 from ralphkit.session import fresh_start
 from ralphkit.session import respawn
 from ralphkit.session import run as session
-from ralphkit.unattended.night import FAIL_REASON
+from ralphkit.backlog.answers import FAIL_REASON
 
 WAITING = "Waiting for {agent} to finish cleanup... Press Ctrl+C again to force quit."
 

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from ralphkit import procs
 from ralphkit.session import dead as dead_session
 from ralphkit.runs import progress
 from ralphkit.runs import lock as run_lock
@@ -165,7 +166,7 @@ def _drop_pidfile(active: dict[str, Any] | None) -> None:
 def agent_started(run: Run, pid: int) -> None:
     """The agent runs: its pid and start time let a resumed run kill it if ralph.py dies."""
     if run.state.active is not None:
-        run.state.active.update(pid=pid, pidStartTime=run_lock.pid_start_time(pid))
+        run.state.active.update(pid=pid, pidStartTime=procs.start_time(pid))
         run_state.save(run.ralph_dir, run.state)
 
 

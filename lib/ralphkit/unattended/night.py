@@ -1,4 +1,4 @@
-"""Owns what one plan/build run does between its sessions in an unattended run:
+"""Owns what one plan/build run does between its sessions in unattended runs:
 `ralph ctl` pause/stop and SIGHUP between sessions, log rotation, classifying each finished
 session (its fields for the session_end event, the outcomes in progress.md), holding tasks
 that failed --max-attempts times, the breaker and budgets (their state persisted in the run
@@ -23,7 +23,7 @@ from ralphkit.unattended import logrotate
 from ralphkit.unattended import outcome
 from ralphkit.runs import progress
 from ralphkit.runs import state as run_state
-from ralphkit.backlog import client as task_client
+from ralphkit.backlog import answers
 from ralphkit.unattended import usage_limits
 from ralphkit.session import watchdog
 from ralphkit.errors import UsageDisabled
@@ -31,7 +31,6 @@ from ralphkit.unattended.night_config import NightConfig
 from ralphkit.runs.lifecycle import Run
 from ralphkit.signals import Guard
 
-FAIL_REASON = "session exited without completing task"     # ralph-cli.md s.15.5, unchanged
 _POLL_S = 0.05
 _OUTCOMES_KEPT = 10
 
@@ -95,7 +94,7 @@ class Night:
             return outcome.classify(None, None, timed_out=result.timed_out, idle_out=result.idle_out,
                                     session_timeout_s=self.cfg.session_s,
                                     idle_timeout_s=self.cfg.idle_s).detail   # = the outcome's detail
-        return FAIL_REASON
+        return answers.FAIL_REASON
 
     # ------------------------------------------------------------------ after a session
     def after_session(self, result: Any, failed: list[str], reason: str) -> dict[str, Any]:
@@ -223,7 +222,7 @@ class Night:
             export = self.task.call("_export-json", env=self.env)   # in-process for ours
             if export.ok:
                 self._rows = {str(row.get("id")): row
-                              for row in task_client.parse_export(export.output) or []}
+                              for row in answers.parse_export(export.output) or []}
                 return guards.backlog_fingerprint(export.output)
         return guards.backlog_fingerprint(counts_text or "")
 
@@ -259,4 +258,4 @@ def _previous_run(ralph_dir: Path, current: str) -> run_state.RunState | None:
     return run_state.read(ralph_dir, best[1]) if best else None
 
 
-__all__ = ["Night", "FAIL_REASON"]
+__all__ = ["Night"]
