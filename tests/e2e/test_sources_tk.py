@@ -167,7 +167,7 @@ def test_ralph_plan_says_tk_has_no_plan_sync(run_ralph, tk_repo, git_repo, base_
                                                  "tk close\n")
 
 
-def test_a_prompt_template_hands_each_claimed_ticket_to_pi_as_seed_001_does(
+def test_a_prompt_template_hands_each_claimed_ticket_to_pi_as_pi_ticketflow_does(
         run_ralph, tk_repo, git_repo, base_env, bin_dir, tmp_path):
     install_stub(bin_dir, "pi", "agent_cli")
     ids = [tk_repo("create", f"Ticket {n}") for n in range(2)]
