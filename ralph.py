@@ -57,6 +57,7 @@ from ralphkit.commands import install
 from ralphkit.parallel import run as parallel
 from ralphkit import signals
 from ralphkit.commands import status
+from ralphkit.commands import report as report_command
 from ralphkit.backlog import calls as task_calls
 from ralphkit import workspace
 from ralphkit.backlog import readonly as backlog_readonly  # noqa: E402
@@ -614,6 +615,7 @@ COMMANDS = {
     "install": lambda args: install.main(args),        # Claude Code skills + hooks (README)
     "status": lambda args: status.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # is a run alive
     "ctl": lambda args: ctl.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # pause | resume | stop
+    "report": lambda args: report_command.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # what a run did
 }
 
 
