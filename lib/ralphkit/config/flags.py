@@ -116,6 +116,10 @@ _FLAGS: list[Flag] = [
          help_lines=("  --parallel N                Up to N sessions at once, in git worktrees",)),
     Flag(("--merge",), "merge", "Error: --merge requires rebase, ff or none", modes=("build",),
          help_lines=("  --merge rebase|ff|none      Merge a finished task's branch (--parallel)",)),
+    # notifications (config `notify`): a command, an http(s):// URL or `desktop`
+    Flag(("--notify",), "notify", "Error: --notify requires a command, a URL or desktop",
+         help_lines=("  --notify CMD|URL|desktop    Notify on run end, stops, limit waits,",
+                     "                              held tasks and scope changes")),
 ]
 
 

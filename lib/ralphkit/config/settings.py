@@ -165,6 +165,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("agent_cmd", "text", None, None, "--agent-cmd", "agent binary or command template"),
     Setting("parallel", "int", 1, None, "--parallel", "sessions at once (build mode)",
             _at_least(1)),
+    # notifications (notify.settings reads them): one channel per line, each a command, an
+    # http(s):// URL or `desktop`
+    Setting("notify", "text", None, "RALPH_NOTIFY", "--notify",
+            "notify on run end, stops, limit waits, held tasks, scope changes"),
+    Setting("notify_timeout", "duration", 10.0, None, None,
+            "longest time one notification may take", _positive),
     Setting("merge", "text", "rebase", None, "--merge",
             "merge a finished task's branch back with --parallel: rebase, ff or none",
             lambda v: None if v in ("rebase", "ff", "none") else "one of rebase, ff, none"),
