@@ -11,6 +11,8 @@ from typing import Mapping
 
 from ralphkit.atomic_file import write_atomic
 from ralphkit.report import collect, render_html, render_md
+from ralphkit.errors import RalphError
+from ralphkit.runs import progress
 from ralphkit.runs import state as run_state
 
 NAMES = ("report.md", "report.html")
@@ -28,6 +30,19 @@ def write(ralph_dir: Path, run_id: str, environ: Mapping[str, str] | None = None
     write_atomic(md_path, render_md.render(report).encode("utf-8"))
     write_atomic(html_path, render_html.render(report).encode("utf-8"))
     return [md_path, html_path]
+
+
+def write_at_end(ralph_dir: Path, run_id: str) -> None:
+    """At the end of a run: write its report files. A failure must not change how the run
+    ends: it becomes a `log` event (kind report_failed) instead."""
+    try:
+        write(ralph_dir, run_id)
+    except Exception as err:        # a report bug or a full disk: the run's exit code stands
+        try:
+            progress.append_event(ralph_dir, run_id, "log", kind="report_failed",
+                                  message=f"the run report could not be written: {err}")
+        except RalphError:
+            pass
 
 
 def _run_dirs(ralph_dir: Path) -> list[str]:
@@ -68,4 +83,4 @@ def latest(ralph_dir: Path) -> str | None:
     return run_state.latest_run(ralph_dir) or max(_run_dirs(ralph_dir), default=None)
 
 
-__all__ = ["write", "paths", "find", "since", "latest", "NAMES"]
+__all__ = ["write", "write_at_end", "paths", "find", "since", "latest", "NAMES"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ralphkit.atomic_file import append_line, write_atomic
 from ralphkit.runs.state import RunState
@@ -16,6 +16,9 @@ from ralphkit.runs.state import RunState
 # (lock takeover, state recovery, flag mismatch, scope change, limit wait ...).
 EVENTS = ("run_start", "run_end", "session_start", "session_end", "log")
 LATEST_OUTCOMES = 10
+# Called with (ralph_dir, run_id, record) after each appended event: notifications listen here.
+Listener = Callable[[Path, str, dict], None]
+_LISTENERS: list[Listener] = []
 
 
 def events_path(ralph_dir: Path, run_id: str) -> Path:
@@ -37,7 +40,18 @@ def append_event(ralph_dir: Path, run_id: str, event: str, **fields: Any) -> dic
     record = {"ts": _ts(), "event": event, **fields}
     line = json.dumps(record, ensure_ascii=False, default=str, separators=(",", ":"))
     append_line(events_path(ralph_dir, run_id), line)
+    for listener in tuple(_LISTENERS):
+        listener(ralph_dir, run_id, record)
     return record
+
+
+def add_listener(listener: Listener) -> None:
+    _LISTENERS.append(listener)
+
+
+def remove_listener(listener: Listener) -> None:
+    if listener in _LISTENERS:
+        _LISTENERS.remove(listener)
 
 
 def read_events(ralph_dir: Path, run_id: str) -> list[dict[str, Any]]:
@@ -130,4 +144,4 @@ def write_progress(ralph_dir: Path, state: RunState) -> None:
 
 
 __all__ = ["append_event", "read_events", "write_progress", "render_progress", "events_path",
-           "progress_path", "EVENTS"]
+           "progress_path", "EVENTS", "add_listener", "remove_listener"]
