@@ -4,7 +4,7 @@ the records come from (collect) or how they are shown (render_*)."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 # What each exit code of a run_end means for the reader (errors.py's table).
@@ -125,10 +125,11 @@ class Report:
         return Counter(t.outcome for t in self.tasks.values())
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["tasks"] = list(data["tasks"].values())
-        for wait, raw in zip(self.limit_waits, data["limit_waits"]):
-            raw["seconds"] = wait.seconds
+        """For json.dumps right away: shallow copies (asdict's deep copy is 10x slower)."""
+        data = dict(vars(self))
+        data["sessions"] = [vars(s) for s in self.sessions]
+        data["tasks"] = [vars(t) for t in self.tasks.values()]
+        data["limit_waits"] = [{**vars(w), "seconds": w.seconds} for w in self.limit_waits]
         data.update(elapsed_s=self.elapsed_s, cost_usd=self.cost_usd, done=self.done,
                     tasks_per_hour=self.tasks_per_hour, cost_per_done=self.cost_per_done,
                     limit_wait_s=self.limit_wait_s, outcomes=dict(self.outcomes()),
