@@ -181,7 +181,8 @@ def live(status: dict[str, Any], ralph_dir: Path) -> dict[str, Any]:
             "sessionElapsed": _since(active.get("startedAt")) if active else None,
             "lastLine": (_last_line(Path(ralph_dir).parent / str(active["log"]))
                          if active.get("log") else None),
-            "queue": dict(queue) if rows is not None else None}
+            "queue": dict(queue) if rows is not None else None,
+            "activeTasks": [str(r.get("id")) for r in rows or [] if r.get("status") == "active"]}
 
 
 def _watch_text(status: dict[str, Any], extra: dict[str, Any], shown: Path) -> str:
@@ -211,7 +212,8 @@ def _watch_line(status: dict[str, Any], extra: dict[str, Any]) -> str:
              else "not running")
     bits = [stamp, f"run {status['runId']}", state]
     if status.get("currentTask") or status.get("active"):
-        bits.append(f"task {clean(status.get('currentTask') or '(agent picks)', 60)}"
+        task = status.get("currentTask") or ", ".join(extra["activeTasks"]) or "(agent picks)"
+        bits.append(f"task {clean(task, 60)}"
                     + (f" for {extra['sessionElapsed']}" if extra["sessionElapsed"] else ""))
     bits.append(f"{status.get('completed') or 0} done, {status.get('failed') or 0} failed")
     if status.get("costUsd") is not None:
@@ -230,7 +232,8 @@ def watch(ralph_dir: Path, shown: Path, out: TextIO, *, interval: float,
         while True:
             status = read_status(ralph_dir)
             extra = live(status, ralph_dir) if status["runId"] else {
-                "runElapsed": None, "sessionElapsed": None, "lastLine": None, "queue": None}
+                "runElapsed": None, "sessionElapsed": None, "lastLine": None, "queue": None,
+                "activeTasks": []}
             if as_json:
                 out.write(json.dumps({**status, **extra}, ensure_ascii=False, default=str) + "\n")
             elif status["runId"] is None:

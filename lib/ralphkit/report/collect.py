@@ -223,6 +223,14 @@ def _apply_state(r: Report, state: run_state.RunState, running: bool) -> None:
 
 
 def _apply_backlog(r: Report, rows: Iterable[dict[str, Any]]) -> None:
+    rows = list(rows)
+    if r.status == "running":            # the agent claimed it itself: the backlog knows it
+        claimed = [str(row.get("id")) for row in rows if row.get("status") == "active"]
+        for s in r.sessions:
+            if s.outcome == "running" and not s.tasks and claimed:
+                s.tasks = claimed
+                for task_id in claimed:
+                    r.tasks.setdefault(task_id, Task(task_id, outcome="running", attempts=1))
     for row in rows:
         task = r.tasks.get(str(row.get("id")))
         if task is None:
