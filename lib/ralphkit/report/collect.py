@@ -162,7 +162,8 @@ class _Builder:
         if kind == "drift" and not task_id and message.startswith("task "):
             task_id = message[5:].split(":", 1)[0].strip() or None
         if kind == "usage_limit_wait" and ts is not None:
-            self.wait = LimitWait(ts, None, message, self.last_tasks[0] if self.last_tasks else None)
+            after = self.last_tasks[0] if self.last_tasks else None
+            self.wait = LimitWait(ts, None, message, after)
             self.r.limit_waits.append(self.wait)
             for tid in self.last_tasks:
                 self.task(tid).limit_waits += 1

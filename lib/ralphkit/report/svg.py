@@ -68,9 +68,10 @@ def durations(values: list[float], total: int) -> str:
                                                        "middle")], [])
     top = max(values) or 1.0
     step = (W - PAD - 8) / len(values)
-    body = [f'<rect class="bar" x="{PAD + i * step:.1f}" y="{H - PAD - v / top * (H - 2 * PAD):.1f}"'
-            f' width="{max(0.5, step * 0.8):.1f}" height="{v / top * (H - 2 * PAD):.1f}" '
-            f'fill="#1565c0"/>' for i, v in enumerate(values)]
+    scale, width = (H - 2 * PAD) / top, max(0.5, step * 0.8)
+    body = [f'<rect class="bar" x="{PAD + i * step:.1f}" y="{H - PAD - v * scale:.1f}" '
+            f'width="{width:.1f}" height="{v * scale:.1f}" fill="#1565c0"/>'
+            for i, v in enumerate(values)]
     body.append(_text(PAD + 2, 18, f"longest {charts.duration(top)}"))
     return _frame("chart-durations", label, body, [])
 
