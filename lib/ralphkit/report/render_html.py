@@ -13,6 +13,7 @@ from ralphkit.report import charts, svg
 from ralphkit.report.model import BILLING_TEXT, Report
 
 TASK_ROWS = 2000
+SESSION_ROWS = 300
 CELL_CHARS = 300
 
 STYLE = """
@@ -100,6 +101,24 @@ def _task_table(r: Report) -> str:
             "</table></div>")
 
 
+def _session_table(r: Report) -> str:
+    """The latest sessions, newest first: what each worked on, how it ended and why."""
+    if not r.sessions:
+        return ""
+    shown = r.sessions[-SESSION_ROWS:][::-1]
+    rows = "".join(
+        f"<tr><td class=n>{_e(s.n)}</td><td>{charts.when(s.end)}</td>"
+        f"<td>{_e(', '.join(s.tasks) or '-', 120)}</td><td>{_e(s.klass or s.outcome)}</td>"
+        f"<td class=n>{charts.duration(s.duration_s)}</td>"
+        f"<td class=n>{charts.money(s.cost_usd)}</td>"
+        f'<td class="why">{_e(s.reason or s.detail or "")}</td></tr>' for s in shown)
+    note = (f" (the latest {SESSION_ROWS} of {len(r.sessions)}; report.md lists all)"
+            if len(r.sessions) > SESSION_ROWS else "")
+    return (f"<h2>Sessions{note}</h2><div class=\"scroll\"><table id=\"session-table\"><thead>"
+            "<tr><th>#</th><th>Ended</th><th>Tasks</th><th>Outcome</th><th>Time</th>"
+            f"<th>Cost</th><th>Reason</th></tr></thead><tbody>{rows}</tbody></table></div>")
+
+
 def _lists(r: Report) -> str:
     parts = []
     outcomes = r.outcomes()
@@ -139,6 +158,7 @@ def render(r: Report) -> str:
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{_e(title, None)}</title><style>{STYLE}</style></head><body><main>"
             f"<h1>{_e(title, None)}</h1>{_figures(r)}{_charts(r)}{_task_table(r)}{_lists(r)}"
+            f"{_session_table(r)}"
             "</main></body></html>\n")
 
 

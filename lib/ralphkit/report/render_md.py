@@ -87,8 +87,23 @@ def _sessions(r: Report) -> list[str]:
     return lines
 
 
+def _receipts(r: Report) -> list[str]:
+    """Every session, one row each: what it worked on, how it ended and why, what it cost."""
+    if not r.sessions:
+        return []
+    lines = ["", f"## Sessions ({len(r.sessions)})", "",
+             "| session | ended | tasks | outcome | time | cost | turns | reason |",
+             "| ---: | --- | --- | --- | ---: | ---: | ---: | --- |"]
+    lines += [f"| {s.n if s.n is not None else '-'} | {charts.when(s.end)} "
+              f"| {cell(', '.join(s.tasks) or '-')} | {cell(s.klass or s.outcome)} "
+              f"| {charts.duration(s.duration_s)} | {charts.money(s.cost_usd)} "
+              f"| {s.turns if s.turns is not None else '-'} | {cell(s.reason or s.detail or '')} |"
+              for s in r.sessions]
+    return lines
+
+
 def render(r: Report) -> str:
-    return "\n".join(_summary(r) + _tasks(r) + _sessions(r)) + "\n"
+    return "\n".join(_summary(r) + _tasks(r) + _sessions(r) + _receipts(r)) + "\n"
 
 
 __all__ = ["render", "cell"]
