@@ -172,3 +172,11 @@ def test_a_corrupt_events_file_gives_a_report_that_says_so(git_repo, run_ralph):
         assert proc.returncode == 0 and proc.stderr == "", (args, proc.stderr)
     text = run_ralph("report").stdout
     assert "Could not read everything:" in text and "cut short" in text
+
+
+def test_notify_without_a_channel_is_refused_before_anything_is_written(git_repo, run_ralph):
+    proc = run_ralph("build", "--notify")
+    assert (proc.returncode, proc.stderr) == (
+        1, "Error: --notify requires a command, a URL or desktop\n")
+    assert not (git_repo / ".ralph" / "runs").exists()
+    assert "  --notify CMD|URL|desktop    Notify on run end" in run_ralph("build", "--help").stdout

@@ -168,3 +168,29 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_the_desktop_channel_uses_notify_send_and_says_once_when_it_is_missing(
+        ralph_dir, tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", str(bin_dir))
+    dispatch.attach(ralph_dir, RUN, {"notify": "desktop"})
+    run_end(ralph_dir)
+    run_end(ralph_dir)
+    dispatch.detach(ralph_dir, RUN)
+    [missing] = notify_events(ralph_dir)
+    assert missing["message"] == ("notification by desktop (notify-send) failed: notify-send is "
+                                  "not installed (later failures of this channel are not logged)")
+    said = tmp_path / "said"
+    fake = bin_dir / "notify-send"
+    fake.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {said}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    dispatch.attach(ralph_dir, RUN, {"notify": "desktop"})
+    run_end(ralph_dir, 6, "No progress: 3 sessions in a row failed")
+    assert dispatch.detach(ralph_dir, RUN) is True
+    assert said.read_text().splitlines() == [
+        "--app-name=ralph",
+        "ralph: run stopped (breaker): No progress: 3 sessions in a row failed (exit 6)",
+        "No progress: 3 sessions in a row failed"]
