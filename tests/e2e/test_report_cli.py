@@ -116,6 +116,7 @@ def test_report_and_watch_from_another_shell_while_the_run_works(
         assert " | running | task t1 for " in first and "0 done, 0 failed" in second
         screen = on_a_terminal(git_repo, base_env, "status", "--watch", "--count", "1")
         assert screen.startswith("\x1b[H\x1b[J") and "Status:     running" in screen
+        assert "Current:    t1 (claimed) (session 1, started " in screen
         assert "Agent:      working on t1" in screen and "Queue:      1 active, 1 open" in screen
     finally:
         gate.touch()

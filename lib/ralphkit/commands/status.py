@@ -186,7 +186,9 @@ def live(status: dict[str, Any], ralph_dir: Path) -> dict[str, Any]:
 
 
 def _watch_text(status: dict[str, Any], extra: dict[str, Any], shown: Path) -> str:
-    lines = render_text(status, shown).splitlines()
+    claimed = f"{', '.join(extra['activeTasks'])} (claimed)" if extra["activeTasks"] else None
+    lines = [line.replace("(agent picks)", claimed, 1) if claimed and line.startswith("Current:")
+             else line for line in render_text(status, shown).splitlines()]
     if extra["runElapsed"]:
         lines.insert(2, f"Elapsed:    {extra['runElapsed']}"
                         + (f" (this session: {extra['sessionElapsed']})"
