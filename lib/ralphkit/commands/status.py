@@ -10,14 +10,13 @@ import json
 import os
 import sys
 import time
-from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from ralphkit.config.durations import format_duration
 from ralphkit.config.settings import BY_NAME
-from ralphkit.report import collect, files as report_files
+from ralphkit.report import files as report_files
+from ralphkit.report import live as report_live
 from ralphkit.report.render_text import clean
 from ralphkit.runs import progress
 from ralphkit.runs import lock as run_lock
@@ -154,37 +153,6 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _last_line(log: Any) -> str | None:
-    """The agent's last non-empty output line (the end of its session log)."""
-    try:
-        with open(str(log), "rb") as fh:
-            fh.seek(max(0, os.fstat(fh.fileno()).st_size - 4096))
-            tail = fh.read().decode("utf-8", "replace")
-    except (OSError, TypeError):
-        return None
-    lines = [line.strip() for line in tail.splitlines() if line.strip()]
-    return lines[-1] if lines else None
-
-
-def _since(stamp: Any) -> str | None:
-    moment = collect.epoch(stamp)
-    return None if moment is None else format_duration(max(0.0, time.time() - moment))
-
-
-def live(status: dict[str, Any], ralph_dir: Path) -> dict[str, Any]:
-    """What --watch adds to the status: elapsed times, the agent's last line, the queue."""
-    active = status.get("active") or {}
-    rows = collect.backlog_rows(Path(ralph_dir).parent, os.environ) if status["runId"] else None
-    queue = Counter("held" if r.get("held") is not None else str(r.get("status"))
-                    for r in rows or [] if not r.get("deleted_at"))
-    return {"runElapsed": _since(status.get("startedAt")) if not status.get("endedAt") else None,
-            "sessionElapsed": _since(active.get("startedAt")) if active else None,
-            "lastLine": (_last_line(Path(ralph_dir).parent / str(active["log"]))
-                         if active.get("log") else None),
-            "queue": dict(queue) if rows is not None else None,
-            "activeTasks": [str(r.get("id")) for r in rows or [] if r.get("status") == "active"]}
-
-
 def _watch_text(status: dict[str, Any], extra: dict[str, Any], shown: Path) -> str:
     claimed = f"{', '.join(extra['activeTasks'])} (claimed)" if extra["activeTasks"] else None
     lines = [line.replace("(agent picks)", claimed, 1) if claimed and line.startswith("Current:")
@@ -233,9 +201,7 @@ def watch(ralph_dir: Path, shown: Path, out: TextIO, *, interval: float,
     try:
         while True:
             status = read_status(ralph_dir)
-            extra = live(status, ralph_dir) if status["runId"] else {
-                "runElapsed": None, "sessionElapsed": None, "lastLine": None, "queue": None,
-                "activeTasks": []}
+            extra = report_live.live(status, ralph_dir)
             if as_json:
                 out.write(json.dumps({**status, **extra}, ensure_ascii=False, default=str) + "\n")
             elif status["runId"] is None:
@@ -296,4 +262,4 @@ def main(argv: list[str], *, stdout: TextIO | None = None, stderr: TextIO | None
     return 0
 
 
-__all__ = ["main", "read_status", "render_text", "watch", "live"]
+__all__ = ["main", "read_status", "render_text", "watch"]

@@ -51,21 +51,21 @@ def read_events(path: Path, problems: list[str]) -> list[dict[str, Any]]:
         return []
     lines = raw.split(b"\n")
     torn = bool(raw) and not raw.endswith(b"\n")
-    events, bad = [], 0
+    events, bad, cut = [], 0, False
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except ValueError:
-            if not (torn and i == len(lines) - 1):
-                bad += 1
+            cut = torn and i == len(lines) - 1
+            bad += not cut
             continue
         if isinstance(record, dict) and isinstance(record.get("event"), str):
             events.append(record)
         else:
             bad += 1
-    if torn and lines[-1].strip():
+    if cut:
         problems.append(f"the last line of {path.name} is cut short (the run is still writing "
                         "it, or stopped in the middle of a write); it was skipped")
     if bad:
