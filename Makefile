@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 ARGS ?=
 
-.PHONY: setup test demo bench ralph plan install
+.PHONY: setup setup-browser test demo bench ralph plan install
 
 setup: $(VENV)/.installed
 
@@ -14,7 +14,12 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
-test: setup
+# The HTML report's tests open it in chromium: installed when missing (root with apt-get);
+# otherwise those tests skip and say why.
+setup-browser:
+	@command -v chromium >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; else echo "chromium is not installed: the HTML report tests will be skipped (apt-get install chromium)"; fi; }
+
+test: setup setup-browser
 	$(PY) -m pytest -n 4
 
 demo: setup

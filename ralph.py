@@ -48,7 +48,7 @@ from ralphkit.agents import claude_render as render  # noqa: E402
 from ralphkit.assign import mode as assign_mode  # noqa: E402
 from ralphkit.backlog import answers as backlog  # noqa: E402
 from ralphkit.backlog import calls as task_calls  # noqa: E402
-from ralphkit.commands import ctl, install, status  # noqa: E402
+from ralphkit.commands import ctl, install, report, status  # noqa: E402
 from ralphkit.config import flags, settings  # noqa: E402
 from ralphkit.config.options import Options  # noqa: E402
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
@@ -305,6 +305,7 @@ COMMANDS = {
     "install": lambda args: install.main(args),        # Claude Code skills + hooks (README)
     "status": lambda args: status.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # is a run alive
     "ctl": lambda args: ctl.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # pause | resume | stop
+    "report": lambda args: report.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # what a run did
 }
 
 

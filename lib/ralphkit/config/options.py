@@ -49,6 +49,9 @@ class Options:
     agent_cmd: str | None
     parallel: int
     merge: str
+    # notifications (notify.settings reads them from the persisted options)
+    notify: str | None
+    notify_timeout: float
     # name -> "cli", "env", "ralph.yml" or "default"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 

@@ -15,7 +15,7 @@ from ralphkit.errors import UsageError
 MODES = ("plan", "build")
 # The `--help` lines of a mode list the flags section by section, in this order (s.4: the
 # lines of options ralph.sh did not have go after its four and before `--help, -h`).
-SECTIONS = ("loop", "run", "scope", "assign", "agent", "parallel", "unattended")
+SECTIONS = ("loop", "run", "scope", "assign", "agent", "parallel", "notify", "unattended")
 # s.3: without -n, plan runs one iteration and build runs until the backlog is done.
 ITERATIONS_DEFAULT = {"plan": 1, "build": 0}
 _DURATION = "a duration (e.g. 90s, 15m, 1h)"
@@ -163,6 +163,14 @@ SETTINGS: tuple[Setting, ...] = (
          "  --merge rebase|ff|none      Merge a finished task's branch (--parallel)",
          needs="rebase, ff or none", modes=("build",),
          check=kinds.one_of("rebase", "ff", "none")),
+    # One channel per line: a command, an http(s):// URL or `desktop` (notify.settings).
+    _row("notify", "text", None, "notify",
+         "notify on run end, stops, limit waits, held tasks, scope changes",
+         "  --notify CMD|URL|desktop    Notify on run end, stops, limit waits,\n"
+         "                              held tasks and scope changes",
+         needs="a command, a URL or desktop"),
+    _row("notify_timeout", "duration", 10.0, "notify", "longest time one notification may take",
+         check=kinds.positive),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 

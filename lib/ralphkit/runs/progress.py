@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ralphkit.atomic_file import append_line, write_atomic
 from ralphkit.runs.state import RunState
 
 LATEST_OUTCOMES = 10
+# Called with (ralph_dir, run_id, record) after each appended event: notifications listen here.
+Listener = Callable[[Path, str, dict], None]
+_LISTENERS: list[Listener] = []
 
 
 def events_path(ralph_dir: Path, run_id: str) -> Path:
@@ -34,7 +37,18 @@ def append_event(ralph_dir: Path, run_id: str, event: str, **fields: Any) -> dic
     record = {"ts": _ts(), "event": event, **fields}
     line = json.dumps(record, ensure_ascii=False, default=str, separators=(",", ":"))
     append_line(events_path(ralph_dir, run_id), line)
+    for listener in tuple(_LISTENERS):
+        listener(ralph_dir, run_id, record)
     return record
+
+
+def add_listener(listener: Listener) -> None:
+    _LISTENERS.append(listener)
+
+
+def remove_listener(listener: Listener) -> None:
+    if listener in _LISTENERS:
+        _LISTENERS.remove(listener)
 
 
 def read_events(ralph_dir: Path, run_id: str) -> list[dict[str, Any]]:
@@ -127,4 +141,4 @@ def write_progress(ralph_dir: Path, state: RunState) -> None:
 
 
 __all__ = ["append_event", "read_events", "write_progress", "render_progress", "events_path",
-           "progress_path"]
+           "progress_path", "add_listener", "remove_listener"]

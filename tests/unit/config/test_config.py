@@ -148,6 +148,8 @@ respawn_limit: 5
 continue_session: on
 respawn_safety: off
 merge: ff
+notify: ./notify.sh
+notify_timeout: 5s
 """
     settings = load(tmp_path, yml)
     assert set(settings.explicit()) == YML_KEYS
