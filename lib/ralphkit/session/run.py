@@ -3,7 +3,8 @@ a process group of its own (stdin /dev/null, stderr inherited, explicit environm
 every byte of its stdout to the session log and to the stream renderer as it arrives,
 forward the first SIGINT to the group, SIGKILL the group on a second SIGINT or a SIGTERM,
 end the group (SIGTERM, a grace period, SIGKILL) when a session or idle timeout of issue 7
-runs out, and leave no process of the group behind once the session is over. Knows nothing of prompts,
+runs out or the renderer asks to stop (`abort`: the agent retries a failed login), and leave
+no process of the group behind once the session is over. Knows nothing of prompts,
 task calls or the loop; never prints (the waiting message is the caller's callback)."""
 from __future__ import annotations
 
@@ -218,6 +219,9 @@ def _pump(proc: subprocess.Popen, log: BinaryIO, renderer: Any, guard: Guard,
                         last_output = time.monotonic()
                         _write_all(log, chunk)
                         renderer.feed(chunk)
+                        if term_at is None and getattr(renderer, "abort", None):
+                            _killpg(pgid, signal.SIGTERM)         # e.g. retrying a bad key
+                            term_at = time.monotonic()
                     else:
                         reading = False
                         poller.unregister(fd)
