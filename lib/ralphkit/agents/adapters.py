@@ -129,10 +129,13 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
         agent_streams.OpencodeRenderer, model_args=("-m", MODEL),
         danger_env={"OPENCODE_PERMISSION": '{"*":"allow"}'},
         reports=frozenset({"cost", "turns", "tokens", "result", "errors"})),
+    # gemini 0.61 refuses to run headless in a folder it does not trust (exit 55): --danger
+    # also trusts the checkout for the session; without it the user trusts the folder once.
     AgentAdapter(
         "gemini", ("gemini",),
         ("-p", PROMPT, "--output-format=stream-json", DANGER, MODEL, EXTRA),
-        agent_streams.GeminiRenderer, danger_args=("--yolo",), model_args=("-m", MODEL),
+        agent_streams.GeminiRenderer, danger_args=("--yolo", "--skip-trust"),
+        model_args=("-m", MODEL),
         reports=frozenset({"tokens", "result", "errors"})),
 )}
 

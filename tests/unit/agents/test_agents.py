@@ -68,7 +68,7 @@ def test_claude_is_a_known_agent_with_stdin_closed_and_the_s12_renderer():
      ["opencode", "run", "--format", "json", "-m", "anthropic/claude-sonnet-4", "P"]),
     ("gemini", False, None, ["gemini", "-p", "P", "--output-format=stream-json"]),
     ("gemini", True, "gemini-2.5-pro", ["gemini", "-p", "P", "--output-format=stream-json",
-                                        "--yolo", "-m", "gemini-2.5-pro"]),
+                                        "--yolo", "--skip-trust", "-m", "gemini-2.5-pro"]),
 ], ids=["pi", "pi-danger-model", "codex", "codex-danger-model", "amp", "amp-danger",
         "opencode", "opencode-danger-model", "gemini", "gemini-danger-model"])
 def test_each_backend_builds_its_documented_argv(name, danger, model, expected):
