@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/loop: per-iteration overhead of the build loop (issue 3: target < 100 ms, and at
+"""bench/loop: per-iteration overhead of the build loop (target < 100 ms, and at
 least 5x less than ralph.sh).
 
 Runs `ralph.py build -n 50` with a do-nothing stub agent (`#!/bin/sh` + `exit 0`) over a
@@ -86,7 +86,7 @@ def main() -> None:
         py = measure("ralph.py", [sys.executable, str(ROOT / "ralph.py")], repo, env, args.iterations)
         measure("  via cmd", [sys.executable, str(ROOT / "ralph.py")], repo,
                 {**env, "RALPH_TASK_CMD": str(ROOT / "scripts" / "task")}, args.iterations)
-        print("          (`via cmd`: RALPH_TASK_CMD set, each task call a process through plumbum)")
+        print("          (`via cmd`: RALPH_TASK_CMD set, each task call a process)")
         ralph_sh = os.environ.get("RALPH_SH")
         if ralph_sh:
             script = Path(ralph_sh)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/parallel: wall time of `ralph.py build --parallel P` over 12 stub tasks of a fixed
-duration (issue 8: near-linear speed-up up to the stub's duration bound).
+duration (near-linear speed-up up to the stub's duration bound).
 
 Each P runs in a fresh temp git repo with 12 tasks of distinct components (so any P of them
 may run together). The stub agent (tests/stubs/claude) sleeps D seconds, commits one file in

@@ -36,7 +36,7 @@ class Guard:
     def arm(self) -> None:
         signal.signal(signal.SIGINT, self._handler)
         signal.signal(signal.SIGTERM, self._handler)
-        # Issue 7 (lead's decision): SIGHUP = graceful stop, the session finishes and the run
+        # SIGHUP = graceful stop (docs/decisions/0004), the session finishes and the run
         # exits cleanly; under `nohup` (SIGHUP ignored at start) it stays ignored.
         if signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:
             signal.signal(signal.SIGHUP, self._hangup)

@@ -1,14 +1,14 @@
 """Owns the facts ralph.py reads from the working directory before a run (ralph-cli.md s.8,
 s.9.1, s.20.3): whether ./specs holds anything, the current git branch, where the run's own
-.ralph/ is (lock, state, progress, control files: issue 4), and creating ralph's own
+.ralph/ is (lock, state, progress, control files), and creating ralph's own
 directories under ./.ralph/. Knows nothing of tasks or agents; never prints."""
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 from typing import Mapping
 
+from ralphkit import programs
 from ralphkit.errors import EnvironmentFailure
 
 
@@ -21,16 +21,15 @@ def specs_present(cwd: Path) -> bool:
         return False
 
 
-def current_branch(env: Mapping[str, str]) -> str:
-    """s.9.1: `git branch --show-current` minus its trailing newline; "" when git fails."""
+def current_branch(env: Mapping[str, str], cwd: Path | None = None) -> str:
+    """s.9.1: `git branch --show-current` in cwd (default: the current directory) minus its
+    trailing newline; "" when git fails."""
     try:
-        proc = subprocess.run(["git", "branch", "--show-current"], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=dict(env))
+        done = programs.run(["git", "branch", "--show-current"], cwd=cwd or Path.cwd(), env=env,
+                            stderr=programs.DISCARD)
     except OSError:
         return ""
-    if proc.returncode != 0:
-        return ""
-    return proc.stdout.decode("utf-8", "surrogateescape").rstrip("\n")
+    return done.out.rstrip("\n") if done.code == 0 else ""
 
 
 def ralph_dir(cwd: Path) -> Path:

@@ -6,14 +6,11 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 from conftest import RALPH, ROOT, TASK, run_process
 
 DEMO = ROOT / "demo" / "run_demo.py"
 
 
-@pytest.mark.skipif(not RALPH.exists(), reason="ralph.py not merged yet (feat/loop)")
 def test_demo_completes_every_task_with_a_commit_of_its_own(tmp_path, base_env):
     result = run_process([sys.executable, str(DEMO), "--dir", str(tmp_path / "demo")],
                          cwd=tmp_path, env=base_env, timeout=110)

@@ -220,9 +220,6 @@ def test_precompact_exits_0_when_its_stdout_is_closed(stub_task, tmp_path):
 
 # --- against the real task CLI -------------------------------------------------------------
 
-needs_task_cli = pytest.mark.skipif(not TASK.exists(), reason="scripts/task not merged yet")
-
-
 def _show(run_task, slug: str, env: dict[str, str] | None = None) -> dict[str, str]:
     out = run_task("show", slug, env=env).stdout
     return {line[:12].strip().rstrip(":"): line[13:] for line in out.splitlines() if line[:1] != " "}
@@ -243,7 +240,6 @@ def real_backlog(git_repo: Path, base_env: dict[str, str], run_task):
     return {**base_env, **SCOPE, "RALPH_TASK_SCRIPT": str(TASK), "RALPH_AGENT_ID": "a1b2"}
 
 
-@needs_task_cli
 @pytest.mark.parametrize("hook,reason,stdout", [
     (PRECOMPACT, "context limit reached", STOP),
     (SESSION_END, "session ended unexpectedly", "failed t-mine\n")],
@@ -260,7 +256,6 @@ def test_hook_fails_only_this_agents_task_of_this_scope(real_backlog, git_repo, 
     assert (elsewhere["Status"], elsewhere["Assignee"]) == ("active", "a1b2")
 
 
-@needs_task_cli
 @pytest.mark.parametrize("hook,stdout", [(PRECOMPACT, CONTINUE), (SESSION_END, "")],
                          ids=["precompact", "session_end"])
 def test_hook_leaves_an_active_task_of_another_scope_alone(real_backlog, git_repo, run_task,
@@ -272,7 +267,6 @@ def test_hook_leaves_an_active_task_of_another_scope_alone(real_backlog, git_rep
     assert _show(run_task, "t-elsewhere", env={"RALPH_SCOPE_BRANCH": "other"})["Status"] == "active"
 
 
-@needs_task_cli
 def test_hooks_run_from_an_installed_copy_behave_the_same(real_backlog, git_repo, tmp_path,
                                                          run_task):
     install.install(tmp_path / "proj" / ".claude", project=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_process
+from conftest import RALPH, ROOT, run_process
 
 DATA = ROOT / "lib" / "ralphkit" / "claude"
 SKILLS = ["ralph-build", "ralph-plan", "ralph-spec"]
@@ -209,13 +209,8 @@ def test_a_claude_path_that_is_not_a_directory_is_an_environment_error(ralph_ins
 
 
 def test_ralph_install_subcommand_runs_the_installer(base_env, project):
-    from conftest import RALPH
-    if not RALPH.exists():
-        pytest.skip("ralph.py not merged")
     result = run_process([sys.executable, str(RALPH), "install", "--project", str(project)],
                          cwd=project, env=base_env, timeout=30)
-    if "unknown command 'install'" in result.stderr:
-        pytest.skip("ralph.py does not dispatch `install` yet (the lead wires it)")
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.splitlines() == [f"wrote {p}" for p in expected_paths(project / ".claude")]
 

@@ -80,8 +80,8 @@ def test_second_sigint_kills_the_agent_group_and_exits_130(git_repo, base_env, t
         run.kill()
 
 
-# SIGHUP is no longer a SIGTERM here: issue 7 (lead's decision) makes it a graceful stop,
-# tested in test_overnight_e2e.py (test_sighup_finishes_the_session_then_exits_0).
+# SIGHUP is not a SIGTERM here: it is a graceful stop (docs/decisions/0004), tested in
+# test_unattended_e2e.py (test_sighup_finishes_the_session_then_exits_0).
 @pytest.mark.parametrize("signum", [signal.SIGTERM], ids=["SIGTERM"])
 def test_sigterm_during_a_session_kills_the_group_at_once_without_the_message(
         git_repo, base_env, tasks, stub, signum):

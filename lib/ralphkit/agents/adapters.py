@@ -1,4 +1,4 @@
-"""Owns the agent's command line: the agent backends of issue 8 as one table of adapters, one
+"""Owns the agent's command line: the agent backends as one table of adapters, one
 per agent CLI, each knowing
 its argv (s.11 for claude, byte-exact), whether the prompt goes on argv or stdin, the extra
 environment it needs, which renderer reads its stdout, and which facts (cost, turns, tokens,
@@ -6,7 +6,7 @@ result, rate-limit events, errors) that CLI reports, so the loop can tell a user
 cannot be enforced. `get_adapter(name, agent_cmd)` picks one by `--agent` / `agent:` name;
 `--agent-cmd` replaces the binary (and is the argv template of the `command` backend).
 
-Also the big-prompt fallback of issue 3 (Linux refuses one argument of 128 KiB or more, so
+Also the big-prompt fallback (Linux refuses one argument of 128 KiB or more, so
 task data that would not fit goes to a file under .ralph/ and the prompt names that file):
 `prompt_fits`, `spill_prompt`, and `claude_argv`, kept with feat/loop's signatures.
 

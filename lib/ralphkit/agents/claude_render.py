@@ -32,7 +32,7 @@ _RATE_LIMIT_KEEP = 64              # most recent rate_limit_event dicts kept
 _RATE_LIMIT_LINE_MAX = 64 * 1024   # a bigger rate_limit_event line is counted, not kept
 
 # Only lines that can be `assistant`, `result` or `rate_limit_event` events are decoded
-# (issue 3: big `user` tool results must stay cheap). Fast path: Claude Code writes `type` as
+# (big `user` tool results must stay cheap). Fast path: Claude Code writes `type` as
 # the first member, so a line starting `{"type":"<other>"` is skipped after one anchored match;
 # a repeated `type` key later in the object is not looked for (RFC 8259 leaves duplicate names
 # undefined). Other lines: decoded when a `"type"` key is followed by one of the three values,

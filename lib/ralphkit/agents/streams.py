@@ -1,6 +1,6 @@
 """Owns the renderers of the JSON Lines event streams of `codex exec --json`,
 `gemini --output-format stream-json`, `pi --mode json` and `opencode run --format json`
-(issue 8; event shapes as each CLI documents them, see notes/agents.md). Each maps its events
+(event shapes as each CLI documents them). Each maps its events
 to s.12's look (text as is, tool calls as tool lines, an end line) and fills the shared
 `AgentSummary`: last assistant message, cost or tokens, turns, result status, error texts.
 

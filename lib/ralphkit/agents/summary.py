@@ -7,7 +7,7 @@ Each renderer has the interface of `render.StreamRenderer` (feed(bytes) in any c
 close() / summary), so the loop reads cost, completion texts (s.20.1 promise) and errors the
 same way whatever the agent. Does not own Claude Code's stream-json (render.py, also used for
 amp, whose `--stream-json` is Claude-compatible), reading the agent's pipe, the log file, or
-interpreting the facts (usage limits, budgets: issue 7 reads `summary.error_texts` and the
+interpreting the facts (usage limits, budgets: unattended/ reads `summary.error_texts` and the
 text tails). Memory is bounded: one partial line of at most `max_line_bytes` (longer lines
 are skipped, as render.py does) and capped tails.
 """
@@ -144,7 +144,7 @@ class JsonLinesRenderer(LineFeed):
 
 
 class PlainRenderer:
-    """Any CLI's plain output (issue 8 `command` backend): every byte is copied to `out` as it
+    """Any CLI's plain output (the `command` backend): every byte is copied to `out` as it
     comes and flushed. Only the last `tail_bytes` are kept; they stand for the 'last assistant
     text' of s.20.1, so a promise printed near the end of the output is seen."""
 

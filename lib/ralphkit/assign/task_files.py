@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ralphkit import programs
 from ralphkit.errors import EnvironmentFailure
 
 _SHA = re.compile(r"[0-9a-f]{7,40}")
@@ -212,13 +212,12 @@ def _seconds_between(start: str, end: str) -> int | None:
 def _git(repo: Path, *args: str) -> str:
     # Artifacts are best effort: a failing git (no repository, unknown start sha after a
     # history rewrite) yields empty lists, never an exception that loses the archive.
+    # The environment is ralph.py's own, read now: it holds the run's exports (s.9).
     try:
-        proc = subprocess.run(["git", "-C", str(repo), *args], stdin=subprocess.DEVNULL,
-                              capture_output=True, encoding="utf-8", errors="replace",
-                              timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
+        done = programs.run(["git", *args], cwd=repo, env=os.environ, timeout=60)
+    except (OSError, programs.TimeoutExpired):
         return ""
-    return proc.stdout if proc.returncode == 0 else ""
+    return done.stdout.decode("utf-8", "replace") if done.code == 0 else ""
 
 
 __all__ = ["safe_name", "write_current_task", "clear_current_task", "write_backlog",

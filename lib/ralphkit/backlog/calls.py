@@ -2,19 +2,20 @@
 command to use (`$RALPH_TASK_CMD`, else the project's own task CLI), running it without a
 shell with an explicit environment, and what a call yields (ok + stdout with trailing `\n`
 removed; stderr discarded). The embedded task CLI runs in-process (`ralphkit.tasks.cli.main`),
-which keeps a build iteration's overhead to milliseconds; any other command runs through
-plumbum. Knows nothing of what the calls mean to the loop (that is ralph.py's)."""
+which keeps a build iteration's overhead to milliseconds; any other command runs as a
+program (ralphkit.programs). Knows nothing of what the calls mean to the loop (ralph.py's)."""
 from __future__ import annotations
 
 import contextlib
 import io
 import os
 import shutil
-import subprocess
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, ContextManager, Mapping
+
+from ralphkit import programs
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class TaskCommand:
 
     def bound(self, env: Mapping[str, str]) -> Callable[[list[str]], tuple[bool, str]]:
         """This command as an `(argv) -> (ok, output)` callable over `env` (the TaskCall of the
-        assignment modules, issue 6): one mechanism for every task call of a run."""
+        assignment modules): one mechanism for every task call of a run."""
         def call(argv: list[str]) -> tuple[bool, str]:
             result = self.call(*argv, env=env)
             return result.ok, result.output
@@ -83,17 +84,11 @@ def _run_in_process(argv: list[str], env: Mapping[str, str], out: BinaryIO | Non
 
 def _run_subprocess(executable: str, argv: list[str], env: Mapping[str, str],
                     out: BinaryIO | None) -> tuple[int, bytes]:
-    from plumbum import local                 # imported here: plumbum copies os.environ on import
-    cmd = local[executable][argv]
-    proc = cmd.popen(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if out is None else None,
-                     stderr=subprocess.DEVNULL, env=dict(env))
-    try:
-        data, _ = proc.communicate()
-    finally:
-        if proc.poll() is None:                # interrupted by a signal: leave nothing behind
-            proc.kill()
-            proc.wait()
-    return proc.returncode, data or b""
+    # An interrupting signal kills the call's process before it propagates (programs.run).
+    done = programs.run([executable, *argv], cwd=Path.cwd(), env=env,
+                        stdout=programs.CAPTURE if out is None else programs.INHERIT,
+                        stderr=programs.DISCARD)
+    return done.code, done.stdout
 
 
 def _own_task_cli(script_dir: Path) -> str | None:

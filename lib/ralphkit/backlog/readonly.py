@@ -33,7 +33,7 @@ def _db_path(git) -> Path:
 
 def db_path(environ: Mapping[str, str], cwd: Path) -> Path | None:
     """Where the embedded task CLI run in `cwd` with `environ` keeps its database (s.3), or
-    None outside a git repository. Creates nothing (scope_cache stats it, issue 5)."""
+    None outside a git repository. Creates nothing (scope.cache stats it)."""
     from ralphkit.tasks.errors import TaskError
     from ralphkit.tasks.git_scope import Git
     try:

@@ -1,4 +1,4 @@
-"""Owns the recovery of a `--parallel` run whose ralph.py died (SIGKILL, power loss; issue 8):
+"""Owns the recovery of a `--parallel` run whose ralph.py died (SIGKILL, power loss):
 every session the run state lists (written ahead, before its agent starts) is stopped for good
 (its pid file claimed, or what is left of its agent's process group killed and awaited); only
 then is the backlog read. Each task the dead run touched (a listed session, or a branch
@@ -8,15 +8,15 @@ left to merge is completed, `active` goes back to open; whatever the dead run's 
 hold is failed and they are deregistered; the run's worktrees are removed. A task never ends
 done while its branch holds unmerged work, and nothing runs twice.
 
-Does not own opening the run (run_control), stopping a dead session's agent (dead_session),
+Does not own opening the run (runs.lifecycle), stopping a dead session's agent (session.dead),
 merging (the caller's `merge`), task calls (the caller's `call`/`export`) or printing (`warn`).
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
-from ralphkit.session import dead as dead_session
+from ralphkit.session import dead
 from ralphkit.runs import state as run_state
 from ralphkit.parallel import worktrees
 
@@ -25,16 +25,17 @@ DIED_REASON = "ralph.py died during this session"
 
 def _stop(entry: dict) -> None:
     """The session's agent is stopped for good: it never starts, or its group is dead."""
-    dead_session.stop(entry.get("pidfile"), entry.get("pid"), entry.get("procStart"))
+    dead.stop(entry.get("pidfile"), entry.get("pid"), entry.get("procStart"))
 
 
 def _settle(wt: worktrees.Worktree, status: str | None, listed: bool,
             merge: Callable[[worktrees.Worktree], tuple[bool, str]],
-            call: Callable[..., tuple[bool, str]]) -> tuple[bool, str] | None:
+            call: Callable[..., tuple[bool, str]],
+            env: Mapping[str, str]) -> tuple[bool, str] | None:
     """(completed, reason) for a task the dead run touched; None when there is nothing to
     settle (a branch of a task that is not done and had no listed session)."""
     if status == "done":
-        merged = worktrees.branch_merged(wt)
+        merged = worktrees.branch_merged(wt, env=env)
         if merged is None or merged:                 # nothing of it is left outside the run's
             return True, "already merged"            # branch (as a normal finish: no commits)
         return merge(wt)                             # re-opens the task when it cannot merge
@@ -45,11 +46,12 @@ def _settle(wt: worktrees.Worktree, status: str | None, listed: bool,
     return False, DIED_REASON
 
 
-def recover(state: run_state.RunState, *, cwd: Path, run_branch: str,
+def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run_branch: str,
             export: Callable[[], dict[str, dict]], call: Callable[..., tuple[bool, str]],
             merge: Callable[[worktrees.Worktree], tuple[bool, str]],
             warn: Callable[[str], None]) -> None:
-    """Finish what the dead run (state.extra.parallel) left: its sessions and its branches."""
+    """Finish what the dead run (state.extra.parallel) left: its sessions and its branches.
+    env: the run's environment, for git."""
     info = state.extra.get("parallel", {})
     base = info.get("runBranch") or run_branch
     sessions = info.get("sessions") or []
@@ -63,16 +65,17 @@ def recover(state: run_state.RunState, *, cwd: Path, run_branch: str,
             entry["task"]), True)
     # A branch the state does not list (a state written before this check, or a session
     # whose entry was lost): its task is settled the same way when it is done.
-    by_branch = {worktrees.planned(cwd, state.run_id, tid, base).branch: tid for tid in tasks}
+    by_branch = {worktrees.planned(cwd, state.run_id, tid, base, env=env).branch: tid
+                 for tid in tasks}
     # attempts the run already accounted for (merged, left for review, or failed with the
     # branch kept) are not looked at again: only the ones whose end was never recorded
     recorded = {e.get("branch") for e in [*state.completed, *state.failed]}
-    for branch in worktrees.run_branches(cwd, state.run_id):
+    for branch in worktrees.run_branches(cwd, state.run_id, env=env):
         tid = by_branch.get(branch)
         if tid and tid not in touched and branch not in recorded:
-            touched[tid] = (worktrees.planned(cwd, state.run_id, tid, base), False)
+            touched[tid] = (worktrees.planned(cwd, state.run_id, tid, base, env=env), False)
     for tid, (wt, listed) in touched.items():
-        settled = _settle(wt, (tasks.get(tid) or {}).get("status"), listed, merge, call)
+        settled = _settle(wt, (tasks.get(tid) or {}).get("status"), listed, merge, call, env)
         if settled is None:
             continue
         ok, reason = settled
@@ -89,7 +92,7 @@ def recover(state: run_state.RunState, *, cwd: Path, run_branch: str,
             if line.startswith("id: "):
                 call("fail", line[4:], "--reason", DIED_REASON)
         call("agent", "deregister", agent)
-    removed = worktrees.cleanup_run(cwd, state.run_id, base)
+    removed = worktrees.cleanup_run(cwd, state.run_id, base, env=env)
     state.active, info["sessions"] = None, []
     if sessions or touched or removed:
         warn(f"Resuming run {state.run_id}: removed {len(removed)} worktree(s) of the "

@@ -1,4 +1,4 @@
-"""Owns the fill-capacity logic of `--parallel N` (seed 001 "Fill capacity", issue 8) as a pure
+"""Owns the fill-capacity logic of `--parallel N` (seed 001 "Fill capacity") as a pure
 state machine over injected callables, so it is tested without processes: up to N sessions at
 once; a task is launched at most once per run (a failed one waits for the next run);
 `--max-iterations` counts sessions started across all slots (a failed launch counts, as in the

@@ -10,22 +10,20 @@ reason says so); when no checkout has it, its ref is compare-and-swapped with `u
 A rebase runs inside the task's own worktree; a conflict aborts it and keeps the branch.
 Branches that are not merged are never deleted.
 
-Does not own choosing tasks, sessions, the task store, or printing. Not thread-safe: the loop
-merges one finished task at a time.
+Does not own running git (parallel.git), choosing tasks, sessions, the task store, or
+printing. Not thread-safe: the loop merges one finished task at a time.
 """
 from __future__ import annotations
 
 import hashlib
 import re
 import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from plumbum import local
-
-from ralphkit.errors import EnvironmentFailure, UsageError
+from ralphkit.errors import UsageError
+from ralphkit.parallel.git import Git
 
 STRATEGIES = ("ff", "rebase", "none")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -48,22 +46,6 @@ class MergeResult:
     message: str
 
 
-def _git(cwd: Path, *args: str, check: bool = True) -> tuple[int, str, str]:
-    # GIT_EDITOR: a rebase must never wait for an editor (unattended runs).
-    cmd = local["git"].with_cwd(str(cwd)).with_env(GIT_EDITOR="true")[args]
-    for pause in (0.05, 0.2, 0.5, None):
-        code, out, err = cmd.run(retcode=None)
-        # Sessions commit in their worktrees while we add or remove one: git's ref and index
-        # locks (`….lock': File exists`) are held for milliseconds; wait them out.
-        if code == 0 or pause is None or ".lock': File exists" not in err:
-            break
-        time.sleep(pause)
-    if check and code != 0:
-        last = ((err or out).strip().splitlines() or [f"exit {code}"])[-1]
-        raise EnvironmentFailure(f"git {' '.join(args)} failed in {cwd}: {last}")
-    return code, out, err
-
-
 def branch_safe(name: str) -> str:
     """A git-ref-safe form of a task slug or run id (git check-ref-format). A slug that had to
     change gets a short hash of the original, so two slugs never share a branch."""
@@ -76,168 +58,142 @@ def branch_safe(name: str) -> str:
     return safe
 
 
-_TOPLEVELS: dict[Path, Path] = {}
-
-
-def _toplevel(repo: Path) -> Path:
-    key = Path(repo).absolute()
-    if key not in _TOPLEVELS:      # asked once per task: the checkout does not move in a run
-        _TOPLEVELS[key] = Path(_git(key, "rev-parse", "--show-toplevel")[1].strip()).resolve()
-    return _TOPLEVELS[key]
-
-
-def _ref_exists(repo: Path, branch: str) -> bool:
-    return _git(repo, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}", check=False)[0] == 0
-
-
-def _is_ancestor(repo: Path, older: str, newer: str) -> bool:
-    return _git(repo, "merge-base", "--is-ancestor", older, newer, check=False)[0] == 0
-
-
-def _worktrees(repo: Path) -> list[tuple[Path, str | None]]:
-    """(path, branch or None) of every registered worktree."""
-    entries: list[tuple[Path, str | None]] = []
-    for block in _git(repo, "worktree", "list", "--porcelain")[1].split("\n\n"):
-        fields = dict(line.partition(" ")[::2] for line in block.splitlines() if line)
-        if "worktree" in fields:
-            ref = fields.get("branch", "")
-            entries.append((Path(fields["worktree"]).resolve(),
-                            ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else None))
-    return entries
-
-
-def _place(repo: Path, run_id: str, task_slug: str) -> tuple[Path, Path, str]:
-    top = _toplevel(repo)
+def _place(git: Git, repo: Path, run_id: str, task_slug: str) -> tuple[Path, Path, str]:
+    top = git.toplevel(repo)
     safe = branch_safe(task_slug)
     return (top, top / ".ralph" / "worktrees" / branch_safe(run_id) / safe,
             f"ralph/{branch_safe(run_id)}/{safe}")
 
 
-def planned(repo: Path, run_id: str, task_slug: str, base_branch: str) -> Worktree:
+def planned(repo: Path, run_id: str, task_slug: str, base_branch: str, *,
+            env: Mapping[str, str]) -> Worktree:
     """The worktree `create` makes for this task (nothing is created): the run state names it
     before it exists (write-ahead, so a recovery looks at it whatever happened next)."""
-    top, path, branch = _place(repo, run_id, task_slug)
+    top, path, branch = _place(Git(env), repo, run_id, task_slug)
     return Worktree(top, path, branch, base_branch, task_slug)
 
 
-def branch_merged(wt: Worktree) -> bool | None:
+def branch_merged(wt: Worktree, *, env: Mapping[str, str]) -> bool | None:
     """None when the task's branch does not exist, True when the run's branch contains it
     (nothing of it left to merge), False when it holds commits the run's branch lacks."""
-    if not _ref_exists(wt.repo, wt.branch):
+    git = Git(env)
+    if not git.ref_exists(wt.repo, wt.branch):
         return None
-    return _is_ancestor(wt.repo, f"refs/heads/{wt.branch}", wt.base_branch)
+    return git.is_ancestor(wt.repo, f"refs/heads/{wt.branch}", wt.base_branch)
 
 
-def run_branches(repo: Path, run_id: str) -> list[str]:
+def run_branches(repo: Path, run_id: str, *, env: Mapping[str, str]) -> list[str]:
     """Every branch `ralph/<runId>/<task>` of a run (not the kept `<branch>@<n>` ones)."""
     prefix = f"refs/heads/ralph/{branch_safe(run_id)}/"
-    refs = _git(_toplevel(repo), "for-each-ref", "--format=%(refname)", prefix)[1].split()
+    git = Git(env)
+    refs = git(git.toplevel(repo), "for-each-ref", "--format=%(refname)", prefix)[1].split()
     return [ref[len("refs/heads/"):] for ref in refs if "@" not in ref[len(prefix):]]
 
 
-def create(repo: Path, run_id: str, task_slug: str, base_branch: str) -> Worktree:
+def create(repo: Path, run_id: str, task_slug: str, base_branch: str, *,
+           env: Mapping[str, str]) -> Worktree:
     """A fresh worktree on a new branch from the tip of `base_branch`. A stale worktree at the
     same place (a killed run) is removed; an existing branch of the same name is deleted when
     it is merged, else renamed to `<branch>@<n>` and kept (previous_branch)."""
-    top, path, branch = _place(repo, run_id, task_slug)
-    if not _ref_exists(top, base_branch):
+    git = Git(env)
+    top, path, branch = _place(git, repo, run_id, task_slug)
+    if not git.ref_exists(top, base_branch):
         raise UsageError(f"run branch '{base_branch}' does not exist in {top}")
     # Each git call costs tens of ms in the run's serial part (bench/parallel): the stale
     # worktree check only runs when something is at the path; a registration whose directory
     # is gone is overridden by `add -f` (-f never allows a branch checked out twice: -b is new).
     if path.exists():
-        for registered, _ in _worktrees(top):
+        for registered, _ in git.worktrees(top):
             if registered == path:
-                _git(top, "worktree", "remove", "--force", str(path))
+                git(top, "worktree", "remove", "--force", str(path))
         if path.exists():
             shutil.rmtree(path)
-        _git(top, "worktree", "prune")
+        git(top, "worktree", "prune")
     previous = None
-    if _ref_exists(top, branch):
-        if _is_ancestor(top, branch, base_branch):
-            _git(top, "branch", "-D", branch)
+    if git.ref_exists(top, branch):
+        if git.is_ancestor(top, branch, base_branch):
+            git(top, "branch", "-D", branch)
         else:
             n = 2
-            while _ref_exists(top, f"{branch}@{n}"):
+            while git.ref_exists(top, f"{branch}@{n}"):
                 n += 1
             previous = f"{branch}@{n}"
-            _git(top, "branch", "-m", branch, previous)
+            git(top, "branch", "-m", branch, previous)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _git(top, "worktree", "add", "-q", "-f", "-b", branch, str(path), base_branch)
+    git(top, "worktree", "add", "-q", "-f", "-b", branch, str(path), base_branch)
     return Worktree(top, path, branch, base_branch, task_slug, previous)
 
 
-def _dirty(checkout: Path) -> bool:
-    return bool(_git(checkout, "status", "--porcelain", "--untracked-files=no")[1].strip())
-
-
-def _advance_base(wt: Worktree) -> MergeResult:
+def _advance_base(git: Git, wt: Worktree) -> MergeResult:
     """Fast-forward the run's branch to the task branch, wherever it is checked out."""
     top, base = wt.repo, wt.base_branch
-    if not _is_ancestor(top, base, wt.branch):
+    if not git.is_ancestor(top, base, wt.branch):
         return MergeResult(False, True, f"branch {wt.branch} is not a fast-forward of {base} "
                                         f"({base} moved on); branch kept")
-    old = _git(top, "rev-parse", f"refs/heads/{base}")[1].strip()
-    new = _git(top, "rev-parse", f"refs/heads/{wt.branch}")[1].strip()
+    old = git(top, "rev-parse", f"refs/heads/{base}")[1].strip()
+    new = git(top, "rev-parse", f"refs/heads/{wt.branch}")[1].strip()
     if old == new:
         return MergeResult(True, False, f"task {wt.task}: no new commits")
-    holders = [p for p, b in _worktrees(top) if b == base]
+    holders = [p for p, b in git.worktrees(top) if b == base]
     if holders:
         checkout = holders[0]
-        if _dirty(checkout):
+        if git.dirty(checkout):
             return MergeResult(False, False, f"{checkout} has uncommitted changes to tracked "
                                              f"files; {base} not moved, branch {wt.branch} kept")
-        code, out, err = _git(checkout, "merge", "--ff-only", "-q", wt.branch, check=False)
+        code, out, err = git(checkout, "merge", "--ff-only", "-q", wt.branch, check=False)
         if code != 0:
             return MergeResult(False, True, f"fast-forward of {base} in {checkout} failed: "
                                             f"{(err or out).strip()}; branch {wt.branch} kept")
     else:
-        code, _, err = _git(top, "update-ref", f"refs/heads/{base}", new, old, check=False)
+        code, _, err = git(top, "update-ref", f"refs/heads/{base}", new, old, check=False)
         if code != 0:
             return MergeResult(False, True, f"{base} moved during the merge: {err.strip()}; "
                                             f"branch {wt.branch} kept")
     return MergeResult(True, False, f"merged {wt.branch} into {base} ({new[:12]})")
 
 
-def merge_back(wt: Worktree, strategy: str = "rebase") -> MergeResult:
+def merge_back(wt: Worktree, strategy: str = "rebase", *,
+               env: Mapping[str, str]) -> MergeResult:
     """Bring a finished task's commits into the run's branch. Commits only: uncommitted
     changes left in the worktree are not merged (the message says so)."""
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown merge strategy '{strategy}' (known: {', '.join(STRATEGIES)})")
+    git = Git(env)
     note = "; uncommitted changes in the worktree were not merged" if (
-        wt.path.exists() and _dirty(wt.path)) else ""
+        wt.path.exists() and git.dirty(wt.path)) else ""
     if strategy == "none":
         return MergeResult(False, False, f"branch {wt.branch} left for review{note}")
-    if strategy == "rebase" and not _is_ancestor(wt.repo, wt.base_branch, wt.branch):
+    if strategy == "rebase" and not git.is_ancestor(wt.repo, wt.base_branch, wt.branch):
         if not wt.path.is_dir():
             return MergeResult(False, True, f"cannot rebase {wt.branch}: its worktree "
                                             f"{wt.path} is gone; branch kept")
         if note:
             return MergeResult(False, True, f"cannot rebase {wt.branch}: the worktree has "
                                             f"uncommitted changes; branch kept")
-        code, out, err = _git(wt.path, "rebase", "-q", wt.base_branch, check=False)
+        code, out, err = git(wt.path, "rebase", "-q", wt.base_branch, check=False)
         if code != 0:
-            files = _git(wt.path, "diff", "--name-only", "--diff-filter=U", check=False)[1].split()
-            _git(wt.path, "rebase", "--abort", check=False)
+            files = git(wt.path, "diff", "--name-only", "--diff-filter=U", check=False)[1].split()
+            git(wt.path, "rebase", "--abort", check=False)
             where = f" in {', '.join(files)}" if files else f": {(err or out).strip()[:200]}"
             return MergeResult(False, True, f"rebase of {wt.branch} onto {wt.base_branch} "
                                             f"conflicts{where}; branch kept")
-    result = _advance_base(wt)
+    result = _advance_base(git, wt)
     return MergeResult(result.merged, result.conflict, result.message + note)
 
 
-def remove(wt: Worktree) -> None:
+def remove(wt: Worktree, *, env: Mapping[str, str]) -> None:
     """Remove the worktree (even with uncommitted changes) and delete its branch only when
     the run's branch contains it."""
+    git = Git(env)
     removed = False
     if wt.path.exists():
-        removed = _git(wt.repo, "worktree", "remove", "--force", str(wt.path), check=False)[0] == 0
+        removed = git(wt.repo, "worktree", "remove", "--force", str(wt.path), check=False)[0] == 0
         shutil.rmtree(wt.path, ignore_errors=True)
     if not removed:
-        _git(wt.repo, "worktree", "prune")
+        git(wt.repo, "worktree", "prune")
     # --is-ancestor fails for a branch that does not exist: nothing to delete then
-    if _is_ancestor(wt.repo, f"refs/heads/{wt.branch}", wt.base_branch):
-        _git(wt.repo, "branch", "-D", wt.branch, check=False)
+    if git.is_ancestor(wt.repo, f"refs/heads/{wt.branch}", wt.base_branch):
+        git(wt.repo, "branch", "-D", wt.branch, check=False)
 
 
 def session_env(wt: Worktree, environ: Mapping[str, str], cwd: Path) -> dict[str, str]:
@@ -253,24 +209,26 @@ def session_env(wt: Worktree, environ: Mapping[str, str], cwd: Path) -> dict[str
     return extra
 
 
-def cleanup_run(repo: Path, run_id: str, base_branch: str | None = None) -> list[Path]:
+def cleanup_run(repo: Path, run_id: str, base_branch: str | None = None, *,
+                env: Mapping[str, str]) -> list[Path]:
     """Remove every worktree of a run (after it, or on resume) and prune. With `base_branch`,
     the run's branches it contains are deleted; the others are kept. Returns the paths."""
-    top = _toplevel(repo)
+    git = Git(env)
+    top = git.toplevel(repo)
     root = top / ".ralph" / "worktrees" / branch_safe(run_id)
-    removed = [p for p, _ in _worktrees(top) if root in p.parents]
+    removed = [p for p, _ in git.worktrees(top) if root in p.parents]
     for path in removed:
-        _git(top, "worktree", "remove", "--force", str(path), check=False)
+        git(top, "worktree", "remove", "--force", str(path), check=False)
     if root.exists():
         removed += [p for p in root.iterdir() if p not in removed]
         shutil.rmtree(root, ignore_errors=True)
-    _git(top, "worktree", "prune")
+    git(top, "worktree", "prune")
     if base_branch:
         prefix = f"refs/heads/ralph/{branch_safe(run_id)}/"
-        for ref in _git(top, "for-each-ref", "--format=%(refname)", prefix)[1].split():
+        for ref in git(top, "for-each-ref", "--format=%(refname)", prefix)[1].split():
             branch = ref[len("refs/heads/"):]
-            if _is_ancestor(top, branch, base_branch):
-                _git(top, "branch", "-D", branch, check=False)
+            if git.is_ancestor(top, branch, base_branch):
+                git(top, "branch", "-D", branch, check=False)
     return removed
 
 

@@ -93,7 +93,7 @@ class StatCache:
     """path -> (signature, state) for the spec files of one snapshot, plus the digest of the
     task rows and the report of the last check (so a scope that stays the same, changed or
     not, is answered from the cache). `hashed` counts the files read by this object.
-    A loaded cache stays in its flat on-disk form until an entry is needed (speed: issue 5)."""
+    A loaded cache stays in its flat on-disk form until an entry is needed (speed: bench/scope.py)."""
 
     def __init__(self, root: str, rows_digest: str = "", report: dict | None = None,
                  flat: tuple[list[str], list[int], list[str]] | None = None) -> None:

@@ -6,7 +6,7 @@ scope_target's. Knows nothing of the loop, flags, config, events.jsonl or printi
 callers pass task dicts (the `_export-json` shape, or `markdown_kv.parse_markdown_kv` output
 for external backends) and decide what to do with the ScopeReport.
 
-Files in the run directory (README: notes/scope.md):
+Files in the run directory (docs/scope-freeze.md):
   scope.json             the task list exactly as the backlog reported it (one task a line)
   scope_task_ids.txt     ids of the tasks not deleted, sorted in C byte order, `comm`-ready
   scope_spec_hashes.txt  `<id>:<md5>` of each task's spec file, sorted (the seed's form; no

@@ -1,4 +1,4 @@
-"""Owns the run-level limits of issue 7, as one state object the loop consults after each
+"""Owns the run-level limits of unattended runs, as one state object the loop consults after each
 session: per-task attempts (--max-attempts), the no-progress breaker (--max-idle-sessions,
 --max-consecutive-failures) and the budgets (--max-cost, --max-runtime, and the cap left for
 usage-limit waits, --max-limit-wait). Its state is a plain dict the loop persists in the run
@@ -53,7 +53,7 @@ def backlog_fingerprint(export_jsonl: str) -> str:
 
 @dataclass(frozen=True)
 class Limits:
-    """0 or None turns a limit off. Defaults are issue 7's."""
+    """0 or None turns a limit off."""
 
     max_attempts: int = 3
     max_idle_sessions: int = 3

@@ -1,4 +1,4 @@
-"""Owns what one plan/build run does between its sessions for issue 7 (unattended runs):
+"""Owns what one plan/build run does between its sessions for unattended runs:
 `ralph ctl` pause/stop and SIGHUP between sessions, log rotation, classifying each finished
 session (its fields for the session_end event, the outcomes in progress.md), holding tasks
 that failed --max-attempts times, the breaker and budgets (their state persisted in the run
@@ -9,7 +9,6 @@ agent (session.py) or of the run's lifecycle on disk (run_control), and never pr
 for the user go through the `say`/`warn` callables ralph.py passes in."""
 from __future__ import annotations
 
-import subprocess
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any, Callable, Mapping
 
 import os
 
+from ralphkit import programs
 from ralphkit.unattended import control
 from ralphkit.unattended import guards
 from ralphkit.unattended import limit_wait
@@ -230,7 +230,7 @@ class Night:
                     message=hold.reason, ok=res.ok)
         if res.ok:
             self.say(f"Held task {hold.task_id}: {hold.reason}")
-        elif not self._hold_warned:      # lead: an external task CLI may lack _hold
+        elif not self._hold_warned:      # an external task CLI may lack _hold
             self._hold_warned = True
             self.warn(f"Warning: cannot hold task {hold.task_id} (`task _hold` failed); "
                       "the breakers still bound the run")
@@ -246,9 +246,9 @@ class Night:
         return guards.backlog_fingerprint(counts_text or "")
 
     def _head(self) -> str | None:
-        proc = subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD"], env=dict(self.env),
-                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
-        return proc.stdout.strip() or None
+        done = programs.run(["git", "rev-parse", "-q", "--verify", "HEAD"], cwd=Path.cwd(),
+                            env=self.env)
+        return done.out.strip() or None
 
     def _event(self, event: str, **fields: Any) -> None:
         progress.append_event(self.ralph_dir, self.state.run_id, event, **fields)

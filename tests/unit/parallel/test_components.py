@@ -1,4 +1,4 @@
-"""Component tags and the parallel-safety pick (seed 001, issue 8)."""
+"""Component tags and the parallel-safety pick (seed 001)."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""The --parallel fill-capacity loop (seed 001, issue 8) over a simulated backlog and clock:
+"""The --parallel fill-capacity loop (seed 001) over a simulated backlog and clock:
 fake sessions with fixed durations; start/end times are recorded and checked."""
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from ralphkit.parallel import scheduler
 from ralphkit.parallel import worktrees
 
+ENV = dict(os.environ)
 
 
 class Backlog:
@@ -202,7 +203,7 @@ def test_real_sessions_in_worktrees_finish_and_merge_every_task_once(git_repo, t
     log: list[tuple[str, float, float]] = []
 
     def launch(task):
-        wt = worktrees.create(repo, "run1", task["id"], "main")
+        wt = worktrees.create(repo, "run1", task["id"], "main", env=ENV)
         proc = subprocess.Popen([sys.executable, str(agent), task["id"], f"{task['id']}.txt"],
                                 cwd=wt.path, stdin=subprocess.DEVNULL)
         running[proc.pid] = (task["id"], wt, time.monotonic(), proc)   # kept: never reaped by GC
@@ -213,8 +214,8 @@ def test_real_sessions_in_worktrees_finish_and_merge_every_task_once(git_repo, t
         task_id, wt, started, proc = running.pop(pid)
         proc.returncode = os.waitstatus_to_exitcode(status)
         log.append((task_id, started, time.monotonic()))
-        result = worktrees.merge_back(wt, "rebase")
-        worktrees.remove(wt)
+        result = worktrees.merge_back(wt, "rebase", env=ENV)
+        worktrees.remove(wt, env=ENV)
         backlog.tasks[task_id]["status"] = "done" if result.merged else "open"
         return [(task_id, status == 0 and result.merged)]
 
@@ -230,4 +231,4 @@ def test_real_sessions_in_worktrees_finish_and_merge_every_task_once(git_repo, t
     branches = subprocess.run(["git", "branch", "--list", "ralph/*"], cwd=repo,
                               capture_output=True, text=True, check=True).stdout
     assert branches == ""
-    assert worktrees.cleanup_run(repo, "run1", "main") == []
+    assert worktrees.cleanup_run(repo, "run1", "main", env=ENV) == []

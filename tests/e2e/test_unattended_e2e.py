@@ -1,5 +1,5 @@
-"""Black-box: issue 7's failure modes through ralph.py, each with a stub agent, the real task
-CLI and a real git repo. Each test ends with the documented record (events.jsonl,
+"""Black-box: the failure modes of unattended runs through ralph.py, each with a stub agent,
+the real task CLI and a real git repo. Each test ends with the documented record (events.jsonl,
 progress.md), the task's state and the exit code. Durations are sub-second via the flags."""
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -175,17 +176,25 @@ def test_a_limit_message_without_reset_time_waits_the_default_and_resumes(
     assert "| 1 | usage_limit |" in progress_md(git_repo)
 
 
-@pytest.mark.parametrize("wording", [
-    "5-hour limit reached ∙ resets 12pm",
-    "You've hit your limit · resets 1pm (Asia/Seoul)",
-    "You're out of extra usage · resets 9pm",
+def clock_ahead(now: datetime, hours: int, zone: str | None = None) -> str:
+    """The hour `hours` after now as a message names it ("3pm"), in `zone` (None: local time,
+    as ralph.py reads a reset without a zone): the reset is hours-1 to hours ahead whatever
+    the time of day (an hour less across a daylight-saving change)."""
+    then = (now + timedelta(hours=hours)).astimezone(ZoneInfo(zone) if zone else None)
+    return f"{then.hour % 12 or 12}{'am' if then.hour < 12 else 'pm'}"
+
+
+@pytest.mark.parametrize("template, zone", [
+    ("5-hour limit reached ∙ resets {clock}", None),
+    ("You've hit your limit · resets {clock} (Asia/Seoul)", "Asia/Seoul"),
+    ("You're out of extra usage · resets {clock}", None),
 ], ids=["5-hour", "asia-seoul", "extra-usage"])
 def test_a_limit_message_with_a_far_reset_persists_the_resume_time_and_exits_5_over_the_cap(
-        git_repo, run_ralph, run_task, agent, tmp_path, wording):
+        git_repo, run_ralph, run_task, agent, tmp_path, template, zone):
     now = datetime.now(timezone.utc)
+    wording = template.format(clock=clock_ahead(now, 3, zone))
     reset = reset_time.parse_reset(wording, now)
-    if reset is None or (reset - now).total_seconds() < 30:
-        pytest.skip("the reset hour is right now")
+    assert reset is not None and (reset - now).total_seconds() > 3600
     sync(run_task, "t1")
     proc = run_ralph("build", *LIMIT_ENV, "--max-limit-wait", "1",
                      env=limit_agent(agent, tmp_path, STUB_LIMIT_MESSAGE=wording))

@@ -1,0 +1,134 @@
+"""Owns the shared record of one `--parallel N` run: what ralph.py hands it (Setup), its live
+sessions and free agent ids, the task calls over the run's environment, and writing the
+record down (the run state, where `active` lists every session for a recovery, progress.md
+and events). Knows nothing of starting or ending a session (launch, session_end) or of the
+order of things (run)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, Callable
+
+from ralphkit.agents import adapters
+from ralphkit.backlog import client
+from ralphkit.backlog.calls import TaskCommand
+from ralphkit.parallel import worktrees
+from ralphkit.runs import lifecycle, progress
+from ralphkit.runs import lock as run_lock
+from ralphkit.runs import state as run_state
+from ralphkit.session import pool as session_pool
+from ralphkit.session import watchdog
+from ralphkit.signals import Guard
+
+
+@dataclass
+class Setup:
+    """What the run needs from ralph.py (its RunContext, flattened)."""
+
+    task: TaskCommand
+    env: dict[str, str]                          # the run's: every child's, git's too (s.9)
+    cwd: Path
+    adapter: adapters.AgentAdapter
+    danger: bool
+    model: str | None
+    parallel: int
+    max_iterations: int
+    merge: str
+    run_branch: str
+    first_agent: str
+    run: lifecycle.Run                           # lock, state, progress
+    guard: Guard
+    out: BinaryIO
+    say: Callable[[str], None]
+    warn: Callable[[str], None]
+    on_first_interrupt: Callable[[], None]
+    stem: str                                    # session log name prefix
+    timeouts: watchdog.SessionTimeouts | None = None   # none: no session or idle timeout
+    kill_grace_s: float = 10.0                   # SIGTERM, this long, then SIGKILL
+    max_consecutive_failures: int = 0            # the breaker (0: off), exit 6
+    # the scope check (it names each change once and raises
+    # ScopeChanged under STOP_ON_SCOPE_CHANGE); True when every frozen task is done.
+    scope_check: Callable[[], bool] | None = None
+
+
+@dataclass
+class Session:
+    task: dict
+    agent: str
+    wt: worktrees.Worktree
+    log: Path
+    writer: session_pool.PrefixWriter
+    n: int = 0
+    started: str = field(default_factory=run_state.utc_now)
+    pidfile: Path | None = None
+
+
+def listed(tid: str, agent: str, wt: worktrees.Worktree, log: Path, started: str,
+           pidfile: Path | None, pid: int | None) -> dict:
+    """A session as the run state lists it (parallel.recovery reads it back)."""
+    return {"task": tid, "agent": agent, "branch": wt.branch, "worktree": str(wt.path),
+            "log": str(log), "startedAt": started, "pid": pid,
+            "procStart": run_lock.pid_start_time(pid) if pid else None,
+            "pidfile": str(pidfile) if pidfile else None}
+
+
+class Book:
+    def __init__(self, setup: Setup) -> None:
+        self.s = setup
+        self.ralph_dir = setup.run.ralph_dir         # <git top>/.ralph
+        self.state: run_state.RunState = setup.run.state
+        self.free_agents: list[str] = []
+        self.extra_agents: list[str] = []
+        self.sessions: dict[str, Session] = {}
+        self.starting: dict | None = None        # the session being started (write-ahead)
+        self.pool: session_pool.Pool | None = None
+        self.export_warned = False
+
+    # ------------------------------------------------------------------ task calls
+    def call(self, *args: str) -> tuple[bool, str]:
+        result = self.s.task.call(*args, env=self.s.env)
+        return result.ok, result.output
+
+    def export(self) -> dict[str, dict]:
+        records = client.export_tasks(self.s.task.bound(self.s.env))
+        if records is None:
+            if not self.export_warned:
+                self.export_warned = True
+                self.s.warn(f"Error: --parallel reads the backlog with `{self.s.task.command} "
+                            "_export-json`, which failed; no task is started")
+            return {}
+        return {record["id"]: record for record in records if record.get("id")}
+
+    def passthrough(self, *args: str) -> None:
+        self.s.out.flush()
+        self.s.task.passthrough(*args, env=self.s.env, out=self.s.out)
+
+    # ------------------------------------------------------------------ the record
+    def save(self) -> None:
+        st = self.state
+        pids = self.pool.pids() if self.pool else {}
+        entries = [listed(tid, x.agent, x.wt, x.log, x.started, x.pidfile, pids.get(tid))
+                   for tid, x in self.sessions.items()]
+        if self.starting:
+            entries.append(self.starting)
+        if entries:
+            st.active = {"n": st.sessions_started, "task": ", ".join(x["task"] for x in entries),
+                         "startedAt": min(x["startedAt"] for x in entries), "pid": None,
+                         "log": f"{len(entries)} session logs", "agent": None,
+                         "sessions": entries}
+        else:
+            st.active = None
+        # the lifecycle's resume only knows one session (state.active): the sessions are kept
+        # here too, for the recovery after a crash
+        st.extra["parallel"] = {"slots": self.s.parallel, "runBranch": self.s.run_branch,
+                                "merge": self.s.merge,
+                                "agents": [self.s.first_agent, *self.extra_agents],
+                                "sessions": (st.active or {}).get("sessions", [])}
+        run_state.save(self.ralph_dir, st)
+        progress.write_progress(self.ralph_dir, st)
+
+    def event(self, name: str, **fields: Any) -> None:
+        progress.append_event(self.ralph_dir, self.state.run_id, name, **fields)
+
+
+__all__ = ["Setup", "Session", "Book", "listed"]

@@ -1,0 +1,72 @@
+"""Owns the git calls of `--parallel N`: each one runs with the run's environment (ralph-cli.md
+s.9 exports included), never waits for an editor, and waits out git's short-lived lock files;
+plus the few questions the worktrees ask (top level, ref exists, ancestry, registered
+worktrees, uncommitted changes). Knows nothing of tasks, branches' names or merging."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Mapping
+
+from ralphkit import programs
+from ralphkit.errors import EnvironmentFailure
+
+_TOPLEVELS: dict[Path, Path] = {}
+
+
+class Git:
+    """git over one environment: `git(cwd, *args)` -> (exit code, stdout, stderr)."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        # GIT_EDITOR: a rebase must never wait for an editor (unattended runs).
+        self.env = {**env, "GIT_EDITOR": "true"}
+
+    def __call__(self, cwd: Path, *args: str, check: bool = True) -> tuple[int, str, str]:
+        """Raises EnvironmentFailure when git cannot run, or (check) exits non-zero."""
+        for pause in (0.05, 0.2, 0.5, None):
+            try:
+                done = programs.run(["git", *args], cwd=cwd, env=self.env)
+            except OSError as err:
+                raise EnvironmentFailure(f"cannot run git in {cwd}: {err}") from err
+            code, out, err = done.code, done.out, done.err
+            # Sessions commit in their worktrees while we add or remove one: git's ref and
+            # index locks (`….lock': File exists`) are held for milliseconds; wait them out.
+            if code == 0 or pause is None or ".lock': File exists" not in err:
+                break
+            time.sleep(pause)
+        if check and code != 0:
+            last = ((err or out).strip().splitlines() or [f"exit {code}"])[-1]
+            raise EnvironmentFailure(f"git {' '.join(args)} failed in {cwd}: {last}")
+        return code, out, err
+
+    def toplevel(self, repo: Path) -> Path:
+        key = Path(repo).absolute()
+        if key not in _TOPLEVELS:      # asked once per task: the checkout does not move in a run
+            _TOPLEVELS[key] = Path(self(key, "rev-parse", "--show-toplevel")[1].strip()).resolve()
+        return _TOPLEVELS[key]
+
+    def ref_exists(self, repo: Path, branch: str) -> bool:
+        return self(repo, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}",
+                    check=False)[0] == 0
+
+    def is_ancestor(self, repo: Path, older: str, newer: str) -> bool:
+        """False too when either does not exist."""
+        return self(repo, "merge-base", "--is-ancestor", older, newer, check=False)[0] == 0
+
+    def worktrees(self, repo: Path) -> list[tuple[Path, str | None]]:
+        """(path, branch or None) of every registered worktree."""
+        entries: list[tuple[Path, str | None]] = []
+        for block in self(repo, "worktree", "list", "--porcelain")[1].split("\n\n"):
+            fields = dict(line.partition(" ")[::2] for line in block.splitlines() if line)
+            if "worktree" in fields:
+                ref = fields.get("branch", "")
+                branch = ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else None
+                entries.append((Path(fields["worktree"]).resolve(), branch))
+        return entries
+
+    def dirty(self, checkout: Path) -> bool:
+        """Uncommitted changes to tracked files."""
+        return bool(self(checkout, "status", "--porcelain", "--untracked-files=no")[1].strip())
+
+
+__all__ = ["Git"]

@@ -1,0 +1,83 @@
+"""Owns starting one session of a `--parallel N` run for a task its agent id claimed: the
+session is written into the run state before its worktree and agent exist (write-ahead, so a
+recovery after a kill -9 finds everything), then its worktree and branch, its prompt, its
+environment and its agent in the pool. A session that cannot start fails its task with the
+reason. Knows nothing of choosing tasks (scheduler) or of a session's end (session_end)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ralphkit import workspace
+from ralphkit.agents import adapters
+from ralphkit.assign import choice
+from ralphkit.errors import RalphError
+from ralphkit.parallel import worktrees
+from ralphkit.parallel.book import Book, Session, listed
+from ralphkit.runs import state as run_state
+from ralphkit.session import pool as session_pool
+
+
+def start(book: Book, task: dict, template: str) -> Session | None:
+    """Start the session of `task` (claimed by task["_agent"]); None when it did not start."""
+    s, tid, agent = book.s, task["id"], task["_agent"]
+    book.state.sessions_started += 1
+    n = book.state.sessions_started
+    stem = f"{s.stem}-{n:03d}-{worktrees.branch_safe(tid)}"
+    log = workspace.ralph_subdir(Path(s.cwd), "logs") / f"{stem}.jsonl"   # s.20.3
+    run_dir = book.ralph_dir / "runs" / book.state.run_id
+    pidfile = run_dir / f"session-{n:03d}.pid"
+    # Write-ahead: the session is in the run state before its worktree or agent exists, and
+    # its agent records its pid in `pidfile` before it runs (session.pidfile), so a kill -9
+    # of ralph.py at any point leaves nothing unlisted.
+    try:
+        planned = worktrees.planned(s.cwd, book.state.run_id, tid, s.run_branch, env=s.env)
+    except RalphError as err:
+        return not_started(book, task, f"cannot create its worktree: {err}")
+    book.starting = listed(tid, agent, planned, log, run_state.utc_now(), pidfile, None)
+    book.save()                     # a state that cannot be written stops the run here
+    try:
+        wt = worktrees.create(s.cwd, book.state.run_id, tid, s.run_branch, env=s.env)
+    except RalphError as err:
+        return not_started(book, task, f"cannot create its worktree: {err}")
+    block = choice.render_block(choice.build_task(task, Path(s.cwd)), template)
+    prompt = choice.session_prompt(block)
+    if not s.adapter.prompt_on_stdin and not adapters.prompt_fits(prompt):
+        prompts = workspace.ralph_subdir(Path(s.cwd), "prompts")      # as the loop's
+        prompt = adapters.spill_prompt("/ralph-build", block, prompts / f"{stem}.md")
+    argv = s.adapter.argv(prompt, danger=s.danger, model=s.model)
+    frozen = run_dir / f"task-{worktrees.branch_safe(tid)}"
+    frozen.write_text(tid + "\n")
+    env = {**s.env, **s.adapter.env(danger=s.danger),
+           **worktrees.session_env(wt, s.env, Path(s.cwd)),
+           "RALPH_AGENT_ID": agent, "RALPH_FROZEN_IDS_FILE": str(frozen)}
+    writer = session_pool.PrefixWriter(s.out, tid)
+    s.out.flush()
+    failed = book.pool.start(tid, argv, env=env, cwd=wt.path, log_path=log,
+                             renderer=s.adapter.new_renderer(writer),
+                             stdin=s.adapter.stdin(prompt), pidfile=pidfile)
+    if failed is not None:
+        s.warn(f"Error: cannot run '{argv[0]}': {failed.error}")
+        worktrees.remove(wt, env=s.env)
+        pidfile.unlink(missing_ok=True)
+        return not_started(book, task, f"cannot run '{argv[0]}': {failed.error}")
+    book.sessions[tid] = Session(task, agent, wt, log, writer, n,
+                                 book.starting["startedAt"], pidfile)
+    book.starting = None
+    s.say(f"[{tid}] started: agent {agent}, branch {wt.branch}")
+    book.event("session_start", n=book.state.sessions_started, task=tid, agent=agent,
+               branch=wt.branch, log=str(log))
+    book.save()
+    return book.sessions[tid]
+
+
+def not_started(book: Book, task: dict, reason: str) -> None:
+    """The task is failed with `reason`; its agent id is free again."""
+    book.starting = None
+    book.call("fail", task["id"], "--reason", reason)
+    book.free_agents.append(task["_agent"])
+    book.state.failed.append({"task": task["id"], "at": run_state.utc_now(), "reason": reason})
+    book.save()
+    return None
+
+
+__all__ = ["start", "not_started"]

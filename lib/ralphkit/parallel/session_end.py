@@ -1,0 +1,82 @@
+"""Owns the end of one session of a `--parallel N` run: its outcome (unattended.outcome's
+classes; usage limits are not detected in parallel runs), then by its task's status: `done`
+is merged back into the run's branch (a failed merge re-opens the task with the reason and
+keeps the branch), `active` is failed (s.15.5, or with the timeout that ended it), anything
+else is recorded as left; then its worktree goes, its agent id is free again, and the run
+state, the session_end event and the user's line record it. Knows nothing of the breaker or
+of what runs next (run)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ralphkit.errors import RalphError
+from ralphkit.parallel import worktrees
+from ralphkit.parallel.book import Book
+from ralphkit.runs import state as run_state
+from ralphkit.session import watchdog
+from ralphkit.unattended import outcome
+
+FAIL_REASON = "session exited without completing task"       # s.15.5's reason
+
+
+def merge(book: Book, wt: worktrees.Worktree) -> tuple[bool, str]:
+    """(merged, message); a task whose branch cannot be merged is re-opened."""
+    try:
+        merged = worktrees.merge_back(wt, book.s.merge, env=book.s.env)
+    except RalphError as err:
+        merged = worktrees.MergeResult(False, True, str(err))
+    if merged.merged or (book.s.merge == "none" and not merged.conflict):
+        return True, merged.message
+    book.call("_reopen", wt.task, "--reason", merged.message)
+    return False, merged.message
+
+
+def _classify(book: Book, result: Any) -> outcome.Outcome:
+    limits = book.s.timeouts or watchdog.SessionTimeouts(None, None)
+    return outcome.classify(result.returncode, result.summary, timed_out=result.timed_out,
+                            idle_out=result.idle_out, session_timeout_s=limits.session_s,
+                            idle_timeout_s=limits.idle_s)
+
+
+def finish(book: Book, tid: str, result: Any) -> outcome.Outcome:
+    """Settle and record the session of `tid` that ended with `result` (a session.pool
+    result); the outcome as the breaker counts it (a failure unless the task ended done
+    and merged)."""
+    x = book.sessions.pop(tid)
+    x.writer.close()
+    how = _classify(book, result)
+    status = (book.export().get(tid) or {}).get("status")
+    if status == "done":
+        ok, message = merge(book, x.wt)
+    elif status == "active":
+        # s.15.5 crash safety; a timeout is named as the single loop names it
+        reason = how.detail if result.timed_out or result.idle_out else FAIL_REASON
+        book.passthrough("fail", tid, "--reason", reason)
+        ok, message = False, reason
+    else:
+        ok, message = status == "deleted", f"the session left the task {status}"
+    try:
+        worktrees.remove(x.wt, env=book.s.env)
+    except RalphError as err:
+        book.s.warn(f"[{tid}] could not remove its worktree: {err}")
+    book.free_agents.append(x.agent)
+    book.state.iteration += 1                      # sessions ended, as the loop's k
+    entry = {"task": tid, "at": run_state.utc_now(), "agent": x.agent, "n": x.n,
+             "branch": x.wt.branch, "exit_code": result.returncode}
+    (book.state.completed if ok else book.state.failed).append(
+        entry if ok else {**entry, "reason": message})
+    summary = result.summary
+    book.event("session_end", n=x.n, task=tid, exit_code=result.returncode,
+               outcome="completed" if ok else "failed", reason=message,
+               **{"class": how.kind, "detail": how.detail,
+                  "counts_as_failure": how.counts_as_failure},
+               cost_usd=getattr(summary, "total_cost_usd", None),
+               turns=getattr(summary, "num_turns", None))
+    book.save()
+    if x.pidfile:
+        x.pidfile.unlink(missing_ok=True)
+    book.s.say(f"[{tid}] {'done' if ok else 'failed'}: {message}")
+    return outcome.Outcome(how.kind, message, not ok)
+
+
+__all__ = ["finish", "merge", "FAIL_REASON"]

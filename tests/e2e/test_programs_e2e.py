@@ -1,0 +1,60 @@
+"""Black-box: how ralph.py runs the programs that are not agents (git, an external task
+command). Each call gets the run's environment, ralph-cli.md s.9's exports included, and a
+start that runs no such program costs no import of a process library."""
+from __future__ import annotations
+
+import sys
+
+from conftest import RALPH, TASK, git, install_stub, run_process
+
+# Commits its task's file in its worktree and completes the task.
+ACTION = r"""
+tid=$(cat "$RALPH_FROZEN_IDS_FILE")
+echo "$tid" > "out-$tid.txt"
+git add -A >/dev/null && git commit -qm "work on $tid" >/dev/null
+"$RALPH_TASK_SCRIPT" done "$tid" >/dev/null
+"""
+
+# Runs inside ralph.py's git calls: `git worktree add` (post-checkout) and the fast-forward
+# of the run's branch (post-merge) record what ralph.py exported before the sessions.
+HOOK = """\
+#!/bin/sh
+echo "$(basename "$0") ${RALPH_TASK_SCRIPT:-unset} ${RALPH_AGENT_ID:-unset}" >> "$HOOK_LOG"
+"""
+
+
+def test_the_git_calls_of_a_parallel_run_see_what_ralph_exported(
+        run_ralph, run_task, git_repo, base_env, bin_dir, tmp_path):
+    install_stub(bin_dir)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for name in ("post-checkout", "post-merge"):
+        (hooks / name).write_text(HOOK)
+        (hooks / name).chmod(0o755)
+    git(git_repo, "config", "core.hooksPath", str(hooks), env=base_env)
+    (git_repo / ".gitignore").write_text(".ralph/\n")
+    git(git_repo, "add", "-A", env=base_env)
+    git(git_repo, "commit", "-qm", "ignore .ralph", env=base_env)
+    for tid in ("t1", "t2"):
+        assert run_task("create", tid, f"Task {tid}", "-c", f"component:{tid}").returncode == 0
+    log = tmp_path / "hooks.log"
+    proc = run_ralph("build", "--parallel", "2",
+                     env={"STUB_ACTION": ACTION, "HOOK_LOG": str(log)}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    seen = log.read_text().splitlines()
+    assert {line.split()[0] for line in seen} == {"post-checkout", "post-merge"}
+    exported = {tuple(line.split()[1:]) for line in seen}
+    assert len(exported) == 1, seen
+    ((script, agent),) = exported
+    assert script == str(TASK)                    # s.9: export RALPH_TASK_SCRIPT
+    assert agent != "unset"                       # s.9: export RALPH_AGENT_ID (the first agent)
+
+
+def test_a_start_imports_no_process_library_it_does_not_use(git_repo, base_env, bin_dir):
+    install_stub(bin_dir)
+    for argv in (["build", "--help"], ["plan"]):
+        proc = run_process([sys.executable, "-X", "importtime", str(RALPH), *argv],
+                           cwd=git_repo, env=base_env)
+        assert proc.returncode == 0, proc.stderr
+        assert "import time:" in proc.stderr                  # -X importtime did report
+        assert "plumbum" not in proc.stderr, argv

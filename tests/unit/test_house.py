@@ -1,0 +1,140 @@
+"""The house rules of the repository, checked over its files: module size, no import cycle,
+one way to run programs, a docstring for every package, and no process wording (work items,
+roles) in the code and docs a user or contributor reads."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LIB = ROOT / "lib"
+PACKAGE = LIB / "ralphkit"
+MAX_LINES = 300
+# Work items, roles and the process that produced the code are nothing a reader needs.
+PROCESS_WORDS = re.compile(r"issue ?#?[0-9]|\blead\b|helper session", re.IGNORECASE)
+WORDING_ROOTS = ["ralph.py", "lib", "docs", "README.md"]
+# Who may start a process: programs.py (every program that is not an agent), session/
+# (agents: process groups, pumps) and tasks/ (the task CLI's own git reads, kept free of
+# ralph.py's modules for its start-up time).
+MAY_RUN_PROCESSES = ("ralphkit.programs", "ralphkit.session.", "ralphkit.tasks.")
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(LIB).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The ralphkit modules `name` imports, at the top or inside a function."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base)
+    return {m for m in found if m in known and m != name}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_is_over_300_lines():
+    too_long = {name: n for name, path in _modules().items()
+                if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not too_long, too_long
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_two_ralphkit_modules_import_each_other_even_through_others():
+    known = _modules()
+    graph = {name: _imports(name, path, known) for name, path in known.items()}
+    assert sum(map(len, graph.values())) > len(known)           # the graph was read
+    assert _cycles(graph) == []
+
+
+def test_every_package_says_what_it_owns_in_its_init_docstring():
+    packages = sorted({path.parent for path in PACKAGE.rglob("*.py")
+                       if "__pycache__" not in path.parts})
+    missing = [str(p.relative_to(LIB)) for p in packages
+               if not (p / "__init__.py").is_file()
+               or not ast.get_docstring(ast.parse((p / "__init__.py").read_text(encoding="utf-8")))]
+    assert missing == []
+
+
+def test_only_the_programs_helper_session_and_task_cli_start_processes():
+    starters = set()
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n.split(".")[0] in ("subprocess", "plumbum") for n in names):
+                starters.add(name)
+    assert starters and all(name.startswith(MAY_RUN_PROCESSES) for name in starters), starters
+
+
+def _text_files(root: Path):
+    paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    for path in paths:
+        if "__pycache__" in path.parts:
+            continue
+        try:
+            yield path, path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+
+
+@pytest.mark.parametrize("root", [r for r in WORDING_ROOTS if (ROOT / r).exists()])
+def test_no_work_item_or_role_is_named_in_code_or_docs(root):
+    hits = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+            for path, text in _text_files(ROOT / root)
+            for n, line in enumerate(text.splitlines(), 1) if PROCESS_WORDS.search(line)]
+    assert not hits, "\n".join(hits)
