@@ -2,7 +2,7 @@
 a process group of its own (stdin /dev/null, stderr inherited, explicit environment), copy
 every byte of its stdout to the session log and to the stream renderer as it arrives,
 forward the first SIGINT to the group, SIGKILL the group on a second SIGINT or a SIGTERM,
-end the group (SIGTERM, a grace period, SIGKILL) when a session or idle timeout of issue 7
+end the group (SIGTERM, a grace period, SIGKILL) when a session or idle timeout
 runs out or the renderer asks to stop (`abort`: the agent retries a failed login), and leave
 no process of the group behind once the session is over. Knows nothing of prompts,
 task calls or the loop; never prints (the waiting message is the caller's callback)."""

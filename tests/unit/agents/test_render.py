@@ -375,7 +375,7 @@ def test_default_cap_is_8_mib_and_memory_stays_bounded_by_it():
     assert renderer.summary.events_seen["oversized"] == 1
 
 
-# ---- summary (issue 7 reads it) -------------------------------------------------------------
+# ---- summary (the session classification reads it) -------------------------------------------------------------
 
 def test_summary_before_any_event_is_empty():
     summary = StreamRenderer(io.BytesIO()).summary
