@@ -1,7 +1,8 @@
-"""Owns durable writes of ralph.py's own files under .ralph/: whole-file replacement (temp file
-in the same directory, flush, fsync, os.replace, fsync of the directory), one-line appends, and
-the translation of an OS write error (disk full, read-only, permissions) into an
-EnvironmentFailure naming the path and the reason. Knows nothing of what the files hold."""
+"""Owns durable writes of ralph.py's files: whole-file replacement (temp file in the same
+directory, fsync, os.replace, fsync of the directory; mode 0644 unless the caller needs
+another), one-line appends, and the translation of an OS write error (disk full, read-only,
+permissions) into an EnvironmentFailure naming the path and the reason. The only atomic writer;
+knows nothing of what the files hold."""
 from __future__ import annotations
 
 import errno
@@ -41,7 +42,7 @@ def ensure_dir(path: Path) -> None:
 
 
 def _fsync_dir(directory: Path) -> None:
-    # The rename is only durable once the directory entry is on disk (issue 4: crash-safe state).
+    # The rename is only durable once the directory entry is on disk (crash-safe state).
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:
@@ -54,27 +55,47 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace path with data so that a reader sees the old or the new file, never a mix."""
-    ensure_dir(path.parent)
+def replace(path: Path, data: bytes, *, mode: int | None = None,
+            times_ns: tuple[int, int] | None = None) -> None:
+    """Replace path with data so that a reader sees the old or the new file, never a mix:
+    a temp file in the same directory, fsync, rename, fsync of the directory. The file mode
+    is 0644 (less what the umask takes away), or exactly `mode` when given (an executable
+    hook). times_ns: (atime, mtime) for the new file, set before the rename. Raises OSError;
+    the directory must exist."""
+    path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
+            if mode is not None:
+                os.fchmod(fd, mode)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
+            if times_ns is not None:
+                os.utime(fd, ns=times_ns)
             os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
-    except OSError as err:
+    except BaseException:
         try:
             tmp.unlink()
         except OSError:
             pass                        # never created, or the directory is unusable
-        raise environment_failure("write", path, err) from None
+        raise
     _fsync_dir(path.parent)
+
+
+def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
+    """replace(), creating the directory first, with an EnvironmentFailure naming the path
+    and the reason instead of an OSError."""
+    path = Path(path)
+    ensure_dir(path.parent)
+    try:
+        replace(path, data, mode=mode)
+    except OSError as err:
+        raise environment_failure("write", path, err) from None
 
 
 def append_line(path: Path, line: str) -> None:
@@ -94,4 +115,4 @@ def append_line(path: Path, line: str) -> None:
         raise environment_failure("append to", path, err) from None
 
 
-__all__ = ["write_atomic", "append_line", "ensure_dir", "environment_failure"]
+__all__ = ["replace", "write_atomic", "append_line", "ensure_dir", "environment_failure"]

@@ -292,13 +292,14 @@ def test_installed_layout_reads_the_packaged_models_json_and_uses_ralph_task(
     assert seen["RALPH_SCOPE_REPO"] == "acme/widgets"
 
 
-def test_run_by_a_python_without_plumbum_it_re_execs_with_the_checkouts_venv(
+def test_run_by_a_python_without_pyyaml_it_re_execs_with_the_checkouts_venv(
         base_env, git_repo, tasks, agent):
-    base_python = Path(sys.base_prefix) / "bin" / "python3"
-    probe = subprocess.run([str(base_python), "-c", "import plumbum"], capture_output=True)
+    # -S: the base interpreter without its site-packages, as a bare system python3 is.
+    bare_python = [str(Path(sys.base_prefix) / "bin" / "python3"), "-S"]
+    probe = subprocess.run([*bare_python, "-c", "import yaml"], capture_output=True)
     if probe.returncode == 0 or not (ROOT / ".venv" / "bin" / "python").exists():
-        pytest.skip("needs a base python without plumbum and a checkout .venv")
-    proc = subprocess.run([str(base_python), str(RALPH), "plan"], cwd=git_repo,
+        pytest.skip("needs a base python whose standard library lacks PyYAML and a checkout .venv")
+    proc = subprocess.run([*bare_python, str(RALPH), "plan"], cwd=git_repo,
                           env={**base_env, **tasks.env, **agent.env}, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

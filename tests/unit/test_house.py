@@ -33,10 +33,15 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """The ralphkit modules `name` imports, at the top or inside a function."""
+    """The ralphkit modules `name` imports, at the top or inside a function; not the imports
+    under `if TYPE_CHECKING:`, which only a type checker runs (annotations of a caller's type)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+            node.body = []
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

@@ -1,27 +1,27 @@
-"""Owns the agent's command line: the agent backends as one table of adapters, one
-per agent CLI, each knowing
-its argv (s.11 for claude, byte-exact), whether the prompt goes on argv or stdin, the extra
-environment it needs, which renderer reads its stdout, and which facts (cost, turns, tokens,
-result, rate-limit events, errors) that CLI reports, so the loop can tell a user that a budget
-cannot be enforced. `get_adapter(name, agent_cmd)` picks one by `--agent` / `agent:` name;
-`--agent-cmd` replaces the binary (and is the argv template of the `command` backend).
+"""Owns the agent's command line: the agent backends as one table of adapters, one per agent
+CLI, each knowing its argv (s.11 for claude, byte-exact), whether the prompt goes on argv or
+stdin, the extra environment it needs, which renderer reads its stdout, and which facts (cost,
+turns, tokens, result, rate-limit events, errors) that CLI reports, so the loop can tell a user
+that a budget cannot be enforced. `get_adapter(name, agent_cmd)` picks one by `--agent` /
+`agent:` name; `--agent-cmd` replaces the binary (and is the argv template of the `command`
+backend).
 
-Also the big-prompt fallback (Linux refuses one argument of 128 KiB or more, so
-task data that would not fit goes to a file under .ralph/ and the prompt names that file):
-`prompt_fits`, `spill_prompt`, and `claude_argv`, kept with feat/loop's signatures.
+Also the big-prompt fallback (Linux refuses one argument of 128 KiB or more, so task data that
+would not fit goes to a file under .ralph/ and the prompt names that file): `prompt_fits` and
+`spill_prompt`.
 
-Does not own running the process (session.py), the log file, model alias resolution (s.7),
+Does not own running the process (session/), the log file, model alias resolution (s.7),
 the prompt text, or what the facts mean. Never looks a binary up: the session runner does,
 when it starts the agent (s.11: "looked up on PATH for every session"). Never prints.
 """
 from __future__ import annotations
 
-import os
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Mapping, Sequence
 
+from ralphkit import atomic_file
 from ralphkit.agents import summary as agent_render
 from ralphkit.agents import streams as agent_streams
 from ralphkit.agents import claude_render as render
@@ -179,12 +179,6 @@ def get_adapter(name: str, agent_cmd: str | None = None) -> AgentAdapter:
     return adapter
 
 
-def claude_argv(prompt: str, *, danger: bool, model: str | None) -> list[str]:
-    """claude -p PROMPT --output-format=stream-json --verbose [--dangerously-skip-permissions]
-    [--model ID], in this order (s.11). The same as get_adapter("claude").argv(...)."""
-    return _TABLE["claude"].argv(prompt, model=model, danger=danger)
-
-
 def prompt_fits(prompt: str) -> bool:
     return len(prompt.encode("utf-8", "surrogateescape")) <= MAX_ARG_BYTES
 
@@ -192,12 +186,9 @@ def prompt_fits(prompt: str) -> bool:
 def spill_prompt(command: str, data: str, path: Path) -> str:
     """Write `data` (the task data) to `path` atomically and return the prompt that refers to
     it: `<command> <note naming the file>`. The skill reads the file in place of the data."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_bytes(data.encode("utf-8", "surrogateescape") + b"\n")
-        os.replace(tmp, path)
+        atomic_file.replace(path, data.encode("utf-8", "surrogateescape") + b"\n")
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise EnvironmentFailure(f"cannot write the task data to {path}: {exc.strerror}; "
                                  "check that .ralph/ is writable") from None
     return (f"{command} The task data is too large for the command line "
@@ -206,4 +197,4 @@ def spill_prompt(command: str, data: str, path: Path) -> str:
 
 
 __all__ = ["AgentAdapter", "KNOWN_AGENTS", "get_adapter",
-           "AGENT", "claude_argv", "prompt_fits", "spill_prompt"]
+           "AGENT", "prompt_fits", "spill_prompt"]

@@ -5,7 +5,6 @@ every unreadable input is skipped, as ralph.sh's `jq ... 2>/dev/null` did."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Mapping
 

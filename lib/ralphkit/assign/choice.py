@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ralphkit.assign import criteria as criteria_mod
-from ralphkit.backlog import markdown_kv
+from ralphkit.backlog import answers
 from ralphkit.backlog import client as task_client
 from ralphkit.errors import UsageError
 from ralphkit.backlog.client import TaskCall
@@ -92,7 +92,7 @@ def claim_next(task_call: TaskCall, *, agent: str | None = None, lease: int | No
     if agent is not None:
         argv += ["--agent", agent]
     ok, out = task_call(argv)
-    claimed = markdown_kv.parse_markdown_kv(out) if ok else []
+    claimed = answers.parse_markdown_kv(out) if ok else []
     if not claimed:
         return None
     fields = claimed[0]

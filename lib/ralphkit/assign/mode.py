@@ -3,25 +3,25 @@ from the settings before anything is written (a bad template is a usage error), 
 the loop makes around each session: `import_inbox` (before `peek`, so fresh inbox tasks are
 seen), `before` (claim, task files, spawn record, prompt), `after` (completion check, `fail`,
 hold, drift) and `held` (what the end-of-loop line must mention). Each returns what happened
-as plain values (notices, an events.jsonl record); ralph.py prints and records them.
+as plain values (notices, an events.jsonl record); loop.features prints and records them.
 
 Knows nothing of the agent process, of printing or of the events file. Every task call goes
-through the loop's own task call (`task_calls.TaskCommand.bound`), so in-process calls and
+through the loop's own task call (`backlog.calls.TaskCommand.bound`), so in-process calls and
 `$RALPH_TASK_CMD` behave the same way here as everywhere else in the loop.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
-from ralphkit.assign import session as assigned_session
 from ralphkit.assign import choice as assignment
 from ralphkit.assign import inbox
-from ralphkit.backlog import client as task_client
+from ralphkit.assign import session as assigned_session
 from ralphkit.assign import task_files
-from ralphkit.session.respawn import RespawnGuard
+from ralphkit.backlog import client as task_client
 from ralphkit.backlog.client import TaskCall
+from ralphkit.config.options import Options
+from ralphkit.session.respawn import RespawnGuard
 
 DEFAULT_INBOX = Path(".ralph") / "inbox"
 DEFAULT_LEASE = 3600                     # seconds, when sessions have no timeout
@@ -114,27 +114,27 @@ class AssignMode:
                 if r.get("held") and r.get("status") not in ("done", "deleted")]
 
 
-def setup(settings: Mapping, task_call: TaskCall, repo: Path, ralph_dir: Path) -> AssignMode | None:
+def setup(opts: Options, task_call: TaskCall, repo: Path, ralph_dir: Path) -> AssignMode | None:
     """The run's AssignMode, or None when assignment mode is off. Reads the template now:
     UsageError (exit 1) before the first write, never with a task claimed."""
-    if not settings.get("assign"):
+    if not opts.assign:
         return None
-    template = assignment.load_template(_path(repo, settings.get("assign_prompt")))
-    timeout = settings.get("session_timeout") or 0
+    template = assignment.load_template(_path(repo, opts.assign_prompt))
+    timeout = opts.session_timeout or 0
     # The claim's lease outlives the session (its timeout), so no other claimer takes the
     # task over while its agent still works on it.
     lease = int(timeout) + 60 if timeout else DEFAULT_LEASE
     return AssignMode(task_call=task_call, repo=repo, ralph_dir=ralph_dir, template=template,
-                      guard=RespawnGuard(ralph_dir / "spawns.json", settings.get("respawn_limit") or 3),
-                      inbox_dir=_path(repo, settings.get("inbox")) or repo / DEFAULT_INBOX,
+                      guard=RespawnGuard(ralph_dir / "spawns.json", opts.respawn_limit or 3),
+                      inbox_dir=_path(repo, opts.inbox) or repo / DEFAULT_INBOX,
                       lease=lease)
 
 
-def validate(settings: Mapping, repo: Path) -> None:
+def validate(opts: Options, repo: Path) -> None:
     """Read the template when assignment mode is asked for: UsageError (exit 1) before the
     first write of the run, not after the run lock is taken."""
-    if settings.get("assign"):
-        assignment.load_template(_path(repo, settings.get("assign_prompt")))
+    if opts.assign:
+        assignment.load_template(_path(repo, opts.assign_prompt))
 
 
 def _path(repo: Path, value: str | None) -> Path | None:

@@ -18,9 +18,9 @@ from ralphkit.backlog import client as task_client
 from ralphkit.assign import task_files
 from ralphkit.assign.choice import AssignedTask
 from ralphkit.session.respawn import RespawnGuard
+from ralphkit.backlog.answers import FAIL_REASON
 from ralphkit.backlog.client import TaskCall
 
-FAIL_REASON = "session exited without completing task"
 
 
 @dataclass
@@ -179,4 +179,4 @@ def finish_assigned_session(task_call: TaskCall, task_id: str, *, repo: Path,
 
 
 __all__ = ["AssignedSession", "SessionOutcome", "start_assigned_session",
-           "finish_assigned_session", "FAIL_REASON"]
+           "finish_assigned_session"]

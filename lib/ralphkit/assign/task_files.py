@@ -3,7 +3,7 @@
 priority-sorted queue of claimable tasks) and `.ralph/completed/<id>.json` (the archive
 record: verification notes, artifacts taken from git, timings). Knows nothing of the loop or
 the prompt; never calls the task CLI (the caller passes task records in). Every write is
-atomic (temp file in the same directory, then os.replace).
+atomic (atomic_file).
 
 File names: a slug may contain `/` and other characters a file name cannot; `safe_name`
 keeps `A-Z a-z 0-9 . _ -` and writes every other byte of the UTF-8 slug as `%XX` (and a
@@ -15,11 +15,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ralphkit import programs
+from ralphkit import atomic_file, programs
 from ralphkit.errors import EnvironmentFailure
 
 _SHA = re.compile(r"[0-9a-f]{7,40}")
@@ -43,18 +42,10 @@ def now_iso() -> str:
 
 def write_json(path: Path, data: object) -> None:
     """Write data as pretty JSON atomically; EnvironmentFailure when it cannot be written."""
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            os.fchmod(fd, 0o644)        # mkstemp's 0600 would hide the files from other tools
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, indent=2, ensure_ascii=False)
-                fh.write("\n")
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_file.replace(path, text.encode("utf-8"))
     except OSError as err:
         raise EnvironmentFailure(f"cannot write {path} ({err.strerror or err}); "
                                  "check free space and permissions") from None

@@ -7,7 +7,6 @@ does not own them, nor any write. Never prints."""
 from __future__ import annotations
 
 import io
-import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path

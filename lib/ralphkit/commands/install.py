@@ -6,7 +6,7 @@ Idempotent: a file whose bytes (and, for hooks, mode) already match is left alon
 command already registered is not added again. Every other key and hook of settings.json is
 kept. Everything is validated before the first write: a settings.json that is not valid JSON,
 not an object, or whose `hooks` is not an object of lists is refused and nothing is written.
-Writes are atomic (temp file in the same directory, then os.replace).
+Writes are atomic (atomic_file).
 
 Does not own what the hooks and skills do (the files themselves), nor the `ralph` command
 line around it beyond `main()`, which is the only place that prints.
@@ -17,10 +17,10 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ralphkit import atomic_file
 from ralphkit.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_USAGE, UsageError
 
 # The shipped files: lib/ralphkit/claude/{skills/<name>/SKILL.md,hooks/<name>}.
@@ -118,15 +118,7 @@ def _put(path: Path, data: bytes, mode: int | None, dry_run: bool) -> FileResult
     if same or dry_run:
         return FileResult(path, not same)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, mode if mode is not None else 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_file.replace(path, data, mode=mode)
     return FileResult(path, True)
 
 

@@ -1,23 +1,36 @@
-"""Owns the duration syntax of ralph.py's flags (`--session-timeout 90s`, `--max-runtime 8h`,
-`--max-limit-wait 1h30m`) and the short human form used in log lines ("2h 05m"). Knows
-nothing of which flag a value belongs to; config validation and messages are config's."""
+"""Owns the one duration grammar of ralph.py, the same on the command line and in ralph.yml
+(`--max-runtime "1h 30m"` and `max_runtime: 1h 30m` both mean 5400 seconds), and the short
+human form used in log lines ("2h 05m"). Knows nothing of which setting a value belongs to;
+the messages for a bad value are the settings table's.
+
+Grammar (case-insensitive, surrounding blanks ignored):
+
+    duration := number                      seconds: "90", "1.5", "0"
+              | part (blank* part)*         "90s", "15m", "1h30m", "1h 30m", "2d", "30 s"
+    part     := number blank* unit
+    number   := digits ["." digits]
+    unit     := s | m | h | d
+
+A bare number is seconds (timeout(1)'s reading; tests use short values). 0 is a duration:
+settings use it for "off". Negative numbers, other units and a unit-less number after a part
+("1h 30") are refused."""
 from __future__ import annotations
 
 import re
 
 _UNIT_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-# One or more <number><unit> parts, e.g. "1h30m", "0.5s"; a bare number means seconds
-# (issue 7 is silent; seconds match timeout(1) and let tests use short values).
-_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+_NUMBER = r"\d+(?:\.\d+)?"
+_PART = re.compile(rf"({_NUMBER})\s*([smhd])")
+_BARE = re.compile(_NUMBER)
+_PARTS = re.compile(rf"(?:{_NUMBER}\s*[smhd]\s*)+")
 
 
 def parse_duration(text: str) -> float:
-    """Seconds in `text` ("90", "90s", "15m", "8h", "1h30m", "2d"); ValueError when malformed
-    or negative. 0 is allowed: callers use it for "off"."""
+    """Seconds in `text` (see the grammar above); ValueError when it is not a duration."""
     value = text.strip().lower()
-    if re.fullmatch(r"\d+(?:\.\d+)?", value):
+    if _BARE.fullmatch(value):
         return float(value)
-    if not value or not re.fullmatch(r"(?:\d+(?:\.\d+)?[smhd])+", value):
+    if not value or not _PARTS.fullmatch(value):
         raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 15m, 8h or 1h30m)")
     return sum(float(n) * _UNIT_SECONDS[u] for n, u in _PART.findall(value))
 

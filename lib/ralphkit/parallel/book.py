@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
+from ralphkit import procs
 from ralphkit.agents import adapters
 from ralphkit.backlog import client
 from ralphkit.backlog.calls import TaskCommand
 from ralphkit.parallel import worktrees
 from ralphkit.runs import lifecycle, progress
-from ralphkit.runs import lock as run_lock
 from ralphkit.runs import state as run_state
 from ralphkit.session import pool as session_pool
 from ralphkit.session import watchdog
@@ -68,7 +68,7 @@ def listed(tid: str, agent: str, wt: worktrees.Worktree, log: Path, started: str
     """A session as the run state lists it (parallel.recovery reads it back)."""
     return {"task": tid, "agent": agent, "branch": wt.branch, "worktree": str(wt.path),
             "log": str(log), "startedAt": started, "pid": pid,
-            "procStart": run_lock.pid_start_time(pid) if pid else None,
+            "procStart": procs.start_time(pid) if pid else None,
             "pidfile": str(pidfile) if pidfile else None}
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Mapping
 
+from ralphkit.backlog import answers
 from ralphkit.session import dead
 from ralphkit.runs import state as run_state
 from ralphkit.parallel import worktrees
@@ -88,9 +89,8 @@ def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run
         if not agent:
             continue
         _, out = call("list", "--status", "active", "--assignee", agent, "--markdown")
-        for line in out.splitlines():
-            if line.startswith("id: "):
-                call("fail", line[4:], "--reason", DIED_REASON)
+        for slug in answers.slugs(out):
+            call("fail", slug, "--reason", DIED_REASON)
         call("agent", "deregister", agent)
     removed = worktrees.cleanup_run(cwd, state.run_id, base, env=env)
     state.active, info["sessions"] = None, []

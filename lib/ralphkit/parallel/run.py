@@ -18,7 +18,6 @@ from ralphkit.assign import choice
 from ralphkit.errors import RalphError, ScopeChanged, UsageError
 from ralphkit.parallel import launch, recovery, scheduler, session_end, worktrees
 from ralphkit.parallel.book import Book, Setup
-from ralphkit.parallel.session_end import FAIL_REASON
 from ralphkit.session import pool as session_pool
 from ralphkit.unattended import guards
 
@@ -185,4 +184,4 @@ def run(setup: Setup) -> str:
     return ParallelBuild(setup).run()
 
 
-__all__ = ["Setup", "run", "FAIL_REASON"]
+__all__ = ["Setup", "run"]

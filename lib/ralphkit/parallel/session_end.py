@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ralphkit.backlog.answers import FAIL_REASON
 from ralphkit.errors import RalphError
 from ralphkit.parallel import worktrees
 from ralphkit.parallel.book import Book
@@ -16,7 +17,6 @@ from ralphkit.runs import state as run_state
 from ralphkit.session import watchdog
 from ralphkit.unattended import outcome
 
-FAIL_REASON = "session exited without completing task"       # s.15.5's reason
 
 
 def merge(book: Book, wt: worktrees.Worktree) -> tuple[bool, str]:

@@ -4,8 +4,8 @@ it, saving its state at start, at each session start/end and at exit, the progre
 (progress.md, events.jsonl), recovering what a crashed run left behind (its agent's process group
 killed, its active tasks failed with a reason, its agent deregistered, through a callback), and
 closing the run on every way out, the lock released last. Does not own the lock, state or
-progress formats (run_lock, run_state, progress), the task calls, printing or exit codes: it
-returns notes for ralph.py to print on stderr."""
+progress formats (runs.lock, runs.state, runs.progress), the task calls, printing or exit
+codes: it returns notes for ralph.py to print on stderr."""
 from __future__ import annotations
 
 import time
@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from ralphkit import procs
 from ralphkit.session import dead as dead_session
 from ralphkit.runs import progress
 from ralphkit.runs import lock as run_lock
@@ -21,7 +22,7 @@ from ralphkit.runs import state as run_state
 from ralphkit.errors import EXIT_INTERRUPTED as INTERRUPTED
 
 # recover(agent_id, reason) -> slugs it failed: fails what the dead run's agent still holds and
-# deregisters it (ralph.py's task calls).
+# deregisters it (loop.launch's task calls).
 Recover = Callable[[str, str], list[str]]
 
 
@@ -165,7 +166,7 @@ def _drop_pidfile(active: dict[str, Any] | None) -> None:
 def agent_started(run: Run, pid: int) -> None:
     """The agent runs: its pid and start time let a resumed run kill it if ralph.py dies."""
     if run.state.active is not None:
-        run.state.active.update(pid=pid, pidStartTime=run_lock.pid_start_time(pid))
+        run.state.active.update(pid=pid, pidStartTime=procs.start_time(pid))
         run_state.save(run.ralph_dir, run.state)
 
 
@@ -174,7 +175,7 @@ def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: 
                 fail_reason: str | None = None, extra: dict[str, Any] | None = None) -> None:
     """After the session (and the crash-safety step): its outcome in the state, one session_end
     event, progress.md rewritten. completed/failed: the tasks the session finished or left.
-    extra: more fields for the event (issue 7: the session's exit class and detail)."""
+    extra: more fields for the event (the unattended-run outcome: exit class and detail)."""
     state = run.state
     ended = state.active
     n = (ended or {}).get("n", state.sessions_started)

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ralphkit import procs
 from ralphkit.atomic_file import ensure_dir, environment_failure
 from ralphkit.errors import RunLocked
 
@@ -68,48 +69,13 @@ class LockState:
     detail: str
 
 
-def _proc_start_time(pid: int) -> int | None:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    # comm (field 2) may hold spaces and ')': the fields after the last ')' start at field 3.
-    fields = raw[raw.rindex(b")") + 2:].split()
-    try:
-        return int(fields[22 - 3])
-    except (IndexError, ValueError):
-        return None
-
-
-def pid_start_time(pid: int) -> int | None:
-    """The start time of pid (clock ticks since boot), None when unknown: tells a process from
-    a later one that reused its pid (run_control uses it for a dead run's agent)."""
-    return _proc_start_time(pid)
-
-
-def _boot_id() -> str | None:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
-    except OSError:
-        return None
-
-
-def _pid_exists(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True                     # exists, owned by another user
-    return True
+# Kept under this name for the run state's callers, which record a session's agent with it.
 
 
 def _me(run_id: str) -> Holder:
     pid = os.getpid()
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return Holder(run_id, pid, _proc_start_time(pid), _boot_id(), socket.gethostname(), now)
+    return Holder(run_id, pid, procs.start_time(pid), procs.boot_id(), socket.gethostname(), now)
 
 
 def _encode(holder: Holder) -> bytes:
@@ -138,13 +104,13 @@ def _judge(holder: Holder) -> tuple[str, str]:
     if holder.host != socket.gethostname():
         # We cannot see another host's processes: a lock on a shared disk stays held.
         return "foreign", f"held by {holder.describe()}, another host: its pid cannot be checked"
-    mine = _boot_id()
+    mine = procs.boot_id()
     if holder.boot_id and mine and holder.boot_id != mine:
         return "stale", f"{holder.describe()} predates a reboot"
-    if not _pid_exists(holder.pid):
+    if not procs.pid_alive(holder.pid):
         return "stale", f"{holder.describe()} is gone"
     if holder.pid_start_time is not None:
-        now = _proc_start_time(holder.pid)
+        now = procs.start_time(holder.pid)
         if now is not None and now != holder.pid_start_time:
             return "stale", f"{holder.describe()} is gone (pid reused by another process)"
     return "alive", f"held by {holder.describe()}"
@@ -285,4 +251,4 @@ def release(lock: RunLock) -> None:
         raise environment_failure("remove", lock.path, err) from None
 
 
-__all__ = ["RunLock", "Holder", "LockState", "acquire", "release", "inspect", "pid_start_time"]
+__all__ = ["RunLock", "Holder", "LockState", "acquire", "release", "inspect"]

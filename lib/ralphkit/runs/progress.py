@@ -12,9 +12,6 @@ from typing import Any
 from ralphkit.atomic_file import append_line, write_atomic
 from ralphkit.runs.state import RunState
 
-# Event names other modules write; `log` carries kind + message for everything else
-# (lock takeover, state recovery, flag mismatch, scope change, limit wait ...).
-EVENTS = ("run_start", "run_end", "session_start", "session_end", "log")
 LATEST_OUTCOMES = 10
 
 
@@ -130,4 +127,4 @@ def write_progress(ralph_dir: Path, state: RunState) -> None:
 
 
 __all__ = ["append_event", "read_events", "write_progress", "render_progress", "events_path",
-           "progress_path", "EVENTS"]
+           "progress_path"]

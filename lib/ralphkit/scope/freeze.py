@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ralphkit import errors
-from ralphkit.backlog import markdown_kv
+from ralphkit.backlog import answers
 from ralphkit.runs import progress
 from ralphkit.runs import state as run_state
 from ralphkit.scope import snapshot as scope
@@ -70,7 +70,7 @@ def list_tasks(task: TaskCommand, env: Mapping[str, str]) -> list[dict] | None:
     if task.embedded:
         return task_client.export_tasks(task.bound(env))     # task _export-json
     result = task.call("list", "--all", "--markdown", env=env)   # task list --all --markdown
-    return markdown_kv.parse_markdown_kv(result.output) if result.ok else None
+    return answers.parse_markdown_kv(result.output) if result.ok else None
 
 
 def _listing(task: TaskCommand) -> str:

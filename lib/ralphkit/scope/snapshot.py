@@ -3,7 +3,7 @@ a run directory at run start, and the check that compares the live backlog with 
 every session (with a Memory kept between checks: the stat cache, and the spec watch that
 says which spec files may have changed). The frozen ids and the run's target are
 scope_target's. Knows nothing of the loop, flags, config, events.jsonl or printing:
-callers pass task dicts (the `_export-json` shape, or `markdown_kv.parse_markdown_kv` output
+callers pass task dicts (the `_export-json` shape, or `answers.parse_markdown_kv` output
 for external backends) and decide what to do with the ScopeReport.
 
 Files in the run directory (docs/scope-freeze.md):

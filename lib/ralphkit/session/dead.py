@@ -1,54 +1,24 @@
 """Owns stopping for good the agent of a session whose ralph.py died (kill -9, OOM, power
 loss), for the single loop's resume and the `--parallel` recovery: the
-session's write-ahead pid file is taken (session_pidfile: then an agent that has not started
+session's write-ahead pid file is taken (session/pidfile.py: then an agent that has not started
 yet never will), and what is left of the agent's process group is SIGKILLed and awaited until
 no live process of it is left, so that nothing of it (a `task done` in flight, a commit) can
 land after the caller reads the backlog or fails the dead session's tasks.
 
-Does not own the pid file handshake (session_pidfile), the run state (which sessions to stop
+Does not own the pid file handshake (session/pidfile.py), the run state (which sessions to stop
 and where their pid and pid file are recorded) or what is done with their tasks.
 """
 from __future__ import annotations
 
-import os
 import signal
 import time
 from pathlib import Path
 
-from ralphkit.runs import lock as run_lock
+from ralphkit import procs
+from ralphkit.session import group
 from ralphkit.session import pidfile as session_pidfile
 
 _GONE_WITHIN_S = 10.0          # a SIGKILLed process only outlives it stuck in the kernel
-
-
-def _members(pgid: int) -> list[int] | None:
-    """Live (not zombie) processes of the group; None where /proc cannot tell."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return None
-    live = []
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            raw = Path(f"/proc/{name}/stat").read_bytes()
-        except OSError:
-            continue
-        fields = raw[raw.rindex(b")") + 2:].split()      # state is field 3, pgrp field 5
-        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] != b"Z":
-            live.append(int(name))
-    return live
-
-
-def _group_exists(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def _kill_group(pid: int | None, start: int | None) -> int | None:
@@ -58,19 +28,17 @@ def _kill_group(pid: int | None, start: int | None) -> int | None:
     signal was delivered, else None (nothing left, or the pid is another process now)."""
     if not isinstance(pid, int) or pid <= 0:
         return None
-    now = run_lock.pid_start_time(pid)
+    now = procs.start_time(pid)
     if now is not None and start is not None and now != start:
         return None                                  # the pid was reused: not ours
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
+    if not group.signal_group(pid, signal.SIGKILL):
         return None                                  # nothing of the group is left
     # Gone, not merely signalled: a process killed in the middle of `task done`'s commit may
     # still finish that write.
     deadline = time.monotonic() + _GONE_WITHIN_S
     while time.monotonic() < deadline:
-        members = _members(pid)
-        if members == [] or (members is None and not _group_exists(pid)):
+        members = procs.group_members(pid)
+        if members == [] or (members is None and not procs.group_exists(pid)):
             break
         time.sleep(0.01)
     return pid

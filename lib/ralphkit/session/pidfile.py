@@ -1,15 +1,14 @@
-"""Owns the write-ahead handshake between a `--parallel` session's agent process and the
-recovery of its run: ralph.py names a pid file in the run state BEFORE it starts the
-agent; the agent's child process, between fork and exec (so before the agent can start
-anything of its own), links "<pid> <start time>" there; the recovery of a dead run links
-"recovered" there. Whoever links first wins (a hard link never replaces a file): when the
-recovery wins, the agent never runs (its child exits before exec); when the agent won, the
-recovery knows the process group to kill even if ralph.py died before it saved the pid.
-Without this, a session started in the milliseconds before its ralph.py was killed was
-nowhere in the state, and its leftover shell finished its task unwatched (flaky
-kill-and-resume test).
+"""Owns the write-ahead handshake between a session's agent process and the recovery of its run
+(the single loop's resume, the `--parallel` recovery): ralph.py names a pid file in the run
+state BEFORE it starts the agent; the agent's child process, between fork and exec (so before
+the agent can start anything of its own), links "<pid> <start time>" there; the recovery of a
+dead run links "recovered" there. Whoever links first wins (a hard link never replaces a file):
+when the recovery wins, the agent never runs (its child exits before exec); when the agent won,
+the recovery knows the process group to kill even if ralph.py died before it saved the pid.
+Without this, a session started in the milliseconds before its ralph.py was killed was nowhere
+in the state, and its leftover shell finished its task unwatched (flaky kill-and-resume test).
 
-Does not own starting processes (session_pool), killing them (parallel_recovery) or the
+Does not own starting processes (session/group.py), killing them (session/dead.py) or the
 run state. Linux and other POSIX systems; the start time is Linux-only (None elsewhere).
 """
 from __future__ import annotations
@@ -18,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from ralphkit.runs import lock as run_lock
+from ralphkit import procs
 
 _RECOVERED = "recovered\n"
 
@@ -48,7 +47,7 @@ def child_claim(path: Path) -> Callable[[], None]:
     def claim() -> None:
         pid = os.getpid()
         try:
-            ours = _link(path, f"{pid} {run_lock.pid_start_time(pid) or ''}\n")
+            ours = _link(path, f"{pid} {procs.start_time(pid) or ''}\n")
         except OSError:
             os._exit(1)                    # cannot record it: never run an unrecorded agent
         if not ours:

@@ -1,12 +1,12 @@
-"""Owns running several agent sessions at once from one pump in the main thread (issue 8,
-`--parallel N`): each session is started as session.py starts one (no shell, a process group
-of its own, stdin /dev/null or bytes, explicit env and cwd, its own log, its own renderer),
-and one poll loop reads every session's stdout pipe and the signal wakeup fd. Signals keep
-s.16's meaning for all sessions together: the first SIGINT is forwarded once to every group
-(the caller's callback prints the waiting message), a second SIGINT or a SIGTERM SIGKILLs
-every group; no process of a group outlives its session. Issue 7's deadlines apply to each
-session as in session.py: when its session or idle timeout runs out, its group alone gets
-SIGTERM, then SIGKILL after the grace, checked in the same poll loop (the others run on).
+"""Owns the session pump (ralph-cli.md s.11, s.12, s.16): one or several agent sessions at once
+(`--parallel N`; a single session is a pool of one), each started by session/group.py with its
+own log and renderer, and one poll loop in the main thread that copies every byte of each
+agent's stdout to its log and renderer as it arrives and watches the signal wakeup fd.
+Signals keep s.16's meaning for all sessions together: the first SIGINT is forwarded once to
+every group (the caller's callback prints the waiting message), a second SIGINT or a SIGTERM
+SIGKILLs every group. When a session's --session-timeout or --idle-timeout runs out, its group
+alone gets SIGTERM, then SIGKILL after the grace (the others run on). No process of a group
+outlives its session.
 
 Does not own choosing tasks, worktrees, prompts or printing (renderers write to the stream
 the caller gives them). `signal.set_wakeup_fd` only works in the main thread, hence one pump.
@@ -22,13 +22,47 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Mapping
 
-from ralphkit.session import run as session
+from ralphkit.errors import EnvironmentFailure
+from ralphkit.session import group
 from ralphkit.session import watchdog
-from ralphkit.session.run import (DRAIN_SECONDS, SessionResult, _has_exited, _killpg, _preexec,
-                              _write_all)
 from ralphkit.signals import Guard
 
+# After the agent exits, a grandchild may still hold its stdout open: read on for this long,
+# then SIGKILL the group; if the pipe is still open after as long again (a process that left
+# the group), stop reading. Keeps a session from hanging past its agent.
+DRAIN_SECONDS = 1.0
 _CHUNK = 65536
+
+
+@dataclass
+class SessionResult:
+    started: bool                     # False: the agent could not be started (error says why)
+    interrupted: bool = False         # a SIGINT or SIGTERM arrived during the session (exit 130)
+    forced: bool = False              # the group was SIGKILLed (second SIGINT, SIGTERM)
+    returncode: int | None = None     # ignored by the loop (s.11)
+    summary: object | None = None     # the renderer's summary
+    error: str = ""
+    timed_out: bool = False           # --session-timeout ran out, the group was ended
+    idle_out: bool = False            # no output for --idle-timeout, the group was ended
+
+
+def _write_all(log: BinaryIO, data: bytes) -> None:
+    """Unbuffered, so each chunk is on disk as it arrives; a raw write may be partial."""
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[log.write(view):]
+    except OSError as exc:            # disk full, quota: the agent is killed and we stop
+        raise EnvironmentFailure(f"cannot write the session log {log.name}: {exc.strerror}; "
+                                 "free space or check that .ralph/ is writable") from None
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor readable once pid exits: no polling delay after the agent ends."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None                   # older kernel: the 50 ms poll timeout notices the exit
 
 
 @dataclass
@@ -37,14 +71,14 @@ class _Running:
     proc: subprocess.Popen
     log: BinaryIO
     renderer: Any
+    pidfd: int | None = None
     result: SessionResult = field(default_factory=lambda: SessionResult(started=True))
     reading: bool = True
     exited_at: float | None = None
     killed_at: float | None = None
-    started_at: float = field(default_factory=time.monotonic)
-    last_output: float = field(default_factory=time.monotonic)
+    started_at: float = 0.0
+    last_output: float = 0.0          # the start, until the agent prints
     term_at: float | None = None      # SIGTERM sent for a timeout; SIGKILL after the grace
-
 
 class Pool:
     """Sessions by key. Use as a context manager: signals are queued on the guard (not
@@ -53,8 +87,7 @@ class Pool:
     def __init__(self, guard: Guard, on_first_interrupt: Callable[[], None], *,
                  timeouts: watchdog.SessionTimeouts | None = None,
                  kill_grace_s: float = 10.0) -> None:
-        """timeouts: issue 7's per-session deadlines (None: none); kill_grace_s: SIGTERM to
-        SIGKILL."""
+        """timeouts: the per-session deadlines (None: none); kill_grace_s: SIGTERM to SIGKILL."""
         self.guard = guard
         self._on_first = on_first_interrupt
         self._timeouts = timeouts or watchdog.SessionTimeouts(None, None)
@@ -72,11 +105,13 @@ class Pool:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.kill_all()
-        self.guard.in_session = False
-        signal.set_wakeup_fd(self._old_wakeup)
-        os.close(self._wake_r)
-        os.close(self._wake_w)
+        try:
+            self.kill_all()
+        finally:
+            self.guard.in_session = False
+            signal.set_wakeup_fd(self._old_wakeup)
+            os.close(self._wake_r)
+            os.close(self._wake_w)
 
     def __len__(self) -> int:
         return len(self._running)
@@ -84,39 +119,41 @@ class Pool:
     def pids(self) -> dict[str, int]:
         return {key: run.proc.pid for key, run in self._running.items()}
 
-    def start(self, key: str, argv: list[str], *, env: Mapping[str, str], cwd: Path,
+    def start(self, key: str, argv: list[str], *, env: Mapping[str, str], cwd: Path | None,
               log_path: Path, renderer: Any, stdin: bytes | None = None,
               pidfile: Path | None = None) -> SessionResult | None:
         """Start one session; None when started, else the failed SessionResult (no log).
-        pidfile: the agent records its pid there before exec (session_pidfile's handshake)."""
-        log = open(log_path, "wb", buffering=0)
+        pidfile: the agent records its pid there before exec (session/pidfile.py)."""
         try:
-            with session.stdin_file(stdin) as agent_stdin:
-                proc = subprocess.Popen(argv, stdin=agent_stdin, stdout=subprocess.PIPE,
-                                        stderr=None, env=dict(env), process_group=0,
-                                        bufsize=0, cwd=cwd, preexec_fn=_preexec(pidfile))
+            log = open(log_path, "wb", buffering=0)
+        except OSError as exc:
+            raise EnvironmentFailure(f"cannot write the session log {log_path}: {exc.strerror}; "
+                                     "check that .ralph/ is writable") from None
+        try:
+            proc = group.spawn(argv, env=env, cwd=cwd, stdin=stdin, pidfile=pidfile)
         except OSError as exc:
             log.close()
-            log_path.unlink(missing_ok=True)
+            log_path.unlink(missing_ok=True)            # no session, no log
             return SessionResult(started=False, error=exc.strerror or str(exc))
-        os.set_blocking(proc.stdout.fileno(), False)
-        self._running[key] = _Running(key, proc, log, renderer)
+        now = time.monotonic()
+        self._running[key] = _Running(key, proc, log, renderer, _pidfd(proc.pid),
+                                      started_at=now, last_output=now)
         return None
 
     def handle_signals(self) -> None:
-        while self.guard.pending:                               # s.16, for every session
+        while self.guard.pending:                               # s.16, in arrival order
             signum = self.guard.pending.pop(0)
             if signum == signal.SIGINT and not self.interrupted:
                 self.interrupted = True
-                self._on_first()
+                self._on_first()                                # the waiting message
                 for run in self._running.values():
                     run.result.interrupted = True
-                    _killpg(run.proc.pid, signal.SIGINT)        # exactly one SIGINT each
-            elif not self.forced:
+                    group.signal_group(run.proc.pid, signal.SIGINT)     # exactly one SIGINT
+            elif not self.forced:                               # second SIGINT, or SIGTERM
                 self.interrupted = self.forced = True
                 for run in self._running.values():
                     run.result.interrupted = run.result.forced = True
-                    _killpg(run.proc.pid, signal.SIGKILL)
+                    group.signal_group(run.proc.pid, signal.SIGKILL)
                     run.killed_at = run.killed_at or time.monotonic()
 
     def wait(self) -> list[tuple[str, SessionResult]]:
@@ -126,19 +163,31 @@ class Pool:
             self.handle_signals()
             if not self._running:
                 return []
-            fds = {run.proc.stdout.fileno(): run for run in self._running.values() if run.reading}
-            poller = select.poll()
-            for fd in fds:
-                poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-            poller.register(self._wake_r, select.POLLIN)
-            for fd, _ in poller.poll(50):
-                if fd == self._wake_r:
-                    try:
-                        os.read(self._wake_r, 512)
-                    except BlockingIOError:
-                        pass
-                    continue
-                run = fds[fd]
+            self._poll()
+            now = time.monotonic()
+            self._deadlines(now)
+            ended = self._reap(now)
+            if ended:
+                return ended
+
+    def _poll(self) -> None:
+        """Wait up to 50 ms for output, an exit or a signal; copy what arrived."""
+        pipes = {run.proc.stdout.fileno(): run for run in self._running.values() if run.reading}
+        exits = {run.pidfd for run in self._running.values()
+                 if run.pidfd is not None and run.exited_at is None}
+        poller = select.poll()
+        for fd in pipes:
+            poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        for fd in (*exits, self._wake_r):
+            poller.register(fd, select.POLLIN)
+        for fd, _ in poller.poll(50):
+            if fd == self._wake_r:
+                try:
+                    os.read(self._wake_r, 512)
+                except BlockingIOError:
+                    pass
+            elif fd in pipes:
+                run = pipes[fd]
                 try:
                     chunk = os.read(fd, _CHUNK)
                 except BlockingIOError:
@@ -148,39 +197,40 @@ class Pool:
                     _write_all(run.log, chunk)
                     run.renderer.feed(chunk)
                 else:
-                    run.reading = False
-            now = time.monotonic()
-            self._deadlines(now)
-            ended = self._reap(now)
-            if ended:
-                return ended
+                    run.reading = False                 # EOF; a pidfd needs nothing: see _reap
 
     def _deadlines(self, now: float) -> None:
-        """Issue 7, per session, as session._pump does it (not watchdog.terminate_group: it
-        blocks for the grace, and the other sessions' pipes must be read meanwhile)."""
+        """Per session: SIGTERM when a deadline passed or the renderer asks to stop (`abort`:
+        the agent retries a failed login), SIGKILL once the grace ran out. Never
+        blocks for the grace: every pipe must be read meanwhile (an agent may be blocked
+        writing) and s.16's signals honoured."""
         for run in self._running.values():
             if run.exited_at is not None or run.result.forced:
                 continue
+            if run.term_at is None and getattr(run.renderer, "abort", None):
+                group.signal_group(run.proc.pid, signal.SIGTERM)    # e.g. retrying a bad key
+                run.term_at = now
             if run.term_at is None:
                 due = self._timeouts.check(run.started_at, run.last_output, now)
                 if due is not None:
                     run.result.timed_out = due == watchdog.TIMEOUT
                     run.result.idle_out = due == watchdog.IDLE
-                    _killpg(run.proc.pid, signal.SIGTERM)
+                    group.signal_group(run.proc.pid, signal.SIGTERM)
                     run.term_at = now
-            elif run.killed_at is None and now - run.term_at >= self._grace:
-                _killpg(run.proc.pid, signal.SIGKILL)           # the grace ran out
+            if run.term_at is not None and run.killed_at is None \
+                    and now - run.term_at >= self._grace:
+                group.signal_group(run.proc.pid, signal.SIGKILL)        # the grace ran out
                 run.killed_at = now
 
     def _reap(self, now: float) -> list[tuple[str, SessionResult]]:
         ended = []
         for key, run in list(self._running.items()):
-            if run.exited_at is None and _has_exited(run.proc.pid):
+            if run.exited_at is None and group.has_exited(run.proc.pid):
                 run.exited_at = now
             done = run.exited_at is not None and not run.reading
             if run.exited_at is not None and run.killed_at is None and \
                     now - run.exited_at > DRAIN_SECONDS:
-                _killpg(run.proc.pid, signal.SIGKILL)           # a grandchild holds the pipe
+                group.signal_group(run.proc.pid, signal.SIGKILL)    # a grandchild holds the pipe
                 run.killed_at = now
             if run.killed_at is not None and run.reading and now - run.killed_at > DRAIN_SECONDS:
                 done = True                                     # held from outside the group
@@ -188,20 +238,30 @@ class Pool:
                 ended.append((key, self._finish(run)))
         return ended
 
-    def _finish(self, run: _Running) -> SessionResult:
+    def _finish(self, run: _Running, *, render: bool = True) -> SessionResult:
         del self._running[run.key]
-        _killpg(run.proc.pid, signal.SIGKILL)                   # nothing of the group outlives it
-        run.result.returncode = run.proc.wait()
-        run.proc.stdout.close()
-        run.log.close()
-        run.renderer.close()
-        run.result.summary = run.renderer.summary
+        group.signal_group(run.proc.pid, signal.SIGKILL)        # nothing of the group outlives it
+        try:
+            run.result.returncode = run.proc.wait()
+        finally:
+            if run.pidfd is not None:
+                os.close(run.pidfd)
+            run.proc.stdout.close()
+            run.log.close()
+        if render:
+            run.renderer.close()
+            run.result.summary = run.renderer.summary
         return run.result
+
+    def abandon(self, key: str) -> None:
+        """SIGKILL one session's group and reap it, rendering nothing more (its start could
+        not be recorded: it must not run unwatched)."""
+        self._finish(self._running[key], render=False)
 
     def kill_all(self) -> list[tuple[str, SessionResult]]:
         """SIGKILL every group and reap (an error or the end of the run)."""
         for run in self._running.values():
-            _killpg(run.proc.pid, signal.SIGKILL)
+            group.signal_group(run.proc.pid, signal.SIGKILL)
         return [(run.key, self._finish(run)) for run in list(self._running.values())]
 
 
@@ -231,4 +291,4 @@ class PrefixWriter:
         self._out.flush()
 
 
-__all__ = ["Pool", "PrefixWriter"]
+__all__ = ["Pool", "PrefixWriter", "SessionResult", "DRAIN_SECONDS"]

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ralphkit import atomic_file
 from ralphkit.assign.task_files import now_iso, read_json, write_json
 
 LOOP_FILE = Path(".claude") / "ralph-loop.local.md"
@@ -43,7 +44,7 @@ def neutralise_ralph_loop(workdir: Path) -> str | None:
             new_text, flipped = _deactivate(text)
             # Write the deactivated copy first, then drop the original: a crash in between
             # leaves the original, which the next launch neutralises again.
-            _write_text(target, new_text)
+            atomic_file.replace(target, new_text.encode("utf-8"))
             path.unlink()
         else:
             os.replace(path, target)        # unreadable: moving it still stops the hook
@@ -70,16 +71,6 @@ def _deactivate(text: str) -> tuple[str, bool]:
     if not count:
         return text, False
     return "\n".join([lines[0], new_front, *lines[end:]]), True
-
-
-def _write_text(path: Path, text: str) -> None:
-    """Atomic text write (temp file in the same directory, then os.replace)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 @dataclass

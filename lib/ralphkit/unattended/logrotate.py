@@ -5,10 +5,11 @@ written (the session runner) and never touches a file it was told to protect."""
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
+
+from ralphkit import atomic_file
 
 DEFAULT_KEEP = 100
 DEFAULT_MAX_FILE_BYTES = 25 * 1024 * 1024
@@ -23,8 +24,8 @@ class RotateReport:
 
 
 def _trim(path: Path, keep_bytes: int) -> None:
-    """Keep the last keep_bytes of path, from a line start, behind a one-line marker; written
-    to a temp file and swapped in, so a crash leaves the old file or the new one."""
+    """Keep the last keep_bytes of path, from a line start, behind a one-line marker; replaced
+    atomically, so a crash leaves the old file or the new one."""
     before = path.stat()
     with path.open("rb") as fh:
         fh.seek(-keep_bytes, os.SEEK_END)
@@ -32,17 +33,9 @@ def _trim(path: Path, keep_bytes: int) -> None:
     newline = tail.find(b"\n")
     if 0 <= newline < len(tail) - 1:
         tail = tail[newline + 1:]
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(_MARK % keep_bytes)
-            out.write(tail)
-        # Keep the file's age: trimming must not make an old log look like the newest.
-        os.utime(tmp, ns=(before.st_atime_ns, before.st_mtime_ns))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # Keep the file's age: trimming must not make an old log look like the newest.
+    atomic_file.replace(path, (_MARK % keep_bytes) + tail,
+                        times_ns=(before.st_atime_ns, before.st_mtime_ns))
 
 
 def rotate(log_dir: Path, *, keep: int = DEFAULT_KEEP,

@@ -1,20 +1,19 @@
-"""Owns what one plan/build run does between its sessions for unattended runs:
+"""Owns what one plan/build run does between its sessions in unattended runs:
 `ralph ctl` pause/stop and SIGHUP between sessions, log rotation, classifying each finished
 session (its fields for the session_end event, the outcomes in progress.md), holding tasks
 that failed --max-attempts times, the breaker and budgets (their state persisted in the run
 state), and waiting out usage limits (the resume time persisted in the run state, and one
 persisted by an earlier run honoured). Each piece is one call into the module that owns it
 (outcome, usage_limits, limit_wait, guards, control, logrotate). Knows nothing of running the
-agent (session.py) or of the run's lifecycle on disk (run_control), and never prints: lines
+agent (session) or of the run's lifecycle on disk (runs.lifecycle), and never prints: lines
 for the user go through the `say`/`warn` callables ralph.py passes in."""
 from __future__ import annotations
 
+import os
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping
-
-import os
 
 from ralphkit import programs
 from ralphkit.unattended import control
@@ -24,16 +23,14 @@ from ralphkit.unattended import logrotate
 from ralphkit.unattended import outcome
 from ralphkit.runs import progress
 from ralphkit.runs import state as run_state
-from ralphkit.backlog import client as task_client
+from ralphkit.backlog import answers
 from ralphkit.unattended import usage_limits
 from ralphkit.session import watchdog
-from ralphkit.config.durations import format_duration
 from ralphkit.errors import AuthFailed, RootRefused, UsageDisabled
-from ralphkit.config.unattended_flags import NightConfig
+from ralphkit.unattended.night_config import NightConfig
 from ralphkit.runs.lifecycle import Run
 from ralphkit.signals import Guard
 
-FAIL_REASON = "session exited without completing task"     # ralph-cli.md s.15.5, unchanged
 _POLL_S = 0.05
 _OUTCOMES_KEPT = 10
 
@@ -97,7 +94,7 @@ class Night:
             return outcome.classify(None, None, timed_out=result.timed_out, idle_out=result.idle_out,
                                     session_timeout_s=self.cfg.session_s,
                                     idle_timeout_s=self.cfg.idle_s).detail   # = the outcome's detail
-        return FAIL_REASON
+        return answers.FAIL_REASON
 
     # ------------------------------------------------------------------ after a session
     def after_session(self, result: Any, failed: list[str], reason: str) -> dict[str, Any]:
@@ -230,7 +227,7 @@ class Night:
                     message=hold.reason, ok=res.ok)
         if res.ok:
             self.say(f"Held task {hold.task_id}: {hold.reason}")
-        elif not self._hold_warned:      # an external task CLI may lack _hold
+        elif not self._hold_warned:      # an external task CLI may lack _hold: warn once
             self._hold_warned = True
             self.warn(f"Warning: cannot hold task {hold.task_id} (`task _hold` failed); "
                       "the breakers still bound the run")
@@ -241,7 +238,7 @@ class Night:
             export = self.task.call("_export-json", env=self.env)   # in-process for ours
             if export.ok:
                 self._rows = {str(row.get("id")): row
-                              for row in task_client.parse_export(export.output) or []}
+                              for row in answers.parse_export(export.output) or []}
                 return guards.backlog_fingerprint(export.output)
         return guards.backlog_fingerprint(counts_text or "")
 
@@ -277,4 +274,4 @@ def _previous_run(ralph_dir: Path, current: str) -> run_state.RunState | None:
     return run_state.read(ralph_dir, best[1]) if best else None
 
 
-__all__ = ["Night", "FAIL_REASON"]
+__all__ = ["Night"]

@@ -25,7 +25,6 @@ anywhere inside an "API Error" line, so an agent that quotes the wording mid-sen
 not stop the run."""
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
@@ -161,34 +160,4 @@ def detect(summary: Any, stderr_tail: str, now: datetime, *,
     return LimitHit(LIMIT, reset_at, message, source, True, limit_type)
 
 
-def summary_from_stream(lines: Iterable[bytes | str]) -> dict[str, Any]:
-    """The fields detect() reads, taken from raw stream-json lines (a session log file):
-    rate_limit_event lines, text blocks of assistant events, the result string. tool_use
-    input and tool_result output (user events) are never read. For re-scanning a log."""
-    summary: dict[str, Any] = {"rate_limit_events": [], "result_text": None,
-                               "last_assistant_text": None, "assistant_texts_tail": []}
-    for raw in lines:
-        line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
-        kind = event.get("type")
-        if kind == "rate_limit_event":
-            summary["rate_limit_events"].append(event)
-        elif kind == "assistant":
-            content = (event.get("message") or {}).get("content")
-            if isinstance(content, list):
-                text = "".join(b.get("text", "") for b in content
-                               if isinstance(b, dict) and b.get("type") == "text"
-                               and isinstance(b.get("text"), str))
-                summary["last_assistant_text"] = text
-                summary["assistant_texts_tail"] = (summary["assistant_texts_tail"] + [text])[-5:]
-        elif kind == "result" and isinstance(event.get("result"), str):
-            summary["result_text"] = event["result"]
-    return summary
-
-
-__all__ = ["LimitHit", "LIMIT", "DISABLED", "detect", "summary_from_stream"]
+__all__ = ["LimitHit", "LIMIT", "DISABLED", "detect"]

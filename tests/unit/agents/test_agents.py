@@ -33,13 +33,6 @@ def test_claude_argv_is_exactly_the_one_of_section_11(danger, model, tail):
                     *tail]
 
 
-@pytest.mark.parametrize("danger", [False, True], ids=["safe", "danger"])
-@pytest.mark.parametrize("model", [None, "sonnet"], ids=["no-model", "model"])
-def test_the_loops_claude_argv_is_the_claude_adapter(danger, model):
-    assert agents.claude_argv("P", danger=danger, model=model) == \
-        agents.get_adapter("claude").argv("P", danger=danger, model=model)
-
-
 def test_the_big_prompt_fallback_writes_the_data_and_names_the_file(tmp_path):
     data = "x" * (agents.MAX_ARG_BYTES + 1)
     assert not agents.prompt_fits(data) and agents.prompt_fits("/ralph-build")

@@ -9,8 +9,7 @@ import pytest
 from ralphkit.assign import choice as assignment
 from ralphkit.errors import UsageError
 from ralphkit.backlog import calls as task_calls
-from ralphkit.backlog.markdown_kv import parse_markdown_kv
-from ralphkit.backlog.client import parse_export, parse_show
+from ralphkit.backlog.answers import parse_export, parse_markdown_kv, parse_show
 
 ROOT = Path(__file__).resolve().parents[3]
 TASK = ROOT / "scripts" / "task"

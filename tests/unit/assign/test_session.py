@@ -11,8 +11,8 @@ from conftest import run_process
 
 from ralphkit.session import respawn
 from ralphkit.assign.choice import load_template
-from ralphkit.assign.session import (FAIL_REASON, finish_assigned_session,
-                                       start_assigned_session)
+from ralphkit.backlog.answers import FAIL_REASON
+from ralphkit.assign.session import finish_assigned_session, start_assigned_session
 from ralphkit.errors import UsageError
 from ralphkit.session.respawn import RespawnGuard
 from ralphkit.backlog import calls as task_calls

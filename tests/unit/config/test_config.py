@@ -1,18 +1,25 @@
-"""config: ralph.yml files, environment and command-line values merged and validated."""
+"""config.settings: ralph.yml files, environment and command-line values merged and validated
+into typed Options."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from ralphkit.config import settings as config
+from ralphkit.config.options import Options
+from ralphkit.config.table import SETTINGS
 from ralphkit.errors import EXIT_USAGE, UsageError
 
+YML_KEYS = {s.name for s in SETTINGS if s.in_yml}
 
-def load(tmp_path: Path, yml: str | None = None, env: dict | None = None, **cli):
+
+def load(tmp_path: Path, yml: str | None = None, env: dict | None = None, mode: str = "build",
+         **cli):
     if yml is not None:
         (tmp_path / "ralph.yml").write_text(yml)
-    return config.load(cli, env or {}, tmp_path)
+    return config.load(mode, cli, env or {}, tmp_path)
 
 
 def problems(tmp_path: Path, yml: str | None = None, env: dict | None = None, **cli) -> list:
@@ -23,23 +30,59 @@ def problems(tmp_path: Path, yml: str | None = None, env: dict | None = None, **
     return err.value.problems
 
 
-def test_defaults_come_from_the_issues_without_any_file_or_variable(tmp_path: Path):
+def test_defaults_apply_without_any_file_or_variable(tmp_path: Path):
     settings = load(tmp_path)
     assert settings.session_timeout == 3600 and settings.idle_timeout == 900
     assert (settings.max_attempts, settings.max_idle_sessions,
             settings.max_consecutive_failures) == (3, 3, 5)
-    assert settings.max_iterations is None and settings.max_cost is None
+    assert settings.max_iterations == 0 and settings.max_cost is None
     assert settings.freeze_scope is False and settings.agent == "claude"
     assert settings.completion_promise == "COMPLETE" and settings.parallel == 1
-    assert set(settings) == {s.name for s in config.SETTINGS}
-    assert settings.explicit() == {}
+    assert (settings.kill_grace, settings.limit_wait_margin, settings.limit_default_wait) == (
+        10, 120, 1800)
+    assert settings.explicit() == {} and settings.source("max_cost") == "default"
+
+
+def test_options_have_one_typed_field_per_setting_row():
+    fields = [f.name for f in dataclasses.fields(Options)]
+    assert fields == ["mode", *(s.name for s in SETTINGS), "sources"]
 
 
 def test_every_setting_row_is_complete():
-    for setting in config.SETTINGS:
-        # flag None: a ralph.yml-only setting (issue 6's assign_prompt, inbox, respawn_limit, ...)
+    for setting in SETTINGS:
+        # no flag: a ralph.yml-only setting (assign_prompt, inbox, respawn_limit, ...)
         assert setting.help and setting.flag in (None, "--" + setting.name.replace("_", "-"))
         assert setting.kind in ("int", "bool", "number", "duration", "text")
+        assert bool(setting.flags) == bool(setting.flag_help)
+        assert setting.in_yml or setting.flags
+
+
+@pytest.mark.parametrize("mode,yml,expected", [
+    ("plan", None, 1), ("build", None, 0), ("plan", "max_iterations: 4\n", 4),
+    ("build", "max_iterations: 0\n", 0)], ids=["plan", "build", "plan-yml", "build-yml-0"])
+def test_the_iteration_limit_takes_the_mode_default_when_no_source_sets_it(
+        tmp_path: Path, mode: str, yml: str | None, expected: int):
+    assert load(tmp_path, yml, mode=mode).max_iterations == expected
+
+
+@pytest.mark.parametrize("yml,cli", [("max_iterations: 0\n", {}), (None, {"max_iterations": 0})],
+                         ids=["ralph.yml", "cli"])
+def test_plan_mode_refuses_0_iterations_from_any_source(tmp_path: Path, yml, cli):
+    with pytest.raises(UsageError, match=r"^Error: plan mode requires at least 1 iteration "):
+        load(tmp_path, yml, mode="plan", **cli)
+
+
+def test_persisted_options_leave_out_how_this_invocation_runs(tmp_path: Path):
+    opts = load(tmp_path, "max_iterations: 3\nmax_cost: 2\n", {"SCOPE_WATCH": "0"},
+                dry_run=True, resume=True, kill_grace=1.0, parallel=2)
+    assert set(opts.explicit()) == {"max_iterations", "max_cost", "scope_watch", "dry_run",
+                                    "resume", "kill_grace", "parallel"}
+    assert opts.persisted() == {"max_cost": 2.0, "parallel": 2}
+
+
+def test_a_resumed_runs_values_are_applied_and_unknown_names_ignored(tmp_path: Path):
+    opts = load(tmp_path).with_values({"max_cost": 4.0, "max_iterations": 7, "gone": 1})
+    assert (opts.max_cost, opts.max_iterations) == (4.0, 7)
 
 
 def test_precedence_is_cli_then_environment_then_ralph_yml_then_default(tmp_path: Path):
@@ -69,7 +112,7 @@ def test_booleans_from_the_environment(tmp_path: Path, text: str, value: bool):
 
 @pytest.mark.parametrize("text,seconds", [
     ("90", 90), ("1.5", 1.5), ("30s", 30), ("15m", 900), ("1h", 3600), ("1h30m", 5400),
-    ("2d", 172800), ("0", 0)], ids=lambda v: str(v))
+    ("2d", 172800), ("0", 0), ("1h 30m", 5400), ("30 s", 30)], ids=lambda v: str(v))
 def test_durations_accept_seconds_and_units(tmp_path: Path, text: str, seconds: float):
     assert load(tmp_path, f"session_timeout: {text}\n").session_timeout == seconds
     assert load(tmp_path, None, idle_timeout=text).idle_timeout == seconds
@@ -107,7 +150,7 @@ respawn_safety: off
 merge: ff
 """
     settings = load(tmp_path, yml)
-    assert set(settings.explicit()) == {s.name for s in config.SETTINGS}
+    assert set(settings.explicit()) == YML_KEYS
     assert (settings.max_iterations, settings.danger, settings.max_runtime) == (7, True, 28800)
     assert (settings.agent, settings.parallel, settings.max_cost) == ("pi", 3, 12.5)
 
@@ -117,6 +160,10 @@ merge: ff
      "ralph.yml: unknown key 'max_iteration' (did you mean 'max_iterations'?)"),
     ("max-cost: 3\n", "ralph.yml: unknown key 'max-cost' (did you mean 'max_cost'?)"),
     ("colour: blue\n", "ralph.yml: unknown key 'colour'"),
+    ("kill_grace: 5\n", "ralph.yml: unknown key 'kill_grace'"),
+    ("session_timeout: 1h 30\n",
+     "ralph.yml: session_timeout must be a duration (seconds, or like 30s, 15m, 1h), "
+     "got '1h 30'"),
     ("max_cost: ten\n", "ralph.yml: max_cost must be a number, got 'ten'"),
     ("max_cost: 0\n", "ralph.yml: max_cost must be greater than 0, got 0"),
     ("max_iterations: 2.5\n", "ralph.yml: max_iterations must be a whole number, got 2.5"),
@@ -130,7 +177,7 @@ merge: ff
     ("model: 4.5\n", "ralph.yml: model must be a non-empty text (put it in quotes), got 4.5"),
     ("agent: ''\n", "ralph.yml: agent must be a non-empty text, got ''"),
     ("max_attempts: [1, 2]\n", "ralph.yml: max_attempts must be a whole number, got [1, 2]"),
-], ids=["typo", "dashes", "unknown-no-guess", "not-a-number", "zero-cost", "float-count",
+], ids=["typo", "dashes", "unknown-no-guess", "flag-only", "unit-less-part", "not-a-number", "zero-cost", "float-count",
         "negative", "parallel-zero", "bad-bool", "bad-duration", "number-as-text", "empty-text",
         "list"])
 def test_each_bad_key_or_value_gives_one_clear_line(tmp_path: Path, yml: str, expected: str):
@@ -178,7 +225,7 @@ def test_an_empty_file_or_a_null_value_means_defaults(tmp_path: Path, yml: str):
 def test_a_ralph_yml_that_is_not_utf8_is_one_error(tmp_path: Path):
     (tmp_path / "ralph.yml").write_bytes(b"max_cost: \xff\n")
     with pytest.raises(UsageError, match=r"^ralph\.yml: cannot read "):
-        config.load({}, {}, tmp_path)
+        config.load("build", {}, {}, tmp_path)
 
 
 def test_repo_root_is_the_git_top_level_else_the_current_directory(git_repo: Path,
@@ -190,9 +237,9 @@ def test_repo_root_is_the_git_top_level_else_the_current_directory(git_repo: Pat
     assert config.find_repo_root(outside) == outside
 
 
-def test_settings_are_read_only(tmp_path: Path):
+def test_options_are_read_only(tmp_path: Path):
     settings = load(tmp_path)
-    with pytest.raises(TypeError):
-        settings["max_cost"] = 3          # type: ignore[index]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.max_cost = 3             # type: ignore[misc]
     with pytest.raises(AttributeError):
         settings.no_such_setting

@@ -18,7 +18,7 @@ from ralphkit import errors
 from ralphkit.scope import snapshot as scope
 from ralphkit.scope import hashing as scope_hashing
 from ralphkit.scope import target as scope_target
-from ralphkit.backlog.markdown_kv import parse_markdown_kv
+from ralphkit.backlog.answers import parse_markdown_kv
 
 TEN_S = 10_000_000_000
 

@@ -1,6 +1,6 @@
-"""The write-ahead pid file of a session (issue 8 recovery for `--parallel`, issue 4 resume for
-the single loop), through the real session pool and the real session.run: whoever links the
-file first wins, the agent's child or the recovery."""
+"""The write-ahead pid file of a session (the `--parallel` recovery, the single loop's resume),
+through the real session pool and the real session.run: whoever links the file first wins,
+the agent's child or the recovery."""
 from __future__ import annotations
 
 import io
@@ -9,27 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.session import run as session
+from ralphkit.agents.summary import PlainRenderer
 from ralphkit.session import pidfile as session_pidfile
 from ralphkit.session import pool as session_pool
+from ralphkit.session import run as session
 from ralphkit.signals import Guard
-
-
-class _Quiet:
-    """A renderer that keeps nothing (the pool needs one per session)."""
-    summary = None
-
-    def feed(self, chunk: bytes) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 def _run_in_pool(tmp_path: Path, script: str, pidfile: Path):
     with session_pool.Pool(Guard(), lambda: None) as pool:
         failed = pool.start("t", ["sh", "-c", script], env=dict(os.environ), cwd=tmp_path,
-                            log_path=tmp_path / "session.log", renderer=_Quiet(),
+                            log_path=tmp_path / "session.log",
+                            renderer=PlainRenderer(io.BytesIO()),
                             pidfile=pidfile)
         assert failed is None
         ended = []
@@ -42,7 +33,8 @@ def _run_in_pool(tmp_path: Path, script: str, pidfile: Path):
 def _run_alone(tmp_path: Path, script: str, pidfile: Path):
     result = session.run(["sh", "-c", script], env=dict(os.environ),
                          log_path=tmp_path / "session.log", out=io.BytesIO(), guard=Guard(),
-                         on_first_interrupt=lambda: None, renderer=_Quiet(), cwd=tmp_path,
+                         on_first_interrupt=lambda: None, renderer=PlainRenderer(io.BytesIO()),
+                         cwd=tmp_path,
                          pidfile=pidfile)
     assert result.started
     return result

@@ -1,17 +1,23 @@
-"""Session deadlines as a pure policy, and ending a real process group: SIGTERM, a polled
-grace period, SIGKILL only for what ignored SIGTERM."""
+"""Session deadlines as a pure policy, and how the session pump ends a real process group when
+one runs out: SIGTERM, a grace period, SIGKILL only for what ignored SIGTERM."""
 from __future__ import annotations
 
+import io
 import os
 import signal
-import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
 from conftest import STUBS, wait_for
-from ralphkit.session.watchdog import IDLE, TIMEOUT, SessionTimeouts, terminate_group
+from ralphkit.agents.summary import PlainRenderer
+from ralphkit.session import pool as session_pool
+from ralphkit.session import run as session
+from ralphkit.session.watchdog import IDLE, TIMEOUT, SessionTimeouts
+from ralphkit.signals import Guard
 
 POLICY = [
     ("fresh-session", 0, 0, 10, None),
@@ -32,25 +38,36 @@ def test_the_policy_names_the_deadline_that_passed(started, last_output, now, ex
                          ids=["zero", "none"])
 def test_zero_or_none_turns_the_deadlines_off(timeouts):
     assert timeouts.check(0, 0, 10**9) is None
-    assert timeouts.next_deadline(0, 0) is None
 
 
-def test_the_next_deadline_is_the_earliest_of_both():
-    assert SessionTimeouts(3600, 900).next_deadline(100, 3000) == 3700
-    assert SessionTimeouts(3600, 900).next_deadline(100, 200) == 1100
-    assert SessionTimeouts().check(0, 0, 899.9) is None      # defaults: 60 min and 15 min
+def test_the_defaults_are_60_and_15_minutes():
+    assert SessionTimeouts().check(0, 0, 899.9) is None
+    assert SessionTimeouts().check(0, 0, 900) == IDLE
+    assert SessionTimeouts().check(0, 10**6, 3600) == TIMEOUT
 
 
-def _start(tmp_path: Path, stub: str, **env: str) -> tuple[subprocess.Popen, list[int]]:
+@dataclass(frozen=True)
+class _OnceReady(SessionTimeouts):
+    """The real policy, checked only once the stub has written its pid file: its signal
+    handling and its child are in place when the deadline runs out, however slow the start."""
+
+    ready: Path = Path("/nonexistent")
+
+    def check(self, started: float, last_output: float, now: float) -> str | None:
+        return super().check(started, last_output, now) if self.ready.exists() else None
+
+
+def _run(tmp_path: Path, stub: str, session_s: float | None, idle_s: float | None,
+         grace: float, **env: str):
+    """One session of a stub through session.run; the pids it recorded."""
     pidfile = tmp_path / "pids"
     full_env = {"PATH": os.environ["PATH"], "STUB_PIDFILE": str(pidfile), **env}
-    proc = subprocess.Popen([sys.executable, str(STUBS / stub)], env=full_env,
-                            stdout=subprocess.DEVNULL, start_new_session=True)
-    expected = 2 if env.get("STUB_HANG_CHILD") == "1" else 1
-    pids = wait_for(lambda: pidfile.exists() and
-                    [int(p) for p in pidfile.read_text().split()] or None)
-    assert len(pids) == expected
-    return proc, pids
+    result = session.run([sys.executable, str(STUBS / stub)], env=full_env,
+                         log_path=tmp_path / "session.log", out=io.BytesIO(), guard=Guard(),
+                         on_first_interrupt=lambda: None, cwd=tmp_path,
+                         timeouts=_OnceReady(session_s, idle_s, ready=pidfile),
+                         renderer=PlainRenderer(io.BytesIO()), kill_grace_s=grace)
+    return result, [int(p) for p in pidfile.read_text().split()]
 
 
 def _alive(pid: int) -> bool:
@@ -61,60 +78,46 @@ def _alive(pid: int) -> bool:
     return stat[stat.rfind(")") + 2] not in "ZX"
 
 
-@pytest.fixture
-def reaper():
-    procs: list[subprocess.Popen] = []
-    yield procs
-    for proc in procs:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+def test_an_idle_agent_that_exits_on_sigterm_is_not_killed(tmp_path):
+    result, _ = _run(tmp_path, "claude-silent", None, 0.01, grace=60)
+    assert (result.idle_out, result.timed_out, result.forced) == (True, False, False)
+    assert result.returncode == -signal.SIGTERM
 
 
-def test_an_agent_that_exits_on_sigterm_is_not_killed(tmp_path, reaper):
-    proc, pids = _start(tmp_path, "claude-hang")
-    reaper.append(proc)
-    result = terminate_group(proc.pid, grace_s=10, reap=proc.poll)
-    assert (result.term_sent, result.kill_sent, result.gone) == (True, False, True)
-    assert proc.returncode == -signal.SIGTERM
-    assert result.waited_s < 5
+def test_an_agent_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path):
+    result, _ = _run(tmp_path, "claude-hang", 0.01, None, grace=0.3, STUB_IGNORE_TERM="1")
+    assert (result.timed_out, result.idle_out) == (True, False)
+    assert result.returncode == -signal.SIGKILL
 
 
-def test_an_agent_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path, reaper):
-    proc, pids = _start(tmp_path, "claude-hang", STUB_IGNORE_TERM="1")
-    reaper.append(proc)
-    result = terminate_group(proc.pid, grace_s=0.3, reap=proc.poll)
-    assert (result.term_sent, result.kill_sent, result.gone) == (True, True, True)
-    assert proc.returncode == -signal.SIGKILL
-    assert result.waited_s >= 0.3
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="liveness is read in /proc")
+def test_a_child_that_ignores_sigterm_is_killed_with_the_group(tmp_path):
+    result, pids = _run(tmp_path, "claude-hang", 0.01, None, grace=0.3,
+                        STUB_IGNORE_TERM="1", STUB_HANG_CHILD="1")
+    assert result.timed_out and len(pids) == 2
+    assert wait_for(lambda: not any(_alive(pid) for pid in pids))
 
 
-def test_a_child_that_ignores_sigterm_is_killed_with_the_group(tmp_path, reaper):
-    proc, pids = _start(tmp_path, "claude-hang", STUB_IGNORE_TERM="1", STUB_HANG_CHILD="1")
-    reaper.append(proc)
-    result = terminate_group(proc.pid, grace_s=0.3, reap=proc.poll)
-    assert result.kill_sent and result.gone
-    assert not any(_alive(pid) for pid in pids)
+@dataclass(frozen=True)
+class _DueForTheSilent(SessionTimeouts):
+    """A policy under which a session that never printed is idle once `ready` says so."""
+
+    ready: Callable[[], bool] = lambda: False
+
+    def check(self, started: float, last_output: float, now: float) -> str | None:
+        return IDLE if self.ready() and last_output == started else None
 
 
-def test_a_silent_agent_is_ended_by_sigterm(tmp_path, reaper):
-    proc, _ = _start(tmp_path, "claude-silent")
-    reaper.append(proc)
-    assert terminate_group(proc.pid, grace_s=5, reap=proc.poll).kill_sent is False
-    assert proc.returncode == -signal.SIGTERM
-
-
-def test_an_unreaped_leader_does_not_make_the_group_look_alive(tmp_path, reaper):
-    proc, _ = _start(tmp_path, "claude-hang")
-    reaper.append(proc)
-    result = terminate_group(proc.pid, grace_s=2)        # no reap: the leader stays a zombie
-    assert result.kill_sent is False and result.gone
-    proc.wait()
-    assert proc.returncode == -signal.SIGTERM            # the exit status is still the runner's
-
-
-def test_a_group_that_is_already_gone_is_nothing_to_do(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
-    proc.wait()
-    result = terminate_group(proc.pid, grace_s=1)
-    assert (result.term_sent, result.kill_sent, result.gone) == (False, False, True)
+def test_in_a_pool_a_deadline_ends_only_its_own_session(tmp_path):
+    pidfile, talker_log = tmp_path / "pids", tmp_path / "talker.log"
+    env = {"PATH": os.environ["PATH"], "STUB_PIDFILE": str(pidfile)}
+    timeouts = _DueForTheSilent(ready=lambda: pidfile.exists() and talker_log.stat().st_size > 0)
+    with session_pool.Pool(Guard(), lambda: None, timeouts=timeouts, kill_grace_s=60) as pool:
+        for key, argv in (("talker", ["sh", "-c", "echo hi; exec sleep 60"]),
+                          ("silent", [sys.executable, str(STUBS / "claude-hang")])):
+            assert pool.start(key, argv, env=env, cwd=tmp_path, log_path=tmp_path / f"{key}.log",
+                              renderer=PlainRenderer(io.BytesIO())) is None
+        ((key, result),) = pool.wait()
+        assert (key, result.idle_out, result.returncode) == ("silent", True, -signal.SIGTERM)
+        assert list(pool.pids()) == ["talker"]                  # the other one runs on
+    assert talker_log.read_bytes() == b"hi\n"

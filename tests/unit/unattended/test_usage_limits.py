@@ -2,6 +2,7 @@
 ignored, reset times with and without zones (clock frozen by passing `now`), admin-disabled."""
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -11,9 +12,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from conftest import STUBS
+from ralphkit.agents import claude_render as render
 from ralphkit.unattended import usage_limits
 from ralphkit.unattended.reset_time import parse_reset
-from ralphkit.unattended.usage_limits import DISABLED, LIMIT, LimitHit, detect, summary_from_stream
+from ralphkit.unattended.usage_limits import DISABLED, LIMIT, LimitHit, detect
 
 UTC = timezone.utc
 # 10:00 UTC on a Sunday; Seoul is 19:00, Berlin 11:00.
@@ -195,6 +197,15 @@ def _stream(*events) -> list[str]:
     return [json.dumps(e) for e in events]
 
 
+def summary_from_stream(lines) -> render.SessionSummary:
+    """What the loop hands detect(): the summary of the session's renderer, fed the raw stream."""
+    renderer = render.StreamRenderer(io.BytesIO())
+    renderer.feed(b"".join((line.encode() if isinstance(line, str) else line) + b"\n"
+                           for line in lines))
+    renderer.close()
+    return renderer.summary
+
+
 def test_limit_wording_only_in_tool_input_and_tool_output_is_ignored():
     wording = "You've hit your limit · resets 1pm (Asia/Seoul)"
     lines = _stream(
@@ -285,8 +296,7 @@ def test_a_naive_now_is_refused():
 
 
 def test_usage_limits_exports_a_small_surface():
-    assert set(usage_limits.__all__) == {"LimitHit", "LIMIT", "DISABLED", "detect",
-                                         "summary_from_stream"}
+    assert set(usage_limits.__all__) == {"LimitHit", "LIMIT", "DISABLED", "detect"}
 
 
 def test_the_limit_stub_hits_the_limit_only_the_first_n_times(tmp_path):

@@ -1,9 +1,10 @@
-"""markdown-KV read back into task dicts (task-cli.md section 8), for external backends."""
+"""The task CLI's answers read back: markdown-KV (task-cli.md s.8, for external backends) and
+`show` (s.9.9) into task dicts, split on "\n" only, so a U+2028 inside a field stays there."""
 from __future__ import annotations
 
 import pytest
 
-from ralphkit.backlog.markdown_kv import parse_markdown_kv
+from ralphkit.backlog.answers import parse_markdown_kv, parse_show
 
 FULL = """## Task web/01
 id: web/01
@@ -50,3 +51,27 @@ def test_missing_keys_stay_absent_and_stray_lines_are_ignored():
 
 def test_a_non_numeric_priority_is_kept_as_text():
     assert parse_markdown_kv("## Task x\npriority: high\n")[0]["priority"] == "high"
+
+
+SEPARATORS = "a\u2028b\u2029c\x85d\x0ce"        # every one is a line break to splitlines()
+
+
+def test_show_keeps_a_unicode_line_separator_inside_title_and_description(run_task):
+    # The real task CLI's `show`, as the loop reads it when `_export-json` is not there.
+    assert run_task("create", "t-1", f"T {SEPARATORS}", "-d", f"one {SEPARATORS}\ntwo",
+                    "-p", "2").returncode == 0
+    record = parse_show(run_task("show", "t-1").stdout.rstrip("\n"))
+    assert (record["id"], record["title"], record["priority"]) == ("t-1", f"T {SEPARATORS}", 2)
+    assert record["description"] == f"one {SEPARATORS}\ntwo"
+
+
+def test_show_text_with_a_final_newline_reads_as_without(run_task):
+    assert run_task("create", "t-1", "T", "-d", "one\ntwo").returncode == 0
+    out = run_task("show", "t-1").stdout
+    assert parse_show(out) == parse_show(out.rstrip("\n"))
+
+
+def test_markdown_kv_keeps_a_unicode_line_separator_inside_a_title(run_task):
+    assert run_task("create", "t-1", f"T {SEPARATORS}").returncode == 0
+    (task,) = parse_markdown_kv(run_task("list", "--all", "--markdown").stdout)
+    assert (task["id"], task["title"]) == ("t-1", f"T {SEPARATORS}")

@@ -1,0 +1,113 @@
+"""Owns the kinds of value a setting can hold (int, bool, number, duration, text): reading one
+from a command-line argument, an environment variable or a ralph.yml value, and the checks a
+row of the settings table can ask for. A bad value raises `Bad`, whose text says what was
+expected ("a whole number"); the caller names the source. Knows nothing of the table."""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable
+
+from ralphkit.config.durations import parse_duration
+
+KINDS = ("int", "bool", "number", "duration", "text")
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+Check = Callable[[Any], "str | None"]     # None if fine, else what is expected
+
+
+class Bad(ValueError):
+    """A value that does not fit its setting; the text says what was expected."""
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
+        return int(value)
+    raise Bad("a whole number")
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    raise Bad("a boolean (1/0, true/false, yes/no)")
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            raise Bad("a number") from None
+    else:
+        raise Bad("a number")
+    if not math.isfinite(number):
+        raise Bad("a number")
+    return number
+
+
+def _duration(value: Any) -> float:
+    """Seconds: a non-negative number, or a text in durations' grammar."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value >= 0 and math.isfinite(value):
+            return float(value)
+    elif isinstance(value, str):
+        try:
+            return parse_duration(value)
+        except ValueError:
+            pass
+    raise Bad("a duration (seconds, or like 30s, 15m, 1h)")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str) and value.strip():
+        return value
+    hint = " (put it in quotes)" if isinstance(value, (int, float)) else ""
+    raise Bad(f"a non-empty text{hint}")
+
+
+_READERS: dict[str, Callable[[Any], Any]] = {
+    "int": _int, "bool": _bool, "number": _number, "duration": _duration, "text": _text}
+
+
+def read(kind: str, value: Any) -> Any:
+    """A value of `kind` from an environment string, a ralph.yml value or a flag's value."""
+    return _READERS[kind](value)
+
+
+def _decimal(text: str) -> int:
+    if not re.fullmatch(r"[0-9]+", text):     # [SAFER] ralph.sh let `-n abc` reach bash arithmetic
+        raise ValueError(text)
+    return int(text)
+
+
+# A flag's argument: ValueError means the flag's own "requires ..." message (s.3).
+_FLAG_CONVERTERS: dict[str, Callable[[str], Any]] = {
+    "int": _decimal, "number": float, "duration": parse_duration, "text": str}
+
+
+def from_flag(kind: str, text: str) -> Any:
+    """The value of a flag's argument; ValueError when it does not parse."""
+    return _FLAG_CONVERTERS[kind](text)
+
+
+def at_least(low: float) -> Check:
+    return lambda v: None if v >= low else f"at least {low:g}"
+
+
+def positive(v: float) -> str | None:
+    return None if v > 0 else "greater than 0"
+
+
+def one_of(*choices: str) -> Check:
+    return lambda v: None if v in choices else "one of " + ", ".join(choices)
+
+
+__all__ = ["KINDS", "Bad", "Check", "read", "from_flag", "at_least", "positive", "one_of"]

@@ -1,0 +1,79 @@
+"""Owns `RunContext`: what one plan/build run knows while ralph.py's loop runs it (options,
+task command, signal guard, environment of every child, the chosen agent, the run on disk,
+the unattended-run machinery, the features), and the run's voices: `say` (stdout, ralph.sh's
+lines), `warn` (stderr) and the stdout stream children write to, all passed in by ralph.py.
+Knows nothing of the order of the loop's steps."""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, TextIO
+
+from ralphkit import signals
+from ralphkit import workspace
+from ralphkit.agents import adapters as agents
+from ralphkit.agents import backend
+from ralphkit.backlog import calls as task_calls
+from ralphkit.config.options import Options
+from ralphkit.runs import lifecycle
+from ralphkit.runs import progress
+
+if TYPE_CHECKING:                        # annotations only: features import this module
+    from ralphkit.loop.features import Features
+    from ralphkit.unattended.night import Night
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class RunContext:
+    mode: str
+    options: Options
+    task: task_calls.TaskCommand
+    guard: signals.Guard
+    script_dir: Path
+    say: Say                                 # stdout, flushed at once (s.1 ordering)
+    warn: Say                                # stderr
+    stdout: TextIO                           # where the agent's rendered output and passed-
+                                             # through task output go (flushed, then .buffer)
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))  # every child's env
+    cwd: Path = field(default_factory=Path.cwd)
+    backend: str = backend.ANTHROPIC
+    adapter: agents.AgentAdapter = field(default_factory=lambda: agents.get_adapter("claude"))
+    model: str | None = None                 # resolved model id (s.7); None without --model
+    branch: str = ""
+    agent_id: str = ""
+    run_stamp: str = field(default_factory=lambda: time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+    sessions: int = 0                        # sessions started in this run
+    cleaned_up: bool = False
+    run: lifecycle.Run | None = None         # lock + state + progress
+    night: Night | None = None               # timeouts, limits, breaker, budgets, ctl
+    features: Features | None = None         # what plugs into the loop (loop.features)
+    exit_reason: str = "unexpected error"    # the run's last line, for run_end / ralph status
+    ralph_dir: Path = field(init=False)      # run lock, state, progress, ctl sentinels
+
+    def __post_init__(self) -> None:
+        self.ralph_dir = workspace.ralph_dir(self.cwd)
+
+    def export(self, name: str, value: str) -> None:
+        """s.9: an export reaches every child (explicit env) and ralph.py's own environment."""
+        self.env[name] = value
+        os.environ[name] = value
+
+    def session_stem(self) -> str:
+        return f"{self.run_stamp}-{os.getpid()}-{self.mode}-{self.sessions:03d}"
+
+    def notice(self, kind: str, message: str) -> None:
+        """A feature's notice: stderr (stdout stays ralph.sh's) and a `log` event."""
+        self.warn(message)
+        self.record("log", kind=kind, message=message)
+
+    def record(self, event: str, **fields: object) -> None:
+        """One line of this run's events.jsonl."""
+        if self.run is not None:
+            progress.append_event(self.ralph_dir, self.run.state.run_id, event, **fields)
+
+
+__all__ = ["RunContext", "Say"]

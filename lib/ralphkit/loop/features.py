@@ -1,0 +1,188 @@
+"""Owns the features that plug into ralph.py's loops, all through one interface (`Feature`):
+the unattended-run checks between sessions (`ralph ctl`, SIGHUP, --max-runtime), scope freeze
+(FREEZE_SCOPE) and assignment mode (--assign). `Features` runs them in order, so each loop has
+one path whichever are on. Knows nothing of the order of the loop's own steps (ralph.py) or of
+what a feature does inside (unattended.night, scope.freeze, assign.mode)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeVar
+
+from ralphkit import errors
+from ralphkit.assign import mode as assign_mode
+from ralphkit.config.settings import find_repo_root
+from ralphkit.loop.context import RunContext
+from ralphkit.scope import freeze as scope_run
+from ralphkit.unattended.night import Night
+
+FROZEN_DONE = "All frozen tasks complete. Exiting loop."
+F = TypeVar("F", bound="Feature")
+
+
+@dataclass(frozen=True)
+class Prompt:
+    data: str                            # the text after the skill command (s.11)
+    task: str | None = None              # the task ralph assigned for this session, if any
+
+
+class Feature:
+    """The one interface; every hook does nothing unless a feature says otherwise."""
+
+    def start(self) -> None:
+        """The loop begins."""
+
+    def before_session(self) -> str | None:
+        """A line: the run stops there (exit 0). May raise a RalphError (exit 4, 5)."""
+        return None
+
+    def prompt(self, prompt: Prompt) -> Prompt | None:
+        """What the session is given; None: nothing to run ("No tasks available")."""
+        return prompt
+
+    def after_session(self) -> list[str]:
+        """After the session, before s.15.5's crash safety: the tasks this feature failed."""
+        return []
+
+    def end_lines(self, lines: list[str]) -> list[str]:
+        """The lines that end the build loop."""
+        return lines
+
+
+class Features(Feature):
+    """Features in order; each hook runs them all (a stop line or a None prompt ends it)."""
+
+    def __init__(self, *features: Feature | None):
+        self.items = [f for f in features if f is not None]
+
+    def get(self, kind: type[F]) -> F | None:
+        """The feature of this kind, if it is on."""
+        return next((f for f in self.items if isinstance(f, kind)), None)
+
+    def start(self) -> None:
+        for feature in self.items:
+            feature.start()
+
+    def before_session(self) -> str | None:
+        for feature in self.items:
+            if (line := feature.before_session()) is not None:
+                return line
+        return None
+
+    def prompt(self, prompt: Prompt) -> Prompt | None:
+        for feature in self.items:
+            if (prompt := feature.prompt(prompt)) is None:
+                return None
+        return prompt
+
+    def after_session(self) -> list[str]:
+        return [task for feature in self.items for task in feature.after_session()]
+
+    def end_lines(self, lines: list[str]) -> list[str]:
+        for feature in self.items:
+            lines = feature.end_lines(lines)
+        return lines
+
+
+class Unattended(Feature):
+    """`ralph ctl` pause/stop and SIGHUP between sessions, --max-runtime, log rotation."""
+
+    def __init__(self, night: Night):
+        self.night = night
+
+    def before_session(self) -> str | None:
+        return self.night.between_sessions()
+
+
+class ScopeFreeze(Feature):
+    """FREEZE_SCOPE: the frozen scope checked before every session; each change named once,
+    STOP_ON_SCOPE_CHANGE stops the run (exit 4). A build run ends when every frozen task is
+    done; a plan run goes on."""
+
+    def __init__(self, ctx: RunContext, freeze: scope_run.Freeze):
+        self.ctx, self.freeze = ctx, freeze
+
+    def check(self) -> bool:
+        """True when every frozen task is done."""
+        ctx = self.ctx
+        found = scope_run.check(self.freeze, ctx.task, ctx.env)
+        if found.report is None:
+            ctx.warn("Warning: scope check skipped: the task command could not list the backlog")
+        for line in found.new_lines:
+            ctx.warn(f"Scope changed: {line}")
+        if found.stop:
+            raise errors.ScopeChanged(found.report.summary())
+        return found.target_done
+
+    def target_met(self) -> bool:
+        return scope_run.target_met(self.freeze, self.ctx.task, self.ctx.env)
+
+    def before_session(self) -> str | None:
+        done = self.check()
+        return FROZEN_DONE if done and self.ctx.mode == "build" else None
+
+
+def scope_freeze(ctx: RunContext) -> ScopeFreeze | None:
+    """At run start: snapshot the scope (a resumed run keeps its own); from here every task
+    call and the agent see only the frozen ids (RALPH_FROZEN_IDS_FILE). None when off."""
+    opts = ctx.options                   # CLI > env > ralph.yml; a resume: persisted
+    if not (opts.freeze_scope or opts.stop_on_scope_change):   # off: no extra task call
+        return None
+    freeze = scope_run.start(ctx.task, ctx.env, ctx.run.ralph_dir, ctx.run.state,
+                             find_repo_root(ctx.cwd), stop_on_change=opts.stop_on_scope_change,
+                             watch_specs=opts.scope_watch)
+    ctx.export("RALPH_FROZEN_IDS_FILE", str(freeze.ids_file))
+    snap = freeze.snapshot
+    kept = "frozen" if snap.created else f"kept from {snap.frozen_at}"
+    ctx.warn(f"Scope {kept}: {len(snap.task_ids)} tasks ({freeze.run_dir}/scope.json)")
+    for line in snap.warnings:
+        ctx.warn(f"Warning: scope: {line}")
+    return ScopeFreeze(ctx, freeze)
+
+
+class Assign(Feature):
+    """--assign: ralph claims one task per session and sends its anti-drift block; the
+    inbox is imported before each claim; the completion check follows each session; the
+    loop never ends with a silent "All tasks complete" while tasks are held."""
+
+    def __init__(self, ctx: RunContext, mode: assign_mode.AssignMode):
+        self.ctx, self.mode = ctx, mode
+
+    def _report(self, step: assign_mode.Step) -> assign_mode.Step:
+        for kind, message in step.notices:
+            self.ctx.notice(kind, message)
+        for event in step.events:
+            self.ctx.record(**event)
+        return step
+
+    def start(self) -> None:
+        self.ctx.notice("assign", self.mode.describe())
+
+    def before_session(self) -> str | None:
+        self._report(self.mode.import_inbox())          # inbox before each claim
+        return None
+
+    def prompt(self, prompt: Prompt) -> Prompt | None:
+        step = self._report(self.mode.before(self.ctx.agent_id))   # ralph claims, injects
+        if step.task is None:                                       # only tasks leased to others
+            return None
+        return Prompt(step.prompt_data, step.task)
+
+    def after_session(self) -> list[str]:
+        step = self._report(self.mode.after())          # done -> archive, else fail
+        if step.fail_output:
+            self.ctx.say(step.fail_output)              # `failed <id>`, as s.15.5 passes it
+        return [step.task] if step.outcome == "failed" else []
+
+    def end_lines(self, lines: list[str]) -> list[str]:
+        return assign_mode.end_line(self.mode.held(), lines[0]) + lines[1:]
+
+
+def assignment(ctx: RunContext) -> Assign | None:
+    """Assignment mode for this run (a resumed run keeps its mode), or None when off."""
+    mode = assign_mode.setup(ctx.options, ctx.task.bound(ctx.env), find_repo_root(ctx.cwd),
+                             ctx.ralph_dir)
+    return Assign(ctx, mode) if mode is not None else None
+
+
+__all__ = ["Prompt", "Feature", "Features", "Unattended", "ScopeFreeze", "Assign",
+           "scope_freeze", "assignment", "FROZEN_DONE"]

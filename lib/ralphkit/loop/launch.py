@@ -1,0 +1,131 @@
+"""Owns one session as the loop runs it (ralph-cli.md s.11): the prompt (spilled to a file when
+it cannot be one argument), the agent's argv and environment, respawn safety and the one-shot
+FRESH_START, the run state around it (write-ahead pid file, agent pid), `session.run` with the
+run's timeouts; then its record (run state, progress, the unattended-run outcome) and s.15.5's
+crash safety. Knows nothing of the loop's order (ralph.py) or of the session pump (session)."""
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from ralphkit import workspace
+from ralphkit.agents import adapters as agents
+from ralphkit.backlog import answers as backlog
+from ralphkit.backlog import readonly as backlog_readonly
+from ralphkit.loop.context import RunContext
+from ralphkit.loop.features import Prompt
+from ralphkit.runs import lifecycle
+from ralphkit.session import fresh_start
+from ralphkit.session import respawn
+from ralphkit.session import run as session
+from ralphkit.backlog.answers import FAIL_REASON
+
+WAITING = "Waiting for {agent} to finish cleanup... Press Ctrl+C again to force quit."
+
+
+def first_interrupt(ctx: RunContext) -> None:
+    """s.16: the first Ctrl+C lets the agent clean up."""
+    ctx.say("")
+    ctx.say(WAITING.format(agent=ctx.adapter.name))
+
+
+def run_session(ctx: RunContext, command: str, prompt: Prompt) -> session.SessionResult:
+    """s.11: build the prompt and argv, run the agent, stream and log its output."""
+    ctx.sessions += 1
+    text = f"{command} {prompt.data}" if prompt.data else command
+    adapter = ctx.adapter                                       # claude unless --agent
+    if not adapter.prompt_on_stdin and not agents.prompt_fits(text):   # [SAFER] ralph.sh: E2BIG
+        path = workspace.ralph_subdir(ctx.cwd, "prompts") / f"{ctx.session_stem()}.md"
+        text = agents.spill_prompt(command, prompt.data, path)
+        size = len(prompt.data.encode("utf-8", "surrogateescape"))
+        ctx.say(f"Note: task data ({size} bytes) is too large for one command-line argument; "
+                f"passing it in {path}")
+    argv = adapter.argv(text, danger=ctx.options.danger, model=ctx.model)
+    if ctx.options.respawn_safety:
+        note = respawn.neutralise_ralph_loop(ctx.cwd)           # no inherited ralph-loop
+        if note:
+            ctx.notice("respawn_safety", note)
+    fresh = fresh_start.consume(ctx.ralph_dir)                  # FRESH_START is one-shot
+    argv += fresh_start.session_resume_args(ctx.options.continue_session, fresh)
+    log_path = workspace.ralph_subdir(ctx.cwd, "logs") / f"{ctx.session_stem()}.jsonl"
+    pidfile = lifecycle.begin_session(ctx.run, task=prompt.task, log=log_path,
+                                      agent=ctx.agent_id)
+    ctx.stdout.flush()
+    result = session.run(argv, env={**ctx.env, **adapter.env(danger=ctx.options.danger)},
+                         log_path=log_path, out=ctx.stdout.buffer, guard=ctx.guard,
+                         on_first_interrupt=lambda: first_interrupt(ctx),
+                         renderer=adapter.new_renderer(ctx.stdout.buffer),
+                         stdin=adapter.stdin(text),
+                         on_start=lambda pid: lifecycle.agent_started(ctx.run, pid),
+                         pidfile=pidfile,                       # write-ahead: a kill -9 before on_start
+                         timeouts=ctx.night.timeouts,           # TERM, grace, KILL
+                         kill_grace_s=ctx.night.cfg.kill_grace_s)
+    if not result.started:
+        ctx.warn(f"Error: cannot run '{argv[0]}': {result.error}")
+    return result
+
+
+def record_session(ctx: RunContext, result: session.SessionResult, failed: list[str] = (),
+                   reason: str = FAIL_REASON) -> None:
+    """The session's outcome in the run state and progress record. In agent-selects build
+    mode the tasks are read back: those the crash-safety step failed, and those this agent
+    marked done since the session started (read-only, no task call)."""
+    completed = []
+    if ctx.agent_id and ctx.task.embedded:
+        completed = backlog_readonly.finished_by(ctx.agent_id, ctx.run.session_since,
+                                                 environ=ctx.env, cwd=ctx.cwd)
+    outcome = None if result.interrupted else ctx.night.after_session(result, list(failed), reason)
+    lifecycle.end_session(ctx.run, returncode=result.returncode, summary=result.summary,
+                          interrupted=result.interrupted, completed=completed,
+                          failed=list(failed), fail_reason=reason,
+                          extra=outcome)                        # how the session ended
+
+
+def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str:
+    """--parallel N: up to N sessions at once, one claimed task each, in git worktrees whose
+    branches are merged back (parallel.run owns it all). Returns why it ended."""
+    from ralphkit.parallel import run as parallel   # git worktrees: only a --parallel run pays
+
+    opts, night = ctx.options, ctx.night
+    return parallel.run(parallel.Setup(
+        task=ctx.task, env=ctx.env, cwd=ctx.cwd, adapter=ctx.adapter, danger=opts.danger,
+        model=ctx.model, parallel=opts.parallel, max_iterations=opts.max_iterations,
+        merge=opts.merge, run_branch=ctx.branch, first_agent=ctx.agent_id, run=ctx.run,
+        guard=ctx.guard, out=ctx.stdout.buffer, say=ctx.say, warn=ctx.warn,
+        on_first_interrupt=lambda: first_interrupt(ctx),
+        stem=f"{ctx.run_stamp}-{os.getpid()}-build",
+        timeouts=night.timeouts, kill_grace_s=night.cfg.kill_grace_s,      # per session
+        max_consecutive_failures=night.cfg.limits.max_consecutive_failures,  # breaker: exit 6
+        scope_check=scope_check))                                          # FREEZE_SCOPE: exit 4
+
+
+def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = FAIL_REASON,
+                      passthrough: bool = True) -> list[str]:
+    """s.15.5: release what the session left active for this agent; the slugs it failed.
+    Also used on resume for a dead run's agent (its `fail` output not passed through)."""
+    agent = agent or ctx.agent_id
+    if not agent:
+        return []
+    active = ctx.task.call("list", "--status", "active", "--assignee", agent,
+                           "--markdown", env=ctx.env)          # task list --status active ...
+    slugs = backlog.slugs(active.output)
+    for slug in slugs:
+        if passthrough:
+            ctx.stdout.flush()
+            ctx.task.passthrough("fail", slug, "--reason", reason,   # task fail $id --reason "..."
+                                 env=ctx.env, out=ctx.stdout.buffer)
+        else:
+            ctx.task.call("fail", slug, "--reason", reason, env=ctx.env)
+    return slugs
+
+
+def release_dead_agent(ctx: RunContext, agent: str, reason: str) -> list[str]:
+    """On resume after a crash: fail what the dead run's agent still holds, then deregister
+    it (quietly: these are not this run's calls of s.1's table)."""
+    slugs = fail_active_tasks(ctx, agent, reason, passthrough=False)
+    ctx.task.call("agent", "deregister", agent, env=ctx.env)
+    return slugs
+
+
+__all__ = ["run_session", "record_session", "run_parallel", "fail_active_tasks", "release_dead_agent",
+           "first_interrupt", "WAITING"]

@@ -1,0 +1,46 @@
+"""Owns the dry run's report (`--dry-run`): the run it would start or resume, the task data
+(read-only), the prompt and the agent argv, as lines for ralph.py to print after the banner.
+Writes nothing: no lock, state, log, agent registration, database change, .ralph/ or
+.gitignore."""
+from __future__ import annotations
+
+import shlex
+from typing import Iterator
+
+from ralphkit.backlog import readonly as backlog_readonly
+from ralphkit.loop.context import RunContext
+from ralphkit.runs import lifecycle
+
+
+def lines(ctx: RunContext) -> Iterator[str]:
+    """What this run would do, one printed line (or block) each, read as they are printed."""
+    yield ("Dry run: nothing is written (no run lock, run state, log, agent registration "
+           "or task change).")
+    yield lifecycle.preview(ctx.ralph_dir, ctx.mode, ctx.options.resume)
+    argv = ("peek", "-n", "10") if ctx.mode == "build" else ("list", "--all", "--markdown")
+    data = ""
+    if not ctx.task.embedded:
+        yield (f"Task data: not read: the task command {ctx.task.command} is not "
+                   "ralph.py's own and might write")
+    else:
+        read = backlog_readonly.call(list(argv), environ=ctx.env, cwd=ctx.cwd)
+        if read.db_path is not None and not read.exists:
+            yield (f"Task data: none: {read.db_path} does not exist yet (the first task "
+                       "call creates it)")
+        else:
+            yield (f"Task data (task {' '.join(argv)}, read-only):")
+            yield (read.output or "(empty)")
+            data = read.output if read.ok else ""
+            if ctx.mode == "build" and read.ok and not read.output:
+                yield ("No tasks available: the run would stop here without starting "
+                           "the agent.")
+    command = f"/ralph-{ctx.mode}"
+    prompt = f"{command} {data}" if data else command
+    if ctx.options.assign:                                      # a claim would write
+        yield ("Assignment mode: ralph would claim the first claimable task and send "
+                   "its anti-drift block instead of this prompt.")
+    yield from ("Prompt:", prompt, "Agent argv:")
+    yield shlex.join(ctx.adapter.argv(prompt, danger=ctx.options.danger, model=ctx.model))
+
+
+__all__ = ["lines"]

@@ -1,0 +1,76 @@
+"""Owns the start-up and clean-up steps of one plan/build run that ralph.py calls in
+ralph.sh's order: the agent and model (s.7), the run lock and state (a new run or a resumed
+one, whose persisted settings win), session setup (s.9: branch, exports, agent registration)
+and the exit cleanup (s.17: deregistration, exactly once). Knows nothing of the loops."""
+from __future__ import annotations
+
+from ralphkit import workspace
+from ralphkit.agents import adapters as agents
+from ralphkit.agents import backend
+from ralphkit.backlog import answers as backlog
+from ralphkit.loop import launch
+from ralphkit.loop.context import RunContext
+from ralphkit.runs import lifecycle
+
+
+def choose_agent(ctx: RunContext) -> None:
+    """The agent backend (`--agent`, `--agent-cmd`; unknown name: exit 1, nothing
+    written), then the model: s.7's aliases for claude, the name as given for other CLIs."""
+    opts = ctx.options
+    ctx.adapter = agents.get_adapter(opts.agent or "claude", opts.agent_cmd)
+    ctx.model = None
+    if opts.model is not None:                                  # s.7
+        ctx.model = opts.model if ctx.adapter.name != "claude" else backend.resolve_model(
+            opts.model, ctx.backend, backend.models_file(ctx.script_dir))
+    ctx.adapter.argv("", model=ctx.model)                       # a --model this agent cannot take
+
+
+def start_run(ctx: RunContext) -> None:
+    """The run lock before the first write to the backlog (`agent register`), then the run
+    state: a new run, or the interrupted one resumed with its counters and its persisted
+    settings (they win over the flags given now; each mismatch is a stderr line)."""
+    workspace.ralph_subdir(ctx.ralph_dir.parent, "runs")       # .ralph/ with its .gitignore (exit 8)
+    opts = ctx.options
+    asked = opts.max_iterations if opts.source("max_iterations") != "default" else None
+    with ctx.guard.deferred():                                  # a signal cannot split lock and state
+        ctx.run = lifecycle.start_run(
+            ctx.ralph_dir, ctx.mode, max_iterations=opts.max_iterations,
+            cli_max_iterations=asked, options=opts.persisted(), resume=opts.resume,
+            recover=lambda agent, reason: launch.release_dead_agent(ctx, agent, reason))
+    for note in ctx.run.notes:                                  # stderr: stdout stays s.10's
+        ctx.warn(note)
+    state = ctx.run.state
+    ctx.options = opts.with_values({**state.options, "max_iterations": state.max_iterations})
+    choose_agent(ctx)
+
+
+def session_setup(ctx: RunContext) -> None:
+    """s.9, in order."""
+    ctx.branch = workspace.current_branch(ctx.env)              # BRANCH=$(git branch --show-current)
+    ctx.export("RALPH_TASK_SCRIPT", ctx.task.command)           # export RALPH_TASK_SCRIPT=$TASK_SCRIPT
+    ctx.export("SCRIPT_DIR", str(ctx.script_dir))               # export SCRIPT_DIR
+    scope = ctx.task.call("_get-scope", env=ctx.env)            # SCOPE=$(task _get-scope)
+    if scope.ok:
+        parsed = backlog.scope(scope.output)
+        ctx.export("RALPH_SCOPE_REPO", parsed.repo)             # export RALPH_SCOPE_REPO=...
+        ctx.export("RALPH_SCOPE_BRANCH", parsed.branch)         # export RALPH_SCOPE_BRANCH=...
+    if ctx.mode == "build":
+        agent = ctx.task.call("agent", "register", env=ctx.env)  # AGENT_ID=$(task agent register)
+        if agent.output:                                        # whatever the exit status (s.9.4)
+            ctx.agent_id = agent.output
+            ctx.export("RALPH_AGENT_ID", agent.output)          # export RALPH_AGENT_ID
+
+
+def exit_cleanup(ctx: RunContext) -> None:
+    """s.17: exactly once, on every way out after session setup has begun."""
+    ctx.guard.closing = True                                    # from here a signal cannot cut it short
+    if ctx.cleaned_up:
+        return
+    ctx.cleaned_up = True
+    if ctx.agent_id:
+        ctx.stdout.flush()
+        ctx.task.passthrough("agent", "deregister", ctx.agent_id,  # task agent deregister $AGENT_ID
+                             env=ctx.env, out=ctx.stdout.buffer)
+
+
+__all__ = ["choose_agent", "start_run", "session_setup", "exit_cleanup"]
