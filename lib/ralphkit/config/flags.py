@@ -116,6 +116,10 @@ _FLAGS: list[Flag] = [
          help_lines=("  --parallel N                Up to N sessions at once, in git worktrees",)),
     Flag(("--merge",), "merge", "Error: --merge requires rebase, ff or none", modes=("build",),
          help_lines=("  --merge rebase|ff|none      Merge a finished task's branch (--parallel)",)),
+    # verified completion (lib/ralphkit/verify, docs/verify.md)
+    Flag(("--verify",), "verify", "Error: --verify requires a command", modes=("build",),
+         help_lines=("  --verify CMD                Run CMD after a task is marked done;",
+                     "                              a failure reopens the task")),
 ]
 
 

@@ -168,6 +168,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("merge", "text", "rebase", None, "--merge",
             "merge a finished task's branch back with --parallel: rebase, ff or none",
             lambda v: None if v in ("rebase", "ff", "none") else "one of rebase, ff, none"),
+    # verified completion (docs/verify.md)
+    Setting("verify", "text", None, None, "--verify",
+            "run this command after a task is marked done; a failure reopens the task"),
+    Setting("verify_timeout", "duration", 600.0, None, None,
+            "stop the verify command after this long (a failure of its own)", _positive),
+    Setting("tamper", "text", "hold", None, None,
+            "test tampering found in a session's diff: hold the task, warn, or off",
+            lambda v: None if v in ("hold", "warn", "off") else "one of hold, warn, off"),
+    Setting("protect", "text", None, None, None,
+            "globs (space or comma separated) of files a session may add to but not change"),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 

@@ -105,6 +105,10 @@ respawn_limit: 5
 continue_session: on
 respawn_safety: off
 merge: ff
+verify: pytest -q
+verify_timeout: 2m
+tamper: warn
+protect: "tests/** .github/**"
 """
     settings = load(tmp_path, yml)
     assert set(settings.explicit()) == {s.name for s in config.SETTINGS}
