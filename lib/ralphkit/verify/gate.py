@@ -1,0 +1,127 @@
+"""Owns running one verify command: in the given tree, in a process group of its own (never
+the agent's), with a timeout (SIGTERM to the group, then SIGKILL), its output captured to a
+file, and the result bound to the commit it ran at: command, exit status, duration, output tail
+and its sha256, HEAD and whether the tree had uncommitted changes. Knows nothing of tasks, of
+the loop or of tampering."""
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Mapping
+
+TAIL_LINES = 40
+TAIL_CHARS = 4000
+KILL_GRACE_S = 5.0
+
+
+@dataclass(frozen=True)
+class Check:
+    """One run of a verify command."""
+
+    command: str
+    exit_code: int | None        # None: it did not run to an end (timeout, cannot start)
+    duration_s: float
+    tail: str                    # the last TAIL_LINES lines (at most TAIL_CHARS characters)
+    tail_sha256: str
+    commit: str                  # `git rev-parse HEAD` of the tree it ran in ("" outside git)
+    dirty: bool                  # uncommitted changes to tracked files when it ran
+    timed_out: bool = False
+    timeout_s: float | None = None
+    error: str = ""              # why it could not start
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    def summary(self) -> str:
+        """One line: what ran where and how it ended."""
+        at = f"at {self.commit[:12] or 'no commit'}{' (uncommitted changes)' if self.dirty else ''}"
+        if self.timed_out:
+            how = f"timed out after {self.timeout_s:g}s"
+        elif self.error:
+            how = f"could not run: {self.error}"
+        else:
+            how = f"exited {self.exit_code} in {self.duration_s:.1f}s"
+        return f"verify `{self.command}` {how} {at}"
+
+    def as_record(self) -> dict:
+        return asdict(self)
+
+
+def git(tree: Path, *args: str) -> str:
+    """A git answer, stripped; "" when git fails (not a repository, unknown commit)."""
+    done = subprocess.run(["git", *args], cwd=tree, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    return done.stdout.strip() if done.returncode == 0 else ""      # not a repository: ""
+
+
+def tree_state(tree: Path) -> tuple[str, bool]:
+    """(HEAD, has uncommitted changes to tracked files) of the tree."""
+    head = git(tree, "rev-parse", "HEAD")
+    dirty = bool(git(tree, "status", "--porcelain", "--untracked-files=no"))
+    return head, dirty
+
+
+def tail_of(data: bytes) -> str:
+    text = data.decode("utf-8", "replace")
+    lines = text.rstrip("\n").split("\n")[-TAIL_LINES:]
+    return "\n".join(lines)[-TAIL_CHARS:]
+
+
+def _stop(proc: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM to the command's whole group, SIGKILL after the grace: a test runner's own
+    children (workers, servers) go with it."""
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    try:                               # the leader is gone; its group may linger (nohup, &)
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run(command: str, tree: Path, env: Mapping[str, str], timeout_s: float,
+        kill_grace_s: float = KILL_GRACE_S) -> Check:
+    """Run `sh -c command` in tree and wait for it (at most timeout_s, then the group is
+    stopped). The user wrote the command, so it runs through the shell."""
+    head, dirty = tree_state(tree)
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as out:
+        try:
+            proc = subprocess.Popen(["sh", "-c", command], cwd=tree, env=dict(env),
+                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        except OSError as err:
+            return Check(command, None, 0.0, "", hashlib.sha256(b"").hexdigest(), head, dirty,
+                         error=err.strerror or str(err))
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            if timed_out or proc.returncode is None:     # a signal to ralph ends it too
+                _stop(proc, kill_grace_s)
+        duration = time.monotonic() - started
+        out.seek(max(0, out.seek(0, os.SEEK_END) - 16 * TAIL_CHARS))
+        tail = tail_of(out.read())
+    code = None if timed_out else proc.returncode
+    return Check(command, code, round(duration, 3), tail,
+                 hashlib.sha256(tail.encode("utf-8")).hexdigest(), head, dirty,
+                 timed_out=timed_out, timeout_s=timeout_s)
+
+
+__all__ = ["Check", "run", "tree_state", "tail_of", "git"]
