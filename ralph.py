@@ -69,6 +69,7 @@ from ralphkit.unattended import night as overnight
 from ralphkit.config import unattended_flags as overnight_options
 from ralphkit.runs import progress
 from ralphkit.session import respawn
+from ralphkit.verify import completion as verify
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 
 GENERAL_HELP = """\
@@ -124,6 +125,7 @@ class RunContext:
     freeze: scope_run.Freeze | None = None   # FREEZE_SCOPE: the frozen scope
     assign: assign_mode.AssignMode | None = None   # --assign / assign: true
     adapter: agents.AgentAdapter = field(default_factory=lambda: agents.get_adapter("claude"))
+    verify: verify.Gate | None = None              # build: --verify, tamper check (docs/verify.md)
 
     def export(self, name: str, value: str) -> None:
         """s.9: an export reaches every child (explicit env) and ralph.py's own environment."""
@@ -358,7 +360,7 @@ def build_loop(ctx: RunContext) -> int:
         peek = ctx.task.call("peek", "-n", "10", env=ctx.env)             # PEEK_MD=$(task peek -n 10)
         if peek.ok and not peek.output:                                   # nothing claimable: done
             return finish(ctx, "No tasks available. Exiting loop.")
-        data = peek.output
+        data = ctx.verify.annotate(peek.output)                           # + why a verify failed
         if ctx.assign:
             step = report(ctx, ctx.assign.before(ctx.agent_id))           # ralph claims, injects
             if step.task is None:                                         # only tasks leased to others
@@ -376,6 +378,7 @@ def build_loop(ctx: RunContext) -> int:
                 say(step.fail_output)                                     # `failed <id>`, as s.15.5 passes it
             failed = [step.task] if step.outcome == "failed" else []
         failed += fail_active_tasks(ctx, reason=reason)                   # crash safety, before plan-status
+        failed, reason = ctx.verify.after_session(failed, reason)         # verify gate: reopen, hold
         record_session(ctx, result, failed, reason)                       # issue 4+7: record, attempts, holds
         counts = ctx.task.call("plan-status", env=ctx.env)                # task plan-status
         if counts.ok and backlog.all_done(counts.output):                 # 0 open, 0 active
@@ -398,7 +401,8 @@ def parallel_build(ctx: RunContext) -> int:
         stem=f"{ctx.run_stamp}-{os.getpid()}-build",
         timeouts=ctx.night.timeouts, kill_grace_s=ctx.night.cfg.kill_grace_s,  # issue 7, per session
         max_consecutive_failures=ctx.night.cfg.limits.max_consecutive_failures,  # breaker: exit 6
-        scope_check=(lambda: check_scope(ctx)) if ctx.freeze else None))  # FREEZE_SCOPE: exit 4
+        scope_check=(lambda: check_scope(ctx)) if ctx.freeze else None,   # FREEZE_SCOPE: exit 4
+        verify=ctx.verify))                                               # verify gate per worktree
     if reason == "interrupted":
         return EXIT_INTERRUPTED
     if reason == "max_iterations":
@@ -474,6 +478,8 @@ def run_mode(mode: str, args: list[str]) -> int:
                                            config.find_repo_root(ctx.cwd), ctx.ralph_dir)
         session_setup(ctx)                                        # [SAFER] cleanup armed from here on
         freeze_scope(ctx)                                         # FREEZE_SCOPE: snapshot the backlog
+        if mode == "build":                                       # the commit before the first session
+            ctx.verify = verify.start(ctx.options.extra, ctx.task, ctx.env, ctx.cwd, ctx.run, warn)
         ctx.guard.raise_pending()                                 # a signal during an in-process call
         banner(ctx)
         night_cfg = overnight_options.resolve(ctx.options, ctx.run.state.options)  # lead's default rule

@@ -70,6 +70,7 @@ class Setup:
     # the scope check (it names each change once and raises
     # ScopeChanged under STOP_ON_SCOPE_CHANGE); True when every frozen task is done.
     scope_check: Callable[[], bool] | None = None
+    verify: Any = None                           # verify.completion.Gate: judged before the merge
 
 
 @dataclass
@@ -184,10 +185,13 @@ class ParallelBuild:
         tasks = self._export()
         done = {tid for tid, t in tasks.items() if t.get("status") == "done"}
         frozen = self._frozen_ids()
-        return [t for t in tasks.values()
-                if t.get("status") == "open" and not t.get("held") and not t.get("deleted_at")
-                and (frozen is None or t["id"] in frozen)
-                and all(dep in done for dep in t.get("deps") or [])]
+        found = [t for t in tasks.values()
+                 if t.get("status") == "open" and not t.get("held") and not t.get("deleted_at")
+                 and (frozen is None or t["id"] in frozen)
+                 and all(dep in done for dep in t.get("deps") or [])]
+        if not found and not self.sessions and self.s.verify and self.s.verify.recheck():
+            return self._peek()                  # a stale verification failed: reopened
+        return found
 
     def _frozen_ids(self) -> set[str] | None:
         """Issue 5 with --parallel: only frozen tasks are candidates (a claim of another one
@@ -303,8 +307,13 @@ class ParallelBuild:
         x = self.sessions.pop(tid)
         x.writer.close()
         how = self._outcome(result)
-        status = (self._export().get(tid) or {}).get("status")
-        if status == "done":
+        record = self._export().get(tid) or {}
+        status = record.get("status")
+        verdict = self.s.verify.judge_worktree(record, x.wt) if status == "done" and self.s.verify \
+            else None
+        if verdict is not None and not verdict.ok:
+            ok, message = False, verdict.reason.split("\n", 1)[0]       # reopened (or held)
+        elif status == "done":
             ok, message = self._merge(x.wt)
         elif status == "active":
             # s.15.5 crash safety; a timeout is named as the single loop names it
