@@ -9,7 +9,9 @@ from Python, as the gate starts it). Overhead per verified task =
 (T_verify - T_plain - runs x the command's own mean time) / N, where runs counts the
 command's runs in the gated build (one per task, one for the re-check at the end).
 
-    python bench/verify.py [--tasks 30] [--command 'sleep 0.05']
+    python bench/verify.py [--tasks 30] [--command 'python -m pytest -q -p no:cacheprovider']
+
+The default command is a real test runner over the repository's one small test file.
 """
 from __future__ import annotations
 
@@ -45,6 +47,7 @@ def make_repo(path: Path, tasks: int, env: dict[str, str]) -> None:
     (path / "specs").mkdir()
     (path / "specs" / "bench.md").write_text("# Bench\n")
     (path / ".gitignore").write_text(".ralph/\n")
+    (path / "test_ok.py").write_text("def test_ok():\n    assert 1 + 1 == 2\n")
     sh(["git", "add", "-A"], path, env)
     sh(["git", "commit", "-qm", "init"], path, env)
     lines = "".join(json.dumps({"id": f"t{i:03d}", "t": f"Task {i}"}) + "\n" for i in range(tasks))
@@ -65,7 +68,7 @@ def build(repo: Path, env: dict[str, str], *args: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=30)
-    parser.add_argument("--command", default="sleep 0.05")
+    parser.add_argument("--command", default="python -m pytest -q -p no:cacheprovider")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ralph-bench-verify-") as tmp:
         base = Path(tmp)

@@ -19,7 +19,6 @@ from ralphkit.atomic_file import write_atomic
 from ralphkit.backlog import client as task_client
 from ralphkit.backlog.calls import TaskCommand
 from ralphkit.runs import progress
-from ralphkit.runs import state as run_state
 from ralphkit.verify import gate, tamper
 from ralphkit.verify import options as verify_options
 
@@ -60,7 +59,7 @@ class Gate:
     def _head(self) -> str:
         """HEAD now, when the gate applies to some task (else no git call: "" makes the next
         tamper check find nothing, as there is no known start)."""
-        return gate.tree_state(self.cwd)[0] if self.opts.armed or self.lines else ""
+        return gate.git(self.cwd, "rev-parse", "HEAD") if self.opts.armed or self.lines else ""
 
     # ------------------------------------------------------------------ reading
     def _tasks(self) -> list[dict]:
@@ -97,7 +96,7 @@ class Gate:
                 reopened.append(verdict)
         if not reopened:
             reopened += self.recheck(tasks)
-        self.lines = self._task_lines(self._tasks()) if tasks else {}
+        self.lines = self._task_lines(tasks)       # a reopen leaves descriptions as they are
         self.base = self._head()
         slugs = [v.task for v in reopened if v.task not in failed]
         return [*failed, *slugs], (reopened[0].reason.split("\n", 1)[0] if reopened else reason)
@@ -152,8 +151,8 @@ class Gate:
         self.report(_line(v))
         write_atomic(Path(self.run.ralph_dir) / "verify" / f"{safe_name(v.task)}.json",
                      (json.dumps(body, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
-        run_state.save(self.run.ralph_dir, self.run.state)
-        progress.write_progress(self.run.ralph_dir, self.run.state)
+        # the run state (and progress.md) is saved by the caller's next step: the loop's
+        # end_session, --parallel's save after each finished session or launch
 
     # ------------------------------------------------------------------ stale verifications
     def recheck(self, tasks: list[dict] | None = None) -> list[Verdict]:
