@@ -87,8 +87,14 @@ def _stop(proc: subprocess.Popen, grace_s: float) -> None:
             break
         except subprocess.TimeoutExpired:
             continue
-    try:                               # the leader is gone; its group may linger (nohup, &)
-        os.killpg(proc.pid, signal.SIGKILL)
+    _reap_group(proc.pid)              # the leader is gone; its group may linger (nohup, &)
+
+
+def _reap_group(pgid: int) -> None:
+    """What the command left running in its group (a server started with `&`) goes too: a
+    verification leaves nothing behind."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
 
@@ -115,6 +121,8 @@ def run(command: str, tree: Path, env: Mapping[str, str], timeout_s: float,
         finally:
             if timed_out or proc.returncode is None:     # a signal to ralph ends it too
                 _stop(proc, kill_grace_s)
+            else:
+                _reap_group(proc.pid)
         duration = time.monotonic() - started
         out.seek(max(0, out.seek(0, os.SEEK_END) - 16 * TAIL_CHARS))
         tail = tail_of(out.read())

@@ -8,7 +8,7 @@ from functools import lru_cache
 
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|__tests__|spec)/.*\.(py|[cm]?[jt]sx?|go|rs|rb|java|kt|cs|php|sh|bats)$"
-    r"|(^|/)test_[^/]*\.py$|_test\.(py|go)$"          # pytest, go
+    r"|(^|/)test_[^/]*\.py$|_test\.(py|go)$|(^|/)conftest\.py$"   # pytest, go
     r"|\.(test|spec)\.[cm]?[jt]sx?$"                  # node --test, jest, vitest, mocha
     r"|(^|/)test\.[cm]?js$|Tests?\.(java|kt|cs)$")
 

@@ -54,3 +54,12 @@ def test_a_hanging_command_and_its_children_are_stopped_at_the_timeout(tree, tmp
 def test_the_command_runs_in_a_process_group_of_its_own(tree):
     check = gate.run("ps -o pgid= -p $$", tree, _clean_environ(), 30)
     assert int(check.tail.strip()) != os.getpgid(0)
+
+
+def test_what_a_passing_command_leaves_running_in_its_group_is_stopped(tree, tmp_path):
+    pids = tmp_path / "pids"
+    check = gate.run(f"sleep 300 > /dev/null 2>&1 & echo $! > {pids}", tree, _clean_environ(), 30)
+    assert check.passed
+    child = int(pids.read_text())
+    wait_for(lambda: not psutil.pid_exists(child)
+             or psutil.Process(child).status() == psutil.STATUS_ZOMBIE)

@@ -150,3 +150,9 @@ def test_protected_paths_may_grow_but_not_change(repo):
 def test_an_unknown_base_gives_no_findings(repo):
     path, _ = repo
     assert tamper.scan(path, "", ("**",)) == []
+
+
+def test_a_skip_like_option_in_application_code_is_not_a_finding(repo):
+    path, base = repo
+    edit(path, "src/app.py", "X = 1\n", "X = 1\nOPTIONS = { skip: True }\n")
+    assert tamper.scan(path, base) == []
