@@ -67,6 +67,7 @@ def read_status(ralph_dir: Path) -> dict[str, Any]:
     ends = [e for e in progress.read_events(ralph_dir, run_id) if e["event"] == "session_end"] \
         if run_id else []
     status["lastOutcomes"] = [_outcome(e) for e in ends[-LAST_OUTCOMES:]][::-1]
+    status["verify"] = (state.extra.get("verify") or None) if state else None   # docs/verify.md
     return status
 
 
@@ -118,6 +119,12 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
     if status["lastOutcomes"]:
         lines.append("Last outcomes (newest first):")
         lines += [_describe_outcome(o) for o in status["lastOutcomes"]]
+    if status.get("verify"):
+        lines.append("Verification (last verdict per task):")
+        lines += [f"  {task}  {r.get('verdict')}  `{r.get('command') or '-'}`"
+                  f"  exit {r.get('exit_code')}  at {str(r.get('commit') or '')[:12]}"
+                  + (f"  ({len(r['findings'])} tamper findings)" if r.get("findings") else "")
+                  for task, r in status["verify"].items()]
     return "\n".join(lines) + "\n"
 
 

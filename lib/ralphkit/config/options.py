@@ -49,6 +49,11 @@ class Options:
     agent_cmd: str | None
     parallel: int
     merge: str
+    # verified completion
+    verify: str | None
+    verify_timeout: float
+    tamper: str
+    protect: tuple[str, ...]
     # name -> "cli", "env", "ralph.yml" or "default"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
