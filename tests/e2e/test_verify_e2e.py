@@ -198,14 +198,15 @@ def test_adding_tests_under_a_protected_path_is_never_a_finding(build, plan, pro
     assert (event["verdict"], event["findings"]) == ("passed", [])
 
 
-@pytest.mark.parametrize("change, finding", [
+@pytest.mark.parametrize("change, finding, protect", [
     ("sed -i 's/# the sum of two numbers/# sum/' tests/test_calc.py\n",
-     "tests/test_calc.py:7: protected file changed"),
-    ("git rm -q tests/test_calc.py\n", "tests/test_calc.py: test file deleted"),
+     "tests/test_calc.py:7: protected file changed", '"tests/**"'),
+    ("git rm -q tests/test_calc.py\n", "tests/test_calc.py: test file deleted",
+     "[tests/**, .github/**]"),                   # a ralph.yml list
 ], ids=["changed", "deleted"])
 def test_changing_or_deleting_an_existing_test_under_a_protected_path_is_a_finding(
-        build, plan, project, run_task, change, finding):
-    (project / "ralph.yml").write_text('protect: "tests/**"\n')
+        build, plan, project, run_task, change, finding, protect):
+    (project / "ralph.yml").write_text(f"protect: {protect}\n")
     sessions(plan, CLAIM + FIX + change + DONE)
     proc = build("-n", "1", "--verify", PYTEST)
     assert proc.returncode == 0, proc.stderr

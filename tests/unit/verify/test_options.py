@@ -14,6 +14,15 @@ def test_settings_are_read_with_their_defaults():
     assert read.armed and not options.read({"tamper": "hold"}).armed
 
 
+def test_config_options_are_read_and_a_resumed_run_s_list_too():
+    class Settled:                                  # config's Options, as far as read looks
+        verify, verify_timeout, tamper, protect = "make test", 60.0, "off", ("tests/**",)
+
+    assert options.read(Settled()) == options.VerifyOptions("make test", 60.0, "off",
+                                                            ("tests/**",))
+    assert options.read({"protect": ["tests/**", "ci/"]}).protect == ("tests/**", "ci/")
+
+
 @pytest.mark.parametrize("description, command", [
     ("Fix it.\n\nverify: pytest -q tests/test_x.py\n", "pytest -q tests/test_x.py"),
     ("- Verify: npm test  \nmore", "npm test"),
