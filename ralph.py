@@ -150,8 +150,8 @@ def plan_loop(ctx: RunContext) -> int:
 
 
 def build_loop(ctx: RunContext) -> int:
-    """s.15. The features (unattended checks, scope freeze, assignment mode) plug in through
-    ctx.features; with none on, this is ralph.sh's loop."""
+    """s.15. The features (unattended checks, scope freeze, assignment mode, the verify gate)
+    plug in through ctx.features; with none on, this is ralph.sh's loop."""
     if ctx.options.parallel > 1:                                          # --parallel N (build)
         return parallel_build(ctx)
     limit, done = ctx.options.max_iterations, ctx.run.state.iteration   # a resumed run goes on
