@@ -150,8 +150,8 @@ def plan_loop(ctx: RunContext) -> int:
 
 
 def build_loop(ctx: RunContext) -> int:
-    """s.15. The features (unattended checks, scope freeze, assignment mode) plug in through
-    ctx.features; with none on, this is ralph.sh's loop."""
+    """s.15. The features (unattended checks, scope freeze, assignment mode, the verify gate)
+    plug in through ctx.features; with none on, this is ralph.sh's loop."""
     if ctx.options.parallel > 1:                                          # --parallel N (build)
         return parallel_build(ctx)
     limit, done = ctx.options.max_iterations, ctx.run.state.iteration   # a resumed run goes on
@@ -174,6 +174,7 @@ def build_loop(ctx: RunContext) -> int:
         reason = ctx.night.fail_reason(result)                            # the spec's, or naming the timeout
         failed = ctx.features.after_session()                             # assign: done -> archive, else fail
         failed += launch.fail_active_tasks(ctx, reason=reason)            # crash safety, before plan-status
+        reason = ctx.features.fail_reason(reason)                         # verify: why a task was reopened
         launch.record_session(ctx, result, failed, reason)                # record, attempts, holds
         counts = ctx.task.call("plan-status", env=ctx.env)                # task plan-status
         if counts.ok and backlog.all_done(counts.output):                 # 0 open, 0 active
@@ -241,7 +242,8 @@ def run_mode(mode: str, args: list[str]) -> int:
         night_cfg = night_config.resolve(ctx.options, ctx.run.state.options)  # breakers' default rule
         ctx.night = night.Night(night_cfg, ctx.run, task=ctx.task, env=ctx.env, guard=ctx.guard,
                           log_dir=ctx.cwd / ".ralph" / "logs", say=say, warn=warn)
-        ctx.features = features.Features(features.Unattended(ctx.night), scope, assign)
+        ctx.features = features.Features(features.Unattended(ctx.night), scope, assign,
+                                         features.verification(ctx))    # --verify: reopen, hold
         ctx.night.start()                                         # stale STOP, persisted limit wait
         code = plan_loop(ctx) if mode == "plan" else build_loop(ctx)
     except signals.Interrupted:                                   # trap 'exit 130' INT TERM

@@ -83,6 +83,7 @@ def read_status(ralph_dir: Path) -> dict[str, Any]:
     status["breakers"] = _breakers(state)
     html = report_files.paths(ralph_dir, run_id)[1] if run_id else None
     status["report"] = str(html) if html is not None and html.exists() else None
+    status["verify"] = (state.extra.get("verify") or None) if state else None   # docs/verify.md
     return status
 
 
@@ -147,6 +148,12 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
     if status["lastOutcomes"]:
         lines.append("Last outcomes (newest first):")
         lines += [_describe_outcome(o) for o in status["lastOutcomes"]]
+    if status.get("verify"):
+        lines.append("Verification (last verdict per task):")
+        lines += [f"  {task}  {r.get('verdict')}  `{r.get('command') or '-'}`"
+                  f"  exit {r.get('exit_code')}  at {str(r.get('commit') or '')[:12]}"
+                  + (f"  ({len(r['findings'])} tamper findings)" if r.get("findings") else "")
+                  for task, r in status["verify"].items()]
     if status.get("report"):
         shown = Path(ralph_dir) / "runs" / str(status["runId"]) / "report.html"
         lines.append(f"Report:     {shown} (`ralph report` shows it here)")

@@ -121,7 +121,23 @@ def render_progress(state: RunState) -> str:
     else:
         lines.append("None yet.")
     lines += _scope_section(state.extra.get("scope"))
+    lines += _verify_section(state.extra.get("verify"))
     return "\n".join(lines) + "\n"
+
+
+def _verify_section(records: Any) -> list[str]:
+    """The verify gate's last verdict per task (verify/completion.py); absent when off."""
+    if not isinstance(records, dict) or not records:
+        return []
+    lines = ["", "## Verification (last verdict per task)", "",
+             "| at | task | verdict | command | exit | commit | findings |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for task, r in sorted(records.items(), key=lambda kv: str(kv[1].get("at")), reverse=True):
+        lines.append(f"| {_cell(r.get('at'))} | {_cell(task)} | {_cell(r.get('verdict'))} "
+                     f"| {_cell(r.get('command'))} | {_cell(r.get('exit_code'))} "
+                     f"| {_cell(str(r.get('commit') or '')[:12])} "
+                     f"| {_cell('; '.join(r.get('findings') or []))} |")
+    return lines
 
 
 def _scope_section(frozen: Any) -> list[str]:
