@@ -3,10 +3,8 @@ Each returns its stdout text or raises TaskError. Does not own argument syntax r
 (args.py), SQL shared with other commands (queries.py) or formats (markdown.py)."""
 from __future__ import annotations
 
-import json
-
 from ralphkit.tasks import args as A
-from ralphkit.tasks import db, markdown as md, queries as q
+from ralphkit.tasks import db, jsontext, markdown as md, queries as q
 from ralphkit.tasks.context import Ctx
 from ralphkit.tasks.errors import EXIT_NOT_FOUND, TaskError, not_found
 
@@ -18,16 +16,18 @@ if TYPE_CHECKING:
 def plan_status(ctx: Ctx, argv: Sequence[str]) -> str:
     if argv:
         raise TaskError(f"unknown flag '{argv[0]}'")
-    # Holds count as blocked only for tasks that could otherwise be worked on.
-    sql = (f"SELECT t.status, ({q.BLOCKED} OR (t.status IN ('open', 'active') AND {q.HELD})), "
-           f"count(*) FROM tasks t WHERE {q.IN_SCOPE} GROUP BY 1, 2")
+    # Holds count as blocked only for tasks that could otherwise be worked on. One row per
+    # status, in index order: grouping by the blocked test too would sort every task first.
+    sql = (f"SELECT t.status, coalesce(sum({q.BLOCKED} OR (t.status IN ('open', 'active') "
+           f"AND {q.HELD})), 0), count(*) FROM tasks t WHERE {q.IN_SCOPE} GROUP BY t.status")
     rows = db.read(ctx.conn, lambda c: c.execute(sql, q.scope_params(ctx.scope)).fetchall())
     counts = dict.fromkeys(("open", "active", "done", "blocked", "deleted"), 0)
     for status, blocked, n in rows:
-        if blocked:
-            counts["blocked"] += n
-        if status in ("done", "deleted") or (status in ("open", "active") and not blocked):
+        counts["blocked"] += blocked
+        if status in ("done", "deleted"):
             counts[status] += n
+        elif status in ("open", "active"):
+            counts[status] += n - blocked
     return ", ".join(f"{n} {name}" for name, n in counts.items()) + "\n"
 
 
@@ -122,7 +122,7 @@ def done(ctx: Ctx, argv: Sequence[str]) -> str:
     result = A.flags(rest, values=("--result",)).get("--result") or None
     if result is not None:
         try:
-            parsed = json.loads(result)
+            parsed = jsontext.loads(result)
         except ValueError:
             parsed = None
         commit = parsed.get("commit") if isinstance(parsed, dict) else None

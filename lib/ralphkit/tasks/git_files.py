@@ -19,12 +19,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Mapping
 
-# GIT_* variables that change none of the three answers; any other one hands the question to git.
+# GIT_* variables that change none of the three answers (identities, editors, transport,
+# tracing); any other one (GIT_DIR, GIT_CONFIG_*, GIT_NAMESPACE, ...) hands the question to git.
+_HARMLESS_ENV_PREFIXES = ("GIT_AUTHOR_", "GIT_COMMITTER_", "GIT_SSL_", "GIT_HTTP_", "GIT_CURL_",
+                          "GIT_SSH", "GIT_TRACE", "GIT_LFS_")
 _HARMLESS_ENV = frozenset((
-    "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
-    "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
-    "GIT_PAGER", "GIT_TERMINAL_PROMPT", "GIT_ASKPASS", "GIT_SSH", "GIT_SSH_COMMAND",
-    "GIT_SSH_VARIANT", "GIT_MERGE_AUTOEDIT",
+    "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_TERMINAL_PROMPT", "GIT_ASKPASS",
+    "GIT_MERGE_AUTOEDIT", "GIT_MERGE_VERBOSITY", "GIT_PROGRESS_DELAY", "GIT_FLUSH",
+    "GIT_REDACT_COOKIES", "GIT_ALLOW_PROTOCOL", "GIT_PROTOCOL_FROM_USER",
     # Skips the system config; this reader still reads it, which can only make it ask git more.
     "GIT_CONFIG_NOSYSTEM",
 ))
@@ -196,8 +198,10 @@ def _check_gitdir(gitdir: str, uid: int) -> tuple[str, bytes]:
 def discover(environ: Mapping[str, str], git: str) -> Layout | None:
     """The repository holding the current directory, as git would find it; None when git
     must be asked (git is the program `git` found on environ's PATH)."""
-    if any(name.startswith("GIT_") and name not in _HARMLESS_ENV for name in environ):
-        return None
+    for name in environ:
+        if (name.startswith("GIT_") and name not in _HARMLESS_ENV
+                and not name.startswith(_HARMLESS_ENV_PREFIXES)):
+            return None
     try:
         uid = os.geteuid()
         folder = os.getcwd()  # physical, as git's own getcwd()

@@ -4,10 +4,10 @@ blockers of many tasks in one query (never a query per task). Does not own outpu
 or argument checks."""
 from __future__ import annotations
 
-import json
 import os
-import sqlite3
 
+from ralphkit.tasks import jsontext
+from ralphkit.tasks.db import sqlite3
 from ralphkit.tasks.errors import TaskError
 
 TYPE_CHECKING = False
@@ -80,7 +80,7 @@ def fetch_blockers(conn: sqlite3.Connection, task_ids: Iterable[str],
         if not ids:
             return {}
         cur = conn.execute(base + "WHERE d.task_id IN (SELECT value FROM json_each(?)) "
-                           "ORDER BY b.slug", (json.dumps(ids),))
+                           "ORDER BY b.slug", (jsontext.dumps(ids),))
     result: dict[str, list[tuple]] = {}
     for task_id, *blocker in cur:
         result.setdefault(task_id, []).append(tuple(blocker))
@@ -98,7 +98,7 @@ def frozen_slugs(environ, cwd: str) -> str | None:
             slugs = [line.strip() for line in handle if line.strip()]
     except OSError as err:
         raise TaskError(f"cannot read RALPH_FROZEN_IDS_FILE {name}: {err.strerror}") from err
-    return json.dumps(slugs)
+    return jsontext.dumps(slugs)
 
 
 __all__ = ["first_claimable", "fetch_tasks", "fetch_task", "fetch_blockers", "frozen_slugs", "scope_params"]

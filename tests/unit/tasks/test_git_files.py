@@ -127,14 +127,21 @@ def test_symlinked_working_directory_gives_the_physical_root(repo, env, tmp_path
     assert from_files(env)["toplevel"] == str(repo)
 
 
+def test_git_variables_for_identity_transport_and_tracing_change_nothing(repo, env):
+    env.update({"GIT_SSL_CAINFO": "/nonexistent.crt", "GIT_AUTHOR_NAME": "A", "GIT_EDITOR": "true",
+                "GIT_TRACE": "0", "GIT_SSH_COMMAND": "ssh", "GIT_CONFIG_NOSYSTEM": "1"})
+    assert from_files(env)["origin_url"] == "https://github.com/acme/widgets.git"
+
+
 @pytest.mark.parametrize("extra", [
     {"GIT_DIR": "{repo}/.git"},
+    {"GIT_NAMESPACE": "other"},
     {"GIT_WORK_TREE": "{repo}"},
     {"GIT_CEILING_DIRECTORIES": "{repo}"},
     {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "url.https://mirror/.insteadOf",
      "GIT_CONFIG_VALUE_0": "https://github.com/"},
     {"GIT_CONFIG_PARAMETERS": "'remote.origin.url'='elsewhere'"},
-], ids=["GIT_DIR", "GIT_WORK_TREE", "ceiling", "GIT_CONFIG_COUNT", "git -c"])
+], ids=["GIT_DIR", "GIT_NAMESPACE", "GIT_WORK_TREE", "ceiling", "GIT_CONFIG_COUNT", "git -c"])
 def test_git_environment_variables_leave_every_answer_to_git(repo, env, extra, monkeypatch):
     env.update({k: v.format(repo=repo) for k, v in extra.items()})
     monkeypatch.chdir(repo / "specs")
