@@ -14,7 +14,7 @@ the eight commands under 30 ms wall and at least 2x faster than ralph.sh; `list 
 
 Wall time is what the targets are about, on a quiet machine: the load average is printed
 before and after. CPU time (user + sys of the process and its children: git, sqlite3, jq)
-is printed too because it moves less when the machine is busy. The interpreter's own start-up
+and its ratio are printed too because they move less when the machine is busy. The interpreter's own start-up
 (`python -S -c pass`) is measured in the same run as the floor no Python CLI can beat.
 The database is built with one plan-sync of generated JSONL (priorities, categories, specs,
 steps, a dependency chain broken every tenth task) plus a few active tasks; `done` is undone
@@ -164,7 +164,7 @@ def _table(size: int, results: dict[str, dict], theirs: bool) -> list[str]:
     mine, other = results["ours"], results.get("ralph.sh")
     head = f"  {'command':32} {'wall':>7} {'cpu':>7}"
     if theirs:
-        head += f" {'ralph.sh':>9} {'sh cpu':>7} {'ratio':>6}"
+        head += f" {'ralph.sh':>9} {'sh cpu':>7} {'ratio':>6} {'cpu':>6}"
     print(head + ("   target (< 30 ms" + (", >= 2x" if theirs else "") + ")" if size >= 10000 else ""))
     misses = []
     for command in (*COMMANDS, "list --all --markdown"):
@@ -175,9 +175,9 @@ def _table(size: int, results: dict[str, dict], theirs: bool) -> list[str]:
             ref_wall, ref_cpu = other[command]
             if ref_wall == ref_wall:  # not NaN: it was run
                 ratio = ref_wall / wall
-                line += f" {ref_wall:9.1f} {ref_cpu:7.1f} {ratio:5.1f}x"
+                line += f" {ref_wall:9.1f} {ref_cpu:7.1f} {ratio:5.1f}x {ref_cpu / cpu:5.1f}x"
             else:
-                line += f" {'-':>9} {'-':>7} {'-':>6}"
+                line += f" {'-':>9} {'-':>7} {'-':>6} {'-':>6}"
         if size >= 10000:
             if command == "list --all --markdown":
                 verdict = "ok" if wall < LIST_ALL_TARGET_MS else f"MISSED (>= {LIST_ALL_TARGET_MS:.0f} ms)"
