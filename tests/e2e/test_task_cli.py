@@ -155,6 +155,13 @@ def test_scope_errors_no_origin_and_detached_head(run_task, git_repo, base_env):
           "Error: detached HEAD state. Run: git checkout <branch>\n")
 
 
+def test_a_linked_worktree_is_a_git_root_of_its_own(run_task, git_repo, base_env, tmp_path):
+    git(git_repo, "worktree", "add", "-q", "-b", "wt", str(tmp_path / "wt"), env=base_env)
+    assert ok(run_task("_get-scope", cwd=tmp_path / "wt" / "specs")) == "repo:acme/widgets\nbranch:wt\n"
+    ok(run_task("plan-status", cwd=tmp_path / "wt" / "specs"))
+    assert (tmp_path / "wt" / ".ralph" / "tasks.db").exists() and not (git_repo / ".ralph").exists()
+
+
 def test_scope_repo_set_outside_a_repository_still_needs_git_for_the_branch(run_task, tmp_path):
     fails(run_task("_get-scope", cwd=tmp_path, env={"RALPH_SCOPE_REPO": "a/b"}), 1,
           "Error: not inside a git repository. Run: git init\n")

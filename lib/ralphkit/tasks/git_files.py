@@ -182,6 +182,8 @@ def _check_gitdir(gitdir: str, uid: int) -> tuple[str, bytes]:
     head = _read(os.path.join(gitdir, "HEAD"))
     if head is None or os.path.islink(os.path.join(gitdir, "HEAD")):
         raise _Unsure
+    if not head.startswith(b"ref: refs/") and not _object_id(head.rstrip(b"\n")):
+        raise _Unsure  # git does not take this directory for a repository
     common = _read(os.path.join(gitdir, "commondir"))
     commondir = gitdir
     if common is not None:
@@ -198,6 +200,8 @@ def _check_gitdir(gitdir: str, uid: int) -> tuple[str, bytes]:
 def discover(environ: Mapping[str, str], git: str) -> Layout | None:
     """The repository holding the current directory, as git would find it; None when git
     must be asked (git is the program `git` found on environ's PATH)."""
+    if os.geteuid() == 0 and environ.get("SUDO_UID"):
+        return None  # git's ownership check then depends on its version
     for name in environ:
         if (name.startswith("GIT_") and name not in _HARMLESS_ENV
                 and not name.startswith(_HARMLESS_ENV_PREFIXES)):
@@ -227,6 +231,10 @@ def discover(environ: Mapping[str, str], git: str) -> Layout | None:
             folder = parent
     except (_Unsure, OSError, UnicodeError):
         return None
+
+
+def _object_id(text: bytes) -> bool:
+    return len(text) in (40, 64) and not text.strip(b"0123456789abcdef")
 
 
 def _valid_branch(name: bytes) -> bool:
@@ -261,7 +269,7 @@ def current_branch(layout: Layout) -> str | None:
             target = handle.read(80).rstrip(b"\n")
     except OSError:
         return None
-    if len(target) not in (40, 64) or target.strip(b"0123456789abcdef"):
+    if not _object_id(target):
         return None  # a symbolic or broken branch ref: git says what it makes of it
     return name.decode("utf-8", "surrogateescape")
 

@@ -183,6 +183,11 @@ def test_inside_the_git_directory_is_left_to_git(repo, env, monkeypatch):
         Git(os.getcwd(), env).toplevel()
 
 
+def test_a_head_git_would_not_take_is_left_to_git(repo, env):
+    (repo / ".git" / "HEAD").write_text("garbage\n")
+    assert from_files(env) == {}
+
+
 def test_symbolic_branch_ref_is_left_to_git(repo, env):
     git(repo, "symbolic-ref", "refs/heads/alias", "refs/heads/main", env=env)
     git(repo, "symbolic-ref", "HEAD", "refs/heads/alias", env=env)
