@@ -44,7 +44,7 @@ def peek(ctx: Ctx, argv: Sequence[str]) -> str:
 
     def snapshot(conn):
         ready = q.fetch_tasks(conn, ctx.scope, q.first_claimable(frozen_sql),
-                              limit=min(int(limit), 2**62), **frozen)
+                              limit=min(int(limit), 2**62), by_rowid=True, **frozen)
         active = q.fetch_tasks(conn, ctx.scope, "t.status = 'active' AND t.lease_expires_at "
                                f">= datetime('now') AND {frozen_sql}", **frozen)
         return ready, active, q.fetch_blockers(conn, [t["id"] for t in ready + active])
@@ -67,7 +67,8 @@ def claim(ctx: Ctx, argv: Sequence[str]) -> str:
             where = q.first_claimable(frozen_sql)
         else:
             where = f"{q.CLAIMABLE} AND {frozen_sql} AND t.slug = :target"
-        found = q.fetch_tasks(conn, ctx.scope, where, limit=1, target=target, **frozen)
+        found = q.fetch_tasks(conn, ctx.scope, where, limit=1, by_rowid=target is None,
+                              target=target, **frozen)
         if not found:
             return None
         conn.execute(
