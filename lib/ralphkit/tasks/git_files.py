@@ -273,4 +273,5 @@ def current_branch(layout: Layout) -> str | None:
         return None  # a symbolic or broken branch ref: git says what it makes of it
     return name.decode("utf-8", "surrogateescape")
 
+
 __all__ = ["Layout", "discover", "current_branch"]
