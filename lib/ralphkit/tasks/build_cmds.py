@@ -16,11 +16,16 @@ if TYPE_CHECKING:
 def plan_status(ctx: Ctx, argv: Sequence[str]) -> str:
     if argv:
         raise TaskError(f"unknown flag '{argv[0]}'")
-    # Holds count as blocked only for tasks that could otherwise be worked on. One row per
-    # status, in index order: grouping by the blocked test too would sort every task first.
-    sql = (f"SELECT t.status, coalesce(sum({q.BLOCKED} OR (t.status IN ('open', 'active') "
-           f"AND {q.HELD})), 0), count(*) FROM tasks t WHERE {q.IN_SCOPE} GROUP BY t.status")
-    rows = db.read(ctx.conn, lambda c: c.execute(sql, q.scope_params(ctx.scope)).fetchall())
+    # Holds count as blocked only for tasks that could otherwise be worked on; without any
+    # hold the test is left out (a lookup per task). One row per status, in index order:
+    # grouping by the blocked test too would sort every task first.
+    def count(conn):
+        held = conn.execute("SELECT EXISTS (SELECT 1 FROM task_holds)").fetchone()[0]
+        blocked = (f"({q.BLOCKED} OR (t.status IN ('open', 'active') AND {q.HELD}))" if held
+                   else q.BLOCKED)
+        return conn.execute(f"SELECT t.status, coalesce(sum({blocked}), 0), count(*) FROM tasks t "
+                            f"WHERE {q.IN_SCOPE} GROUP BY t.status", q.scope_params(ctx.scope)).fetchall()
+    rows = db.read(ctx.conn, count)
     counts = dict.fromkeys(("open", "active", "done", "blocked", "deleted"), 0)
     for status, blocked, n in rows:
         counts["blocked"] += blocked
