@@ -3,7 +3,7 @@ table, and `_render-md`'s mapping of a JSON object to a section (s.9.17). Pure f
 plain values; does not own the database or which tasks are shown."""
 from __future__ import annotations
 
-import json
+from ralphkit.tasks import jsontext
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ CLAIM = frozenset(_ORDER)
 
 
 def compact(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return jsontext.dumps(value, ensure_ascii=False, compact=True)
 
 
 def _text(value: object) -> str:
@@ -36,7 +36,7 @@ def steps_list(stored: str | None) -> list:
     if not stored:
         return []
     try:
-        steps = json.loads(stored)
+        steps = jsontext.loads(stored)
     except ValueError:
         return [stored]
     return steps if isinstance(steps, list) else [steps]
@@ -45,7 +45,7 @@ def steps_list(stored: str | None) -> list:
 def reencode(result: str) -> str:
     """s.8 blocker_results: compact JSON, or the stored text when it is not JSON."""
     try:
-        return compact(json.loads(result))
+        return compact(jsontext.loads(result))
     except ValueError:
         return result
 

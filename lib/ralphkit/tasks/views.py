@@ -3,10 +3,9 @@
 with a constant number of queries. Does not own formats (markdown.py) or writes."""
 from __future__ import annotations
 
-import json
 
 from ralphkit.tasks import args as A
-from ralphkit.tasks import db, dep_tree, markdown as md, queries as q
+from ralphkit.tasks import db, dep_tree, jsontext, markdown as md, queries as q
 from ralphkit.tasks.context import Ctx
 from ralphkit.tasks.errors import TaskError, not_found
 
@@ -23,7 +22,7 @@ def list_tasks(ctx: Ctx, argv: Sequence[str]) -> str:
     where, params = ["1"], {}
     if statuses is not None:
         where.append("t.status IN (SELECT value FROM json_each(:statuses))")
-        params["statuses"] = json.dumps([s.strip() for s in statuses.split(",")])
+        params["statuses"] = jsontext.dumps([s.strip() for s in statuses.split(",")])
     elif not parsed.get("--all"):
         where.append("t.status IS NOT 'deleted'")
     if "--assignee" in parsed:
@@ -155,7 +154,7 @@ def export_json(ctx: Ctx, argv: Sequence[str]) -> str:
             "created_at": t["created_at"], "updated_at": t["updated_at"],
             "deleted_at": t["deleted_at"], "held": holds.get(t["id"]),
         }
-        out.append(json.dumps(record, ensure_ascii=False) + "\n")
+        out.append(jsontext.dumps(record, ensure_ascii=False) + "\n")
     return "".join(out)
 
 
