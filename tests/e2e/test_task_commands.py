@@ -1,5 +1,5 @@
 """Black-box tests of the shared, dependency, agent and internal task commands
-(spec/task-cli.md s.9.8-9.17, team brief extensions), byte for byte."""
+(spec/task-cli.md s.9.8-9.17, and ralph.py's internal extensions), byte for byte."""
 from __future__ import annotations
 
 import json
@@ -309,7 +309,7 @@ def test_render_md_bad_argument_is_one_error_line(run_task, tmp_path, args):
     assert proc.stderr.count("\n") == 1
 
 
-# --- internal extensions (team brief) ----------------------------------------------------
+# --- internal extensions of ralph.py ------------------------------------------------------
 
 def test_export_json_lists_every_task_of_the_scope(run_task):
     ok(run_task("create", "b", "B", "-s", '["s1"]'))

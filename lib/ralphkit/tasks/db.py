@@ -68,7 +68,7 @@ _SCHEMA = (
     started_at   TEXT DEFAULT (datetime('now')),
     status       TEXT DEFAULT 'active'
 )""",
-    # Extension (team brief): a held task is never claimable and counts as blocked.
+    # Extension (a ralph.py extension): a held task is never claimable and counts as blocked.
     """CREATE TABLE IF NOT EXISTS task_holds (
     task_id    TEXT PRIMARY KEY REFERENCES tasks(id) ON DELETE CASCADE,
     reason     TEXT,

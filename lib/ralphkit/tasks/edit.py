@@ -1,5 +1,5 @@
 """Owns the commands that edit tasks one by one or by filter (s.9.10-9.12, 9.14) and the
-internal `_hold`/`_unhold` (team brief): create, update, delete, block, unblock. Every check
+internal `_hold`/`_unhold` (a ralph.py extension): create, update, delete, block, unblock. Every check
 that does not need the database runs before the transaction; every write is one transaction.
 Does not own argument rules (args.py) or reads for display (views.py)."""
 from __future__ import annotations

@@ -92,7 +92,7 @@ def fetch_blockers(conn: sqlite3.Connection, task_ids: Iterable[str],
 
 
 def frozen_slugs(environ, cwd: str) -> str | None:
-    """RALPH_FROZEN_IDS_FILE (team brief): a JSON array of the slugs peek and claim may
+    """RALPH_FROZEN_IDS_FILE (a ralph.py extension): a JSON array of the slugs peek and claim may
     consider, or None when the variable is unset or empty."""
     name = environ.get("RALPH_FROZEN_IDS_FILE", "")
     if not name:
