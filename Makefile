@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 ARGS ?=
+# The real agent CLIs of tests/e2e_real, pinned by package.json + package-lock.json.
+AGENTS_DIR ?= .agents
 
-.PHONY: setup test demo bench ralph plan install
+.PHONY: setup setup-browser agents test demo bench ralph plan install
 
 setup: $(VENV)/.installed
 
@@ -14,7 +16,25 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
-test: setup
+# The HTML report's tests open it in chromium: installed when missing (root with apt-get);
+# otherwise those tests skip and say why.
+setup-browser:
+	@command -v chromium >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; else echo "chromium is not installed: the HTML report tests will be skipped (apt-get install chromium)"; fi; }
+
+# Without npm this is a loud skip (tests/e2e_real then skips, naming why), not a failure.
+# `npm install` over the lock, not `npm ci`: npm leaves other platforms' optional packages
+# of opencode-ai out of the lock, and `npm ci` then refuses it as out of sync.
+agents: $(AGENTS_DIR)/.installed
+
+$(AGENTS_DIR)/.installed: package.json package-lock.json
+	@if ! command -v npm >/dev/null; then \
+		echo "make agents: SKIPPED: npm is not installed, so tests/e2e_real will skip (apt-get install nodejs npm)" >&2; \
+	else \
+		mkdir -p $(AGENTS_DIR) && cp package.json package-lock.json $(AGENTS_DIR)/ && \
+		npm install --prefix $(AGENTS_DIR) --no-audit --no-fund --loglevel=error && touch $@; \
+	fi
+
+test: setup setup-browser agents
 	$(PY) -m pytest -n 4
 
 demo: setup

@@ -48,7 +48,7 @@ from ralphkit.agents import claude_render as render  # noqa: E402
 from ralphkit.assign import mode as assign_mode  # noqa: E402
 from ralphkit.backlog import answers as backlog  # noqa: E402
 from ralphkit.backlog import calls as task_calls  # noqa: E402
-from ralphkit.commands import ctl, install, status  # noqa: E402
+from ralphkit.commands import ctl, install, report, status  # noqa: E402
 from ralphkit.config import flags, settings  # noqa: E402
 from ralphkit.config.options import Options  # noqa: E402
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
@@ -150,8 +150,8 @@ def plan_loop(ctx: RunContext) -> int:
 
 
 def build_loop(ctx: RunContext) -> int:
-    """s.15. The features (unattended checks, scope freeze, assignment mode) plug in through
-    ctx.features; with none on, this is ralph.sh's loop."""
+    """s.15. The features (unattended checks, scope freeze, assignment mode, the verify gate)
+    plug in through ctx.features; with none on, this is ralph.sh's loop."""
     if ctx.options.parallel > 1:                                          # --parallel N (build)
         return parallel_build(ctx)
     limit, done = ctx.options.max_iterations, ctx.run.state.iteration   # a resumed run goes on
@@ -174,6 +174,7 @@ def build_loop(ctx: RunContext) -> int:
         reason = ctx.night.fail_reason(result)                            # the spec's, or naming the timeout
         failed = ctx.features.after_session()                             # assign: done -> archive, else fail
         failed += launch.fail_active_tasks(ctx, reason=reason)            # crash safety, before plan-status
+        reason = ctx.features.fail_reason(reason)                         # verify: why a task was reopened
         launch.record_session(ctx, result, failed, reason)                # record, attempts, holds
         counts = ctx.task.call("plan-status", env=ctx.env)                # task plan-status
         if counts.ok and backlog.all_done(counts.output):                 # 0 open, 0 active
@@ -243,7 +244,8 @@ def run_mode(mode: str, args: list[str]) -> int:
         ctx.night = night.Night(night_cfg, ctx.run, task=ctx.task, env=ctx.env, guard=ctx.guard,
                           log_dir=ctx.cwd / ".ralph" / "logs", say=say, warn=warn)
         ctx.features = features.Features(features.Unattended(ctx.night), scope,
-                                         assign or features.prompt_template(ctx))
+                                         assign or features.prompt_template(ctx),
+                                         features.verification(ctx))    # --verify: reopen, hold
         ctx.night.start()                                         # stale STOP, persisted limit wait
         code = plan_loop(ctx) if mode == "plan" else build_loop(ctx)
     except signals.Interrupted:                                   # trap 'exit 130' INT TERM
@@ -307,6 +309,7 @@ COMMANDS = {
     "install": lambda args: install.main(args),        # Claude Code skills + hooks (README)
     "status": lambda args: status.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # is a run alive
     "ctl": lambda args: ctl.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # pause | resume | stop
+    "report": lambda args: report.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # what a run did
 }
 
 

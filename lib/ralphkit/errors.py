@@ -11,6 +11,8 @@ EXIT_BUDGET = 5             # a budget ran out: --max-cost, --max-runtime, --max
 EXIT_NO_PROGRESS = 6        # breaker: idle sessions or consecutive failures
 EXIT_USAGE_DISABLED = 7     # the agent's usage was disabled by an admin: waiting cannot help
 EXIT_ENVIRONMENT = 8        # .ralph/ cannot be written (disk full, read-only) or read
+EXIT_AUTH = 9               # the agent cannot authenticate (bad or expired key, logged out)
+EXIT_ROOT_REFUSED = 10      # the agent refused --danger as root (IS_SANDBOX=1 not set)
 EXIT_TASK_CMD_MISSING = 127  # `ralph task`: the task command cannot be executed
 EXIT_INTERRUPTED = 130      # SIGINT or SIGTERM
 
@@ -57,6 +59,18 @@ class UsageDisabled(RalphError):
     exit_code = EXIT_USAGE_DISABLED
 
 
+class AuthFailed(RalphError):
+    """The agent cannot authenticate: waiting cannot help, a person must log in or fix a key."""
+
+    exit_code = EXIT_AUTH
+
+
+class RootRefused(RalphError):
+    """The agent refused to skip its permission prompts because it runs as root."""
+
+    exit_code = EXIT_ROOT_REFUSED
+
+
 class EnvironmentFailure(RalphError):
     """ralph.py's own files cannot be written or read (disk full, read-only, permissions)."""
 
@@ -65,8 +79,9 @@ class EnvironmentFailure(RalphError):
 
 __all__ = [
     "RalphError", "UsageError", "RunLocked", "ScopeChanged", "BudgetExhausted", "NoProgress",
-    "UsageDisabled", "EnvironmentFailure",
+    "UsageDisabled", "AuthFailed", "RootRefused", "EnvironmentFailure",
     "EXIT_OK", "EXIT_USAGE", "EXIT_LOCKED", "EXIT_SCOPE_CHANGED", "EXIT_BUDGET",
-    "EXIT_NO_PROGRESS", "EXIT_USAGE_DISABLED", "EXIT_ENVIRONMENT", "EXIT_TASK_CMD_MISSING",
+    "EXIT_NO_PROGRESS", "EXIT_USAGE_DISABLED", "EXIT_ENVIRONMENT", "EXIT_AUTH",
+    "EXIT_ROOT_REFUSED", "EXIT_TASK_CMD_MISSING",
     "EXIT_INTERRUPTED",
 ]

@@ -1,14 +1,18 @@
 """Owns running a program that is not an agent (git, an external task command): an argv list,
 no shell, stdin from /dev/null, and the environment and working directory given by the
 caller, so a call sees the run's exports (ralph-cli.md s.9) wherever it runs. The exit code
-is data for the caller; a program that cannot be started raises OSError.
-Knows nothing of what the programs are. Agents run in session/ (process groups, timeouts)."""
+is data for the caller; a program that cannot be started raises OSError. A program that may
+start children of its own (a user's test command) runs in a process group of its own
+(`run_group`), which goes with it. Knows nothing of what the programs are. Agents run in
+session/ (process groups, pumps, timeouts)."""
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import BinaryIO, Mapping, Sequence
 
 # Where a program's stdout or stderr goes.
 CAPTURE = subprocess.PIPE       # read into the result
@@ -44,4 +48,50 @@ def run(argv: Sequence[str], *, cwd: Path | str, env: Mapping[str, str],
     return Result(proc.returncode, proc.stdout or b"", proc.stderr or b"")
 
 
-__all__ = ["Result", "run", "CAPTURE", "DISCARD", "INHERIT", "TimeoutExpired"]
+def _stop_group(proc: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM to the whole group, SIGKILL after the grace: a test runner's own children
+    (workers, servers) go with it."""
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    _kill_group(proc.pid)              # the leader is gone; its group may linger (nohup, &)
+
+
+def _kill_group(pgid: int) -> None:
+    """What a program left running in its group (a server started with `&`) goes too."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_group(argv: Sequence[str], *, cwd: Path | str, env: Mapping[str, str],
+              output: BinaryIO, timeout: float, kill_grace: float) -> int | None:
+    """Run argv in a process group of its own (never ralph.py's or an agent's), its stdout
+    and stderr into output, for at most timeout seconds; then SIGTERM to the group and
+    SIGKILL after kill_grace. Whatever it left running in its group is killed when it ends,
+    and an exception while waiting (a signal to ralph.py) stops the group first. The exit
+    code; None when the timeout ended it."""
+    proc = subprocess.Popen(list(argv), cwd=str(cwd), env=dict(env), stdin=subprocess.DEVNULL,
+                            stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        if timed_out or proc.returncode is None:
+            _stop_group(proc, kill_grace)
+        else:
+            _kill_group(proc.pid)
+    return None if timed_out else proc.returncode
+
+
+__all__ = ["Result", "run", "run_group", "CAPTURE", "DISCARD", "INHERIT", "TimeoutExpired"]

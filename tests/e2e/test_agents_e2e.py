@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from conftest import install_stub, read_jsonl
+from conftest import STUBS, install_stub, read_jsonl
 from loophelp import tasks  # noqa: F401  (fixture)
 
 RULE = "\u2501" * 40
@@ -52,7 +52,7 @@ BACKENDS = {
                    "usage": {"input": 5, "output": 2, "cost": {"total": 0.01}},
                    "stopReason": "stop"}},
                {"type": "turn_end"}, {"type": "agent_end"}),
-        ["--mode", "json", "--", PROMPT],
+        ["--mode", "json", "-p"],
         "Hi pi.\n\U0001F527 bash\n   $ make\n\n\u2501\u2501 Done (success) | cost: $0.01 | turns: 1 | tokens: in 5, out 2 \u2501\u2501\n"),
     "amp": (
         _lines({"type": "assistant", "message": {"content": [{"type": "text", "text": "amp!"}]}},
@@ -105,7 +105,8 @@ def test_each_backend_runs_its_cli_with_its_argv_and_renders_its_stream(
     args = () if name == "claude" else ("--agent", name)
     proc, calls = _run(run_ralph, tasks, tmp_path, bin_dir, name, stream, *args)
     assert proc.returncode == 0, proc.stderr
-    assert [(c["prog"], c["argv"], c["stdin"]) for c in calls] == [(name, argv, "")]
+    stdin = PROMPT if name == "pi" else ""                   # pi: print mode reads stdin
+    assert [(c["prog"], c["argv"], c["stdin"]) for c in calls] == [(name, argv, stdin)]
     assert _rendered(proc.stdout) == rendered
     logs = list((git_repo / ".ralph" / "logs").iterdir())
     assert [p.read_text() for p in logs] == [stream]          # the raw stream, byte for byte
@@ -193,3 +194,20 @@ def test_unknown_agent_in_ralph_yml_is_refused_too(run_ralph, tasks, git_repo):
     assert proc.returncode == 1
     assert proc.stderr.startswith("Error: unknown agent 'gpt' (known: amp, claude,")
     assert tasks.calls() == []
+
+
+def test_pi_is_run_with_an_argv_the_real_pi_accepts(run_ralph, tasks, tmp_path, bin_dir):
+    # `pi` answers an argument `--` as pi 0.73.1 does, then is the stub.
+    pi = bin_dir / "pi"
+    pi.write_text('#!/bin/sh\nfor a in "$@"; do if [ "$a" = "--" ]; then '
+                  'echo "Error: Unknown option: --" >&2; exit 1; fi; done\n'
+                  f'exec "{STUBS / "agent_cli"}" "$@"\n')
+    pi.chmod(0o755)
+    (tmp_path / "stream").write_bytes(BACKENDS["pi"][0].encode())
+    tasks.script(peek=[{"out": TASK_MD}, {"out": ""}])
+    proc = run_ralph("build", "--agent", "pi", env={
+        **tasks.env, "STUB_LOG": str(tmp_path / "calls.jsonl"),
+        "STUB_STREAM": str(tmp_path / "stream")})
+    assert proc.returncode == 0, proc.stderr
+    assert "Unknown option" not in proc.stderr
+    assert _rendered(proc.stdout) == BACKENDS["pi"][2]

@@ -173,14 +173,15 @@ def test_a_prompt_template_hands_each_claimed_ticket_to_pi_as_pi_ticketflow_does
     ids = [tk_repo("create", f"Ticket {n}") for n in range(2)]
     commit_all(git_repo, base_env, "tickets")
     log = tmp_path / "pi.jsonl"
-    # /tf closes the ticket with tk itself, not through $RALPH_TASK_SCRIPT
+    # /tf closes the ticket with tk itself, not through $RALPH_TASK_SCRIPT; pi reads its
+    # prompt on stdin
     action = (f"tid=$(tail -n 1 {log} | python3 -c 'import json,sys; "
-              f"print(json.load(sys.stdin)[\"argv\"][-1].split()[1])'); tk close \"$tid\"")
+              f"print(json.load(sys.stdin)[\"stdin\"].split()[1])'); tk close \"$tid\"")
     proc = run_ralph("build", "--tasks", "tk", "--agent", "pi", "--prompt", "/tf {id} --auto",
                      env={"STUB_LOG": str(log), "STUB_ACTION": action}, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "All tasks complete. Exiting loop." in proc.stdout
-    prompts = [rec["argv"][-1] for rec in read_jsonl(log)]
+    prompts = [rec["stdin"] for rec in read_jsonl(log)]
     assert prompts == [f"/tf {tid} --auto" for tid in sorted(ids)]
     assert all(status(tk_repo, tid) == "closed" for tid in ids)
 

@@ -155,17 +155,28 @@ def test_scope_errors_no_origin_and_detached_head(run_task, git_repo, base_env):
           "Error: detached HEAD state. Run: git checkout <branch>\n")
 
 
+def test_a_linked_worktree_is_a_git_root_of_its_own(run_task, git_repo, base_env, tmp_path):
+    git(git_repo, "worktree", "add", "-q", "-b", "wt", str(tmp_path / "wt"), env=base_env)
+    assert ok(run_task("_get-scope", cwd=tmp_path / "wt" / "specs")) == "repo:acme/widgets\nbranch:wt\n"
+    ok(run_task("plan-status", cwd=tmp_path / "wt" / "specs"))
+    assert (tmp_path / "wt" / ".ralph" / "tasks.db").exists() and not (git_repo / ".ralph").exists()
+
+
 def test_scope_repo_set_outside_a_repository_still_needs_git_for_the_branch(run_task, tmp_path):
     fails(run_task("_get-scope", cwd=tmp_path, env={"RALPH_SCOPE_REPO": "a/b"}), 1,
           "Error: not inside a git repository. Run: git init\n")
 
 
-def test_git_is_called_only_with_the_spec_argument_vectors(run_task, bin_dir, tmp_path):
+def test_git_is_called_only_with_the_spec_argument_vectors(run_task, git_repo, bin_dir, tmp_path):
     log = tmp_path / "git.log"
     real = next(Path(d) / "git" for d in os.environ["PATH"].split(os.pathsep)
                 if (Path(d) / "git").is_file())
     (bin_dir / "git").write_text(f"#!/bin/sh\necho \"$*\" >> {log}\nexec {real} \"$@\"\n")
     (bin_dir / "git").chmod(0o755)
+    ok(run_task("plan-status"))
+    assert not log.exists()  # a plain repository: its files give git's answers, git is not run
+    config = git_repo / ".git" / "config"
+    config.write_text("[include]\n\tpath = nothing\n" + config.read_text())  # git must answer
     ok(run_task("plan-status"))
     calls = set(log.read_text().splitlines())
     assert calls == {"rev-parse --show-toplevel", "rev-parse --is-inside-work-tree",

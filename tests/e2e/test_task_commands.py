@@ -1,5 +1,5 @@
 """Black-box tests of the shared, dependency, agent and internal task commands
-(spec/task-cli.md s.9.8-9.17, team brief extensions), byte for byte."""
+(spec/task-cli.md s.9.8-9.17, and ralph.py's internal extensions), byte for byte."""
 from __future__ import annotations
 
 import json
@@ -309,7 +309,7 @@ def test_render_md_bad_argument_is_one_error_line(run_task, tmp_path, args):
     assert proc.stderr.count("\n") == 1
 
 
-# --- internal extensions (team brief) ----------------------------------------------------
+# --- internal extensions of ralph.py ------------------------------------------------------
 
 def test_export_json_lists_every_task_of_the_scope(run_task):
     ok(run_task("create", "b", "B", "-s", '["s1"]'))
@@ -340,6 +340,26 @@ def test_hold_makes_a_task_unclaimable_and_blocked_until_unhold(run_task, db):
     ok(run_task("delete", "a"))
     query(db, "PRAGMA foreign_keys=ON")
     assert query(db, "SELECT count(*) FROM task_holds")[0][0] == 0
+
+
+def test_show_and_list_say_that_a_task_is_held_and_why(run_task):
+    ok(run_task("create", "a", "A", "-p", "1"))
+    ok(run_task("create", "b", "B", "-p", "2"))
+    before_b = ok(run_task("show", "b"))
+    reason = "failed 3 times (--max-attempts 3): session exited without completing task"
+    ok(run_task("_hold", "a", "--reason", reason))
+    shown = ok(run_task("show", "a")).splitlines()
+    assert shown[2:4] == ["Status:      open",
+                          f"Held:        {reason}; release it with: ralph task _unhold a"]
+    assert ok(run_task("show", "b")) == before_b                      # not held: as before
+    table = ok(run_task("list")).splitlines()
+    assert table[1].split()[:3] == ["a", "1", "held"] and table[2].split()[:3] == ["b", "2", "open"]
+    assert table[3:] == [f"held a: {reason}"]
+    md = ok(run_task("list", "--markdown"))
+    assert f"## Task a\nid: a\ntitle: A\npriority: 1\nstatus: open\nheld: {reason}\n" in md
+    assert "## Task b\nid: b\ntitle: B\npriority: 2\nstatus: open\n" in md
+    ok(run_task("_unhold", "a"))
+    assert "Held:" not in ok(run_task("show", "a")) and "held" not in ok(run_task("list"))
 
 
 def test_frozen_ids_file_limits_peek_and_claim(run_task, tmp_path):

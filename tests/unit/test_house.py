@@ -14,12 +14,15 @@ LIB = ROOT / "lib"
 PACKAGE = LIB / "ralphkit"
 MAX_LINES = 300
 # Work items, roles and the process that produced the code are nothing a reader needs.
-PROCESS_WORDS = re.compile(r"issue ?#?[0-9]|\blead\b|helper session", re.IGNORECASE)
+PROCESS_WORDS = re.compile(r"issue ?#?[0-9]|\blead\b|helper session|team brief", re.IGNORECASE)
 WORDING_ROOTS = ["ralph.py", "lib", "docs", "README.md"]
 # Who may start a process: programs.py (every program that is not an agent), session/
-# (agents: process groups, pumps) and tasks/ (the task CLI's own git reads, kept free of
-# ralph.py's modules for its start-up time).
-MAY_RUN_PROCESSES = ("ralphkit.programs", "ralphkit.session.", "ralphkit.tasks.")
+# (agents: process groups, pumps), tasks/ (the task CLI's own git reads, kept free of
+# ralph.py's modules for its start-up time) and notify/ (a notifier command is fed its
+# notification on stdin and killed from the dispatcher thread at the run's end, which
+# programs.run_group does not offer).
+MAY_RUN_PROCESSES = ("ralphkit.programs", "ralphkit.session.", "ralphkit.tasks.",
+                     "ralphkit.notify.")
 
 
 def _modules() -> dict[str, Path]:
@@ -143,3 +146,20 @@ def test_no_work_item_or_role_is_named_in_code_or_docs(root):
             for path, text in _text_files(ROOT / root)
             for n, line in enumerate(text.splitlines(), 1) if PROCESS_WORDS.search(line)]
     assert not hits, "\n".join(hits)
+
+
+def test_the_architecture_page_names_every_module_in_its_package():
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    sections = re.split(r"^`([a-z_]+)/`:", page, flags=re.M)
+    listed = {sections[i]: set(re.findall(r"^\| `([a-z_]+\.py)` \|", sections[i + 1], re.M))
+              for i in range(1, len(sections), 2)}
+    top = set(re.findall(r"^\| `([a-z_]+\.py)` \|", sections[0], re.M))
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "__init__.py" or "__pycache__" in path.parts:
+            continue
+        package = path.parent.name
+        named = top if path.parent == PACKAGE else listed.get(package, set())
+        if path.name not in named:
+            missing.append(str(path.relative_to(LIB)))
+    assert missing == []

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import psutil
 import pytest
 
+from conftest import wait_for
 from ralphkit import programs
 
 
@@ -46,3 +48,23 @@ def test_a_timeout_kills_the_program_before_it_propagates(tmp_path):
     pid = int((tmp_path / "pid").read_text())
     with pytest.raises(ProcessLookupError):      # killed and reaped: no such process
         os.kill(pid, 0)
+
+
+def test_a_group_program_runs_in_a_group_of_its_own_and_takes_what_it_left_along(tmp_path):
+    with (tmp_path / "out").open("w+b") as out:
+        code = programs.run_group(
+            ["sh", "-c", "ps -o pgid= -p $$; sleep 300 >/dev/null 2>&1 & echo $! > bg"],
+            cwd=tmp_path, env=os.environ, output=out, timeout=30, kill_grace=1)
+        out.seek(0)
+        pgid = int(out.read().split()[0])
+    assert code == 0 and pgid != os.getpgrp()
+    left = int((tmp_path / "bg").read_text())
+    wait_for(lambda: not psutil.pid_exists(left)              # what it left in its group is
+             or psutil.Process(left).status() == psutil.STATUS_ZOMBIE)   # killed
+
+
+def test_a_group_timeout_stops_the_whole_group_and_returns_none(tmp_path):
+    with (tmp_path / "out").open("w+b") as out:
+        code = programs.run_group(["sh", "-c", "trap '' TERM; sleep 300 & wait"], cwd=tmp_path,
+                                  env=os.environ, output=out, timeout=0.5, kill_grace=0.5)
+    assert code is None

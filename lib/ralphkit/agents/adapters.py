@@ -100,9 +100,11 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
         ("-p", PROMPT, "--output-format=stream-json", "--verbose", DANGER, MODEL, EXTRA),
         render.StreamRenderer, danger_args=("--dangerously-skip-permissions",),
         reports=_CLAUDE_FACTS),
-    # pi runs tools without asking, so --danger adds nothing; `--` lets a prompt start with '-'.
+    # pi runs tools without asking, so --danger adds nothing. pi 0.73 rejects `--` ("Error:
+    # Unknown option: --") and reads an argument starting with '-' as an option and one with
+    # '@' as a file to attach, so the prompt goes on stdin, which print mode (-p) reads.
     AgentAdapter(
-        "pi", ("pi",), ("--mode", "json", MODEL, DANGER, EXTRA, "--", PROMPT),
+        "pi", ("pi",), ("--mode", "json", "-p", MODEL, DANGER, EXTRA),
         agent_streams.PiRenderer,
         reports=frozenset({"cost", "turns", "tokens", "result", "errors"}),
         notes="pi has no permission prompts: --danger changes nothing"),
@@ -127,10 +129,13 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
         agent_streams.OpencodeRenderer, model_args=("-m", MODEL),
         danger_env={"OPENCODE_PERMISSION": '{"*":"allow"}'},
         reports=frozenset({"cost", "turns", "tokens", "result", "errors"})),
+    # gemini 0.61 refuses to run headless in a folder it does not trust (exit 55): --danger
+    # also trusts the checkout for the session; without it the user trusts the folder once.
     AgentAdapter(
         "gemini", ("gemini",),
         ("-p", PROMPT, "--output-format=stream-json", DANGER, MODEL, EXTRA),
-        agent_streams.GeminiRenderer, danger_args=("--yolo",), model_args=("-m", MODEL),
+        agent_streams.GeminiRenderer, danger_args=("--yolo", "--skip-trust"),
+        model_args=("-m", MODEL),
         reports=frozenset({"tokens", "result", "errors"})),
 )}
 

@@ -1,6 +1,9 @@
 """Owns the rendering of Claude Code's `--output-format=stream-json` into the human text of
 ralph-cli.md s.12 (byte-exact), and the per-session facts read from the same stream: result
 subtype, cost, turns, the last texts (s.20.1 promise), permission denials and rate-limit events.
+Beyond s.12: a `system` event of subtype `api_retry` (the CLI retrying a failed API call) is
+shown as one line and counted, and one that failed authentication marks the session as one to
+stop at once (`StreamRenderer.abort`): waiting cannot fix a bad key.
 
 Does not own reading the agent's pipe, the session log file (the caller copies every byte there,
 s.20.3) or interpreting the facts: usage-limit detection, budgets and exit classification belong
@@ -37,7 +40,8 @@ _RATE_LIMIT_LINE_MAX = 64 * 1024   # a bigger rate_limit_event line is counted, 
 # the full parse decides.
 _FIRST_TYPE_RE = re.compile(rb'[ \t\r]*\{[ \t\r]*"type"[ \t\r]*:[ \t\r]*"([^"\\]*)"')
 _WANTED = (b"assistant", b"result", b"rate_limit_event")
-_AFTER_TYPE_RE = re.compile(rb'[ \t\r]*:[ \t\r]*"(?:assistant|result|rate_limit_event)"')
+_AFTER_TYPE_RE = re.compile(rb'[ \t\r]*:[ \t\r]*"(?:assistant|result|rate_limit_event|system)"')
+_RETRY_MARK = b'"api_retry"'       # a `system` line is decoded only when it may be a retry
 _ESCAPED_LETTERS = (b"\\u005", b"\\u006", b"\\u007")
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
@@ -111,7 +115,8 @@ def _tool_detail(name: Any, block: dict) -> str:
 def _may_be_wanted(line: bytes) -> bool:
     first = _FIRST_TYPE_RE.match(line)
     if first:
-        return first.group(1) in _WANTED
+        kind = first.group(1)
+        return kind in _WANTED or (kind == b"system" and _RETRY_MARK in line)
     find = line.find
     pos = find(b'"type"')
     while pos >= 0:
@@ -145,6 +150,30 @@ class SessionSummary:
     rate_limit_events: list[dict] = field(default_factory=list)
     assistant_texts_tail: list[str] = field(default_factory=list)
     events_seen: dict[str, int] = field(default_factory=dict)
+    api_retries: int = 0               # `system`/`api_retry` events
+    auth_error: str | None = None      # the first api_retry that failed authentication, shown
+
+
+def _retry_field(value: Any) -> str:
+    return _field(value) if value is not None else "?"
+
+
+def api_retry_line(event: dict) -> str:
+    """One line for an `api_retry` event: attempt, HTTP status, error, the wait before the next
+    attempt (Claude Code 2.1: attempt, max_retries, error_status, error, retry_delay_ms)."""
+    attempt, most = event.get("attempt"), event.get("max_retries")
+    status, error, delay = event.get("error_status"), event.get("error"), event.get("retry_delay_ms")
+    what = " ".join(_field(v) for v in (status, error) if v not in (None, "")) or "error"
+    wait = (f"{delay / 1000:.1f}s" if isinstance(delay, (int, float)) and not isinstance(delay, bool)
+            else "?")
+    return (f"\nAPI retry {_retry_field(attempt)}/{_retry_field(most)}: {what}; "
+            f"next attempt in {wait}\n")
+
+
+def is_auth_retry(event: dict) -> bool:
+    """An api_retry that failed authentication: 401, or the CLI's `authentication_failed`."""
+    return event.get("error_status") == 401 or event.get("error") in (
+        "authentication_failed", "authentication_error")
 
 
 class StreamRenderer(LineFeed):
@@ -159,6 +188,11 @@ class StreamRenderer(LineFeed):
             "lines": 0, "assistant": 0, "result": 0, "rate_limit_event": 0, "oversized": 0})
         self._tail: deque[str] = deque(maxlen=_TAIL_TEXTS)
         self._limits: deque[dict] = deque(maxlen=_RATE_LIMIT_KEEP)
+
+    @property
+    def abort(self) -> str | None:
+        """Why the session should be stopped now (the CLI is retrying a failed login), or None."""
+        return self._s.auth_error
 
     @property
     def summary(self) -> SessionSummary:
@@ -196,6 +230,12 @@ class StreamRenderer(LineFeed):
             seen["rate_limit_event"] += 1
             if len(line) <= _RATE_LIMIT_LINE_MAX:
                 self._limits.append(event)
+        elif kind == "system" and event.get("subtype") == "api_retry":
+            self._s.api_retries += 1
+            shown = api_retry_line(event)
+            if self._s.auth_error is None and is_auth_retry(event):
+                self._s.auth_error = shown.strip()
+            parts.append(shown)
 
     def _assistant(self, event: dict) -> str:
         message = event.get("message")
@@ -244,4 +284,5 @@ def promise_received(summary: SessionSummary, promise_text: str) -> bool:
                if text)
 
 
-__all__ = ["StreamRenderer", "SessionSummary", "promise_received", "MAX_LINE_BYTES"]
+__all__ = ["StreamRenderer", "SessionSummary", "promise_received", "api_retry_line",
+           "is_auth_retry", "MAX_LINE_BYTES"]

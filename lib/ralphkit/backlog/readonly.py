@@ -55,7 +55,8 @@ def call(argv: list[str], *, environ: Mapping[str, str], cwd: Path) -> ReadResul
     from ralphkit.tasks.context import Ctx
     from ralphkit.tasks.errors import TaskError
     from ralphkit.tasks.git_scope import Git, resolve_scope
-    commands = {"peek": backlog.peek, "list": views.list_tasks}
+    commands = {"peek": backlog.peek, "list": views.list_tasks,
+                "_export-json": views.export_json}
     git = Git(str(cwd), environ)
     try:
         path = _db_path(git)

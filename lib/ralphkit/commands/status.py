@@ -1,5 +1,7 @@
-"""Owns `ralph status [--json]`: a read-only look, from another shell, at the run of this backlog:
-is it alive (run lock + pid check), its run id, iteration, current task and last outcomes. Reads
+"""Owns `ralph status [--json] [--watch]`: a read-only look, from another shell, at the run of this
+backlog: is it alive (run lock + pid check), its run id, iteration, current task, last outcomes,
+cost so far, breakers, and where its report is. --watch refreshes it in place on a terminal (the
+agent's last line, elapsed time, queue) and prints one plain line per refresh otherwise. Reads
 what run_lock, run_state and progress write; never writes, never moves a corrupt file, never
 exits (main returns the exit code for ralph.py)."""
 from __future__ import annotations
@@ -7,9 +9,15 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
+from ralphkit.config.table import BY_NAME
+from ralphkit.report import files as report_files
+from ralphkit.report import live as report_live
+from ralphkit.report.render_text import clean
 from ralphkit.runs import progress
 from ralphkit.runs import lock as run_lock
 from ralphkit.runs import state as run_state
@@ -22,8 +30,11 @@ Usage: ralph status [options]
 Shows the run of this backlog: alive or not, run id, iteration, current task, last outcomes.
 
 Options:
-  --json      Print one JSON object instead of text
-  --help, -h  Show this help
+  --json          Print one JSON object instead of text
+  --watch         Refresh every few seconds (in place on a terminal; Ctrl+C ends it)
+  --interval SEC  Seconds between refreshes with --watch (default: 2)
+  --count N       With --watch: stop after N refreshes
+  --help, -h      Show this help
 """
 
 
@@ -67,7 +78,26 @@ def read_status(ralph_dir: Path) -> dict[str, Any]:
     ends = [e for e in progress.read_events(ralph_dir, run_id) if e["event"] == "session_end"] \
         if run_id else []
     status["lastOutcomes"] = [_outcome(e) for e in ends[-LAST_OUTCOMES:]][::-1]
+    costs = [e["cost_usd"] for e in ends if isinstance(e.get("cost_usd"), (int, float))]
+    status["costUsd"] = round(sum(costs), 6) if costs else None
+    status["breakers"] = _breakers(state)
+    html = report_files.paths(ralph_dir, run_id)[1] if run_id else None
+    status["report"] = str(html) if html is not None and html.exists() else None
+    status["verify"] = (state.extra.get("verify") or None) if state else None   # docs/verify.md
     return status
+
+
+def _breakers(state: run_state.RunState | None) -> dict[str, Any] | None:
+    """The no-progress breaker's counters and where each stops the run (0: off)."""
+    guards = state.extra.get("guards") if state else None
+    if not isinstance(guards, dict):
+        return None
+    out = {}
+    for counter, limit in (("consecutive_failures", "max_consecutive_failures"),
+                           ("idle_sessions", "max_idle_sessions")):
+        at = state.options.get(limit, BY_NAME[limit].default)
+        out[counter] = {"count": guards.get(counter, 0), "stopsAt": at}
+    return out
 
 
 def _describe_outcome(o: dict[str, Any]) -> str:
@@ -118,7 +148,82 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
     if status["lastOutcomes"]:
         lines.append("Last outcomes (newest first):")
         lines += [_describe_outcome(o) for o in status["lastOutcomes"]]
+    if status.get("verify"):
+        lines.append("Verification (last verdict per task):")
+        lines += [f"  {task}  {r.get('verdict')}  `{r.get('command') or '-'}`"
+                  f"  exit {r.get('exit_code')}  at {str(r.get('commit') or '')[:12]}"
+                  + (f"  ({len(r['findings'])} tamper findings)" if r.get("findings") else "")
+                  for task, r in status["verify"].items()]
+    if status.get("report"):
+        shown = Path(ralph_dir) / "runs" / str(status["runId"]) / "report.html"
+        lines.append(f"Report:     {shown} (`ralph report` shows it here)")
     return "\n".join(lines) + "\n"
+
+
+def _watch_text(status: dict[str, Any], extra: dict[str, Any], shown: Path) -> str:
+    claimed = f"{', '.join(extra['activeTasks'])} (claimed)" if extra["activeTasks"] else None
+    lines = [line.replace("(agent picks)", claimed, 1) if claimed and line.startswith("Current:")
+             else line for line in render_text(status, shown).splitlines()]
+    if extra["runElapsed"]:
+        lines.insert(2, f"Elapsed:    {extra['runElapsed']}"
+                        + (f" (this session: {extra['sessionElapsed']})"
+                           if extra["sessionElapsed"] else ""))
+    if status.get("costUsd") is not None:
+        lines.append(f"Cost:       ${status['costUsd']:.2f} so far")
+    for name, b in (status.get("breakers") or {}).items():
+        if b["stopsAt"]:
+            lines.append(f"Breaker:    {name.replace('_', ' ')} {b['count']} "
+                         f"(stops at {b['stopsAt']})")
+    if extra["queue"] is not None:
+        lines.append("Queue:      " + (", ".join(f"{n} {k}" for k, n in sorted(
+            extra["queue"].items())) or "empty"))
+    if extra["lastLine"]:
+        lines.append(f"Agent:      {clean(extra['lastLine'], 160)}")
+    stamp = datetime.now(timezone.utc).strftime("%H:%M:%S")
+    return "\n".join(lines) + f"\n\n(refreshed {stamp} UTC; Ctrl+C to leave)\n"
+
+
+def _watch_line(status: dict[str, Any], extra: dict[str, Any]) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    state = ("running" if status["alive"] else "ended" if status.get("endedAt")
+             else "not running")
+    bits = [stamp, f"run {status['runId']}", state]
+    if status.get("currentTask") or status.get("active"):
+        task = status.get("currentTask") or ", ".join(extra["activeTasks"]) or "(agent picks)"
+        bits.append(f"task {clean(task, 60)}"
+                    + (f" for {extra['sessionElapsed']}" if extra["sessionElapsed"] else ""))
+    bits.append(f"{status.get('completed') or 0} done, {status.get('failed') or 0} failed")
+    if status.get("costUsd") is not None:
+        bits.append(f"${status['costUsd']:.2f}")
+    if status.get("resumeAt"):
+        bits.append(f"waiting until {status['resumeAt']}")
+    return " | ".join(bits) + "\n"
+
+
+def watch(ralph_dir: Path, shown: Path, out: TextIO, *, interval: float,
+          count: int | None, as_json: bool) -> int:
+    """Refresh until Ctrl+C (or `count` refreshes): in place on a terminal, else one line."""
+    tty = out.isatty() and not as_json
+    done = 0
+    try:
+        while True:
+            status = read_status(ralph_dir)
+            extra = report_live.live(status, ralph_dir)
+            if as_json:
+                out.write(json.dumps({**status, **extra}, ensure_ascii=False, default=str) + "\n")
+            elif status["runId"] is None:
+                out.write(("\x1b[H\x1b[J" if tty else "") + render_text(status, shown))
+            elif tty:
+                out.write("\x1b[H\x1b[J" + _watch_text(status, extra, shown))
+            else:
+                out.write(_watch_line(status, extra))
+            out.flush()
+            done += 1
+            if count is not None and done >= count:
+                return 0
+            time.sleep(interval)
+    except KeyboardInterrupt:            # Ctrl+C is how a watch ends: not an error
+        return 0
 
 
 def main(argv: list[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None,
@@ -126,17 +231,35 @@ def main(argv: list[str], *, stdout: TextIO | None = None, stderr: TextIO | None
     """`ralph status [--json]`: prints the status of ralph_dir (ralph.py passes the run's
     .ralph/ at the git top level; default ./.ralph); 0 also when no run is found."""
     out, err = stdout or sys.stdout, stderr or sys.stderr
-    as_json = False
-    for arg in argv:
+    as_json = watching = False
+    interval, count = 2.0, None
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
         if arg in ("--help", "-h"):
             out.write(HELP)
             return 0
-        if arg != "--json":
+        if arg in ("--interval", "--count"):
+            try:
+                value = float(args.pop(0)) if arg == "--interval" else int(args.pop(0))
+                if value <= 0:
+                    raise ValueError(value)
+            except (IndexError, ValueError):
+                what = "a number of seconds above 0" if arg == "--interval" else "a count above 0"
+                err.write(f"Error: {arg} requires {what}\nRun 'ralph status --help' for usage\n")
+                return 1
+            interval, count = (value, count) if arg == "--interval" else (interval, int(value))
+        elif arg in ("--json", "--watch"):
+            as_json, watching = as_json or arg == "--json", watching or arg == "--watch"
+        else:
             err.write(f"Error: Unknown option '{arg}'\nRun 'ralph status --help' for usage\n")
             return 1
-        as_json = True
     here = Path(cwd or os.getcwd())
     ralph_dir = Path(ralph_dir) if ralph_dir is not None else here / ".ralph"
+    if watching:
+        shown = Path(os.path.relpath(ralph_dir, here)) if cwd is None else ralph_dir
+        return watch(ralph_dir, shown, out, interval=interval, count=count,
+                     as_json=as_json)
     status = read_status(ralph_dir)
     if as_json:
         out.write(json.dumps(status, ensure_ascii=False, default=str) + "\n")
@@ -146,4 +269,4 @@ def main(argv: list[str], *, stdout: TextIO | None = None, stderr: TextIO | None
     return 0
 
 
-__all__ = ["main", "read_status", "render_text"]
+__all__ = ["main", "read_status", "render_text", "watch"]

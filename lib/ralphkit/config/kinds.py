@@ -1,4 +1,5 @@
-"""Owns the kinds of value a setting can hold (int, bool, number, duration, text): reading one
+"""Owns the kinds of value a setting can hold (int, bool, number, duration, text, list of
+texts): reading one
 from a command-line argument, an environment variable or a ralph.yml value, and the checks a
 row of the settings table can ask for. A bad value raises `Bad`, whose text says what was
 expected ("a whole number"); the caller names the source. Knows nothing of the table."""
@@ -10,7 +11,7 @@ from typing import Any, Callable
 
 from ralphkit.config.durations import parse_duration
 
-KINDS = ("int", "bool", "number", "duration", "text")
+KINDS = ("int", "bool", "number", "duration", "text", "list")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 Check = Callable[[Any], "str | None"]     # None if fine, else what is expected
@@ -73,8 +74,23 @@ def _text(value: Any) -> str:
     raise Bad(f"a non-empty text{hint}")
 
 
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.replace(",", " ").split())
+
+
+def _list(value: Any) -> tuple[str, ...]:
+    """A ralph.yml list of texts, or one text whose items are separated by spaces or commas
+    (an environment variable, a flag, or a ralph.yml line)."""
+    if isinstance(value, str) and _words(value):
+        return _words(value)
+    if isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value):
+        return tuple(v.strip() for v in value)
+    raise Bad("a list of texts, or one text of items separated by spaces or commas")
+
+
 _READERS: dict[str, Callable[[Any], Any]] = {
-    "int": _int, "bool": _bool, "number": _number, "duration": _duration, "text": _text}
+    "int": _int, "bool": _bool, "number": _number, "duration": _duration, "text": _text,
+    "list": _list}
 
 
 def read(kind: str, value: Any) -> Any:
@@ -90,7 +106,8 @@ def _decimal(text: str) -> int:
 
 # A flag's argument: ValueError means the flag's own "requires ..." message (s.3).
 _FLAG_CONVERTERS: dict[str, Callable[[str], Any]] = {
-    "int": _decimal, "number": float, "duration": parse_duration, "text": str}
+    "int": _decimal, "number": float, "duration": parse_duration, "text": str,
+    "list": _list}
 
 
 def from_flag(kind: str, text: str) -> Any:

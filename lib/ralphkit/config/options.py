@@ -52,6 +52,14 @@ class Options:
     agent_cmd: str | None
     parallel: int
     merge: str
+    # notifications (notify.settings reads them from the persisted options)
+    notify: str | None
+    notify_timeout: float
+    # verified completion
+    verify: str | None
+    verify_timeout: float
+    tamper: str
+    protect: tuple[str, ...]
     # name -> "cli", "env", "ralph.yml" or "default"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 

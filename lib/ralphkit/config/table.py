@@ -15,7 +15,8 @@ from ralphkit.errors import UsageError
 MODES = ("plan", "build")
 # The `--help` lines of a mode list the flags section by section, in this order (s.4: the
 # lines of options ralph.sh did not have go after its four and before `--help, -h`).
-SECTIONS = ("loop", "run", "tasks", "scope", "assign", "agent", "parallel", "unattended")
+SECTIONS = ("loop", "run", "tasks", "scope", "assign", "agent", "parallel", "verify", "notify",
+            "unattended")
 # s.3: without -n, plan runs one iteration and build runs until the backlog is done.
 ITERATIONS_DEFAULT = {"plan": 1, "build": 0}
 _DURATION = "a duration (e.g. 90s, 15m, 1h)"
@@ -24,7 +25,8 @@ _DURATION = "a duration (e.g. 90s, 15m, 1h)"
 @dataclass(frozen=True)
 class Setting:
     name: str                            # the Options field; the ralph.yml key when in_yml
-    kind: str                            # kinds.KINDS: int, bool, number, duration (s), text
+    kind: str                            # kinds.KINDS: int, bool, number, duration (s), text,
+                                         # list (of texts)
     default: Any
     section: str                         # SECTIONS: where its flag's help lines go
     help: str                            # one line for the configuration reference
@@ -175,6 +177,28 @@ SETTINGS: tuple[Setting, ...] = (
          "  --merge rebase|ff|none      Merge a finished task's branch (--parallel)",
          needs="rebase, ff or none", modes=("build",),
          check=kinds.one_of("rebase", "ff", "none")),
+    # One channel per line: a command, an http(s):// URL or `desktop` (notify.settings).
+    _row("notify", "text", None, "notify",
+         "notify on run end, stops, limit waits, held tasks, scope changes",
+         "  --notify CMD|URL|desktop    Notify on run end, stops, limit waits,\n"
+         "                              held tasks and scope changes",
+         needs="a command, a URL or desktop"),
+    _row("notify_timeout", "duration", 10.0, "notify", "longest time one notification may take",
+         check=kinds.positive),
+    # verified completion (docs/verify.md)
+    _row("verify", "text", None, "verify",
+         "run this command after a task is marked done; a failure reopens the task",
+         "  --verify CMD                Run CMD after a task is marked done;\n"
+         "                              a failure reopens the task",
+         needs="a command", modes=("build",)),
+    _row("verify_timeout", "duration", 600.0, "verify",
+         "stop the verify command after this long (a failure of its own)", check=kinds.positive),
+    _row("tamper", "text", "hold", "verify",
+         "test tampering found in a session's diff: hold the task, warn, or off",
+         check=kinds.one_of("hold", "warn", "off")),
+    _row("protect", "list", (), "verify",
+         "globs of files a session may add to but not change (a list, or one text of globs"
+         " separated by spaces or commas)"),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 

@@ -1,11 +1,12 @@
-"""Owns the features that plug into ralph.py's loops, all through one interface (`Feature`): the
-unattended-run checks between sessions (`ralph ctl`, SIGHUP, --max-runtime), scope freeze
-(FREEZE_SCOPE), assignment mode (--assign) and the prompt template (--prompt). `Features` runs
-them in order, so each loop has one path whichever are on. Knows nothing of the order of the
-loop's own steps (ralph.py) or of what a feature does inside (unattended.night, scope.freeze,
-assign.mode)."""
+"""Owns the features that plug into ralph.py's loops, all through one interface (`Feature`):
+the unattended-run checks between sessions (`ralph ctl`, SIGHUP, --max-runtime), scope freeze
+(FREEZE_SCOPE), the verify gate (--verify, the tamper check), assignment mode (--assign) and the
+prompt template (--prompt). `Features` runs them in order, so each loop has one path whichever
+are on. Knows nothing of the order of the loop's own steps (ralph.py) or of what a feature does
+inside (unattended.night, scope.freeze, verify.completion, assign.mode)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -16,6 +17,7 @@ from ralphkit.config.settings import find_repo_root
 from ralphkit.loop.context import RunContext
 from ralphkit.scope import freeze as scope_run
 from ralphkit.unattended.night import Night
+from ralphkit.verify import completion
 
 FROZEN_DONE = "All frozen tasks complete. Exiting loop."
 F = TypeVar("F", bound="Feature")
@@ -46,6 +48,10 @@ class Feature:
     def after_session(self) -> list[str]:
         """After the session, before s.15.5's crash safety: the tasks this feature failed."""
         return []
+
+    def fail_reason(self, reason: str) -> str:
+        """The reason the session's record gives for its failed tasks."""
+        return reason
 
     def end_lines(self, lines: list[str]) -> list[str]:
         """The lines that end the build loop."""
@@ -80,6 +86,11 @@ class Features(Feature):
 
     def after_session(self) -> list[str]:
         return [task for feature in self.items for task in feature.after_session()]
+
+    def fail_reason(self, reason: str) -> str:
+        for feature in self.items:
+            reason = feature.fail_reason(reason)
+        return reason
 
     def end_lines(self, lines: list[str]) -> list[str]:
         for feature in self.items:
@@ -141,6 +152,36 @@ def scope_freeze(ctx: RunContext) -> ScopeFreeze | None:
     for line in snap.warnings:
         ctx.warn(f"Warning: scope: {line}")
     return ScopeFreeze(ctx, freeze)
+
+
+class Verify(Feature):
+    """The verify gate (docs/verify.md): after each session, every task it marked done is
+    verified (the verify command, the tamper check of its diff) and reopened or held when it
+    fails; stale verifications are run again before the run may end complete; the next
+    session's task data says why a verification failed."""
+
+    def __init__(self, gate: completion.Gate):
+        self.gate = gate
+        self.reason: str | None = None
+
+    def prompt(self, prompt: Prompt) -> Prompt | None:
+        return dataclasses.replace(prompt, data=self.gate.annotate(prompt.data))
+
+    def after_session(self) -> list[str]:
+        reopened, reason = self.gate.after_session([], "")
+        self.reason = reason or None
+        return reopened
+
+    def fail_reason(self, reason: str) -> str:
+        return self.reason or reason
+
+
+def verification(ctx: RunContext) -> Verify | None:
+    """Build mode's verify gate, from the commit before the first session (with no verify
+    setting and no task's own `verify:` line, it judges nothing). None in plan mode."""
+    if ctx.mode != "build":
+        return None
+    return Verify(completion.start(ctx.options, ctx.task, ctx.env, ctx.cwd, ctx.run, ctx.warn))
 
 
 class Assign(Feature):
@@ -212,5 +253,6 @@ def prompt_template(ctx: RunContext) -> PromptTemplate | None:
     return PromptTemplate(ctx, opts.prompt)
 
 
-__all__ = ["Prompt", "Feature", "Features", "Unattended", "ScopeFreeze", "Assign",
-           "PromptTemplate", "scope_freeze", "assignment", "prompt_template", "FROZEN_DONE"]
+__all__ = ["Prompt", "Feature", "Features", "Unattended", "ScopeFreeze", "Verify", "Assign",
+           "PromptTemplate", "scope_freeze", "verification", "assignment", "prompt_template",
+           "FROZEN_DONE"]

@@ -13,7 +13,7 @@ from ralphkit.agents import adapters as agents
 from ralphkit.backlog import answers as backlog
 from ralphkit.backlog import readonly as backlog_readonly
 from ralphkit.loop.context import RunContext
-from ralphkit.loop.features import Prompt
+from ralphkit.loop.features import Prompt, Verify
 from ralphkit.runs import lifecycle
 from ralphkit.session import fresh_start
 from ralphkit.session import respawn
@@ -88,6 +88,7 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
     from ralphkit.parallel import run as parallel   # git worktrees: only a --parallel run pays
 
     opts, night = ctx.options, ctx.night
+    verify = ctx.features.get(Verify) if ctx.features else None
     return parallel.run(parallel.Setup(
         task=ctx.task, env=ctx.env, cwd=ctx.cwd, adapter=ctx.adapter, danger=opts.danger,
         model=ctx.model, parallel=opts.parallel, max_iterations=opts.max_iterations,
@@ -97,7 +98,8 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
         stem=f"{ctx.run_stamp}-{os.getpid()}-build",
         timeouts=night.timeouts, kill_grace_s=night.cfg.kill_grace_s,      # per session
         max_consecutive_failures=night.cfg.limits.max_consecutive_failures,  # breaker: exit 6
-        scope_check=scope_check))                                          # FREEZE_SCOPE: exit 4
+        scope_check=scope_check,                                           # FREEZE_SCOPE: exit 4
+        verify=verify.gate if verify else None))                           # before each merge
 
 
 def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = FAIL_REASON,

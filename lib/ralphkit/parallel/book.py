@@ -49,6 +49,7 @@ class Setup:
     # the scope check (it names each change once and raises
     # ScopeChanged under STOP_ON_SCOPE_CHANGE); True when every frozen task is done.
     scope_check: Callable[[], bool] | None = None
+    verify: Any = None                           # verify.completion.Gate: judged before the merge
 
 
 @dataclass

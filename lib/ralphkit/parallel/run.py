@@ -6,8 +6,9 @@ fill-capacity loop, then the sessions' end and cleanup), and the --max-consecuti
 breaker (exit 6) and the frozen scope's stop (exit 4).
 
 Does not own choosing which tasks may run together (scheduler, components), the run's record
-(book), starting or ending one session (launch, session_end), git (worktrees), the prompt
-text (assign.choice), the agent argv (agents) or printing: messages go through the
+(book), starting or ending one session (launch, session_end), git (worktrees), the verify
+gate (verify.completion; a stale verification is re-checked when nothing is left to start),
+the prompt text (assign.choice), the agent argv (agents) or printing: messages go through the
 `say`/`warn` callbacks, sessions' renderings to `out`.
 """
 from __future__ import annotations
@@ -64,10 +65,14 @@ class ParallelBuild:
         tasks = self.book.export()
         done = {tid for tid, t in tasks.items() if t.get("status") == "done"}
         frozen = self._frozen_ids()
-        return [t for t in tasks.values()
-                if t.get("status") == "open" and not t.get("held") and not t.get("deleted_at")
-                and (frozen is None or t["id"] in frozen)
-                and all(dep in done for dep in t.get("deps") or [])]
+        found = [t for t in tasks.values()
+                 if t.get("status") == "open" and not t.get("held") and not t.get("deleted_at")
+                 and (frozen is None or t["id"] in frozen)
+                 and all(dep in done for dep in t.get("deps") or [])]
+        verify = self.s.verify
+        if not found and not self.book.sessions and verify and verify.recheck():
+            return self._peek()                  # a stale verification failed: reopened
+        return found
 
     def _frozen_ids(self) -> set[str] | None:
         """A frozen scope with --parallel: only frozen tasks are candidates (a claim of another

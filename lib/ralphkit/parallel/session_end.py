@@ -1,7 +1,8 @@
 """Owns the end of one session of a `--parallel N` run: its outcome (unattended.outcome's
 classes; usage limits are not detected in parallel runs), then by its task's status: `done`
-is merged back into the run's branch (a failed merge re-opens the task with the reason and
-keeps the branch), `active` is failed (s.15.5, or with the timeout that ended it), anything
+is verified in its worktree when the verify gate is on (a failure re-opens or holds the task,
+docs/verify.md) and merged back into the run's branch (a failed merge re-opens the task with
+the reason and keeps the branch), `active` is failed (s.15.5, or with the timeout that ended it), anything
 else is recorded as left; then its worktree goes, its agent id is free again, and the run
 state, the session_end event and the user's line record it. Knows nothing of the breaker or
 of what runs next (run)."""
@@ -45,8 +46,13 @@ def finish(book: Book, tid: str, result: Any) -> outcome.Outcome:
     x = book.sessions.pop(tid)
     x.writer.close()
     how = _classify(book, result)
-    status = (book.export().get(tid) or {}).get("status")
-    if status == "done":
+    record = book.export().get(tid) or {}
+    status = record.get("status")
+    verdict = book.s.verify.judge_worktree(record, x.wt) \
+        if status == "done" and book.s.verify else None
+    if verdict is not None and not verdict.ok:
+        ok, message = False, verdict.reason.split("\n", 1)[0]      # reopened (or held)
+    elif status == "done":
         ok, message = merge(book, x.wt)
     elif status == "active":
         # s.15.5 crash safety; a timeout is named as the single loop names it

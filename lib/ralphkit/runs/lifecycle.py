@@ -20,6 +20,9 @@ from ralphkit.runs import progress
 from ralphkit.runs import lock as run_lock
 from ralphkit.runs import state as run_state
 from ralphkit.errors import EXIT_INTERRUPTED as INTERRUPTED
+from ralphkit.notify import dispatch as notify
+from ralphkit.report import billing as report_billing
+from ralphkit.report import files as report_files
 
 # recover(agent_id, reason) -> slugs it failed: fails what the dead run's agent still holds and
 # deregisters it (loop.launch's task calls).
@@ -94,8 +97,10 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
     was = "stopped by a signal at iteration" if state.ended_at else "interrupted at iteration"
     state.ended_at = state.exit_code = state.exit_reason = None      # it runs again
     run_state.save(ralph_dir, state)                  # the run directory exists from here
+    notify.attach(ralph_dir, run_id, {**options, **state.options})   # persisted settings win
     progress.append_event(ralph_dir, run_id, "run_start", mode=state.mode,
-                          options=state.options, resumed=run.resumed)
+                          options=state.options, resumed=run.resumed,
+                          billing=report_billing.billing(state.options.get("agent")))
     if lock.takeover_note:
         _log(run, "lock_takeover", lock.takeover_note)
     if loaded.recovery:
@@ -196,6 +201,9 @@ def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: 
              "duration_s": round(time.monotonic() - run.session_clock, 3),
              "cost_usd": getattr(summary, "total_cost_usd", None),
              "turns": getattr(summary, "num_turns", None), "outcome": outcome}
+    for key, attr in (("tokens_in", "input_tokens"), ("tokens_out", "output_tokens")):
+        if getattr(summary, attr, None) is not None:     # agents that report tokens, not cost
+            event[key] = getattr(summary, attr)
     if failed:
         event["reason"] = fail_reason
     event.update(extra or {})
@@ -244,8 +252,10 @@ def finish_run(run: Run | None, exit_code: int, reason: str) -> None:
         progress.write_progress(run.ralph_dir, run.state)
         progress.append_event(run.ralph_dir, run.state.run_id, "run_end",
                               exit_code=exit_code, reason=reason)
+        report_files.write_at_end(run.ralph_dir, run.state.run_id)   # report.md, report.html
     finally:
         run_lock.release(run.lock)
+        notify.detach(run.ralph_dir, run.state.run_id)   # at most the notify timeout
 
 
 __all__ = ["Run", "start_run", "begin_session", "agent_started", "end_session",

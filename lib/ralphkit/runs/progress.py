@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ralphkit.atomic_file import append_line, write_atomic
 from ralphkit.runs.state import RunState
 
 LATEST_OUTCOMES = 10
+# Called with (ralph_dir, run_id, record) after each appended event: notifications listen here.
+Listener = Callable[[Path, str, dict], None]
+_LISTENERS: list[Listener] = []
 
 
 def events_path(ralph_dir: Path, run_id: str) -> Path:
@@ -34,7 +37,18 @@ def append_event(ralph_dir: Path, run_id: str, event: str, **fields: Any) -> dic
     record = {"ts": _ts(), "event": event, **fields}
     line = json.dumps(record, ensure_ascii=False, default=str, separators=(",", ":"))
     append_line(events_path(ralph_dir, run_id), line)
+    for listener in tuple(_LISTENERS):
+        listener(ralph_dir, run_id, record)
     return record
+
+
+def add_listener(listener: Listener) -> None:
+    _LISTENERS.append(listener)
+
+
+def remove_listener(listener: Listener) -> None:
+    if listener in _LISTENERS:
+        _LISTENERS.remove(listener)
 
 
 def read_events(ralph_dir: Path, run_id: str) -> list[dict[str, Any]]:
@@ -107,7 +121,23 @@ def render_progress(state: RunState) -> str:
     else:
         lines.append("None yet.")
     lines += _scope_section(state.extra.get("scope"))
+    lines += _verify_section(state.extra.get("verify"))
     return "\n".join(lines) + "\n"
+
+
+def _verify_section(records: Any) -> list[str]:
+    """The verify gate's last verdict per task (verify/completion.py); absent when off."""
+    if not isinstance(records, dict) or not records:
+        return []
+    lines = ["", "## Verification (last verdict per task)", "",
+             "| at | task | verdict | command | exit | commit | findings |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for task, r in sorted(records.items(), key=lambda kv: str(kv[1].get("at")), reverse=True):
+        lines.append(f"| {_cell(r.get('at'))} | {_cell(task)} | {_cell(r.get('verdict'))} "
+                     f"| {_cell(r.get('command'))} | {_cell(r.get('exit_code'))} "
+                     f"| {_cell(str(r.get('commit') or '')[:12])} "
+                     f"| {_cell('; '.join(r.get('findings') or []))} |")
+    return lines
 
 
 def _scope_section(frozen: Any) -> list[str]:
@@ -127,4 +157,4 @@ def write_progress(ralph_dir: Path, state: RunState) -> None:
 
 
 __all__ = ["append_event", "read_events", "write_progress", "render_progress", "events_path",
-           "progress_path"]
+           "progress_path", "add_listener", "remove_listener"]

@@ -9,7 +9,9 @@ for external backends) and decide what to do with the ScopeReport.
 Files in the run directory (docs/scope-freeze.md):
   scope.json             the task list exactly as the backlog reported it (one task a line)
   scope_task_ids.txt     ids of the tasks not deleted, sorted in C byte order, `comm`-ready
-  scope_spec_hashes.txt  `<id>:def:<md5>` and `<id>:spec:<md5-or-problem>` lines, sorted
+  scope_spec_hashes.txt  `<id>:<md5>` of each task's spec file, sorted (the seed's form; no
+                         line for a task without a spec or whose spec cannot be hashed)
+  scope_def_hashes.txt   `<id>:<md5>` of each task's own definition, sorted
   scope_index.json       private: id -> [def md5, spec path], spec path -> state; written
                          last, so it marks a complete snapshot
   scope_stat_cache.json  private: stat signatures and last report (scope_hashing.StatCache)
@@ -18,6 +20,7 @@ Files in the run directory (docs/scope-freeze.md):
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,6 +38,8 @@ if TYPE_CHECKING:
 SCOPE_JSON = "scope.json"
 IDS_TXT = scope_target.IDS_TXT
 HASHES_TXT = "scope_spec_hashes.txt"
+DEF_HASHES_TXT = "scope_def_hashes.txt"
+SPECS_DIR = "specs"
 INDEX_JSON = "scope_index.json"
 CACHE_JSON = "scope_stat_cache.json"
 
@@ -77,6 +82,17 @@ def _spec(task: Mapping) -> str | None:
     return str(spec) if spec not in (None, "") else None
 
 
+def spec_path(spec: str, root: str | Path) -> str:
+    """Where a task's spec is, relative to the repo root. A task names it from the root
+    (`specs/auth.md`) or, as the /ralph-plan skill and ralph.sh's skills write it, by its name
+    under specs/ (`auth.md`): the path from the root wins when it exists, else the one under
+    specs/ when that exists, else the path as written (reported missing)."""
+    if spec.startswith("/") or os.path.lexists(os.path.join(root, spec)):
+        return spec
+    under = f"{SPECS_DIR}/{spec}"
+    return under if os.path.lexists(os.path.join(root, under)) else spec
+
+
 def _describe(before: str, now: str) -> str:
     if now in _DETAIL:
         return _DETAIL[now]
@@ -84,7 +100,7 @@ def _describe(before: str, now: str) -> str:
 
 
 def _compare(run_dir: Path, index: dict, tasks: list[Mapping], cache: hashing.StatCache,
-             now_ns: int, known_defs: Mapping[str, str] | None = None) -> ScopeReport:
+             now_ns: int, root: str, known_defs: Mapping[str, str] | None = None) -> ScopeReport:
     """The full comparison. known_defs: definition md5s already computed (freeze)."""
     present, warnings = _present(tasks)
     frozen, frozen_specs = index["tasks"], index["specs"]
@@ -92,7 +108,8 @@ def _compare(run_dir: Path, index: dict, tasks: list[Mapping], cache: hashing.St
     report.added = sorted(present.keys() - frozen.keys())
     report.removed = sorted(frozen.keys() - present.keys())
     # Each spec file is looked at once per check, however many tasks share it.
-    states = {spec: cache.state(spec, now_ns) for spec in frozen_specs}
+    paths = {spec: spec_path(spec, root) for spec in frozen_specs}
+    states = {spec: cache.state(paths[spec], now_ns) for spec in frozen_specs}
     problems: dict[tuple[str, str], list[str]] = {}
     for tid in sorted(present.keys() & frozen.keys()):
         task, (def_md5, spec_then) = present[tid], frozen[tid]
@@ -106,10 +123,10 @@ def _compare(run_dir: Path, index: dict, tasks: list[Mapping], cache: hashing.St
                 f"spec path changed from {spec_then or '(none)'} to {spec_now or '(none)'}"))
         elif spec_then is not None:
             if states[spec_then] != frozen_specs[spec_then]:
-                report.spec_modified.append(
-                    SpecChange(tid, spec_then, _describe(frozen_specs[spec_then], states[spec_then])))
+                report.spec_modified.append(SpecChange(
+                    tid, paths[spec_then], _describe(frozen_specs[spec_then], states[spec_then])))
             elif states[spec_then] in hashing.PROBLEM_STATES:
-                problems.setdefault((spec_then, states[spec_then]), []).append(tid)
+                problems.setdefault((paths[spec_then], states[spec_then]), []).append(tid)
     for (spec, state), ids in problems.items():
         report.warnings.append(f"spec file {spec} of task(s) {', '.join(ids[:10])} is {state},"
                                " as it was when the scope was frozen")
@@ -166,25 +183,27 @@ def freeze(run_dir: Path, tasks: list[Mapping], repo_root: Path) -> Snapshot:
     now_ns = hashing._clock()
     present, _ = _present(tasks)
     cache = hashing.StatCache(str(repo_root))
-    index_tasks, specs, lines = {}, {}, []
+    index_tasks, specs, spec_lines, def_lines = {}, {}, [], []
     for tid in sorted(present):
         task = present[tid]
         spec, def_md5 = _spec(task), hashing.definition_md5(task)
         index_tasks[tid] = [def_md5, spec]
-        lines.append(f"{tid}:def:{def_md5}")
+        def_lines.append(f"{tid}:{def_md5}")
         if spec is not None:
             if spec not in specs:
-                specs[spec] = cache.state(spec, now_ns)
-            lines.append(f"{tid}:spec:{specs[spec]}")
+                specs[spec] = cache.state(spec_path(spec, repo_root), now_ns)
+            if specs[spec] not in hashing.PROBLEM_STATES:
+                spec_lines.append(f"{tid}:{specs[spec]}")
     frozen_at = datetime.fromtimestamp(now_ns / 1e9, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     index = {"version": 1, "frozen_at": frozen_at, "tasks": index_tasks, "specs": specs}
     atomic_file.ensure_dir(run_dir)
     _write(run_dir / SCOPE_JSON, "[\n" + ",\n".join(
         json.dumps(t, ensure_ascii=False, default=str) for t in tasks) + "\n]\n")
     _write(run_dir / IDS_TXT, "".join(f"{tid}\n" for tid in sorted(present)))
-    _write(run_dir / HASHES_TXT, "".join(f"{line}\n" for line in sorted(lines)))  # C order
+    for name, lines in ((HASHES_TXT, spec_lines), (DEF_HASHES_TXT, def_lines)):
+        _write(run_dir / name, "".join(f"{line}\n" for line in sorted(lines)))  # C order
     # The answer a check gives right now, cached for the fast path (states known: no I/O).
-    report = _compare(run_dir, index, tasks, cache, now_ns,
+    report = _compare(run_dir, index, tasks, cache, now_ns, str(repo_root),
                       {tid: entry[0] for tid, entry in index_tasks.items()})
     cache.rows_digest, cache.report = hashing.rows_digest(tasks), report.to_dict()
     _write(run_dir / CACHE_JSON, cache.dumps())
@@ -242,7 +261,7 @@ def check_scope_integrity(run_dir: Path, tasks: list[Mapping], repo_root: Path, 
         return report
     index = _load_index(run_dir)
     cache = cache or hashing.StatCache(root)
-    report = _compare(run_dir, index, tasks, cache, now_ns)
+    report = _compare(run_dir, index, tasks, cache, now_ns, root)
     cache.rows_digest, cache.report = digest, report.to_dict()
     _save_cache(run_dir, cache, report)
     if memory is not None:
@@ -271,4 +290,4 @@ def _save_cache(run_dir: Path, cache: hashing.StatCache, report: ScopeReport) ->
 
 
 __all__ = ["Snapshot", "Memory", "ScopeReport", "SpecChange", "freeze", "load_or_freeze",
-           "check_scope_integrity"]
+           "check_scope_integrity", "spec_path"]

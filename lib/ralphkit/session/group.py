@@ -86,9 +86,12 @@ def spawn(argv: list[str], *, env: Mapping[str, str], cwd: Path | None,
           stdin: bytes | None = None, pidfile: Path | None = None) -> subprocess.Popen:
     """Start the agent as the leader of a new process group (pgid = its pid); its stdout is a
     non-blocking pipe. Raises OSError when it cannot be started."""
+    env = dict(env)
+    if cwd is not None:        # as a shell's cd would: opencode takes its project from $PWD,
+        env["PWD"] = str(cwd)  # so a --parallel session would work in the main checkout
     with _stdin_file(stdin) as agent_stdin:
         proc = subprocess.Popen(argv, stdin=agent_stdin, stdout=subprocess.PIPE, stderr=None,
-                                env=dict(env), process_group=0, bufsize=0, cwd=cwd,
+                                env=env, process_group=0, bufsize=0, cwd=cwd,
                                 preexec_fn=_preexec(pidfile))
     os.set_blocking(proc.stdout.fileno(), False)
     return proc

@@ -200,12 +200,16 @@ class Pool:
                     run.reading = False                 # EOF; a pidfd needs nothing: see _reap
 
     def _deadlines(self, now: float) -> None:
-        """Per session: SIGTERM when a deadline passed, SIGKILL once the grace ran out. Never
+        """Per session: SIGTERM when a deadline passed or the renderer asks to stop (`abort`:
+        the agent retries a failed login), SIGKILL once the grace ran out. Never
         blocks for the grace: every pipe must be read meanwhile (an agent may be blocked
         writing) and s.16's signals honoured."""
         for run in self._running.values():
             if run.exited_at is not None or run.result.forced:
                 continue
+            if run.term_at is None and getattr(run.renderer, "abort", None):
+                group.signal_group(run.proc.pid, signal.SIGTERM)    # e.g. retrying a bad key
+                run.term_at = now
             if run.term_at is None:
                 due = self._timeouts.check(run.started_at, run.last_output, now)
                 if due is not None:

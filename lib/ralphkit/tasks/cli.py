@@ -65,13 +65,11 @@ _COMMANDS = {
 
 
 def _render_md(argv: Sequence[str]) -> str:
-    import json
-
-    from ralphkit.tasks import markdown
+    from ralphkit.tasks import jsontext, markdown
     if not argv:
         raise TaskError("missing JSON argument")
     try:
-        obj = json.loads(argv[0])
+        obj = jsontext.loads(argv[0])
     except ValueError:
         obj = None
     if not isinstance(obj, dict):
@@ -96,14 +94,13 @@ def _run(argv: Sequence[str], stdin: TextIO, environ: Mapping[str, str], cwd: st
         return f"repo:{scope.repo}\nbranch:{scope.branch}\n"
     if command not in _COMMANDS:
         raise TaskError(f"unknown command '{command}'")
-    import importlib
     from ralphkit.tasks import db
     from ralphkit.tasks.context import Ctx
     conn = db.connect(db.locate(git))          # s.1 order: (1) open, (2) schema,
     try:
         scope = resolve_scope(git)              # (3) scope,
         module_name, function = _COMMANDS[command]
-        module = importlib.import_module(f"ralphkit.tasks.{module_name}")
+        module = __import__(f"ralphkit.tasks.{module_name}", fromlist=[function])  # no importlib
         return getattr(module, function)(Ctx(conn, scope, environ, cwd, stdin), rest)  # (4), (5)
     finally:
         conn.close()

@@ -6,8 +6,12 @@ Does not own any command, query or output format."""
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
+
+try:  # the C core of `sqlite3`: the same objects without dbapi2's datetime adapters (never
+    import _sqlite3 as sqlite3  # used here) and their imports, paid at every start
+except ImportError:
+    import sqlite3
 
 from ralphkit.tasks.errors import TaskError
 
@@ -21,6 +25,7 @@ if TYPE_CHECKING:
 
 _RETRY_DELAYS = (0.1, 0.3, 0.9)  # s.4: three retries of the whole transaction
 _BUSY_TIMEOUT_S = 5.0
+_CACHE_KIB = 65536  # an upper bound: pages are allocated as they are read
 
 # s.5, verbatim: a database created by ralph.sh is used as it is.
 _SCHEMA = (
@@ -63,7 +68,7 @@ _SCHEMA = (
     started_at   TEXT DEFAULT (datetime('now')),
     status       TEXT DEFAULT 'active'
 )""",
-    # Extension (team brief): a held task is never claimable and counts as blocked.
+    # Extension (a ralph.py extension): a held task is never claimable and counts as blocked.
     """CREATE TABLE IF NOT EXISTS task_holds (
     task_id    TEXT PRIMARY KEY REFERENCES tasks(id) ON DELETE CASCADE,
     reason     TEXT,
@@ -157,6 +162,9 @@ def connect(path: str) -> sqlite3.Connection:
                            check_same_thread=False)
     try:
         conn.execute("PRAGMA foreign_keys=ON")
+        # The default 2 MB page cache is smaller than 10,000 tasks: plan-status, which reads
+        # every task and its blockers, would read the same pages from the file again and again.
+        conn.execute(f"PRAGMA cache_size=-{_CACHE_KIB}")
 
         def wal() -> None:
             if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
@@ -169,4 +177,4 @@ def connect(path: str) -> sqlite3.Connection:
     return conn
 
 
-__all__ = ["locate", "connect", "write", "read"]
+__all__ = ["locate", "connect", "write", "read", "sqlite3"]

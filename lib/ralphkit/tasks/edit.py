@@ -1,14 +1,13 @@
 """Owns the commands that edit tasks one by one or by filter (s.9.10-9.12, 9.14) and the
-internal `_hold`/`_unhold` (team brief): create, update, delete, block, unblock. Every check
+internal `_hold`/`_unhold` (a ralph.py extension): create, update, delete, block, unblock. Every check
 that does not need the database runs before the transaction; every write is one transaction.
 Does not own argument rules (args.py) or reads for display (views.py)."""
 from __future__ import annotations
 
-import json
 import uuid
 
 from ralphkit.tasks import args as A
-from ralphkit.tasks import db, queries as q
+from ralphkit.tasks import db, jsontext, queries as q
 from ralphkit.tasks.context import Ctx
 from ralphkit.tasks.errors import TaskError, not_found
 from ralphkit.tasks.markdown import compact
@@ -26,7 +25,7 @@ _STATUSES = ("open", "active", "done", "deleted")
 
 def _steps(value: str, flag: str, strings_only: bool) -> str | None:
     try:
-        steps = json.loads(value)
+        steps = jsontext.loads(value)
     except ValueError:
         steps = None
     if not isinstance(steps, list) or (strings_only and not all(isinstance(s, str) for s in steps)):
@@ -76,7 +75,7 @@ def _add_deps(conn, ctx: Ctx, task_id: str, blockers: list[str]) -> None:
         conn.execute(
             "INSERT OR IGNORE INTO task_deps (task_id, blocked_by) SELECT :task, t.id FROM tasks t"
             " WHERE " + q.IN_SCOPE + " AND t.slug IN (SELECT value FROM json_each(:slugs))",
-            q.scope_params(ctx.scope, task=task_id, slugs=json.dumps(blockers)))
+            q.scope_params(ctx.scope, task=task_id, slugs=jsontext.dumps(blockers)))
 
 
 def update(ctx: Ctx, argv: Sequence[str]) -> str:
@@ -154,7 +153,7 @@ def delete(ctx: Ctx, argv: Sequence[str]) -> str:
     if "deleted" in statuses:
         raise TaskError("cannot use 'deleted' as a status filter")
     where = [q.IN_SCOPE, "t.status IS NOT 'deleted'"]
-    params = q.scope_params(ctx.scope, statuses=json.dumps(statuses),
+    params = q.scope_params(ctx.scope, statuses=jsontext.dumps(statuses),
                             spec=p.get("--spec"), category=p.get("--category"))
     if statuses:
         where.append("t.status IN (SELECT value FROM json_each(:statuses))")

@@ -1,6 +1,7 @@
 """Owns the git questions of the task CLI: the git root (where `.ralph/tasks.db` lives) and the
 scope, a (repository, branch) pair (spec/task-cli.md s.3, s.7). Git is run with exactly the
-spec's argument vectors. Does not own the database or the commands."""
+spec's argument vectors, and only when the repository's files do not give git's answer
+(git_files). Does not own the database or the commands."""
 from __future__ import annotations
 
 import os
@@ -11,9 +12,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: typing costs start-up time ("starts fast")
     from typing import Mapping
 
+    from ralphkit.tasks.git_files import Layout
+
 _NOT_A_REPO = "not inside a git repository. Run: git init"
 _NO_ORIGIN = 'no git remote "origin" found. Run: git remote add origin <url>'
 _DETACHED = "detached HEAD state. Run: git checkout <branch>"
+_UNSET = object()
 
 
 class Scope:
@@ -40,10 +44,9 @@ def _which(name: str, environ: Mapping[str, str]) -> str | None:
     return None
 
 
-def _spawn(args: list[str], environ: Mapping[str, str]) -> tuple[int, bytes]:
-    """Run argv in the current directory, stdout captured, stdin and stderr on /dev/null.
-    posix_spawn instead of subprocess: same result, a fraction of the import cost."""
-    program = _which(args[0], environ)
+def _spawn(program: str | None, args: list[str], environ: Mapping[str, str]) -> tuple[int, bytes]:
+    """Run program with argv in the current directory, stdout captured, stdin and stderr on
+    /dev/null. posix_spawn instead of subprocess: same result, a fraction of the import cost."""
     if program is None:  # no git at all: same as not being in a repository
         return 127, b""
     read_end, write_end = os.pipe()
@@ -65,28 +68,66 @@ def _spawn(args: list[str], environ: Mapping[str, str]) -> tuple[int, bytes]:
 
 
 class Git:
-    """Runs git in the current directory (cwd) with environ; remembers
-    `--is-inside-work-tree` so it runs at most once per command (both halves need it, s.7)."""
+    """Answers the git questions of one command for the current directory and environ: from
+    the repository's files when they are plain (git_files), else by running git, with
+    `--is-inside-work-tree` run at most once (both halves of the scope need it, s.7).
+    Without a `git` on environ's PATH it is not a repository, whatever the files say."""
 
     def __init__(self, cwd: str, environ: Mapping[str, str]) -> None:
         self.cwd, self.environ = cwd, environ
         self._inside: bool | None = None
+        self._program: str | None = None
+        self._layout: object = _UNSET
+
+    def program(self) -> str | None:
+        if self._program is None:
+            self._program = _which("git", self.environ) or ""
+        return self._program or None
+
+    def layout(self) -> Layout | None:
+        """The repository read from its files, or None when git itself must be asked."""
+        if self._layout is _UNSET:
+            from ralphkit.tasks import git_files
+            program = self.program()
+            self._layout = program and git_files.discover(self.environ, program)
+        return self._layout or None
 
     def run(self, *args: str) -> tuple[int, str]:
-        code, out = _spawn(["git", *args], self.environ)
+        code, out = _spawn(self.program(), ["git", *args], self.environ)
         return code, out.decode("utf-8", "surrogateescape").rstrip("\n")
 
     def require_work_tree(self) -> None:
         if self._inside is None:
-            self._inside = self.run("rev-parse", "--is-inside-work-tree")[0] == 0
+            self._inside = (self.layout() is not None
+                            or self.run("rev-parse", "--is-inside-work-tree")[0] == 0)
         if not self._inside:
             raise TaskError(_NOT_A_REPO)
 
     def toplevel(self) -> str:
+        layout = self.layout()
+        if layout is not None:
+            return layout.toplevel
         code, out = self.run("rev-parse", "--show-toplevel")
         if code != 0 or not out:
             raise TaskError(_NOT_A_REPO)
         return out
+
+    def origin_url(self) -> tuple[int, str]:
+        """(exit status, output) of `git remote get-url origin`."""
+        layout = self.layout()
+        if layout is not None and layout.url is not None:
+            return 0, layout.url
+        return self.run("remote", "get-url", "origin")
+
+    def current_branch(self) -> tuple[int, str]:
+        """(exit status, output) of `git branch --show-current`."""
+        layout = self.layout()
+        if layout is not None:
+            from ralphkit.tasks import git_files
+            branch = git_files.current_branch(layout)
+            if branch is not None:
+                return 0, branch
+        return self.run("branch", "--show-current")
 
 
 def repo_from_url(url: str) -> str:
@@ -104,14 +145,14 @@ def resolve_scope(git: Git) -> Scope:
     repo = git.environ.get("RALPH_SCOPE_REPO", "")
     if not repo:
         git.require_work_tree()
-        code, url = git.run("remote", "get-url", "origin")
+        code, url = git.origin_url()
         if code != 0:
             raise TaskError(_NO_ORIGIN)
         repo = repo_from_url(url)
     branch = git.environ.get("RALPH_SCOPE_BRANCH", "")
     if not branch:
         git.require_work_tree()
-        code, branch = git.run("branch", "--show-current")
+        code, branch = git.current_branch()
         if code != 0:
             raise TaskError(_NOT_A_REPO)
         if not branch:

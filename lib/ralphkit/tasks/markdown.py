@@ -3,7 +3,7 @@ table, and `_render-md`'s mapping of a JSON object to a section (s.9.17). Pure f
 plain values; does not own the database or which tasks are shown."""
 from __future__ import annotations
 
-import json
+from ralphkit.tasks import jsontext
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ CLAIM = frozenset(_ORDER)
 
 
 def compact(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return jsontext.dumps(value, ensure_ascii=False, compact=True)
 
 
 def _text(value: object) -> str:
@@ -36,7 +36,7 @@ def steps_list(stored: str | None) -> list:
     if not stored:
         return []
     try:
-        steps = json.loads(stored)
+        steps = jsontext.loads(stored)
     except ValueError:
         return [stored]
     return steps if isinstance(steps, list) else [steps]
@@ -45,7 +45,7 @@ def steps_list(stored: str | None) -> list:
 def reencode(result: str) -> str:
     """s.8 blocker_results: compact JSON, or the stored text when it is not JSON."""
     try:
-        return compact(json.loads(result))
+        return compact(jsontext.loads(result))
     except ValueError:
         return result
 
@@ -79,10 +79,12 @@ def sections(items: Iterable[tuple[dict, frozenset]]) -> str:
     return body + "\n" if body else ""
 
 
-def task_section(task, blockers: Sequence[tuple], fields: frozenset, status: str | None = None) -> str:
+def task_section(task, blockers: Sequence[tuple], fields: frozenset, status: str | None = None,
+                 held: str | None = None) -> str:
     """One section straight from a tasks row and its blockers [(slug, status, title, result)]
     (the hot path of `list --all --markdown`: no intermediate view). `status` overrides the
-    stored one (peek shows an expired lease as open)."""
+    stored one (peek shows an expired lease as open). `held`: the hold reason of a held task
+    ('' for none given), shown as a `held:` line after the status; None: not held."""
     slug = str(task["slug"])
     lines = [f"## Task {slug}", f"id: {slug}"]
     add = lines.append
@@ -93,6 +95,8 @@ def task_section(task, blockers: Sequence[tuple], fields: frozenset, status: str
     value = status or task["status"]
     if value:
         add(f"status: {value}")
+    if held is not None:
+        add(f"held: {held or 'yes'}")
     for name, key in _OPTIONAL:
         if name in fields:
             value = task[key]
@@ -147,16 +151,23 @@ TASK_HEADER = "ID                   P S        CAT   TITLE                      
 AGENT_HEADER = "ID     PID      HOSTNAME             STARTED                   STATUS"
 
 
-def task_table(tasks: Sequence[dict]) -> str:
-    """printf '%-20s %s %-8s %-5s %-35s %s' per task under the header; none: no output."""
+def task_table(tasks: Sequence[dict], holds: dict | None = None) -> str:
+    """printf '%-20s %s %-8s %-5s %-35s %s' per task under the header; none: no output.
+    holds (task id -> reason): a held open task's status reads `held`, and one line per held
+    task after the table says why."""
     if not tasks:
         return ""
-    rows = [TASK_HEADER]
+    holds = holds or {}
+    rows, why = [TASK_HEADER], []
     for t in tasks:
         pri = "" if t["priority"] is None else str(t["priority"])
-        rows.append(f"{t['slug']:<20} {pri} {t['status'] or '':<8} {_dash(t['category']):<5} "
+        status = t["status"] or ""
+        if t["id"] in holds:
+            status = "held" if status == "open" else status
+            why.append(f"held {t['slug']}: {holds[t['id']] or 'yes'}")
+        rows.append(f"{t['slug']:<20} {pri} {status:<8} {_dash(t['category']):<5} "
                     f"{t['title']:<35} {_dash(t['assignee'])}")
-    return "\n".join(rows) + "\n"
+    return "\n".join(rows + why) + "\n"
 
 
 def agent_table(agents: Sequence[tuple]) -> str:

@@ -4,10 +4,10 @@ blockers of many tasks in one query (never a query per task). Does not own outpu
 or argument checks."""
 from __future__ import annotations
 
-import json
 import os
-import sqlite3
 
+from ralphkit.tasks import jsontext
+from ralphkit.tasks.db import sqlite3
 from ralphkit.tasks.errors import TaskError
 
 TYPE_CHECKING = False
@@ -30,11 +30,12 @@ FROZEN = "t.slug IN (SELECT value FROM json_each(:frozen))"
 
 
 _OPEN = "t.status = 'open'"
+_IN_SCOPE_UNINDEXED = "+t.scope_repo = :repo AND +t.scope_branch = :branch"
 
 
 def first_claimable(extra: str = "1") -> str:
-    """A `where` for fetch_tasks(..., limit=:limit) selecting the first claimable tasks.
-    Open and expired-active tasks are walked separately, each in index order
+    """A `where` for fetch_tasks(..., limit=:limit, by_rowid=True) selecting the first
+    claimable tasks. Open and expired-active tasks are walked separately, each in index order
     (scope, status, priority, created_at, rowid), so the walk stops after :limit unblocked
     tasks instead of testing every task of a large backlog for blockers."""
     def part(status: str) -> str:
@@ -49,10 +50,13 @@ def scope_params(scope: Scope, **extra: object) -> dict:
 
 
 def fetch_tasks(conn: sqlite3.Connection, scope: Scope, where: str = "1", limit: int | None = None,
-                **params: object) -> list[sqlite3.Row]:
-    """Tasks of the scope matching `where`, in the spec's order."""
+                *, by_rowid: bool = False, **params: object) -> list[sqlite3.Row]:
+    """Tasks of the scope matching `where`, in the spec's order. by_rowid: `where` picks a few
+    rowids (first_claimable); they are looked up one by one instead of testing every task of
+    the scope against the list (`+` keeps SQLite from walking the scope's index)."""
     cols = ", ".join(f"t.{c.strip()}" for c in COLUMNS.split(","))
-    sql = f"SELECT {cols} FROM tasks t WHERE {IN_SCOPE} AND ({where}) {ORDER}"
+    scope_sql = _IN_SCOPE_UNINDEXED if by_rowid else IN_SCOPE
+    sql = f"SELECT {cols} FROM tasks t WHERE {scope_sql} AND ({where}) {ORDER}"
     if limit is not None:
         sql += " LIMIT :limit"
         params["limit"] = limit
@@ -80,7 +84,7 @@ def fetch_blockers(conn: sqlite3.Connection, task_ids: Iterable[str],
         if not ids:
             return {}
         cur = conn.execute(base + "WHERE d.task_id IN (SELECT value FROM json_each(?)) "
-                           "ORDER BY b.slug", (json.dumps(ids),))
+                           "ORDER BY b.slug", (jsontext.dumps(ids),))
     result: dict[str, list[tuple]] = {}
     for task_id, *blocker in cur:
         result.setdefault(task_id, []).append(tuple(blocker))
@@ -88,7 +92,7 @@ def fetch_blockers(conn: sqlite3.Connection, task_ids: Iterable[str],
 
 
 def frozen_slugs(environ, cwd: str) -> str | None:
-    """RALPH_FROZEN_IDS_FILE (team brief): a JSON array of the slugs peek and claim may
+    """RALPH_FROZEN_IDS_FILE (a ralph.py extension): a JSON array of the slugs peek and claim may
     consider, or None when the variable is unset or empty."""
     name = environ.get("RALPH_FROZEN_IDS_FILE", "")
     if not name:
@@ -98,7 +102,7 @@ def frozen_slugs(environ, cwd: str) -> str | None:
             slugs = [line.strip() for line in handle if line.strip()]
     except OSError as err:
         raise TaskError(f"cannot read RALPH_FROZEN_IDS_FILE {name}: {err.strerror}") from err
-    return json.dumps(slugs)
+    return jsontext.dumps(slugs)
 
 
 __all__ = ["first_claimable", "fetch_tasks", "fetch_task", "fetch_blockers", "frozen_slugs", "scope_params"]

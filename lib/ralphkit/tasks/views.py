@@ -1,12 +1,11 @@
 """Owns the read-only commands over many tasks or one (s.9.8, 9.9, 9.13) and the internal
-`_export-json` (team brief): list, show, deps. Each returns its stdout text. Renders N tasks
+`_export-json` (a ralph.py extension): list, show, deps. Each returns its stdout text. Renders N tasks
 with a constant number of queries. Does not own formats (markdown.py) or writes."""
 from __future__ import annotations
 
-import json
 
 from ralphkit.tasks import args as A
-from ralphkit.tasks import db, dep_tree, markdown as md, queries as q
+from ralphkit.tasks import db, dep_tree, jsontext, markdown as md, queries as q
 from ralphkit.tasks.context import Ctx
 from ralphkit.tasks.errors import TaskError, not_found
 
@@ -23,7 +22,7 @@ def list_tasks(ctx: Ctx, argv: Sequence[str]) -> str:
     where, params = ["1"], {}
     if statuses is not None:
         where.append("t.status IN (SELECT value FROM json_each(:statuses))")
-        params["statuses"] = json.dumps([s.strip() for s in statuses.split(",")])
+        params["statuses"] = jsontext.dumps([s.strip() for s in statuses.split(",")])
     elif not parsed.get("--all"):
         where.append("t.status IS NOT 'deleted'")
     if "--assignee" in parsed:
@@ -33,15 +32,27 @@ def list_tasks(ctx: Ctx, argv: Sequence[str]) -> str:
 
     def snapshot(conn):
         tasks = q.fetch_tasks(conn, ctx.scope, " AND ".join(where), **params)
-        if not markdown or not tasks:
-            return tasks, {}
+        if not tasks:
+            return tasks, {}, {}
+        holds = _holds(conn, ctx)
+        if not markdown:
+            return tasks, {}, holds
         # One query either way: the whole scope's dependencies when most tasks are listed.
         whole = ctx.scope if len(tasks) > 500 else None
-        return tasks, q.fetch_blockers(conn, [t["id"] for t in tasks], whole_scope=whole)
-    tasks, blockers = db.read(ctx.conn, snapshot)
+        return tasks, q.fetch_blockers(conn, [t["id"] for t in tasks], whole_scope=whole), holds
+    tasks, blockers, holds = db.read(ctx.conn, snapshot)
     if not markdown:
-        return md.task_table(tasks)
-    return md.join_sections([md.task_section(t, blockers.get(t["id"], ()), md.LIST_MD) for t in tasks])
+        return md.task_table(tasks, holds)
+    return md.join_sections([md.task_section(t, blockers.get(t["id"], ()), md.LIST_MD,
+                                             held=holds.get(t["id"])) for t in tasks])
+
+
+def _holds(conn, ctx: Ctx) -> dict:
+    """task id -> hold reason ('' when none was given), for the held tasks of the scope
+    (--max-attempts, the respawn guard, assignment mode: `task _hold`)."""
+    return dict(conn.execute(
+        f"SELECT h.task_id, coalesce(h.reason, '') FROM task_holds h JOIN tasks t "
+        f"ON t.id = h.task_id WHERE {q.IN_SCOPE}", q.scope_params(ctx.scope)))
 
 
 def _one(conn, ctx: Ctx, slug: str) -> tuple[dict, list[tuple]]:
@@ -70,7 +81,12 @@ _ALWAYS = {"ID", "Title", "Status", "Priority", "Created"}
 def show(ctx: Ctx, argv: Sequence[str]) -> str:
     slug, parsed = _required_id(argv, "ralph task show <id> [--with-deps]",
                                 switches=("--with-deps",))
-    task, blockers = db.read(ctx.conn, lambda conn: _one(conn, ctx, slug))
+    def snapshot(conn):
+        task, blockers = _one(conn, ctx, slug)
+        held = conn.execute("SELECT coalesce(reason, '') FROM task_holds WHERE task_id = ?",
+                            (task["id"],)).fetchone()
+        return task, blockers, held
+    task, blockers, held = db.read(ctx.conn, snapshot)
     lines = []
     for label, key in _SHOW:
         value = task[key]
@@ -78,6 +94,9 @@ def show(ctx: Ctx, argv: Sequence[str]) -> str:
                                       not (label == "Retries" and value == 0)))
         if shown:
             lines.append(f"{label + ':':<13}{'' if value is None else value}")
+        if label == "Status" and held is not None:    # no claim takes it until released
+            lines.append(f"{'Held:':<13}{held[0] or 'yes'}; release it with: "
+                         f"ralph task _unhold {task['slug']}")
     steps = md.steps_list(task["steps"])
     if steps:
         lines += ["", "Steps:"] + [f"  {i}. {s if isinstance(s, str) else md.compact(s)}"
@@ -119,9 +138,7 @@ def export_json(ctx: Ctx, argv: Sequence[str]) -> str:
 
     def snapshot(conn):
         tasks = q.fetch_tasks(conn, ctx.scope)
-        holds = dict(conn.execute(
-            f"SELECT h.task_id, coalesce(h.reason, '') FROM task_holds h JOIN tasks t "
-            f"ON t.id = h.task_id WHERE {q.IN_SCOPE}", q.scope_params(ctx.scope)))
+        holds = _holds(conn, ctx)
         return tasks, q.fetch_blockers(conn, (), whole_scope=ctx.scope), holds
     tasks, blockers, holds = db.read(ctx.conn, snapshot)
     out = []
@@ -137,7 +154,7 @@ def export_json(ctx: Ctx, argv: Sequence[str]) -> str:
             "created_at": t["created_at"], "updated_at": t["updated_at"],
             "deleted_at": t["deleted_at"], "held": holds.get(t["id"]),
         }
-        out.append(json.dumps(record, ensure_ascii=False) + "\n")
+        out.append(jsontext.dumps(record, ensure_ascii=False) + "\n")
     return "".join(out)
 
 

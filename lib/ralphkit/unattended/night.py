@@ -26,7 +26,7 @@ from ralphkit.runs import state as run_state
 from ralphkit.backlog import answers
 from ralphkit.unattended import usage_limits
 from ralphkit.session import watchdog
-from ralphkit.errors import UsageDisabled
+from ralphkit.errors import AuthFailed, RootRefused, UsageDisabled
 from ralphkit.unattended.night_config import NightConfig
 from ralphkit.runs.lifecycle import Run
 from ralphkit.signals import Guard
@@ -105,14 +105,20 @@ class Night:
         now = datetime.now(timezone.utc)
         hit = usage_limits.detect(summary, "", now,
                                   default_wait=timedelta(seconds=self.cfg.default_wait_s))
+        options = self.state.options
+        refused = outcome.root_refusal(result.returncode, summary,
+                                       danger=bool(options.get("danger")),
+                                       agent=str(options.get("agent") or "claude"),
+                                       env=self.env, euid=os.geteuid())
         out = outcome.classify(result.returncode, summary, timed_out=result.timed_out,
                                idle_out=result.idle_out, limit_hit=hit,
                                session_timeout_s=self.cfg.session_s,
-                               idle_timeout_s=self.cfg.idle_s)
+                               idle_timeout_s=self.cfg.idle_s, root_refused=refused)
         cost = getattr(summary, "total_cost_usd", None)
         cost = cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
         held = []
-        if out.kind not in (outcome.USAGE_LIMIT, outcome.USAGE_DISABLED):   # waits are no failures
+        if out.kind not in (outcome.USAGE_LIMIT, outcome.USAGE_DISABLED, outcome.AUTH_FAILURE,
+                            outcome.ROOT_REFUSED):   # waits and fatal stops are no task's fault
             for slug in failed:
                 prior = self._rows.get(slug, {}).get("retry_count")
                 hold = self.guards.after_task_failure(slug, reason, prior_failures=prior)
@@ -127,13 +133,16 @@ class Night:
                   "counts_as_failure": out.counts_as_failure}
         if held:
             fields["held"] = held
+        retries = getattr(summary, "api_retries", 0)
+        if retries:
+            fields["api_retries"] = retries                     # the CLI retried API calls
         if hit is not None and hit.reset_at is not None:
             fields["resume_at"] = hit.reset_at.isoformat()
         return fields
 
     def settle(self, counts_text: str | None = None) -> None:
         """After the loop's own checks (plan-status, promise): raise what ends the run (exit 7,
-        5 or 6) or wait out a usage limit. counts_text: the `plan-status` output, the backlog
+        9, 10, 5 or 6) or wait out a usage limit. counts_text: the `plan-status` output, the backlog
         fingerprint when the task CLI is not ours (no extra task call)."""
         if self._pending is None:
             return
@@ -145,6 +154,13 @@ class Night:
         self._save()
         if out.kind == outcome.USAGE_DISABLED:
             raise UsageDisabled(out.detail)
+        if out.kind == outcome.AUTH_FAILURE:
+            raise AuthFailed(f"{out.detail}; log in again (`claude /login`) or fix the API key "
+                             "(ANTHROPIC_API_KEY), then start the run again")
+        if out.kind == outcome.ROOT_REFUSED:
+            raise RootRefused(f"{out.detail}; in a container or VM you trust, set IS_SANDBOX=1 "
+                              "(IS_SANDBOX=1 ralph build --danger), else run ralph as a user "
+                              "other than root")
         if verdict is not None:
             raise verdict.error()
         if out.kind == outcome.USAGE_LIMIT:

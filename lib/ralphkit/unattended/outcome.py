@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import signal
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 SUCCESS = "success"
 AGENT_ERROR = "agent_error"
@@ -17,16 +17,25 @@ KILLED_BY_SIGNAL = "killed_by_signal"
 USAGE_LIMIT = "usage_limit"
 USAGE_DISABLED = "usage_disabled"
 AUTH_FAILURE = "auth_failure"
+ROOT_REFUSED = "root_refused"
 PERMISSION_DENIALS = "permission_denials"
 
 # Highest first. Why this order: a limit or a disabled account explains whatever followed
-# (a hang, a kill); our own timeouts explain the signal that ended the agent; a kill explains
-# a missing result; auth failures and denials are more specific than a bare non-zero exit.
-PRECEDENCE = (USAGE_DISABLED, USAGE_LIMIT, TIMEOUT, IDLE, KILLED_BY_SIGNAL, AUTH_FAILURE,
-              PERMISSION_DENIALS, AGENT_ERROR, SUCCESS)
-# A usage limit is waited out, not held against the task (waits do not count as
-# failures); a disabled account ends the run; success is success.
-_NOT_FAILURES = {SUCCESS, USAGE_LIMIT, USAGE_DISABLED}
+# (a hang, a kill); a refusal to start explains the exit; a login the CLI was retrying explains
+# the SIGTERM ralph sent to stop it; our own timeouts explain the signal that ended the agent;
+# a kill explains a missing result; auth failures and denials are more specific than a bare
+# non-zero exit.
+PRECEDENCE = (USAGE_DISABLED, USAGE_LIMIT, ROOT_REFUSED, TIMEOUT, IDLE, KILLED_BY_SIGNAL,
+              AUTH_FAILURE, PERMISSION_DENIALS, AGENT_ERROR, SUCCESS)
+# A usage limit is waited out, not held against the task ("Waits do not count as failures");
+# a disabled account and a refusal to run as root end the run and are no task's fault;
+# success is success. A failed login also ends the run (night), and stays a failed session.
+_NOT_FAILURES = {SUCCESS, USAGE_LIMIT, USAGE_DISABLED, ROOT_REFUSED}
+# What the real `claude` 2.1 prints on stderr (and nothing on stdout, exit 1) when it is given
+# --dangerously-skip-permissions as root without IS_SANDBOX=1 (exactly "1": "yes" or "true"
+# are refused too).
+ROOT_REFUSAL_TEXT = ("--dangerously-skip-permissions cannot be used with root/sudo privileges "
+                     "for security reasons")
 
 # Claude Code's authentication errors (wordings from public issue threads, 1.0-2.1):
 # "Invalid API key · Please run /login", "Missing API key · Run /login", "Failed to
@@ -90,6 +99,23 @@ def _denials(summary: Any) -> str | None:
     return f"{len(denials)} permission denial(s) for {what}"
 
 
+def root_refusal(returncode: int | None, summary: Any, *, danger: bool, agent: str,
+                 env: Mapping[str, str], euid: int) -> str | None:
+    """The detail of a `claude` that refused --danger because it runs as root, else None.
+
+    The CLI says so on stderr, which ralph does not read (s.11: inherited), so the refusal is
+    recognised by its circumstances: claude with --danger, euid 0, IS_SANDBOX not set, a
+    non-zero exit with nothing at all on stdout (not even stream-json's init event)."""
+    if not danger or agent != "claude" or euid != 0 or returncode in (None, 0) or returncode < 0:
+        return None
+    if env.get("IS_SANDBOX") == "1":
+        return None
+    seen = _field(summary, "events_seen") or {}
+    if summary is None or seen.get("lines", 0):
+        return None
+    return f'claude refused to start as root: "{ROOT_REFUSAL_TEXT}"'
+
+
 def _make(kind: str, detail: str) -> Outcome:
     return Outcome(kind, detail, kind not in _NOT_FAILURES)
 
@@ -97,19 +123,26 @@ def _make(kind: str, detail: str) -> Outcome:
 def classify(returncode: int | None, summary: Any, *, timed_out: bool = False,
              idle_out: bool = False, limit_hit: Any = None, stderr_tail: str = "",
              session_timeout_s: float | None = None,
-             idle_timeout_s: float | None = None) -> Outcome:
+             idle_timeout_s: float | None = None, root_refused: str | None = None) -> Outcome:
     """The Outcome of a finished session, by PRECEDENCE.
 
     returncode is Popen's (negative: killed by that signal; 137 = 128+SIGKILL from a shell
     wrapper also counts as killed). summary is a render.SessionSummary or a dict with its
     fields (None when nothing was rendered). limit_hit is a usage_limits.LimitHit or None.
     A session with exit 0 counts as an agent error when its result event says is_error or
-    when there was no result event at all (a real `claude -p` always ends with one)."""
+    when there was no result event at all (a real `claude -p` always ends with one).
+    root_refused: root_refusal()'s detail. An api_retry that failed authentication
+    (summary.auth_error) is an auth failure whatever ended the agent."""
     if limit_hit is not None and getattr(limit_hit, "kind", None) == "disabled":
         return _make(USAGE_DISABLED, f"usage disabled: {limit_hit.message}")
     if limit_hit is not None:
         when = limit_hit.reset_at.isoformat() if limit_hit.reset_at else "unknown"
         return _make(USAGE_LIMIT, f"usage limit: {limit_hit.message} (resume at {when})")
+    if root_refused:
+        return _make(ROOT_REFUSED, root_refused)
+    retrying = _field(summary, "auth_error")
+    if isinstance(retrying, str) and retrying:
+        return _make(AUTH_FAILURE, f"authentication failed: {retrying}")
     if timed_out:
         limit = f" of {session_timeout_s:g}s" if session_timeout_s else ""
         return _make(TIMEOUT, f"session timeout{limit} reached; agent terminated")
@@ -137,4 +170,4 @@ def classify(returncode: int | None, summary: Any, *, timed_out: bool = False,
     return _make(SUCCESS, f"result {subtype}" if subtype else "exit 0")
 
 
-__all__ = ["Outcome", "classify", "PRECEDENCE"]
+__all__ = ["Outcome", "classify", "root_refusal", "PRECEDENCE", "ROOT_REFUSAL_TEXT"]

@@ -48,8 +48,8 @@ def test_claude_is_a_known_agent_with_stdin_closed_and_the_s12_renderer():
 
 
 @pytest.mark.parametrize("name, danger, model, expected", [
-    ("pi", False, None, ["pi", "--mode", "json", "--", "P"]),
-    ("pi", True, "sonnet:high", ["pi", "--mode", "json", "--model", "sonnet:high", "--", "P"]),
+    ("pi", False, None, ["pi", "--mode", "json", "-p"]),
+    ("pi", True, "sonnet:high", ["pi", "--mode", "json", "-p", "--model", "sonnet:high"]),
     ("codex", False, None, ["codex", "exec", "--json", "--sandbox", "workspace-write", "--", "P"]),
     ("codex", True, "gpt-5-codex", ["codex", "exec", "--json",
                                     "--dangerously-bypass-approvals-and-sandbox",
@@ -61,11 +61,17 @@ def test_claude_is_a_known_agent_with_stdin_closed_and_the_s12_renderer():
      ["opencode", "run", "--format", "json", "-m", "anthropic/claude-sonnet-4", "P"]),
     ("gemini", False, None, ["gemini", "-p", "P", "--output-format=stream-json"]),
     ("gemini", True, "gemini-2.5-pro", ["gemini", "-p", "P", "--output-format=stream-json",
-                                        "--yolo", "-m", "gemini-2.5-pro"]),
+                                        "--yolo", "--skip-trust", "-m", "gemini-2.5-pro"]),
 ], ids=["pi", "pi-danger-model", "codex", "codex-danger-model", "amp", "amp-danger",
         "opencode", "opencode-danger-model", "gemini", "gemini-danger-model"])
 def test_each_backend_builds_its_documented_argv(name, danger, model, expected):
     assert agents.get_adapter(name).argv("P", model=model, danger=danger) == expected
+
+
+def test_pi_reads_its_prompt_on_stdin_so_no_argument_can_be_taken_for_an_option():
+    adapter = agents.get_adapter("pi")
+    assert adapter.prompt_on_stdin and adapter.stdin("-x @f") == b"-x @f"
+    assert "--" not in adapter.argv("-x @f")
 
 
 def test_opencode_skips_permissions_through_its_environment_variable_only_with_danger():
@@ -134,8 +140,8 @@ def argv_dump(tmp_path: Path) -> Path:
     return stub
 
 
-@pytest.mark.parametrize("name", ["claude", "pi", "codex", "amp", "opencode", "gemini"],
-                         ids=["claude", "pi", "codex", "amp", "opencode", "gemini"])
+@pytest.mark.parametrize("name", ["claude", "codex", "amp", "opencode", "gemini"],
+                         ids=["claude", "codex", "amp", "opencode", "gemini"])
 def test_a_prompt_with_quotes_and_newlines_reaches_the_agent_as_one_argument(name, argv_dump):
     adapter = agents.get_adapter(name, str(argv_dump))
     proc = subprocess.run(adapter.argv(NASTY, danger=True), capture_output=True, text=True,
@@ -143,6 +149,13 @@ def test_a_prompt_with_quotes_and_newlines_reaches_the_agent_as_one_argument(nam
     seen = json.loads(proc.stdout)["argv"]
     assert seen == adapter.argv(NASTY, danger=True)[1:]
     assert seen.count(NASTY) == 1
+
+
+def test_pi_gets_a_prompt_with_quotes_and_newlines_whole_on_stdin(argv_dump):
+    adapter = agents.get_adapter("pi", str(argv_dump))
+    proc = subprocess.run(adapter.argv(NASTY, danger=True), input=adapter.stdin(NASTY),
+                          capture_output=True, check=True)
+    assert json.loads(proc.stdout) == {"argv": ["--mode", "json", "-p"], "stdin": NASTY}
 
 
 def test_a_command_template_without_prompt_slot_sends_the_prompt_on_stdin(argv_dump):

@@ -375,7 +375,7 @@ def test_default_cap_is_8_mib_and_memory_stays_bounded_by_it():
     assert renderer.summary.events_seen["oversized"] == 1
 
 
-# ---- summary (issue 7 reads it) -------------------------------------------------------------
+# ---- summary (the session classification reads it) -------------------------------------------------------------
 
 def test_summary_before_any_event_is_empty():
     summary = StreamRenderer(io.BytesIO()).summary
@@ -487,3 +487,41 @@ def test_promise_counts_only_in_the_last_assistant_text_or_the_result_string(
         expected, promise, events):
     summary = render(b"".join(line(e) for e in events))[1].summary
     assert promise_received(summary, promise) is expected
+
+
+# ------------------------------------------------------------------ api_retry (beyond s.12)
+
+def _render_lines(*events: dict) -> tuple[bytes, StreamRenderer]:
+    out = io.BytesIO()
+    renderer = StreamRenderer(out)
+    renderer.feed(b"".join(json.dumps(e).encode() + b"\n" for e in events))
+    renderer.close()
+    return out.getvalue(), renderer
+
+
+def _retry(**fields) -> dict:
+    return {"type": "system", "subtype": "api_retry", "attempt": 2, "max_retries": 10,
+            "retry_delay_ms": 1117, "error_status": 529, "error": "overloaded", **fields}
+
+
+def test_an_api_retry_is_one_line_with_attempt_status_error_and_the_next_delay():
+    shown, renderer = _render_lines(_retry())
+    assert shown == "\nAPI retry 2/10: 529 overloaded; next attempt in 1.1s\n".encode()
+    assert renderer.summary.api_retries == 1 and renderer.abort is None
+
+
+def test_an_api_retry_with_missing_fields_still_renders():
+    shown, _ = _render_lines({"type": "system", "subtype": "api_retry"})
+    assert shown == b"\nAPI retry ?/?: error; next attempt in ?\n"
+
+
+def test_a_retried_401_asks_for_the_session_to_stop():
+    _, renderer = _render_lines(_retry(error_status=401, error="authentication_failed"))
+    assert renderer.abort == "API retry 2/10: 401 authentication_failed; next attempt in 1.1s"
+    assert renderer.summary.auth_error == renderer.abort
+
+
+def test_other_system_events_still_render_nothing():
+    shown, renderer = _render_lines({"type": "system", "subtype": "init", "tools": ["api_retry"]},
+                                    {"type": "system", "subtype": "status"})
+    assert shown == b"" and renderer.summary.api_retries == 0

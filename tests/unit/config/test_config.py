@@ -52,7 +52,7 @@ def test_every_setting_row_is_complete():
     for setting in SETTINGS:
         # no flag: a ralph.yml-only setting (assign_prompt, inbox, respawn_limit, ...)
         assert setting.help and setting.flag in (None, "--" + setting.name.replace("_", "-"))
-        assert setting.kind in ("int", "bool", "number", "duration", "text")
+        assert setting.kind in ("int", "bool", "number", "duration", "text", "list")
         assert bool(setting.flags) == bool(setting.flag_help)
         assert setting.in_yml or setting.flags
 
@@ -149,11 +149,27 @@ continue_session: on
 respawn_safety: off
 merge: ff
 tasks: tk
+notify: ./notify.sh
+notify_timeout: 5s
+verify: pytest -q
+verify_timeout: 2m
+tamper: warn
+protect: "tests/** .github/**"
 """
     settings = load(tmp_path, yml)
     assert set(settings.explicit()) == YML_KEYS
     assert (settings.max_iterations, settings.danger, settings.max_runtime) == (7, True, 28800)
     assert (settings.agent, settings.parallel, settings.max_cost) == ("pi", 3, 12.5)
+    assert (settings.verify, settings.verify_timeout, settings.tamper) == ("pytest -q", 120, "warn")
+    assert settings.protect == ("tests/**", ".github/**")
+
+
+@pytest.mark.parametrize("yml", ["protect: [tests/**, .github/**]\n",
+                                 "protect: 'tests/**, .github/**'\n",
+                                 "protect:\n  - tests/**\n  - .github/**\n"],
+                         ids=["flow-list", "comma-text", "block-list"])
+def test_a_list_setting_reads_a_yaml_list_or_one_separated_text(tmp_path: Path, yml: str):
+    assert load(tmp_path, yml).protect == ("tests/**", ".github/**")
 
 
 @pytest.mark.parametrize("yml,expected", [
@@ -178,9 +194,12 @@ tasks: tk
     ("model: 4.5\n", "ralph.yml: model must be a non-empty text (put it in quotes), got 4.5"),
     ("agent: ''\n", "ralph.yml: agent must be a non-empty text, got ''"),
     ("max_attempts: [1, 2]\n", "ralph.yml: max_attempts must be a whole number, got [1, 2]"),
+    ("protect: [tests/**, 3]\n", "ralph.yml: protect must be a list of texts, or one text of "
+     "items separated by spaces or commas, got ['tests/**', 3]"),
+    ("tamper: loud\n", "ralph.yml: tamper must be one of hold, warn, off, got 'loud'"),
 ], ids=["typo", "dashes", "unknown-no-guess", "flag-only", "unit-less-part", "not-a-number", "zero-cost", "float-count",
         "negative", "parallel-zero", "bad-bool", "bad-duration", "number-as-text", "empty-text",
-        "list"])
+        "list", "list-of-non-texts", "tamper-mode"])
 def test_each_bad_key_or_value_gives_one_clear_line(tmp_path: Path, yml: str, expected: str):
     assert problems(tmp_path, yml) == [expected]
 

@@ -71,3 +71,16 @@ def test_get_finds_a_feature_by_kind_only_when_it_is_on():
     recorder = Recorder("a", [])
     assert Features(recorder, None).get(Recorder) is recorder
     assert Features(recorder).get(ScopeFreeze) is None
+
+
+def test_the_fail_reason_passes_through_each_feature_in_order():
+    class Reason(Feature):
+        def __init__(self, reason: str | None):
+            self.reason = reason
+
+        def fail_reason(self, reason: str) -> str:
+            return self.reason or reason
+
+    assert Features(None).fail_reason("exited") == "exited"
+    assert Features(Reason(None), Reason("verify failed")).fail_reason("exited") == \
+        "verify failed"

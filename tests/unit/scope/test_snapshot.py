@@ -71,11 +71,13 @@ def test_freeze_writes_the_three_snapshot_files(repo, run_dir):
     assert json.loads((run_dir / "scope.json").read_text()) == tasks   # as reported, deleted too
     assert (run_dir / "scope_task_ids.txt").read_text() == "t-1\nt-2\nt-3\nt-4\n"
     md5_a = hashlib.md5((repo / "specs" / "a.md").read_bytes()).hexdigest()
-    lines = (run_dir / "scope_spec_hashes.txt").read_text().splitlines()
-    assert f"t-1:spec:{md5_a}" in lines and f"t-2:spec:{md5_a}" in lines
-    assert [line.split(":")[1] for line in lines] == ["def", "spec", "def", "spec", "def",
-                                                      "spec", "def"]   # t-4 has no spec
-    assert all(len(line.rsplit(":", 1)[1]) == 32 for line in lines)
+    md5_b = hashlib.md5((repo / "specs" / "b.md").read_bytes()).hexdigest()
+    # The seed's form exactly: `task_id:md5` of the spec file; t-4 has no spec, no line.
+    assert (run_dir / "scope_spec_hashes.txt").read_text() == (
+        f"t-1:{md5_a}\nt-2:{md5_a}\nt-3:{md5_b}\n")
+    defs = (run_dir / "scope_def_hashes.txt").read_text().splitlines()
+    assert [line.split(":")[0] for line in defs] == ["t-1", "t-2", "t-3", "t-4"]
+    assert defs[0] == f"t-1:{scope_hashing.definition_md5(tasks[0])}"
 
 
 def test_ids_file_is_sorted_in_c_byte_order_and_comm_ready(repo, run_dir, base_env):
@@ -83,7 +85,7 @@ def test_ids_file_is_sorted_in_c_byte_order_and_comm_ready(repo, run_dir, base_e
     scope.freeze(run_dir, [task(i, spec="specs/a.md") for i in ids], repo)
     ids_file = run_dir / "scope_task_ids.txt"
     env = {**base_env, "LC_ALL": "C"}
-    for name in ("scope_task_ids.txt", "scope_spec_hashes.txt"):
+    for name in ("scope_task_ids.txt", "scope_spec_hashes.txt", "scope_def_hashes.txt"):
         by_c = subprocess.run(["sort", str(run_dir / name)], env=env, capture_output=True,
                               check=True).stdout
         assert (run_dir / name).read_bytes() == by_c and by_c.endswith(b"\n")
@@ -247,8 +249,8 @@ def test_a_binary_spec_is_hashed_like_any_file(repo, run_dir):
     blob.write_bytes(bytes(range(256)) * 64 + b"\xff\xfe\x00")
     tasks = [task("t-bin", spec="specs/diagram.png")]
     scope.freeze(run_dir, tasks, repo)
-    assert (run_dir / "scope_spec_hashes.txt").read_text().splitlines()[1] == \
-        f"t-bin:spec:{hashlib.md5(blob.read_bytes()).hexdigest()}"
+    assert (run_dir / "scope_spec_hashes.txt").read_text() == \
+        f"t-bin:{hashlib.md5(blob.read_bytes()).hexdigest()}\n"
     blob.write_bytes(bytes(range(256)) * 64 + b"\xff\xfe\x01")
     assert check(run_dir, tasks, repo).spec_modified[0].detail == "content changed"
 
@@ -493,3 +495,26 @@ def test_odd_task_dicts_are_tolerated_never_a_traceback(repo, run_dir):
     live[2]["deps"] = ["a", "b"]                    # the same deps, spelled as a list
     report = check(run_dir, live, repo)
     assert not report.changed and report.warnings == snap.warnings
+
+
+# ------------------------------------------------------------------ how a task names its spec
+
+@pytest.mark.parametrize("named", ["a.md", "specs/a.md"], ids=["name-under-specs", "from-root"])
+def test_a_spec_named_under_specs_or_from_the_root_is_hashed_and_an_edit_is_seen(
+        repo, run_dir, aged, named):
+    tasks = [task("t-1", spec=named)]
+    snap = scope.freeze(run_dir, tasks, repo)
+    assert snap.warnings == []                              # not "missing"
+    md5_a = hashlib.md5((repo / "specs" / "a.md").read_bytes()).hexdigest()
+    assert (run_dir / "scope_spec_hashes.txt").read_text() == f"t-1:{md5_a}\n"
+    assert check(run_dir, tasks, repo).lines() == []
+    (repo / "specs" / "a.md").write_text("# A\n- [ ] a works, and faster\n")
+    assert check(run_dir, tasks, repo).lines() == [
+        "modified spec specs/a.md of task t-1: content changed"]
+
+
+def test_a_path_from_the_root_wins_over_the_same_name_under_specs(repo, run_dir):
+    (repo / "a.md").write_text("top level\n")
+    assert scope.spec_path("a.md", repo) == "a.md"
+    assert scope.spec_path("b.md", repo) == "specs/b.md"
+    assert scope.spec_path("nowhere.md", repo) == "nowhere.md"

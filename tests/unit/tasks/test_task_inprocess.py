@@ -53,6 +53,8 @@ def test_git_is_looked_up_on_the_given_environments_path(in_repo, base_env, bin_
     real = next(Path(d) / "git" for d in os.environ["PATH"].split(os.pathsep) if (Path(d) / "git").is_file())
     (bin_dir / "git").write_text(f"#!/bin/sh\necho \"$*\" >> {log}\nexec {real} \"$@\"\n")
     (bin_dir / "git").chmod(0o755)
+    config = in_repo / ".git" / "config"
+    config.write_text("[include]\n\tpath = nothing\n" + config.read_text())  # git must answer
     assert call(["_get-scope"], base_env) == (0, "repo:acme/widgets\nbranch:main\n", "")
     assert "remote get-url origin" in log.read_text()
     assert call(["_get-scope"], {**base_env, "PATH": str(tmp_path / "empty")}) == (

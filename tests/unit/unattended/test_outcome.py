@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from ralphkit.unattended.outcome import PRECEDENCE, Outcome, classify
+from ralphkit.unattended.outcome import PRECEDENCE, Outcome, classify, root_refusal
 from ralphkit.unattended.usage_limits import DISABLED, LIMIT, LimitHit
 
 RESET = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
@@ -104,7 +104,7 @@ def test_auth_beats_permission_denials_which_beat_agent_error():
 
 
 def test_the_precedence_order_is_the_documented_one():
-    assert PRECEDENCE == ("usage_disabled", "usage_limit", "timeout", "idle",
+    assert PRECEDENCE == ("usage_disabled", "usage_limit", "root_refused", "timeout", "idle",
                           "killed_by_signal", "auth_failure", "permission_denials",
                           "agent_error", "success")
 
@@ -113,3 +113,43 @@ def test_an_outcome_serialises_for_events_jsonl():
     assert classify(1, None).to_dict() == {"outcome": "agent_error",
                                            "detail": "agent exited with status 1",
                                            "counts_as_failure": True}
+
+
+# ------------------------------------------------------------------ refusals and retried logins
+
+REFUSAL = dict(danger=True, agent="claude", env={}, euid=0)
+
+
+def silent() -> dict:
+    return {"events_seen": {"lines": 0}}
+
+
+def test_claude_refusing_danger_as_root_is_recognised_and_is_no_task_failure():
+    detail = root_refusal(1, silent(), **REFUSAL)
+    assert detail == ('claude refused to start as root: "--dangerously-skip-permissions cannot '
+                      'be used with root/sudo privileges for security reasons"')
+    out = classify(1, silent(), root_refused=detail)
+    assert (out.kind, out.counts_as_failure) == ("root_refused", False)
+
+
+@pytest.mark.parametrize("change", [
+    dict(danger=False), dict(agent="codex"), dict(euid=1000), dict(env={"IS_SANDBOX": "1"})],
+    ids=["no-danger", "other-agent", "not-root", "is-sandbox-1"])
+def test_no_refusal_where_the_cli_would_not_refuse(change):
+    assert root_refusal(1, silent(), **{**REFUSAL, **change}) is None
+
+
+@pytest.mark.parametrize("returncode,seen", [(0, 0), (1, 3), (-15, 0)],
+                         ids=["exit-0", "printed-a-stream", "killed"])
+def test_no_refusal_when_the_cli_started_or_was_killed(returncode, seen):
+    assert root_refusal(returncode, {"events_seen": {"lines": seen}}, **REFUSAL) is None
+
+
+def test_is_sandbox_must_be_exactly_1_as_for_the_cli():
+    assert root_refusal(1, silent(), **{**REFUSAL, "env": {"IS_SANDBOX": "yes"}}) is not None
+
+
+def test_a_login_the_cli_was_retrying_beats_the_signal_that_stopped_it():
+    line = "API retry 1/10: 401 authentication_failed; next attempt in 0.6s"
+    out = classify(-15, {"auth_error": line, "events_seen": {"lines": 2}})
+    assert (out.kind, out.detail) == ("auth_failure", f"authentication failed: {line}")

@@ -1,0 +1,261 @@
+"""Owns the verify gate around finished sessions: which tasks a session marked done, the
+verdict on each (its verify command run by ralph in the task's tree, and the tamper check of the
+session's diff), acting on it with task calls (`_reopen` with the failure as the fail reason, so
+the attempt counts; `_hold` for tampering under `tamper: hold`), recording it (events.jsonl
+`verify`, the run state's `verify` map for progress.md and `ralph status`, one
+.ralph/verify/<task>.json per task next to its result), and the re-check of stale verifications
+before a run may call itself complete. Knows nothing of the loop's order (loop.features and
+parallel's session_end and run call in), of git beyond HEAD, or of printing."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ralphkit.assign.task_files import safe_name
+from ralphkit.atomic_file import write_atomic
+from ralphkit.backlog import client as task_client
+from ralphkit.backlog.calls import TaskCommand
+from ralphkit.runs import progress
+from ralphkit.verify import gate, tamper
+from ralphkit.verify import options as verify_options
+
+_HOLD_REASON_MAX = 1000
+_FAILED = ("failed", "timeout", "held")
+
+
+@dataclass
+class Verdict:
+    """What the gate decided for one task."""
+
+    task: str
+    verdict: str                      # passed | warned | failed | timeout | held
+    reason: str = ""                  # the fail reason given to `_reopen` ("" when it passed)
+    check: gate.Check | None = None
+    findings: list[tamper.Finding] = field(default_factory=list)
+    tree: str = ""                    # where it ran
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict in ("passed", "warned")
+
+
+class Gate:
+    """One per run. `after_session` for the single loop (agent-selects and --assign),
+    `judge` for one task in a given tree (--parallel, before the merge), `recheck` before the
+    run may end complete, `annotate` for the next session's task data."""
+
+    def __init__(self, opts: verify_options.VerifyOptions, task: TaskCommand,
+                 env: Mapping[str, str], cwd: Path, run: Any,
+                 report: Callable[[str], None] = lambda line: None) -> None:
+        self.opts, self.task, self.env, self.cwd, self.run = opts, task, env, Path(cwd), run
+        self.report = report                                # one line per verdict (stderr)
+        self.judged: set[tuple[str, str]] = set()           # (task, updated_at) seen done
+        self.lines = self._task_lines(self._tasks())        # `verify:` lines at session start
+        self.base = self._head()                            # the commit at session start
+
+    def _head(self) -> str:
+        """HEAD now, when the gate applies to some task (else no git call: "" makes the next
+        tamper check find nothing, as there is no known start)."""
+        return gate.git(self.cwd, "rev-parse", "HEAD", env=self.env) if self.opts.armed or self.lines else ""
+
+    # ------------------------------------------------------------------ reading
+    def _tasks(self) -> list[dict]:
+        """The backlog (`_export-json`): always with the embedded task CLI (in-process, read
+        only); with another one only when the gate is configured, so a run without it makes
+        the task calls it always made."""
+        if not (self.task.embedded or self.opts.armed):
+            return []
+        return task_client.export_tasks(self.task.bound(self.env)) or []
+
+    @staticmethod
+    def _task_lines(tasks: list[dict]) -> dict[str, str]:
+        return {t["id"]: cmd for t in tasks
+                if (cmd := verify_options.task_command(t.get("description")))}
+
+    def _records(self) -> dict[str, dict]:
+        return self.run.state.extra.setdefault("verify", {})
+
+    # ------------------------------------------------------------------ the single loop
+    def after_session(self, failed: list[str], reason: str) -> tuple[list[str], str]:
+        """Judge every task the session marked done (status done, updated since the session
+        started), then re-check stale ones when nothing is left to do. Returns the loop's
+        failed list and reason with the reopened tasks added (their attempt counts)."""
+        tasks = self._tasks()
+        since = getattr(self.run, "session_since", "") or ""
+        reopened: list[Verdict] = []
+        for t in tasks:
+            key = (t["id"], str(t.get("updated_at")))
+            if t.get("status") != "done" or key in self.judged or str(t.get("updated_at")) < since:
+                continue
+            self.judged.add(key)
+            verdict = self.judge(t, self.cwd, self.base)
+            if verdict is not None and not verdict.ok:
+                reopened.append(verdict)
+        if not reopened:
+            reopened += self.recheck(tasks)
+        self.lines = self._task_lines(tasks)       # a reopen leaves descriptions as they are
+        self.base = self._head()
+        slugs = [v.task for v in reopened if v.task not in failed]
+        return [*failed, *slugs], (reopened[0].reason.split("\n", 1)[0] if reopened else reason)
+
+    # ------------------------------------------------------------------ one task
+    def judge(self, record: dict, tree: Path, base: str | Callable[[], str]) -> Verdict | None:
+        """Verify one done task in tree (its diff taken from base) and act on the verdict.
+        None when the gate does not apply to it (no command, nothing to protect)."""
+        slug = record["id"]
+        own = verify_options.task_command(record.get("description"))
+        command = self.lines.get(slug) or own or self.opts.command
+        if not (command or self.opts.protect):
+            return None
+        base = base() if callable(base) else base
+        findings = [] if self.opts.tamper == "off" else tamper.scan(tree, base, self.opts.protect,
+                                                                       env=self.env)
+        if slug in self.lines and own != self.lines[slug]:
+            findings.append(tamper.Finding("verify_line", f"task {slug}", None,
+                                           "its verify: line changed during the session"))
+        check = gate.run(command, tree, self.env, self.opts.timeout_s) if command else None
+        verdict = _decide(slug, check, findings, self.opts.tamper, tree=str(tree))
+        self._act(verdict)
+        self._record(verdict, record.get("result"))
+        return verdict
+
+    def judge_worktree(self, record: dict, wt: Any) -> Verdict | None:
+        """--parallel: judge a task in its worktree before its branch is merged; the
+        session's diff is taken from the fork point of the run's branch."""
+        return self.judge(record, wt.path,
+                          lambda: gate.git(wt.path, "merge-base", "HEAD", wt.base_branch,
+                                           env=self.env))
+
+    def _act(self, v: Verdict) -> None:
+        if v.ok:
+            return
+        call = self.task.bound(self.env)
+        call(["_reopen", v.task, "--reason", v.reason])         # done -> open, attempt + 1
+        if v.verdict == "held":
+            call(["_hold", v.task, "--reason", v.reason[:_HOLD_REASON_MAX]])
+
+    def _record(self, v: Verdict, result: str | None) -> None:
+        check = v.check.as_record() if v.check else None
+        fields = {"task": v.task, "verdict": v.verdict, "tree": v.tree,
+                  **({k: check[k] for k in ("command", "exit_code", "duration_s", "commit",
+                                            "dirty", "timed_out", "tail_sha256")} if check else {}),
+                  "findings": [f.text() for f in v.findings]}
+        if v.reason:
+            fields["reason"] = v.reason
+        event = progress.append_event(self.run.ralph_dir, self.run.state.run_id, "verify",
+                                      **fields)
+        self._records()[v.task] = {**fields, "at": event["ts"]}
+        body = {**fields, "at": event["ts"], "check": check,
+                "findings": [f.as_record() for f in v.findings], "result": result}
+        self.report(_line(v))
+        write_atomic(Path(self.run.ralph_dir) / "verify" / f"{safe_name(v.task)}.json",
+                     (json.dumps(body, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
+        # the run state (and progress.md) is saved by the caller's next step: the loop's
+        # end_session, --parallel's save after each finished session or launch
+
+    # ------------------------------------------------------------------ stale verifications
+    def recheck(self, tasks: list[dict] | None = None) -> list[Verdict]:
+        """When no task is left to do: every task this run verified and that is still done,
+        whose verification ran at another commit than HEAD, is verified again (each command
+        once). A failure reopens all tasks of that command. Returns the reopened verdicts."""
+        if not self._records():
+            return []
+        tasks = self._tasks() if tasks is None else tasks
+        status = {t["id"]: t for t in tasks}
+        done = {t["id"] for t in tasks if t.get("status") == "done"}
+        if any(_pending(t, done) for t in tasks):
+            return []
+        head, dirty = gate.tree_state(self.cwd, self.env)
+        stale: dict[str, list[str]] = {}
+        for slug, rec in self._records().items():
+            if (slug in done and rec.get("verdict") in ("passed", "warned") and rec.get("command")
+                    and (rec.get("commit") != head or rec.get("dirty") != dirty)):
+                stale.setdefault(rec["command"], []).append(slug)
+        reopened = []
+        for command, slugs in stale.items():
+            check = gate.run(command, self.cwd, self.env, self.opts.timeout_s)
+            for slug in slugs:
+                verdict = _decide(slug, check, [], self.opts.tamper, recheck=True,
+                                  tree=str(self.cwd))
+                self._act(verdict)
+                self._record(verdict, status[slug].get("result"))
+                if not verdict.ok:
+                    reopened.append(verdict)
+        return reopened
+
+    # ------------------------------------------------------------------ the next session
+    def annotate(self, task_data: str) -> str:
+        """The loop's task data (peek's markdown) with a `verify_failed:` block under each
+        listed task whose last verification failed, so the next session sees why."""
+        records = self._records()
+        if not records or not task_data:
+            return task_data
+        parts = re.split(r"(?m)^(?=## Task )", task_data)
+        out = []
+        for part in parts:
+            slug = part[8:].split("\n", 1)[0].strip() if part.startswith("## Task ") else None
+            rec = records.get(slug) if slug else None
+            if rec and rec.get("verdict") in _FAILED and rec.get("reason"):
+                body = part.rstrip("\n")
+                tail = part[len(body):]
+                block = "\n".join("  " + line for line in rec["reason"].split("\n"))
+                part = f"{body}\nverify_failed: |\n{block}{tail or ''}"
+            out.append(part)
+        return "".join(out)
+
+
+def _pending(t: dict, done: set[str]) -> bool:
+    """Work the loop could still start: open or active, not held, its blockers done."""
+    return (t.get("status") in ("open", "active") and not t.get("held")
+            and all(dep in done for dep in t.get("deps") or []))
+
+
+def _decide(slug: str, check: gate.Check | None, findings: list[tamper.Finding], mode: str,
+            recheck: bool = False, tree: str = "") -> Verdict:
+    failed = check is not None and not check.passed
+    if findings and mode == "hold":
+        text = "; ".join(f.text() for f in findings)
+        lines = [f"tamper check: {text}"]
+        if failed:
+            lines += [_failure(check, recheck)]
+        return Verdict(slug, "held", "\n".join(lines), check, findings, tree)
+    if failed:
+        return Verdict(slug, "timeout" if check.timed_out else "failed",
+                       _failure(check, recheck), check, findings, tree)
+    return Verdict(slug, "warned" if findings else "passed", "", check, findings, tree)
+
+
+def _line(v: Verdict) -> str:
+    """The run's report line of a verdict."""
+    if v.ok:
+        said = v.check.summary() if v.check else "no verify command"
+        warned = f"; tamper findings: {'; '.join(f.text() for f in v.findings)}" \
+            if v.findings else ""
+        return f"verify: task {v.task} {v.verdict}: {said}{warned}"
+    action = "reopened and held" if v.verdict == "held" else "reopened"
+    return f"verify: task {v.task} {action}: {v.reason.split(chr(10), 1)[0]}"
+
+
+def _failure(check: gate.Check, recheck: bool) -> str:
+    at = f"at {check.commit[:12] or 'no commit'}"
+    again = " on re-check (the tree moved since it passed)" if recheck else ""
+    if check.timed_out:
+        head = f"verify timed out{again}: `{check.command}` ran longer than {check.timeout_s:g}s {at}"
+    elif check.error:
+        head = f"verify could not run{again}: `{check.command}`: {check.error}"
+    else:
+        head = f"verify failed{again}: `{check.command}` exited {check.exit_code} {at}"
+    return f"{head}\n{check.tail}" if check.tail else head
+
+
+def start(values: Any, task: TaskCommand, env: Mapping[str, str], cwd: Path,
+          run: Any, report: Callable[[str], None] = lambda line: None) -> Gate:
+    """The run's gate, from the settled options (config's `Options`, or a mapping of the
+    verify rows); report gets one line per verdict."""
+    return Gate(verify_options.read(values), task, env, cwd, run, report)
+
+
+__all__ = ["Gate", "Verdict", "start"]

@@ -1,0 +1,103 @@
+"""Owns what the tamper check looks for, as data: which paths are tests, which lines define a
+test, assert something, skip or focus a test, or set a coverage threshold, and the `protect:`
+glob syntax. Pure functions over paths and lines; knows nothing of git or of diffs."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_TEST_PATH = re.compile(
+    r"(^|/)(tests?|__tests__|spec)/.*\.(py|[cm]?[jt]sx?|go|rs|rb|java|kt|cs|php|sh|bats)$"
+    r"|(^|/)test_[^/]*\.py$|_test\.(py|go)$|(^|/)conftest\.py$"   # pytest, go
+    r"|\.(test|spec)\.[cm]?[jt]sx?$"                  # node --test, jest, vitest, mocha
+    r"|(^|/)test\.[cm]?js$|Tests?\.(java|kt|cs)$")
+
+# A test's definition: the name it is known by is group "name".
+_TEST_DEF = (
+    re.compile(r"^\s*(?:async\s+)?def\s+(?P<name>test\w*)\s*\("),           # pytest, unittest
+    re.compile(r"^\s*class\s+(?P<name>Test\w*)\b"),
+    re.compile(r"\b(?:it|test)\s*\(\s*(?P<q>['\"`])(?P<name>.+?)(?P=q)"),    # node --test, jest
+    re.compile(r"^\s*func\s+(?P<name>Test\w*)\s*\("),                       # go
+    re.compile(r"^\s*(?:pub\s+)?fn\s+(?P<name>test\w*)\s*\("),              # rust, by convention
+)
+
+_ASSERTION = re.compile(
+    r"^\s*assert\b|\bself\.assert\w*\s*\(|\bassert(?:\.\w+)?\s*\(|\bexpect\s*\("
+    r"|\bt\.(?:Error|Errorf|Fatal|Fatalf|Fail)\b|\bassert(?:_eq|_ne)?!\s*\(|\.should\b"
+    r"|\bassert(?:Equals?|True|False|That|Throws|NotNull|Null)\s*\(")
+
+# Newly added skips and focus markers (a `.only` silently drops every other test).
+SKIP = re.compile(
+    r"@pytest\.mark\.(?:skip|skipif|xfail)\b|\bpytest\.(?:skip|xfail|importorskip)\s*\("
+    r"|\bunittest\.skip\w*|@(?:unittest\.)?skip(?:If|Unless)?\b|\bself\.skipTest\s*\("
+    r"|\b(?:it|describe|test|suite|context)\.(?:skip|only|todo)\b|\bx(?:it|describe|test)\s*\("
+    r"|\bf(?:it|describe)\s*\(|\{\s*(?:skip|only|todo)\s*:\s*(?!false)"
+    r"|\bt\.Skip(?:Now|f)?\s*\(|@Disabled\b|@Ignore\b|#\[ignore\b")
+
+# Coverage and quality thresholds: (key, number). coverageThreshold's members are on lines
+# of their own, so its keys count only in files that mention coverageThreshold.
+_THRESHOLD = re.compile(
+    r"(?P<key>--cov-fail-under|fail[_-]under|--fail-under|min[_-]coverage|minimum_coverage"
+    r"|--min-coverage)['\"]?\s*[=:\s]\s*['\"]?(?P<n>-?\d+(?:\.\d+)?)")
+_JEST_THRESHOLD = re.compile(
+    r"(?P<key>branches|functions|lines|statements)['\"]?\s*:\s*(?P<n>-?\d+(?:\.\d+)?)")
+
+
+def is_test_path(path: str) -> bool:
+    return bool(_TEST_PATH.search(path))
+
+
+def test_names(line: str) -> list[str]:
+    return [m.group("name") for rx in _TEST_DEF for m in [rx.search(line)] if m]
+
+
+def is_assertion(line: str) -> bool:
+    return bool(_ASSERTION.search(line))
+
+
+def skips(line: str) -> list[str]:
+    return [m.group(0).strip() for m in SKIP.finditer(line)]
+
+
+def thresholds(line: str, jest: bool) -> list[tuple[str, float]]:
+    found = [(m.group("key").lstrip("-").replace("-", "_"), float(m.group("n")))
+             for m in _THRESHOLD.finditer(line)]
+    if jest:
+        found += [(f"coverageThreshold.{m.group('key')}", float(m.group("n")))
+                  for m in _JEST_THRESHOLD.finditer(line)]
+    return found
+
+
+@lru_cache(maxsize=256)
+def _glob_rx(glob: str) -> re.Pattern:
+    out, i = [], 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        else:
+            out.append({"*": "[^/]*", "?": "[^/]"}.get(glob[i], re.escape(glob[i])))
+            i += 1
+    return re.compile("".join(out) + "$")
+
+
+def protected(path: str, globs: tuple[str, ...]) -> bool:
+    """`protect:` globs: `**` crosses folders, `*` does not; a glob without a slash also
+    matches a file name in any folder; `dir/` means everything under dir."""
+    for glob in globs:
+        glob = glob.strip()
+        glob = glob[2:] if glob.startswith("./") else glob
+        if glob.endswith("/"):
+            glob += "**"
+        if _glob_rx(glob).match(path):
+            return True
+        if "/" not in glob and _glob_rx(glob).match(path.rsplit("/", 1)[-1]):
+            return True
+    return False
+
+
+__all__ = ["is_test_path", "test_names", "is_assertion", "skips", "thresholds", "protected",
+           "SKIP"]

@@ -1,0 +1,187 @@
+"""Owns the tamper check: the diff of a tree from the commit at session start (committed and
+uncommitted changes to tracked files), read for deleted or renamed-away test files, removed
+test functions and assertions, newly added skips and focus markers, lowered coverage
+thresholds, and changes to `protect:` paths. Adding is never a finding: a new file, a new test
+function or a new line in an existing file (a skip marker excepted). Findings name the file and
+the line (of the new file; of the old one for what was removed). Knows nothing of tasks or of
+what is done with the findings; patterns.py owns what the rules look for."""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from ralphkit import programs
+from ralphkit.verify import patterns
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str            # deleted_test, renamed_test, removed_test, removed_assertion,
+    path: str            # added_skip, lowered_threshold, protected_path
+    line: int | None
+    detail: str
+
+    def text(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.detail}"
+
+    def as_record(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class _File:
+    old: str | None                # None: added
+    new: str | None                # None: deleted
+    removed: list[tuple[int, str]] = field(default_factory=list)   # (old line, text)
+    added: list[tuple[int, str]] = field(default_factory=list)     # (new line, text)
+    binary: bool = False
+    first_change: int | None = None     # new-side line of the first hunk that removes a line
+
+
+def _unquote(path: str) -> str:
+    if path.startswith('"') and path.endswith('"'):
+        return path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape") \
+            .encode("latin-1").decode("utf-8", "replace")
+    return path
+
+
+def _side(text: str) -> str | None:
+    text = _unquote(text.rstrip("\t"))
+    return None if text == "/dev/null" else text[2:]
+
+
+_HEADER = re.compile(r'^diff --git ("?a/.*?"?) ("?b/.*"?)$')
+
+
+def _parse(diff: str) -> list[_File]:
+    files: list[_File] = []
+    cur: _File | None = None
+    old_no = new_no = 0
+    for line in diff.split("\n"):
+        if line.startswith("diff --git "):
+            m = _HEADER.match(line)
+            a, b = (_unquote(m.group(1))[2:], _unquote(m.group(2))[2:]) if m else (None, None)
+            cur = _File(a, b)
+            files.append(cur)
+        elif cur is None:
+            continue
+        elif line.startswith("new file mode"):
+            cur.old = None
+        elif line.startswith("deleted file mode"):
+            cur.new = None
+        elif line.startswith("rename from "):
+            cur.old = _unquote(line[12:])
+        elif line.startswith("rename to "):
+            cur.new = _unquote(line[10:])
+        elif line.startswith("--- "):
+            cur.old = _side(line[4:])
+        elif line.startswith("+++ "):
+            cur.new = _side(line[4:])
+        elif line.startswith("Binary files "):
+            cur.binary = True
+        elif (m := _HUNK.match(line)):
+            old_no, new_no = int(m.group(1)), int(m.group(3))
+            if m.group(2) != "0" and cur.first_change is None:
+                cur.first_change = max(new_no, 1)
+        elif line.startswith("-"):
+            cur.removed.append((old_no, line[1:]))
+            old_no += 1
+        elif line.startswith("+"):
+            cur.added.append((new_no, line[1:]))
+            new_no += 1
+    return files
+
+
+def _file_findings(f: _File, protect: tuple[str, ...], tree: Path) -> list[Finding]:
+    found: list[Finding] = []
+    old, new = f.old, f.new
+    if old is None:                                      # added: never a finding
+        return found
+    if new is None:
+        if patterns.is_test_path(old):
+            found.append(Finding("deleted_test", old, None, "test file deleted"))
+        elif patterns.protected(old, protect):
+            found.append(Finding("protected_path", old, None, "protected file deleted"))
+    elif new != old:
+        if patterns.is_test_path(old) and not patterns.is_test_path(new):
+            found.append(Finding("renamed_test", old, None,
+                                 f"test file renamed away to {new} (no longer collected)"))
+        elif patterns.protected(old, protect) and not patterns.protected(new, protect):
+            found.append(Finding("protected_path", old, None,
+                                 f"protected file renamed to {new}"))
+    path = new or old
+    added_text = {text.strip() for _, text in f.added}
+    if new is not None and patterns.is_test_path(old):
+        added_names = {n for _, text in f.added for n in patterns.test_names(text)}
+        for no, text in f.removed:
+            for name in patterns.test_names(text):
+                if name not in added_names:
+                    found.append(Finding("removed_test", old, no,
+                                         f"test function {name} removed"))
+            if patterns.is_assertion(text) and text.strip() not in added_text:
+                found.append(Finding("removed_assertion", old, no,
+                                     f"assertion removed or changed: {text.strip()[:120]}"))
+    if new is not None and patterns.is_test_path(new):       # a skip only skips in test code
+        was = {}
+        for _, text in f.removed:
+            for marker in patterns.skips(text):
+                was[marker] = was.get(marker, 0) + 1
+        for no, text in f.added:
+            for marker in patterns.skips(text):
+                if was.get(marker, 0) > 0:
+                    was[marker] -= 1                     # moved, not added
+                else:
+                    found.append(Finding("added_skip", path, no, f"skip added: {marker}"))
+    found += _threshold_findings(f, path, tree)
+    if new is not None and patterns.protected(old, protect) and (f.removed or f.binary):
+        found.append(Finding("protected_path", path, f.first_change,
+                             "protected file changed (only additions are allowed)"))
+    return found
+
+
+def _threshold_findings(f: _File, path: str, tree: Path) -> list[Finding]:
+    try:                     # coverageThreshold's members sit on lines of their own
+        jest = "coverageThreshold" in (tree / path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        jest = False
+    jest = jest or any("coverageThreshold" in text for _, text in f.removed + f.added)
+    before: dict[str, tuple[int, float]] = {}
+    for no, text in f.removed:
+        for key, n in patterns.thresholds(text, jest):
+            before[key] = (no, n)
+    after: dict[str, tuple[int, float]] = {}
+    for no, text in f.added:
+        for key, n in patterns.thresholds(text, jest):
+            after[key] = (no, n)
+    found = []
+    for key, (old_no, n) in before.items():
+        if key not in after:
+            found.append(Finding("lowered_threshold", path, old_no, f"{key} {n:g} removed"))
+        elif after[key][1] < n:
+            found.append(Finding("lowered_threshold", path, after[key][0],
+                                 f"{key} lowered from {n:g} to {after[key][1]:g}"))
+    return found
+
+
+def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *,
+         env: Mapping[str, str]) -> list[Finding]:
+    """The findings of the tree's diff from base (a commit); [] when base is unknown."""
+    if not base:
+        return []
+    try:
+        done = programs.run(["git", "-c", "core.quotepath=false", "diff", "-U0", "-M",
+                             "--no-color", "--no-ext-diff", base, "--"], cwd=tree, env=env)
+    except OSError:
+        return []
+    if done.code != 0:
+        return []
+    diff = done.stdout.decode("utf-8", "replace")
+    return [finding for f in _parse(diff) for finding in _file_findings(f, tuple(protect), tree)]
+
+
+__all__ = ["Finding", "scan"]

@@ -1,0 +1,57 @@
+"""Verified completion under `--parallel 2`: each task is verified in its own worktree, with
+its own `verify:` line, before its branch is merged back; a failing one is reopened and its
+branch is not merged. Real pytest, real git, the stub agent tests/stubs/claude-verify."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import git, install_stub, read_jsonl
+
+PYTEST = "python -m pytest -q -p no:cacheprovider"
+CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n"
+TESTS = ("from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+         "def test_mul():\n    assert mul(2, 3) == 6\n")
+# Each session finds its task in RALPH_FROZEN_IDS_FILE; it fixes add() only.
+AGENT = """set -e
+tid=$(cat "$RALPH_FROZEN_IDS_FILE")
+if [ "$tid" = fix-add ]; then
+  sed -i 's/return a - b/return a + b/' calc.py
+  git add -A && git commit -qm "fix add" >/dev/null
+fi
+"$RALPH_TASK_SCRIPT" done "$tid" >/dev/null
+"""
+
+
+def test_parallel_sessions_are_verified_each_in_its_worktree_before_the_merge(
+        run_ralph, run_task, git_repo, base_env, bin_dir, tmp_path):
+    install_stub(bin_dir, "claude", "claude-verify")
+    plan = tmp_path / "plan"
+    plan.mkdir()
+    (plan / "default.sh").write_text(AGENT)
+    (git_repo / ".gitignore").write_text(".ralph/\n")
+    (git_repo / "calc.py").write_text(CALC)
+    (git_repo / "test_calc.py").write_text(TESTS)
+    git(git_repo, "add", "-A", env=base_env)
+    git(git_repo, "commit", "-qm", "calc", env=base_env)
+    for slug, test in (("fix-add", "test_add"), ("fix-mul", "test_mul")):
+        assert run_task("create", slug, f"Fix {slug}", "-c", f"component:{slug}",
+                        "-d", f"verify: {PYTEST} test_calc.py::{test}").returncode == 0
+    proc = run_ralph("build", "--parallel", "2", "-n", "2", env={"STUB_PLAN": str(plan)},
+                     timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    tasks = {t["id"]: t for t in map(json.loads, run_task("_export-json").stdout.splitlines())}
+    assert tasks["fix-add"]["status"] == "done"
+    assert tasks["fix-mul"]["status"] == "open" and tasks["fix-mul"]["retry_count"] == 1
+    assert "FAILED test_calc.py::test_mul" in tasks["fix-mul"]["fail_reason"]
+    events = [e for path in (git_repo / ".ralph" / "runs").glob("*/events.jsonl")
+              for e in read_jsonl(path) if e["event"] == "verify"]
+    assert sorted((e["task"], e["verdict"]) for e in events) == [
+        ("fix-add", "passed"), ("fix-mul", "failed")]
+    assert all("/.ralph/worktrees/" in e["tree"] for e in events)
+    assert len({e["tree"] for e in events}) == 2
+    assert "return a + b" in (git_repo / "calc.py").read_text()          # fix-add merged
+    log = git(git_repo, "log", "--format=%s", "main", env=base_env).split("\n")
+    assert "fix add" in log
+    prompts = [json.loads(line)["task"] for line in (plan / "prompts.jsonl").open()]
+    assert sorted(prompts) == ["fix-add", "fix-mul"]

@@ -1,0 +1,235 @@
+"""A scripted stand-in for the Anthropic Messages API on 127.0.0.1, for the real `claude` CLI.
+
+The CLI is pointed at it with ANTHROPIC_BASE_URL. Requests that offer tools are the agent's
+turns: `brain(request, n)` (n counts those turns from 0) returns what the model says, one of
+Text, Tool, Fail or Stall. Requests without tools (titles, summaries, quota probes) get a short
+text. Every request is kept in `requests` (path, headers, JSON body) for assertions.
+
+Streams follow the Messages API's SSE: message_start, content_block_start/delta/stop per
+block (text_delta, input_json_delta), message_delta with the stop reason, message_stop.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+MODEL = "claude-sonnet-4-5"
+
+
+@dataclass
+class Text:
+    text: str
+
+
+@dataclass
+class Tool:
+    """A tool_use block (name, input), optionally after a text."""
+    name: str
+    input: dict
+    text: str = ""
+
+
+@dataclass
+class Fail:
+    """An HTTP error: status, JSON error type and message, extra headers."""
+    status: int
+    kind: str
+    message: str
+    headers: dict = field(default_factory=dict)
+
+
+@dataclass
+class Stall:
+    """message_start, then nothing until the server stops (an idle stream)."""
+
+
+def bash(command: str, text: str = "") -> Tool:
+    return Tool("Bash", {"command": command, "description": "run"}, text)
+
+
+class StandIn:
+    def __init__(self, brain: Callable[[dict, int], Any]):
+        self.brain = brain
+        self.requests: list[dict] = []
+        self.turns = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ids = itertools.count(1)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> "StandIn":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def agent_turns(self) -> list[dict]:
+        return [r for r in self.requests if r["body"].get("tools")]
+
+    # ------------------------------------------------------------------ answering
+    def _answer(self, body: dict) -> Any:
+        if not body.get("tools"):
+            return Text("Ralph task")
+        with self._lock:
+            n = self.turns
+            self.turns += 1
+        return self.brain(body, n)
+
+    def _handler(self) -> type:
+        standin = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._json(200 if self.path.rstrip("/") == "" else 404, {})
+
+            def do_HEAD(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_POST(self) -> None:
+                size = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(size) if size else b""
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {}
+                with standin._lock:
+                    standin.requests.append({"path": self.path, "headers": dict(self.headers),
+                                             "body": body})
+                if not self.path.split("?")[0].endswith("/v1/messages"):
+                    if self.path.split("?")[0].endswith("/count_tokens"):
+                        return self._json(200, {"input_tokens": 100})
+                    return self._json(404, {"type": "error", "error": {
+                        "type": "not_found_error", "message": "not here"}})
+                answer = standin._answer(body)
+                if isinstance(answer, Fail):
+                    return self._json(answer.status, {"type": "error", "error": {
+                        "type": answer.kind, "message": answer.message}}, answer.headers)
+                blocks = []
+                if isinstance(answer, Text):
+                    blocks = [{"type": "text", "text": answer.text}]
+                elif isinstance(answer, Tool):
+                    if answer.text:
+                        blocks.append({"type": "text", "text": answer.text})
+                    blocks.append({"type": "tool_use", "id": f"toolu_{next(standin._ids):06d}",
+                                   "name": answer.name, "input": answer.input})
+                stop = "tool_use" if isinstance(answer, Tool) else "end_turn"
+                if body.get("stream"):
+                    self._stream(blocks, stop, stall=isinstance(answer, Stall))
+                else:
+                    self._json(200, _message(blocks, stop))
+
+            def _json(self, status: int, payload: dict, headers: dict | None = None) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("request-id", f"req_{next(standin._ids)}")
+                for key, value in (headers or {}).items():
+                    self.send_header(key, str(value))
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _event(self, name: str, payload: dict) -> None:
+                data = f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+
+            def _stream(self, blocks: list[dict], stop: str, stall: bool) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.send_header("request-id", f"req_{next(standin._ids)}")
+                self.end_headers()
+                start = _message([], None)
+                self._event("message_start", {"type": "message_start", "message": start})
+                if stall:
+                    standin._stop.wait()
+                    self.close_connection = True
+                    return
+                for index, block in enumerate(blocks):
+                    if block["type"] == "text":
+                        self._event("content_block_start", {
+                            "type": "content_block_start", "index": index,
+                            "content_block": {"type": "text", "text": ""}})
+                        self._event("content_block_delta", {
+                            "type": "content_block_delta", "index": index,
+                            "delta": {"type": "text_delta", "text": block["text"]}})
+                    else:
+                        self._event("content_block_start", {
+                            "type": "content_block_start", "index": index,
+                            "content_block": {**block, "input": {}}})
+                        self._event("content_block_delta", {
+                            "type": "content_block_delta", "index": index,
+                            "delta": {"type": "input_json_delta",
+                                      "partial_json": json.dumps(block["input"])}})
+                    self._event("content_block_stop", {"type": "content_block_stop",
+                                                       "index": index})
+                self._event("message_delta", {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": 12}})
+                self._event("message_stop", {"type": "message_stop"})
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+
+        return Handler
+
+
+def _message(content: list, stop: str | None) -> dict:
+    return {"id": "msg_standin", "type": "message", "role": "assistant", "model": MODEL,
+            "content": content, "stop_reason": stop, "stop_sequence": None,
+            "usage": {"input_tokens": 20, "output_tokens": 1, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0}}
+
+
+def tool_results(body: dict) -> list[str]:
+    """The text of every tool_result the CLI sent back in this request, oldest first."""
+    out = []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                inner = block.get("content")
+                if isinstance(inner, list):
+                    inner = "".join(b.get("text", "") for b in inner if isinstance(b, dict))
+                out.append(str(inner))
+    return out
+
+
+def first_user_text(body: dict) -> str:
+    """All text the first user message carries (the prompt, with any reminders)."""
+    for message in body.get("messages", []):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return ""
+
+
+__all__ = ["StandIn", "Text", "Tool", "Fail", "Stall", "bash", "tool_results",
+           "first_user_text", "MODEL"]

@@ -1,0 +1,139 @@
+"""The report model from a run's records: damaged, empty and unfinished runs give a clear
+report in every format (never a traceback); per-task figures; untrusted text stays text."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ralphkit.report import collect, files, render_html, render_md, render_text
+from ralphkit.runs import lock as run_lock
+from ralphkit.runs import progress
+from ralphkit.runs import state as run_state
+from synthetic import XSS, make_run
+
+RUN = "20261122T220000Z-aaaaaa"
+NO_BACKLOG = {"RALPH_TASK_CMD": "elsewhere"}     # the records alone, no task store read
+
+
+@pytest.fixture
+def ralph_dir(tmp_path: Path) -> Path:
+    return tmp_path / ".ralph"
+
+
+def report_of(ralph_dir: Path, *runs: str):
+    report = collect.collect(ralph_dir, list(runs or [RUN]), environ=NO_BACKLOG)
+    for render in (render_text.render, render_md.render, render_html.render):
+        assert render(report)                     # every format renders, none raises
+    json.dumps(report.to_json(), default=str)
+    return report
+
+
+def test_figures_of_a_finished_run(ralph_dir):
+    make_run(ralph_dir, RUN, 14)
+    r = report_of(ralph_dir)
+    assert (r.status, r.mode, len(r.sessions), r.billing) == ("ended", "build", 14, "subscription")
+    assert r.outcomes() == {"success": 12, "failure": 2}
+    assert r.done == 12 and len(r.tasks) == 12
+    retried = r.tasks["t2"]                        # session 3 failed, session 4 retried it
+    assert (retried.attempts, retried.outcome, retried.fail_reasons) == (2, "done", [XSS])
+    assert r.cost_usd == pytest.approx(sum(0.05 + n % 5 / 10 for n in range(1, 15)))
+    assert r.cost_per_done == pytest.approx(r.cost_usd / 12)
+    assert r.longest(1)[0].duration_s == max(s.duration_s for s in r.sessions)
+
+
+@pytest.mark.parametrize("damage", ["torn", "garbage", "both"])
+def test_a_damaged_events_file_is_read_as_far_as_it_goes(ralph_dir, damage):
+    make_run(ralph_dir, RUN, 10)
+    path = progress.events_path(ralph_dir, RUN)
+    lines = path.read_bytes().split(b"\n")
+    if damage in ("garbage", "both"):
+        lines.insert(3, b"\x00\xff not json {{{")
+        lines.insert(5, b'["a list, not an event"]')
+    data = b"\n".join(lines)
+    if damage in ("torn", "both"):
+        data = data.rstrip(b"\n")[:-17]            # the run_end line cut mid-write
+    path.write_bytes(data)
+    r = report_of(ralph_dir)
+    assert len(r.sessions) == 10
+    if damage != "garbage":
+        assert any("cut short" in p for p in r.problems)
+    if damage != "torn":
+        assert any("2 line(s) of events.jsonl are not events" in p for p in r.problems)
+    assert "Could not read everything" in render_text.render(r)
+
+
+def test_a_run_without_sessions_says_so(ralph_dir):
+    make_run(ralph_dir, RUN, 0)
+    r = report_of(ralph_dir)
+    assert (len(r.sessions), r.done, r.cost_per_done, r.tasks_per_hour) == (0, 0, None, None)
+    assert "Tasks: none recorded." in render_text.render(r)
+    assert "no session ended yet" in render_html.render(r)
+    assert "No task was worked on." in render_md.render(r)
+
+
+def test_a_run_with_no_files_at_all_is_a_report_of_what_is_missing(ralph_dir):
+    (ralph_dir / "runs" / RUN).mkdir(parents=True)
+    r = report_of(ralph_dir)
+    assert r.status == "unknown" and len(r.problems) == 2
+    assert "events.jsonl does not exist yet" in r.problems[0]
+
+
+def test_a_run_in_progress_shows_its_running_session(ralph_dir):
+    make_run(ralph_dir, RUN, 5, ended=False)
+    progress.append_event(ralph_dir, RUN, "session_start", n=6, task="t9")
+    lock = run_lock.acquire(ralph_dir / "run.lock", RUN)
+    try:
+        r = report_of(ralph_dir)
+    finally:
+        run_lock.release(lock)
+    assert r.status == "running" and r.sessions[-1].outcome == "running"
+    assert r.tasks["t9"].outcome == "running"
+    assert "still running" in render_text.render(r)
+    after = report_of(ralph_dir)                   # lock gone, never ended: interrupted
+    assert after.status == "interrupted" and after.sessions[-1].outcome == "interrupted"
+
+
+def test_holds_drift_scope_limit_waits_and_verification_land_on_their_task(ralph_dir):
+    make_run(ralph_dir, RUN, 0, ended=False)
+    add = lambda event, **f: progress.append_event(ralph_dir, RUN, event, **f)  # noqa: E731
+    add("session_start", n=1, task="t1")
+    add("session_end", n=1, task="t1", outcome="failed", reason="tests fail", cost_usd=1.5,
+        duration_s=60, tokens_in=100, tokens_out=20, **{"class": "failure"})
+    add("log", kind="usage_limit_wait", message="5-hour limit", resume_at="x")
+    add("log", kind="task_held", task="t1", attempts=3, message="failed 3 times")
+    add("log", kind="drift", message="task t2: 2 commit(s) touch files outside its scope")
+    add("scope_changed", changes=["task t3 added"], added=["t3"], removed=[])
+    add("verify", task="t2", ok=False, exit_code=1)
+    add("run_end", exit_code=6, reason="No progress: 3 failures in a row")
+    r = report_of(ralph_dir)
+    t1 = r.tasks["t1"]
+    assert (t1.outcome, t1.hold_reason, t1.limit_waits, t1.tokens) == (
+        "held", "failed 3 times", 1, 120)
+    assert r.tasks["t2"].notices == ["drift: task t2: 2 commit(s) touch files outside its scope"]
+    assert r.tasks["t2"].verify == "failed (exit 1)"
+    assert r.tasks["t3"].notices == ["scope: added"]
+    assert r.stops == ["breaker: No progress: 3 failures in a row"]
+    assert r.limit_waits[0].seconds is not None and r.scope_changes == ["task t3 added"]
+
+
+def test_untrusted_text_stays_text_in_markdown_and_on_the_terminal(ralph_dir):
+    make_run(ralph_dir, RUN, 4, reason=XSS + "\x1b[2J\x1b]0;owned\x07|x")
+    r = report_of(ralph_dir)
+    md, text = render_md.render(r), render_text.render(r)
+    assert "<img" not in md and "&lt;img src=x onerror=alert(1)&gt;" in md and "\\|x" in md
+    assert "\x1b" not in text and "\x07" not in text
+
+
+def test_several_runs_since_a_moment_are_merged(ralph_dir):
+    make_run(ralph_dir, RUN, 7)
+    make_run(ralph_dir, "20261123T220000Z-bbbbbb", 7)
+    old = run_state.read(ralph_dir, RUN)
+    old.started_at = "2026-10-01T00:00:00Z"
+    run_state.save(ralph_dir, old)
+    now = collect.epoch("2026-11-24T00:00:00Z")
+    assert files.since(ralph_dir, 7 * 86400, now=now) == ["20261123T220000Z-bbbbbb"]
+    assert files.since(ralph_dir, 60 * 86400, now=now) == [RUN, "20261123T220000Z-bbbbbb"]
+    r = report_of(ralph_dir, RUN, "20261123T220000Z-bbbbbb")
+    assert len(r.sessions) == 14 and len({s.key for s in r.sessions}) == 14

@@ -1,0 +1,142 @@
+"""verify.completion.Gate with the real embedded task CLI over a real git repository: the
+verdicts act on the backlog (reopen, hold), are recorded (event, state, .ralph/verify), the
+next session's task data carries the failure, and stale passes are re-checked."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import ROOT, _clean_environ, git, read_jsonl
+from ralphkit.backlog import calls as task_calls
+from ralphkit.runs import progress
+from ralphkit.runs import state as run_state
+from ralphkit.verify import completion, options
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    env = _clean_environ()
+    git(path, "init", "-q", "-b", "main", env=env)
+    git(path, "remote", "add", "origin", "https://github.com/acme/gate.git", env=env)
+    (path / ".gitignore").write_text(".ralph/\n")
+    (path / "ok").write_text("1\n")
+    git(path, "add", "-A", env=env)
+    git(path, "commit", "-qm", "base", env=env)
+    monkeypatch.chdir(path)                  # the embedded task CLI runs in the process's cwd
+    return path
+
+
+def make_gate(repo: Path, lines: list[str] = (), **values) -> completion.Gate:
+    env = _clean_environ()
+    task = task_calls.resolve(ROOT, env)
+    assert task.embedded
+    for line in lines:
+        assert task.call(*line.split("|"), env=env).ok, line
+    ralph_dir = repo / ".ralph"
+    run = SimpleNamespace(ralph_dir=ralph_dir, session_since="",
+                          state=run_state.RunState("run-1", "build", 0))
+    reported: list[str] = []
+    gate = completion.start(values, task, env, repo, run, reported.append)
+    gate.reported = reported
+    return gate
+
+
+def finish(gate: completion.Gate, slug: str) -> None:
+    for argv in (("claim", slug), ("done", slug)):
+        assert gate.task.call(*argv, env=gate.env).ok
+
+
+def record(gate: completion.Gate, slug: str) -> dict:
+    out = gate.task.call("_export-json", env=gate.env).output
+    return {t["id"]: t for t in map(json.loads, out.splitlines())}[slug]
+
+
+def test_a_failing_command_reopens_the_task_and_is_recorded(repo):
+    gate = make_gate(repo, ["create|t1|One"], verify="echo nope; exit 2")
+    finish(gate, "t1")
+    failed, reason = gate.after_session([], "the loop's reason")
+    assert failed == ["t1"] and reason.startswith("verify failed: `echo nope; exit 2` exited 2")
+    t = record(gate, "t1")
+    assert (t["status"], t["retry_count"]) == ("open", 1)
+    assert t["fail_reason"].endswith("\nnope")
+    (event,) = [e for e in read_jsonl(progress.events_path(repo / ".ralph", "run-1"))]
+    assert (event["event"], event["verdict"], event["exit_code"]) == ("verify", "failed", 2)
+    stored = json.loads((repo / ".ralph" / "verify" / "t1.json").read_text())
+    assert stored["check"]["tail"] == "nope" and stored["result"] is None
+    assert gate.run.state.extra["verify"]["t1"]["verdict"] == "failed"
+    assert gate.reported == [f"verify: task t1 reopened: {reason}"]
+    assert gate.after_session([], "x") == ([], "x")               # judged once
+
+
+def test_a_passing_command_keeps_the_task_done(repo):
+    gate = make_gate(repo, ["create|t1|One"], verify="test -f ok")
+    finish(gate, "t1")
+    assert gate.after_session([], "r") == ([], "r")
+    assert record(gate, "t1")["status"] == "done"
+    assert gate.reported[0].startswith("verify: task t1 passed: verify `test -f ok` exited 0")
+
+
+def test_tampering_holds_the_task_and_warn_only_records_it(repo):
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_x.py").write_text("def test_x():\n    assert 1 == 1\n")
+    git(repo, "add", "-A", env=_clean_environ())
+    git(repo, "commit", "-qm", "tests", env=_clean_environ())
+    gate = make_gate(repo, ["create|t1|One", "create|t2|Two"], protect="tests/**")
+    (repo / "tests" / "test_x.py").unlink()
+    finish(gate, "t1")
+    assert gate.after_session([], "r")[0] == ["t1"]
+    t = record(gate, "t1")
+    assert t["status"] == "open" and t["held"] == "tamper check: tests/test_x.py: test file deleted"
+    warn = make_gate(repo, [], protect="tests/**", tamper="warn")
+    finish(warn, "t2")
+    assert warn.after_session([], "r")[0] == [] and record(warn, "t2")["status"] == "done"
+    assert warn.run.state.extra["verify"]["t2"]["verdict"] == "warned"
+
+
+def test_a_session_that_changes_its_own_verify_line_is_a_finding(repo):
+    gate = make_gate(repo, ["create|t1|One|-d|verify: false"])
+    env = gate.env
+    assert gate.task.call("update", "t1", "--description", "verify: true", env=env).ok
+    finish(gate, "t1")
+    assert gate.after_session([], "r")[0] == ["t1"]
+    t = record(gate, "t1")
+    assert t["held"].startswith("tamper check: task t1: its verify: line changed")
+    assert "verify failed: `false` exited 1" in t["fail_reason"]   # the line it started with
+
+
+def test_the_task_data_carries_the_last_failure_under_its_task(repo):
+    gate = make_gate(repo, ["create|t1|One", "create|t2|Two"], verify="echo broken; false")
+    finish(gate, "t1")
+    gate.after_session([], "r")
+    data = "## Task t1\nid: t1\nstatus: open\n\n## Task t2\nid: t2\nstatus: open"
+    assert gate.annotate(data) == (
+        "## Task t1\nid: t1\nstatus: open\nverify_failed: |\n"
+        f"  {gate.run.state.extra['verify']['t1']['reason'].split(chr(10))[0]}\n  broken\n\n"
+        "## Task t2\nid: t2\nstatus: open")
+    assert make_gate(repo, [], verify="true").annotate(data) == data
+
+
+def test_stale_passes_are_checked_again_once_nothing_is_left(repo):
+    gate = make_gate(repo, ["create|t1|One", "create|t2|Two"], verify="test -f ok")
+    finish(gate, "t1")
+    assert gate.after_session([], "r")[0] == []                 # t2 still open: no re-check
+    (repo / "ok").unlink()
+    git(repo, "commit", "-qam", "ok goes", env=_clean_environ())
+    assert gate.task.call("_hold", "t2", "--reason", "later", env=gate.env).ok
+    reopened = gate.recheck()
+    assert [v.task for v in reopened] == ["t1"]
+    assert record(gate, "t1")["fail_reason"].startswith(
+        "verify failed on re-check (the tree moved since it passed): `test -f ok` exited 1")
+
+
+def test_without_settings_or_verify_lines_the_gate_does_nothing(repo):
+    gate = make_gate(repo, ["create|t1|One"])
+    assert not options.read({}).armed
+    finish(gate, "t1")
+    assert gate.after_session([], "r") == ([], "r") and gate.base == ""
+    assert not (repo / ".ralph" / "verify").exists()

@@ -1,0 +1,162 @@
+"""tamper.scan over real git repositories: a base commit, then the changes a session makes
+(committed or not); each rule finds what it should and nothing when tests are only added."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import _clean_environ, git
+from ralphkit.verify import tamper
+
+PY_TEST = textwrap.dedent("""\
+    import pytest
+
+
+    def test_one():
+        value = 1
+        assert value == 1
+
+
+    def test_two():
+        assert 2 == 2
+""")
+JS_TEST = textwrap.dedent("""\
+    const { test, describe } = require('node:test');
+    const assert = require('node:assert');
+
+    test('adds', () => {
+      assert.strictEqual(1 + 1, 2);
+    });
+""")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> tuple[Path, str]:
+    """A repository with tests, a coverage threshold and a workflow; returns (path, base)."""
+    path = tmp_path / "repo"
+    files = {"tests/test_a.py": PY_TEST, "test/a.test.js": JS_TEST,
+             "src/app.py": "X = 1\n", "setup.cfg": "[coverage:report]\nfail_under = 90\n",
+             "package.json": '{\n  "jest": {\n    "coverageThreshold": {\n      "global": {\n'
+                             '        "lines": 80\n      }\n    }\n  }\n}\n',
+             ".github/workflows/ci.yml": "run: pytest --cov-fail-under=85\n"}
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    env = _clean_environ()
+    git(path, "init", "-q", "-b", "main", env=env)
+    git(path, "add", "-A", env=env)
+    git(path, "commit", "-qm", "base", env=env)
+    return path, git(path, "rev-parse", "HEAD", env=env).strip()
+
+
+def edit(path: Path, name: str, old: str, new: str) -> None:
+    text = (path / name).read_text()
+    assert old in text
+    (path / name).write_text(text.replace(old, new, 1))
+
+
+def scan(path: Path, base: str, protect: tuple[str, ...] = ()) -> list[tamper.Finding]:
+    return tamper.scan(path, base, protect, env=_clean_environ())
+
+
+def texts(found: list[tamper.Finding]) -> list[str]:
+    return [f.text() for f in found]
+
+
+def test_no_change_and_added_tests_are_never_findings(repo):
+    path, base = repo
+    assert scan(path, base, ("tests/**",)) == []
+    (path / "tests" / "test_new.py").write_text("import pytest\n\n\n@pytest.mark.skip\n"
+                                                "def test_new():\n    assert True\n")
+    (path / "tests" / "test_a.py").write_text(PY_TEST + "\n\ndef test_three():\n"
+                                              "    assert 3 == 3\n")
+    edit(path, "test/a.test.js", "});\n", "});\n\ntest('more', () => {\n"
+         "  assert.ok(true);\n});\n")
+    assert scan(path, base, ("tests/**", "test/**")) == []
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("    assert value == 1\n", "", "tests/test_a.py:6: assertion removed or changed: "
+     "assert value == 1"),
+    ("def test_two():\n    assert 2 == 2\n", "", "tests/test_a.py:9: test function test_two "
+     "removed"),
+    ("def test_one", "@pytest.mark.skip(reason='later')\ndef test_one",
+     "tests/test_a.py:4: skip added: @pytest.mark.skip"),
+    ("    value = 1\n", "    pytest.skip('slow')\n    value = 1\n",
+     "tests/test_a.py:5: skip added: pytest.skip("),
+    ("def test_two", "@pytest.mark.xfail\ndef test_two",
+     "tests/test_a.py:9: skip added: @pytest.mark.xfail"),
+], ids=["assertion", "function", "mark-skip", "pytest-skip", "xfail"])
+def test_weakened_python_tests_are_found_with_file_and_line(repo, old, new, expected):
+    path, base = repo
+    edit(path, "tests/test_a.py", old, new)
+    assert expected in texts(scan(path, base))
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("test('adds'", "test.skip('adds'", "test/a.test.js:4: skip added: test.skip"),
+    ("test('adds'", "test.only('adds'", "test/a.test.js:4: skip added: test.only"),
+    ("test('adds', () =>", "test('adds', { skip: true }, () =>",
+     "test/a.test.js:4: skip added: { skip:"),
+    ("  assert.strictEqual(1 + 1, 2);\n", "", "test/a.test.js:5: assertion removed"),
+], ids=["skip", "only", "skip-option", "assertion"])
+def test_weakened_node_tests_are_found(repo, old, new, expected):
+    path, base = repo
+    edit(path, "test/a.test.js", old, new)
+    assert any(t.startswith(expected) for t in texts(scan(path, base)))
+
+
+def test_deleted_and_renamed_away_test_files_are_findings_even_when_committed(repo):
+    path, base = repo
+    env = _clean_environ()
+    git(path, "rm", "-q", "tests/test_a.py", env=env)
+    git(path, "mv", "test/a.test.js", "test/a.js.bak", env=env)
+    git(path, "commit", "-qm", "gone", env=env)
+    found = texts(scan(path, base))
+    assert "tests/test_a.py: test file deleted" in found
+    assert "test/a.test.js: test file renamed away to test/a.js.bak (no longer collected)" in found
+
+
+@pytest.mark.parametrize("name, old, new, expected", [
+    ("setup.cfg", "fail_under = 90", "fail_under = 50",
+     "setup.cfg:2: fail_under lowered from 90 to 50"),
+    ("setup.cfg", "fail_under = 90\n", "", "setup.cfg:2: fail_under 90 removed"),
+    (".github/workflows/ci.yml", "85", "0", ".github/workflows/ci.yml:1: cov_fail_under "
+     "lowered from 85 to 0"),
+    ("package.json", '"lines": 80', '"lines": 10', "package.json:5: coverageThreshold.lines "
+     "lowered from 80 to 10"),
+], ids=["fail_under", "fail_under-removed", "cov-fail-under", "jest"])
+def test_lowered_thresholds_are_findings(repo, name, old, new, expected):
+    path, base = repo
+    edit(path, name, old, new)
+    assert expected in texts(scan(path, base))
+
+
+def test_raising_a_threshold_is_not_a_finding(repo):
+    path, base = repo
+    edit(path, "setup.cfg", "fail_under = 90", "fail_under = 95")
+    assert scan(path, base) == []
+
+
+def test_protected_paths_may_grow_but_not_change(repo):
+    path, base = repo
+    protect = (".github/**", "src/")
+    edit(path, ".github/workflows/ci.yml", "run:", "steps: []\nrun:")        # only an addition
+    assert scan(path, base, protect) == []
+    edit(path, "src/app.py", "X = 1", "X = 2")
+    assert texts(scan(path, base, protect)) == [
+        "src/app.py:1: protected file changed (only additions are allowed)"]
+    assert scan(path, base, ()) == []                           # not protected: fine
+
+
+def test_an_unknown_base_gives_no_findings(repo):
+    path, _ = repo
+    assert scan(path, "", ("**",)) == []
+
+
+def test_a_skip_like_option_in_application_code_is_not_a_finding(repo):
+    path, base = repo
+    edit(path, "src/app.py", "X = 1\n", "X = 1\nOPTIONS = { skip: True }\n")
+    assert scan(path, base) == []
