@@ -214,6 +214,7 @@ def run_mode(mode: str, args: list[str]) -> int:
     opts = load_options(mode, given)                              # CLI > env > ralph.yml > defaults
     if opts is None:
         return EXIT_USAGE
+    start.task_source(opts, warn)                                 # --tasks: tool missing: exit 1
     task = task_calls.resolve(Path(SCRIPT_DIR), os.environ)      # TASK_SCRIPT=${RALPH_TASK_CMD:-...}
     ctx = RunContext(mode=mode, options=opts, guard=guard, script_dir=Path(SCRIPT_DIR),
                      say=say, warn=warn, stdout=sys.stdout,
@@ -242,7 +243,8 @@ def run_mode(mode: str, args: list[str]) -> int:
         night_cfg = night_config.resolve(ctx.options, ctx.run.state.options)  # breakers' default rule
         ctx.night = night.Night(night_cfg, ctx.run, task=ctx.task, env=ctx.env, guard=ctx.guard,
                           log_dir=ctx.cwd / ".ralph" / "logs", say=say, warn=warn)
-        ctx.features = features.Features(features.Unattended(ctx.night), scope, assign,
+        ctx.features = features.Features(features.Unattended(ctx.night), scope,
+                                         assign or features.prompt_template(ctx),
                                          features.verification(ctx))    # --verify: reopen, hold
         ctx.night.start()                                         # stale STOP, persisted limit wait
         code = plan_loop(ctx) if mode == "plan" else build_loop(ctx)

@@ -29,6 +29,7 @@ class TaskCommand:
     command: str                 # as the user gave it, or the absolute path of ours: RALPH_TASK_SCRIPT
     executable: str | None       # resolved path; None: not an executable file, every call is skipped
     embedded: bool               # our own CLI, importable: calls run in-process
+    source: str = ""             # RALPH_TASKS names a task source: ralphkit.sources.cli answers
     # Wraps each in-process call (ralph.py passes signals.Guard.deferred, so a signal cannot
     # land in the middle of a database transaction); subprocess calls stay interruptible.
     critical: Callable[[], ContextManager[None]] = contextlib.nullcontext
@@ -53,16 +54,20 @@ class TaskCommand:
         return TaskResult(rc == 0, "")
 
     def _run(self, argv: list[str], env: Mapping[str, str], out: BinaryIO | None) -> tuple[int, bytes]:
-        if self.embedded:
+        if self.embedded or self.source:
             with self.critical():
-                return _run_in_process(argv, env, out)
+                return _run_in_process(argv, env, out, self.source)
         if self.executable is None:
             return 127, b""                     # [SH-COMPAT] missing task CLI: skipped, failed, empty
         return _run_subprocess(self.executable, argv, env, out)
 
 
-def _run_in_process(argv: list[str], env: Mapping[str, str], out: BinaryIO | None) -> tuple[int, bytes]:
-    from ralphkit.tasks import cli as tasks_cli   # imported on first use: no cost for `--help`
+def _run_in_process(argv: list[str], env: Mapping[str, str], out: BinaryIO | None,
+                    source: str = "") -> tuple[int, bytes]:
+    if source:
+        from ralphkit.sources import cli as tasks_cli
+    else:
+        from ralphkit.tasks import cli as tasks_cli   # imported on first use: no cost for `--help`
     buf = io.BytesIO()
     stdout = io.TextIOWrapper(buf, encoding="utf-8", errors="surrogateescape", newline="\n",
                               write_through=True)
@@ -127,6 +132,9 @@ def resolve(script_dir: Path, environ: Mapping[str, str], *, in_process: bool = 
     own = _own_task_cli(script_dir)
     command = own or str(script_dir / "scripts" / "task")
     executable = own if own and os.access(own, os.X_OK) else None
+    source = environ.get("RALPH_TASKS", "")
+    if source not in ("", "sqlite"):           # a task source answers (docs/task-sources.md)
+        return TaskCommand(command, executable, False, source=source if in_process else "")
     return TaskCommand(command, executable, in_process and _embedded_available())
 
 

@@ -21,6 +21,9 @@ class Options:
     # run
     dry_run: bool
     resume: bool
+    # task source
+    tasks: str                           # sqlite | tk | flowctl
+    prompt: str | None                   # --prompt TEMPLATE: ralph claims, {id} is the task
     # scope freeze
     freeze_scope: bool
     stop_on_scope_change: bool

@@ -15,7 +15,7 @@ from ralphkit.errors import UsageError
 MODES = ("plan", "build")
 # The `--help` lines of a mode list the flags section by section, in this order (s.4: the
 # lines of options ralph.sh did not have go after its four and before `--help, -h`).
-SECTIONS = ("loop", "run", "scope", "assign", "agent", "parallel", "verify", "notify",
+SECTIONS = ("loop", "run", "tasks", "scope", "assign", "agent", "parallel", "verify", "notify",
             "unattended")
 # s.3: without -n, plan runs one iteration and build runs until the backlog is done.
 ITERATIONS_DEFAULT = {"plan": 1, "build": 0}
@@ -82,6 +82,18 @@ SETTINGS: tuple[Setting, ...] = (
          "  --dry-run                   Show what would run; write nothing", persist=False),
     _row("resume", "bool", False, "run", "continue the last unfinished run",
          "  --resume                    Continue the last unfinished run", persist=False),
+    # The task source is this invocation's choice, made before the run state is read
+    # (docs/task-sources.md): not persisted.
+    _row("tasks", "text", "sqlite", "tasks",
+         "task source: sqlite (the embedded store), tk or flowctl",
+         "  --tasks sqlite|tk|flowctl   Task source (default: sqlite, .ralph/tasks.db)",
+         needs="sqlite, tk or flowctl", env="RALPH_TASKS",
+         check=kinds.one_of("sqlite", "tk", "flowctl"), persist=False),
+    _row("prompt", "text", None, "tasks",
+         "claim a task and send this template, {id} replaced by its id",
+         "  --prompt TEMPLATE           Claim a task, run TEMPLATE with {id} as prompt",
+         needs="a template (e.g. '/tf {id} --auto')", modes=("build",), in_yml=False,
+         persist=False),
     _row("freeze_scope", "bool", False, "scope",
          "snapshot the scope at start; only frozen tasks run",
          "  --freeze-scope              Run only the tasks that exist at start",

@@ -1,16 +1,18 @@
 """Owns the features that plug into ralph.py's loops, all through one interface (`Feature`):
 the unattended-run checks between sessions (`ralph ctl`, SIGHUP, --max-runtime), scope freeze
-(FREEZE_SCOPE), the verify gate (--verify, the tamper check) and assignment mode (--assign).
-`Features` runs them in order, so each loop has one path whichever are on. Knows nothing of the
-order of the loop's own steps (ralph.py) or of what a feature does inside (unattended.night,
-scope.freeze, verify.completion, assign.mode)."""
+(FREEZE_SCOPE), the verify gate (--verify, the tamper check), assignment mode (--assign) and the
+prompt template (--prompt). `Features` runs them in order, so each loop has one path whichever
+are on. Knows nothing of the order of the loop's own steps (ralph.py) or of what a feature does
+inside (unattended.night, scope.freeze, verify.completion, assign.mode)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TypeVar
 
 from ralphkit import errors
 from ralphkit.assign import mode as assign_mode
+from ralphkit.backlog import answers
 from ralphkit.config.settings import find_repo_root
 from ralphkit.loop.context import RunContext
 from ralphkit.scope import freeze as scope_run
@@ -25,6 +27,8 @@ F = TypeVar("F", bound="Feature")
 class Prompt:
     data: str                            # the text after the skill command (s.11)
     task: str | None = None              # the task ralph assigned for this session, if any
+    command: str | None = None           # the whole prompt, instead of the skill command and
+                                         # its data (a --prompt template)
 
 
 class Feature:
@@ -161,7 +165,7 @@ class Verify(Feature):
         self.reason: str | None = None
 
     def prompt(self, prompt: Prompt) -> Prompt | None:
-        return Prompt(self.gate.annotate(prompt.data), prompt.task)
+        return dataclasses.replace(prompt, data=self.gate.annotate(prompt.data))
 
     def after_session(self) -> list[str]:
         reopened, reason = self.gate.after_session([], "")
@@ -225,5 +229,30 @@ def assignment(ctx: RunContext) -> Assign | None:
     return Assign(ctx, mode) if mode is not None else None
 
 
+class PromptTemplate(Feature):
+    """--prompt TEMPLATE, the dispatch of pi-ticketflow's /ralph-loop (`pi "/tf <id> --auto"`):
+    ralph claims the next task for the session's agent and the prompt is the template with
+    `{id}` replaced by its id. Works over any task command (docs/task-sources.md)."""
+
+    def __init__(self, ctx: RunContext, template: str):
+        self.ctx, self.template = ctx, template
+
+    def prompt(self, prompt: Prompt) -> Prompt | None:
+        claimed = self.ctx.task.call("claim", "--agent", self.ctx.agent_id, env=self.ctx.env)
+        ids = answers.slugs(claimed.output) if claimed.ok else []
+        if not ids:                                     # only tasks leased to others
+            return None
+        return Prompt("", ids[0], command=self.template.replace("{id}", ids[0]))
+
+
+def prompt_template(ctx: RunContext) -> PromptTemplate | None:
+    """The prompt template of a build run, or None (off, or --assign: that mode claims)."""
+    opts = ctx.options
+    if ctx.mode != "build" or not opts.prompt or opts.assign:
+        return None
+    return PromptTemplate(ctx, opts.prompt)
+
+
 __all__ = ["Prompt", "Feature", "Features", "Unattended", "ScopeFreeze", "Verify", "Assign",
-           "scope_freeze", "verification", "assignment", "FROZEN_DONE"]
+           "PromptTemplate", "scope_freeze", "verification", "assignment", "prompt_template",
+           "FROZEN_DONE"]

@@ -32,6 +32,7 @@ def first_interrupt(ctx: RunContext) -> None:
 def run_session(ctx: RunContext, command: str, prompt: Prompt) -> session.SessionResult:
     """s.11: build the prompt and argv, run the agent, stream and log its output."""
     ctx.sessions += 1
+    command = prompt.command or command                         # a --prompt template
     text = f"{command} {prompt.data}" if prompt.data else command
     adapter = ctx.adapter                                       # claude unless --agent
     if not adapter.prompt_on_stdin and not agents.prompt_fits(text):   # [SAFER] ralph.sh: E2BIG

@@ -1,7 +1,7 @@
 """Owns the dry run's report (`--dry-run`): the run it would start or resume, the task data
-(read-only), the prompt and the agent argv, as lines for ralph.py to print after the banner.
-Writes nothing: no lock, state, log, agent registration, database change, .ralph/ or
-.gitignore."""
+(read-only, from a task source too), the prompt and the agent argv, as lines for ralph.py to
+print after the banner. Writes nothing: no lock, state, log, agent registration, database
+change, .ralph/ or .gitignore."""
 from __future__ import annotations
 
 import shlex
@@ -19,7 +19,12 @@ def lines(ctx: RunContext) -> Iterator[str]:
     yield lifecycle.preview(ctx.ralph_dir, ctx.mode, ctx.options.resume)
     argv = ("peek", "-n", "10") if ctx.mode == "build" else ("list", "--all", "--markdown")
     data = ""
-    if not ctx.task.embedded:
+    if ctx.task.source:                                         # a source's reads write nothing
+        read = ctx.task.call(*argv, env={**ctx.env, "RALPH_SOURCE_READONLY": "1"})
+        yield f"Task data (task {' '.join(argv)}, read-only, {ctx.task.source}):"
+        yield read.output or "(empty)"
+        data = read.output if read.ok else ""
+    elif not ctx.task.embedded:
         yield (f"Task data: not read: the task command {ctx.task.command} is not "
                    "ralph.py's own and might write")
     else:
@@ -39,6 +44,9 @@ def lines(ctx: RunContext) -> Iterator[str]:
     if ctx.options.assign:                                      # a claim would write
         yield ("Assignment mode: ralph would claim the first claimable task and send "
                    "its anti-drift block instead of this prompt.")
+    elif ctx.mode == "build" and ctx.options.prompt:            # --prompt: a claim would write
+        yield ("Prompt template: ralph would claim the first claimable task and send "
+               f"{ctx.options.prompt} with its id instead of this prompt.")
     yield from ("Prompt:", prompt, "Agent argv:")
     yield shlex.join(ctx.adapter.argv(prompt, danger=ctx.options.danger, model=ctx.model))
 

@@ -1,16 +1,33 @@
-"""Owns the start-up and clean-up steps of one plan/build run that ralph.py calls in
-ralph.sh's order: the agent and model (s.7), the run lock and state (a new run or a resumed
-one, whose persisted settings win), session setup (s.9: branch, exports, agent registration)
-and the exit cleanup (s.17: deregistration, exactly once). Knows nothing of the loops."""
+"""Owns the start-up and clean-up steps of one plan/build run that ralph.py calls in ralph.sh's
+order: the task source (before the task command is resolved), the agent and model (s.7), the run
+lock and state (a new run or a resumed one, whose persisted settings win), session setup (s.9:
+branch, exports, agent registration) and the exit cleanup (s.17: deregistration, exactly once).
+Knows nothing of the loops."""
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 from ralphkit import workspace
 from ralphkit.agents import adapters as agents
 from ralphkit.agents import backend
 from ralphkit.backlog import answers as backlog
 from ralphkit.loop import launch
-from ralphkit.loop.context import RunContext
+from ralphkit.config.options import Options
+from ralphkit.loop.context import RunContext, Say
 from ralphkit.runs import lifecycle
+from ralphkit.sources import registry as sources
+
+
+def task_source(opts: Options, warn: Say) -> None:
+    """--tasks: before the task command is resolved and before any write, the source's tool
+    is there (else UsageError: one line naming what to install, exit 1); RALPH_TASKS (and the
+    source's root) reach every child through ralph.py's environment; files the source will
+    skip are named on stderr (docs/task-sources.md)."""
+    exports, notes = sources.prepare(opts.tasks, opts.mode, os.environ, Path.cwd())
+    os.environ.update(exports)
+    for note in notes:
+        warn(note)
 
 
 def choose_agent(ctx: RunContext) -> None:
@@ -73,4 +90,4 @@ def exit_cleanup(ctx: RunContext) -> None:
                              env=ctx.env, out=ctx.stdout.buffer)
 
 
-__all__ = ["choose_agent", "start_run", "session_setup", "exit_cleanup"]
+__all__ = ["task_source", "choose_agent", "start_run", "session_setup", "exit_cleanup"]

@@ -1,7 +1,8 @@
 """Owns the git calls of `--parallel N`: each one runs with the run's environment (ralph-cli.md
 s.9 exports included), never waits for an editor, and waits out git's short-lived lock files;
 plus the few questions the worktrees ask (top level, ref exists, ancestry, registered
-worktrees, uncommitted changes). Knows nothing of tasks, branches' names or merging."""
+worktrees, uncommitted changes, a task source's own files left out). Knows nothing of tasks,
+branches' names or merging."""
 from __future__ import annotations
 
 import time
@@ -10,6 +11,7 @@ from typing import Mapping
 
 from ralphkit import programs
 from ralphkit.errors import EnvironmentFailure
+from ralphkit.sources import registry as sources
 
 _TOPLEVELS: dict[Path, Path] = {}
 
@@ -65,8 +67,11 @@ class Git:
         return entries
 
     def dirty(self, checkout: Path) -> bool:
-        """Uncommitted changes to tracked files."""
-        return bool(self(checkout, "status", "--porcelain", "--untracked-files=no")[1].strip())
+        """Uncommitted changes to tracked files. A task source's own files (tk's .tickets/)
+        change status during the run: the tracker's, not the user's edits."""
+        own = [f":(exclude){path}" for path in sources.own_paths(self.env)]
+        return bool(self(checkout, "status", "--porcelain", "--untracked-files=no",
+                         *(["--", ".", *own] if own else []))[1].strip())
 
 
 __all__ = ["Git"]

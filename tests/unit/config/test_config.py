@@ -148,6 +148,7 @@ respawn_limit: 5
 continue_session: on
 respawn_safety: off
 merge: ff
+tasks: tk
 notify: ./notify.sh
 notify_timeout: 5s
 verify: pytest -q

@@ -131,6 +131,23 @@ def test_a_dirty_main_checkout_is_not_touched_and_the_reason_is_given(repo):
     assert (repo / "README.md").read_text() == "my local edit\n"
 
 
+def test_a_task_sources_own_files_are_not_uncommitted_changes_but_a_user_edit_still_is(repo):
+    (repo / ".tickets").mkdir()
+    commit(repo, ".tickets/t-1.md", "---\nid: t-1\nstatus: open\n---\n# One\n", "ticket")
+    wt = worktrees.create(repo, RUN, "t-1", "main", env=ENV)
+    head = commit(wt.path, "feature.txt", "new\n")
+    (repo / ".tickets" / "t-1.md").write_text("---\nid: t-1\nstatus: closed\n---\n# One\n")
+    result = worktrees.merge_back(wt, "ff", env={**ENV, "RALPH_TASKS": "tk"})
+    assert result.merged, result.message
+    assert git(repo, "rev-parse", "main") == head                # tk's status edit: merged
+    second = worktrees.create(repo, RUN, "t-2", "main", env=ENV)
+    commit(second.path, "other.txt", "new\n")
+    (repo / "README.md").write_text("my local edit\n")
+    result = worktrees.merge_back(second, "ff", env={**ENV, "RALPH_TASKS": "tk"})
+    assert not result.merged and "uncommitted changes" in result.message
+    assert git(repo, "rev-parse", "main") == head
+
+
 def test_a_run_branch_checked_out_nowhere_is_moved_without_touching_the_main_checkout(repo):
     git(repo, "branch", "ralph-run")
     wt = worktrees.create(repo, RUN, "t1", "ralph-run", env=ENV)

@@ -1,0 +1,78 @@
+"""Owns the task command line answered from a task source (RALPH_TASKS=tk|flowctl): the same
+`main()` as ralphkit.tasks.cli (argv, streams, environ; returns 0, 1 or 2, never exits), the
+same help, `Error: ` lines and exit codes (task-cli.md s.1), and `_get-scope` passed to the
+embedded CLI. Does not own any command (commands.py) or any tool (tk.py, flowctl.py)."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Mapping, Sequence, TextIO
+
+from ralphkit.sources import registry
+from ralphkit.sources.base import SourceError
+from ralphkit.tasks.errors import TaskError
+
+
+def _run(argv: Sequence[str], stdin: TextIO, stdout: TextIO, stderr: TextIO,
+         environ: Mapping[str, str], cwd: str) -> str:
+    from ralphkit.sources import commands
+    from ralphkit.tasks import cli as tasks_cli
+    if not argv or argv[0] in ("--help", "-h", "_get-scope", "_render-md", "plan-export"):
+        code = tasks_cli.main(argv, stdin=stdin, stdout=stdout, stderr=stderr, environ=environ)
+        if code:
+            raise SystemExit(code)
+        return ""
+    name = environ.get("RALPH_TASKS", "")
+    command = argv[0]
+    if command in commands.UNSUPPORTED:
+        raise commands.unsupported(name, command)
+    if command not in commands.COMMANDS:
+        raise TaskError(f"unknown command '{command}'")
+    source = registry.open_source(name, environ, Path(cwd))
+    backlog = commands.Backlog(source, environ, cwd)
+    output = commands.COMMANDS[command](backlog, argv[1:])
+    for problem in backlog.listing.problems if backlog._listing is not None else ():
+        stderr.write(f"Warning: {problem}\n")
+    return output
+
+
+def main(argv: Sequence[str], *, stdin: TextIO | None = None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """Run one task command against the source RALPH_TASKS names; returns its exit status."""
+    stdin = sys.stdin if stdin is None else stdin
+    stdout = sys.stdout if stdout is None else stdout
+    stderr = sys.stderr if stderr is None else stderr
+    environ = os.environ if environ is None else environ
+    try:
+        output = _run(list(argv), stdin, stdout, stderr, environ, os.getcwd())
+    except SystemExit as exc:                   # the embedded CLI's status, already written
+        return int(exc.code or 0)
+    except TaskError as err:
+        stderr.write(err.lines())
+        stderr.flush()
+        return err.exit_code
+    except (SourceError, OSError) as err:
+        stderr.write(f"Error: {err}\n")
+        stderr.flush()
+        return 1
+    stdout.write(output)
+    stdout.flush()
+    return 0
+
+
+def console_main() -> None:
+    """scripts/task with RALPH_TASKS naming a source."""
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(encoding="utf-8", errors="surrogateescape")
+        except (AttributeError, ValueError):
+            pass
+    try:
+        code = main(sys.argv[1:])
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)
+
+
+__all__ = ["main", "console_main"]

@@ -1,0 +1,70 @@
+"""Owns the names of the task sources and opening one: `sqlite` (the embedded store, not a
+source here), `tk`, `flowctl`. A further source (beads, GitHub issues) is one module with the
+`Source` methods and one line in SOURCES. Also what choosing one means before any session: the
+tool is there (else one line naming what to install, exit 1), the files it will skip, and the
+variables every child gets (RALPH_TASKS, and RALPH_TASKS_ROOT so sessions in git worktrees reach
+the main checkout's backlog). Knows nothing of the contract's commands; never touches
+os.environ."""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Mapping
+
+from ralphkit.errors import UsageError
+from ralphkit.sources.base import Source, SourceError
+
+DEFAULT = "sqlite"
+SOURCES = {"tk": ("ralphkit.sources.tk", "TkSource"),
+           "flowctl": ("ralphkit.sources.flowctl", "FlowctlSource")}
+NAMES = (DEFAULT, *SOURCES)
+
+
+def is_source(name: str | None) -> bool:
+    """True when `name` (RALPH_TASKS) selects a source rather than the embedded store."""
+    return bool(name) and name != DEFAULT
+
+
+def open_source(name: str, environ: Mapping[str, str], cwd: Path) -> Source:
+    if name not in SOURCES:
+        raise SourceError(f"unknown task source '{name}' (known: {', '.join(NAMES)})")
+    module, cls = SOURCES[name]
+    return getattr(importlib.import_module(module), cls)(environ, cwd)
+
+
+def own_paths(environ: Mapping[str, str]) -> list[str]:
+    """The source's own directory (as the tool keeps it in the repository), for git to leave
+    aside: its status changes during a run are the tracker's, not the user's edits."""
+    name = environ.get("RALPH_TASKS", "")
+    if not is_source(name) or name not in SOURCES:
+        return []
+    return [importlib.import_module(SOURCES[name][0]).MARKER]
+
+
+def preflight(name: str, environ: Mapping[str, str], cwd: Path) -> tuple[Path, list[str]]:
+    """Before any session: the source's root and the files it will skip. Raises UsageError
+    (exit 1) naming what to install or set when the tool is missing."""
+    source = open_source(name, environ, cwd)
+    if getattr(source, "tool", None) is None:
+        raise UsageError(importlib.import_module(SOURCES[name][0]).INSTALL)
+    if name == "tk":                            # reading tickets runs no tool
+        return source.root, source.load().problems
+    return source.root, []
+
+
+def prepare(name: str, mode: str, environ: Mapping[str, str],
+            cwd: Path) -> tuple[dict[str, str], list[str]]:
+    """(variables to export, notices for stderr). Raises UsageError when the tool is missing."""
+    if not is_source(name):
+        return ({"RALPH_TASKS": name} if environ.get("RALPH_TASKS") else {}), []
+    root, problems = preflight(name, environ, cwd)
+    notes = [f"Warning: {name}: {problem}" for problem in problems]
+    if mode == "plan":
+        notes.append(f"Note: the {name} task source has no plan-sync: the planner's "
+                     f"`task plan-sync` is refused; create tasks with "
+                     f"{'tk create' if name == 'tk' else 'flowctl task create'}")
+    return {"RALPH_TASKS": name, "RALPH_TASKS_ROOT": str(root)}, notes
+
+
+__all__ = ["DEFAULT", "SOURCES", "NAMES", "is_source", "open_source", "own_paths", "preflight",
+           "prepare"]

@@ -1,0 +1,54 @@
+"""Fixtures shared by the task-source tests: the vendored real tools (tk, flowctl), a git repo
+holding a small backlog in each, and a stub agent that claims and finishes through
+$RALPH_TASK_SCRIPT. The tools are found in $RALPH_VENDOR_DIR, else ../shared/vendor beside the
+checkout, and used from there (never copied)."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, git, install_stub
+
+VENDOR = Path(os.environ.get("RALPH_VENDOR_DIR") or ROOT.parent / "shared" / "vendor")
+TK = VENDOR / "ticket" / "tk"
+FLOWCTL = VENDOR / "flow-next" / "flowctl"
+
+# The agent: claim through the contract, commit, finish (STUB_FAIL: exit without finishing).
+AGENT = r"""
+out=$("$RALPH_TASK_SCRIPT" claim) || exit 0
+tid=$(printf '%s\n' "$out" | sed -n 's/^id: //p' | head -n 1)
+echo "$tid" >> "$STUB_CLAIMS"
+echo "$tid" > "work-$tid.txt"
+git add "work-$tid.txt" && git commit -qm "work on $tid"
+[ -n "$STUB_FAIL" ] && exit 1
+"$RALPH_TASK_SCRIPT" done "$tid" --result "{\"commit\": \"$(git rev-parse HEAD)\"}" >/dev/null
+"""
+
+
+def need(tool: Path) -> None:
+    if not os.access(tool, os.X_OK):
+        pytest.skip(f"vendored {tool.name} not found at {tool} (set RALPH_VENDOR_DIR)")
+
+
+def tool(argv: list[str], repo: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([str(a) for a in argv], cwd=repo, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def commit_all(repo: Path, env: dict[str, str], message: str) -> None:
+    git(repo, "add", "-A", env=env)
+    git(repo, "commit", "-qm", message, env=env)
+
+
+@pytest.fixture
+def agent_env(bin_dir: Path, tmp_path: Path) -> dict[str, str]:
+    install_stub(bin_dir)
+    return {"STUB_ACTION": AGENT, "STUB_CLAIMS": str(tmp_path / "claims.txt")}
+
+
+def claims(tmp_path: Path) -> list[str]:
+    path = tmp_path / "claims.txt"
+    return path.read_text().split() if path.exists() else []

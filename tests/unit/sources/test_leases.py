@@ -1,0 +1,75 @@
+"""The lease record and the contract's view of a source: real files, real processes racing
+for the lock."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from conftest import ROOT
+from ralphkit.sources import views
+from ralphkit.sources.base import ACTIVE, DONE, OPEN, Listing, Task
+from ralphkit.sources.leases import Agents, Lease, Leases
+
+# A child that takes the lock, records whether it saw a lease, writes one, and holds briefly.
+CHILD = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1] + "/lib")
+from ralphkit.sources.leases import Lease, Leases
+leases = Leases(sys.argv[2], "tk")
+with leases.locked():
+    taken = "t1" in leases.all()
+    if not taken:
+        leases.put(Lease("t1", sys.argv[3], 0, time.time() + 60))
+print("lost" if taken else "won")
+"""
+
+
+def test_eight_processes_racing_for_one_lease_leave_one_winner(tmp_path):
+    procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(ROOT), str(tmp_path), f"a{n}"],
+                              stdout=subprocess.PIPE, text=True) for n in range(8)]
+    outs = [p.communicate(timeout=60)[0].strip() for p in procs]
+    assert sorted(outs) == ["lost"] * 7 + ["won"]
+    (lease,) = Leases(tmp_path, "tk").all().values()
+    assert lease.agent in {f"a{n}" for n in range(8)}
+
+
+def test_ids_with_slashes_round_trip_through_file_names(tmp_path):
+    leases = Leases(tmp_path, "tk")
+    with leases.locked():
+        leases.put(Lease("web/01", "ab12", 1, time.time() + 5))
+    assert list(leases.all()) == ["web/01"]
+    leases.drop("web/01")
+    assert leases.all() == {}
+    assert (tmp_path / ".gitignore").read_text() == "*\n"
+
+
+def _listing(*tasks: Task) -> Listing:
+    return Listing({t.id: t for t in tasks})
+
+
+def test_a_valid_lease_is_active_an_expired_one_claimable_and_no_lease_leaves_it_alone():
+    now = time.time()
+    listing = _listing(Task("a", "A", ACTIVE, "in_progress"), Task("b", "B", ACTIVE, "in_progress"),
+                       Task("c", "C", ACTIVE, "in_progress"), Task("d", "D", OPEN, "open",
+                                                                      deps=["e"]),
+                       Task("e", "E", DONE, "closed"), Task("f", "F", OPEN, "open", deps=["zz"]))
+    rows = {r["id"]: r for r in views.rows(listing, {"a": Lease("a", "ag1", 1, now + 60),
+                                                     "b": Lease("b", "ag2", 1, now - 1)}, {})}
+    assert (rows["a"]["status"], rows["a"]["assignee"], rows["a"]["claimable"]) == (
+        "active", "ag1", False)
+    assert (rows["b"]["status"], rows["b"]["claimable"]) == ("active", True)
+    assert (rows["c"]["status"], rows["c"]["claimable"]) == ("active", False)
+    assert rows["d"]["claimable"] and not rows["d"]["blocked"]
+    assert rows["f"]["blocked"] and not rows["f"]["claimable"]    # a missing blocker blocks, as tk
+    assert views.plan_status(list(rows.values())) == (
+        "1 open, 3 active, 1 done, 1 blocked, 0 deleted\n")
+
+
+def test_agents_register_list_and_deregister(tmp_path):
+    agents = Agents(tmp_path)
+    ids = {agents.register() for _ in range(3)}
+    assert len(ids) == 3 and {row[0] for row in agents.active()} == ids
+    gone = ids.pop()
+    agents.deregister(gone)
+    assert {row[0] for row in agents.active()} == ids
