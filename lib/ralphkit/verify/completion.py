@@ -52,7 +52,9 @@ class Gate:
                  report: Callable[[str], None] = lambda line: None) -> None:
         self.opts, self.task, self.env, self.cwd, self.run = opts, task, env, Path(cwd), run
         self.report = report                                # one line per verdict (stderr)
-        self.judged: set[tuple[str, str]] = set()           # (task, updated_at) seen done
+        # Each completion judged once: updated_at has whole seconds, so a task reopened and
+        # done again within the second is told apart by its retry count (a reopen raises it).
+        self.judged: set[tuple[str, str, str]] = set()     # (task, updated_at, retry_count)
         self.lines = self._task_lines(self._tasks())        # `verify:` lines at session start
         self.base = self._head()                            # the commit at session start
 
@@ -87,7 +89,7 @@ class Gate:
         since = getattr(self.run, "session_since", "") or ""
         reopened: list[Verdict] = []
         for t in tasks:
-            key = (t["id"], str(t.get("updated_at")))
+            key = (t["id"], str(t.get("updated_at")), str(t.get("retry_count")))
             if t.get("status") != "done" or key in self.judged or str(t.get("updated_at")) < since:
                 continue
             self.judged.add(key)
