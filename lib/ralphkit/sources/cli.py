@@ -62,17 +62,9 @@ def main(argv: Sequence[str], *, stdin: TextIO | None = None, stdout: TextIO | N
 
 
 def console_main() -> None:
-    """scripts/task with RALPH_TASKS naming a source."""
-    for stream in (sys.stdin, sys.stdout, sys.stderr):
-        try:
-            stream.reconfigure(encoding="utf-8", errors="surrogateescape")
-        except (AttributeError, ValueError):
-            pass
-    try:
-        code = main(sys.argv[1:])
-    except KeyboardInterrupt:
-        code = 130
-    sys.exit(code)
+    """scripts/task with RALPH_TASKS naming a source: the task CLI's entry, answered here."""
+    from ralphkit.tasks import cli as tasks_cli
+    tasks_cli.console_main(main)
 
 
 __all__ = ["main", "console_main"]

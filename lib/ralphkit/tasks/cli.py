@@ -11,7 +11,7 @@ from ralphkit.tasks.errors import TaskError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Mapping, Sequence, TextIO
+    from typing import Callable, Mapping, Sequence, TextIO
 
 HELP = """\
 Usage: ralph task <command> [options]
@@ -141,15 +141,16 @@ def main(argv: Sequence[str], *, stdin: TextIO | None = None, stdout: TextIO | N
     return 0
 
 
-def console_main() -> None:
-    """Entry point of the `ralph-task` console script and scripts/task."""
+def console_main(run: Callable[[list[str]], int] | None = None) -> None:
+    """Entry point of the `ralph-task` console script and scripts/task; `run` answers the
+    command instead of the embedded store (a task source's CLI)."""
     for stream in (sys.stdin, sys.stdout, sys.stderr):
         try:  # values are data (s.1): bytes that are not UTF-8 pass through unchanged
             stream.reconfigure(encoding="utf-8", errors="surrogateescape")
         except (AttributeError, ValueError):
             pass
     try:
-        code = main(sys.argv[1:])
+        code = (run or main)(sys.argv[1:])
     except KeyboardInterrupt:
         code = 130
     except BrokenPipeError:  # the reader went away (`task list | head`): quiet exit
