@@ -1,4 +1,4 @@
-"""Issue 6 end to end: `ralph build --assign` as a real process over the real task CLI in a
+"""Assignment mode end to end: `ralph build --assign` as a real process over the real task CLI in a
 temp git repo, with the stub agent tests/stubs/claude-assigned. Each outcome (finish, exit
 without finishing, drift, a leftover ralph-loop file, an agent stuck on its task) is checked
 in the backlog, the task files and events.jsonl; respawn safety and FRESH_START also in the

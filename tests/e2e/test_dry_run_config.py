@@ -1,4 +1,4 @@
-"""Black-box tests of issue 4's `--dry-run` (prints the run, the task data, the prompt and the
+"""Black-box tests of `--dry-run` (prints the run, the task data, the prompt and the
 agent argv; writes nothing at all, checked with a hash of the whole tree) and of ralph.yml
 (precedence CLI > environment > ralph.yml > defaults, validation before any write)."""
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Installed, not from a checkout: `pip install .` into a fresh prefix, then the `ralph` and
 `ralph-task` console scripts run a real build loop with the packaged task CLI, models.json,
-skills and hooks (issue 3: "runs from a checkout and installed")."""
+skills and hooks (it "runs from a checkout and installed")."""
 from __future__ import annotations
 
 import json

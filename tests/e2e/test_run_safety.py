@@ -1,4 +1,4 @@
-"""Black-box tests of issue 4 (run safety) through the real ralph.py: kill -9 and resume, the run
+"""Black-box tests of run safety through the real ralph.py: kill -9 and resume, the run
 lock under a real race, corrupt state recovery, a full or read-only .ralph/, `ralph status`
 while a run is in progress. The dry run and ralph.yml are in test_dry_run_config.py."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The frozen run's per-session check reuses the last backlog listing only while the task
-database has not been written (issue 5 speed; lib/ralphkit/scope_cache.py). Real SQLite files
+database has not been written (speed; lib/ralphkit/scope/cache.py). Real SQLite files
 written by real task CLI processes; the check runs in-process as ralph.py runs it."""
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def test_a_change_by_another_process_while_ralph_waits_is_detected(
     assert run_task(*change, env={"RALPH_AGENT_ID": "other"}).returncode == 0
     found = check()
     # A status write moves the database but not the definitions: the store's fingerprint
-    # keeps the listing (issue 5: a status change is not a scope change).
+    # keeps the listing (a status change is not a scope change).
     assert found.listing_reused == found.statuses_refreshed == (expect == "status")
     report = found.report
     if expect == "definition":

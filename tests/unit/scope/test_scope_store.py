@@ -1,4 +1,4 @@
-"""The per-session check after a session wrote the task database (issue 5 speed: a status
+"""The per-session check after a session wrote the task database (speed: a status
 change is not a scope change): the store's fingerprint (lib/ralphkit/tasks/fingerprint.py)
 keeps the last listing when only statuses moved, and any definition change by any writer is
 still caught. Real SQLite files; status writes through the real task CLI (in-process, as
