@@ -32,7 +32,7 @@ def _run(argv: Sequence[str], stdin: TextIO, stdout: TextIO, stderr: TextIO,
     source = registry.open_source(name, environ, Path(cwd))
     backlog = commands.Backlog(source, environ, cwd)
     output = commands.COMMANDS[command](backlog, argv[1:])
-    for problem in backlog.listing.problems if backlog._listing is not None else ():
+    for problem in backlog.problems():
         stderr.write(f"Warning: {problem}\n")
     return output
 

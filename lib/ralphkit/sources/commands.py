@@ -42,6 +42,10 @@ class Backlog:
             self._listing = self.source.load()
         return self._listing
 
+    def problems(self) -> list[str]:
+        """The files the listing skipped (unparseable tickets); none when it was never read."""
+        return list(self._listing.problems) if self._listing is not None else []
+
     def holds(self) -> dict[str, str]:
         found = {}
         with contextlib.suppress(FileNotFoundError):
