@@ -40,6 +40,7 @@ def _bootstrap() -> None:
 _bootstrap()
 
 import dataclasses  # noqa: E402
+import importlib  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from ralphkit import errors, signals, workspace  # noqa: E402
@@ -48,7 +49,6 @@ from ralphkit.agents import claude_render as render  # noqa: E402
 from ralphkit.assign import mode as assign_mode  # noqa: E402
 from ralphkit.backlog import answers as backlog  # noqa: E402
 from ralphkit.backlog import calls as task_calls  # noqa: E402
-from ralphkit.commands import ctl, install, report, status  # noqa: E402
 from ralphkit.config import flags, settings  # noqa: E402
 from ralphkit.config.options import Options  # noqa: E402
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
@@ -302,14 +302,25 @@ def task_command(args: list[str]) -> int:
 
 # The first argument (s.2). A later command is one line here. GENERAL_HELP stays byte-exact
 # (s.2), so the commands ralph.sh did not have are documented in the README and their own --help.
+def library_command(name: str, *, in_ralph_dir: bool = True):
+    """A command ralph.sh did not have (lib/ralphkit/commands/); its module is imported only
+    when it runs, so `ralph plan`, `build` and `--help` do not pay for it."""
+    def run(args: list[str]) -> int:
+        module = importlib.import_module(f"ralphkit.commands.{name}")
+        if not in_ralph_dir:
+            return module.main(args)
+        return module.main(args, ralph_dir=workspace.ralph_dir(Path.cwd()))
+    return run
+
+
 COMMANDS = {
     "plan": lambda args: run_mode("plan", args),
     "build": lambda args: run_mode("build", args),
     "task": task_command,
-    "install": lambda args: install.main(args),        # Claude Code skills + hooks (README)
-    "status": lambda args: status.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # is a run alive
-    "ctl": lambda args: ctl.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # pause | resume | stop
-    "report": lambda args: report.main(args, ralph_dir=workspace.ralph_dir(Path.cwd())),  # what a run did
+    "install": library_command("install", in_ralph_dir=False),   # Claude Code skills + hooks
+    "status": library_command("status"),                          # is a run alive
+    "ctl": library_command("ctl"),                                # pause | resume | stop
+    "report": library_command("report"),                          # what a run did
 }
 
 

@@ -20,9 +20,8 @@ from ralphkit.runs import progress
 from ralphkit.runs import lock as run_lock
 from ralphkit.runs import state as run_state
 from ralphkit.errors import EXIT_INTERRUPTED as INTERRUPTED
-from ralphkit.notify import dispatch as notify
+from ralphkit.notify import settings as notify_settings
 from ralphkit.report import billing as report_billing
-from ralphkit.report import files as report_files
 
 # recover(agent_id, reason) -> slugs it failed: fails what the dead run's agent still holds and
 # deregisters it (loop.launch's task calls).
@@ -39,6 +38,7 @@ class Run:
     session_clock: float = 0.0
     session_since: str = ""                          # SQLite datetime of the session start
     closed: bool = False
+    notifying: bool = False                          # a notify channel listens to its events
 
 
 def _kill_dead_agent(active: dict[str, Any] | None) -> str | None:
@@ -97,7 +97,9 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
     was = "stopped by a signal at iteration" if state.ended_at else "interrupted at iteration"
     state.ended_at = state.exit_code = state.exit_reason = None      # it runs again
     run_state.save(ralph_dir, state)                  # the run directory exists from here
-    notify.attach(ralph_dir, run_id, {**options, **state.options})   # persisted settings win
+    if notify_settings.config({**options, **state.options}) is not None:  # persisted ones win
+        from ralphkit.notify import dispatch   # threads and channels: only when asked for
+        run.notifying = dispatch.attach(ralph_dir, run_id, {**options, **state.options}) is not None
     progress.append_event(ralph_dir, run_id, "run_start", mode=state.mode,
                           options=state.options, resumed=run.resumed,
                           billing=report_billing.billing(state.options.get("agent")))
@@ -252,10 +254,13 @@ def finish_run(run: Run | None, exit_code: int, reason: str) -> None:
         progress.write_progress(run.ralph_dir, run.state)
         progress.append_event(run.ralph_dir, run.state.run_id, "run_end",
                               exit_code=exit_code, reason=reason)
+        from ralphkit.report import files as report_files   # the renderers: at the end only
         report_files.write_at_end(run.ralph_dir, run.state.run_id)   # report.md, report.html
     finally:
         run_lock.release(run.lock)
-        notify.detach(run.ralph_dir, run.state.run_id)   # at most the notify timeout
+        if run.notifying:
+            from ralphkit.notify import dispatch
+            dispatch.detach(run.ralph_dir, run.state.run_id)   # at most the notify timeout
 
 
 __all__ = ["Run", "start_run", "begin_session", "agent_started", "end_session",
