@@ -76,6 +76,19 @@ def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
                           capture_output=True, text=True).stdout
 
 
+@pytest.fixture(params=("sqlite", "postgresql"))
+def any_store(request, base_env: dict[str, str], git_repo: Path):
+    """The backlog a task CLI test runs against, once per store: the repo's SQLite file, or a
+    fresh PostgreSQL store (RALPH_TASKS_DB in base_env). Restrict a test that is about one
+    store with @pytest.mark.parametrize("any_store", ["sqlite"], indirect=True)."""
+    if request.param == "sqlite":
+        return git_repo / ".ralph" / "tasks.db"
+    from task_helpers import PgStore
+    url = request.getfixturevalue("pg_url")
+    base_env["RALPH_TASKS_DB"] = url
+    return PgStore(url)
+
+
 @pytest.fixture
 def git_repo(tmp_path: Path, base_env: dict[str, str]) -> Path:
     """A git repo on branch main with an origin remote, one spec and one commit."""

@@ -1,9 +1,22 @@
-"""Helpers shared by the tests/test_task_*.py files (not fixtures: plain functions)."""
+"""Helpers shared by the tests/test_task_*.py files (not fixtures: plain functions).
+
+A test's `db` is the backlog under test: a SQLite file (a Path) or a PostgreSQL store
+(`PgStore`, see conftest.any_store); query() and dump() read either, with the same SQL text
+as the task CLI (its own translation), so one assertion serves both stores."""
 from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
+
+
+@dataclass(frozen=True)
+class PgStore:
+    url: str
+
+    def __str__(self) -> str:
+        return self.url
 
 
 def jsonl(*tasks: dict) -> str:
@@ -20,7 +33,14 @@ def fails(proc, code: int, stderr: str) -> None:
     assert (proc.returncode, proc.stderr, proc.stdout) == (code, stderr, "")
 
 
-def dump(db: Path) -> list[str]:
+_PG_TABLES = ("tasks", "task_deps", "agents", "task_holds", "ralph_schema")
+
+
+def dump(db: Path | PgStore) -> list[str]:
+    """Every row of the store, to compare before and after a command that must write nothing."""
+    if isinstance(db, PgStore):
+        return [f"{table}: {row}" for table in _PG_TABLES
+                for row in query(db, f"SELECT * FROM {table} ORDER BY 1")]
     conn = sqlite3.connect(db)
     try:
         return list(conn.iterdump())
@@ -28,7 +48,16 @@ def dump(db: Path) -> list[str]:
         conn.close()
 
 
-def query(db: Path, sql: str, params: tuple = ()) -> list[tuple]:
+def query(db: Path | PgStore, sql: str, params: tuple = ()) -> list[tuple]:
+    if isinstance(db, PgStore):
+        import psycopg
+
+        from ralphkit.tasks.pg import translate
+        if sql.startswith("PRAGMA"):  # SQLite's switches: PostgreSQL always checks foreign keys
+            return []
+        with psycopg.connect(db.url, autocommit=True) as conn:
+            cursor = conn.execute(translate(sql), params)
+            return [tuple(row) for row in cursor] if cursor.description else []
     conn = sqlite3.connect(db, timeout=10)
     try:
         with conn:

@@ -52,9 +52,13 @@ Database:
 """
 
 
+pytestmark = pytest.mark.usefixtures("any_store")
+SQLITE_ONLY = pytest.mark.parametrize("any_store", ["sqlite"], indirect=True)
+
+
 @pytest.fixture
-def db(git_repo: Path) -> Path:
-    return git_repo / ".ralph" / "tasks.db"
+def db(any_store):
+    return any_store
 
 
 # --- help, missing and unknown commands (s.2) -------------------------------------------
@@ -82,6 +86,7 @@ def test_plan_export_points_to_list_all(run_task):
 
 # --- database location and scope (s.3, s.7) ----------------------------------------------
 
+@SQLITE_ONLY  # s.3/s.4: the SQLite file and its locks
 def test_first_use_creates_ralph_dir_with_gitignore_star(run_task, git_repo, db):
     ok(run_task("plan-status"))
     assert (git_repo / ".ralph" / ".gitignore").read_text() == "*\n"
@@ -96,6 +101,7 @@ def test_existing_gitignore_is_never_rewritten(run_task, git_repo):
     assert (git_repo / ".ralph" / ".gitignore").read_text() == "custom\n"
 
 
+@SQLITE_ONLY  # s.3/s.4: the SQLite file and its locks
 def test_database_lives_at_the_git_root_when_run_from_a_subdirectory(run_task, git_repo, db):
     ok(run_task("create", "t1", "T", cwd=git_repo / "specs"))
     assert db.exists() and not (git_repo / "specs" / ".ralph").exists()
@@ -119,6 +125,7 @@ def test_ralph_tasks_db_needs_no_git_and_writes_no_gitignore(run_task, tmp_path)
     assert ok(run_task("list", cwd=outside, env=env)).splitlines()[1].startswith("x ")
 
 
+@SQLITE_ONLY  # s.3/s.4: the SQLite file and its locks
 def test_ralph_db_path_is_ignored(run_task, git_repo, db, tmp_path):
     ok(run_task("plan-status", env={"RALPH_DB_PATH": str(tmp_path / "old.db")}))
     assert db.exists() and not (tmp_path / "old.db").exists()
@@ -155,6 +162,7 @@ def test_scope_errors_no_origin_and_detached_head(run_task, git_repo, base_env):
           "Error: detached HEAD state. Run: git checkout <branch>\n")
 
 
+@SQLITE_ONLY  # s.3/s.4: the SQLite file and its locks
 def test_a_linked_worktree_is_a_git_root_of_its_own(run_task, git_repo, base_env, tmp_path):
     git(git_repo, "worktree", "add", "-q", "-b", "wt", str(tmp_path / "wt"), env=base_env)
     assert ok(run_task("_get-scope", cwd=tmp_path / "wt" / "specs")) == "repo:acme/widgets\nbranch:wt\n"
@@ -167,6 +175,7 @@ def test_scope_repo_set_outside_a_repository_still_needs_git_for_the_branch(run_
           "Error: not inside a git repository. Run: git init\n")
 
 
+@SQLITE_ONLY  # s.3/s.4: the SQLite file and its locks
 def test_git_is_called_only_with_the_spec_argument_vectors(run_task, git_repo, bin_dir, tmp_path):
     log = tmp_path / "git.log"
     real = next(Path(d) / "git" for d in os.environ["PATH"].split(os.pathsep)

@@ -14,9 +14,12 @@ from task_helpers import dump, fails, jsonl, ok, query
 TABLE_HEADER = "ID                   P S        CAT   TITLE                               AGENT\n"
 
 
+pytestmark = pytest.mark.usefixtures("any_store")
+
+
 @pytest.fixture
-def db(git_repo: Path) -> Path:
-    return git_repo / ".ralph" / "tasks.db"
+def db(any_store):
+    return any_store
 
 
 # --- list (s.9.8) -------------------------------------------------------------------------

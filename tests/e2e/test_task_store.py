@@ -67,9 +67,13 @@ conn.execute("COMMIT")
 """
 
 
+pytestmark = pytest.mark.usefixtures("any_store")
+SQLITE_ONLY = pytest.mark.parametrize("any_store", ["sqlite"], indirect=True)
+
+
 @pytest.fixture
-def db(git_repo: Path) -> Path:
-    return git_repo / ".ralph" / "tasks.db"
+def db(any_store):
+    return any_store
 
 
 def spawn_task(args, *, cwd, env):
@@ -134,6 +138,7 @@ def test_concurrent_registrations_and_plan_syncs_all_succeed(run_task, db):
                      "WHERE t.id IS NULL") == [(0,)]
 
 
+@SQLITE_ONLY  # s.3/s.4: the SQLite file and its locks
 def test_a_writer_holding_the_lock_briefly_is_waited_out(run_task, git_repo, base_env, db):
     ok(run_task("create", "a", "A"))
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), "1.5"], stdout=subprocess.PIPE, text=True)
@@ -148,6 +153,7 @@ def test_a_writer_holding_the_lock_briefly_is_waited_out(run_task, git_repo, bas
 
 
 @pytest.mark.timeout(90)
+@SQLITE_ONLY  # s.3/s.4: the SQLite file and its locks
 def test_a_lock_held_past_every_retry_is_database_is_locked(run_task, db):
     ok(run_task("create", "a", "A"))
     before = dump(db)
@@ -161,6 +167,7 @@ def test_a_lock_held_past_every_retry_is_database_is_locked(run_task, db):
     assert dump(db) == before
 
 
+@SQLITE_ONLY  # s.3/s.4: the SQLite file and its locks
 def test_a_database_made_by_ralph_sh_is_used_as_is(run_task, git_repo, db):
     db.parent.mkdir()
     conn = sqlite3.connect(db)
@@ -178,6 +185,7 @@ def test_a_database_made_by_ralph_sh_is_used_as_is(run_task, git_repo, db):
                      "('tasks', 'task_deps', 'agents', 'idx_tasks_scope_status') ORDER BY name") == schema
 
 
+@SQLITE_ONLY  # s.3/s.4: the SQLite file and its locks
 def test_schema_matches_the_spec_and_is_in_wal_mode(run_task, db):
     ok(run_task("plan-status"))
     names = {r[0] for r in query(db, "SELECT name FROM sqlite_master")}

@@ -4,7 +4,7 @@ Each returns its stdout text or raises TaskError. Does not own argument syntax r
 from __future__ import annotations
 
 from ralphkit.tasks import args as A
-from ralphkit.tasks import db, jsontext, markdown as md, queries as q
+from ralphkit.tasks import claims, db, jsontext, markdown as md, queries as q
 from ralphkit.tasks.context import Ctx
 from ralphkit.tasks.errors import EXIT_NOT_FOUND, TaskError, not_found
 
@@ -23,7 +23,8 @@ def plan_status(ctx: Ctx, argv: Sequence[str]) -> str:
         held = conn.execute("SELECT EXISTS (SELECT 1 FROM task_holds)").fetchone()[0]
         blocked = (f"({q.BLOCKED} OR (t.status IN ('open', 'active') AND {q.HELD}))" if held
                    else q.BLOCKED)
-        return conn.execute(f"SELECT t.status, coalesce(sum({blocked}), 0), count(*) FROM tasks t "
+        return conn.execute(f"SELECT t.status, coalesce(sum(CASE WHEN {blocked} THEN 1 ELSE 0 END), 0), "
+                            f"count(*) FROM tasks t "
                             f"WHERE {q.IN_SCOPE} GROUP BY t.status", q.scope_params(ctx.scope)).fetchall()
     rows = db.read(ctx.conn, count)
     counts = dict.fromkeys(("open", "active", "done", "blocked", "deleted"), 0)
@@ -38,7 +39,7 @@ def plan_status(ctx: Ctx, argv: Sequence[str]) -> str:
 
 def _frozen(ctx: Ctx) -> tuple[str, dict]:
     frozen = q.frozen_slugs(ctx.environ, ctx.cwd)
-    return ("1", {}) if frozen is None else (q.FROZEN, {"frozen": frozen})
+    return ("TRUE", {}) if frozen is None else (q.FROZEN, {"frozen": frozen})
 
 
 def peek(ctx: Ctx, argv: Sequence[str]) -> str:
@@ -67,36 +68,67 @@ def claim(ctx: Ctx, argv: Sequence[str]) -> str:
     agent = parsed.get("--agent", ctx.environ.get("RALPH_AGENT_ID", ""))
     frozen_sql, frozen = _frozen(ctx)
 
+    fleet = db.is_postgres(ctx.conn)
+
     def take(conn):
-        if target is None:
-            where = q.first_claimable(frozen_sql)
+        if fleet:
+            chosen = claims.lock_first(conn, ctx, frozen_sql, target, frozen)
         else:
-            where = f"{q.CLAIMABLE} AND {frozen_sql} AND t.slug = :target"
-        found = q.fetch_tasks(conn, ctx.scope, where, limit=1, by_rowid=target is None,
-                              target=target, **frozen)
-        if not found:
+            if target is None:
+                where = q.first_claimable(frozen_sql)
+            else:
+                where = f"{q.CLAIMABLE} AND {frozen_sql} AND t.slug = :target"
+            found = q.fetch_tasks(conn, ctx.scope, where, limit=1, by_rowid=target is None,
+                                  target=target, **frozen)
+            chosen = found[0] if found else None
+        if chosen is None:
             return None
         conn.execute(
             "UPDATE tasks SET status = 'active', assignee = ?, updated_at = datetime('now'), "
             "lease_expires_at = datetime('now', ?), retry_count = coalesce(retry_count, 0) + "
             "CASE WHEN status = 'active' THEN 1 ELSE 0 END WHERE id = ?",
-            (agent, f"+{seconds} seconds", found[0]["id"]))
-        task = q.fetch_task(conn, ctx.scope, found[0]["slug"])
+            (agent, f"+{seconds} seconds", chosen["id"]))
+        if fleet:
+            conn.execute("UPDATE tasks SET claim_version = claim_version + 1, "
+                         "fail_reason = coalesce(?, fail_reason) WHERE id = ?",
+                         (claims.expired_reason(conn, chosen), chosen["id"]))
+        task = q.fetch_task(conn, ctx.scope, chosen["slug"])
         return task, q.fetch_blockers(conn, [task["id"]]).get(task["id"], ())
-    claimed = db.write(ctx.conn, take)
+    claimed = db.write(ctx.conn, take, concurrent=True)
     if claimed is None:
         raise TaskError("Task not eligible" if target is not None else "No eligible tasks",
                         EXIT_NOT_FOUND, plain=True)
+    if fleet:
+        claims.record(ctx.environ, ctx.cwd, claimed[0]["slug"], claimed[0]["claim_version"])
     return md.join_sections([md.task_section(*claimed, md.CLAIM)])
 
 
-def _active_task(conn, ctx: Ctx, slug: str) -> dict:
+def _active_task(conn, ctx: Ctx, slug: str, held: int | None = None) -> dict:
+    """The active task slug; held: the caller's fencing token (claims.py), checked first."""
     task = q.fetch_task(conn, ctx.scope, slug)
     if task is None:
         raise not_found(f"task '{slug}' not found")
+    if held is not None and task["claim_version"] != held:
+        raise claims.superseded(conn, task, held)
     if task["status"] != "active":
         raise TaskError(f"task '{slug}' is not active (status: {task['status']})")
     return task
+
+
+def _fenced_update(conn, ctx: Ctx, task, held: int | None, sets: str, params: tuple) -> None:
+    """UPDATE tasks SET sets of task, only while the caller's claim is still the task's: a
+    claim taken meanwhile (another host, after the lease expired) refuses it, nothing written."""
+    if held is None:
+        conn.execute(f"UPDATE tasks SET {sets} WHERE id = ?", (*params, task["id"]))
+        return
+    changed = conn.execute(f"UPDATE tasks SET {sets} WHERE id = ? AND claim_version = ? AND "
+                           "status = 'active'", (*params, task["id"], held)).rowcount
+    if not changed:
+        raise claims.superseded(conn, q.fetch_task(conn, ctx.scope, task["slug"]), held)
+
+
+def _token(ctx: Ctx, slug: str) -> int | None:
+    return claims.token(ctx.environ, ctx.cwd, slug) if db.is_postgres(ctx.conn) else None
 
 
 def renew(ctx: Ctx, argv: Sequence[str]) -> str:
@@ -107,12 +139,14 @@ def renew(ctx: Ctx, argv: Sequence[str]) -> str:
     seconds = A.lease(parsed)
     agent = parsed.get("--agent", ctx.environ.get("RALPH_AGENT_ID", ""))
 
+    held = _token(ctx, slug)
+
     def act(conn):
-        task = _active_task(conn, ctx, slug)
+        task = _active_task(conn, ctx, slug, held)
         if (task["assignee"] or "") != agent:
             raise TaskError(f"agent '{agent}' is not the assignee of task '{slug}'")
-        conn.execute("UPDATE tasks SET lease_expires_at = datetime('now', ?), "
-                     "updated_at = datetime('now') WHERE id = ?", (f"+{seconds} seconds", task["id"]))
+        _fenced_update(conn, ctx, task, held, "lease_expires_at = datetime('now', ?), "
+                       "updated_at = datetime('now')", (f"+{seconds} seconds",))
     db.write(ctx.conn, act)
     return f"renewed {slug}\n"
 
@@ -135,10 +169,16 @@ def done(ctx: Ctx, argv: Sequence[str]) -> str:
         if commit is None or commit is False:  # jq truthiness: 0 and "" are values
             raise TaskError("result JSON must include a 'commit' key")
 
+    held = _token(ctx, slug)
+
     def act(conn):
-        task = _active_task(conn, ctx, slug)
-        conn.execute("UPDATE tasks SET status = 'done', result = ?, updated_at = datetime('now') "
-                     "WHERE id = ?", (result, task["id"]))
+        task = q.fetch_task(conn, ctx.scope, slug)
+        if task is not None and held is not None and task["status"] == "done" and \
+                task["claim_version"] == held:
+            return  # this claim's `done` again: its answer was lost with the connection
+        task = _active_task(conn, ctx, slug, held)
+        _fenced_update(conn, ctx, task, held, "status = 'done', result = ?, "
+                       "updated_at = datetime('now')", (result,))
     db.write(ctx.conn, act)
     return f"done {slug}\n"
 
@@ -147,11 +187,13 @@ def fail(ctx: Ctx, argv: Sequence[str]) -> str:
     slug, rest = _first_id(argv, 'ralph task fail <id> [--reason "<text>"]')
     reason = A.flags(rest, values=("--reason",)).get("--reason") or None
 
+    held = _token(ctx, slug)
+
     def act(conn):
-        task = _active_task(conn, ctx, slug)
-        conn.execute("UPDATE tasks SET status = 'open', assignee = NULL, lease_expires_at = NULL, "
-                      "retry_count = coalesce(retry_count, 0) + 1, fail_reason = ?, "
-                      "updated_at = datetime('now') WHERE id = ?", (reason, task["id"]))
+        task = _active_task(conn, ctx, slug, held)
+        _fenced_update(conn, ctx, task, held, "status = 'open', assignee = NULL, "
+                       "lease_expires_at = NULL, retry_count = coalesce(retry_count, 0) + 1, "
+                       "fail_reason = ?, updated_at = datetime('now')", (reason,))
     db.write(ctx.conn, act)
     return f"failed {slug}\n"
 

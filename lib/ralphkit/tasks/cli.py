@@ -77,7 +77,8 @@ def _render_md(argv: Sequence[str]) -> str:
     return markdown.sections([(markdown.json_view(obj), markdown.CLAIM)])
 
 
-def _run(argv: Sequence[str], stdin: TextIO, environ: Mapping[str, str], cwd: str) -> str:
+def _run(argv: Sequence[str], stdin: TextIO, environ: Mapping[str, str], cwd: str,
+         stderr: TextIO) -> str:
     if not argv:
         raise TaskError("missing command\n\n" + HELP.rstrip("\n"))
     command, rest = argv[0], argv[1:]
@@ -96,7 +97,7 @@ def _run(argv: Sequence[str], stdin: TextIO, environ: Mapping[str, str], cwd: st
         raise TaskError(f"unknown command '{command}'")
     from ralphkit.tasks import db
     from ralphkit.tasks.context import Ctx
-    conn = db.connect(db.locate(git))          # s.1 order: (1) open, (2) schema,
+    conn = db.connect(db.locate(git), environ, stderr.write)  # s.1 order: (1) open, (2) schema,
     try:
         scope = resolve_scope(git)              # (3) scope,
         module_name, function = _COMMANDS[command]
@@ -114,7 +115,7 @@ def main(argv: Sequence[str], *, stdin: TextIO | None = None, stdout: TextIO | N
     stderr = sys.stderr if stderr is None else stderr
     environ = os.environ if environ is None else environ
     try:
-        output = _run(list(argv), stdin, environ, os.getcwd())
+        output = _run(list(argv), stdin, environ, os.getcwd(), stderr)
     except TaskError as err:
         stderr.write(err.lines())
         stderr.flush()
@@ -130,10 +131,16 @@ def main(argv: Sequence[str], *, stdin: TextIO | None = None, stdout: TextIO | N
     except Exception as err:
         import sqlite3  # not imported up front: --help and friends never need it
 
-        if not isinstance(err, sqlite3.Error):
+        from ralphkit.tasks import pg
+        from ralphkit.tasks.store_url import redact
+        if not isinstance(err, sqlite3.Error) and not pg.is_error(err):
             raise  # a bug: let the traceback show
+        if pg.is_out_of_range(err):  # PostgreSQL's word for the OverflowError above
+            stderr.write("Error: number out of range\n")
+            stderr.flush()
+            return 1
         # s.1: a database error (not a database, unwritable, ...) is exit 1 with one line
-        stderr.write(f"Error: database error: {' '.join(str(err).split())}\n")
+        stderr.write(f"Error: database error: {redact(' '.join(str(err).split()))}\n")
         stderr.flush()
         return 1
     stdout.write(output)

@@ -1,8 +1,9 @@
-"""Owns the SQLite file of the backlog: where it is (s.3), opening it (WAL, foreign keys, busy
-timeout), the ralph.sh schema plus the `task_holds` extension (s.5), and transactions:
-`write` runs a function inside BEGIN IMMEDIATE and retries the whole transaction after 0.1,
-0.3 and 0.9 s when the database stays busy (s.4); `read` gives one consistent snapshot.
-Does not own any command, query or output format."""
+"""Owns the backlog's store: where it is (s.3: a SQLite file, or a `postgresql://` URL in
+$RALPH_TASKS_DB), opening it (SQLite: WAL, foreign keys, busy timeout, the ralph.sh schema
+plus the `task_holds` extension, s.5; PostgreSQL: pg.py), and transactions: `write` runs a
+function inside BEGIN IMMEDIATE and retries the whole transaction after 0.1, 0.3 and 0.9 s
+when the database stays busy (s.4); `read` gives one consistent snapshot. The commands see
+one connection type either way. Does not own any command, query or output format."""
 from __future__ import annotations
 
 import os
@@ -112,21 +113,39 @@ def _transaction(conn: sqlite3.Connection, begin: str, body: Callable[[sqlite3.C
     return _with_retry(attempt)
 
 
-def write(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T:
-    """Run body in one BEGIN IMMEDIATE transaction (its reads included), retried when busy."""
+def write(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], T], *,
+          concurrent: bool = False) -> T:
+    """Run body in one BEGIN IMMEDIATE transaction (its reads included), retried when busy.
+    concurrent: on PostgreSQL, body takes row locks itself (a claim's SKIP LOCKED) instead of
+    waiting for every other writer."""
+    if getattr(conn, "dialect", "sqlite") != "sqlite":
+        return conn.transaction(body, write=True, lock=not concurrent)
     return _transaction(conn, "BEGIN IMMEDIATE", body)
 
 
 def read(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T:
     """Run body in one read transaction: a consistent snapshot that never blocks writers."""
+    if getattr(conn, "dialect", "sqlite") != "sqlite":
+        return conn.transaction(body, write=False, lock=False)
     return _transaction(conn, "BEGIN", body)
+
+
+def is_postgres(conn) -> bool:
+    return getattr(conn, "dialect", "sqlite") == "postgresql"
 
 
 def locate(git: Git) -> str:
     """s.3: $RALPH_TASKS_DB (relative to cwd, parents created), else <git root>/.ralph/tasks.db
-    with `.ralph/.gitignore` = `*` written once, never rewritten."""
+    with `.ralph/.gitignore` = `*` written once, never rewritten. A `scheme://` value is a
+    server (only postgresql:// is known): returned as it is, nothing created."""
     explicit = git.environ.get("RALPH_TASKS_DB", "")
     if explicit:
+        from ralphkit.tasks import store_url
+        kind = store_url.scheme(explicit)
+        if kind is not None:
+            if kind not in store_url.POSTGRES_SCHEMES:
+                raise TaskError(store_url.unknown_scheme_message(explicit))
+            return explicit
         path = os.path.join(git.cwd, explicit)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         return path
@@ -156,8 +175,14 @@ def _ensure_schema(conn: sqlite3.Connection) -> None:
     write(conn, create)
 
 
-def connect(path: str) -> sqlite3.Connection:
-    """Open the database, switch it to WAL once (persisted), create the schema if needed."""
+def connect(path: str, environ=None, report=None) -> sqlite3.Connection:
+    """Open the database, switch it to WAL once (persisted), create the schema if needed.
+    A postgresql:// location opens that server (environ: its retry budget; report: where its
+    retry lines go)."""
+    from ralphkit.tasks import store_url
+    if store_url.is_postgres(path):
+        from ralphkit.tasks import pg
+        return pg.connect(path, environ or {}, report or (lambda line: None))
     conn = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
                            check_same_thread=False)
     try:
@@ -177,4 +202,4 @@ def connect(path: str) -> sqlite3.Connection:
     return conn
 
 
-__all__ = ["locate", "connect", "write", "read", "sqlite3"]
+__all__ = ["locate", "connect", "write", "read", "is_postgres", "sqlite3"]

@@ -212,7 +212,8 @@ def hold(ctx: Ctx, argv: Sequence[str]) -> str:
 
     def act(conn):
         task_id, _ = _lookup(conn, ctx, slug)
-        conn.execute("INSERT OR REPLACE INTO task_holds (task_id, reason) VALUES (?, ?)",
+        conn.execute("INSERT INTO task_holds (task_id, reason) VALUES (?, ?) ON CONFLICT (task_id) "
+                     "DO UPDATE SET reason = excluded.reason, created_at = excluded.created_at",
                      (task_id, p.get("--reason", "")))
     db.write(ctx.conn, act)
     return f"held {slug}\n"

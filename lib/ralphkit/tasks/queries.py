@@ -33,14 +33,14 @@ _OPEN = "t.status = 'open'"
 _IN_SCOPE_UNINDEXED = "+t.scope_repo = :repo AND +t.scope_branch = :branch"
 
 
-def first_claimable(extra: str = "1") -> str:
+def first_claimable(extra: str = "TRUE") -> str:
     """A `where` for fetch_tasks(..., limit=:limit, by_rowid=True) selecting the first
     claimable tasks. Open and expired-active tasks are walked separately, each in index order
     (scope, status, priority, created_at, rowid), so the walk stops after :limit unblocked
     tasks instead of testing every task of a large backlog for blockers."""
     def part(status: str) -> str:
         return (f"SELECT r FROM (SELECT t.rowid AS r FROM tasks t WHERE {IN_SCOPE} AND {status} "
-                f"AND NOT {BLOCKED} AND NOT {HELD} AND ({extra}) {ORDER} LIMIT :limit)")
+                f"AND NOT {BLOCKED} AND NOT {HELD} AND ({extra}) {ORDER} LIMIT :limit) AS first")
     expired = "t.status = 'active' AND t.lease_expires_at < datetime('now')"
     return f"t.rowid IN ({part(_OPEN)} UNION ALL {part(expired)})"
 
@@ -49,17 +49,23 @@ def scope_params(scope: Scope, **extra: object) -> dict:
     return {"repo": scope.repo, "branch": scope.branch, **extra}
 
 
-def fetch_tasks(conn: sqlite3.Connection, scope: Scope, where: str = "1", limit: int | None = None,
-                *, by_rowid: bool = False, **params: object) -> list[sqlite3.Row]:
+def fetch_tasks(conn: sqlite3.Connection, scope: Scope, where: str = "TRUE", limit: int | None = None,
+                *, by_rowid: bool = False, lock: bool = False, **params: object) -> list[sqlite3.Row]:
     """Tasks of the scope matching `where`, in the spec's order. by_rowid: `where` picks a few
     rowids (first_claimable); they are looked up one by one instead of testing every task of
-    the scope against the list (`+` keeps SQLite from walking the scope's index)."""
+    the scope against the list (`+` keeps SQLite from walking the scope's index). lock
+    (PostgreSQL): the rows are locked for the transaction, rows locked by others skipped;
+    PostgreSQL rows also carry `rowid` and `claim_version` (claims.py)."""
     cols = ", ".join(f"t.{c.strip()}" for c in COLUMNS.split(","))
+    if getattr(conn, "dialect", "sqlite") == "postgresql":
+        cols += ", t.rowid, t.claim_version"
     scope_sql = _IN_SCOPE_UNINDEXED if by_rowid else IN_SCOPE
     sql = f"SELECT {cols} FROM tasks t WHERE {scope_sql} AND ({where}) {ORDER}"
     if limit is not None:
         sql += " LIMIT :limit"
         params["limit"] = limit
+    if lock:
+        sql += " FOR UPDATE OF t SKIP LOCKED"
     cur = conn.cursor()
     cur.row_factory = sqlite3.Row  # by-name access implemented in C: cheap for 10,000 rows
     return cur.execute(sql, scope_params(scope, **params)).fetchall()

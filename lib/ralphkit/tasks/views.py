@@ -19,7 +19,7 @@ def list_tasks(ctx: Ctx, argv: Sequence[str]) -> str:
     statuses = parsed.get("--status") or None
     if parsed.get("--all") and statuses is not None:
         raise TaskError("--all and --status are mutually exclusive")
-    where, params = ["1"], {}
+    where, params = ["TRUE"], {}
     if statuses is not None:
         where.append("t.status IN (SELECT value FROM json_each(:statuses))")
         params["statuses"] = jsontext.dumps([s.strip() for s in statuses.split(",")])

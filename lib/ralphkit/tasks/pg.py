@@ -1,0 +1,227 @@
+"""Owns the connection to a PostgreSQL task store: opening it (psycopg 3, an optional extra,
+imported only here), the SQL dialect (the commands' SQLite text is translated once per
+statement: placeholders, `json_each`, `INSERT OR IGNORE`, `IS NOT`), rows that answer by
+index and by name like `sqlite3.Row`, and transactions that survive a lost server: the whole
+transaction is retried after a growing pause, each pause reported in one line, until
+`RALPH_STORE_RETRY` seconds (default 300) have passed. Writes take one advisory lock, as
+SQLite's BEGIN IMMEDIATE serializes writers (s.4); claims do not (they skip locked rows).
+Does not own the schema (pg_schema.py) or any command."""
+from __future__ import annotations
+
+import re
+import time
+
+from ralphkit.tasks import pg_schema
+from ralphkit.tasks.errors import TaskError
+from ralphkit.tasks.store_url import redact
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Mapping, TypeVar
+
+    T = TypeVar("T")
+
+_WRITE_LOCK = 0x7461_736B  # "task": the writers' lock (claims skip it)
+_PAUSES = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)  # then 8 s until the retry budget is spent
+_DEFAULT_RETRY_S = 300.0
+_CONNECT_TIMEOUT_S = 5
+
+
+def _driver():
+    try:
+        import psycopg
+    except ImportError:
+        raise TaskError("a postgresql:// task store needs psycopg: "
+                        "pip install 'ralph-py[postgres]'") from None
+    return psycopg
+
+
+# --- the dialect ------------------------------------------------------------------------
+
+_TOKENS = re.compile(r"'(?:[^']|'')*'|%|\?|(?<!:):([A-Za-z_]\w*)|json_each\((\?|:\w+)\)"
+                     r"|\+t\.|\bIS NOT '")
+_translated: dict[str, str] = {}
+
+
+def translate(sql: str) -> str:
+    """SQLite text as PostgreSQL text; literals are left alone."""
+    found = _translated.get(sql)
+    if found is not None:
+        return found
+
+    def token(match: re.Match) -> str:
+        text = match.group(0)
+        if text.startswith("'"):
+            return text
+        if text == "%":
+            return "%%"
+        if text == "?":
+            return "%s"
+        if match.group(1):
+            return f"%({match.group(1)})s"
+        if match.group(2):
+            inner = "%s" if match.group(2) == "?" else f"%({match.group(2)[1:]})s"
+            return f"json_array_elements_text({inner}::json)"
+        if text == "+t.":
+            return "t."
+        return "IS DISTINCT FROM '"
+    out = _TOKENS.sub(token, sql)
+    if out.startswith("INSERT OR IGNORE "):
+        out = "INSERT " + out[len("INSERT OR IGNORE "):] + " ON CONFLICT DO NOTHING"
+    _translated[sql] = out
+    return out
+
+
+class Row(tuple):
+    """A row by index and by column name, as sqlite3.Row."""
+    __slots__ = ()
+    _index: dict[str, int] = {}
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._index[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+
+def _rows(cursor):
+    names = [column.name for column in cursor.description or ()]
+    return type("Row", (Row,), {"__slots__": (), "_index": {n: i for i, n in enumerate(names)}})
+
+
+class _Cursor:
+    """conn.cursor() of the commands: its row_factory is always Row."""
+    row_factory = None
+
+    def __init__(self, conn: "Connection") -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params=()):
+        return self._conn.execute(sql, params)
+
+
+# --- the connection ---------------------------------------------------------------------
+
+class Connection:
+    """What the commands call `conn`: execute, executemany, cursor, close; and the
+    transactions db.write/db.read run on it."""
+    dialect = "postgresql"
+
+    def __init__(self, url: str, environ: Mapping[str, str], report: Callable[[str], object]):
+        self.url, self.report = url, report
+        self.retry_s = _retry_budget(environ)
+        self.raw = None
+        self.in_transaction = False
+
+    # -- statements
+    def execute(self, sql: str, params=()):
+        return self.raw.execute(translate(sql), params)
+
+    def executemany(self, sql: str, rows):
+        cursor = self.raw.cursor()
+        cursor.executemany(translate(sql), list(rows))
+        return cursor
+
+    def cursor(self) -> _Cursor:
+        return _Cursor(self)
+
+    def close(self) -> None:
+        if self.raw is not None:
+            self.raw.close()
+            self.raw = None
+
+    # -- connecting and transactions, retried across a lost server
+    def open(self) -> None:
+        self._retrying(lambda: None)
+
+    def transaction(self, body: Callable[[Connection], T], *, write: bool, lock: bool) -> T:
+        def attempt() -> T:
+            begin = "BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+            self.raw.execute(begin)
+            self.in_transaction = True
+            try:
+                if write and lock:
+                    self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
+                result = body(self)
+                self.raw.execute("COMMIT")
+                return result
+            except BaseException:
+                if not self.raw.closed:
+                    try:
+                        self.raw.execute("ROLLBACK")
+                    except _driver().Error:
+                        pass
+                raise
+            finally:
+                self.in_transaction = False
+        return self._retrying(attempt)
+
+    def _retrying(self, action: Callable[[], T]) -> T:
+        psycopg = _driver()
+        spent, pauses = 0.0, iter(_PAUSES)
+        while True:
+            try:
+                if self.raw is None or self.raw.closed:
+                    self._connect(psycopg)
+                return action()
+            except psycopg.OperationalError as err:
+                # A lost or restarting server, a refused connection, a deadlock: the whole
+                # transaction again (nothing of a failed one was committed).
+                reason = _one_line(err)
+                if self.raw is not None and (self.raw.closed or self.raw.broken):
+                    self.close()
+                pause = next(pauses, _PAUSES[-1])
+                if spent + pause > self.retry_s:
+                    raise TaskError(f"task store unreachable: {redact(self.url)}: {reason}") from None
+                self.report(f"ralph task: task store unavailable ({reason}); "
+                            f"retrying in {pause:g}s\n")
+                time.sleep(pause)
+                spent += pause
+
+    def _connect(self, psycopg) -> None:
+        raw = psycopg.connect(self.url, autocommit=True, connect_timeout=_CONNECT_TIMEOUT_S,
+                              row_factory=_rows)
+        try:
+            found = pg_schema.version(raw)
+            if found != pg_schema.KNOWN:
+                pg_schema.check_known(found)
+                pg_schema.migrate(raw)
+        except BaseException:
+            raw.close()
+            raise
+        self.raw = raw
+
+
+def _retry_budget(environ: Mapping[str, str]) -> float:
+    value = environ.get("RALPH_STORE_RETRY", "")
+    try:
+        return float(value) if value else _DEFAULT_RETRY_S
+    except ValueError:
+        raise TaskError(f"RALPH_STORE_RETRY must be a number of seconds, got: {value}") from None
+
+
+def _one_line(err: Exception) -> str:
+    return redact(" ".join(str(err).split())) or type(err).__name__
+
+
+def connect(url: str, environ: Mapping[str, str], report: Callable[[str], object]) -> Connection:
+    conn = Connection(url, environ, report)
+    conn.open()
+    return conn
+
+
+def is_error(err: BaseException) -> bool:
+    """A database error of the driver (only when it was imported: a SQLite run never is)."""
+    import sys
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(err, psycopg.Error)
+
+
+def is_out_of_range(err: BaseException) -> bool:
+    """A number beyond 64-bit integers (SQLSTATE 22003), as SQLite's OverflowError."""
+    return is_error(err) and getattr(err, "sqlstate", None) == "22003"
+
+
+__all__ = ["Connection", "connect", "translate", "Row", "is_error", "is_out_of_range"]
