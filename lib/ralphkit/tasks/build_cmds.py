@@ -67,32 +67,30 @@ def claim(ctx: Ctx, argv: Sequence[str]) -> str:
     seconds = A.lease(parsed)
     agent = parsed.get("--agent", ctx.environ.get("RALPH_AGENT_ID", ""))
     frozen_sql, frozen = _frozen(ctx)
-
     fleet = db.is_postgres(ctx.conn)
 
     def take(conn):
         if fleet:
-            chosen = claims.lock_first(conn, ctx, frozen_sql, target, frozen)
+            task = claims.claim(conn, ctx, frozen_sql, target,
+                                {"agent": agent, "lease": f"+{seconds} seconds", **frozen})
+            if task is None:
+                return None
+            return task, q.fetch_blockers(conn, [task["id"]]).get(task["id"], ())
+        if target is None:
+            where = q.first_claimable(frozen_sql)
         else:
-            if target is None:
-                where = q.first_claimable(frozen_sql)
-            else:
-                where = f"{q.CLAIMABLE} AND {frozen_sql} AND t.slug = :target"
-            found = q.fetch_tasks(conn, ctx.scope, where, limit=1, by_rowid=target is None,
-                                  target=target, **frozen)
-            chosen = found[0] if found else None
-        if chosen is None:
+            where = f"{q.CLAIMABLE} AND {frozen_sql} AND t.slug = :target"
+        found = q.fetch_tasks(conn, ctx.scope, where, limit=1, by_rowid=target is None,
+                              target=target, **frozen)
+        if not found:
             return None
+        slug = found[0]["slug"]
         conn.execute(
             "UPDATE tasks SET status = 'active', assignee = ?, updated_at = datetime('now'), "
             "lease_expires_at = datetime('now', ?), retry_count = coalesce(retry_count, 0) + "
             "CASE WHEN status = 'active' THEN 1 ELSE 0 END WHERE id = ?",
-            (agent, f"+{seconds} seconds", chosen["id"]))
-        if fleet:
-            conn.execute("UPDATE tasks SET claim_version = claim_version + 1, "
-                         "fail_reason = coalesce(?, fail_reason) WHERE id = ?",
-                         (claims.expired_reason(conn, chosen), chosen["id"]))
-        task = q.fetch_task(conn, ctx.scope, chosen["slug"])
+            (agent, f"+{seconds} seconds", found[0]["id"]))
+        task = q.fetch_task(conn, ctx.scope, slug)
         return task, q.fetch_blockers(conn, [task["id"]]).get(task["id"], ())
     claimed = db.write(ctx.conn, take, concurrent=True)
     if claimed is None:

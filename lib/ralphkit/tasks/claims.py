@@ -22,32 +22,42 @@ if TYPE_CHECKING:
 _EXPIRED = "t.status = 'active' AND t.lease_expires_at < datetime('now')"
 
 
-def lock_first(conn, ctx: Ctx, extra: str, target: str | None, params: dict):
-    """The task a claim takes, its row locked for this transaction, or None. Open tasks and
-    expired leases are each walked in index order (s.8), rows other claimers hold skipped."""
+def claim(conn, ctx: Ctx, extra: str, target: str | None, params: dict) -> str | None:
+    """Claim the first claimable task (or target) for params' agent and lease in one statement:
+    open tasks and expired leases each walked in index order (s.8), rows other claimers hold
+    skipped; the claim version bumped; a taken expired lease's reason names its holder's host.
+    Returns the claimed task as fetch_tasks gives it, or None."""
     ready = f"NOT {q.BLOCKED} AND NOT {q.HELD} AND ({extra})"
     if target is not None:
         ready += " AND t.slug = :target"
-    found = []
-    for status in ("t.status = 'open'", _EXPIRED):
-        found += q.fetch_tasks(conn, ctx.scope, f"{status} AND {ready}", limit=1, lock=True,
-                               target=target, **params)
-    if not found:
-        return None
-    return min(found, key=lambda t: (t["priority"], t["created_at"], t["rowid"]))
+
+    def first(status: str) -> str:
+        return (f"SELECT t.id, t.status, t.assignee, t.lease_expires_at, t.priority, "
+                f"t.created_at, t.rowid FROM tasks t WHERE {q.IN_SCOPE} AND {status} AND "
+                f"{ready} {q.ORDER} LIMIT 1 FOR UPDATE OF t SKIP LOCKED")
+    return conn.execute(
+        f"WITH open_one AS ({first(_OPEN)}), expired_one AS ({first(_EXPIRED)}), "
+        "chosen AS (SELECT * FROM open_one UNION ALL SELECT * FROM expired_one "
+        "ORDER BY priority, created_at, rowid LIMIT 1) "
+        "UPDATE tasks SET status = 'active', assignee = :agent, updated_at = datetime('now'), "
+        "lease_expires_at = datetime('now', :lease), claim_version = tasks.claim_version + 1, "
+        "retry_count = coalesce(tasks.retry_count, 0) + CASE WHEN chosen.status = 'active' "
+        "THEN 1 ELSE 0 END, fail_reason = CASE WHEN chosen.status = 'active' THEN "
+        f"{_EXPIRED_REASON} ELSE tasks.fail_reason END "
+        "FROM chosen LEFT JOIN agents a ON a.id = chosen.assignee "
+        "WHERE tasks.id = chosen.id RETURNING " + ", ".join(f"tasks.{c.strip()}" for c in
+                                                           q.COLUMNS.split(","))
+        + ", tasks.rowid, tasks.claim_version",
+        {**q.scope_params(ctx.scope), **params, "target": target}).fetchone()
 
 
-def expired_reason(conn, task) -> str | None:
-    """Why a task is taken from its holder: its lease ran out (None: it was open)."""
-    if task["status"] != "active":
-        return None
-    row = conn.execute("SELECT hostname, last_heartbeat FROM agents WHERE id = ?",
-                       (task["assignee"] or "",)).fetchone()
-    holder = f"agent '{task['assignee'] or ''}'"
-    if row is not None and row[0]:
-        holder += f" on host '{row[0]}'"
-    beat = f", last heartbeat {row[1]}" if row is not None and row[1] else ""
-    return f"lease expired at {task['lease_expires_at']}: {holder} stopped renewing it{beat}"
+_OPEN = "t.status = 'open'"
+# "lease expired at <time>: agent '<id>' on host '<host>' stopped renewing it, last heartbeat
+# <time>" (the host and the heartbeat only when the agent table knows them)
+_EXPIRED_REASON = (
+    "'lease expired at ' || coalesce(chosen.lease_expires_at, '') || ': agent ''' || "
+    "coalesce(chosen.assignee, '') || '''' || coalesce(' on host ''' || nullif(a.hostname, '') "
+    "|| '''', '') || ' stopped renewing it' || coalesce(', last heartbeat ' || a.last_heartbeat, '')")
 
 
 # --- fencing tokens -----------------------------------------------------------------------
@@ -100,4 +110,4 @@ def superseded(conn, task, held: int) -> TaskError:
                      "nothing written")
 
 
-__all__ = ["lock_first", "expired_reason", "record", "token", "superseded"]
+__all__ = ["claim", "record", "token", "superseded"]

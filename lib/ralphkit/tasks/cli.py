@@ -106,7 +106,7 @@ def _run(argv: Sequence[str], stdin: TextIO, environ: Mapping[str, str], cwd: st
         module = __import__(f"ralphkit.tasks.{module_name}", fromlist=[function])  # no importlib
         return getattr(module, function)(Ctx(conn, scope, environ, cwd, stdin), rest)  # (4), (5)
     finally:
-        conn.close()
+        db.release(conn)
 
 
 def main(argv: Sequence[str], *, stdin: TextIO | None = None, stdout: TextIO | None = None,

@@ -130,6 +130,13 @@ def read(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T
     return _transaction(conn, "BEGIN", body)
 
 
+def release(conn) -> None:
+    """The command is over: a SQLite file is closed; a PostgreSQL connection is kept open for
+    the process's next command (pg.connect)."""
+    if not is_postgres(conn):
+        conn.close()
+
+
 def is_postgres(conn) -> bool:
     return getattr(conn, "dialect", "sqlite") == "postgresql"
 
@@ -202,4 +209,4 @@ def connect(path: str, environ=None, report=None) -> sqlite3.Connection:
     return conn
 
 
-__all__ = ["locate", "connect", "write", "read", "is_postgres", "sqlite3"]
+__all__ = ["locate", "connect", "release", "write", "read", "is_postgres", "sqlite3"]

@@ -86,9 +86,16 @@ class Row(tuple):
         return list(self._index)
 
 
+_row_types: dict[tuple[str, ...], type] = {}
+
+
 def _rows(cursor):
-    names = [column.name for column in cursor.description or ()]
-    return type("Row", (Row,), {"__slots__": (), "_index": {n: i for i, n in enumerate(names)}})
+    names = tuple(column.name for column in cursor.description or ())
+    found = _row_types.get(names)
+    if found is None:
+        found = _row_types[names] = type("Row", (Row,), {
+            "__slots__": (), "_index": {n: i for i, n in enumerate(names)}})
+    return found
 
 
 class _Cursor:
@@ -206,9 +213,22 @@ def _one_line(err: Exception) -> str:
     return redact(" ".join(str(err).split())) or type(err).__name__
 
 
+# Open connections kept for the next call of the same process and thread: a runner or a
+# long-lived claimer calls the task CLI in-process many times, and a new connection costs a
+# server process and, over TCP, a password handshake; a kept one also keeps its prepared plans.
+_kept: dict[tuple[str, int, int], Connection] = {}
+
+
 def connect(url: str, environ: Mapping[str, str], report: Callable[[str], object]) -> Connection:
-    conn = Connection(url, environ, report)
-    conn.open()
+    import os
+    import threading
+    key = (url, os.getpid(), threading.get_ident())
+    conn = _kept.get(key)
+    if conn is None:
+        conn = _kept[key] = Connection(url, environ, report)
+    else:
+        conn.report, conn.retry_s = report, _retry_budget(environ)
+    conn.open()  # a kept connection the server dropped is opened again here
     return conn
 
 

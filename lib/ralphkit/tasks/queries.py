@@ -50,12 +50,11 @@ def scope_params(scope: Scope, **extra: object) -> dict:
 
 
 def fetch_tasks(conn: sqlite3.Connection, scope: Scope, where: str = "TRUE", limit: int | None = None,
-                *, by_rowid: bool = False, lock: bool = False, **params: object) -> list[sqlite3.Row]:
+                *, by_rowid: bool = False, **params: object) -> list[sqlite3.Row]:
     """Tasks of the scope matching `where`, in the spec's order. by_rowid: `where` picks a few
     rowids (first_claimable); they are looked up one by one instead of testing every task of
-    the scope against the list (`+` keeps SQLite from walking the scope's index). lock
-    (PostgreSQL): the rows are locked for the transaction, rows locked by others skipped;
-    PostgreSQL rows also carry `rowid` and `claim_version` (claims.py)."""
+    the scope against the list (`+` keeps SQLite from walking the scope's index).
+    PostgreSQL rows also carry `rowid` and `claim_version` (the fencing token, claims.py)."""
     cols = ", ".join(f"t.{c.strip()}" for c in COLUMNS.split(","))
     if getattr(conn, "dialect", "sqlite") == "postgresql":
         cols += ", t.rowid, t.claim_version"
@@ -64,8 +63,6 @@ def fetch_tasks(conn: sqlite3.Connection, scope: Scope, where: str = "TRUE", lim
     if limit is not None:
         sql += " LIMIT :limit"
         params["limit"] = limit
-    if lock:
-        sql += " FOR UPDATE OF t SKIP LOCKED"
     cur = conn.cursor()
     cur.row_factory = sqlite3.Row  # by-name access implemented in C: cheap for 10,000 rows
     return cur.execute(sql, scope_params(scope, **params)).fetchall()
