@@ -109,11 +109,14 @@ class Connection:
     transactions db.write/db.read run on it."""
     dialect = "postgresql"
 
-    def __init__(self, url: str, environ: Mapping[str, str], report: Callable[[str], object]):
+    def __init__(self, url: str, environ: Mapping[str, str], report: Callable[[str], object],
+                 migrate: bool = True):
         self.url, self.report = url, report
         self.retry_s = _retry_budget(environ)
         self.raw = None
         self.in_transaction = False
+        self.migrate = migrate          # False: a reader that writes nothing (a dry run)
+        self.schema = 0                 # the store's schema version, once connected
 
     # -- statements
     def execute(self, sql: str, params=()):
@@ -187,7 +190,10 @@ class Connection:
             found = pg_schema.version(raw)
             if found != pg_schema.KNOWN:
                 pg_schema.check_known(found)
-                pg_schema.migrate(raw)
+                if self.migrate:
+                    pg_schema.migrate(raw)
+                    found = pg_schema.KNOWN
+            self.schema = found
         except BaseException:
             raw.close()
             raise
@@ -206,8 +212,11 @@ def _one_line(err: Exception) -> str:
     return redact(" ".join(str(err).split())) or type(err).__name__
 
 
-def connect(url: str, environ: Mapping[str, str], report: Callable[[str], object]) -> Connection:
-    conn = Connection(url, environ, report)
+def connect(url: str, environ: Mapping[str, str], report: Callable[[str], object], *,
+            migrate: bool = True) -> Connection:
+    """An open connection; migrate=False leaves an older or new store's schema as it is (look
+    at conn.schema before reading)."""
+    conn = Connection(url, environ, report, migrate)
     conn.open()
     return conn
 
