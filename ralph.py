@@ -240,6 +240,7 @@ def run_mode(mode: str, args: list[str]) -> int:
     if not workspace.specs_present(ctx.cwd):                      # [ -d specs ] && [ "$(ls -A specs)" ]
         say(NO_SPECS)                                             # [SH-COMPAT] on stdout
         return EXIT_USAGE
+    start.check_sync(ctx)                                         # --sync: a branch, its remote (exit 1)
     if opts.dry_run:                                              # writes nothing
         ctx.branch = workspace.current_branch(ctx.env)            # BRANCH=$(git branch --show-current)
         banner(ctx)
@@ -259,9 +260,12 @@ def run_mode(mode: str, args: list[str]) -> int:
                           log_dir=ctx.cwd / ".ralph" / "logs", say=say, warn=warn)
         ctx.features = features.Features(features.Unattended(ctx.night), scope,
                                          assign or features.prompt_template(ctx),
-                                         features.verification(ctx))    # --verify: reopen, hold
+                                         features.verification(ctx),    # --verify: reopen, hold
+                                         features.sync(ctx))            # --sync: rebase, push
         ctx.night.start()                                         # stale STOP, persisted limit wait
         code = plan_loop(ctx) if mode == "plan" else build_loop(ctx)
+        if code != EXIT_INTERRUPTED:
+            ctx.features.end()                                    # --sync: push what is left
     except signals.Interrupted:                                   # trap 'exit 130' INT TERM
         code = EXIT_INTERRUPTED
     except errors.RalphError as err:                              # printed by main(), after the cleanup

@@ -53,6 +53,8 @@ class Options:
     agent_cmd: str | None
     parallel: int
     merge: str
+    # git across machines
+    sync: bool
     # notifications (notify.settings reads them from the persisted options)
     notify: str | None
     notify_timeout: float

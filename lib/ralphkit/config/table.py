@@ -15,8 +15,8 @@ from ralphkit.errors import UsageError
 MODES = ("plan", "build")
 # The `--help` lines of a mode list the flags section by section, in this order (s.4: the
 # lines of options ralph.sh did not have go after its four and before `--help, -h`).
-SECTIONS = ("loop", "run", "tasks", "scope", "assign", "agent", "parallel", "verify", "notify",
-            "unattended")
+SECTIONS = ("loop", "run", "tasks", "scope", "assign", "agent", "parallel", "sync", "verify",
+            "notify", "unattended")
 # s.3: without -n, plan runs one iteration and build runs until the backlog is done.
 ITERATIONS_DEFAULT = {"plan": 1, "build": 0}
 _DURATION = "a duration (e.g. 90s, 15m, 1h)"
@@ -195,6 +195,12 @@ SETTINGS: tuple[Setting, ...] = (
          "  --merge rebase|ff|none      Merge a finished task's branch (--parallel)",
          needs="rebase, ff or none", modes=("build",),
          check=kinds.one_of("rebase", "ff", "none")),
+    # git across machines (docs/fleet.md). No environment variable (decisions/0007).
+    _row("sync", "bool", False, "sync",
+         "fetch and rebase onto the shared branch before each session; push after each"
+         " finished task (build)",
+         "  --sync                      Rebase on origin before each session,\n"
+         "                              push each finished task"),
     # One channel per line: a command, an http(s):// URL or `desktop` (notify.settings).
     _row("notify", "text", None, "notify",
          "notify on run end, stops, limit waits, held tasks, scope changes",

@@ -1,9 +1,10 @@
 """Owns the features that plug into ralph.py's loops, all through one interface (`Feature`):
 the unattended-run checks between sessions (`ralph ctl`, SIGHUP, --max-runtime), scope freeze
-(FREEZE_SCOPE), the verify gate (--verify, the tamper check), assignment mode (--assign) and the
-prompt template (--prompt). `Features` runs them in order, so each loop has one path whichever
-are on. Knows nothing of the order of the loop's own steps (ralph.py) or of what a feature does
-inside (unattended.night, scope.freeze, verify.completion, assign.mode)."""
+(FREEZE_SCOPE), the verify gate (--verify, the tamper check), assignment mode (--assign), the
+prompt template (--prompt) and git across machines (--sync). `Features` runs them in order, so
+each loop has one path whichever are on. Knows nothing of the order of the loop's own steps
+(ralph.py) or of what a feature does inside (unattended.night, scope.freeze, verify.completion,
+assign.mode, sync.runner)."""
 from __future__ import annotations
 
 import dataclasses
@@ -58,6 +59,9 @@ class Feature:
         """The lines that end the build loop."""
         return lines
 
+    def end(self) -> None:
+        """The loop has ended, not by a signal or an error."""
+
 
 class Features(Feature):
     """Features in order; each hook runs them all (a stop line or a None prompt ends it)."""
@@ -97,6 +101,10 @@ class Features(Feature):
         for feature in self.items:
             lines = feature.end_lines(lines)
         return lines
+
+    def end(self) -> None:
+        for feature in self.items:
+            feature.end()
 
 
 class Unattended(Feature):
@@ -166,6 +174,7 @@ class Verify(Feature):
         self.reason: str | None = None
 
     def prompt(self, prompt: Prompt) -> Prompt | None:
+        self.gate.session_starts()          # the session's diff starts here (after --sync)
         return dataclasses.replace(prompt, data=self.gate.annotate(prompt.data))
 
     def after_session(self) -> list[str]:
@@ -255,6 +264,39 @@ def prompt_template(ctx: RunContext) -> PromptTemplate | None:
     return PromptTemplate(ctx, opts.prompt)
 
 
+class Sync(Feature):
+    """--sync (docs/fleet.md): fetch and rebase before each session, push after a finished
+    task (a race retried; a conflict reopens the task, its commits kept on a branch)."""
+
+    def __init__(self, ctx: RunContext):
+        from ralphkit.sync import runner                # only a --sync run pays for it
+        self.ctx, self.reason = ctx, ""
+        self.runner = runner.start(ctx.cwd, ctx.env, ctx.task.bound(ctx.env), ctx.agent_id,
+                                   self.report)
+
+    def report(self, line: str, fields: dict) -> None:
+        self.ctx.warn(line)                             # stderr: stdout stays ralph.sh's
+        self.ctx.record("sync", message=line, **fields)
+
+    def before_session(self) -> str | None:
+        return self.runner.before_session()             # never a stop line
+
+    def after_session(self) -> list[str]:
+        reopened, self.reason = self.runner.after_session(self.ctx.run.session_since)
+        return reopened
+
+    def fail_reason(self, reason: str) -> str:
+        return self.reason or reason
+
+    def end(self) -> None:
+        self.runner.end()
+
+
+def sync(ctx: RunContext) -> Sync | None:
+    """--sync for this run (checked at start-up: start.check_sync), or None when off."""
+    return Sync(ctx) if ctx.options.sync else None
+
+
 __all__ = ["Prompt", "Feature", "Features", "Unattended", "ScopeFreeze", "Verify", "Assign",
-           "PromptTemplate", "scope_freeze", "verification", "assignment", "prompt_template",
-           "FROZEN_DONE"]
+           "PromptTemplate", "Sync", "scope_freeze", "verification", "assignment",
+           "prompt_template", "sync", "FROZEN_DONE"]

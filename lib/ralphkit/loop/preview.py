@@ -42,6 +42,12 @@ def lines(ctx: RunContext) -> Iterator[str]:
             if ctx.mode == "build" and read.ok and not read.output:
                 yield ("No tasks available: the run would stop here without starting "
                            "the agent.")
+    if ctx.options.sync:                                        # a fetch would write refs
+        from ralphkit.sync import branch
+        t = branch.resolve(ctx.cwd, ctx.env)
+        pushes = ", push it after each session that finishes a task" if ctx.mode == "build" else ""
+        yield (f"Sync: would fetch {t.shared} and rebase {t.branch} onto it before each "
+               f"session{pushes} (nothing fetched now).")
     command = f"/ralph-{ctx.mode}"
     prompt = f"{command} {data}" if data else command
     if ctx.options.assign:                                      # a claim would write

@@ -1,8 +1,8 @@
 """Owns the start-up and clean-up steps of one plan/build run that ralph.py calls in ralph.sh's
 order: the task source (before the task command is resolved), the agent and model (s.7), the run
 lock and state (a new run or a resumed one, whose persisted settings win), session setup (s.9:
-branch, exports, agent registration) and the exit cleanup (s.17: deregistration, exactly once).
-Knows nothing of the loops."""
+branch, exports, agent registration) and the exit cleanup (s.17: deregistration, exactly once);
+the --sync check before any write. Knows nothing of the loops."""
 from __future__ import annotations
 
 import os
@@ -14,6 +14,7 @@ from ralphkit.agents import backend
 from ralphkit.backlog import answers as backlog
 from ralphkit.loop import launch
 from ralphkit.config.options import Options
+from ralphkit.errors import UsageError
 from ralphkit.fleet import store as fleet_store
 from ralphkit.loop.context import RunContext, Say
 from ralphkit.runs import lifecycle
@@ -46,6 +47,19 @@ def choose_agent(ctx: RunContext) -> None:
         ctx.model = opts.model if ctx.adapter.name != "claude" else backend.resolve_model(
             opts.model, ctx.backend, backend.models_file(ctx.script_dir))
     ctx.adapter.argv("", model=ctx.model)                       # a --model this agent cannot take
+
+
+def check_sync(ctx: RunContext) -> None:
+    """--sync, before anything is written: the checkout can sync (a git repository on a
+    branch, the remote of the shared branch, no rebase under way) and the run is not
+    --parallel; else UsageError, one line, exit 1 (docs/fleet.md)."""
+    opts = ctx.options
+    if not opts.sync:
+        return
+    if opts.mode == "build" and opts.parallel > 1:
+        raise UsageError("--sync does not work with --parallel: run one ralph per clone")
+    from ralphkit.sync import branch                    # only a --sync run pays for it
+    branch.resolve(ctx.cwd, ctx.env)
 
 
 def start_run(ctx: RunContext) -> None:
@@ -103,4 +117,5 @@ def exit_cleanup(ctx: RunContext) -> None:
                              env=ctx.env, out=ctx.stdout.buffer)
 
 
-__all__ = ["task_source", "choose_agent", "start_run", "session_setup", "exit_cleanup"]
+__all__ = ["task_source", "choose_agent", "check_sync", "start_run", "session_setup",
+           "exit_cleanup"]

@@ -1,8 +1,9 @@
-"""Owns the git calls of `--parallel N`: each one runs with the run's environment (ralph-cli.md
-s.9 exports included), never waits for an editor, and waits out git's short-lived lock files;
-plus the few questions the worktrees ask (top level, ref exists, ancestry, registered
-worktrees, uncommitted changes, a task source's own files left out). Knows nothing of tasks,
-branches' names or merging."""
+"""Owns the git calls of `--parallel N` and `--sync`: each one runs with the run's environment
+(ralph-cli.md s.9 exports included), never waits for an editor, and waits out git's short-lived
+lock files; a network call may be given a timeout. Plus the few questions and steps both ask
+for (top level, ref exists, ancestry, registered worktrees, uncommitted changes with a task
+source's own files left out, a rebase that is aborted when it fails, setting a branch aside).
+Knows nothing of tasks, branches' names or merging."""
 from __future__ import annotations
 
 import time
@@ -23,11 +24,15 @@ class Git:
         # GIT_EDITOR: a rebase must never wait for an editor (unattended runs).
         self.env = {**env, "GIT_EDITOR": "true"}
 
-    def __call__(self, cwd: Path, *args: str, check: bool = True) -> tuple[int, str, str]:
-        """Raises EnvironmentFailure when git cannot run, or (check) exits non-zero."""
+    def __call__(self, cwd: Path, *args: str, check: bool = True,
+                 timeout: float | None = None) -> tuple[int, str, str]:
+        """Raises EnvironmentFailure when git cannot run, or (check) exits non-zero. A call
+        that outlives `timeout` is killed and answers exit 124 (a fetch from a hung server)."""
         for pause in (0.05, 0.2, 0.5, None):
             try:
-                done = programs.run(["git", *args], cwd=cwd, env=self.env)
+                done = programs.run(["git", *args], cwd=cwd, env=self.env, timeout=timeout)
+            except programs.TimeoutExpired:
+                done = programs.Result(124, b"", f"timed out after {timeout:g}s".encode())
             except OSError as err:
                 raise EnvironmentFailure(f"cannot run git in {cwd}: {err}") from err
             code, out, err = done.code, done.out, done.err
@@ -72,6 +77,33 @@ class Git:
         own = [f":(exclude){path}" for path in sources.own_paths(self.env)]
         return bool(self(checkout, "status", "--porcelain", "--untracked-files=no",
                          *(["--", ".", *own] if own else []))[1].strip())
+
+    def unmerged(self, checkout: Path) -> list[str]:
+        """The files a merge, rebase or stash left in conflict."""
+        return self(checkout, "diff", "--name-only", "--diff-filter=U", check=False)[1].split()
+
+    def rebase(self, checkout: Path, upstream: str, *options: str) -> tuple[list[str], str] | None:
+        """`git rebase <options> <upstream>` of the branch checked out in `checkout`. None when
+        it worked; else the rebase is aborted (the branch and, with --autostash, the
+        uncommitted changes as they were) and the answer is (the conflicting files, git's
+        message)."""
+        code, out, err = self(checkout, "rebase", "-q", *options, upstream, check=False)
+        if code == 0:
+            return None
+        files = self.unmerged(checkout)
+        self(checkout, "rebase", "--abort", check=False)  # none in progress: git says so, fine
+        return files, (err or out).strip()
+
+    def set_aside(self, repo: Path, branch: str) -> str | None:
+        """An existing `branch` is renamed to the first free `<branch>@<n>` (n from 2), so
+        the name can be reused without losing its commits; the new name, or None."""
+        if not self.ref_exists(repo, branch):
+            return None
+        n = 2
+        while self.ref_exists(repo, f"{branch}@{n}"):
+            n += 1
+        self(repo, "branch", "-m", branch, f"{branch}@{n}")
+        return f"{branch}@{n}"
 
 
 __all__ = ["Git"]

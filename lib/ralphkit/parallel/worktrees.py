@@ -114,11 +114,7 @@ def create(repo: Path, run_id: str, task_slug: str, base_branch: str, *,
         if git.is_ancestor(top, branch, base_branch):
             git(top, "branch", "-D", branch)
         else:
-            n = 2
-            while git.ref_exists(top, f"{branch}@{n}"):
-                n += 1
-            previous = f"{branch}@{n}"
-            git(top, "branch", "-m", branch, previous)
+            previous = git.set_aside(top, branch)
     path.parent.mkdir(parents=True, exist_ok=True)
     git(top, "worktree", "add", "-q", "-f", "-b", branch, str(path), base_branch)
     return Worktree(top, path, branch, base_branch, task_slug, previous)
@@ -170,11 +166,10 @@ def merge_back(wt: Worktree, strategy: str = "rebase", *,
         if note:
             return MergeResult(False, True, f"cannot rebase {wt.branch}: the worktree has "
                                             f"uncommitted changes; branch kept")
-        code, out, err = git(wt.path, "rebase", "-q", wt.base_branch, check=False)
-        if code != 0:
-            files = git(wt.path, "diff", "--name-only", "--diff-filter=U", check=False)[1].split()
-            git(wt.path, "rebase", "--abort", check=False)
-            where = f" in {', '.join(files)}" if files else f": {(err or out).strip()[:200]}"
+        failed = git.rebase(wt.path, wt.base_branch)
+        if failed is not None:
+            files, said = failed
+            where = f" in {', '.join(files)}" if files else f": {said[:200]}"
             return MergeResult(False, True, f"rebase of {wt.branch} onto {wt.base_branch} "
                                             f"conflicts{where}; branch kept")
     result = _advance_base(git, wt)

@@ -18,8 +18,24 @@ _USAGE = "ralph task agent <register|list|deregister>"
 _ATTEMPTS = 10
 
 
+def host_name(environ) -> str:
+    """$RALPH_HOSTNAME (containers and tests give each runner its own), else what `hostname`
+    prints (gethostname)."""
+    return environ.get("RALPH_HOSTNAME", "") or os.uname().nodename
+
+
+def boot_id() -> str | None:
+    """The kernel's boot id: a pid is only meaningful within one boot of one host."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            return handle.read().strip() or None
+    except OSError:
+        return None
+
+
 def _register(ctx: Ctx) -> str:
-    host = os.uname().nodename  # what `hostname` prints (gethostname)
+    host = host_name(ctx.environ)
+    fleet = db.is_postgres(ctx.conn)
 
     def act(conn):
         for _ in range(_ATTEMPTS):
@@ -29,6 +45,9 @@ def _register(ctx: Ctx) -> str:
             conn.execute("INSERT INTO agents (id, pid, hostname, scope_repo, scope_branch, "
                          "started_at, status) VALUES (?, ?, ?, ?, ?, datetime('now'), 'active')",
                          (agent_id, os.getpid(), host, ctx.scope.repo, ctx.scope.branch))
+            if fleet:
+                conn.execute("UPDATE agents SET boot_id = ?, last_heartbeat = datetime('now') "
+                             "WHERE id = ?", (boot_id(), agent_id))
             return agent_id
         raise TaskError(f"failed to generate unique agent ID after {_ATTEMPTS} attempts")
     return db.write(ctx.conn, act) + "\n"
@@ -72,4 +91,4 @@ def agent(ctx: Ctx, argv: Sequence[str]) -> str:
     raise TaskError(f"unknown agent subcommand '{sub}'")
 
 
-__all__ = ["agent"]
+__all__ = ["agent", "host_name", "boot_id"]

@@ -61,6 +61,8 @@ _COMMANDS = {
     "block": ("edit", "block"), "unblock": ("edit", "unblock"),
     "_hold": ("edit", "hold"), "_unhold": ("edit", "unhold"), "_reopen": ("edit", "reopen"),
     "agent": ("agents", "agent"),
+    "_heartbeat": ("fleet_cmds", "heartbeat"), "_fleet": ("fleet_cmds", "fleet"),
+    "migrate-db": ("migrate_db", "migrate_db"),
 }
 
 

@@ -44,15 +44,15 @@ _translated: dict[str, str] = {}
 
 
 def translate(sql: str) -> str:
-    """SQLite text as PostgreSQL text; literals are left alone."""
+    """SQLite text as PostgreSQL text; literals are left alone (but for psycopg's "%%")."""
     found = _translated.get(sql)
     if found is not None:
         return found
 
     def token(match: re.Match) -> str:
         text = match.group(0)
-        if text.startswith("'"):
-            return text
+        if text.startswith("'"):  # psycopg reads "%" inside literals too
+            return text.replace("%", "%%")
         if text == "%":
             return "%%"
         if text == "?":

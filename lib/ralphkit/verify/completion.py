@@ -63,6 +63,11 @@ class Gate:
         tamper check find nothing, as there is no known start)."""
         return gate.git(self.cwd, "rev-parse", "HEAD", env=self.env) if self.opts.armed or self.lines else ""
 
+    def session_starts(self) -> None:
+        """A session is about to start: its diff is taken from here (with --sync, origin's
+        commits a rebase just brought in are not the session's)."""
+        self.base = self._head()
+
     # ------------------------------------------------------------------ reading
     def _tasks(self) -> list[dict]:
         """The backlog (`_export-json`): always with the embedded task CLI (in-process, read

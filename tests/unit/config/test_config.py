@@ -148,6 +148,7 @@ respawn_limit: 5
 continue_session: on
 respawn_safety: off
 merge: ff
+sync: true
 tasks: tk
 notify: ./notify.sh
 notify_timeout: 5s
@@ -162,6 +163,7 @@ protect: "tests/** .github/**"
     assert (settings.agent, settings.parallel, settings.max_cost) == ("pi", 3, 12.5)
     assert (settings.verify, settings.verify_timeout, settings.tamper) == ("pytest -q", 120, "warn")
     assert settings.protect == ("tests/**", ".github/**")
+    assert settings.sync is True
 
 
 @pytest.mark.parametrize("yml", ["protect: [tests/**, .github/**]\n",

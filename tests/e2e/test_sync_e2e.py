@@ -1,0 +1,169 @@
+"""Black-box: `ralph build --sync` on several machines (clones of one bare origin, each with
+its own .ralph/) over one shared backlog, with tests/stubs/fleet-agent as the agent
+(tests/fleethelp.py). The store is RALPH_TASKS_DB=<one SQLite file>; the fleet helper takes
+another store's value the same way."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import read_jsonl
+from fleethelp import Fleet, make_fleet
+
+TASKS = [f"t{n:02d}" for n in range(1, 31)]
+
+
+def sync_events(clone: Path) -> list[dict]:
+    (events,) = clone.glob(".ralph/runs/*/events.jsonl")
+    return [e for e in read_jsonl(events) if e["event"] == "sync"]
+
+
+def last_line(stdout: str) -> str:
+    """The run's last message (the agent's `deregistered <id>` comes at exit, s.17)."""
+    return [line for line in stdout.splitlines() if not line.startswith("deregistered ")][-1]
+
+
+@pytest.fixture
+def pair(tmp_path: Path, base_env: dict, bin_dir: Path) -> Fleet:
+    return make_fleet(tmp_path, base_env, bin_dir, machines=2)
+
+
+def test_three_machines_at_once_do_every_task_exactly_once_and_origin_has_every_commit(
+        tmp_path, base_env, bin_dir):
+    fleet = make_fleet(tmp_path, base_env, bin_dir, machines=3)
+    fleet.create(*TASKS)
+    # -n: a machine whose peek shows only tasks the others hold runs a session that claims
+    # nothing; the limit keeps those from tripping the idle breaker.
+    runs = [fleet.start(i, "build", "--sync", "-n", "60") for i in range(3)]
+    done = [fleet.finish(proc, timeout=120) for proc in runs]
+    for proc in done:
+        assert proc.returncode == 0, proc.stderr
+        assert last_line(proc.stdout) in ("All tasks complete. Exiting loop.",
+                                          "No tasks available. Exiting loop.")
+        assert "sync: main follows origin/main" in proc.stderr
+    tasks = fleet.tasks()
+    assert sorted(tasks) == TASKS and {t["status"] for t in tasks.values()} == {"done"}
+    finished = Counter(tid for _, tid in fleet.finished())
+    assert finished == Counter(TASKS)                          # each claimed and done once
+    assert len({clone for clone, _ in fleet.finished()}) >= 2  # they did work side by side
+    subjects = Counter(fleet.origin_subjects())
+    assert all(subjects[f"{tid}: work"] == 1 for tid in TASKS)
+    assert fleet.origin_git("ls-tree", "--name-only", "main", "work/").split() == [
+        f"work/{tid}.txt" for tid in TASKS]
+    pushed = [t for clone in fleet.clones for e in sync_events(clone)
+              if e["action"] == "pushed" for t in e["tasks"]]
+    assert sorted(pushed) == TASKS                               # each pushed by its machine
+    # Stub sessions take a fraction of a second, so pushes race a lot; a push that lost every
+    # retry went with the machine's next one (above: each task pushed once), never conflicted.
+    assert not any(e["action"] in ("conflict", "push_failed")
+                   for clone in fleet.clones for e in sync_events(clone))
+
+
+def test_a_push_race_is_retried_after_a_fetch_and_rebase(pair):
+    pair.create("t01")
+    other = pair.other_machine_pushes(1, "other.txt", "host2 was faster")
+    proc = pair.ralph(0, "build", "--sync", "-n", "1", FLEET_AFTER=other)
+    assert proc.returncode == 0, proc.stderr
+    assert ("sync: push of main rejected: origin/main moved; fetched and rebased, pushing "
+            "again (retry 1 of 5)\n") in proc.stderr
+    assert "sync: pushed main to origin/main: 1 commit (task t01), head " in proc.stderr
+    assert pair.origin_subjects() == ["t01: work", "other machine: host2 was faster", "initial"]
+    assert pair.git(0, "rev-parse", "HEAD") == pair.origin_git("rev-parse", "main")
+    assert pair.tasks()["t01"]["status"] == "done"
+    assert [e["action"] for e in sync_events(pair.clones[0])] == ["start", "push_retry",
+                                                                  "pushed"]
+
+
+def test_a_conflict_between_two_machines_reopens_the_task_and_keeps_its_branch(pair):
+    pair.create("t01", "t02")
+    host2 = pair.clones[1]
+    # During machine 1's session on t01, machine 2 does t02, which edits the same line, and
+    # pushes first.
+    other = (f"cd '{host2}' && git pull -q --rebase origin main && RALPH_AGENT_ID=host2 "
+             f"FLEET_AFTER= claude && git push -q origin main")
+    proc = pair.ralph(0, "build", "--sync", "-n", "1", FLEET_FILE="shared.txt",
+                      FLEET_AFTER=other)
+    assert proc.returncode == 0, proc.stderr
+    tasks = pair.tasks()
+    assert (tasks["t01"]["status"], tasks["t02"]["status"]) == ("open", "done")
+    reason = tasks["t01"]["fail_reason"]
+    assert reason.startswith("sync: rebase of main onto origin/main conflicts in shared.txt; "
+                             "the commits are kept on branch ralph/sync/")
+    assert reason.endswith("/t01; main was reset to origin/main")
+    assert tasks["t01"]["retry_count"] == 1
+    kept = reason.split("kept on branch ")[1].split(";")[0]
+    assert pair.git(0, "log", "-1", "--format=%s", kept) == "t01: work"
+    assert pair.git(0, "show", f"{kept}:shared.txt") == "t01"
+    assert pair.git(0, "rev-parse", "HEAD") == pair.origin_git("rev-parse", "main")
+    assert pair.origin_git("show", "main:shared.txt") == "t02"
+    assert f"sync: conflict: {reason[len('sync: '):]}; task t01 reopened\n" in proc.stderr
+    conflict = [e for e in sync_events(pair.clones[0]) if e["action"] == "conflict"]
+    assert [(e["kept"], e["tasks"], e["files"]) for e in conflict] == [
+        (kept, ["t01"], ["shared.txt"])]
+    state = json.loads(next(pair.clones[0].glob(".ralph/runs/*/state.json")).read_text())
+    assert [(f["task"], f["reason"]) for f in state["failed"]] == [("t01", reason)]
+
+
+@pytest.mark.parametrize("arrange,args,line", [
+    (lambda f: f.git(0, "remote", "remove", "origin"), (),
+     'Error: --sync needs the git remote "origin": {top} has none. '
+     "Run: git remote add origin <url>"),
+    (lambda f: f.git(0, "checkout", "-q", "--detach"), (),
+     "Error: --sync needs a branch: HEAD is detached in {top}. Run: git checkout <branch>"),
+    (lambda f: None, ("--parallel", "2"),
+     "Error: --sync does not work with --parallel: run one ralph per clone"),
+], ids=["no-origin", "detached-head", "parallel"])
+def test_a_checkout_that_cannot_sync_stops_at_start_up_with_one_line_and_writes_nothing(
+        pair, arrange, args, line):
+    arrange(pair)
+    db = Path(pair.env["RALPH_TASKS_DB"])
+    proc = pair.ralph(0, "build", "--sync", *args)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == line.format(top=pair.clones[0]) + "\n"
+    assert not (pair.clones[0] / ".ralph").exists() and not db.exists()
+
+
+def test_plan_mode_brings_origin_s_commits_in_before_its_session_and_pushes_nothing(pair):
+    (pair.clones[1] / "specs" / "more.md").write_text("# More\n")
+    pair.git(1, "add", "-A")
+    pair.git(1, "commit", "-qm", "a spec from host2")
+    pair.git(1, "push", "-q", "origin", "main")
+    proc = pair.ralph(0, "plan", "--sync")
+    assert proc.returncode == 0, proc.stderr
+    assert "sync: main rebased onto origin/main: 1 commit from origin, head " in proc.stderr
+    assert (pair.clones[0] / "specs" / "more.md").exists()
+    assert [e["action"] for e in sync_events(pair.clones[0])] == ["start", "rebased"]
+
+
+def test_a_dry_run_names_the_shared_branch_and_fetches_nothing(pair):
+    pair.git(1, "commit", "-q", "--allow-empty", "-m", "host2 moves origin")
+    pair.git(1, "push", "-q", "origin", "main")
+    before = pair.git(0, "rev-parse", "origin/main")
+    proc = pair.ralph(0, "build", "--sync", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert ("Sync: would fetch origin/main and rebase main onto it before each session, push "
+            "it after each session that finishes a task (nothing fetched now).") in proc.stdout
+    assert pair.git(0, "rev-parse", "origin/main") == before
+    assert not (pair.clones[0] / ".ralph").exists()
+
+
+def test_the_verify_gate_judges_the_session_s_diff_not_origin_s_commits_the_rebase_brought(
+        pair):
+    (pair.clones[1] / "tests").mkdir()
+    (pair.clones[1] / "tests" / "test_app.py").write_text("def test_app():\n    assert True\n")
+    pair.git(1, "add", "-A")
+    pair.git(1, "commit", "-qm", "a test")
+    pair.git(1, "push", "-q", "origin", "main")
+    pair.git(0, "pull", "-q", "--rebase", "origin", "main")
+    pair.git(1, "rm", "-q", "tests/test_app.py")
+    pair.git(1, "commit", "-qm", "host2 removes the test")           # host2's own choice
+    pair.git(1, "push", "-q", "origin", "main")
+    pair.create("t01")
+    proc = pair.ralph(0, "build", "--sync", "--verify", "true", "-n", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "verify: task t01 passed" in proc.stderr
+    assert pair.tasks()["t01"]["status"] == "done" and not pair.tasks()["t01"]["held"]
+    assert pair.origin_subjects()[0] == "t01: work"

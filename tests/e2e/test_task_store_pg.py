@@ -1,0 +1,214 @@
+"""Black-box tests of what only the PostgreSQL store does (docs/fleet.md): store URLs, the
+versioned schema, claims that hold across many claimers, fencing tokens, heartbeats, the fleet
+listing, a lost server, and copying a SQLite backlog in. Real task CLI processes against a
+real throwaway PostgreSQL server (conftest's pg_url); the contract both stores share is
+tested by test_task_cli.py and test_task_commands.py, once per store."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, TASK, wait_for
+from task_helpers import PgStore, dump, fails, jsonl, ok, query
+
+
+@pytest.fixture
+def pg(pg_url: str, base_env: dict[str, str]) -> PgStore:
+    base_env["RALPH_TASKS_DB"] = pg_url
+    return PgStore(pg_url)
+
+
+def claims_file(tmp_path: Path, name: str) -> dict[str, str]:
+    return {"RALPH_CLAIMS_FILE": str(tmp_path / f"claims-{name}"), "RALPH_AGENT_ID": name}
+
+
+# --- store URLs ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["mysql://u:hunter2@db/x", "sqlite3://tasks.db", "postgresq://a"])
+def test_an_unknown_scheme_is_one_line_and_creates_nothing(run_task, git_repo, tmp_path, value):
+    before = sorted(p.name for p in git_repo.iterdir())
+    proc = run_task("plan-status", env={"RALPH_TASKS_DB": value})
+    shown = value.replace("hunter2", "***")
+    fails(proc, 1, f"Error: unknown task store '{shown}': use a file path or "
+                   "postgresql://user@host/database\n")
+    assert sorted(p.name for p in git_repo.iterdir()) == before
+    assert not list(tmp_path.rglob("*:"))  # no directory named after the scheme
+
+
+def test_an_unreachable_server_is_one_line_without_the_password(run_task):
+    url = "postgresql://ralph_pw:hunter2@127.0.0.1:9/nowhere?connect_timeout=1"
+    proc = run_task("peek", env={"RALPH_TASKS_DB": url, "RALPH_STORE_RETRY": "0"})
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.startswith("Error: task store unreachable: "
+                                  "postgresql://ralph_pw:***@127.0.0.1:9/nowhere")
+    assert proc.stderr.count("\n") == 1 and "hunter2" not in proc.stderr
+
+
+def test_without_psycopg_the_store_names_the_extra_to_install(git_repo, base_env, pg):
+    # -S: no site-packages, so no psycopg: the launcher's own fallback is bypassed on purpose.
+    code = (f"import sys; sys.path.insert(0, {str(ROOT / 'lib')!r}); "
+            "from ralphkit.tasks.cli import console_main; console_main()")
+    proc = subprocess.run([sys.executable, "-S", "-c", code, "plan-status"], cwd=git_repo,
+                          env=base_env, capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        1, "", "Error: a postgresql:// task store needs psycopg: pip install 'ralph-py[postgres]'\n")
+
+
+# --- the schema ---------------------------------------------------------------------------
+
+def test_first_use_applies_the_migrations_once_even_when_two_start_together(run_task, pg):
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: run_task("plan-status"), range(4)))
+    for proc in results:
+        assert ok(proc) == "0 open, 0 active, 0 done, 0 blocked, 0 deleted\n"
+    assert query(pg, "SELECT version FROM ralph_schema") == [(1,)]
+
+
+def test_a_schema_newer_than_this_code_is_refused(run_task, pg):
+    ok(run_task("create", "a", "A"))
+    query(pg, "INSERT INTO ralph_schema (version) VALUES (99)")
+    before = dump(pg)
+    fails(run_task("create", "b", "B"), 1, "Error: the task store's schema is version 99, newer "
+                                           "than this ralph.py knows (1): upgrade ralph.py\n")
+    assert dump(pg) == before
+
+
+# --- claims across many claimers ------------------------------------------------------------
+
+def test_concurrent_claimers_take_every_task_exactly_once(run_task, pg):
+    ok(run_task("plan-sync", input=jsonl(*({"id": f"t{i:02}", "t": f"T{i}"} for i in range(24)))))
+
+    def claimer(n: int) -> list[str]:
+        taken = []
+        while True:
+            proc = run_task("claim", "--agent", f"a{n}")
+            if proc.returncode == 2:
+                return taken
+            taken.append(ok(proc).splitlines()[1].removeprefix("id: "))
+    with ThreadPoolExecutor(8) as pool:
+        claimed = [slug for taken in pool.map(claimer, range(8)) for slug in taken]
+    assert sorted(claimed) == [f"t{i:02}" for i in range(24)]
+    assert query(pg, "SELECT count(*), max(retry_count), max(claim_version) FROM tasks "
+                     "WHERE status = 'active'") == [(24, 0, 1)]
+
+
+# --- fencing tokens -------------------------------------------------------------------------
+
+def _take_over(run_task, pg, tmp_path) -> tuple[dict, dict]:
+    """Agent a1 on host-a claims t; its lease runs out; agent b2 on host-b takes t."""
+    a = {**claims_file(tmp_path, "a1"), "RALPH_HOSTNAME": "host-a"}
+    b = {**claims_file(tmp_path, "b2"), "RALPH_HOSTNAME": "host-b"}
+    ok(run_task("create", "t", "T"))
+    a["RALPH_AGENT_ID"] = ok(run_task("agent", "register", env=a)).strip()
+    ok(run_task("claim", "--lease", "0", env=a))
+    wait_for(lambda: run_task("claim", env=b).returncode == 0, timeout=30)
+    return a, b
+
+
+def test_a_holder_whose_task_was_taken_after_its_lease_is_refused(run_task, pg, tmp_path):
+    a, b = _take_over(run_task, pg, tmp_path)
+    assert (tmp_path / "claims-a1").read_text() == "1 t\n"
+    assert (tmp_path / "claims-b2").read_text() == "2 t\n"
+    reason = query(pg, "SELECT fail_reason, retry_count FROM tasks")[0]
+    assert reason[0].startswith("lease expired at ") and f"agent '{a['RALPH_AGENT_ID']}' on " \
+        "host 'host-a' stopped renewing it, last heartbeat " in reason[0]
+    assert reason[1] == 1
+    before = dump(pg)
+    refusal = ("Error: task 't' is no longer held by this claim (claim 1; now claim 2, active, "
+               "held by agent 'b2'): nothing written\n")
+    fails(run_task("done", "t", "--result", '{"commit": "abc"}', env=a), 1, refusal)
+    fails(run_task("fail", "t", "--reason", "late", env=a), 1, refusal)
+    fails(run_task("renew", "t", "--agent", "b2", env=a), 1, refusal)
+    assert dump(pg) == before
+    assert ok(run_task("done", "t", "--result", '{"commit": "def"}', env=b)) == "done t\n"
+    assert query(pg, "SELECT status, result FROM tasks") == [("done", '{"commit": "def"}')]
+
+
+def test_a_repeated_done_of_the_same_claim_is_answered_as_the_first(run_task, pg, tmp_path):
+    env = claims_file(tmp_path, "a1")
+    ok(run_task("create", "t", "T"))
+    ok(run_task("claim", env=env))
+    assert ok(run_task("done", "t", env=env)) == "done t\n"
+    before = dump(pg)
+    assert ok(run_task("done", "t", env=env)) == "done t\n"   # the first answer was lost
+    assert dump(pg) == before
+    # without the token it is the spec's answer (s.9.6)
+    fails(run_task("done", "t"), 1, "Error: task 't' is not active (status: done)\n")
+
+
+# --- heartbeats and the fleet ---------------------------------------------------------------
+
+def test_heartbeat_renews_only_the_leases_its_agent_holds(run_task, pg):
+    ok(run_task("plan-sync", input=jsonl({"id": "a", "t": "A"}, {"id": "b", "t": "B"},
+                                         {"id": "c", "t": "C"})))
+    agent = ok(run_task("agent", "register", env={"RALPH_HOSTNAME": "box-1"})).strip()
+    ok(run_task("claim", "a", "--agent", agent, "--lease", "5"))
+    ok(run_task("claim", "b", "--agent", "other", "--lease", "5"))
+    query(pg, "UPDATE agents SET last_heartbeat = '2000-01-01 00:00:00'")
+    assert ok(run_task("_heartbeat", "--agent", agent, "--lease", "3600")) == "renewed a\n"
+    leases = dict(query(pg, "SELECT slug, lease_expires_at > datetime('now', '+3000 seconds') "
+                            "FROM tasks WHERE status = 'active'"))
+    assert leases == {"a": True, "b": False}
+    assert query(pg, "SELECT last_heartbeat > '2000-01-01 00:00:00' FROM agents") == [(True,)]
+    fleet = [json.loads(line) for line in ok(run_task("_fleet")).splitlines()]
+    assert [(f["agent"], f["host"], [t["id"] for t in f["tasks"]]) for f in fleet] == [
+        (agent, "box-1", ["a"])]
+    assert len(fleet[0]["boot_id"]) == 36
+    fails(run_task("_heartbeat", "--lease", "x"), 1,
+          "Error: --lease must be a non-negative integer, got: x\n")
+
+
+# --- a lost server ----------------------------------------------------------------------------
+
+def test_a_server_restarted_during_a_command_is_waited_out(run_task, pg, pg_server, git_repo,
+                                                          base_env):
+    ok(run_task("create", "a", "A"))
+    pg_server.stop()
+    claim = subprocess.Popen([sys.executable, str(TASK), "claim", "--agent", "x"], cwd=git_repo,
+                             env={**base_env, "RALPH_STORE_RETRY": "60"}, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = claim.stderr.readline()          # the claim has met the stopped server
+        assert first.startswith("ralph task: task store unavailable ("), first
+        pg_server.start()
+        out, rest = claim.communicate(timeout=90)
+    finally:
+        if claim.poll() is None:
+            claim.kill()
+    assert claim.returncode == 0, rest
+    assert "## Task a" in out
+    assert all(line.startswith("ralph task: task store unavailable (") for line in rest.splitlines())
+    assert query(pg, "SELECT status, assignee FROM tasks") == [("active", "x")]
+
+
+# --- copying a SQLite backlog in -------------------------------------------------------------
+
+def test_migrate_db_copies_the_whole_backlog_once(run_task, pg_url, git_repo):
+    ok(run_task("plan-sync", input=jsonl({"id": "a", "t": "A", "p": 1},
+                                         {"id": "b", "t": "B", "deps": ["a"]},
+                                         {"id": "c", "t": "C", "s": ["one", "two"]})))
+    ok(run_task("claim", "a", "--agent", "q"))
+    ok(run_task("done", "a", "--result", '{"commit": "x"}'))
+    ok(run_task("claim", "--agent", "q"))
+    ok(run_task("fail", "b", "--reason", "it broke"))
+    ok(run_task("_hold", "c", "--reason", "needs a human"))
+    sqlite_view = [ok(run_task(*cmd)) for cmd in (("_export-json",), ("list", "--all"),
+                                                   ("plan-status",), ("peek",), ("show", "b"))]
+    shown = pg_url.split("?")[0]
+    out = ok(run_task("migrate-db", pg_url))
+    assert out.startswith(f"copied to {shown}") and out.endswith(
+        ": tasks: 3, dependencies: 1, holds: 1, agents: 0\n")
+    pg_env = {"RALPH_TASKS_DB": pg_url}
+    assert [ok(run_task(*cmd, env=pg_env)) for cmd in (
+        ("_export-json",), ("list", "--all"), ("plan-status",), ("peek",), ("show", "b"))] == sqlite_view
+    before = dump(PgStore(pg_url))
+    fails(run_task("migrate-db", pg_url), 1,
+          "Error: the target already holds task 'a' of acme/widgets main: nothing copied\n")
+    assert dump(PgStore(pg_url)) == before
+    fails(run_task("migrate-db", "other.db"), 1,
+          "Error: the target must be a postgresql:// store, got: other.db\n")
