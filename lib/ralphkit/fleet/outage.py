@@ -25,14 +25,15 @@ class Waiter:
     guard: Guard
     warn: Callable[[str], None]
     record: Callable[..., None]               # one events.jsonl line (RunContext.record)
-    waited_s: float = 0.0                     # in this run, for the record
+    pauses_s: tuple[float, ...] = PAUSES_S    # the n-th wait's pause (the last one repeats)
+    waited_s: float = 0.0                     # in this run
 
     def __call__(self, result: TaskResult, attempt: int) -> bool:
         if self.guard.closing or self.guard.pending:
             return False                      # stopping: the call's failure stands
-        pause = PAUSES_S[min(attempt, len(PAUSES_S)) - 1]
+        pause = self.pauses_s[min(attempt, len(self.pauses_s)) - 1]
         detail = result.error[len(STORE_LOST):].lstrip(": ")
-        line = (f"Task store unreachable ({detail}); waiting {pause}s before trying again "
+        line = (f"Task store unreachable ({detail}); waiting {pause:g}s before trying again "
                 f"(wait {attempt})")
         self.warn(line)
         self.record("log", kind="store_wait", message=line, attempt=attempt, pause_s=pause)

@@ -15,7 +15,6 @@ from ralphkit import errors
 from ralphkit.assign import mode as assign_mode
 from ralphkit.backlog import answers
 from ralphkit.config.settings import find_repo_root
-from ralphkit.fleet import store as fleet_store
 from ralphkit.loop.context import RunContext
 from ralphkit.scope import freeze as scope_run
 from ralphkit.unattended.night import Night
@@ -234,9 +233,8 @@ class Assign(Feature):
 
 def assignment(ctx: RunContext) -> Assign | None:
     """Assignment mode for this run (a resumed run keeps its mode), or None when off."""
-    fleet = fleet_store.url(ctx.env) is not None               # heartbeats renew the claim
     mode = assign_mode.setup(ctx.options, ctx.task.bound(ctx.env), find_repo_root(ctx.cwd),
-                             ctx.ralph_dir, lease_s=ctx.options.lease if fleet else None)
+                             ctx.ralph_dir, lease_s=ctx.options.lease if ctx.fleet() else None)
     return Assign(ctx, mode) if mode is not None else None
 
 

@@ -72,14 +72,9 @@ def run_session(ctx: RunContext, command: str, prompt: Prompt) -> session.Sessio
     return result
 
 
-def is_fleet(ctx: RunContext) -> bool:
-    """The run's store is a fleet's (PostgreSQL) and the task CLI is ralph.py's own."""
-    return fleet_store.url(ctx.env) is not None and ctx.task.embedded
-
-
 def _heartbeat(ctx: RunContext, env: dict[str, str]) -> heartbeat.Heartbeat | None:
     """The session's heartbeat: only on a fleet's store, for the run's agent."""
-    if not ctx.agent_id or not is_fleet(ctx) or ctx.task.executable is None:
+    if not ctx.agent_id or not ctx.fleet() or ctx.task.executable is None:
         return None
     lease = ctx.options.lease
     return heartbeat.for_agent(ctx.task.executable, ctx.agent_id, lease,
@@ -120,7 +115,7 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
         max_consecutive_failures=night.cfg.limits.max_consecutive_failures,  # breaker: exit 6
         scope_check=scope_check,                                           # FREEZE_SCOPE: exit 4
         verify=verify.gate if verify else None,                            # before each merge
-        lease_s=opts.lease if is_fleet(ctx) else 0.0))                       # claims files, heartbeats
+        lease_s=opts.lease if ctx.fleet() else 0.0))                       # claims, heartbeats
 
 
 def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = FAIL_REASON,
@@ -131,7 +126,7 @@ def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = F
     if not agent:
         return []
     env = ctx.env
-    if is_fleet(ctx) and ctx.run is not None:                  # the agent's tokens: a task
+    if ctx.fleet() and ctx.run is not None:                     # the agent's tokens: a task
         run_dir = ctx.ralph_dir / "runs" / ctx.run.state.run_id   # another host took is refused
         env = {**env, "RALPH_CLAIMS_FILE": str(fleet_store.claims_file(run_dir, agent))}
     active = ctx.task.call("list", "--status", "active", "--assignee", agent,
@@ -156,4 +151,4 @@ def release_dead_agent(ctx: RunContext, agent: str, reason: str) -> list[str]:
 
 
 __all__ = ["run_session", "record_session", "run_parallel", "fail_active_tasks", "release_dead_agent",
-           "first_interrupt", "is_fleet", "WAITING"]
+           "first_interrupt", "WAITING"]

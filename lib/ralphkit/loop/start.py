@@ -96,8 +96,8 @@ def session_setup(ctx: RunContext) -> None:
         if agent.output:                                        # whatever the exit status (s.9.4)
             ctx.agent_id = agent.output
             ctx.export("RALPH_AGENT_ID", agent.output)          # export RALPH_AGENT_ID
-    if launch.is_fleet(ctx):                                    # a fleet's store (docs/fleet.md)
-        ctx.run.state.extra["fleet"] = {"store": fleet_store.shown(fleet_store.url(ctx.env)),
+    if (store := ctx.fleet()) is not None:                      # a fleet's store (docs/fleet.md)
+        ctx.run.state.extra["fleet"] = {"store": fleet_store.shown(store),
                                         "leaseS": ctx.options.lease}     # for ralph status
         if ctx.agent_id:                                        # the agent's fencing tokens
             run_dir = run_state.state_path(ctx.ralph_dir, ctx.run.state.run_id).parent
