@@ -186,11 +186,12 @@ def test_in_assignment_mode_ralphs_own_claim_goes_to_the_agents_claims_file(
 
 def test_the_heartbeat_renews_a_long_sessions_lease(repo, base_env, run_task, run_ralph, pg_url,
                                                     tmp_path):
-    """RALPH_LEASE=3: a beat every second renews the claim to 3 s from then; without it the
+    """`lease: 3`: a beat every second renews the claim to 3 s from then; without it the
     agent's own claim (600 s) would never move. `ralph status` meanwhile shows the fleet."""
     create(run_task, pg_url, "t1")
+    (repo / "ralph.yml").write_text("lease: 3s\n")
     files = {name: tmp_path / name for name in ("CLAIMED", "RELEASE", "DONE_RC", "DONE_ERR")}
-    env = {**base_env, "STUB_ACTION": HOLD_THEN_DONE, "RALPH_LEASE": "3",
+    env = {**base_env, "STUB_ACTION": HOLD_THEN_DONE,
            "RALPH_HOSTNAME": "runner-1", **{k: str(v) for k, v in files.items()}}
     store = PgStore(pg_url)
 

@@ -4,8 +4,9 @@ tasks an agent finished during a session (for the progress record, without a tas
 spec does not list). Never creates .ralph/, the database, or its -wal/-shm files: a database
 without a -wal file is opened `immutable` (no lock, no -shm), one with a -wal file (a run is
 using it) `mode=ro`. A PostgreSQL store (RALPH_TASKS_DB=postgresql://...) is read in read-only
-transactions and never migrated: a store without ralph's tables reads as not there yet. Uses the
-task CLI's own queries and rendering; does not own them, nor any write. Never prints."""
+transactions and never migrated (a store without ralph's tables reads as not there yet), waiting
+at most 10 s for a lost server. Uses the task CLI's own queries and rendering; does not own
+them, nor any write. Never prints."""
 from __future__ import annotations
 
 import io
@@ -23,6 +24,18 @@ class ReadResult:
     db_path: Path | None  # None: no database could be located (not a git repository), or a server
     exists: bool          # False: the database does not exist yet (nothing was read)
     where: str = ""       # the store as it may be shown: the file, or the URL without password
+
+
+# A read (a dry run, a report, a record) waits this long at most for a lost server: the run's
+# own task calls are what wait an outage out (fleet.outage).
+_READ_RETRY_S = 10.0
+
+
+def _seconds(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return _READ_RETRY_S                 # the task CLI names a bad value; here: the default
 
 
 def _store(environ: Mapping[str, str]) -> str | None:
@@ -74,8 +87,11 @@ def _open(environ: Mapping[str, str], cwd: Path):
             return None, ReadResult(False, f"Error: {store_url.unknown_scheme_message(url)}",
                                     None, False, shown)
         from ralphkit.tasks import pg, pg_schema
+        given = environ.get("RALPH_STORE_RETRY", "")
+        retry = given if given and _seconds(given) < _READ_RETRY_S else f"{_READ_RETRY_S:g}"
         try:
-            conn = pg.connect(url, environ, lambda line: None, migrate=False)
+            conn = pg.connect(url, {**environ, "RALPH_STORE_RETRY": retry}, lambda line: None,
+                              migrate=False)
         except TaskError as err:
             return None, ReadResult(False, err.lines().strip(), None, True, shown)
         if conn.schema < pg_schema.KNOWN:  # new (or older) store: reading it would migrate it

@@ -102,11 +102,12 @@ SETTINGS: tuple[Setting, ...] = (
          needs="sqlite, tk, flowctl or a postgresql:// URL", env="RALPH_TASKS",
          check=_task_store, persist=False),
     # A fleet's claims are renewed by the runner's heartbeat (docs/fleet.md): a stopped host's
-    # task is free again once this lease runs out.
+    # task is free again once this lease runs out. ralph.yml only: the machines of a fleet
+    # share the repository's ralph.yml, so they agree on how long a silent host is waited for.
     _row("lease", "duration", 600.0, "tasks",
          "PostgreSQL store: how long a claimed task stays its agent's without a heartbeat; the"
          " runner renews it every third of this while the agent's session runs",
-         env="RALPH_LEASE", check=kinds.at_least(3)),
+         check=kinds.at_least(3)),
     _row("prompt", "text", None, "tasks",
          "claim a task and send this template, {id} replaced by its id",
          "  --prompt TEMPLATE           Claim a task, run TEMPLATE with {id} as prompt",

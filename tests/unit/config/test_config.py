@@ -285,5 +285,5 @@ def test_an_unknown_store_scheme_in_tasks_is_refused_without_its_password(tmp_pa
 
 def test_the_lease_is_a_duration_of_at_least_three_seconds(tmp_path: Path):
     assert load(tmp_path).lease == 600
-    assert load(tmp_path, env={"RALPH_LEASE": "2m"}).lease == 120
+    assert load(tmp_path, "lease: 2m\n").lease == 120
     assert problems(tmp_path, "lease: 1\n") == ["ralph.yml: lease must be at least 3, got 1"]
