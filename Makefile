@@ -6,7 +6,7 @@ ARGS ?=
 # The real agent CLIs of tests/e2e_real, pinned by package.json + package-lock.json.
 AGENTS_DIR ?= .agents
 
-.PHONY: setup setup-browser agents test demo bench ralph plan install
+.PHONY: setup setup-browser setup-postgres agents test demo bench ralph plan install
 
 setup: $(VENV)/.installed
 
@@ -21,6 +21,13 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 setup-browser:
 	@command -v chromium >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; else echo "chromium is not installed: the HTML report tests will be skipped (apt-get install chromium)"; fi; }
 
+# The PostgreSQL store's tests start their own throwaway server (tests/pgserver.py) from the
+# server binaries, installed when missing (root with apt-get); otherwise those tests skip and
+# say why. Debian puts them in /usr/lib/postgresql/<version>/bin, off PATH. The system cluster
+# the package may start is never used.
+setup-postgres:
+	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ -x "$$(pg_config --bindir 2>/dev/null)/initdb" ] || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; else echo "make setup-postgres: SKIPPED: the PostgreSQL server is not installed, so the PostgreSQL tests will be skipped (apt-get install postgresql)" >&2; fi; }
+
 # Without npm this is a loud skip (tests/e2e_real then skips, naming why), not a failure.
 # `npm install` over the lock, not `npm ci`: npm leaves other platforms' optional packages
 # of opencode-ai out of the lock, and `npm ci` then refuses it as out of sync.
@@ -34,7 +41,7 @@ $(AGENTS_DIR)/.installed: package.json package-lock.json
 		npm install --prefix $(AGENTS_DIR) --no-audit --no-fund --loglevel=error && touch $@; \
 	fi
 
-test: setup setup-browser agents
+test: setup setup-browser setup-postgres agents
 	$(PY) -m pytest -n 4
 
 demo: setup
