@@ -5,7 +5,8 @@ removed; stderr discarded, but an in-process call's last line is kept and a Post
 retry lines reach `notice`); a call that found the store unreachable is made again for as long
 as the caller's `store_lost` waits (docs/fleet.md). The embedded task CLI runs in-process
 (`ralphkit.tasks.cli.main`), which keeps a build iteration's overhead to milliseconds; any
-other command runs as a program (ralphkit.programs). Knows nothing of what the calls mean to the loop (ralph.py's)."""
+other command runs as a program (ralphkit.programs). Knows nothing of what the calls mean to
+the loop (ralph.py's)."""
 from __future__ import annotations
 
 import contextlib

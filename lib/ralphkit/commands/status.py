@@ -133,7 +133,8 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
     lines = [f"Run:        {status['runId']}" + (f" ({status['mode']})" if status["mode"] else ""),
              f"Status:     {line}"]
     if status["mode"] is None:
-        lines += ["State:      not written yet or unreadable", *fleet_view.lines(status.get("fleet"))]
+        lines += ["State:      not written yet or unreadable",
+                  *fleet_view.lines(status.get("fleet"))]
         return "\n".join(lines) + "\n"
     limit = f" of {status['maxIterations']}" if status["maxIterations"] else " (no limit)"
     lines += [f"Started:    {status['startedAt']}",
