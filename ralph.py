@@ -52,6 +52,8 @@ from ralphkit.backlog import calls as task_calls  # noqa: E402
 from ralphkit.config import flags, settings  # noqa: E402
 from ralphkit.config.options import Options  # noqa: E402
 from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
+from ralphkit.fleet import outage  # noqa: E402
+from ralphkit.fleet import store as fleet_store  # noqa: E402
 from ralphkit.loop import features, launch, preview, start  # noqa: E402
 from ralphkit.loop.context import RunContext  # noqa: E402
 from ralphkit.runs import lifecycle  # noqa: E402
@@ -93,6 +95,8 @@ def banner(ctx: RunContext) -> None:
              f"Branch: {ctx.branch}",
              "Safe:   " + ("NO (--dangerously-skip-permissions)" if opts.danger else "yes"),
              f"Backend: {ctx.backend}"]
+    if (store := fleet_store.url(ctx.env)) is not None:      # a fleet's store, never its password
+        lines.append(f"Tasks:  {fleet_store.shown(store)}")
     if ctx.agent_id:
         lines.append(f"Agent:  {ctx.agent_id}")
     if opts.model is not None:
@@ -102,6 +106,14 @@ def banner(ctx: RunContext) -> None:
         lines.append(f"Max:    {opts.max_iterations} {unit}")
     lines.append(RULE)
     say("\n".join(lines))
+
+
+def store_retrying(ctx: RunContext, line: str) -> None:
+    """The task CLI retries a lost server inside one of the run's calls: say so; a Ctrl+C
+    meanwhile stops the run at once (nothing of the failed transaction was written)."""
+    warn(line)
+    if not ctx.guard.in_session:
+        ctx.guard.raise_pending()
 
 
 def loop_separator(ctx: RunContext, n: int) -> None:
@@ -217,8 +229,10 @@ def run_mode(mode: str, args: list[str]) -> int:
     start.task_source(opts, warn)                                 # --tasks: tool missing: exit 1
     task = task_calls.resolve(Path(SCRIPT_DIR), os.environ)      # TASK_SCRIPT=${RALPH_TASK_CMD:-...}
     ctx = RunContext(mode=mode, options=opts, guard=guard, script_dir=Path(SCRIPT_DIR),
-                     say=say, warn=warn, stdout=sys.stdout,
-                     task=dataclasses.replace(task, critical=guard.deferred))
+                     say=say, warn=warn, stdout=sys.stdout, task=task)
+    ctx.task = dataclasses.replace(task, critical=guard.deferred,  # a lost store: waited out
+                                   notice=lambda line: store_retrying(ctx, line),
+                                   store_lost=outage.Waiter(guard, warn, ctx.record))
     if mode == "build":
         assign_mode.validate(opts, settings.find_repo_root(ctx.cwd))   # template, before any write
     ctx.backend = backend.detect(ctx.env, ctx.cwd, Path(os.path.expanduser("~")))   # detect_backend

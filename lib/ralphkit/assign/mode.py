@@ -114,16 +114,20 @@ class AssignMode:
                 if r.get("held") and r.get("status") not in ("done", "deleted")]
 
 
-def setup(opts: Options, task_call: TaskCall, repo: Path, ralph_dir: Path) -> AssignMode | None:
+def setup(opts: Options, task_call: TaskCall, repo: Path, ralph_dir: Path,
+          lease_s: float | None = None) -> AssignMode | None:
     """The run's AssignMode, or None when assignment mode is off. Reads the template now:
-    UsageError (exit 1) before the first write, never with a task claimed."""
+    UsageError (exit 1) before the first write, never with a task claimed. lease_s: a fleet's
+    lease, which the session's heartbeat renews (docs/fleet.md)."""
     if not opts.assign:
         return None
     template = assignment.load_template(_path(repo, opts.assign_prompt))
     timeout = opts.session_timeout or 0
     # The claim's lease outlives the session (its timeout), so no other claimer takes the
-    # task over while its agent still works on it.
+    # task over while its agent still works on it; on a fleet's store the heartbeat keeps it.
     lease = int(timeout) + 60 if timeout else DEFAULT_LEASE
+    if lease_s is not None:
+        lease = max(1, round(lease_s))
     return AssignMode(task_call=task_call, repo=repo, ralph_dir=ralph_dir, template=template,
                       guard=RespawnGuard(ralph_dir / "spawns.json", opts.respawn_limit or 3),
                       inbox_dir=_path(repo, opts.inbox) or repo / DEFAULT_INBOX,

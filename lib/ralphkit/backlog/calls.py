@@ -1,9 +1,12 @@
 """Owns the task calls of the loop (ralph-cli.md s.1 "Task command", "Task call"): which task
 command to use (`$RALPH_TASK_CMD`, else the project's own task CLI), running it without a
 shell with an explicit environment, and what a call yields (ok + stdout with trailing `\n`
-removed; stderr discarded). The embedded task CLI runs in-process (`ralphkit.tasks.cli.main`),
-which keeps a build iteration's overhead to milliseconds; any other command runs as a
-program (ralphkit.programs). Knows nothing of what the calls mean to the loop (ralph.py's)."""
+removed; stderr discarded, but an in-process call's last line is kept and a PostgreSQL store's
+retry lines reach `notice`); a call that found the store unreachable is made again for as long
+as the caller's `store_lost` waits (docs/fleet.md). The embedded task CLI runs in-process
+(`ralphkit.tasks.cli.main`), which keeps a build iteration's overhead to milliseconds; any
+other command runs as a program (ralphkit.programs). Knows nothing of what the calls mean to
+the loop (ralph.py's)."""
 from __future__ import annotations
 
 import contextlib
@@ -18,10 +21,20 @@ from typing import BinaryIO, Callable, ContextManager, Mapping
 from ralphkit import programs
 
 
+STORE_LOST = "Error: task store unreachable"     # the task CLI gave up on a lost server
+STORE_RETRYING = "ralph task: task store unavailable"   # the task CLI waits for it
+
+
 @dataclass(frozen=True)
 class TaskResult:
     ok: bool            # exited 0
     output: str         # stdout, every trailing "\n" removed ("" when skipped or passed through)
+    error: str = ""     # an in-process call's last stderr line (its `Error: ` line), else ""
+
+    @property
+    def store_lost(self) -> bool:
+        """The call failed because the task store (a server) could not be reached."""
+        return self.error.startswith(STORE_LOST)
 
 
 @dataclass(frozen=True)
@@ -33,11 +46,29 @@ class TaskCommand:
     # Wraps each in-process call (ralph.py passes signals.Guard.deferred, so a signal cannot
     # land in the middle of a database transaction); subprocess calls stay interruptible.
     critical: Callable[[], ContextManager[None]] = contextlib.nullcontext
+    # A PostgreSQL store's retry lines of an in-process call ("task store unavailable ...;
+    # retrying in 2s"), as they happen; None: discarded with the rest of its stderr.
+    notice: Callable[[str], None] | None = None
+    # A call that found the store unreachable (the task CLI's retry budget spent): called with
+    # the result and how many times in a row; True: it waited, make the call again.
+    store_lost: Callable[[TaskResult, int], bool] | None = None
 
     def call(self, *args: str, env: Mapping[str, str]) -> TaskResult:
         """A task call whose output is captured."""
-        rc, out = self._run(list(args), env, None)
-        return TaskResult(rc == 0, out.rstrip(b"\n").decode("utf-8", "surrogateescape"))
+        return self._until_reachable(list(args), env, None)
+
+    def _until_reachable(self, argv: list[str], env: Mapping[str, str],
+                         out: BinaryIO | None) -> TaskResult:
+        lost = 0
+        while True:
+            rc, data, error = self._run(argv, env, out)
+            result = TaskResult(rc == 0, "" if out is not None else
+                                data.rstrip(b"\n").decode("utf-8", "surrogateescape"), error)
+            if not result.store_lost or self.store_lost is None:
+                return result
+            lost += 1
+            if not self.store_lost(result, lost):
+                return result
 
     def bound(self, env: Mapping[str, str]) -> Callable[[list[str]], tuple[bool, str]]:
         """This command as an `(argv) -> (ok, output)` callable over `env` (the TaskCall of the
@@ -50,20 +81,42 @@ class TaskCommand:
     def passthrough(self, *args: str, env: Mapping[str, str], out: BinaryIO) -> TaskResult:
         """A task call whose stdout goes to `out` (s.1: `fail` and `agent deregister`).
         `out` must be flushed by the caller beforehand when it shares a file with ours."""
-        rc, _ = self._run(list(args), env, out)
-        return TaskResult(rc == 0, "")
+        return self._until_reachable(list(args), env, out)
 
-    def _run(self, argv: list[str], env: Mapping[str, str], out: BinaryIO | None) -> tuple[int, bytes]:
+    def _run(self, argv: list[str], env: Mapping[str, str],
+             out: BinaryIO | None) -> tuple[int, bytes, str]:
         if self.embedded or self.source:
             with self.critical():
-                return _run_in_process(argv, env, out, self.source)
+                return _run_in_process(argv, env, out, self.source, self.notice)
         if self.executable is None:
-            return 127, b""                     # [SH-COMPAT] missing task CLI: skipped, failed, empty
-        return _run_subprocess(self.executable, argv, env, out)
+            return 127, b"", ""                 # [SH-COMPAT] missing task CLI: skipped, failed, empty
+        return (*_run_subprocess(self.executable, argv, env, out), "")
+
+
+class _Stderr:
+    """An in-process call's stderr: kept for its last line, the store's retry lines passed
+    on as they are written (the call may wait minutes for a lost server)."""
+
+    def __init__(self, notice: Callable[[str], None] | None) -> None:
+        self.text, self._notice = "", notice
+
+    def write(self, text: str) -> int:
+        self.text += text
+        if self._notice is not None and text.startswith(STORE_RETRYING):
+            self._notice(text.rstrip("\n"))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def last_line(self) -> str:
+        lines = self.text.strip("\n").split("\n")
+        return lines[-1]
 
 
 def _run_in_process(argv: list[str], env: Mapping[str, str], out: BinaryIO | None,
-                    source: str = "") -> tuple[int, bytes]:
+                    source: str = "", notice: Callable[[str], None] | None = None
+                    ) -> tuple[int, bytes, str]:
     if source:
         from ralphkit.sources import cli as tasks_cli
     else:
@@ -71,7 +124,7 @@ def _run_in_process(argv: list[str], env: Mapping[str, str], out: BinaryIO | Non
     buf = io.BytesIO()
     stdout = io.TextIOWrapper(buf, encoding="utf-8", errors="surrogateescape", newline="\n",
                               write_through=True)
-    stderr = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="surrogateescape")
+    stderr = _Stderr(notice)
     stdin = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     try:
         rc = tasks_cli.main(argv, stdin=stdin, stdout=stdout, stderr=stderr, environ=dict(env))
@@ -84,7 +137,7 @@ def _run_in_process(argv: list[str], env: Mapping[str, str], out: BinaryIO | Non
     if out is not None:
         out.write(data)
         out.flush()
-    return rc, data
+    return rc, data, stderr.last_line()
 
 
 def _run_subprocess(executable: str, argv: list[str], env: Mapping[str, str],
@@ -138,4 +191,4 @@ def resolve(script_dir: Path, environ: Mapping[str, str], *, in_process: bool = 
     return TaskCommand(command, executable, in_process and _embedded_available())
 
 
-__all__ = ["TaskCommand", "TaskResult", "resolve"]
+__all__ = ["TaskCommand", "TaskResult", "resolve", "STORE_LOST"]

@@ -1,9 +1,12 @@
 """Owns reading the embedded backlog without writing anything: the dry run's `peek` and
-`list --all --markdown`, and which tasks an agent finished during a session (for the progress
-record, without a task call the spec does not list). Never creates .ralph/, the database, or its
--wal/-shm files: a database without a -wal file is opened `immutable` (no lock, no -shm), one
-with a -wal file (a run is using it) `mode=ro`. Uses the task CLI's own queries and rendering;
-does not own them, nor any write. Never prints."""
+`list --all --markdown`, the report's `_export-json`, `ralph status`'s `_fleet`, and which
+tasks an agent finished during a session (for the progress record, without a task call the
+spec does not list). Never creates .ralph/, the database, or its -wal/-shm files: a database
+without a -wal file is opened `immutable` (no lock, no -shm), one with a -wal file (a run is
+using it) `mode=ro`. A PostgreSQL store (RALPH_TASKS_DB=postgresql://...) is read in read-only
+transactions and never migrated (a store without ralph's tables reads as not there yet), waiting
+at most 10 s for a lost server. Uses the task CLI's own queries and rendering; does not own
+them, nor any write. Never prints."""
 from __future__ import annotations
 
 import io
@@ -18,8 +21,28 @@ from urllib.parse import quote
 class ReadResult:
     ok: bool
     output: str          # stdout of the command, trailing newlines removed (like a task call)
-    db_path: Path | None  # None: no database could be located (not a git repository)
+    db_path: Path | None  # None: no database could be located (not a git repository), or a server
     exists: bool          # False: the database does not exist yet (nothing was read)
+    where: str = ""       # the store as it may be shown: the file, or the URL without password
+
+
+# A read (a dry run, a report, a record) waits this long at most for a lost server: the run's
+# own task calls are what wait an outage out (fleet.outage).
+_READ_RETRY_S = 10.0
+
+
+def _seconds(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return _READ_RETRY_S                 # the task CLI names a bad value; here: the default
+
+
+def _store(environ: Mapping[str, str]) -> str | None:
+    """The PostgreSQL store RALPH_TASKS_DB names, else None (a SQLite file)."""
+    from ralphkit.tasks import store_url
+    value = environ.get("RALPH_TASKS_DB", "")
+    return value if store_url.scheme(value) is not None else None
 
 
 def _db_path(git) -> Path:
@@ -32,9 +55,12 @@ def _db_path(git) -> Path:
 
 def db_path(environ: Mapping[str, str], cwd: Path) -> Path | None:
     """Where the embedded task CLI run in `cwd` with `environ` keeps its database (s.3), or
-    None outside a git repository. Creates nothing (scope.cache stats it)."""
+    None outside a git repository or for a server (no file). Creates nothing (scope.cache
+    stats it)."""
     from ralphkit.tasks.errors import TaskError
     from ralphkit.tasks.git_scope import Git
+    if _store(environ) is not None:
+        return None
     try:
         return _db_path(Git(str(cwd), environ))
     except TaskError:
@@ -48,36 +74,77 @@ def _connect(path: Path) -> sqlite3.Connection:
                            check_same_thread=False)
 
 
+def _open(environ: Mapping[str, str], cwd: Path):
+    """(connection or None, ReadResult stub): the store opened read-only; None with the
+    result to return when there is nothing to read (no file, no tables) or it failed."""
+    from ralphkit.tasks import store_url
+    from ralphkit.tasks.errors import TaskError
+    from ralphkit.tasks.git_scope import Git
+    url = _store(environ)
+    if url is not None:
+        shown = store_url.redact(url)
+        if not store_url.is_postgres(url):
+            return None, ReadResult(False, f"Error: {store_url.unknown_scheme_message(url)}",
+                                    None, False, shown)
+        from ralphkit.tasks import pg, pg_schema
+        given = environ.get("RALPH_STORE_RETRY", "")
+        retry = given if given and _seconds(given) < _READ_RETRY_S else f"{_READ_RETRY_S:g}"
+        try:
+            conn = pg.connect(url, {**environ, "RALPH_STORE_RETRY": retry}, lambda line: None,
+                              migrate=False)
+        except TaskError as err:
+            return None, ReadResult(False, err.lines().strip(), None, True, shown)
+        if conn.schema < pg_schema.KNOWN:  # new (or older) store: reading it would migrate it
+            conn.close()
+            return None, ReadResult(True, "", None, False, shown)
+        return conn, ReadResult(True, "", None, True, shown)
+    try:
+        path = _db_path(Git(str(cwd), environ))
+    except TaskError as err:
+        return None, ReadResult(False, err.lines().strip(), None, False)
+    if not path.exists():
+        return None, ReadResult(True, "", path, False, str(path))
+    try:
+        return _connect(path), ReadResult(True, "", path, True, str(path))
+    except sqlite3.Error as err:
+        return None, ReadResult(False, f"Error: database error: {err}", path, True, str(path))
+
+
+def _failed(err: Exception) -> bool:
+    from ralphkit.tasks import pg
+    return isinstance(err, sqlite3.Error) or pg.is_error(err)
+
+
 def call(argv: list[str], *, environ: Mapping[str, str], cwd: Path) -> ReadResult:
-    """Run one read-only task command (`peek ...`, `list ...`) in-process on a read-only
-    connection. ok=False with the error line as output when it fails."""
+    """Run one read-only task command (`peek ...`, `list ...`, `_export-json`, `_fleet`)
+    in-process on a read-only connection. ok=False with the error line as output when it
+    fails."""
     from ralphkit.tasks import build_cmds as backlog, views
     from ralphkit.tasks.context import Ctx
     from ralphkit.tasks.errors import TaskError
     from ralphkit.tasks.git_scope import Git, resolve_scope
+    from ralphkit.tasks.store_url import redact
     commands = {"peek": backlog.peek, "list": views.list_tasks,
                 "_export-json": views.export_json}
-    git = Git(str(cwd), environ)
+    if argv[0] == "_fleet":
+        from ralphkit.tasks import fleet_cmds
+        commands["_fleet"] = fleet_cmds.fleet
+    conn, found = _open(environ, cwd)
+    if conn is None:
+        return found
     try:
-        path = _db_path(git)
-    except TaskError as err:
-        return ReadResult(False, err.lines().strip(), None, False)
-    if not path.exists():
-        return ReadResult(True, "", path, False)
-    try:
-        conn = _connect(path)
-    except sqlite3.Error as err:
-        return ReadResult(False, f"Error: database error: {err}", path, True)
-    try:
-        scope = resolve_scope(git)
+        scope = resolve_scope(Git(str(cwd), environ))
         output = commands[argv[0]](Ctx(conn, scope, environ, str(cwd), io.StringIO()), argv[1:])
     except TaskError as err:
-        return ReadResult(False, err.lines().strip(), path, True)
-    except sqlite3.Error as err:
-        return ReadResult(False, f"Error: database error: {err}", path, True)
+        return ReadResult(False, err.lines().strip(), found.db_path, True, found.where)
+    except Exception as err:
+        if not _failed(err):
+            raise                                    # a bug: let the traceback show
+        return ReadResult(False, f"Error: database error: {redact(' '.join(str(err).split()))}",
+                          found.db_path, True, found.where)
     finally:
         conn.close()
-    return ReadResult(True, output.rstrip("\n"), path, True)
+    return ReadResult(True, output.rstrip("\n"), found.db_path, True, found.where)
 
 
 def finished_by(agent_id: str, since_utc: str, *, environ: Mapping[str, str],
@@ -85,23 +152,22 @@ def finished_by(agent_id: str, since_utc: str, *, environ: Mapping[str, str],
     """Slugs of the tasks this agent marked done at or after since_utc ('YYYY-mm-dd HH:MM:SS',
     SQLite's datetime('now') format), oldest first; [] when unknown."""
     from ralphkit.tasks.errors import TaskError
-    from ralphkit.tasks.git_scope import Git
     try:
-        path = _db_path(Git(str(cwd), environ))
+        conn, _ = _open(environ, cwd)
     except TaskError:
         return []
-    if not path.exists():
+    if conn is None:
         return []
     try:
-        conn = _connect(path)
-        try:
-            rows = conn.execute(
-                "SELECT slug FROM tasks WHERE status = 'done' AND assignee = ? "
-                "AND updated_at >= ? ORDER BY updated_at, slug", (agent_id, since_utc)).fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error:
+        rows = conn.execute(
+            "SELECT slug FROM tasks WHERE status = 'done' AND assignee = ? "
+            "AND updated_at >= ? ORDER BY updated_at, slug", (agent_id, since_utc)).fetchall()
+    except Exception as err:
+        if not _failed(err):
+            raise
         return []
+    finally:
+        conn.close()
     return [row[0] for row in rows]
 
 

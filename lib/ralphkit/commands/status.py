@@ -2,8 +2,8 @@
 backlog: is it alive (run lock + pid check), its run id, iteration, current task, last outcomes,
 cost so far, breakers, and where its report is. --watch refreshes it in place on a terminal (the
 agent's last line, elapsed time, queue) and prints one plain line per refresh otherwise. Reads
-what run_lock, run_state and progress write; never writes, never moves a corrupt file, never
-exits (main returns the exit code for ralph.py)."""
+what run_lock, run_state and progress write, and on a PostgreSQL store the fleet (fleet.view);
+never writes, never moves a corrupt file, never exits (main returns the exit code for ralph.py)."""
 from __future__ import annotations
 
 import json
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ralphkit.config.table import BY_NAME
+from ralphkit.fleet import view as fleet_view
 from ralphkit.report import files as report_files
 from ralphkit.report import live as report_live
 from ralphkit.report.render_text import clean
@@ -27,7 +28,8 @@ LAST_OUTCOMES = 5
 HELP = """\
 Usage: ralph status [options]
 
-Shows the run of this backlog: alive or not, run id, iteration, current task, last outcomes.
+Shows the run of this backlog: alive or not, run id, iteration, current task, last outcomes;
+on a PostgreSQL task store, the fleet: hosts, agents, last heartbeats, the tasks they hold.
 
 Options:
   --json          Print one JSON object instead of text
@@ -84,6 +86,8 @@ def read_status(ralph_dir: Path) -> dict[str, Any]:
     html = report_files.paths(ralph_dir, run_id)[1] if run_id else None
     status["report"] = str(html) if html is not None and html.exists() else None
     status["verify"] = (state.extra.get("verify") or None) if state else None   # docs/verify.md
+    status["fleet"] = fleet_view.read(os.environ, ralph_dir.parent,      # docs/fleet.md
+                                      state.extra.get("fleet") if state else None)
     return status
 
 
@@ -113,7 +117,8 @@ def _describe_outcome(o: dict[str, Any]) -> str:
 
 def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
     if status["runId"] is None and status["lock"] in ("free", "unreadable"):
-        return f"No ralph run found in {ralph_dir}.\n"
+        fleet = fleet_view.lines(status.get("fleet"))              # other hosts' runs
+        return f"No ralph run found in {ralph_dir}.\n" + "".join(f"{x}\n" for x in fleet)
     if status["alive"]:
         line = f"running, {status['lockDetail']}"
     elif status["lock"] == "foreign":
@@ -128,7 +133,8 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
     lines = [f"Run:        {status['runId']}" + (f" ({status['mode']})" if status["mode"] else ""),
              f"Status:     {line}"]
     if status["mode"] is None:
-        lines.append("State:      not written yet or unreadable")
+        lines += ["State:      not written yet or unreadable",
+                  *fleet_view.lines(status.get("fleet"))]
         return "\n".join(lines) + "\n"
     limit = f" of {status['maxIterations']}" if status["maxIterations"] else " (no limit)"
     lines += [f"Started:    {status['startedAt']}",
@@ -157,6 +163,7 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
     if status.get("report"):
         shown = Path(ralph_dir) / "runs" / str(status["runId"]) / "report.html"
         lines.append(f"Report:     {shown} (`ralph report` shows it here)")
+    lines += fleet_view.lines(status.get("fleet"))
     return "\n".join(lines) + "\n"
 
 

@@ -22,7 +22,8 @@ class Options:
     dry_run: bool
     resume: bool
     # task source
-    tasks: str                           # sqlite | tk | flowctl
+    tasks: str                           # sqlite | tk | flowctl | postgresql://...
+    lease: float                         # PostgreSQL store: the claims' lease (heartbeat)
     prompt: str | None                   # --prompt TEMPLATE: ralph claims, {id} is the task
     # scope freeze
     freeze_scope: bool

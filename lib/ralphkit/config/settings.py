@@ -60,7 +60,11 @@ def _read_file(path: Path) -> dict[str, Any]:
 
 
 def _shown(value: Any) -> str:
-    return repr(value) if isinstance(value, str) else str(value)
+    """A value as a message shows it: a password in a URL (a task store's) is `***`."""
+    if not isinstance(value, str):
+        return str(value)
+    from ralphkit.tasks.store_url import redact
+    return repr(redact(value))
 
 
 def load(mode: str, cli_values: Mapping[str, Any], environ: Mapping[str, str],

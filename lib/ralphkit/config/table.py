@@ -59,6 +59,18 @@ def _unattended(name: str, kind: str, default: Any, help: str, line: str, **more
     return _row(name, kind, default, "unattended", help, line, needs=needs, **more)
 
 
+_SOURCES = ("sqlite", "tk", "flowctl")
+
+
+def _task_store(value: str) -> str | None:
+    """--tasks: a source name, or a store URL whose scheme is known (postgresql://)."""
+    from ralphkit.tasks import store_url
+    kind = store_url.scheme(value)
+    if kind in store_url.POSTGRES_SCHEMES or (kind is None and value in _SOURCES):
+        return None
+    return "sqlite, tk, flowctl or a postgresql:// URL"
+
+
 SETTINGS: tuple[Setting, ...] = (
     # s.3, s.4: ralph.sh's four flags; their help lines are s.4's, byte for byte.
     _row("max_iterations", "int", None, "loop",
@@ -85,10 +97,20 @@ SETTINGS: tuple[Setting, ...] = (
     # The task source is this invocation's choice, made before the run state is read
     # (docs/task-sources.md): not persisted.
     _row("tasks", "text", "sqlite", "tasks",
-         "task source: sqlite (the embedded store), tk or flowctl",
-         "  --tasks sqlite|tk|flowctl   Task source (default: sqlite, .ralph/tasks.db)",
-         needs="sqlite, tk or flowctl", env="RALPH_TASKS",
-         check=kinds.one_of("sqlite", "tk", "flowctl"), persist=False),
+         "task source: sqlite (the embedded store), tk, flowctl, or a postgresql:// URL (the"
+         " embedded task CLI on a PostgreSQL store shared by a fleet, docs/fleet.md)",
+         "  --tasks sqlite|tk|flowctl|postgresql://...\n"
+         "                              Task source (default: sqlite, .ralph/tasks.db;\n"
+         "                              postgresql://user@host/db: a fleet's shared store)",
+         needs="sqlite, tk, flowctl or a postgresql:// URL", env="RALPH_TASKS",
+         check=_task_store, persist=False),
+    # A fleet's claims are renewed by the runner's heartbeat (docs/fleet.md): a stopped host's
+    # task is free again once this lease runs out. ralph.yml only: the machines of a fleet
+    # share the repository's ralph.yml, so they agree on how long a silent host is waited for.
+    _row("lease", "duration", 600.0, "tasks",
+         "PostgreSQL store: how long a claimed task stays its agent's without a heartbeat; the"
+         " runner renews it every third of this while the agent's session runs",
+         check=kinds.at_least(3)),
     _row("prompt", "text", None, "tasks",
          "claim a task and send this template, {id} replaced by its id",
          "  --prompt TEMPLATE           Claim a task, run TEMPLATE with {id} as prompt",

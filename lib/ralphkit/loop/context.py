@@ -62,6 +62,12 @@ class RunContext:
         self.env[name] = value
         os.environ[name] = value
 
+    def fleet(self) -> str | None:
+        """The fleet's PostgreSQL store this run's own task CLI uses (claims files, heartbeats,
+        docs/fleet.md), else None."""
+        from ralphkit.fleet import store as fleet_store
+        return fleet_store.url(self.env) if self.task.embedded else None
+
     def session_stem(self) -> str:
         return f"{self.run_stamp}-{os.getpid()}-{self.mode}-{self.sessions:03d}"
 

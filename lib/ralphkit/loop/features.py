@@ -234,7 +234,7 @@ class Assign(Feature):
 def assignment(ctx: RunContext) -> Assign | None:
     """Assignment mode for this run (a resumed run keeps its mode), or None when off."""
     mode = assign_mode.setup(ctx.options, ctx.task.bound(ctx.env), find_repo_root(ctx.cwd),
-                             ctx.ralph_dir)
+                             ctx.ralph_dir, lease_s=ctx.options.lease if ctx.fleet() else None)
     return Assign(ctx, mode) if mode is not None else None
 
 

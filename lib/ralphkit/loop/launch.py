@@ -15,7 +15,9 @@ from ralphkit.backlog import readonly as backlog_readonly
 from ralphkit.loop.context import RunContext
 from ralphkit.loop.features import Prompt, Verify
 from ralphkit.runs import lifecycle
+from ralphkit.fleet import store as fleet_store
 from ralphkit.session import fresh_start
+from ralphkit.session import heartbeat
 from ralphkit.session import respawn
 from ralphkit.session import run as session
 from ralphkit.backlog.answers import FAIL_REASON
@@ -52,7 +54,8 @@ def run_session(ctx: RunContext, command: str, prompt: Prompt) -> session.Sessio
     pidfile = lifecycle.begin_session(ctx.run, task=prompt.task, log=log_path,
                                       agent=ctx.agent_id)
     ctx.stdout.flush()
-    result = session.run(argv, env={**ctx.env, **adapter.env(danger=ctx.options.danger)},
+    env = {**ctx.env, **adapter.env(danger=ctx.options.danger)}
+    result = session.run(argv, env=env,
                          log_path=log_path, out=ctx.stdout.buffer, guard=ctx.guard,
                          on_first_interrupt=lambda: first_interrupt(ctx),
                          renderer=adapter.new_renderer(ctx.stdout.buffer),
@@ -60,10 +63,22 @@ def run_session(ctx: RunContext, command: str, prompt: Prompt) -> session.Sessio
                          on_start=lambda pid: lifecycle.agent_started(ctx.run, pid),
                          pidfile=pidfile,                       # write-ahead: a kill -9 before on_start
                          timeouts=ctx.night.timeouts,           # TERM, grace, KILL
-                         kill_grace_s=ctx.night.cfg.kill_grace_s)
+                         kill_grace_s=ctx.night.cfg.kill_grace_s,
+                         heartbeat=_heartbeat(ctx, env))        # a fleet's store: renew claims
     if not result.started:
         ctx.warn(f"Error: cannot run '{argv[0]}': {result.error}")
+    if result.heartbeat is not None and result.heartbeat.failures:
+        ctx.notice("heartbeat", heartbeat.problem(result.heartbeat))
     return result
+
+
+def _heartbeat(ctx: RunContext, env: dict[str, str]) -> heartbeat.Heartbeat | None:
+    """The session's heartbeat: only on a fleet's store, for the run's agent."""
+    if not ctx.agent_id or not ctx.fleet() or ctx.task.executable is None:
+        return None
+    lease = ctx.options.lease
+    return heartbeat.for_agent(ctx.task.executable, ctx.agent_id, lease,
+                               fleet_store.beat_interval(lease), env, None)
 
 
 def record_session(ctx: RunContext, result: session.SessionResult, failed: list[str] = (),
@@ -99,7 +114,8 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
         timeouts=night.timeouts, kill_grace_s=night.cfg.kill_grace_s,      # per session
         max_consecutive_failures=night.cfg.limits.max_consecutive_failures,  # breaker: exit 6
         scope_check=scope_check,                                           # FREEZE_SCOPE: exit 4
-        verify=verify.gate if verify else None))                           # before each merge
+        verify=verify.gate if verify else None,                            # before each merge
+        lease_s=opts.lease if ctx.fleet() else 0.0))                       # claims, heartbeats
 
 
 def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = FAIL_REASON,
@@ -109,16 +125,20 @@ def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = F
     agent = agent or ctx.agent_id
     if not agent:
         return []
+    env = ctx.env
+    if ctx.fleet() and ctx.run is not None:                     # the agent's tokens: a task
+        run_dir = ctx.ralph_dir / "runs" / ctx.run.state.run_id   # another host took is refused
+        env = {**env, "RALPH_CLAIMS_FILE": str(fleet_store.claims_file(run_dir, agent))}
     active = ctx.task.call("list", "--status", "active", "--assignee", agent,
-                           "--markdown", env=ctx.env)          # task list --status active ...
+                           "--markdown", env=env)              # task list --status active ...
     slugs = backlog.slugs(active.output)
     for slug in slugs:
         if passthrough:
             ctx.stdout.flush()
             ctx.task.passthrough("fail", slug, "--reason", reason,   # task fail $id --reason "..."
-                                 env=ctx.env, out=ctx.stdout.buffer)
+                                 env=env, out=ctx.stdout.buffer)
         else:
-            ctx.task.call("fail", slug, "--reason", reason, env=ctx.env)
+            ctx.task.call("fail", slug, "--reason", reason, env=env)
     return slugs
 
 

@@ -29,11 +29,14 @@ def lines(ctx: RunContext) -> Iterator[str]:
                    "ralph.py's own and might write")
     else:
         read = backlog_readonly.call(list(argv), environ=ctx.env, cwd=ctx.cwd)
-        if read.db_path is not None and not read.exists:
-            yield (f"Task data: none: {read.db_path} does not exist yet (the first task "
-                       "call creates it)")
+        server = read.db_path is None and read.where           # a PostgreSQL store
+        if read.where and not read.exists:
+            yield (f"Task data: none: {read.where} " + ("has no ralph tables yet" if server
+                   else "does not exist yet") + " (the first task call creates "
+                   + ("them)" if server else "it)"))
         else:
-            yield (f"Task data (task {' '.join(argv)}, read-only):")
+            yield (f"Task data (task {' '.join(argv)}, read-only"
+                   + (f", {read.where}):" if server else "):"))
             yield (read.output or "(empty)")
             data = read.output if read.ok else ""
             if ctx.mode == "build" and read.ok and not read.output:

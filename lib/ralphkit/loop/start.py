@@ -15,8 +15,10 @@ from ralphkit.backlog import answers as backlog
 from ralphkit.loop import launch
 from ralphkit.config.options import Options
 from ralphkit.errors import UsageError
+from ralphkit.fleet import store as fleet_store
 from ralphkit.loop.context import RunContext, Say
 from ralphkit.runs import lifecycle
+from ralphkit.runs import state as run_state
 from ralphkit.sources import registry as sources
 
 
@@ -24,9 +26,13 @@ def task_source(opts: Options, warn: Say) -> None:
     """--tasks: before the task command is resolved and before any write, the source's tool
     is there (else UsageError: one line naming what to install, exit 1); RALPH_TASKS (and the
     source's root) reach every child through ralph.py's environment; files the source will
-    skip are named on stderr (docs/task-sources.md)."""
+    skip are named on stderr (docs/task-sources.md). A store URL (--tasks or RALPH_TASKS_DB)
+    reaches them as RALPH_TASKS_DB, its scheme checked first (docs/fleet.md)."""
     exports, notes = sources.prepare(opts.tasks, opts.mode, os.environ, Path.cwd())
+    if sources.is_store(opts.tasks):                            # --tasks postgresql://...: the
+        os.environ.pop("RALPH_TASKS", None)                     # embedded task CLI answers
     os.environ.update(exports)
+    fleet_store.check(os.environ)                               # unknown scheme, no driver: exit 1
     for note in notes:
         warn(note)
 
@@ -76,7 +82,7 @@ def start_run(ctx: RunContext) -> None:
 
 
 def session_setup(ctx: RunContext) -> None:
-    """s.9, in order."""
+    """s.9, in order; on a fleet's store, then the agent's claims file (RALPH_CLAIMS_FILE)."""
     ctx.branch = workspace.current_branch(ctx.env)              # BRANCH=$(git branch --show-current)
     ctx.export("RALPH_TASK_SCRIPT", ctx.task.command)           # export RALPH_TASK_SCRIPT=$TASK_SCRIPT
     ctx.export("SCRIPT_DIR", str(ctx.script_dir))               # export SCRIPT_DIR
@@ -90,6 +96,13 @@ def session_setup(ctx: RunContext) -> None:
         if agent.output:                                        # whatever the exit status (s.9.4)
             ctx.agent_id = agent.output
             ctx.export("RALPH_AGENT_ID", agent.output)          # export RALPH_AGENT_ID
+    if (store := ctx.fleet()) is not None:                      # a fleet's store (docs/fleet.md)
+        ctx.run.state.extra["fleet"] = {"store": fleet_store.shown(store),
+                                        "leaseS": ctx.options.lease}     # for ralph status
+        if ctx.agent_id:                                        # the agent's fencing tokens
+            run_dir = run_state.state_path(ctx.ralph_dir, ctx.run.state.run_id).parent
+            ctx.export("RALPH_CLAIMS_FILE",
+                       str(fleet_store.claims_file(run_dir, ctx.agent_id)))
 
 
 def exit_cleanup(ctx: RunContext) -> None:

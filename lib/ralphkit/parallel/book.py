@@ -13,6 +13,7 @@ from ralphkit import procs
 from ralphkit.agents import adapters
 from ralphkit.backlog import client
 from ralphkit.backlog.calls import TaskCommand
+from ralphkit.fleet import store as fleet_store
 from ralphkit.parallel import worktrees
 from ralphkit.runs import lifecycle, progress
 from ralphkit.runs import state as run_state
@@ -50,6 +51,9 @@ class Setup:
     # ScopeChanged under STOP_ON_SCOPE_CHANGE); True when every frozen task is done.
     scope_check: Callable[[], bool] | None = None
     verify: Any = None                           # verify.completion.Gate: judged before the merge
+    # A fleet's store (docs/fleet.md): each agent's claims file, and each session's heartbeat
+    # renewing its agent's claims to this lease (0: a SQLite store, neither).
+    lease_s: float = 0.0
 
 
 @dataclass
@@ -86,9 +90,18 @@ class Book:
         self.export_warned = False
 
     # ------------------------------------------------------------------ task calls
-    def call(self, *args: str) -> tuple[bool, str]:
-        result = self.s.task.call(*args, env=self.s.env)
+    def call(self, *args: str, agent: str | None = None) -> tuple[bool, str]:
+        """A task call; with `agent`, as that agent: its claims file presented (fleet)."""
+        result = self.s.task.call(*args, env=self.agent_env(agent))
         return result.ok, result.output
+
+    def agent_env(self, agent: str | None) -> dict[str, str]:
+        """The run's environment, with `agent`'s claims file on a fleet's store, so a claim
+        ralph makes for a session and the session's own `done` hold the same token."""
+        if not agent or not self.s.lease_s:
+            return self.s.env
+        run_dir = self.ralph_dir / "runs" / self.state.run_id
+        return {**self.s.env, "RALPH_CLAIMS_FILE": str(fleet_store.claims_file(run_dir, agent))}
 
     def export(self) -> dict[str, dict]:
         records = client.export_tasks(self.s.task.bound(self.s.env))
@@ -100,9 +113,9 @@ class Book:
             return {}
         return {record["id"]: record for record in records if record.get("id")}
 
-    def passthrough(self, *args: str) -> None:
+    def passthrough(self, *args: str, agent: str | None = None) -> None:
         self.s.out.flush()
-        self.s.task.passthrough(*args, env=self.s.env, out=self.s.out)
+        self.s.task.passthrough(*args, env=self.agent_env(agent), out=self.s.out)
 
     # ------------------------------------------------------------------ the record
     def save(self) -> None:

@@ -11,9 +11,11 @@ from ralphkit import workspace
 from ralphkit.agents import adapters
 from ralphkit.assign import choice
 from ralphkit.errors import RalphError
+from ralphkit.fleet import store as fleet_store
 from ralphkit.parallel import worktrees
 from ralphkit.parallel.book import Book, Session, listed
 from ralphkit.runs import state as run_state
+from ralphkit.session import heartbeat
 from ralphkit.session import pool as session_pool
 
 
@@ -47,14 +49,15 @@ def start(book: Book, task: dict, template: str) -> Session | None:
     argv = s.adapter.argv(prompt, danger=s.danger, model=s.model)
     frozen = run_dir / f"task-{worktrees.branch_safe(tid)}"
     frozen.write_text(tid + "\n")
-    env = {**s.env, **s.adapter.env(danger=s.danger),
+    env = {**book.agent_env(agent), **s.adapter.env(danger=s.danger),
            **worktrees.session_env(wt, s.env, Path(s.cwd)),
            "RALPH_AGENT_ID": agent, "RALPH_FROZEN_IDS_FILE": str(frozen)}
     writer = session_pool.PrefixWriter(s.out, tid)
     s.out.flush()
     failed = book.pool.start(tid, argv, env=env, cwd=wt.path, log_path=log,
                              renderer=s.adapter.new_renderer(writer),
-                             stdin=s.adapter.stdin(prompt), pidfile=pidfile)
+                             stdin=s.adapter.stdin(prompt), pidfile=pidfile,
+                             heartbeat=_heartbeat(book, agent, env, wt.path))
     if failed is not None:
         s.warn(f"Error: cannot run '{argv[0]}': {failed.error}")
         worktrees.remove(wt, env=s.env)
@@ -70,10 +73,19 @@ def start(book: Book, task: dict, template: str) -> Session | None:
     return book.sessions[tid]
 
 
+def _heartbeat(book: Book, agent: str, env: dict, cwd: Path):
+    """On a fleet's store, the session's heartbeat renewing its agent's claims."""
+    s = book.s
+    if not s.lease_s or s.task.executable is None:
+        return None
+    return heartbeat.for_agent(s.task.executable, agent, s.lease_s,
+                               fleet_store.beat_interval(s.lease_s), env, cwd)
+
+
 def not_started(book: Book, task: dict, reason: str) -> None:
     """The task is failed with `reason`; its agent id is free again."""
     book.starting = None
-    book.call("fail", task["id"], "--reason", reason)
+    book.call("fail", task["id"], "--reason", reason, agent=task["_agent"])
     book.free_agents.append(task["_agent"])
     book.state.failed.append({"task": task["id"], "at": run_state.utc_now(), "reason": reason})
     book.save()

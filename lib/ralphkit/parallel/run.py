@@ -91,7 +91,10 @@ class ParallelBuild:
         if not free:
             return False
         agent = free[0]
-        ok, _ = self.book.call("claim", task["id"], "--agent", agent, "--lease", LEASE)
+        # On a fleet's store the session's heartbeat renews the claim: its lease is the fleet's.
+        lease = str(max(1, round(self.s.lease_s))) if self.s.lease_s else LEASE
+        ok, _ = self.book.call("claim", task["id"], "--agent", agent, "--lease", lease,
+                               agent=agent)             # its token in the agent's claims file
         if ok:
             free.remove(agent)
             task["_agent"] = agent

@@ -15,6 +15,7 @@ from ralphkit.errors import RalphError
 from ralphkit.parallel import worktrees
 from ralphkit.parallel.book import Book
 from ralphkit.runs import state as run_state
+from ralphkit.session import heartbeat
 from ralphkit.session import watchdog
 from ralphkit.unattended import outcome
 
@@ -45,6 +46,8 @@ def finish(book: Book, tid: str, result: Any) -> outcome.Outcome:
     and merged)."""
     x = book.sessions.pop(tid)
     x.writer.close()
+    if result.heartbeat is not None and result.heartbeat.failures:
+        book.s.warn(f"[{tid}] {heartbeat.problem(result.heartbeat)}")
     how = _classify(book, result)
     record = book.export().get(tid) or {}
     status = record.get("status")
@@ -57,7 +60,7 @@ def finish(book: Book, tid: str, result: Any) -> outcome.Outcome:
     elif status == "active":
         # s.15.5 crash safety; a timeout is named as the single loop names it
         reason = how.detail if result.timed_out or result.idle_out else FAIL_REASON
-        book.passthrough("fail", tid, "--reason", reason)
+        book.passthrough("fail", tid, "--reason", reason, agent=x.agent)   # fenced (fleet)
         ok, message = False, reason
     else:
         ok, message = status == "deleted", f"the session left the task {status}"

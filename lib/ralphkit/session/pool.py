@@ -6,7 +6,7 @@ Signals keep s.16's meaning for all sessions together: the first SIGINT is forwa
 every group (the caller's callback prints the waiting message), a second SIGINT or a SIGTERM
 SIGKILLs every group. When a session's --session-timeout or --idle-timeout runs out, its group
 alone gets SIGTERM, then SIGKILL after the grace (the others run on). No process of a group
-outlives its session.
+outlives its session. A session's heartbeat (fleet stores) is ticked on each turn.
 
 Does not own choosing tasks, worktrees, prompts or printing (renderers write to the stream
 the caller gives them). `signal.set_wakeup_fd` only works in the main thread, hence one pump.
@@ -44,6 +44,7 @@ class SessionResult:
     error: str = ""
     timed_out: bool = False           # --session-timeout ran out, the group was ended
     idle_out: bool = False            # no output for --idle-timeout, the group was ended
+    heartbeat: Any = None             # session.heartbeat.Heartbeat: ticked while the agent runs
 
 
 def _write_all(log: BinaryIO, data: bytes) -> None:
@@ -121,7 +122,7 @@ class Pool:
 
     def start(self, key: str, argv: list[str], *, env: Mapping[str, str], cwd: Path | None,
               log_path: Path, renderer: Any, stdin: bytes | None = None,
-              pidfile: Path | None = None) -> SessionResult | None:
+              pidfile: Path | None = None, heartbeat: Any = None) -> SessionResult | None:
         """Start one session; None when started, else the failed SessionResult (no log).
         pidfile: the agent records its pid there before exec (session/pidfile.py)."""
         try:
@@ -137,6 +138,7 @@ class Pool:
             return SessionResult(started=False, error=exc.strerror or str(exc))
         now = time.monotonic()
         self._running[key] = _Running(key, proc, log, renderer, _pidfd(proc.pid),
+                                      SessionResult(True, heartbeat=heartbeat),
                                       started_at=now, last_output=now)
         return None
 
@@ -207,6 +209,8 @@ class Pool:
         for run in self._running.values():
             if run.exited_at is not None or run.result.forced:
                 continue
+            if run.result.heartbeat is not None:
+                run.result.heartbeat.tick(now)          # starts or reaps a beat, never waits
             if run.term_at is None and getattr(run.renderer, "abort", None):
                 group.signal_group(run.proc.pid, signal.SIGTERM)    # e.g. retrying a bad key
                 run.term_at = now
@@ -241,6 +245,8 @@ class Pool:
     def _finish(self, run: _Running, *, render: bool = True) -> SessionResult:
         del self._running[run.key]
         group.signal_group(run.proc.pid, signal.SIGKILL)        # nothing of the group outlives it
+        if run.result.heartbeat is not None:                    # a beat in flight is killed
+            run.result.heartbeat.stop()
         try:
             run.result.returncode = run.proc.wait()
         finally:

@@ -1,5 +1,6 @@
 """Owns the names of the task sources and opening one: `sqlite` (the embedded store, not a
-source here), `tk`, `flowctl`. A further source (beads, GitHub issues) is one module with the
+source here), `tk`, `flowctl`; a `postgresql://` URL is the embedded task CLI on that store
+(docs/fleet.md), not a source either. A further source (beads, GitHub issues) is one module with the
 `Source` methods and one line in SOURCES. Also what choosing one means before any session: the
 tool is there (else one line naming what to install, exit 1), the files it will skip, and the
 variables every child gets (RALPH_TASKS, and RALPH_TASKS_ROOT so sessions in git worktrees reach
@@ -22,7 +23,13 @@ NAMES = (DEFAULT, *SOURCES)
 
 def is_source(name: str | None) -> bool:
     """True when `name` (RALPH_TASKS) selects a source rather than the embedded store."""
-    return bool(name) and name != DEFAULT
+    return bool(name) and name != DEFAULT and not is_store(name)
+
+
+def is_store(name: str | None) -> bool:
+    """True when `name` is a store URL (`scheme://...`): the embedded task CLI answers."""
+    from ralphkit.tasks import store_url
+    return bool(name) and store_url.scheme(name) is not None
 
 
 def open_source(name: str, environ: Mapping[str, str], cwd: Path) -> Source:
@@ -54,7 +61,11 @@ def preflight(name: str, environ: Mapping[str, str], cwd: Path) -> tuple[Path, l
 
 def prepare(name: str, mode: str, environ: Mapping[str, str],
             cwd: Path) -> tuple[dict[str, str], list[str]]:
-    """(variables to export, notices for stderr). Raises UsageError when the tool is missing."""
+    """(variables to export, notices for stderr). Raises UsageError when the tool is missing.
+    A store URL is exported as RALPH_TASKS_DB, the embedded task CLI's store, for every child
+    (the caller drops RALPH_TASKS: scripts/task would read a URL there as a source's name)."""
+    if is_store(name):
+        return {"RALPH_TASKS_DB": name}, []
     if not is_source(name):
         return ({"RALPH_TASKS": name} if environ.get("RALPH_TASKS") else {}), []
     root, problems = preflight(name, environ, cwd)
@@ -66,5 +77,5 @@ def prepare(name: str, mode: str, environ: Mapping[str, str],
     return {"RALPH_TASKS": name, "RALPH_TASKS_ROOT": str(root)}, notes
 
 
-__all__ = ["DEFAULT", "SOURCES", "NAMES", "is_source", "open_source", "own_paths", "preflight",
+__all__ = ["DEFAULT", "SOURCES", "NAMES", "is_source", "is_store", "open_source", "own_paths", "preflight",
            "prepare"]

@@ -116,11 +116,14 @@ class Connection:
     transactions db.write/db.read run on it."""
     dialect = "postgresql"
 
-    def __init__(self, url: str, environ: Mapping[str, str], report: Callable[[str], object]):
+    def __init__(self, url: str, environ: Mapping[str, str], report: Callable[[str], object],
+                 migrate: bool = True):
         self.url, self.report = url, report
         self.retry_s = _retry_budget(environ)
         self.raw = None
         self.in_transaction = False
+        self.migrate = migrate          # False: a reader that writes nothing (a dry run)
+        self.schema = 0                 # the store's schema version, once connected
 
     # -- statements
     def execute(self, sql: str, params=()):
@@ -194,7 +197,10 @@ class Connection:
             found = pg_schema.version(raw)
             if found != pg_schema.KNOWN:
                 pg_schema.check_known(found)
-                pg_schema.migrate(raw)
+                if self.migrate:
+                    pg_schema.migrate(raw)
+                    found = pg_schema.KNOWN
+            self.schema = found
         except BaseException:
             raw.close()
             raise
@@ -216,16 +222,19 @@ def _one_line(err: Exception) -> str:
 # Open connections kept for the next call of the same process and thread: a runner or a
 # long-lived claimer calls the task CLI in-process many times, and a new connection costs a
 # server process and, over TCP, a password handshake; a kept one also keeps its prepared plans.
-_kept: dict[tuple[str, int, int], Connection] = {}
+_kept: dict[tuple[str, int, int, bool], Connection] = {}
 
 
-def connect(url: str, environ: Mapping[str, str], report: Callable[[str], object]) -> Connection:
+def connect(url: str, environ: Mapping[str, str], report: Callable[[str], object], *,
+            migrate: bool = True) -> Connection:
+    """An open connection; migrate=False leaves an older or new store's schema as it is (look
+    at conn.schema before reading)."""
     import os
     import threading
-    key = (url, os.getpid(), threading.get_ident())
+    key = (url, os.getpid(), threading.get_ident(), migrate)
     conn = _kept.get(key)
     if conn is None:
-        conn = _kept[key] = Connection(url, environ, report)
+        conn = _kept[key] = Connection(url, environ, report, migrate)
     else:
         conn.report, conn.retry_s = report, _retry_budget(environ)
     conn.open()  # a kept connection the server dropped is opened again here

@@ -150,6 +150,7 @@ respawn_safety: off
 merge: ff
 sync: true
 tasks: tk
+lease: 5m
 notify: ./notify.sh
 notify_timeout: 5s
 verify: pytest -q
@@ -163,6 +164,7 @@ protect: "tests/** .github/**"
     assert (settings.agent, settings.parallel, settings.max_cost) == ("pi", 3, 12.5)
     assert (settings.verify, settings.verify_timeout, settings.tamper) == ("pytest -q", 120, "warn")
     assert settings.protect == ("tests/**", ".github/**")
+    assert settings.lease == 300
     assert settings.sync is True
 
 
@@ -265,3 +267,23 @@ def test_options_are_read_only(tmp_path: Path):
         settings.max_cost = 3             # type: ignore[misc]
     with pytest.raises(AttributeError):
         settings.no_such_setting
+
+
+@pytest.mark.parametrize("value", ["postgresql://ralph@db/tasks", "postgres://u:pw@db:5433/t",
+                                   "POSTGRESQL://db/t"], ids=str)
+def test_tasks_takes_a_postgresql_url(tmp_path: Path, value: str):
+    assert load(tmp_path, tasks=value).tasks == value
+    assert load(tmp_path, env={"RALPH_TASKS": value}).tasks == value
+
+
+def test_an_unknown_store_scheme_in_tasks_is_refused_without_its_password(tmp_path: Path):
+    assert problems(tmp_path, tasks="mysql://u:hunter2@db/x") == [
+        "--tasks must be sqlite, tk, flowctl or a postgresql:// URL, got 'mysql://u:***@db/x'"]
+    assert problems(tmp_path, "tasks: ./tasks.db\n") == [
+        "ralph.yml: tasks must be sqlite, tk, flowctl or a postgresql:// URL, got './tasks.db'"]
+
+
+def test_the_lease_is_a_duration_of_at_least_three_seconds(tmp_path: Path):
+    assert load(tmp_path).lease == 600
+    assert load(tmp_path, "lease: 2m\n").lease == 120
+    assert problems(tmp_path, "lease: 1\n") == ["ralph.yml: lease must be at least 3, got 1"]

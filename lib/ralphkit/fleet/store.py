@@ -1,0 +1,65 @@
+"""Owns which task store a run uses when it is a fleet's (a `postgresql://` URL): the store
+the run's settings and environment name, checked before anything is written (an unknown
+scheme, a missing driver: one line, exit 1); the store as it may be shown, its password
+`***`; each agent's claims file (`$RALPH_CLAIMS_FILE`) under the run's directory; and the
+heartbeat's lease and pace. Knows nothing of claims or heartbeats themselves (tasks.claims,
+session.heartbeat)."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Mapping
+
+from ralphkit.errors import UsageError
+from ralphkit.sources import registry
+from ralphkit.tasks import store_url
+
+# The task CLI's `claim` lease without --lease (tasks/args.py): an agent's own claim lasts
+# this long until the runner's first heartbeat renews it.
+CLAIM_DEFAULT_LEASE_S = 600
+
+
+def check(environ: Mapping[str, str]) -> None:
+    """The store the task CLI will open (RALPH_TASKS_DB) is one it knows, and a PostgreSQL
+    store has its driver; else UsageError (exit 1) before the first write."""
+    if registry.is_source(environ.get("RALPH_TASKS", "")):
+        return                                   # a source answers: RALPH_TASKS_DB is unused
+    value = environ.get("RALPH_TASKS_DB", "")
+    kind = store_url.scheme(value)
+    if kind is None:
+        return                                   # a SQLite file (or the default one)
+    if kind not in store_url.POSTGRES_SCHEMES:
+        raise UsageError(store_url.unknown_scheme_message(value))
+    if importlib.util.find_spec("psycopg") is None:
+        raise UsageError("a postgresql:// task store needs psycopg: "
+                         "pip install 'ralph-py[postgres]'")
+
+
+def url(environ: Mapping[str, str]) -> str | None:
+    """The PostgreSQL store a run with this environment uses, else None (a SQLite file, a
+    task source). Only then are there claims files and heartbeats."""
+    if registry.is_source(environ.get("RALPH_TASKS", "")):
+        return None
+    value = environ.get("RALPH_TASKS_DB", "")
+    return value if store_url.is_postgres(value) else None
+
+
+def shown(value: str) -> str:
+    """The store as output, events, reports and errors may show it: no password."""
+    return store_url.redact(value)
+
+
+def claims_file(run_dir: Path, agent: str) -> Path:
+    """The agent's claims file (tasks.claims): its fencing tokens, one `<version> <slug>` line
+    per claim, read by its `done`, `fail` and `renew`."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in agent) or "agent"
+    return Path(run_dir) / f"claims-{safe}.txt"
+
+
+def beat_interval(lease_s: float) -> float:
+    """Seconds between heartbeats: a third of the lease, or of the agent's own claim lease
+    when that is shorter (its claim must not run out before the first heartbeat)."""
+    return min(lease_s, CLAIM_DEFAULT_LEASE_S) / 3
+
+
+__all__ = ["check", "url", "shown", "claims_file", "beat_interval", "CLAIM_DEFAULT_LEASE_S"]

@@ -1,0 +1,92 @@
+"""Owns the fleet as `ralph status` shows it when the run's task store is PostgreSQL: which
+store to read (RALPH_TASKS_DB, else the `tasks` setting from the environment or ralph.yml, else
+the store the run recorded when its URL holds no password: a password is never written down,
+give it through PGPASSWORD or ~/.pgpass), the task CLI's `_fleet` read without writing and
+without waiting for a lost server, and its lines: the hosts, their agents with the last
+heartbeat's age, and the tasks each holds until when. Never writes, never prints."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping
+
+from ralphkit.fleet import store as fleet_store
+from ralphkit.tasks import store_url
+
+
+def _configured(environ: Mapping[str, str], repo: Path) -> str | None:
+    from ralphkit.config import settings
+    from ralphkit.errors import UsageError
+    try:
+        tasks = settings.load("build", {}, environ, repo).tasks
+    except UsageError:                    # a bad ralph.yml is `ralph build`'s to report
+        tasks = environ.get("RALPH_TASKS", "")
+    return tasks if store_url.is_postgres(tasks) else None
+
+
+def store(environ: Mapping[str, str], repo: Path, recorded: dict | None) -> str | None:
+    """The PostgreSQL store to show, or None (not a fleet's run, or no usable URL)."""
+    found = fleet_store.url(environ) or _configured(environ, repo)
+    if found is None and recorded and "***" not in str(recorded.get("store") or "***"):
+        found = recorded["store"]
+    return found
+
+
+def _age(stamp: str | None, now: datetime) -> float | None:
+    try:
+        then = datetime.strptime(str(stamp), "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+    return max(0.0, (now - then).total_seconds())
+
+
+def read(environ: Mapping[str, str], repo: Path, recorded: dict | None,
+         now: datetime | None = None) -> dict[str, Any] | None:
+    """{"store", "agents": [_fleet's objects + heartbeatAgeS], "error"} or None."""
+    from ralphkit.backlog import readonly
+    from ralphkit.tasks import jsontext
+    url = store(environ, repo, recorded)
+    if url is None:
+        return None
+    env = {**environ, "RALPH_TASKS_DB": url, "RALPH_STORE_RETRY": "0"}  # a look: no waiting
+    env.pop("RALPH_TASKS", None)
+    answer = readonly.call(["_fleet"], environ=env, cwd=repo)
+    fleet: dict[str, Any] = {"store": fleet_store.shown(url), "agents": [], "error": None}
+    if not answer.ok:
+        fleet["error"] = store_url.redact(answer.output) or "the task store could not be read"
+        return fleet
+    now = now or datetime.now(timezone.utc)
+    for line in answer.output.splitlines():
+        agent = jsontext.loads(line)
+        agent["heartbeatAgeS"] = _age(agent.get("last_heartbeat"), now)
+        fleet["agents"].append(agent)
+    return fleet
+
+
+def _ago(seconds: float | None) -> str:
+    if seconds is None:
+        return "no heartbeat yet"
+    from ralphkit.config.durations import format_duration
+    return f"heartbeat {format_duration(seconds)} ago"
+
+
+def lines(fleet: dict[str, Any] | None) -> list[str]:
+    """The fleet block of `ralph status`'s text."""
+    if not fleet:
+        return []
+    agents = fleet["agents"]
+    if fleet["error"]:
+        return [f"Fleet:      {fleet['store']}: {fleet['error']}"]
+    hosts = sorted({str(a.get("host") or "?") for a in agents})
+    out = [f"Fleet:      {fleet['store']}: {len(agents)} agent(s) on {len(hosts)} host(s)"]
+    for host in hosts:
+        out.append(f"  {host}")
+        for a in (a for a in agents if str(a.get("host") or "?") == host):
+            out.append(f"    {a['agent']} (pid {a.get('pid')}, since {a.get('started_at')}, "
+                       f"{_ago(a.get('heartbeatAgeS'))})")
+            out += [f"      {t['id']}: {t.get('title')} (lease until {t.get('lease_expires_at')})"
+                    for t in a.get("tasks") or []]
+    return out
+
+
+__all__ = ["store", "read", "lines"]

@@ -1,0 +1,45 @@
+"""fleet.store: the store a run's environment names, its start-up check, claims files and the
+heartbeat's pace."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ralphkit.errors import EXIT_USAGE, UsageError
+from ralphkit.fleet import store
+
+URL = "postgresql://ralph:hunter2@db/tasks"
+
+
+@pytest.mark.parametrize("environ,expected", [
+    ({"RALPH_TASKS_DB": URL}, URL),
+    ({"RALPH_TASKS_DB": "postgres://db/t"}, "postgres://db/t"),
+    ({"RALPH_TASKS_DB": URL, "RALPH_TASKS": "tk"}, None),       # a source answers instead
+    ({"RALPH_TASKS_DB": URL, "RALPH_TASKS": "sqlite"}, URL),
+    ({"RALPH_TASKS_DB": "shared/tasks.db"}, None),
+    ({}, None)], ids=["url", "postgres", "source", "sqlite-name", "file", "none"])
+def test_the_fleet_store_is_a_postgresql_url_in_ralph_tasks_db(environ, expected):
+    assert store.url(environ) == expected
+
+
+def test_the_check_refuses_an_unknown_scheme_without_its_password():
+    store.check({"RALPH_TASKS_DB": URL})
+    store.check({"RALPH_TASKS_DB": "x.db"})
+    store.check({"RALPH_TASKS_DB": "foo://a", "RALPH_TASKS": "flowctl"})   # not used
+    with pytest.raises(UsageError) as err:
+        store.check({"RALPH_TASKS_DB": "foo://u:hunter2@db/x"})
+    assert err.value.exit_code == EXIT_USAGE
+    assert str(err.value) == ("unknown task store 'foo://u:***@db/x': use a file path or "
+                              "postgresql://user@host/database")
+
+
+def test_each_agent_has_its_own_claims_file_in_the_run_directory(tmp_path: Path):
+    assert store.claims_file(tmp_path, "8f3e") == tmp_path / "claims-8f3e.txt"
+    assert store.claims_file(tmp_path, "a/../b") == tmp_path / "claims-a_.._b.txt"
+
+
+@pytest.mark.parametrize("lease,interval", [(3, 1), (600, 200), (3600, 200), (90, 30)])
+def test_a_beat_comes_every_third_of_the_lease_or_of_the_agents_own_claim(lease, interval):
+    assert store.beat_interval(lease) == interval
+    assert store.shown(URL) == "postgresql://ralph:***@db/tasks"
