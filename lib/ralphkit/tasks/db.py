@@ -1,5 +1,5 @@
 """Owns the SQLite file of the backlog: where it is (s.3), opening it (WAL, foreign keys, busy
-timeout), the ralph.sh schema plus the `task_holds` extension (s.5), and transactions:
+timeout), the ralph.sh schema plus two extensions, `task_holds` and an index (s.5), and transactions:
 `write` runs a function inside BEGIN IMMEDIATE and retries the whole transaction after 0.1,
 0.3 and 0.9 s when the database stays busy (s.4); `read` gives one consistent snapshot.
 Does not own any command, query or output format."""
@@ -74,8 +74,13 @@ _SCHEMA = (
     reason     TEXT,
     created_at TEXT DEFAULT (datetime('now'))
 )""",
+    # Extension: a task's status and scope by its id without reading its row, for
+    # plan-status's blocked count (decisions/0002); ralph.sh's queries work as before.
+    """CREATE INDEX IF NOT EXISTS idx_tasks_id_status
+    ON tasks(id, status, scope_repo, scope_branch)""",
 )
-_SCHEMA_NAMES = ("tasks", "idx_tasks_scope_status", "task_deps", "agents", "task_holds")
+_SCHEMA_NAMES = ("tasks", "idx_tasks_scope_status", "task_deps", "agents", "task_holds",
+                 "idx_tasks_id_status")
 
 
 def _is_busy(err: sqlite3.Error) -> bool:
@@ -146,7 +151,7 @@ def locate(git: Git) -> str:
 
 def _ensure_schema(conn: sqlite3.Connection) -> None:
     present = {row[0] for row in conn.execute(
-        "SELECT name FROM sqlite_master WHERE name IN (?,?,?,?,?)", _SCHEMA_NAMES)}
+        "SELECT name FROM sqlite_master WHERE name IN (?,?,?,?,?,?)", _SCHEMA_NAMES)}
     if len(present) == len(_SCHEMA_NAMES):
         return
 
