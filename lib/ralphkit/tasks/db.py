@@ -8,12 +8,8 @@ from __future__ import annotations
 import os
 import time
 
-try:  # the C core of `sqlite3`: the same objects without dbapi2's datetime adapters (never
-    import _sqlite3 as sqlite3  # used here) and their imports, paid at every start
-except ImportError:
-    import sqlite3
-
 from ralphkit.tasks.errors import TaskError
+from ralphkit.tasks.sqlite_import import sqlite3  # the C core of `sqlite3`, imported cheaply
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
