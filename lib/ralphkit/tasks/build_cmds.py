@@ -19,10 +19,10 @@ def plan_status(ctx: Ctx, argv: Sequence[str]) -> str:
     params = q.scope_params(ctx.scope)
 
     # Two reads of one snapshot: each status's count from idx_tasks_scope_status alone, then
-    # the blocked tasks, by status, over idx_tasks_id_status (its id, status and scope, and
-    # its blockers' statuses) without reading a table row (decisions/0002). Holds count as
-    # blocked only for tasks that could otherwise be worked on; without any hold the test is
-    # left out (a lookup per task).
+    # how many tasks are blocked and how many of those are open or active, over
+    # idx_tasks_id_status (a task's id, status and scope, and its blockers' statuses): no
+    # table row is read (decisions/0002). Holds count as blocked only for tasks that could
+    # otherwise be worked on; without any hold the test is left out (a lookup per task).
     def count(conn):
         totals = conn.execute(f"SELECT t.status, count(*) FROM tasks t WHERE {q.IN_SCOPE} "
                               "GROUP BY t.status", params).fetchall()
