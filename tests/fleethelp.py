@@ -26,7 +26,8 @@ class Fleet:
 
     def env_for(self, i: int, **extra: str) -> dict[str, str]:
         name = self.clones[i].name
-        return {**self.env, "GIT_AUTHOR_NAME": name, "GIT_COMMITTER_NAME": name, **extra}
+        return {**self.env, "GIT_AUTHOR_NAME": name, "GIT_COMMITTER_NAME": name,
+                "RALPH_HOSTNAME": name, **extra}
 
     def start(self, i: int, *args: str, **extra: str) -> subprocess.Popen:
         """`ralph.py <args>` on machine i, running (collect it with finish)."""

@@ -314,6 +314,37 @@ def test_plan_status_counts_blocked_of_any_status(run_task):
     fails(run_task("plan-status", "-v"), 1, "Error: unknown flag '-v'\n")
 
 
+def test_plan_status_counts_a_done_task_with_an_unfinished_blocker_as_done_and_blocked(run_task):
+    ok(run_task("create", "a", "A"))
+    ok(run_task("create", "b", "B"))
+    ok(run_task("claim", "b"))
+    ok(run_task("done", "b"))
+    ok(run_task("create", "c", "C", "--deps", "a,b"))  # one unfinished blocker of two
+    ok(run_task("block", "b", "--by", "a"))
+    assert ok(run_task("plan-status")) == "1 open, 0 active, 1 done, 2 blocked, 0 deleted\n"
+    ok(run_task("claim", "a"))
+    ok(run_task("done", "a"))
+    assert ok(run_task("plan-status")) == "1 open, 0 active, 2 done, 0 blocked, 0 deleted\n"
+
+
+def test_plan_status_counts_the_scope_only_and_a_blocker_by_its_id(run_task, db):
+    other = {"RALPH_SCOPE_BRANCH": "other"}
+    ok(run_task("create", "a", "A"))
+    ok(run_task("create", "x", "X", env=other))
+    ok(run_task("create", "y", "Y", "--deps", "x", env=other))
+    ok(run_task("create", "z", "Z", env=other))
+    ok(run_task("delete", "z", env=other))
+    assert ok(run_task("plan-status")) == "1 open, 0 active, 0 done, 0 blocked, 0 deleted\n"
+    assert ok(run_task("plan-status", env=other)) == "1 open, 0 active, 0 done, 1 blocked, 1 deleted\n"
+    # The CLIs never write a dependency across scopes; another writer's still blocks by id.
+    query(db, "INSERT INTO task_deps (task_id, blocked_by) SELECT a.id, x.id FROM tasks a, tasks x "
+              "WHERE a.slug = 'a' AND x.slug = 'x'")
+    assert ok(run_task("plan-status")) == "0 open, 0 active, 0 done, 1 blocked, 0 deleted\n"
+    ok(run_task("claim", "x", env=other))
+    ok(run_task("done", "x", env=other))
+    assert ok(run_task("plan-status")) == "1 open, 0 active, 0 done, 0 blocked, 0 deleted\n"
+
+
 def test_peek_lists_claimable_in_order_then_all_active(run_task, db):
     ok(run_task("plan-sync", input=jsonl(
         {"id": "low", "t": "Low", "p": 3}, {"id": "first", "t": "First", "p": 1},

@@ -345,6 +345,21 @@ def test_hold_makes_a_task_unclaimable_and_blocked_until_unhold(run_task, db):
     assert query(db, "SELECT count(*) FROM task_holds")[0][0] == 0
 
 
+def test_plan_status_counts_a_held_task_as_blocked_only_while_open_or_active_and_once(run_task):
+    ok(run_task("create", "a", "A"))
+    ok(run_task("create", "b", "B", "--deps", "a"))  # held and blocked: one blocked task
+    ok(run_task("create", "c", "C"))
+    ok(run_task("create", "d", "D"))
+    ok(run_task("claim", "c"))
+    ok(run_task("claim", "d"))
+    ok(run_task("done", "d"))
+    for slug in ("b", "c", "d"):
+        ok(run_task("_hold", slug, "--reason", "parked"))
+    assert ok(run_task("plan-status")) == "1 open, 0 active, 1 done, 2 blocked, 0 deleted\n"
+    ok(run_task("_unhold", "c"))
+    assert ok(run_task("plan-status")) == "1 open, 1 active, 1 done, 1 blocked, 0 deleted\n"
+
+
 def test_show_and_list_say_that_a_task_is_held_and_why(run_task):
     ok(run_task("create", "a", "A", "-p", "1"))
     ok(run_task("create", "b", "B", "-p", "2"))

@@ -183,13 +183,16 @@ def test_a_database_made_by_ralph_sh_is_used_as_is(run_task, git_repo, db):
     assert "retry_count: 0\n" in ok(run_task("claim"))
     assert query(db, "SELECT name, sql FROM sqlite_master WHERE name IN "
                      "('tasks', 'task_deps', 'agents', 'idx_tasks_scope_status') ORDER BY name") == schema
+    # The extensions are added beside it: a table and an index, which ralph.sh never reads
+    assert {"task_holds", "idx_tasks_id_status"} <= {r[0] for r in query(db, "SELECT name FROM sqlite_master")}
+    assert ok(run_task("plan-status")) == "0 open, 1 active, 0 done, 0 blocked, 0 deleted\n"
 
 
 @SQLITE_ONLY  # s.3/s.4: the SQLite file and its locks
 def test_schema_matches_the_spec_and_is_in_wal_mode(run_task, db):
     ok(run_task("plan-status"))
     names = {r[0] for r in query(db, "SELECT name FROM sqlite_master")}
-    assert {"tasks", "task_deps", "agents", "idx_tasks_scope_status", "task_holds"} <= names
+    assert {"tasks", "task_deps", "agents", "idx_tasks_scope_status", "task_holds", "idx_tasks_id_status"} <= names
     assert query(db, "PRAGMA journal_mode") == [("wal",)]
     uniques = [r for r in query(db, "PRAGMA index_list(tasks)") if r[2]]
     cols = [[c[2] for c in query(db, f"PRAGMA index_info('{r[1]}')")] for r in uniques]

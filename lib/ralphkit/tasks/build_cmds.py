@@ -16,24 +16,32 @@ if TYPE_CHECKING:
 def plan_status(ctx: Ctx, argv: Sequence[str]) -> str:
     if argv:
         raise TaskError(f"unknown flag '{argv[0]}'")
-    # Holds count as blocked only for tasks that could otherwise be worked on; without any
-    # hold the test is left out (a lookup per task). One row per status, in index order:
-    # grouping by the blocked test too would sort every task first.
+    params = q.scope_params(ctx.scope)
+
+    # Two reads of one snapshot: each status's count from idx_tasks_scope_status alone, then
+    # how many tasks are blocked and how many of those are open or active, over
+    # idx_tasks_id_status (a task's id, status and scope, and its blockers' statuses): no
+    # table row is read (decisions/0002). Holds count as blocked only for tasks that could
+    # otherwise be worked on; without any hold the test is left out (a lookup per task).
     def count(conn):
+        totals = conn.execute(f"SELECT t.status, count(*) FROM tasks t WHERE {q.IN_SCOPE} "
+                              "GROUP BY t.status", params).fetchall()
         held = conn.execute("SELECT EXISTS (SELECT 1 FROM task_holds)").fetchone()[0]
-        blocked = (f"({q.BLOCKED} OR (t.status IN ('open', 'active') AND {q.HELD}))" if held
-                   else q.BLOCKED)
-        return conn.execute(f"SELECT t.status, coalesce(sum(CASE WHEN {blocked} THEN 1 ELSE 0 END), 0), "
-                            f"count(*) FROM tasks t "
-                            f"WHERE {q.IN_SCOPE} GROUP BY t.status", q.scope_params(ctx.scope)).fetchall()
-    rows = db.read(ctx.conn, count)
+        blocked = (f"({q.BLOCKED_BY_INDEX} OR (t.status IN ('open', 'active') AND {q.HELD}))"
+                   if held else q.BLOCKED_BY_INDEX)
+        return totals, conn.execute(
+            "SELECT count(*), sum(CASE WHEN t.status = 'open' THEN 1 ELSE 0 END), "
+            f"sum(CASE WHEN t.status = 'active' THEN 1 ELSE 0 END) FROM tasks t {q.BY_ID_STATUS} "
+            f"WHERE {q.IN_SCOPE} AND {blocked}", params).fetchone()
+    totals, (blocked, blocked_open, blocked_active) = db.read(ctx.conn, count)
     counts = dict.fromkeys(("open", "active", "done", "blocked", "deleted"), 0)
-    for status, blocked, n in rows:
-        counts["blocked"] += blocked
-        if status in ("done", "deleted"):
-            counts[status] += n
-        elif status in ("open", "active"):
-            counts[status] += n - blocked
+    for status, n in totals:
+        if status in ("open", "active", "done", "deleted"):
+            counts[status] = n
+    # s.9.2: blocked tasks of any status count as blocked; open and active only unblocked ones
+    counts["blocked"] = blocked
+    counts["open"] -= blocked_open or 0  # sum() of no rows is NULL
+    counts["active"] -= blocked_active or 0
     return ", ".join(f"{n} {name}" for name, n in counts.items()) + "\n"
 
 

@@ -1,20 +1,17 @@
 """Owns the backlog's store: where it is (s.3: a SQLite file, or a `postgresql://` URL in
 $RALPH_TASKS_DB), opening it (SQLite: WAL, foreign keys, busy timeout, the ralph.sh schema
-plus the `task_holds` extension, s.5; PostgreSQL: pg.py), and transactions: `write` runs a
-function inside BEGIN IMMEDIATE and retries the whole transaction after 0.1, 0.3 and 0.9 s
-when the database stays busy (s.4); `read` gives one consistent snapshot. The commands see
-one connection type either way. Does not own any command, query or output format."""
+plus two extensions, `task_holds` and an index, s.5; PostgreSQL: pg.py), and transactions:
+`write` runs a function inside BEGIN IMMEDIATE and retries the whole transaction after 0.1,
+0.3 and 0.9 s when the database stays busy (s.4); `read` gives one consistent snapshot. The
+commands see one connection type either way. Does not own any command, query or output
+format."""
 from __future__ import annotations
 
 import os
 import time
 
-try:  # the C core of `sqlite3`: the same objects without dbapi2's datetime adapters (never
-    import _sqlite3 as sqlite3  # used here) and their imports, paid at every start
-except ImportError:
-    import sqlite3
-
 from ralphkit.tasks.errors import TaskError
+from ralphkit.tasks.sqlite_import import sqlite3  # the C core of `sqlite3`, imported cheaply
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -75,8 +72,13 @@ _SCHEMA = (
     reason     TEXT,
     created_at TEXT DEFAULT (datetime('now'))
 )""",
+    # Extension: a task's status and scope by its id without reading its row, for
+    # plan-status's blocked count (decisions/0002); ralph.sh's queries work as before.
+    """CREATE INDEX IF NOT EXISTS idx_tasks_id_status
+    ON tasks(id, status, scope_repo, scope_branch)""",
 )
-_SCHEMA_NAMES = ("tasks", "idx_tasks_scope_status", "task_deps", "agents", "task_holds")
+_SCHEMA_NAMES = ("tasks", "idx_tasks_scope_status", "task_deps", "agents", "task_holds",
+                 "idx_tasks_id_status")
 
 
 def _is_busy(err: sqlite3.Error) -> bool:
@@ -172,7 +174,7 @@ def locate(git: Git) -> str:
 
 def _ensure_schema(conn: sqlite3.Connection) -> None:
     present = {row[0] for row in conn.execute(
-        "SELECT name FROM sqlite_master WHERE name IN (?,?,?,?,?)", _SCHEMA_NAMES)}
+        "SELECT name FROM sqlite_master WHERE name IN (?,?,?,?,?,?)", _SCHEMA_NAMES)}
     if len(present) == len(_SCHEMA_NAMES):
         return
 

@@ -1,7 +1,7 @@
 """Owns the connection to a PostgreSQL task store: opening it (psycopg 3, an optional extra,
 imported only here), the SQL dialect (the commands' SQLite text is translated once per
-statement: placeholders, `json_each`, `INSERT OR IGNORE`, `IS NOT`), rows that answer by
-index and by name like `sqlite3.Row`, and transactions that survive a lost server: the whole
+statement: placeholders, `json_each`, `INSERT OR IGNORE`, `IS NOT`, index hints), rows that
+answer by index and by name like `sqlite3.Row`, and transactions that survive a lost server: the whole
 transaction is retried after a growing pause, each pause reported in one line, until
 `RALPH_STORE_RETRY` seconds (default 300) have passed. Writes take one advisory lock, as
 SQLite's BEGIN IMMEDIATE serializes writers (s.4); claims do not (they skip locked rows).
@@ -39,7 +39,7 @@ def _driver():
 # --- the dialect ------------------------------------------------------------------------
 
 _TOKENS = re.compile(r"'(?:[^']|'')*'|%|\?|(?<!:):([A-Za-z_]\w*)|json_each\((\?|:\w+)\)"
-                     r"|\+t\.|\bIS NOT '")
+                     r"|\+t\.|\bIS NOT '|\bINDEXED BY \w+ ?|\bNOT INDEXED ?")
 _translated: dict[str, str] = {}
 
 
@@ -64,6 +64,8 @@ def translate(sql: str) -> str:
             return f"json_array_elements_text({inner}::json)"
         if text == "+t.":
             return "t."
+        if "INDEXED" in text:  # SQLite's index hints: PostgreSQL's planner chooses alone
+            return ""
         return "IS DISTINCT FROM '"
     out = _TOKENS.sub(token, sql)
     if out.startswith("INSERT OR IGNORE "):

@@ -24,6 +24,14 @@ IN_SCOPE = "t.scope_repo = :repo AND t.scope_branch = :branch"
 BLOCKED = ("EXISTS (SELECT 1 FROM task_deps d JOIN tasks b ON b.id = d.blocked_by "
            "WHERE d.task_id = t.id AND b.status NOT IN ('done', 'deleted'))")
 HELD = "EXISTS (SELECT 1 FROM task_holds h WHERE h.task_id = t.id)"
+# The extension index idx_tasks_id_status (db.py) gives a task's status and scope by its id
+# without reading its row; SQLite's planner would rather take the unique index on id and read
+# the row, so plan-status names it (decisions/0002).
+BY_ID_STATUS = "INDEXED BY idx_tasks_id_status"
+# BLOCKED for a walk over every task (plan-status): blockers' statuses from that index, and
+# CROSS JOIN keeps task_deps the outer loop.
+BLOCKED_BY_INDEX = (f"EXISTS (SELECT 1 FROM task_deps d CROSS JOIN tasks b {BY_ID_STATUS} "
+                    "WHERE d.task_id = t.id AND b.id = d.blocked_by AND b.status NOT IN ('done', 'deleted'))")
 CLAIMABLE = (f"(t.status = 'open' OR (t.status = 'active' AND t.lease_expires_at < datetime('now'))) "
              f"AND NOT {BLOCKED} AND NOT {HELD}")
 FROZEN = "t.slug IN (SELECT value FROM json_each(:frozen))"

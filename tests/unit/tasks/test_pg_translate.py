@@ -18,6 +18,8 @@ from ralphkit.tasks.pg import Row, translate
      "INSERT INTO d (a, b) VALUES (%s, %s) ON CONFLICT DO NOTHING"),
     ("SELECT 'a ? b :c 50%' , ? , x::json", "SELECT 'a ? b :c 50%%' , %s , x::json"),
     ("SELECT 'it''s ?', 5 % 2", "SELECT 'it''s ?', 5 %% 2"),
+    ("FROM tasks t INDEXED BY idx_x WHERE a", "FROM tasks t WHERE a"),
+    ("FROM tasks t NOT INDEXED WHERE a", "FROM tasks t WHERE a"),
 ])
 def test_translate(sqlite, postgres):
     assert translate(sqlite) == postgres
