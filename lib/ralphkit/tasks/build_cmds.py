@@ -83,7 +83,9 @@ def claim(ctx: Ctx, argv: Sequence[str]) -> str:
                                 {"agent": agent, "lease": f"+{seconds} seconds", **frozen})
             if task is None:
                 return None
-            return task, q.fetch_blockers(conn, [task["id"]]).get(task["id"], ())
+            # blockers read after the claim: claimable means every blocker is done or deleted
+            blockers = q.fetch_blockers(conn, [task["id"]]) if task["has_deps"] else {}
+            return task, blockers.get(task["id"], ())
         if target is None:
             where = q.first_claimable(frozen_sql)
         else:

@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 _EXPIRED = "t.status = 'active' AND t.lease_expires_at < datetime('now')"
 
 
-def claim(conn, ctx: Ctx, extra: str, target: str | None, params: dict) -> str | None:
-    """Claim the first claimable task (or target) for params' agent and lease in one statement:
+def claim(conn, ctx: Ctx, extra: str, target: str | None, params: dict):
+    """Claim the first claimable task (or target) for params' agent and lease in one statement
+    (a transaction of its own, db.write(concurrent=True)):
     open tasks and expired leases each walked in index order (s.8), rows other claimers hold
     skipped; the claim version bumped; a taken expired lease's reason names its holder's host.
     Returns the claimed task as fetch_tasks gives it, or None."""
@@ -47,7 +48,8 @@ def claim(conn, ctx: Ctx, extra: str, target: str | None, params: dict) -> str |
         "FROM chosen LEFT JOIN agents a ON a.id = chosen.assignee "
         "WHERE tasks.id = chosen.id RETURNING " + ", ".join(f"tasks.{c.strip()}" for c in
                                                            q.COLUMNS.split(","))
-        + ", tasks.rowid, tasks.claim_version",
+        + ", tasks.rowid, tasks.claim_version, EXISTS (SELECT 1 FROM task_deps d WHERE "
+        "d.task_id = tasks.id) AS has_deps",
         {**q.scope_params(ctx.scope), **params, "target": target}).fetchone()
 
 

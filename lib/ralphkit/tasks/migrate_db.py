@@ -69,6 +69,7 @@ def migrate_db(ctx: Ctx, argv: Sequence[str]) -> str:
     store = db.connect(target, ctx.environ, lambda line: None)
     try:
         db.write(store, copy)
+        db.refresh_statistics(store)
     finally:
         store.close()
     n = {table: len(found) for table, found in rows.items()}

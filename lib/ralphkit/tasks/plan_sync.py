@@ -68,6 +68,7 @@ def plan_sync(ctx: Ctx, argv: Sequence[str]) -> str:
     lines = [line for line in ctx.stdin.read().split("\n") if line.strip()]
     items = [parse_line(n, line) for n, line in enumerate(lines, 1)]
     counts = db.write(ctx.conn, lambda conn: _apply(conn, ctx, items))
+    db.refresh_statistics(ctx.conn)
     return "inserted: {}, updated: {}, deleted: {}, skipped (done): {}\n".format(*counts)
 
 
