@@ -66,7 +66,16 @@ def test_first_use_applies_the_migrations_once_even_when_two_start_together(run_
         results = list(pool.map(lambda _: run_task("plan-status"), range(4)))
     for proc in results:
         assert ok(proc) == "0 open, 0 active, 0 done, 0 blocked, 0 deleted\n"
-    assert query(pg, "SELECT version FROM ralph_schema") == [(1,)]
+    assert query(pg, "SELECT version FROM ralph_schema ORDER BY 1") == [(1,), (2,)]
+
+
+def test_a_store_of_an_older_schema_is_upgraded_on_first_use(run_task, pg):
+    ok(run_task("create", "a", "A"))
+    query(pg, "DROP INDEX idx_tasks_scope_lease")          # as version 1 left it
+    query(pg, "DELETE FROM ralph_schema WHERE version = 2")
+    assert ok(run_task("show", "a")).startswith("ID:          a\n")
+    assert query(pg, "SELECT version FROM ralph_schema ORDER BY 1") == [(1,), (2,)]
+    assert query(pg, "SELECT count(*) FROM pg_indexes WHERE indexname = 'idx_tasks_scope_lease'") == [(1,)]
 
 
 def test_a_schema_newer_than_this_code_is_refused(run_task, pg):
@@ -74,7 +83,7 @@ def test_a_schema_newer_than_this_code_is_refused(run_task, pg):
     query(pg, "INSERT INTO ralph_schema (version) VALUES (99)")
     before = dump(pg)
     fails(run_task("create", "b", "B"), 1, "Error: the task store's schema is version 99, newer "
-                                           "than this ralph.py knows (1): upgrade ralph.py\n")
+                                           "than this ralph.py knows (2): upgrade ralph.py\n")
     assert dump(pg) == before
 
 

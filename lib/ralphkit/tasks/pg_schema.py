@@ -70,7 +70,11 @@ _V1 = (
     created_at TEXT COLLATE "C" DEFAULT {_NOW}
 )""",
 )
-MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1),)
+# 2: a claim looks for an expired lease among the scope's active tasks; walking them all in
+# priority order made each claim cost more with every task claimed and not yet done.
+_V2 = ("CREATE INDEX idx_tasks_scope_lease ON tasks(scope_repo, scope_branch, status, "
+       "lease_expires_at)",)
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1), (2, _V2))
 KNOWN = MIGRATIONS[-1][0]
 
 
