@@ -135,6 +135,13 @@ def _fenced_update(conn, ctx: Ctx, task, held: int | None, sets: str, params: tu
         raise claims.superseded(conn, q.fetch_task(conn, ctx.scope, task["slug"]), held)
 
 
+def _done_by(conn, ctx: Ctx, slug: str, held: int) -> bool:
+    """The task is done under the claim `held` (PostgreSQL: claim versions)."""
+    return bool(conn.execute("SELECT 1 FROM tasks t WHERE " + q.IN_SCOPE + " AND t.slug = :slug "
+                             "AND t.status = 'done' AND t.claim_version = :held",
+                             q.scope_params(ctx.scope, slug=slug, held=held)).fetchone())
+
+
 def _token(ctx: Ctx, slug: str) -> int | None:
     return claims.token(ctx.environ, ctx.cwd, slug) if db.is_postgres(ctx.conn) else None
 
@@ -180,9 +187,7 @@ def done(ctx: Ctx, argv: Sequence[str]) -> str:
     held = _token(ctx, slug)
 
     def act(conn):
-        task = q.fetch_task(conn, ctx.scope, slug)
-        if task is not None and held is not None and task["status"] == "done" and \
-                task["claim_version"] == held:
+        if held is not None and _done_by(conn, ctx, slug, held):
             return  # this claim's `done` again: its answer was lost with the connection
         task = _active_task(conn, ctx, slug, held)
         _fenced_update(conn, ctx, task, held, "status = 'done', result = ?, "

@@ -19,9 +19,6 @@ if TYPE_CHECKING:
 
     from ralphkit.tasks.context import Ctx
 
-_EXPIRED = "t.status = 'active' AND t.lease_expires_at < datetime('now')"
-
-
 def claim(conn, ctx: Ctx, extra: str, target: str | None, params: dict):
     """Claim the first claimable task (or target) for params' agent and lease in one statement
     (a transaction of its own, db.write(concurrent=True)):
@@ -37,7 +34,7 @@ def claim(conn, ctx: Ctx, extra: str, target: str | None, params: dict):
                 f"t.created_at, t.rowid FROM tasks t WHERE {q.IN_SCOPE} AND {status} AND "
                 f"{ready} {q.ORDER} LIMIT 1 FOR UPDATE OF t SKIP LOCKED")
     return conn.execute(
-        f"WITH open_one AS ({first(_OPEN)}), expired_one AS ({first(_EXPIRED)}), "
+        f"WITH open_one AS ({first(q.OPEN)}), expired_one AS ({first(q.EXPIRED)}), "
         "chosen AS (SELECT * FROM open_one UNION ALL SELECT * FROM expired_one "
         "ORDER BY priority, created_at, rowid LIMIT 1) "
         "UPDATE tasks SET status = 'active', assignee = :agent, updated_at = datetime('now'), "
@@ -53,7 +50,6 @@ def claim(conn, ctx: Ctx, extra: str, target: str | None, params: dict):
         {**q.scope_params(ctx.scope), **params, "target": target}).fetchone()
 
 
-_OPEN = "t.status = 'open'"
 # "lease expired at <time>: agent '<id>' on host '<host>' stopped renewing it, last heartbeat
 # <time>" (the host and the heartbeat only when the agent table knows them)
 _EXPIRED_REASON = (

@@ -6,7 +6,7 @@ refused: nothing is copied twice or half. The source is left as it was."""
 from __future__ import annotations
 
 from ralphkit.tasks import args as A
-from ralphkit.tasks import db, store_url
+from ralphkit.tasks import db, jsontext, store_url
 from ralphkit.tasks.context import Ctx
 from ralphkit.tasks.errors import TaskError
 
@@ -32,7 +32,7 @@ def _rows(conn) -> dict[str, list[tuple]]:
     }
 
 
-def _insert(table: str, columns: str, rows: list[tuple]) -> str:
+def _insert(table: str, columns: str) -> str:
     marks = ", ".join("?" for _ in columns.split(","))
     return f"INSERT INTO {table} ({columns}) VALUES ({marks})"
 
@@ -53,18 +53,17 @@ def migrate_db(ctx: Ctx, argv: Sequence[str]) -> str:
     def copy(conn):
         clash = conn.execute(
             "SELECT t.scope_repo, t.scope_branch, t.slug FROM tasks t WHERE t.id IN "
-            "(SELECT value FROM json_each(?)) ORDER BY t.rowid LIMIT 1", (_json(ids),)).fetchone()
+            "(SELECT value FROM json_each(?)) ORDER BY t.rowid LIMIT 1",
+            (jsontext.dumps(ids),)).fetchone()
         if clash is None and rows["tasks"]:
             clash = _slug_clash(conn, rows["tasks"])
         if clash is not None:
             raise TaskError(f"the target already holds task '{clash[2]}' of {clash[0]} "
                             f"{clash[1]}: nothing copied")
-        conn.executemany(_insert("tasks", _TASK_COLUMNS, rows["tasks"]), rows["tasks"])
-        conn.executemany(_insert("task_deps", "task_id, blocked_by", rows["task_deps"]),
-                         rows["task_deps"])
-        conn.executemany(_insert("task_holds", "task_id, reason, created_at", rows["task_holds"]),
-                         rows["task_holds"])
-        conn.executemany(_insert("agents", _AGENT_COLUMNS, rows["agents"]) +
+        conn.executemany(_insert("tasks", _TASK_COLUMNS), rows["tasks"])
+        conn.executemany(_insert("task_deps", "task_id, blocked_by"), rows["task_deps"])
+        conn.executemany(_insert("task_holds", "task_id, reason, created_at"), rows["task_holds"])
+        conn.executemany(_insert("agents", _AGENT_COLUMNS) +
                          " ON CONFLICT (id) DO NOTHING", rows["agents"])
     store = db.connect(target, ctx.environ, lambda line: None)
     try:
@@ -78,16 +77,11 @@ def migrate_db(ctx: Ctx, argv: Sequence[str]) -> str:
 
 
 def _slug_clash(conn, tasks: list[tuple]):
-    keys = _json([[t[2], t[3], t[1]] for t in tasks])
+    keys = jsontext.dumps([[t[2], t[3], t[1]] for t in tasks])
     return conn.execute(
         "SELECT t.scope_repo, t.scope_branch, t.slug FROM tasks t JOIN "
         "json_array_elements(?::json) k ON t.scope_repo = k->>0 AND t.scope_branch = k->>1 "
         "AND t.slug = k->>2 LIMIT 1", (keys,)).fetchone()
-
-
-def _json(value) -> str:
-    from ralphkit.tasks import jsontext
-    return jsontext.dumps(value)
 
 
 __all__ = ["migrate_db"]

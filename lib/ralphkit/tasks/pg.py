@@ -8,7 +8,9 @@ SQLite's BEGIN IMMEDIATE serializes writers (s.4); claims do not (they skip lock
 Does not own the schema (pg_schema.py) or any command."""
 from __future__ import annotations
 
+import os
 import re
+import threading
 import time
 
 from ralphkit.tasks import pg_schema
@@ -123,7 +125,6 @@ class Connection:
         self.url, self.report = url, report
         self.retry_s = _retry_budget(environ)
         self.raw = None
-        self.in_transaction = False
         self.migrate = migrate          # False: a reader that writes nothing (a dry run)
         self.schema = 0                 # the store's schema version, once connected
 
@@ -158,7 +159,6 @@ class Connection:
         def attempt() -> T:
             begin = "BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
             self.raw.execute(begin)
-            self.in_transaction = True
             try:
                 if write and lock:
                     self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
@@ -172,8 +172,6 @@ class Connection:
                     except _driver().Error:
                         pass
                 raise
-            finally:
-                self.in_transaction = False
         return self._retrying(attempt)
 
     def _retrying(self, action: Callable[[], T]) -> T:
@@ -237,8 +235,6 @@ def connect(url: str, environ: Mapping[str, str], report: Callable[[str], object
             migrate: bool = True) -> Connection:
     """An open connection; migrate=False leaves an older or new store's schema as it is (look
     at conn.schema before reading)."""
-    import os
-    import threading
     key = (url, os.getpid(), threading.get_ident(), migrate)
     conn = _kept.get(key)
     if conn is None:

@@ -32,12 +32,12 @@ BY_ID_STATUS = "INDEXED BY idx_tasks_id_status"
 # CROSS JOIN keeps task_deps the outer loop.
 BLOCKED_BY_INDEX = (f"EXISTS (SELECT 1 FROM task_deps d CROSS JOIN tasks b {BY_ID_STATUS} "
                     "WHERE d.task_id = t.id AND b.id = d.blocked_by AND b.status NOT IN ('done', 'deleted'))")
-CLAIMABLE = (f"(t.status = 'open' OR (t.status = 'active' AND t.lease_expires_at < datetime('now'))) "
-             f"AND NOT {BLOCKED} AND NOT {HELD}")
+OPEN = "t.status = 'open'"
+EXPIRED = "t.status = 'active' AND t.lease_expires_at < datetime('now')"  # s.9.4: claimable too
+CLAIMABLE = f"({OPEN} OR ({EXPIRED})) AND NOT {BLOCKED} AND NOT {HELD}"
 FROZEN = "t.slug IN (SELECT value FROM json_each(:frozen))"
 
 
-_OPEN = "t.status = 'open'"
 _IN_SCOPE_UNINDEXED = "+t.scope_repo = :repo AND +t.scope_branch = :branch"
 
 
@@ -49,8 +49,7 @@ def first_claimable(extra: str = "TRUE") -> str:
     def part(status: str) -> str:
         return (f"SELECT r FROM (SELECT t.rowid AS r FROM tasks t WHERE {IN_SCOPE} AND {status} "
                 f"AND NOT {BLOCKED} AND NOT {HELD} AND ({extra}) {ORDER} LIMIT :limit) AS first")
-    expired = "t.status = 'active' AND t.lease_expires_at < datetime('now')"
-    return f"t.rowid IN ({part(_OPEN)} UNION ALL {part(expired)})"
+    return f"t.rowid IN ({part(OPEN)} UNION ALL {part(EXPIRED)})"
 
 
 def scope_params(scope: Scope, **extra: object) -> dict:
