@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 
+from ralphkit.tasks import store_url
 from ralphkit.tasks.errors import TaskError
 from ralphkit.tasks.sqlite_import import sqlite3  # the C core of `sqlite3`, imported cheaply
 
@@ -151,24 +152,14 @@ def is_postgres(conn) -> bool:
     return getattr(conn, "dialect", "sqlite") == "postgresql"
 
 
-def _scheme(value: str) -> str | None:
-    """store_url.scheme, for the common case without importing `re` (start-up time: a
-    plain path never needs it)."""
-    if "://" not in value:
-        return None
-    from ralphkit.tasks import store_url
-    return store_url.scheme(value)
-
-
 def locate(git: Git) -> str:
     """s.3: $RALPH_TASKS_DB (relative to cwd, parents created), else <git root>/.ralph/tasks.db
     with `.ralph/.gitignore` = `*` written once, never rewritten. A `scheme://` value is a
     server (only postgresql:// is known): returned as it is, nothing created."""
     explicit = git.environ.get("RALPH_TASKS_DB", "")
     if explicit:
-        kind = _scheme(explicit)
+        kind = store_url.scheme(explicit)
         if kind is not None:
-            from ralphkit.tasks import store_url
             if kind not in store_url.POSTGRES_SCHEMES:
                 raise TaskError(store_url.unknown_scheme_message(explicit))
             return explicit
@@ -205,7 +196,7 @@ def connect(path: str, environ=None, report=None) -> sqlite3.Connection:
     """Open the database, switch it to WAL once (persisted), create the schema if needed.
     A postgresql:// location opens that server (environ: its retry budget; report: where its
     retry lines go)."""
-    if _scheme(path) is not None:  # locate() let only postgresql:// through
+    if store_url.scheme(path) is not None:  # locate() let only postgresql:// through
         from ralphkit.tasks import pg
         return pg.connect(path, environ or {}, report or (lambda line: None))
     conn = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
