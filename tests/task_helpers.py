@@ -64,3 +64,39 @@ def query(db: Path | PgStore, sql: str, params: tuple = ()) -> list[tuple]:
             return conn.execute(sql, params).fetchall()
     finally:
         conn.close()
+
+
+def work_of(db: Path | PgStore, body) -> int:
+    """How much of the store body(conn, scope) reads, in one transaction rolled back after it:
+    task rows fetched, by PostgreSQL's own counters of the transaction, or SQLite's virtual
+    machine steps. Compare two calls on one store, never numbers across stores."""
+    from ralphkit.tasks.git_scope import Scope
+    scope = Scope(*query(db, "SELECT scope_repo, scope_branch FROM tasks LIMIT 1")[0])
+    if isinstance(db, PgStore):
+        from ralphkit.tasks import pg
+        conn = pg.Connection(db.url, {}, lambda line: None)
+        conn.open()
+        try:
+            conn.raw.execute("BEGIN")
+            body(conn, scope)
+            return int(conn.raw.execute(
+                "SELECT coalesce(sum(seq_tup_read + coalesce(idx_tup_fetch, 0)), 0) "
+                "FROM pg_stat_xact_user_tables WHERE relname = 'tasks'").fetchone()[0])
+        finally:
+            conn.raw.execute("ROLLBACK")
+            conn.close()
+    conn = sqlite3.connect(db, isolation_level=None)
+    steps = [0]
+
+    def step() -> int:
+        steps[0] += 1
+        return 0
+    try:
+        conn.execute("BEGIN")
+        conn.set_progress_handler(step, 1)
+        body(conn, scope)
+        conn.set_progress_handler(None, 1)
+        return steps[0]
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()

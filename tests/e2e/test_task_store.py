@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import TASK, wait_for
-from task_helpers import dump, fails, jsonl, ok, query
+from ralphkit.tasks import queries as q
+from task_helpers import dump, fails, jsonl, ok, query, work_of
 
 RALPH_SH_SCHEMA = """
 CREATE TABLE tasks (
@@ -184,7 +185,8 @@ def test_a_database_made_by_ralph_sh_is_used_as_is(run_task, git_repo, db):
     assert query(db, "SELECT name, sql FROM sqlite_master WHERE name IN "
                      "('tasks', 'task_deps', 'agents', 'idx_tasks_scope_status') ORDER BY name") == schema
     # The extensions are added beside it: a table and an index, which ralph.sh never reads
-    assert {"task_holds", "idx_tasks_id_status"} <= {r[0] for r in query(db, "SELECT name FROM sqlite_master")}
+    assert {"task_holds", "idx_tasks_id_status", "idx_tasks_scope_expiry"} <= {
+        r[0] for r in query(db, "SELECT name FROM sqlite_master")}
     assert ok(run_task("plan-status")) == "0 open, 1 active, 0 done, 0 blocked, 0 deleted\n"
 
 
@@ -192,7 +194,8 @@ def test_a_database_made_by_ralph_sh_is_used_as_is(run_task, git_repo, db):
 def test_schema_matches_the_spec_and_is_in_wal_mode(run_task, db):
     ok(run_task("plan-status"))
     names = {r[0] for r in query(db, "SELECT name FROM sqlite_master")}
-    assert {"tasks", "task_deps", "agents", "idx_tasks_scope_status", "task_holds", "idx_tasks_id_status"} <= names
+    assert {"tasks", "task_deps", "agents", "idx_tasks_scope_status", "task_holds", "idx_tasks_id_status",
+            "idx_tasks_scope_expiry"} <= names
     assert query(db, "PRAGMA journal_mode") == [("wal",)]
     uniques = [r for r in query(db, "PRAGMA index_list(tasks)") if r[2]]
     cols = [[c[2] for c in query(db, f"PRAGMA index_info('{r[1]}')")] for r in uniques]
@@ -231,6 +234,29 @@ def test_expired_lease_written_by_waiting_is_taken_over(run_task, db):
     assert ok(run_task("plan-status")) == "0 open, 1 active, 0 done, 0 blocked, 0 deleted\n"
     out = ok(run_task("claim", "--agent", "two"))
     assert "assignee: two\n" in out and "retry_count: 1\n" in out
+
+
+def test_the_first_claimable_task_is_found_without_reading_tasks_held_on_live_leases(run_task, db):
+    """A walk for the first expired lease runs only when one exists: it read every active task
+    of the scope at every peek and claim (under SQLite's write lock too)."""
+    ok(run_task("plan-sync", input=jsonl(*({"id": f"t{i:04}", "t": f"T{i}"} for i in range(2000)))))
+
+    def peek(conn, scope):
+        assert [row["slug"] for row in q.fetch_tasks(conn, scope, q.first_claimable(), limit=1,
+                                                     by_rowid=True)] == [expected]
+    expected = "t0000"
+    idle = work_of(db, peek)
+    query(db, "UPDATE tasks SET status = 'active', assignee = 'elsewhere', "
+              "lease_expires_at = datetime('now', '+600 seconds') WHERE slug >= 't0100'")
+    held = work_of(db, peek)
+    assert held <= idle * 1.25, (idle, held)
+    # a lease that ran out is still found first when the spec's order puts it first (s.8)
+    query(db, "UPDATE tasks SET status = 'active', lease_expires_at = datetime('now', "
+              "'-1 seconds') WHERE slug = 't0000'")
+    query(db, "UPDATE tasks SET priority = 0 WHERE slug = 't1250'")
+    query(db, "UPDATE tasks SET lease_expires_at = datetime('now', '-1 seconds') WHERE slug = 't1250'")
+    expected = "t1250"
+    work_of(db, peek)
 
 
 def test_a_file_that_is_not_a_database_is_one_error_line(run_task, tmp_path):

@@ -10,11 +10,13 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from conftest import ROOT, TASK, wait_for
-from task_helpers import PgStore, dump, fails, jsonl, ok, query
+from ralphkit.tasks import claims
+from task_helpers import PgStore, dump, fails, jsonl, ok, query, work_of
 
 
 @pytest.fixture
@@ -66,16 +68,18 @@ def test_first_use_applies_the_migrations_once_even_when_two_start_together(run_
         results = list(pool.map(lambda _: run_task("plan-status"), range(4)))
     for proc in results:
         assert ok(proc) == "0 open, 0 active, 0 done, 0 blocked, 0 deleted\n"
-    assert query(pg, "SELECT version FROM ralph_schema ORDER BY 1") == [(1,), (2,)]
+    assert query(pg, "SELECT version FROM ralph_schema ORDER BY 1") == [(1,), (2,), (3,)]
 
 
 def test_a_store_of_an_older_schema_is_upgraded_on_first_use(run_task, pg):
     ok(run_task("create", "a", "A"))
-    query(pg, "DROP INDEX idx_tasks_scope_lease")          # as version 1 left it
-    query(pg, "DELETE FROM ralph_schema WHERE version = 2")
+    query(pg, "DROP INDEX idx_tasks_scope_expiry")         # as version 1 left it
+    query(pg, "DELETE FROM ralph_schema WHERE version > 1")
     assert ok(run_task("show", "a")).startswith("ID:          a\n")
-    assert query(pg, "SELECT version FROM ralph_schema ORDER BY 1") == [(1,), (2,)]
-    assert query(pg, "SELECT count(*) FROM pg_indexes WHERE indexname = 'idx_tasks_scope_lease'") == [(1,)]
+    assert query(pg, "SELECT version FROM ralph_schema ORDER BY 1") == [(1,), (2,), (3,)]
+    indexes = {name for (name,) in query(pg, "SELECT indexname FROM pg_indexes WHERE "
+                                             "tablename = 'tasks'")}
+    assert "idx_tasks_scope_expiry" in indexes and "idx_tasks_scope_lease" not in indexes
 
 
 def test_a_schema_newer_than_this_code_is_refused(run_task, pg):
@@ -83,7 +87,7 @@ def test_a_schema_newer_than_this_code_is_refused(run_task, pg):
     query(pg, "INSERT INTO ralph_schema (version) VALUES (99)")
     before = dump(pg)
     fails(run_task("create", "b", "B"), 1, "Error: the task store's schema is version 99, newer "
-                                           "than this ralph.py knows (2): upgrade ralph.py\n")
+                                           "than this ralph.py knows (3): upgrade ralph.py\n")
     assert dump(pg) == before
 
 
@@ -104,6 +108,23 @@ def test_concurrent_claimers_take_every_task_exactly_once(run_task, pg):
     assert sorted(claimed) == [f"t{i:02}" for i in range(24)]
     assert query(pg, "SELECT count(*), max(retry_count), max(claim_version) FROM tasks "
                      "WHERE status = 'active'") == [(24, 0, 1)]
+
+
+def test_a_claim_reads_no_task_held_on_a_live_lease(run_task, pg):
+    """The claim's walk for the first expired lease runs only when one exists: it read every
+    active task at every claim, and the schema's first index for it went unused (the
+    planner's statistics, gathered when the backlog was filled, counted no active task)."""
+    ok(run_task("plan-sync", input=jsonl(*({"id": f"t{i:04}", "t": f"T{i}"} for i in range(2000)))))
+
+    def claim(conn, scope):
+        row = claims.claim(conn, SimpleNamespace(scope=scope), "TRUE", None,
+                           {"agent": "probe", "lease": "+600 seconds"})
+        assert row["slug"] == "t0000"
+    idle = work_of(pg, claim)
+    query(pg, "UPDATE tasks SET status = 'active', assignee = 'elsewhere', "
+              "lease_expires_at = datetime('now', '+600 seconds') WHERE slug >= 't0100'")
+    held = work_of(pg, claim)
+    assert held <= idle + 5, (idle, held)
 
 
 # --- fencing tokens -------------------------------------------------------------------------

@@ -29,12 +29,13 @@ def claim(conn, ctx: Ctx, extra: str, target: str | None, params: dict):
     if target is not None:
         ready += " AND t.slug = :target"
 
-    def first(status: str) -> str:
+    def first(status: str, limit: str) -> str:
         return (f"SELECT t.id, t.status, t.assignee, t.lease_expires_at, t.priority, "
                 f"t.created_at, t.rowid FROM tasks t WHERE {q.IN_SCOPE} AND {status} AND "
-                f"{ready} {q.ORDER} LIMIT 1 FOR UPDATE OF t SKIP LOCKED")
+                f"{ready} {q.ORDER} LIMIT {limit} FOR UPDATE OF t SKIP LOCKED")
     return conn.execute(
-        f"WITH open_one AS ({first(q.OPEN)}), expired_one AS ({first(q.EXPIRED)}), "
+        f"WITH open_one AS ({first(q.OPEN, '1')}), "
+        f"expired_one AS ({first(q.EXPIRED, q.expired_walk_limit('1'))}), "
         "chosen AS (SELECT * FROM open_one UNION ALL SELECT * FROM expired_one "
         "ORDER BY priority, created_at, rowid LIMIT 1) "
         "UPDATE tasks SET status = 'active', assignee = :agent, updated_at = datetime('now'), "

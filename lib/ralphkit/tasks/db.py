@@ -77,9 +77,13 @@ _SCHEMA = (
     # plan-status's blocked count (decisions/0002); ralph.sh's queries work as before.
     """CREATE INDEX IF NOT EXISTS idx_tasks_id_status
     ON tasks(id, status, scope_repo, scope_branch)""",
+    # Extension: whether any lease of a scope has run out, in one probe (queries.ANY_EXPIRED).
+    """CREATE INDEX IF NOT EXISTS idx_tasks_scope_expiry
+    ON tasks(scope_repo, scope_branch, (CASE WHEN status = 'active' THEN lease_expires_at END))""",
 )
 _SCHEMA_NAMES = ("tasks", "idx_tasks_scope_status", "task_deps", "agents", "task_holds",
-                 "idx_tasks_id_status")
+                 "idx_tasks_id_status", "idx_tasks_scope_expiry")
+_SCHEMA_PRESENT = f"SELECT name FROM sqlite_master WHERE name IN ({','.join('?' * len(_SCHEMA_NAMES))})"
 
 
 def _is_busy(err: sqlite3.Error) -> bool:
@@ -181,8 +185,7 @@ def locate(git: Git) -> str:
 
 
 def _ensure_schema(conn: sqlite3.Connection) -> None:
-    present = {row[0] for row in conn.execute(
-        "SELECT name FROM sqlite_master WHERE name IN (?,?,?,?,?,?)", _SCHEMA_NAMES)}
+    present = {row[0] for row in conn.execute(_SCHEMA_PRESENT, _SCHEMA_NAMES)}
     if len(present) == len(_SCHEMA_NAMES):
         return
 

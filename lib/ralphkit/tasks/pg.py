@@ -90,15 +90,18 @@ class Row(tuple):
         return list(self._index)
 
 
-_row_types: dict[tuple[str, ...], type] = {}
+_row_types: dict[tuple[bytes, ...], type] = {}
 
 
 def _rows(cursor):
-    names = tuple(column.name for column in cursor.description or ())
+    # The names straight from the result: cursor.description builds a Column object for each
+    # column of each statement, a tenth of a claim's time in the client.
+    result = cursor.pgresult
+    names = tuple(result.fname(i) for i in range(result.nfields)) if result is not None else ()
     found = _row_types.get(names)
     if found is None:
-        found = _row_types[names] = type("Row", (Row,), {
-            "__slots__": (), "_index": {n: i for i, n in enumerate(names)}})
+        index = {name.decode(): i for i, name in enumerate(names)}
+        found = _row_types[names] = type("Row", (Row,), {"__slots__": (), "_index": index})
     return found
 
 

@@ -34,6 +34,21 @@ BLOCKED_BY_INDEX = (f"EXISTS (SELECT 1 FROM task_deps d CROSS JOIN tasks b {BY_I
                     "WHERE d.task_id = t.id AND b.id = d.blocked_by AND b.status NOT IN ('done', 'deleted'))")
 OPEN = "t.status = 'open'"
 EXPIRED = "t.status = 'active' AND t.lease_expires_at < datetime('now')"  # s.9.4: claimable too
+
+
+def expired_walk_limit(limit: str) -> str:
+    """The LIMIT of a walk for the first expired leases in the spec's order (first_claimable,
+    the PostgreSQL claim): `limit` when a lease of the scope has run out, else 0, which stops
+    the walk before it reads a row in both engines (as a WHERE term, SQLite tested it at each
+    row). The walk read every active task of the scope at every peek and claim, under
+    SQLite's write lock too. The test is one probe of the extension index
+    idx_tasks_scope_expiry (db.py, pg_schema.py): its expression verbatim, so both planners
+    take it (and a read-only SQLite file made before it existed is still answered)."""
+    return ("CASE WHEN EXISTS (SELECT 1 FROM tasks e WHERE e.scope_repo = :repo AND "
+            "e.scope_branch = :branch AND (CASE WHEN e.status = 'active' THEN "
+            f"e.lease_expires_at END) < datetime('now')) THEN {limit} ELSE 0 END")
+
+
 CLAIMABLE = f"({OPEN} OR ({EXPIRED})) AND NOT {BLOCKED} AND NOT {HELD}"
 FROZEN = "t.slug IN (SELECT value FROM json_each(:frozen))"
 
@@ -46,10 +61,11 @@ def first_claimable(extra: str = "TRUE") -> str:
     claimable tasks. Open and expired-active tasks are walked separately, each in index order
     (scope, status, priority, created_at, rowid), so the walk stops after :limit unblocked
     tasks instead of testing every task of a large backlog for blockers."""
-    def part(status: str) -> str:
+    def part(status: str, limit: str) -> str:
         return (f"SELECT r FROM (SELECT t.rowid AS r FROM tasks t WHERE {IN_SCOPE} AND {status} "
-                f"AND NOT {BLOCKED} AND NOT {HELD} AND ({extra}) {ORDER} LIMIT :limit) AS first")
-    return f"t.rowid IN ({part(OPEN)} UNION ALL {part(EXPIRED)})"
+                f"AND NOT {BLOCKED} AND NOT {HELD} AND ({extra}) {ORDER} LIMIT {limit}) AS first")
+    return (f"t.rowid IN ({part(OPEN, ':limit')} UNION ALL "
+            f"{part(EXPIRED, expired_walk_limit(':limit'))})")
 
 
 def scope_params(scope: Scope, **extra: object) -> dict:
