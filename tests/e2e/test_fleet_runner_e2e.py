@@ -111,6 +111,28 @@ def test_an_unknown_store_scheme_is_one_line_exit_1_and_creates_nothing(run_ralp
     assert not [p for p in tmp_path.rglob("*") if p.name in ("foo:", "postgresql:")]
 
 
+@pytest.mark.parametrize("case", ["wrong password", "unknown database", "newer schema"])
+def test_a_store_that_refuses_the_run_is_one_line_exit_1_before_anything_is_written(
+        run_ralph, run_task, repo, pg_server, pg_database, case):
+    url = pg_server.password_url(pg_database)
+    if case == "wrong password":
+        url = pg_server.password_url(pg_database, "hunter2")
+        answer = 'FATAL: password authentication failed for user "ralph_pw"'
+    elif case == "unknown database":
+        url = pg_server.password_url("no_such_db")
+        answer = 'FATAL: database "no_such_db" does not exist'
+    else:
+        create(run_task, url, "t1")
+        query(PgStore(url), "INSERT INTO ralph_schema (version) VALUES (99)")
+        answer = "the task store's schema is version 99, newer than this ralph.py knows"
+    before = sorted(p.name for p in repo.iterdir())
+    proc = run_ralph("build", "--tasks", url)
+    assert (proc.returncode, proc.stdout) == (1, ""), proc.stderr
+    assert proc.stderr.count("\n") == 1 and answer in proc.stderr, proc.stderr
+    assert "hunter2" not in proc.stderr and "secret" not in proc.stderr
+    assert sorted(p.name for p in repo.iterdir()) == before       # no .ralph/
+
+
 def test_the_dry_run_reads_the_store_without_creating_its_tables(run_ralph, run_task, repo,
                                                                   pg_url):
     proc = run_ralph("build", "--dry-run", "--tasks", pg_url)

@@ -61,6 +61,22 @@ def test_without_psycopg_the_store_names_the_extra_to_install(git_repo, base_env
         1, "", "Error: a postgresql:// task store needs psycopg: pip install 'ralph-py[postgres]'\n")
 
 
+@pytest.mark.parametrize("case", ["wrong password", "unknown database"])
+def test_a_url_the_server_refuses_is_one_line_at_once_never_retried(run_task, pg_server,
+                                                                   pg_database, case):
+    if case == "wrong password":
+        url = pg_server.password_url(pg_database, "hunter2")
+        answer = 'FATAL: password authentication failed for user "ralph_pw"'
+    else:
+        url = pg_server.password_url("no_such_db")
+        answer = 'FATAL: database "no_such_db" does not exist'
+    proc = run_task("peek", env={"RALPH_TASKS_DB": url, "RALPH_STORE_RETRY": "60"})
+    assert (proc.returncode, proc.stdout) == (1, "")
+    shown = url.replace("hunter2", "***").replace("secret", "***")
+    assert proc.stderr.startswith(f"Error: task store refused the connection: {shown}: ")
+    assert proc.stderr.count("\n") == 1 and answer in proc.stderr   # no retry line before it
+
+
 # --- the schema ---------------------------------------------------------------------------
 
 def test_first_use_applies_the_migrations_once_even_when_two_start_together(run_task, pg):

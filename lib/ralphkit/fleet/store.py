@@ -1,9 +1,9 @@
 """Owns which task store a run uses when it is a fleet's (a `postgresql://` URL): the store
 the run's settings and environment name, checked before anything is written (an unknown
-scheme, a missing driver: one line, exit 1); the store as it may be shown, its password
-`***`; each agent's claims file (`$RALPH_CLAIMS_FILE`) under the run's directory; and the
-heartbeat's lease and pace. Knows nothing of claims or heartbeats themselves (tasks.claims,
-session.heartbeat)."""
+scheme, a missing driver, a server refusing the URL: one line, exit 1); the store as it may
+be shown, its password `***`; each agent's claims file (`$RALPH_CLAIMS_FILE`) under the run's
+directory; and the heartbeat's lease and pace. Knows nothing of claims or heartbeats
+themselves (tasks.claims, session.heartbeat)."""
 from __future__ import annotations
 
 import importlib.util
@@ -33,6 +33,25 @@ def check(environ: Mapping[str, str]) -> None:
     if importlib.util.find_spec("psycopg") is None:
         raise UsageError("a postgresql:// task store needs psycopg: "
                          "pip install 'ralph-py[postgres]'")
+    _probe(value)
+
+
+def _probe(value: str) -> None:
+    """One connection, before anything is written: a server that refuses this URL (a wrong
+    password, an unknown database or role) or whose schema is newer than this ralph.py knows
+    stops the run with its answer (UsageError, exit 1) instead of failing every task call of
+    every session. A server that cannot be reached now is waited for when the run calls it."""
+    from ralphkit.tasks import pg
+    from ralphkit.tasks.errors import TaskError
+    conn = pg.Connection(value, {"RALPH_STORE_RETRY": "0"}, lambda line: None, migrate=False)
+    try:
+        conn.open()
+    except pg.StoreUnreachable:
+        pass
+    except TaskError as err:
+        raise UsageError(err.message) from None
+    finally:
+        conn.close()
 
 
 def url(environ: Mapping[str, str]) -> str | None:

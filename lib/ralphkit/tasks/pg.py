@@ -181,19 +181,24 @@ class Connection:
         psycopg = _driver()
         spent, pauses = 0.0, iter(_PAUSES)
         while True:
+            connecting = self.raw is None or self.raw.closed
             try:
-                if self.raw is None or self.raw.closed:
+                if connecting:
                     self._connect(psycopg)
                 return action()
             except psycopg.OperationalError as err:
                 # A lost or restarting server, a refused connection, a deadlock: the whole
                 # transaction again (nothing of a failed one was committed).
                 reason = _one_line(err)
+                if connecting and _refused(reason):
+                    raise TaskError(f"task store refused the connection: {redact(self.url)}: "
+                                    f"{reason}") from None
                 if self.raw is not None and (self.raw.closed or self.raw.broken):
                     self.close()
                 pause = next(pauses, _PAUSES[-1])
                 if spent + pause > self.retry_s:
-                    raise TaskError(f"task store unreachable: {redact(self.url)}: {reason}") from None
+                    raise StoreUnreachable(f"task store unreachable: {redact(self.url)}: "
+                                           f"{reason}") from None
                 self.report(f"ralph task: task store unavailable ({reason}); "
                             f"retrying in {pause:g}s\n")
                 time.sleep(pause)
@@ -222,6 +227,23 @@ def _retry_budget(environ: Mapping[str, str]) -> float:
         return float(value) if value else _DEFAULT_RETRY_S
     except ValueError:
         raise TaskError(f"RALPH_STORE_RETRY must be a number of seconds, got: {value}") from None
+
+
+class StoreUnreachable(TaskError):
+    """The server could not be reached for RALPH_STORE_RETRY seconds: it may come back."""
+
+
+# A server that answers a new connection with a FATAL error refuses this URL (a wrong
+# password, an unknown database or role, no pg_hba.conf entry) and will refuse it again:
+# waiting out RALPH_STORE_RETRY, and then a run's waits, would hide a typo behind hours of
+# retries. libpq gives these errors no SQLSTATE, only the server's message; the FATAL errors
+# of a server that is starting, stopping, recovering or full pass, and are waited out.
+_PASSING_FATAL = ("the database system is", "too many clients", "connection slots are reserved",
+                  "terminating connection")
+
+
+def _refused(reason: str) -> bool:
+    return "FATAL:" in reason and not any(text in reason for text in _PASSING_FATAL)
 
 
 def _one_line(err: Exception) -> str:
