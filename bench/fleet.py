@@ -9,7 +9,10 @@ until "No eligible tasks" (exit 2), timing each claim. So process start-up is no
 measured: a claim costs what the store and the scope lookup cost. It prints claims per second
 and the p50 and p99 claim latency, and checks that every task was claimed exactly once (no
 slug claimed twice across workers, and the store's own `list --status active` counts every
-task). Then `peek -n 10` at --peek-tasks tasks (bench/task_ops.py's backlog: priorities,
+task). It also prints the CPU time a claim costs, in the claimers (their own rusage) and in
+the PostgreSQL server (every server process, from /proc), and the claims per second that
+cost allows on this machine's cores: where the claimers and the server share a few cores,
+that, not the store's locking, bounds PostgreSQL's rate. Then `peek -n 10` at --peek-tasks tasks (bench/task_ops.py's backlog: priorities,
 steps, a dependency chain broken every tenth task, three tasks active): the in-process p50
 over --repeats calls and the whole-process `scripts/task peek -n 10` median.
 
@@ -30,6 +33,7 @@ import io
 import json
 import multiprocessing
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -84,13 +88,39 @@ def _backlog(n: int) -> str:
                    for i in range(n))
 
 
-def _claimer(name: str, repo: str, environ: dict, go, results) -> None:
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _server_cpu_s(cluster) -> float | None:
+    """CPU seconds spent so far by the PostgreSQL server: its postmaster and every process it
+    started (backends, WAL writer, checkpointer, ...), from /proc; None without a server."""
+    if cluster is None or (postmaster := cluster.postmaster_pid()) is None:
+        return None
+    ticks, total = os.sysconf("SC_CLK_TCK"), 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue                                   # gone meanwhile
+        if int(entry.name) == postmaster or int(fields[1]) == postmaster:
+            total += int(fields[11]) + int(fields[12])   # utime, stime
+    return total / ticks
+
+
+def _claimer(name: str, repo: str, environ: dict, go, leave, results) -> None:
     """One worker: ready once the imports and a first store call are done, then claims until
-    nothing is eligible, timing each claim."""
+    nothing is eligible, timing each claim; its server connection stays open until `leave`,
+    so the server's CPU time is read while its backend still counts."""
     os.chdir(repo)
     _call(["plan-status"], environ)
     results.put(("ready", name))
     go.wait()
+    cpu = _cpu_s()
     claims, errors, failed_in_a_row = [], [], 0
     while failed_in_a_row < _GIVE_UP_AFTER:
         started = time.monotonic()
@@ -104,36 +134,45 @@ def _claimer(name: str, repo: str, environ: dict, go, results) -> None:
         else:
             errors.append(f"exit {code}: {err.strip()}")
             failed_in_a_row += 1
-    results.put(("done", name, claims, errors, time.monotonic()))
+    results.put(("done", name, claims, errors, time.monotonic(), _cpu_s() - cpu))
+    leave.wait(timeout=600)
 
 
-def _fleet(repo: Path, environ: dict[str, str], claimers: int, tasks: int) -> dict:
+def _fleet(repo: Path, environ: dict[str, str], claimers: int, tasks: int, cluster) -> dict:
     context = multiprocessing.get_context("spawn")   # no inherited connections or pipes
-    go, results = context.Event(), context.Queue()
+    go, leave, results = context.Event(), context.Event(), context.Queue()
     workers = [context.Process(target=_claimer, args=(f"claimer-{i:02}", str(repo), environ,
-                                                      go, results)) for i in range(claimers)]
+                                                      go, leave, results))
+               for i in range(claimers)]
     for worker in workers:
         worker.start()
     try:
         for _ in workers:
             results.get(timeout=300)
+        server_before = _server_cpu_s(cluster)
         started = time.monotonic()
         go.set()
         done = [results.get(timeout=1800) for _ in workers]
+        server_after = _server_cpu_s(cluster)
     finally:
+        leave.set()
         for worker in workers:
             worker.join(timeout=60)
             if worker.is_alive():
                 worker.kill()
-    claims = [claim for _, _, mine, _, _ in done for claim in mine]
-    errors = [error for _, _, _, mine, _ in done for error in mine]
+    claims = [claim for _, _, mine, _, _, _ in done for claim in mine]
+    errors = [error for _, _, _, mine, _, _ in done for error in mine]
+    server = (server_after - server_before) if server_before is not None else 0.0
+    client = sum(d[5] for d in done)
     counts = Counter(slug for slug, _ in claims)
     latencies = sorted(took * 1000 for _, took in claims)
     listed = _checked(["list", "--status", "active"], environ).splitlines()[1:]
     return {"claims": len(claims), "per_s": len(claims) / (max(d[4] for d in done) - started),
             "p50": _percentile(latencies, 50), "p99": _percentile(latencies, 99),
             "double": sum(1 for n in counts.values() if n > 1), "unclaimed": tasks - len(counts),
-            "active": len(listed), "errors": errors}
+            "active": len(listed), "errors": errors,
+            "client_ms": 1000 * client / max(1, len(claims)),
+            "server_ms": 1000 * server / max(1, len(claims))}
 
 
 def _percentile(sorted_values: list[float], pct: float) -> float:
@@ -250,16 +289,20 @@ def _run(opts, levels: list[int], stores: _Stores) -> int:
     print(f"{opts.tasks} open tasks per run, claimed until none is eligible; "
           f"load average {os.getloadavg()[0]:.2f}")
     print(f"  {'store':11} {'claimers':>8} {'claims/s':>9} {'p50 ms':>7} {'p99 ms':>7} "
-          f"{'errors':>6} {'double':>6} {'unclaimed':>9} {'active':>6}")
-    rates, bad = {}, []
+          f"{'errors':>6} {'double':>6} {'unclaimed':>9} {'active':>6} "
+          f"{'cpu ms/claim (claimer+server)':>30}")
+    rates, cpu, bad = {}, {}, []
     for claimers in levels:
         for kind in kinds:
             environ = _environ(stores.fresh(kind))
             _checked(["plan-sync"], environ, _backlog(opts.tasks))
-            r = _fleet(repo, environ, claimers, opts.tasks)
+            r = _fleet(repo, environ, claimers, opts.tasks,
+                       stores.cluster if kind == "postgresql" else None)
             rates[kind, claimers] = r["per_s"]
+            cpu[kind, claimers] = r["client_ms"] + r["server_ms"]
             print(f"  {kind:11} {claimers:8} {r['per_s']:9.1f} {r['p50']:7.1f} {r['p99']:7.1f} "
-                  f"{len(r['errors']):6} {r['double']:6} {r['unclaimed']:9} {r['active']:6}")
+                  f"{len(r['errors']):6} {r['double']:6} {r['unclaimed']:9} {r['active']:6} "
+                  f"{r['client_ms']:21.2f} + {r['server_ms']:.2f}")
             if r["double"] or r["unclaimed"] or r["active"] != opts.tasks:
                 bad.append(f"{kind} x{claimers}: {r['double']} claimed twice, "
                            f"{r['unclaimed']} never claimed, {r['active']} active listed")
@@ -283,17 +326,21 @@ def _run(opts, levels: list[int], stores: _Stores) -> int:
               f"(plan-sync of {opts.peek_tasks}: {filled:.1f} s)")
         if error:
             print(f"      scripts/task peek -n 10: {error}")
-    return _verdict(levels, rates, peeks, bad, pg_failed, opts.peek_tasks)
+    return _verdict(levels, rates, cpu, peeks, bad, pg_failed, opts.peek_tasks)
 
 
-def _verdict(levels, rates, peeks, bad, pg_failed: bool, peek_tasks: int) -> int:
+def _verdict(levels, rates, cpu, peeks, bad, pg_failed: bool, peek_tasks: int) -> int:
     top = max(levels)
     print(f"\ntargets: {top} claimers on postgresql >= {RATIO_TARGET:.0f}x sqlite's claims/s; "
           f"zero double claims; peek -n 10 at {peek_tasks} tasks < {PEEK_TARGET_MS:.0f} ms")
     missed = []
     if ("postgresql", top) in rates and ("sqlite", top) in rates:
         ratio = rates["postgresql", top] / rates["sqlite", top]
-        print(f"  {top} claimers: postgresql {ratio:.1f}x sqlite")
+        cores = os.cpu_count() or 1
+        ceiling = cores * 1000 / cpu["postgresql", top] if cpu["postgresql", top] else 0
+        print(f"  {top} claimers: postgresql {ratio:.1f}x sqlite; at "
+              f"{cpu['postgresql', top]:.2f} ms of CPU a claim, {cores} cores allow at most "
+              f"{ceiling:.0f} postgresql claims/s ({ceiling / rates['sqlite', top]:.1f}x sqlite)")
         if ratio < RATIO_TARGET:
             missed.append(f"postgresql {ratio:.1f}x sqlite at {top} claimers")
     for kind, (inproc, whole) in peeks.items():
