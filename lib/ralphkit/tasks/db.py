@@ -77,13 +77,15 @@ _SCHEMA = (
     # plan-status's blocked count (decisions/0002); ralph.sh's queries work as before.
     """CREATE INDEX IF NOT EXISTS idx_tasks_id_status
     ON tasks(id, status, scope_repo, scope_branch)""",
-    # Extension: whether any lease of a scope has run out, in one probe (queries.ANY_EXPIRED).
+    # Extension: whether any lease of a scope has run out, in one probe
+    # (queries.expired_walk_limit).
     """CREATE INDEX IF NOT EXISTS idx_tasks_scope_expiry
     ON tasks(scope_repo, scope_branch, (CASE WHEN status = 'active' THEN lease_expires_at END))""",
 )
 _SCHEMA_NAMES = ("tasks", "idx_tasks_scope_status", "task_deps", "agents", "task_holds",
                  "idx_tasks_id_status", "idx_tasks_scope_expiry")
-_SCHEMA_PRESENT = f"SELECT name FROM sqlite_master WHERE name IN ({','.join('?' * len(_SCHEMA_NAMES))})"
+_SCHEMA_PRESENT = ("SELECT name FROM sqlite_master WHERE name IN "
+                   f"({','.join('?' * len(_SCHEMA_NAMES))})")
 
 
 def _is_busy(err: sqlite3.Error) -> bool:

@@ -77,7 +77,7 @@ _V2 = ("CREATE INDEX idx_tasks_scope_lease ON tasks(scope_repo, scope_branch, st
 # 3: the planner did not take that index: statistics gathered when the backlog was filled
 # count no active task, so walking the scope's active tasks in priority order looked as cheap,
 # and each claim read every active task. An index on an expression only a lease that can
-# expire has is the one index that answers queries.ANY_EXPIRED (SQLite's db.py has it too).
+# expire has is the one index that answers queries.expired_walk_limit (db.py has it too).
 _V3 = ("DROP INDEX idx_tasks_scope_lease",
        "CREATE INDEX idx_tasks_scope_expiry ON tasks(scope_repo, scope_branch, "
        "(CASE WHEN status = 'active' THEN lease_expires_at END))")
