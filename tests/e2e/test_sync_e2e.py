@@ -105,6 +105,8 @@ def test_a_conflict_between_two_machines_reopens_the_task_and_keeps_its_branch(p
         (kept, ["t01"], ["shared.txt"])]
     state = json.loads(next(pair.clones[0].glob(".ralph/runs/*/state.json")).read_text())
     assert [(f["task"], f["reason"]) for f in state["failed"]] == [("t01", reason)]
+    report = next(pair.clones[0].glob(".ralph/runs/*/report.md")).read_text()
+    assert f"sync conflict: reopened; its commits are on branch {kept}" in report
 
 
 @pytest.mark.parametrize("arrange,args,line", [

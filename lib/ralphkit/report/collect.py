@@ -16,6 +16,11 @@ from ralphkit.runs import progress
 from ralphkit.runs import state as run_state
 
 _TASK_LOG_KINDS = ("task_held", "drift", "respawn", "assign")
+# The `--sync` steps a reader must know of (docs/fleet.md): commits set aside by a conflict or
+# not on the shared branch yet, a session that started without the other machines' work, a
+# stash left behind. Fetches, rebases and pushes that worked are not news.
+_SYNC_NOTICES = ("conflict", "push_gave_up", "push_failed", "fetch_failed", "rebase_failed",
+                 "stash_kept")
 
 
 def epoch(value: Any) -> float | None:
@@ -176,6 +181,19 @@ class _Builder:
             self.task(task_id).notices.append(f"{kind}: {message}")
         else:
             self.r.notices.append(f"{kind}: {message}")
+
+    def _on_sync(self, run_id: str, e: dict[str, Any], ts: float | None) -> None:
+        action = e.get("action")
+        if action not in _SYNC_NOTICES:
+            return
+        message = _text(e.get("message")) or f"sync: {action}"
+        self.r.notices.append(message)
+        if action == "conflict":
+            kept = _text(e.get("kept"))
+            for task_id in _tasks(e.get("tasks")):
+                self.task(task_id).notices.append(
+                    f"sync conflict: reopened; its commits are on branch {kept}" if kept
+                    else "sync conflict: reopened")
 
     def _on_scope_changed(self, run_id: str, e: dict[str, Any], ts: float | None) -> None:
         self.r.scope_changes += [str(c) for c in e.get("changes") or e.get("new") or []]

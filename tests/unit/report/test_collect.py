@@ -118,6 +118,28 @@ def test_holds_drift_scope_limit_waits_and_verification_land_on_their_task(ralph
     assert r.limit_waits[0].seconds is not None and r.scope_changes == ["task t3 added"]
 
 
+def test_sync_conflicts_and_commits_not_on_the_shared_branch_are_notices(ralph_dir):
+    make_run(ralph_dir, RUN, 0, ended=False)
+    add = lambda event, **f: progress.append_event(ralph_dir, RUN, event, **f)  # noqa: E731
+    add("sync", action="start", message="sync: main follows origin/main")
+    add("sync", action="rebased", message="sync: main rebased onto origin/main: 2 commits")
+    add("sync", action="pushed", message="sync: pushed main to origin/main: 1 commit (task t1)")
+    conflict = ("sync: conflict: rebase of main onto origin/main conflicts in a.txt; the commits "
+                "are kept on branch ralph/sync/h1-8f3e/t2; main was reset to origin/main; task "
+                "t2 reopened")
+    add("sync", action="conflict", message=conflict, tasks=["t2"],
+        kept="ralph/sync/h1-8f3e/t2", files=["a.txt"])
+    gave_up = ("sync: push of main to origin/main still rejected after 5 retries (origin kept "
+               "moving); its commits stay here and go with the next push")
+    add("sync", action="push_gave_up", message=gave_up, tasks=["t3"])
+    add("run_end", exit_code=0, reason="No tasks available. Exiting loop.")
+    r = report_of(ralph_dir)
+    assert r.notices == [conflict, gave_up]
+    assert r.tasks["t2"].notices == [
+        "sync conflict: reopened; its commits are on branch ralph/sync/h1-8f3e/t2"]
+    assert "ralph/sync/h1-8f3e/t2" in render_md.render(r)
+
+
 def test_untrusted_text_stays_text_in_markdown_and_on_the_terminal(ralph_dir):
     make_run(ralph_dir, RUN, 4, reason=XSS + "\x1b[2J\x1b]0;owned\x07|x")
     r = report_of(ralph_dir)
