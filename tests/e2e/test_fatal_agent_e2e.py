@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import STUBS
+from conftest import STUBS, git
 
 ROOT_LINE = ("--dangerously-skip-permissions cannot be used with root/sudo privileges for "
              "security reasons")
@@ -95,6 +95,23 @@ def test_an_invalid_api_key_stops_the_run_with_exit_9(git_repo, run_ralph, stub,
         "Error: authentication failed: Invalid API key · Fix external API key; log in again "
         "(`claude /login`) or fix the API key (ANTHROPIC_API_KEY), then start the run again")
     assert [e["class"] for e in session_ends(git_repo)] == ["auth_failure"]
+
+
+def test_an_invalid_api_key_stops_a_parallel_run_with_exit_9_and_starts_no_session_more(
+        git_repo, base_env, run_ralph, stub, tmp_path):
+    (git_repo / ".gitignore").write_text(".ralph/\n")
+    git(git_repo, "add", "-A", env=base_env)
+    git(git_repo, "commit", "-qm", "ignore .ralph", env=base_env)
+    env = stub([INIT, {"type": "assistant", "message": {"content": [
+        {"type": "text", "text": "Invalid API key · Fix external API key"}]}},
+        result("Invalid API key · Fix external API key", True)], "exit 1")
+    proc = run_ralph("build", "--parallel", "2", "-n", "6", env=env)
+    assert proc.returncode == 9, proc.stderr
+    assert calls(tmp_path) <= 2                         # the sessions already running end
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "Error: authentication failed: Invalid API key · Fix external API key; log in again "
+        "(`claude /login`) or fix the API key (ANTHROPIC_API_KEY), then start the run again")
+    assert {e["class"] for e in session_ends(git_repo)} == {"auth_failure"}
 
 
 def test_a_cli_retrying_a_rejected_key_is_stopped_at_once(git_repo, run_ralph, stub, tmp_path):

@@ -2,8 +2,10 @@
 (slots), one claimed task per session in its own git worktree and branch `ralph/<runId>/<task>`,
 all sessions pumped together (session.pool, which enforces each session's timeouts), the
 order of things (recovery of a parallel run whose ralph.py died, then the scheduler's
-fill-capacity loop, then the sessions' end and cleanup), and the --max-consecutive-failures
-breaker (exit 6) and the frozen scope's stop (exit 4).
+fill-capacity loop, then the sessions' end and cleanup), and what ends it early as it ends the
+single loop: an agent that cannot go on (a rejected key, root refused, usage disabled: exit
+9, 10, 7), the --max-consecutive-failures breaker (exit 6) and the frozen scope's stop
+(exit 4).
 
 Does not own choosing which tasks may run together (scheduler, components), the run's record
 (book), starting or ending one session (launch, session_end), git (worktrees), the verify
@@ -20,7 +22,7 @@ from ralphkit.errors import RalphError, ScopeChanged, UsageError
 from ralphkit.parallel import launch, recovery, scheduler, session_end, worktrees
 from ralphkit.parallel.book import Book, Setup
 from ralphkit.session import pool as session_pool
-from ralphkit.unattended import guards
+from ralphkit.unattended import guards, night
 
 LEASE = "3600"           # a claimed task stays ours while its session runs (task-cli s.9.4)
 
@@ -36,6 +38,7 @@ class ParallelBuild:
         self.breaker = guards.Guards(guards.Limits(0, 0, setup.max_consecutive_failures,
                                                    None, None, None))
         self.verdict: guards.Verdict | None = None
+        self.stop: RalphError | None = None      # as the single loop: exit 7, 9 or 10
         self.scope_stop: ScopeChanged | None = None  # no new session; exit 4 at the end
 
     # ------------------------------------------------------------------ start and recovery
@@ -114,8 +117,10 @@ class ParallelBuild:
         return [(tid, self._finish(tid, result))]
 
     def _finish(self, tid: str, result) -> bool:
-        counted = session_end.finish(self.book, tid, result)
-        if tripped := self.breaker.after_session(counted, None, "", None):
+        counted, how = session_end.finish(self.book, tid, result)
+        if stop := night.stop_error(how):                   # a rejected key, root, disabled:
+            self.stop = self.stop or stop                   # no new session; exit 9/10/7 at the end
+        elif tripped := self.breaker.after_session(counted, None, "", None):
             self.verdict = self.verdict or tripped          # no new session; exit 6 at the end
         return not counted.counts_as_failure
 
@@ -144,8 +149,11 @@ class ParallelBuild:
                               wait=self._wait,
                               stopping=lambda: (pool.interrupted or bool(s.guard.pending)
                                                 or self.verdict is not None
+                                                or self.stop is not None
                                                 or self.scope_stop is not None))
-                if self.scope_stop is not None and not pool.interrupted:
+                if self.stop is not None and not pool.interrupted:
+                    reason = "stopped_by_agent"
+                elif self.scope_stop is not None and not pool.interrupted:
                     reason = "scope_changed"
                 elif plan.reason != "stopped":
                     reason = plan.reason
@@ -161,6 +169,8 @@ class ParallelBuild:
                 if s.guard.pending or pool.interrupted:
                     reason = "interrupted"
                 self.close(reason)
+        if reason == "stopped_by_agent":
+            raise self.stop                            # exit 7, 9 or 10, as the single loop
         if reason == "no_progress":
             raise self.verdict.error()                 # exit 6, as the single loop
         if reason == "scope_changed":

@@ -17,7 +17,7 @@ from ralphkit.parallel.book import Book
 from ralphkit.runs import state as run_state
 from ralphkit.session import heartbeat
 from ralphkit.session import watchdog
-from ralphkit.unattended import outcome
+from ralphkit.unattended import night, outcome
 
 
 
@@ -35,15 +35,15 @@ def merge(book: Book, wt: worktrees.Worktree) -> tuple[bool, str]:
 
 def _classify(book: Book, result: Any) -> outcome.Outcome:
     limits = book.s.timeouts or watchdog.SessionTimeouts(None, None)
-    return outcome.classify(result.returncode, result.summary, timed_out=result.timed_out,
-                            idle_out=result.idle_out, session_timeout_s=limits.session_s,
-                            idle_timeout_s=limits.idle_s)
+    return night.classify_session(result, danger=book.s.danger, agent=book.s.adapter.name,
+                                  env=book.s.env, session_s=limits.session_s,
+                                  idle_s=limits.idle_s)[0]
 
 
-def finish(book: Book, tid: str, result: Any) -> outcome.Outcome:
+def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.Outcome]:
     """Settle and record the session of `tid` that ended with `result` (a session.pool
-    result); the outcome as the breaker counts it (a failure unless the task ended done
-    and merged)."""
+    result); (the outcome as the breaker counts it: a failure unless the task ended done and
+    merged, how the session ended: outcome.classify's)."""
     x = book.sessions.pop(tid)
     x.writer.close()
     if result.heartbeat is not None and result.heartbeat.failures:
@@ -85,7 +85,7 @@ def finish(book: Book, tid: str, result: Any) -> outcome.Outcome:
     if x.pidfile:
         x.pidfile.unlink(missing_ok=True)
     book.s.say(f"[{tid}] {'done' if ok else 'failed'}: {message}")
-    return outcome.Outcome(how.kind, message, not ok)
+    return outcome.Outcome(how.kind, message, not ok), how
 
 
 __all__ = ["finish", "merge", "FAIL_REASON"]

@@ -26,7 +26,7 @@ from ralphkit.runs import state as run_state
 from ralphkit.backlog import answers
 from ralphkit.unattended import usage_limits
 from ralphkit.session import watchdog
-from ralphkit.errors import AuthFailed, RootRefused, UsageDisabled
+from ralphkit.errors import AuthFailed, RalphError, RootRefused, UsageDisabled
 from ralphkit.unattended.night_config import NightConfig
 from ralphkit.runs.lifecycle import Run
 from ralphkit.signals import Guard
@@ -34,6 +34,38 @@ from ralphkit.signals import Guard
 _POLL_S = 0.05
 _OUTCOMES_KEPT = 10
 
+
+
+def classify_session(result: Any, *, danger: bool, agent: str, env: Mapping[str, str],
+                     session_s: float | None, idle_s: float | None,
+                     default_wait_s: float | None = None) -> tuple[outcome.Outcome, Any]:
+    """How a finished session (a session result: returncode, summary, timed_out, idle_out)
+    ended, and the usage limit it hit (usage_limits.LimitHit or None): the one classification
+    of the single loop and of `--parallel` sessions. default_wait_s: a limit's wait when its
+    reset time is unknown (None: usage_limits' own)."""
+    summary = result.summary
+    wait = {} if default_wait_s is None else {"default_wait": timedelta(seconds=default_wait_s)}
+    hit = usage_limits.detect(summary, "", datetime.now(timezone.utc), **wait)
+    refused = outcome.root_refusal(result.returncode, summary, danger=danger, agent=agent,
+                                   env=env, euid=os.geteuid())
+    return outcome.classify(result.returncode, summary, timed_out=result.timed_out,
+                            idle_out=result.idle_out, limit_hit=hit, session_timeout_s=session_s,
+                            idle_timeout_s=idle_s, root_refused=refused), hit
+
+
+def stop_error(out: outcome.Outcome) -> RalphError | None:
+    """The error that ends the run after a session that ended this way (exit 7, 9 or 10):
+    waiting or another session cannot help; a person must act. None: the run goes on."""
+    if out.kind == outcome.USAGE_DISABLED:
+        return UsageDisabled(out.detail)
+    if out.kind == outcome.AUTH_FAILURE:
+        return AuthFailed(f"{out.detail}; log in again (`claude /login`) or fix the API key "
+                          "(ANTHROPIC_API_KEY), then start the run again")
+    if out.kind == outcome.ROOT_REFUSED:
+        return RootRefused(f"{out.detail}; in a container or VM you trust, set IS_SANDBOX=1 "
+                           "(IS_SANDBOX=1 ralph build --danger), else run ralph as a user "
+                           "other than root")
+    return None
 
 class Night:
     def __init__(self, cfg: NightConfig, run: Run, *, task: Any, env: Mapping[str, str],
@@ -102,18 +134,11 @@ class Night:
         (`failed`) and hold those at the limit. Returns the fields for its session_end event;
         the outcome is also kept for progress.md."""
         summary = result.summary
-        now = datetime.now(timezone.utc)
-        hit = usage_limits.detect(summary, "", now,
-                                  default_wait=timedelta(seconds=self.cfg.default_wait_s))
         options = self.state.options
-        refused = outcome.root_refusal(result.returncode, summary,
-                                       danger=bool(options.get("danger")),
-                                       agent=str(options.get("agent") or "claude"),
-                                       env=self.env, euid=os.geteuid())
-        out = outcome.classify(result.returncode, summary, timed_out=result.timed_out,
-                               idle_out=result.idle_out, limit_hit=hit,
-                               session_timeout_s=self.cfg.session_s,
-                               idle_timeout_s=self.cfg.idle_s, root_refused=refused)
+        out, hit = classify_session(result, danger=bool(options.get("danger")),
+                                    agent=str(options.get("agent") or "claude"), env=self.env,
+                                    session_s=self.cfg.session_s, idle_s=self.cfg.idle_s,
+                                    default_wait_s=self.cfg.default_wait_s)
         cost = getattr(summary, "total_cost_usd", None)
         cost = cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
         held = []
@@ -152,15 +177,9 @@ class Night:
         verdict = self.guards.after_session(out, cost, self._fingerprint(counts_text) if need else "",
                                             self._head() if need else None)
         self._save()
-        if out.kind == outcome.USAGE_DISABLED:
-            raise UsageDisabled(out.detail)
-        if out.kind == outcome.AUTH_FAILURE:
-            raise AuthFailed(f"{out.detail}; log in again (`claude /login`) or fix the API key "
-                             "(ANTHROPIC_API_KEY), then start the run again")
-        if out.kind == outcome.ROOT_REFUSED:
-            raise RootRefused(f"{out.detail}; in a container or VM you trust, set IS_SANDBOX=1 "
-                              "(IS_SANDBOX=1 ralph build --danger), else run ralph as a user "
-                              "other than root")
+        stop = stop_error(out)
+        if stop is not None:
+            raise stop
         if verdict is not None:
             raise verdict.error()
         if out.kind == outcome.USAGE_LIMIT:
@@ -274,4 +293,4 @@ def _previous_run(ralph_dir: Path, current: str) -> run_state.RunState | None:
     return run_state.read(ralph_dir, best[1]) if best else None
 
 
-__all__ = ["Night"]
+__all__ = ["Night", "classify_session", "stop_error"]
