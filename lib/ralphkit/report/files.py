@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ralphkit.atomic_file import write_atomic
-from ralphkit.report import collect, render_html, render_md
+from ralphkit.report import collect, events, render_html, render_md
 from ralphkit.errors import RalphError
 from ralphkit.runs import progress
 from ralphkit.runs import state as run_state
@@ -68,7 +68,7 @@ def since(ralph_dir: Path, seconds: float, now: float | None = None) -> list[str
     chosen = []
     for run_id in _run_dirs(ralph_dir):
         state = run_state.read(ralph_dir, run_id)
-        started = collect.epoch(state.started_at) if state else None
+        started = events.epoch(state.started_at) if state else None
         if started is None:
             try:
                 started = (Path(ralph_dir) / "runs" / run_id).stat().st_mtime

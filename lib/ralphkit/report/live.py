@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ralphkit.config.durations import format_duration
-from ralphkit.report import collect
+from ralphkit.report import collect, events
 
 TAIL_BYTES = 65536
 EMPTY = {"runElapsed": None, "sessionElapsed": None, "lastLine": None, "queue": None,
@@ -52,7 +52,7 @@ def last_line(log: Path) -> str | None:
 
 
 def _since(stamp: Any) -> str | None:
-    moment = collect.epoch(stamp)
+    moment = events.epoch(stamp)
     return None if moment is None else format_duration(max(0.0, time.time() - moment))
 
 

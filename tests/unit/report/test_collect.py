@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.report import collect, files, render_html, render_md, render_text
+from ralphkit.report import collect, events, files, render_html, render_md, render_text
 from ralphkit.runs import lock as run_lock
 from ralphkit.runs import progress
 from ralphkit.runs import state as run_state
@@ -154,7 +154,7 @@ def test_several_runs_since_a_moment_are_merged(ralph_dir):
     old = run_state.read(ralph_dir, RUN)
     old.started_at = "2026-10-01T00:00:00Z"
     run_state.save(ralph_dir, old)
-    now = collect.epoch("2026-11-24T00:00:00Z")
+    now = events.epoch("2026-11-24T00:00:00Z")
     assert files.since(ralph_dir, 7 * 86400, now=now) == ["20261123T220000Z-bbbbbb"]
     assert files.since(ralph_dir, 60 * 86400, now=now) == [RUN, "20261123T220000Z-bbbbbb"]
     r = report_of(ralph_dir, RUN, "20261123T220000Z-bbbbbb")
