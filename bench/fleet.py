@@ -2,19 +2,19 @@
 """bench/fleet: many claimers on one backlog, the PostgreSQL store next to SQLite in one run.
 
 For 1, 4 and 16 concurrent claimers it fills a fresh store with --tasks open tasks (no
-dependencies) by one plan-sync, then starts that many long-lived worker processes; once all
-are ready they claim together, each calling the task CLI in-process
-(`ralphkit.tasks.cli.main(["claim", "--agent", name], ...)`, cwd in a git repo) in a loop
-until "No eligible tasks" (exit 2), timing each claim. So process start-up is not what is
-measured: a claim costs what the store and the scope lookup cost. It prints claims per second
-and the p50 and p99 claim latency, and checks that every task was claimed exactly once (no
-slug claimed twice across workers, and the store's own `list --status active` counts every
-task). It also prints the CPU time a claim costs, in the claimers (their own rusage) and in
-the PostgreSQL server (every server process, from /proc), and the claims per second that
-cost allows on this machine's cores: where the claimers and the server share a few cores,
-that, not the store's locking, bounds PostgreSQL's rate. Then `peek -n 10` at --peek-tasks tasks (bench/task_ops.py's backlog: priorities,
-steps, a dependency chain broken every tenth task, three tasks active): the in-process p50
-over --repeats calls and the whole-process `scripts/task peek -n 10` median.
+dependencies) by one plan-sync, then starts that many long-lived worker processes; once all are
+ready they claim together, each calling the task CLI in-process
+(`ralphkit.tasks.cli.main(["claim", "--agent", name], ...)`, cwd in a git repo) in a loop until
+"No eligible tasks" (exit 2), timing each claim. So process start-up is not what is measured: a
+claim costs what the store and the scope lookup cost. It prints claims per second and the p50
+and p99 claim latency, and checks that every task was claimed exactly once (no slug claimed
+twice across workers, and the store's own `list --status active` counts every task). It also
+prints the CPU time a claim costs, in the claimers (their own rusage) and in the PostgreSQL
+server (every server process, from /proc), and the claims per second that cost allows on this
+machine's cores: where the claimers and the server share a few cores, that, not the store's
+locking, bounds PostgreSQL's rate. Then `peek -n 10` at --peek-tasks tasks (bench/task_ops.py's
+backlog: priorities, steps, a dependency chain broken every tenth task, three tasks active): the
+in-process p50 over --repeats calls and the whole-process `scripts/task peek -n 10` median.
 
     python3 bench/fleet.py [--tasks 3000] [--claimers 1,4,16] [--peek-tasks 100000]
                            [--repeats 20] [--stores sqlite,postgresql]
@@ -349,7 +349,8 @@ def _verdict(levels, rates, cpu, peeks, bad, pg_failed: bool, peek_tasks: int) -
         for label, ms in (("in-process", inproc), ("whole process", whole)):
             if ms is not None and not ms < PEEK_TARGET_MS:
                 missed.append(f"{kind} peek {label} {ms:.1f} ms")
-    print("  claims: every task claimed exactly once" if not bad else "  claims: WRONG: " + "; ".join(bad))
+    print("  claims: every task claimed exactly once" if not bad
+          else "  claims: WRONG: " + "; ".join(bad))
     print("  speed: all met" if not missed else "  speed: MISSED: " + "; ".join(missed))
     return 1 if bad or pg_failed else 0
 

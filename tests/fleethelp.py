@@ -71,6 +71,16 @@ class Fleet:
     def origin_subjects(self, branch: str = "main") -> list[str]:
         return self.origin_git("log", "--format=%s", branch).splitlines()
 
+    def origin_commits(self, branch: str = "main") -> dict[str, str]:
+        """Every commit of the branch on origin: its full id -> its subject."""
+        lines = self.origin_git("log", "--format=%H %s", branch).splitlines()
+        return dict(line.split(" ", 1) for line in lines)
+
+    def result_commits(self) -> dict[str, str | None]:
+        """Each task's id -> the commit its result names (None without one)."""
+        return {tid: json.loads(t["result"]).get("commit") if t.get("result") else None
+                for tid, t in self.tasks().items()}
+
     def finished(self) -> list[tuple[str, str]]:
         """(clone, task) for every task the stub agents marked done, in order."""
         if not self.log.exists():

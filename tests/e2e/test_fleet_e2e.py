@@ -35,6 +35,9 @@ def assert_every_task_done_once_and_on_origin(fleet: Fleet, ids: list[str]) -> N
     assert finished == Counter(ids)                          # each marked done exactly once
     subjects = Counter(fleet.origin_subjects())
     assert all(subjects[f"{tid}: work"] == 1 for tid in ids)  # each commit on origin, once
+    on_origin = fleet.origin_commits()                        # and its result names it there
+    assert {tid: on_origin.get(c) for tid, c in fleet.result_commits().items()} == {
+        tid: f"{tid}: work" for tid in ids}
 
 
 @pytest.mark.timeout(600)

@@ -56,6 +56,10 @@ def test_three_machines_at_once_do_every_task_exactly_once_and_origin_has_every_
     pushed = [t for clone in fleet.clones for e in sync_events(clone)
               if e["action"] == "pushed" for t in e["tasks"]]
     assert sorted(pushed) == TASKS                               # each pushed by its machine
+    # each task's result names its commit as origin has it (a rebase gave many a new id)
+    on_origin = fleet.origin_commits()
+    assert {tid: on_origin.get(c) for tid, c in fleet.result_commits().items()} == {
+        tid: f"{tid}: work" for tid in TASKS}
     # Stub sessions take a fraction of a second, so pushes race a lot; a push that lost every
     # retry went with the machine's next one (above: each task pushed once), never conflicted.
     assert not any(e["action"] in ("conflict", "push_failed")
@@ -73,8 +77,15 @@ def test_a_push_race_is_retried_after_a_fetch_and_rebase(pair):
     assert pair.origin_subjects() == ["t01: work", "other machine: host2 was faster", "initial"]
     assert pair.git(0, "rev-parse", "HEAD") == pair.origin_git("rev-parse", "main")
     assert pair.tasks()["t01"]["status"] == "done"
-    assert [e["action"] for e in sync_events(pair.clones[0])] == ["start", "push_retry",
-                                                                  "pushed"]
+    # the rebase gave t01's commit a new id: its result names that one
+    pushed = pair.origin_git("rev-parse", "main")
+    assert pair.result_commits() == {"t01": pushed}
+    events = sync_events(pair.clones[0])
+    assert [e["action"] for e in events] == ["start", "push_retry", "pushed", "recommitted"]
+    old = events[-1]["old"]
+    assert (events[-1]["task"], events[-1]["new"]) == ("t01", pushed) and old != pushed
+    assert (f"sync: task t01's result names commit {pushed[:12]}, its id after the rebase "
+            f"(it was {old[:12]})\n") in proc.stderr
 
 
 def test_a_conflict_between_two_machines_reopens_the_task_and_keeps_its_branch(pair):

@@ -408,6 +408,31 @@ def test_deps_lists_a_task_at_every_depth_it_is_reached_and_stays_fast_on_ladder
     assert out.splitlines()[-1] == "  " * 58 + "l00 [open] L"
 
 
+OLD = "abc1234" + "5" * 33
+NEW = "f00d" + "6" * 36
+
+
+def test_recommit_puts_a_rebased_commit_s_new_id_in_the_result_and_nothing_else(run_task):
+    ok(run_task("create", "a", "A"))
+    fails(run_task("_recommit", "a", OLD, NEW), 1, "Error: task 'a' is not done (status: open)\n")
+    fails(run_task("_recommit", "ghost", OLD, NEW), 2, "Error: task 'ghost' not found\n")
+    fails(run_task("_recommit", "a", OLD), 1, "Error: missing argument\nUsage: ralph task "
+                                               "_recommit <id> <old-commit> <new-commit>\n")
+    fails(run_task("_recommit", "a", OLD, "abc"), 1, "Error: not a full commit id: abc\nUsage: "
+                                                     "ralph task _recommit <id> <old-commit> "
+                                                     "<new-commit>\n")
+    ok(run_task("claim", "a", "--agent", "ag"))
+    ok(run_task("done", "a", "--result", '{"tests": "abc1234",  "commit" : "abc1234", "n": 1}'))
+    before = json.loads(ok(run_task("_export-json")))
+    assert ok(run_task("_recommit", "a", NEW, OLD)) == "unchanged a\n"    # names another one
+    assert json.loads(ok(run_task("_export-json"))) == before
+    assert ok(run_task("_recommit", "a", OLD, NEW)) == "recommitted a\n"
+    after = json.loads(ok(run_task("_export-json")))
+    # the abbreviation the agent wrote becomes the new full id; every other byte stays
+    assert after == {**before, "result": f'{{"tests": "abc1234",  "commit" : "{NEW}", "n": 1}}'}
+    assert ok(run_task("_recommit", "a", OLD, NEW)) == "unchanged a\n"    # done already
+
+
 def test_reopen_sends_a_done_task_back_to_open_with_the_reason(run_task):
     ok(run_task("create", "a", "A"))
     fails(run_task("_reopen", "a", "--reason", "x"), 1, "Error: task 'a' is not done (status: open)\n")

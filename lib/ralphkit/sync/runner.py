@@ -1,15 +1,16 @@
 """Owns what `--sync` does during a run and when (docs/fleet.md). Before each session: fetch the
-shared branch and rebase the working branch onto it. After a build session: the tasks this
-run's agent finished (asked through the task command, `_export-json`, so any task store
-answers) join the ones not yet on the remote, and while there are any the branch is pushed; a
-push rejected because the remote moved is fetched, rebased and pushed again, at most RETRIES
-times. A rebase conflict keeps the commits on `ralph/sync/<host>-<agent>/<task>`, resets the
-working branch to the remote's and reopens those tasks with a reason naming that branch. At
-the run's end, what is still not pushed gets up to END_RETRIES retries. Each step is reported
-as one line with its event fields; never prints. Knows nothing of the loop's order or of git's
-commands (branch)."""
+shared branch and rebase the working branch onto it. After a build session: the tasks this run's
+agent finished (asked through the task command, `_export-json`, so any task store answers) join
+the ones not yet on the remote, and while there are any the branch is pushed; a push rejected
+because the remote moved is fetched, rebased and pushed again, at most RETRIES times. A rebase
+conflict keeps the commits on `ralph/sync/<host>-<agent>/<task>`, resets the working branch to
+the remote's and reopens those tasks with a reason naming that branch. At the run's end, what is
+still not pushed gets up to END_RETRIES retries. A pushed task whose result names a commit a
+rebase replaced gets the new id there (`_recommit`). Each step is reported as one line with its
+event fields; never prints. Knows nothing of the loop's order or of git's commands (branch)."""
 from __future__ import annotations
 
+import json
 import random
 import socket
 import time
@@ -131,12 +132,14 @@ class Runner:
                           f"{t.branch}", "pushed", tasks=tasks, commits=0)
                 self.pending.clear()
                 return [], ""
+            since = branch.remote_head(self.git, t)      # the push moves it
             pushed = branch.push(self.git, t)
             if pushed.ok:
                 head = branch.head(self.git, t)
                 self._say(f"sync: pushed {t.branch} to {t.shared}: {_commits(count)}{named}, "
                           f"head {head[:12]}", "pushed", tasks=tasks, commits=count, head=head,
                           retries=attempt)
+                self._recommit(tasks, since, head)
                 self.pending.clear()
                 return [], ""
             if not pushed.raced:
@@ -159,6 +162,25 @@ class Runner:
             # Runners that raced tend to race again in step: a short random pause parts them.
             time.sleep(random.uniform(0, 0.05 * 2 ** min(attempt, 4)))
         return [], ""
+
+    def _recommit(self, tasks: list[str], since: str | None, head: str) -> None:
+        """A rebase gave a pushed task's commit a new id: its result names the new one, so
+        the record (and the `blocker_results` the tasks after it see) points at a commit on
+        the shared branch. One line and event per task changed."""
+        records = task_client.export_tasks(self.task_call) if tasks else None
+        if records is None:
+            return
+        results = {str(r.get("id")): r.get("result") for r in records}
+        for slug in tasks:
+            commit = _result_commit(results.get(slug))
+            found = commit and branch.rebased_as(self.git, self.target, commit, since, head)
+            if not found:
+                continue
+            old, new = found
+            if self.task_call(["_recommit", slug, old, new])[1].startswith("recommitted"):
+                self._say(f"sync: task {slug}'s result names commit {new[:12]}, its id after "
+                          f"the rebase (it was {old[:12]})", "recommitted", task=slug, old=old,
+                          new=new)
 
     # ------------------------------------------------------------------ a conflict
     def _keep_name(self, tasks: list[str]) -> str:
@@ -186,6 +208,16 @@ class Runner:
         if reset.stash_kept:
             self._stash_kept()
         return reopened
+
+
+def _result_commit(result: object) -> str | None:
+    """The commit a task's result names (the text `done --result` stored), if any."""
+    try:
+        value = json.loads(result) if isinstance(result, str) else None
+    except ValueError:
+        return None
+    commit = value.get("commit") if isinstance(value, dict) else None
+    return commit if isinstance(commit, str) and commit.strip() else None
 
 
 def start(cwd: Path, env: Mapping[str, str], task_call: task_client.TaskCall, agent: str,

@@ -1,7 +1,7 @@
-"""Owns the commands that edit tasks one by one or by filter (s.9.10-9.12, 9.14) and the
-internal `_hold`/`_unhold` (a ralph.py extension): create, update, delete, block, unblock. Every check
-that does not need the database runs before the transaction; every write is one transaction.
-Does not own argument rules (args.py) or reads for display (views.py)."""
+"""Owns the commands that edit tasks one by one or by filter (s.9.10-9.12, 9.14): create,
+update, delete, block, unblock. Every check that does not need the database runs before the
+transaction; every write is one transaction. Does not own argument rules (args.py), reads for
+display (views.py) or the internal edits ralph.py makes (run_edits.py)."""
 from __future__ import annotations
 
 import uuid
@@ -31,14 +31,6 @@ def _steps(value: str, flag: str, strings_only: bool) -> str | None:
     if not isinstance(steps, list) or (strings_only and not all(isinstance(s, str) for s in steps)):
         raise TaskError(f"{flag} must be a JSON array, got: {value}")
     return compact(steps) if steps else None
-
-
-def _lookup(conn, ctx: Ctx, slug: str, what: str = "task") -> tuple[str, str]:
-    row = conn.execute("SELECT t.id, t.status FROM tasks t WHERE " + q.IN_SCOPE
-                       + " AND t.slug = :slug", q.scope_params(ctx.scope, slug=slug)).fetchone()
-    if row is None:
-        raise not_found(f"{what} '{slug}' not found")
-    return row
 
 
 def create(ctx: Ctx, argv: Sequence[str]) -> str:
@@ -105,7 +97,7 @@ def update(ctx: Ctx, argv: Sequence[str]) -> str:
         sets["status"] = p["--status"]
 
     def act(conn):
-        task_id, status = _lookup(conn, ctx, slug)
+        task_id, status = q.task_id_status(conn, ctx.scope, slug)
         if status == "done":
             raise TaskError(f"task '{slug}' is done and cannot be updated")
         conn.execute("UPDATE tasks SET " + "".join(f"{k} = ?, " for k in sets)
@@ -145,7 +137,7 @@ def delete(ctx: Ctx, argv: Sequence[str]) -> str:
     stamp = "status = 'deleted', deleted_at = datetime('now'), updated_at = datetime('now')"
     if slug:
         def act(conn):
-            task_id, _ = _lookup(conn, ctx, slug)
+            task_id, _ = q.task_id_status(conn, ctx.scope, slug)
             conn.execute(f"UPDATE tasks SET {stamp} WHERE id = ?", (task_id,))
         db.write(ctx.conn, act)
         return f"deleted {slug}\n"
@@ -181,8 +173,8 @@ def block(ctx: Ctx, argv: Sequence[str]) -> str:
     slug, by = _pair(argv, "block")
 
     def act(conn):
-        task_id, _ = _lookup(conn, ctx, slug)
-        blocker_id, _ = _lookup(conn, ctx, by, "blocker task")
+        task_id, _ = q.task_id_status(conn, ctx.scope, slug)
+        blocker_id, _ = q.task_id_status(conn, ctx.scope, by, "blocker task")
         conn.execute("INSERT OR IGNORE INTO task_deps (task_id, blocked_by) VALUES (?, ?)",
                      (task_id, blocker_id))
     db.write(ctx.conn, act)
@@ -204,53 +196,4 @@ def unblock(ctx: Ctx, argv: Sequence[str]) -> str:
     return f"unblocked {slug} from {by}\n"
 
 
-def hold(ctx: Ctx, argv: Sequence[str]) -> str:
-    slug, rest = A.optional_id(argv)
-    p = A.flags(rest, values=("--reason",))
-    if not slug:
-        raise TaskError("missing task ID", usage="ralph task _hold <id> --reason <text>")
-
-    def act(conn):
-        task_id, _ = _lookup(conn, ctx, slug)
-        conn.execute("INSERT INTO task_holds (task_id, reason) VALUES (?, ?) ON CONFLICT (task_id) "
-                     "DO UPDATE SET reason = excluded.reason, created_at = excluded.created_at",
-                     (task_id, p.get("--reason", "")))
-    db.write(ctx.conn, act)
-    return f"held {slug}\n"
-
-
-def unhold(ctx: Ctx, argv: Sequence[str]) -> str:
-    slug, rest = A.optional_id(argv)
-    A.flags(rest)
-    if not slug:
-        raise TaskError("missing task ID", usage="ralph task _unhold <id>")
-
-    def act(conn):
-        task_id, _ = _lookup(conn, ctx, slug)
-        conn.execute("DELETE FROM task_holds WHERE task_id = ?", (task_id,))
-    db.write(ctx.conn, act)
-    return f"unheld {slug}\n"
-
-
-def reopen(ctx: Ctx, argv: Sequence[str]) -> str:
-    """Internal: a `done` task whose branch could not be merged back goes back to
-    `open` as `fail` would send an active one: assignee and lease cleared, retry_count + 1,
-    fail_reason set, result cleared. Only done tasks (exit 1 otherwise)."""
-    slug, rest = A.optional_id(argv)
-    p = A.flags(rest, values=("--reason",))
-    if not slug:
-        raise TaskError("missing task ID", usage="ralph task _reopen <id> --reason <text>")
-
-    def act(conn):
-        task_id, status = _lookup(conn, ctx, slug)
-        if status != "done":
-            raise TaskError(f"task '{slug}' is not done (status: {status})")
-        conn.execute("UPDATE tasks SET status = 'open', assignee = NULL, lease_expires_at = NULL, "
-                     "retry_count = coalesce(retry_count, 0) + 1, fail_reason = ?, result = NULL, "
-                     "updated_at = datetime('now') WHERE id = ?",
-                     (p.get("--reason") or None, task_id))
-    db.write(ctx.conn, act)
-    return f"reopened {slug}\n"
-
-
-__all__ = ["create", "update", "delete", "block", "unblock", "hold", "unhold", "reopen"]
+__all__ = ["create", "update", "delete", "block", "unblock"]

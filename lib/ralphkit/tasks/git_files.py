@@ -182,7 +182,7 @@ def _check_gitdir(gitdir: str, uid: int) -> tuple[str, bytes]:
     head = _read(os.path.join(gitdir, "HEAD"))
     if head is None or os.path.islink(os.path.join(gitdir, "HEAD")):
         raise _Unsure
-    if not head.startswith(b"ref: refs/") and not _object_id(head.rstrip(b"\n")):
+    if not head.startswith(b"ref: refs/") and not object_id(head.rstrip(b"\n")):
         raise _Unsure  # git does not take this directory for a repository
     common = _read(os.path.join(gitdir, "commondir"))
     commondir = gitdir
@@ -233,7 +233,8 @@ def discover(environ: Mapping[str, str], git: str) -> Layout | None:
         return None
 
 
-def _object_id(text: bytes) -> bool:
+def object_id(text: bytes) -> bool:
+    """A full object id as git writes it: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits."""
     return len(text) in (40, 64) and not text.strip(b"0123456789abcdef")
 
 
@@ -269,9 +270,9 @@ def current_branch(layout: Layout) -> str | None:
             target = handle.read(80).rstrip(b"\n")
     except OSError:
         return None
-    if not _object_id(target):
+    if not object_id(target):
         return None  # a symbolic or broken branch ref: git says what it makes of it
     return name.decode("utf-8", "surrogateescape")
 
 
-__all__ = ["Layout", "discover", "current_branch"]
+__all__ = ["Layout", "discover", "current_branch", "object_id"]

@@ -8,7 +8,7 @@ import os
 
 from ralphkit.tasks import jsontext
 from ralphkit.tasks.db import sqlite3
-from ralphkit.tasks.errors import TaskError
+from ralphkit.tasks.errors import TaskError, not_found
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -91,6 +91,15 @@ def fetch_tasks(conn: sqlite3.Connection, scope: Scope, where: str = "TRUE", lim
     return cur.execute(sql, scope_params(scope, **params)).fetchall()
 
 
+def task_id_status(conn, scope: Scope, slug: str, what: str = "task") -> tuple[str, str]:
+    """(id, status) of the scope's task `slug`; not found (exit 2) names it as `what`."""
+    row = conn.execute("SELECT t.id, t.status FROM tasks t WHERE " + IN_SCOPE
+                       + " AND t.slug = :slug", scope_params(scope, slug=slug)).fetchone()
+    if row is None:
+        raise not_found(f"{what} '{slug}' not found")
+    return row
+
+
 def fetch_task(conn: sqlite3.Connection, scope: Scope, slug: str) -> dict | None:
     rows = fetch_tasks(conn, scope, "t.slug = :slug", slug=slug)
     return rows[0] if rows else None
@@ -131,4 +140,5 @@ def frozen_slugs(environ, cwd: str) -> str | None:
     return jsontext.dumps(slugs)
 
 
-__all__ = ["first_claimable", "fetch_tasks", "fetch_task", "fetch_blockers", "frozen_slugs", "scope_params"]
+__all__ = ["first_claimable", "fetch_tasks", "task_id_status", "fetch_task", "fetch_blockers",
+           "frozen_slugs", "scope_params"]
