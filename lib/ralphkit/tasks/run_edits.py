@@ -16,17 +16,22 @@ if TYPE_CHECKING:
     from typing import Sequence
 
 
-def hold(ctx: Ctx, argv: Sequence[str]) -> str:
+def _id_and_reason(argv: Sequence[str], command: str) -> tuple[str, str | None]:
     slug, rest = A.optional_id(argv)
-    p = A.flags(rest, values=("--reason",))
+    reason = A.flags(rest, values=("--reason",)).get("--reason")
     if not slug:
-        raise TaskError("missing task ID", usage="ralph task _hold <id> --reason <text>")
+        raise TaskError("missing task ID", usage=f"ralph task {command} <id> --reason <text>")
+    return slug, reason
+
+
+def hold(ctx: Ctx, argv: Sequence[str]) -> str:
+    slug, reason = _id_and_reason(argv, "_hold")
 
     def act(conn):
         task_id, _ = q.task_id_status(conn, ctx.scope, slug)
         conn.execute("INSERT INTO task_holds (task_id, reason) VALUES (?, ?) ON CONFLICT (task_id) "
                      "DO UPDATE SET reason = excluded.reason, created_at = excluded.created_at",
-                     (task_id, p.get("--reason", "")))
+                     (task_id, "" if reason is None else reason))
     db.write(ctx.conn, act)
     return f"held {slug}\n"
 
@@ -48,10 +53,7 @@ def reopen(ctx: Ctx, argv: Sequence[str]) -> str:
     """Internal: a `done` task whose branch could not be merged back goes back to
     `open` as `fail` would send an active one: assignee and lease cleared, retry_count + 1,
     fail_reason set, result cleared. Only done tasks (exit 1 otherwise)."""
-    slug, rest = A.optional_id(argv)
-    p = A.flags(rest, values=("--reason",))
-    if not slug:
-        raise TaskError("missing task ID", usage="ralph task _reopen <id> --reason <text>")
+    slug, reason = _id_and_reason(argv, "_reopen")
 
     def act(conn):
         task_id, status = q.task_id_status(conn, ctx.scope, slug)
@@ -59,8 +61,7 @@ def reopen(ctx: Ctx, argv: Sequence[str]) -> str:
             raise TaskError(f"task '{slug}' is not done (status: {status})")
         conn.execute("UPDATE tasks SET status = 'open', assignee = NULL, lease_expires_at = NULL, "
                      "retry_count = coalesce(retry_count, 0) + 1, fail_reason = ?, result = NULL, "
-                     "updated_at = datetime('now') WHERE id = ?",
-                     (p.get("--reason") or None, task_id))
+                     "updated_at = datetime('now') WHERE id = ?", (reason or None, task_id))
     db.write(ctx.conn, act)
     return f"reopened {slug}\n"
 
