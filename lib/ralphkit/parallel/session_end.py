@@ -37,7 +37,7 @@ def _classify(book: Book, result: Any) -> outcome.Outcome:
     limits = book.s.timeouts or watchdog.SessionTimeouts(None, None)
     return night.classify_session(result, danger=book.s.danger, agent=book.s.adapter.name,
                                   env=book.s.env, session_s=limits.session_s,
-                                  idle_s=limits.idle_s)[0]
+                                  idle_s=limits.idle_s, limits_waited=False)[0]
 
 
 def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.Outcome]:
