@@ -17,7 +17,7 @@ from ralphkit.parallel.book import Book
 from ralphkit.runs import state as run_state
 from ralphkit.session import heartbeat
 from ralphkit.session import watchdog
-from ralphkit.unattended import night, outcome
+from ralphkit.unattended import outcome, session_outcome
 
 
 
@@ -35,9 +35,9 @@ def merge(book: Book, wt: worktrees.Worktree) -> tuple[bool, str]:
 
 def _classify(book: Book, result: Any) -> outcome.Outcome:
     limits = book.s.timeouts or watchdog.SessionTimeouts(None, None)
-    return night.classify_session(result, danger=book.s.danger, agent=book.s.adapter.name,
-                                  env=book.s.env, session_s=limits.session_s,
-                                  idle_s=limits.idle_s, limits_waited=False)[0]
+    return session_outcome.classify_session(
+        result, danger=book.s.danger, agent=book.s.adapter.name, env=book.s.env,
+        session_s=limits.session_s, idle_s=limits.idle_s, limits_waited=False)[0]
 
 
 def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.Outcome]:

@@ -26,7 +26,7 @@ from ralphkit.runs import state as run_state
 from ralphkit.backlog import answers
 from ralphkit.unattended import usage_limits
 from ralphkit.session import watchdog
-from ralphkit.errors import AuthFailed, RalphError, RootRefused, UsageDisabled
+from ralphkit.unattended.session_outcome import classify_session, stop_error
 from ralphkit.unattended.night_config import NightConfig
 from ralphkit.runs.lifecycle import Run
 from ralphkit.signals import Guard
@@ -35,43 +35,6 @@ _POLL_S = 0.05
 _OUTCOMES_KEPT = 10
 
 
-
-def classify_session(result: Any, *, danger: bool, agent: str, env: Mapping[str, str],
-                     session_s: float | None, idle_s: float | None,
-                     default_wait_s: float | None = None,
-                     limits_waited: bool = True) -> tuple[outcome.Outcome, Any]:
-    """How a finished session (a session result: returncode, summary, timed_out, idle_out)
-    ended, and the usage limit it hit (usage_limits.LimitHit or None): the one classification
-    of the single loop and of `--parallel` sessions. default_wait_s: a limit's wait when its
-    reset time is unknown (None: usage_limits' own). limits_waited=False (`--parallel`, which
-    does not wait them out): a usage limit is not a class of its own, so a limited session
-    counts as what it otherwise is (a failure for the breaker, never a free respawn); usage
-    disabled still is."""
-    summary = result.summary
-    wait = {} if default_wait_s is None else {"default_wait": timedelta(seconds=default_wait_s)}
-    hit = usage_limits.detect(summary, "", datetime.now(timezone.utc), **wait)
-    if hit is not None and not limits_waited and hit.kind != usage_limits.DISABLED:
-        hit = None
-    refused = outcome.root_refusal(result.returncode, summary, danger=danger, agent=agent,
-                                   env=env, euid=os.geteuid())
-    return outcome.classify(result.returncode, summary, timed_out=result.timed_out,
-                            idle_out=result.idle_out, limit_hit=hit, session_timeout_s=session_s,
-                            idle_timeout_s=idle_s, root_refused=refused), hit
-
-
-def stop_error(out: outcome.Outcome) -> RalphError | None:
-    """The error that ends the run after a session that ended this way (exit 7, 9 or 10):
-    waiting or another session cannot help; a person must act. None: the run goes on."""
-    if out.kind == outcome.USAGE_DISABLED:
-        return UsageDisabled(out.detail)
-    if out.kind == outcome.AUTH_FAILURE:
-        return AuthFailed(f"{out.detail}; log in again (`claude /login`) or fix the API key "
-                          "(ANTHROPIC_API_KEY), then start the run again")
-    if out.kind == outcome.ROOT_REFUSED:
-        return RootRefused(f"{out.detail}; in a container or VM you trust, set IS_SANDBOX=1 "
-                           "(IS_SANDBOX=1 ralph build --danger), else run ralph as a user "
-                           "other than root")
-    return None
 
 class Night:
     def __init__(self, cfg: NightConfig, run: Run, *, task: Any, env: Mapping[str, str],
@@ -299,4 +262,4 @@ def _previous_run(ralph_dir: Path, current: str) -> run_state.RunState | None:
     return run_state.read(ralph_dir, best[1]) if best else None
 
 
-__all__ = ["Night", "classify_session", "stop_error"]
+__all__ = ["Night"]
