@@ -48,6 +48,7 @@ class Runner:
     pending: list[str] = field(default_factory=list)   # finished here, not on the remote yet
     handled: set[tuple[str, str, str]] = field(default_factory=set)   # (id, updated, retries)
     reason: str = ""                # the fail reason of the last conflict
+    rebased: bool = False           # a rebase gave pending tasks' commits new ids
 
     def _say(self, line: str, action: str, **fields: Any) -> None:
         t = self.target
@@ -75,6 +76,7 @@ class Runner:
             self._say(f"sync: rebase of {t.branch} onto {t.shared} failed: {u.error}; "
                       f"{otherwise}", "rebase_failed", detail=u.error)
             return False, []
+        self.rebased = self.rebased or (u.after != u.before and bool(self.pending))
         if u.after != u.before and not quiet:
             self._say(f"sync: {t.branch} rebased onto {t.shared}: {_commits(u.incoming)} from "
                       f"{t.remote}, head {u.after[:12]}", "rebased", incoming=u.incoming,
@@ -139,8 +141,10 @@ class Runner:
                 self._say(f"sync: pushed {t.branch} to {t.shared}: {_commits(count)}{named}, "
                           f"head {head[:12]}", "pushed", tasks=tasks, commits=count, head=head,
                           retries=attempt)
-                self._recommit(tasks, since, head)
+                if self.rebased:
+                    self._recommit(tasks, since, head)
                 self.pending.clear()
+                self.rebased = False
                 return [], ""
             if not pushed.raced:
                 self._say(f"sync: push of {t.branch} to {t.shared} failed: {pushed.detail}; "
