@@ -141,7 +141,8 @@ def run_task(git_repo: Path, base_env: dict[str, str]):
     def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
             timeout: float = 60, input: str | None = None) -> subprocess.CompletedProcess:
         full_env = {**base_env, **(env or {})}
-        return run_process([sys.executable, str(TASK), *args], cwd=cwd or git_repo,
+        # -S, as scripts/task's shebang runs it: no site-packages start-up
+        return run_process([sys.executable, "-S", str(TASK), *args], cwd=cwd or git_repo,
                            env=full_env, timeout=timeout, input=input)
     return run
 

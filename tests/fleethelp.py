@@ -51,7 +51,7 @@ class Fleet:
         return self.finish(self.start(i, *args, **extra), timeout)
 
     def task(self, *args: str, i: int = 0, input: str | None = None) -> subprocess.CompletedProcess:
-        return run_process([sys.executable, str(TASK), *args], cwd=self.clones[i],
+        return run_process([sys.executable, "-S", str(TASK), *args], cwd=self.clones[i],
                            env=self.env_for(i), input=input)
 
     def create(self, *ids: str) -> None:
