@@ -40,9 +40,9 @@ def _seconds(text: str) -> float:
 
 def _store(environ: Mapping[str, str]) -> str | None:
     """The PostgreSQL store RALPH_TASKS_DB names, else None (a SQLite file)."""
-    from ralphkit.tasks import store_url
+    from ralphkit.sources import registry
     value = environ.get("RALPH_TASKS_DB", "")
-    return value if store_url.scheme(value) is not None else None
+    return value if registry.is_store(value) else None
 
 
 def _db_path(git) -> Path:

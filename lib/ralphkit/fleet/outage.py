@@ -26,7 +26,6 @@ class Waiter:
     warn: Callable[[str], None]
     record: Callable[..., None]               # one events.jsonl line (RunContext.record)
     pauses_s: tuple[float, ...] = PAUSES_S    # the n-th wait's pause (the last one repeats)
-    waited_s: float = 0.0                     # in this run
 
     def __call__(self, result: TaskResult, attempt: int) -> bool:
         if self.guard.closing or self.guard.pending:
@@ -42,7 +41,6 @@ class Waiter:
             if self.guard.closing or self.guard.pending:
                 return False                  # queued in a session: the pump handles it
             time.sleep(min(_STEP_S, left))    # outside one, a signal raises Interrupted here
-        self.waited_s += pause
         return True
 
 

@@ -125,10 +125,9 @@ def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = F
     agent = agent or ctx.agent_id
     if not agent:
         return []
+    # ctx.env: on a fleet's store it holds the agent's claims file (session_setup), so a
+    # task another host took meanwhile is refused
     env = ctx.env
-    if ctx.fleet() and ctx.run is not None:                     # the agent's tokens: a task
-        run_dir = ctx.ralph_dir / "runs" / ctx.run.state.run_id   # another host took is refused
-        env = {**env, "RALPH_CLAIMS_FILE": str(fleet_store.claims_file(run_dir, agent))}
     active = ctx.task.call("list", "--status", "active", "--assignee", agent,
                            "--markdown", env=env)              # task list --status active ...
     slugs = backlog.slugs(active.output)

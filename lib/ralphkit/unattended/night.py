@@ -35,7 +35,6 @@ _POLL_S = 0.05
 _OUTCOMES_KEPT = 10
 
 
-
 class Night:
     def __init__(self, cfg: NightConfig, run: Run, *, task: Any, env: Mapping[str, str],
                  guard: Guard, log_dir: Path, say: Callable[[str], None],
