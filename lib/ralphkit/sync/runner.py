@@ -49,6 +49,7 @@ class Runner:
     handled: set[tuple[str, str, str]] = field(default_factory=set)   # (id, updated, retries)
     reason: str = ""                # the fail reason of the last conflict
     rebased: bool = False           # a rebase gave pending tasks' commits new ids
+    results: dict[str, Any] = field(default_factory=dict)  # task id -> result, last read
 
     def _say(self, line: str, action: str, **fields: Any) -> None:
         t = self.target
@@ -113,6 +114,8 @@ class Runner:
         """Tasks this agent marked done since `since`, each once; None when unknown (a task
         command without `_export-json`, or no agent id)."""
         records = task_client.export_tasks(self.task_call) if self.agent else None
+        if records is not None:      # done tasks' results stay as read here (_recommit)
+            self.results = {str(r.get("id")): r.get("result") for r in records}
         if records is None:
             return None
         found = []
@@ -170,13 +173,10 @@ class Runner:
     def _recommit(self, tasks: list[str], since: str | None, head: str) -> None:
         """A rebase gave a pushed task's commit a new id: its result names the new one, so
         the record (and the `blocker_results` the tasks after it see) points at a commit on
-        the shared branch. One line and event per task changed."""
-        records = task_client.export_tasks(self.task_call) if tasks else None
-        if records is None:
-            return
-        results = {str(r.get("id")): r.get("result") for r in records}
+        the shared branch. The results are the ones the session's end read (_finished). One
+        line and event per task changed."""
         for slug in tasks:
-            commit = _result_commit(results.get(slug))
+            commit = _result_commit(self.results.get(slug))
             found = commit and branch.rebased_as(self.git, self.target, commit, since, head)
             if not found:
                 continue
