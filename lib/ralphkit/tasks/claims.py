@@ -44,11 +44,14 @@ def claim(conn, ctx: Ctx, extra: str, target: str | None, params: dict):
         "THEN 1 ELSE 0 END, fail_reason = CASE WHEN chosen.status = 'active' THEN "
         f"{_EXPIRED_REASON} ELSE tasks.fail_reason END "
         "FROM chosen LEFT JOIN agents a ON a.id = chosen.assignee "
-        "WHERE tasks.id = chosen.id RETURNING " + ", ".join(f"tasks.{c.strip()}" for c in
-                                                           q.COLUMNS.split(","))
-        + ", tasks.rowid, tasks.claim_version, EXISTS (SELECT 1 FROM task_deps d WHERE "
-        "d.task_id = tasks.id) AS has_deps",
+        f"WHERE tasks.id = chosen.id RETURNING {_RETURNING}",
         {**q.scope_params(ctx.scope), **params, "target": target}).fetchone()
+
+
+# The claimed task as fetch_tasks gives it, and whether it has blockers to read.
+_RETURNING = (", ".join(f"tasks.{c.strip()}" for c in q.COLUMNS.split(","))
+              + ", tasks.rowid, tasks.claim_version, EXISTS (SELECT 1 FROM task_deps d WHERE "
+              "d.task_id = tasks.id) AS has_deps")
 
 
 # "lease expired at <time>: agent '<id>' on host '<host>' stopped renewing it, last heartbeat

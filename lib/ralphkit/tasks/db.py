@@ -125,8 +125,9 @@ def _transaction(conn: sqlite3.Connection, begin: str, body: Callable[[sqlite3.C
 def write(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], T], *,
           concurrent: bool = False) -> T:
     """Run body in one BEGIN IMMEDIATE transaction (its reads included), retried when busy.
-    concurrent: on PostgreSQL, body takes row locks itself (a claim's SKIP LOCKED) instead of
-    waiting for every other writer."""
+    concurrent: on PostgreSQL, body is one statement, its own transaction, that takes row locks
+    itself (a claim's SKIP LOCKED) instead of waiting for every other writer; a body of two
+    statements would not be atomic there."""
     if getattr(conn, "dialect", "sqlite") != "sqlite":
         return conn.transaction(body, write=True, lock=not concurrent)
     return _transaction(conn, "BEGIN IMMEDIATE", body)
