@@ -3,7 +3,6 @@ kept, the task CLI's retry lines reach `notice`, and `store_lost` decides whethe
 made again. A real in-process task CLI against a port where nothing listens."""
 from __future__ import annotations
 
-from pathlib import Path
 
 from ralphkit.backlog import calls
 
@@ -14,7 +13,7 @@ def embedded(**more) -> calls.TaskCommand:
     return calls.TaskCommand("task", None, True, **more)
 
 
-def test_an_unreachable_store_is_a_failed_call_that_says_so(tmp_path: Path):
+def test_an_unreachable_store_is_a_failed_call_that_says_so():
     result = embedded().call("peek", env={"RALPH_TASKS_DB": URL, "RALPH_STORE_RETRY": "0"})
     assert (result.ok, result.output, result.store_lost) == (False, "", True)
     assert result.error.startswith("Error: task store unreachable: "
@@ -36,7 +35,7 @@ def test_store_lost_is_asked_after_each_failure_until_it_gives_up():
     assert not any("hunter2" in n for n in notices)
 
 
-def test_other_failures_are_not_waited_for(tmp_path: Path):
+def test_other_failures_are_not_waited_for():
     asked = []
     task = embedded(store_lost=lambda result, attempt: asked.append(attempt) or True)
     result = task.call("peek", env={"RALPH_TASKS_DB": "mysql://db/x"})
