@@ -4,17 +4,20 @@
 For 1, 4 and 16 concurrent claimers it fills a fresh store with --tasks open tasks (no
 dependencies) by one plan-sync, then starts that many long-lived worker processes; once all are
 ready they claim together, each calling the task CLI in-process
-(`ralphkit.tasks.cli.main(["claim", "--agent", name], ...)`, cwd in a git repo) in a loop until
-"No eligible tasks" (exit 2), timing each claim. So process start-up is not what is measured: a
-claim costs what the store and the scope lookup cost. It prints claims per second and the p50
-and p99 claim latency, and checks that every task was claimed exactly once (no slug claimed
-twice across workers, and the store's own `list --status active` counts every task). It also
-prints the CPU time a claim costs, in the claimers (their own rusage) and in the PostgreSQL
-server (every server process, from /proc), and the claims per second that cost allows on this
-machine's cores: where the claimers and the server share a few cores, that, not the store's
-locking, bounds PostgreSQL's rate. Then `peek -n 10` at --peek-tasks tasks (bench/task_ops.py's
-backlog: priorities, steps, a dependency chain broken every tenth task, three tasks active): the
-in-process p50 over --repeats calls and the whole-process `scripts/task peek -n 10` median.
+(`ralphkit.tasks.cli.main(["claim"], ...)`, cwd in a git repo) in a loop until "No eligible
+tasks" (exit 2), timing each claim. Each worker has the environment a ralph run gives its agent:
+the scope `task _get-scope` resolved once (RALPH_SCOPE_REPO, RALPH_SCOPE_BRANCH), an agent id
+and a claims file for its fencing tokens. So neither process start-up nor a scope lookup a run's
+agent never makes is what is measured: a claim costs what the store costs. It prints claims per
+second and the p50 and p99 claim latency, and checks that every task was claimed exactly once
+(no slug claimed twice across workers, and the store's own `list --status active` counts every
+task). It also prints the CPU time a claim costs, in the claimers (their own rusage) and in the
+PostgreSQL server (every server process, from /proc), and the claims per second that cost allows
+on this machine's cores: where the claimers and the server share a few cores, that, not the
+store's locking, bounds PostgreSQL's rate. Then `peek -n 10` at --peek-tasks tasks
+(bench/task_ops.py's backlog: priorities, steps, a dependency chain broken every tenth task,
+three tasks active): the in-process p50 over --repeats calls and the whole-process `scripts/task
+peek -n 10` median.
 
     python3 bench/fleet.py [--tasks 3000] [--claimers 1,4,16] [--peek-tasks 100000]
                            [--repeats 20] [--stores sqlite,postgresql]
@@ -112,11 +115,20 @@ def _server_cpu_s(cluster) -> float | None:
     return total / ticks
 
 
+def _agent_environ(name: str, environ: dict[str, str]) -> dict[str, str]:
+    """The environment a ralph run gives its agent (loop/start.session_setup): the scope
+    `task _get-scope` resolved once, the agent's id, and its claims file (fencing tokens)."""
+    scope = dict(line.split(":", 1) for line in _checked(["_get-scope"], environ).splitlines())
+    return {**environ, "RALPH_SCOPE_REPO": scope["repo"], "RALPH_SCOPE_BRANCH": scope["branch"],
+            "RALPH_AGENT_ID": name, "RALPH_CLAIMS_FILE": f".ralph-claims-{name}"}
+
+
 def _claimer(name: str, repo: str, environ: dict, go, leave, results) -> None:
-    """One worker: ready once the imports and a first store call are done, then claims until
-    nothing is eligible, timing each claim; its server connection stays open until `leave`,
-    so the server's CPU time is read while its backend still counts."""
+    """One worker, an agent of a ralph run: ready once the imports and a first store call are
+    done, then `task claim` until nothing is eligible, timing each claim; its server connection
+    stays open until `leave`, so the server's CPU time is read while its backend still counts."""
     os.chdir(repo)
+    environ = _agent_environ(name, environ)
     _call(["plan-status"], environ)
     results.put(("ready", name))
     go.wait()
@@ -124,7 +136,7 @@ def _claimer(name: str, repo: str, environ: dict, go, leave, results) -> None:
     claims, errors, failed_in_a_row = [], [], 0
     while failed_in_a_row < _GIVE_UP_AFTER:
         started = time.monotonic()
-        code, out, err = _call(["claim", "--agent", name], environ)
+        code, out, err = _call(["claim"], environ)
         took = time.monotonic() - started
         if code == 0:
             claims.append((out.split("\n", 1)[0].removeprefix("## Task "), took))
