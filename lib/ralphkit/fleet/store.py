@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ralphkit.errors import UsageError
+from ralphkit.runs import state as run_state
 from ralphkit.sources import registry
 from ralphkit.tasks import store_url
 
@@ -68,11 +69,19 @@ def shown(value: str) -> str:
     return store_url.redact(value)
 
 
-def claims_file(run_dir: Path, agent: str) -> Path:
-    """The agent's claims file (tasks.claims): its fencing tokens, one `<version> <slug>` line
-    per claim, read by its `done`, `fail` and `renew`."""
+def claims_file(ralph_dir: Path, run_id: str, agent: str) -> Path:
+    """The agent's claims file (tasks.claims) in the run's directory: its fencing tokens, one
+    `<version> <slug>` line per claim, read by its `done`, `fail` and `renew`."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in agent) or "agent"
-    return Path(run_dir) / f"claims-{safe}.txt"
+    return run_state.state_path(ralph_dir, run_id).parent / f"claims-{safe}.txt"
+
+
+def as_agent(env: Mapping[str, str], ralph_dir: Path, run_id: str,
+             agent: str) -> dict[str, str]:
+    """env for a task call made as `agent` of the run: its claims file presented, so a claim
+    made for it records its token there, and its `done`, `fail` and `renew` are refused once
+    another host holds the task."""
+    return {**env, "RALPH_CLAIMS_FILE": str(claims_file(ralph_dir, run_id, agent))}
 
 
 def beat_interval(lease_s: float) -> float:
@@ -81,4 +90,4 @@ def beat_interval(lease_s: float) -> float:
     return min(lease_s, CLAIM_DEFAULT_LEASE_S) / 3
 
 
-__all__ = ["check", "url", "shown", "claims_file", "beat_interval", "CLAIM_DEFAULT_LEASE_S"]
+__all__ = ["check", "url", "shown", "claims_file", "as_agent", "beat_interval", "CLAIM_DEFAULT_LEASE_S"]

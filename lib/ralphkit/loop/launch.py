@@ -119,32 +119,40 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
 
 
 def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = FAIL_REASON,
-                      passthrough: bool = True) -> list[str]:
-    """s.15.5: release what the session left active for this agent; the slugs it failed.
-    Also used on resume for a dead run's agent (its `fail` output not passed through)."""
+                      passthrough: bool = True, env: dict[str, str] | None = None) -> list[str]:
+    """s.15.5: release what the session left active for this agent; the slugs it failed (a
+    `fail` refused is not one). Also used on resume for a dead run's agent (its `fail` output
+    not passed through). env: the agent's; by default ctx.env, which on a fleet's store holds
+    the run's agent's claims file (session_setup), so a task another host took meanwhile is
+    refused."""
     agent = agent or ctx.agent_id
     if not agent:
         return []
-    # ctx.env: on a fleet's store it holds the agent's claims file (session_setup), so a
-    # task another host took meanwhile is refused
-    env = ctx.env
+    env = ctx.env if env is None else env
     active = ctx.task.call("list", "--status", "active", "--assignee", agent,
                            "--markdown", env=env)              # task list --status active ...
-    slugs = backlog.slugs(active.output)
-    for slug in slugs:
+    failed = []
+    for slug in backlog.slugs(active.output):
         if passthrough:
             ctx.stdout.flush()
-            ctx.task.passthrough("fail", slug, "--reason", reason,   # task fail $id --reason "..."
-                                 env=env, out=ctx.stdout.buffer)
+            result = ctx.task.passthrough("fail", slug, "--reason", reason,   # task fail $id
+                                          env=env, out=ctx.stdout.buffer)    # --reason "..."
         else:
-            ctx.task.call("fail", slug, "--reason", reason, env=env)
-    return slugs
+            result = ctx.task.call("fail", slug, "--reason", reason, env=env)
+        if result.ok:
+            failed.append(slug)
+    return failed
 
 
-def release_dead_agent(ctx: RunContext, agent: str, reason: str) -> list[str]:
+def release_dead_agent(ctx: RunContext, run_id: str, agent: str, reason: str) -> list[str]:
     """On resume after a crash: fail what the dead run's agent still holds, then deregister
-    it (quietly: these are not this run's calls of s.1's table)."""
-    slugs = fail_active_tasks(ctx, agent, reason, passthrough=False)
+    it (quietly: these are not this run's calls of s.1's table). On a fleet's store the dead
+    agent's claims file is presented: a task another host took since its lease ran out is
+    that host's, and its `fail` is refused."""
+    env = ctx.env
+    if ctx.fleet():
+        env = fleet_store.as_agent(ctx.env, ctx.ralph_dir, run_id, agent)
+    slugs = fail_active_tasks(ctx, agent, reason, passthrough=False, env=env)
     ctx.task.call("agent", "deregister", agent, env=ctx.env)
     return slugs
 

@@ -18,7 +18,6 @@ from ralphkit.errors import UsageError
 from ralphkit.fleet import store as fleet_store
 from ralphkit.loop.context import RunContext, Say
 from ralphkit.runs import lifecycle
-from ralphkit.runs import state as run_state
 from ralphkit.sources import registry as sources
 
 
@@ -73,7 +72,7 @@ def start_run(ctx: RunContext) -> None:
         ctx.run = lifecycle.start_run(
             ctx.ralph_dir, ctx.mode, max_iterations=opts.max_iterations,
             cli_max_iterations=asked, options=opts.persisted(), resume=opts.resume,
-            recover=lambda agent, reason: launch.release_dead_agent(ctx, agent, reason))
+            recover=lambda run_id, agent, why: launch.release_dead_agent(ctx, run_id, agent, why))
     for note in ctx.run.notes:                                  # stderr: stdout stays s.10's
         ctx.warn(note)
     state = ctx.run.state
@@ -100,9 +99,8 @@ def session_setup(ctx: RunContext) -> None:
         ctx.run.state.extra["fleet"] = {"store": fleet_store.shown(store),
                                         "leaseS": ctx.options.lease}     # for ralph status
         if ctx.agent_id:                                        # the agent's fencing tokens
-            run_dir = run_state.state_path(ctx.ralph_dir, ctx.run.state.run_id).parent
-            ctx.export("RALPH_CLAIMS_FILE",
-                       str(fleet_store.claims_file(run_dir, ctx.agent_id)))
+            ctx.export("RALPH_CLAIMS_FILE", str(fleet_store.claims_file(
+                ctx.ralph_dir, ctx.run.state.run_id, ctx.agent_id)))
 
 
 def exit_cleanup(ctx: RunContext) -> None:

@@ -100,8 +100,7 @@ class Book:
         ralph makes for a session and the session's own `done` hold the same token."""
         if not agent or not self.s.lease_s:
             return self.s.env
-        run_dir = self.ralph_dir / "runs" / self.state.run_id
-        return {**self.s.env, "RALPH_CLAIMS_FILE": str(fleet_store.claims_file(run_dir, agent))}
+        return fleet_store.as_agent(self.s.env, self.ralph_dir, self.state.run_id, agent)
 
     def export(self) -> dict[str, dict]:
         records = client.export_tasks(self.s.task.bound(self.s.env))

@@ -29,12 +29,19 @@ def _stop(entry: dict) -> None:
     dead.stop(entry.get("pidfile"), entry.get("pid"), entry.get("procStart"))
 
 
-def _settle(wt: worktrees.Worktree, status: str | None, listed: bool,
+def _settle(wt: worktrees.Worktree, task: dict, listed: bool, agent: str | None,
             merge: Callable[[worktrees.Worktree], tuple[bool, str]],
             call: Callable[..., tuple[bool, str]],
             env: Mapping[str, str]) -> tuple[bool, str] | None:
     """(completed, reason) for a task the dead run touched; None when there is nothing to
-    settle (a branch of a task that is not done and had no listed session)."""
+    settle: a branch of a task that is not done and had no listed session, or a listed
+    session's task that another agent holds or finished (on a fleet's store, another host
+    took it once the dead session's lease ran out: the dead session's branch is not merged,
+    its task not failed). agent: the listed session's; its `fail` is made as that agent, so a
+    task taken between the export and the `fail` is refused, not failed."""
+    if listed and agent and task.get("assignee") not in (None, agent):
+        return None
+    status = task.get("status")
     if status == "done":
         merged = worktrees.branch_merged(wt, env=env)
         if merged is None or merged:                 # nothing of it is left outside the run's
@@ -43,7 +50,7 @@ def _settle(wt: worktrees.Worktree, status: str | None, listed: bool,
     if not listed:
         return None                                  # its next attempt keeps the branch (@n)
     if status == "active":
-        call("fail", wt.task, "--reason", DIED_REASON)
+        call("fail", wt.task, "--reason", DIED_REASON, agent=agent)
     return False, DIED_REASON
 
 
@@ -59,11 +66,11 @@ def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run
     for entry in sessions:
         _stop(entry)
     tasks = export()
-    touched: dict[str, tuple[worktrees.Worktree, bool]] = {}
+    touched: dict[str, tuple[worktrees.Worktree, bool, str | None]] = {}
     for entry in sessions:
         touched[entry["task"]] = (worktrees.Worktree(
             Path(cwd).resolve(), Path(entry["worktree"]), entry["branch"], base,
-            entry["task"]), True)
+            entry["task"]), True, entry.get("agent"))
     # A branch the state does not list (a state written before this check, or a session
     # whose entry was lost): its task is settled the same way when it is done.
     by_branch = {worktrees.planned(cwd, state.run_id, tid, base, env=env).branch: tid
@@ -74,9 +81,9 @@ def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run
     for branch in worktrees.run_branches(cwd, state.run_id, env=env):
         tid = by_branch.get(branch)
         if tid and tid not in touched and branch not in recorded:
-            touched[tid] = (worktrees.planned(cwd, state.run_id, tid, base, env=env), False)
-    for tid, (wt, listed) in touched.items():
-        settled = _settle(wt, (tasks.get(tid) or {}).get("status"), listed, merge, call, env)
+            touched[tid] = (worktrees.planned(cwd, state.run_id, tid, base, env=env), False, None)
+    for tid, (wt, listed, agent) in touched.items():
+        settled = _settle(wt, tasks.get(tid) or {}, listed, agent, merge, call, env)
         if settled is None:
             continue
         ok, reason = settled
@@ -90,7 +97,7 @@ def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run
             continue
         _, out = call("list", "--status", "active", "--assignee", agent, "--markdown")
         for slug in answers.slugs(out):
-            call("fail", slug, "--reason", DIED_REASON)
+            call("fail", slug, "--reason", DIED_REASON, agent=agent)
         call("agent", "deregister", agent)
     removed = worktrees.cleanup_run(cwd, state.run_id, base, env=env)
     state.active, info["sessions"] = None, []

@@ -35,8 +35,11 @@ def test_the_check_refuses_an_unknown_scheme_without_its_password():
 
 
 def test_each_agent_has_its_own_claims_file_in_the_run_directory(tmp_path: Path):
-    assert store.claims_file(tmp_path, "8f3e") == tmp_path / "claims-8f3e.txt"
-    assert store.claims_file(tmp_path, "a/../b") == tmp_path / "claims-a_.._b.txt"
+    runs = tmp_path / "runs" / "r1"
+    assert store.claims_file(tmp_path, "r1", "8f3e") == runs / "claims-8f3e.txt"
+    assert store.claims_file(tmp_path, "r1", "a/../b") == runs / "claims-a_.._b.txt"
+    assert store.as_agent({"A": "1"}, tmp_path, "r1", "8f3e") == {
+        "A": "1", "RALPH_CLAIMS_FILE": str(runs / "claims-8f3e.txt")}
 
 
 @pytest.mark.parametrize("lease,interval", [(3, 1), (600, 200), (3600, 200), (90, 30)])
