@@ -2,8 +2,8 @@
 the run's settings and environment name, checked before anything is written (an unknown
 scheme, a missing driver, a server refusing the URL: one line, exit 1); the store as it may
 be shown, its password `***`; each agent's claims file (`$RALPH_CLAIMS_FILE`) under the run's
-directory; and the heartbeat's lease and pace. Knows nothing of claims or heartbeats
-themselves (tasks.claims, session.heartbeat)."""
+directory; and the heartbeat's lease and pace, so each session's heartbeat is made here.
+Knows nothing of claims or of running a beat (tasks.claims, session.heartbeat)."""
 from __future__ import annotations
 
 import importlib.util
@@ -12,6 +12,7 @@ from typing import Mapping
 
 from ralphkit.errors import UsageError
 from ralphkit.runs import state as run_state
+from ralphkit.session import heartbeat as session_heartbeat
 from ralphkit.sources import registry
 from ralphkit.tasks import store_url
 
@@ -90,4 +91,16 @@ def beat_interval(lease_s: float) -> float:
     return min(lease_s, CLAIM_DEFAULT_LEASE_S) / 3
 
 
-__all__ = ["check", "url", "shown", "claims_file", "as_agent", "beat_interval", "CLAIM_DEFAULT_LEASE_S"]
+def heartbeat(task_cli: str | None, agent: str, lease_s: float, env: Mapping[str, str],
+              cwd: Path | None) -> session_heartbeat.Heartbeat | None:
+    """The heartbeat of `agent`'s session: it renews the agent's claims to `lease_s`, at the
+    pace the lease gives (beat_interval). `task_cli` is the task CLI's executable; None (the
+    task command is not an executable file) has no heartbeat, as no beat could run."""
+    if task_cli is None:
+        return None
+    return session_heartbeat.for_agent(task_cli, agent, lease_s, beat_interval(lease_s), env,
+                                       cwd)
+
+
+__all__ = ["check", "url", "shown", "claims_file", "as_agent", "beat_interval", "heartbeat",
+           "CLAIM_DEFAULT_LEASE_S"]

@@ -74,11 +74,9 @@ def run_session(ctx: RunContext, command: str, prompt: Prompt) -> session.Sessio
 
 def _heartbeat(ctx: RunContext, env: dict[str, str]) -> heartbeat.Heartbeat | None:
     """The session's heartbeat: only on a fleet's store, for the run's agent."""
-    if not ctx.agent_id or not ctx.fleet() or ctx.task.executable is None:
+    if not ctx.agent_id or not ctx.fleet():
         return None
-    lease = ctx.options.lease
-    return heartbeat.for_agent(ctx.task.executable, ctx.agent_id, lease,
-                               fleet_store.beat_interval(lease), env, None)
+    return fleet_store.heartbeat(ctx.task.executable, ctx.agent_id, ctx.options.lease, env, None)
 
 
 def record_session(ctx: RunContext, result: session.SessionResult, failed: list[str] = (),

@@ -15,7 +15,6 @@ from ralphkit.fleet import store as fleet_store
 from ralphkit.parallel import worktrees
 from ralphkit.parallel.book import Book, Session, listed
 from ralphkit.runs import state as run_state
-from ralphkit.session import heartbeat
 from ralphkit.session import pool as session_pool
 
 
@@ -52,12 +51,14 @@ def start(book: Book, task: dict, template: str) -> Session | None:
     env = {**book.agent_env(agent), **s.adapter.env(danger=s.danger),
            **worktrees.session_env(wt, s.env, Path(s.cwd)),
            "RALPH_AGENT_ID": agent, "RALPH_FROZEN_IDS_FILE": str(frozen)}
+    beat = None
+    if s.lease_s:                   # a fleet's store: the heartbeat renews its agent's claims
+        beat = fleet_store.heartbeat(s.task.executable, agent, s.lease_s, env, wt.path)
     writer = session_pool.PrefixWriter(s.out, tid)
     s.out.flush()
     failed = book.pool.start(tid, argv, env=env, cwd=wt.path, log_path=log,
                              renderer=s.adapter.new_renderer(writer),
-                             stdin=s.adapter.stdin(prompt), pidfile=pidfile,
-                             heartbeat=_heartbeat(book, agent, env, wt.path))
+                             stdin=s.adapter.stdin(prompt), pidfile=pidfile, heartbeat=beat)
     if failed is not None:
         s.warn(f"Error: cannot run '{argv[0]}': {failed.error}")
         worktrees.remove(wt, env=s.env)
@@ -71,15 +72,6 @@ def start(book: Book, task: dict, template: str) -> Session | None:
                branch=wt.branch, log=str(log))
     book.save()
     return book.sessions[tid]
-
-
-def _heartbeat(book: Book, agent: str, env: dict, cwd: Path):
-    """On a fleet's store, the session's heartbeat renewing its agent's claims."""
-    s = book.s
-    if not s.lease_s or s.task.executable is None:
-        return None
-    return heartbeat.for_agent(s.task.executable, agent, s.lease_s,
-                               fleet_store.beat_interval(s.lease_s), env, cwd)
 
 
 def not_started(book: Book, task: dict, reason: str) -> None:

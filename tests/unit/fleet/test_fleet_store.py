@@ -46,3 +46,10 @@ def test_each_agent_has_its_own_claims_file_in_the_run_directory(tmp_path: Path)
 def test_a_beat_comes_every_third_of_the_lease_or_of_the_agents_own_claim(lease, interval):
     assert store.beat_interval(lease) == interval
     assert store.shown(URL) == "postgresql://ralph:***@db/tasks"
+
+
+def test_a_sessions_heartbeat_renews_to_the_lease_at_the_pace_the_lease_gives():
+    beat = store.heartbeat("/x/task", "8f3e", 1800.0, {"RALPH_TASKS_DB": URL}, None)
+    assert beat.argv == ["/x/task", "_heartbeat", "--agent", "8f3e", "--lease", "1800"]
+    assert beat.interval_s == store.beat_interval(1800.0) == 200
+    assert store.heartbeat(None, "8f3e", 1800.0, {}, None) is None    # no task CLI to run
