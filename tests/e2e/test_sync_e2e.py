@@ -5,6 +5,7 @@ another store's value the same way."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -180,3 +181,43 @@ def test_the_verify_gate_judges_the_session_s_diff_not_origin_s_commits_the_reba
     assert "verify: task t01 passed" in proc.stderr
     assert pair.tasks()["t01"]["status"] == "done" and not pair.tasks()["t01"]["held"]
     assert pair.origin_subjects()[0] == "t01: work"
+
+
+def log_git_calls(fleet: Fleet, bin_dir: Path, log: Path) -> None:
+    """A git first on every machine's PATH that appends each call's arguments to `log`, then
+    runs the real git."""
+    real = shutil.which("git", path=fleet.env["PATH"])
+    wrapper = bin_dir / "git"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+
+
+@pytest.mark.parametrize("args", [("build", "--sync", "-n", "1"), ("plan", "--sync", "-n", "1"),
+                                  ("build", "--sync", "--dry-run")],
+                         ids=["build", "plan", "dry-run"])
+def test_the_shared_branch_is_resolved_once_per_run(pair, bin_dir, tmp_path, args):
+    pair.create("t01")
+    log = tmp_path / "git-calls"
+    log_git_calls(pair, bin_dir, log)
+    proc = pair.ralph(0, *args)
+    assert proc.returncode == 0, proc.stderr
+    calls = log.read_text().splitlines()
+    # resolving the shared branch is the run's only `git remote get-url` (the remote exists)
+    assert [c for c in calls if c.startswith("remote get-url")] == ["remote get-url origin"]
+
+
+def test_a_crashed_sync_run_resumed_without_the_flag_still_syncs(pair, bin_dir, tmp_path):
+    pair.create("t01", "t02")
+    # the agent finishes t01, then its run is killed (kill -9 of ralph.py, the agent's parent)
+    crash = "kill -9 $(awk '{print $4}' /proc/$PPID/stat)"
+    first = pair.ralph(0, "build", "--sync", "-n", "1", FLEET_AFTER=crash)
+    assert first.returncode == -9, first.stderr
+    log = tmp_path / "git-calls"
+    log_git_calls(pair, bin_dir, log)
+    proc = pair.ralph(0, "build", "-n", "1")                  # the run's settings keep --sync
+    assert proc.returncode == 0, proc.stderr
+    assert "sync: main follows origin/main" in proc.stderr
+    assert "sync: pushed main to origin/main: 2 commits (task t02), head " in proc.stderr
+    assert pair.origin_subjects() == ["t02: work", "t01: work", "initial"]
+    calls = log.read_text().splitlines()
+    assert [c for c in calls if c.startswith("remote get-url")] == ["remote get-url origin"]

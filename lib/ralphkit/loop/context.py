@@ -1,8 +1,8 @@
 """Owns `RunContext`: what one plan/build run knows while ralph.py's loop runs it (options,
 task command, signal guard, environment of every child, the chosen agent, the run on disk,
-the unattended-run machinery, the features), and the run's voices: `say` (stdout, ralph.sh's
-lines), `warn` (stderr) and the stdout stream children write to, all passed in by ralph.py.
-Knows nothing of the order of the loop's steps."""
+the unattended-run machinery, the features, --sync's shared branch), and the run's voices:
+`say` (stdout, ralph.sh's lines), `warn` (stderr) and the stdout stream children write to, all
+passed in by ralph.py. Knows nothing of the order of the loop's steps."""
 from __future__ import annotations
 
 import os
@@ -22,6 +22,7 @@ from ralphkit.runs import progress
 
 if TYPE_CHECKING:                        # annotations only: features import this module
     from ralphkit.loop.features import Features
+    from ralphkit.sync.branch import Target
     from ralphkit.unattended.night import Night
 
 Say = Callable[[str], None]
@@ -53,6 +54,7 @@ class RunContext:
     features: Features | None = None         # what plugs into the loop (loop.features)
     exit_reason: str = "unexpected error"    # the run's last line, for run_end / ralph status
     ralph_dir: Path = field(init=False)      # run lock, state, progress, ctl sentinels
+    _sync_target: Target | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.ralph_dir = workspace.ralph_dir(self.cwd)
@@ -67,6 +69,15 @@ class RunContext:
         docs/fleet.md), else None."""
         from ralphkit.fleet import store as fleet_store
         return fleet_store.url(self.env) if self.task.embedded else None
+
+    def sync_target(self) -> Target:
+        """--sync's shared branch (sync.branch.resolve: about eight git calls, UsageError when
+        the checkout cannot sync), resolved once: by the start-up check when the flags ask
+        for --sync, else on first use, when a resumed run's settings turned it on."""
+        if self._sync_target is None:
+            from ralphkit.sync import branch            # only a --sync run pays for it
+            self._sync_target = branch.resolve(self.cwd, self.env)
+        return self._sync_target
 
     def session_stem(self) -> str:
         return f"{self.run_stamp}-{os.getpid()}-{self.mode}-{self.sessions:03d}"

@@ -43,8 +43,7 @@ def lines(ctx: RunContext) -> Iterator[str]:
                 yield ("No tasks available: the run would stop here without starting "
                            "the agent.")
     if ctx.options.sync:                                        # a fetch would write refs
-        from ralphkit.sync import branch
-        t = branch.resolve(ctx.cwd, ctx.env)
+        t = ctx.sync_target()                                   # as start-up resolved it
         pushes = ", push it after each session that finishes a task" if ctx.mode == "build" else ""
         yield (f"Sync: would fetch {t.shared} and rebase {t.branch} onto it before each "
                f"session{pushes} (nothing fetched now).")

@@ -57,8 +57,7 @@ def check_sync(ctx: RunContext) -> None:
         return
     if opts.mode == "build" and opts.parallel > 1:
         raise UsageError("--sync does not work with --parallel: run one ralph per clone")
-    from ralphkit.sync import branch                    # only a --sync run pays for it
-    branch.resolve(ctx.cwd, ctx.env)
+    ctx.sync_target()                                   # resolved once: the run reuses it
 
 
 def start_run(ctx: RunContext) -> None:

@@ -15,7 +15,6 @@ import random
 import socket
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ralphkit.backlog import client as task_client
@@ -224,11 +223,10 @@ def _result_commit(result: object) -> str | None:
     return commit if isinstance(commit, str) and commit.strip() else None
 
 
-def start(cwd: Path, env: Mapping[str, str], task_call: task_client.TaskCall, agent: str,
-          report: Report) -> Runner:
-    """The run's sync, announced; UsageError (exit 1) when the checkout cannot sync."""
-    runner = Runner(branch.resolve(cwd, env), branch.git_for(env), task_call, agent, report,
-                    socket.gethostname())
+def start(target: branch.Target, env: Mapping[str, str], task_call: task_client.TaskCall,
+          agent: str, report: Report) -> Runner:
+    """The run's sync on `target` (branch.resolve's, resolved once for the run), announced."""
+    runner = Runner(target, branch.git_for(env), task_call, agent, report, socket.gethostname())
     runner._say(f"sync: {runner.target.branch} follows {runner.target.shared}", "start")
     return runner
 

@@ -12,6 +12,7 @@ from conftest import ROOT
 from fleethelp import Fleet, make_fleet
 from ralphkit.backlog import calls as task_calls
 from ralphkit.parallel.worktrees import branch_safe
+from ralphkit.sync import branch
 from ralphkit.sync import runner
 
 SINCE = "2000-01-01 00:00:00"
@@ -32,7 +33,7 @@ class Run:
         self.fleet, self.agent, self.lines = fleet, agent, []
         env = fleet.env_for(0, RALPH_AGENT_ID=agent)
         call = task_calls.resolve(ROOT, env).bound(env)
-        self.runner = runner.start(fleet.clones[0], env, call, agent,
+        self.runner = runner.start(branch.resolve(fleet.clones[0], env), env, call, agent,
                                    lambda line, fields: self.lines.append((line, fields)))
 
     def finish(self, tid: str, file: str | None = None, text: str | None = None) -> None:
