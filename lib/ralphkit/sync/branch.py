@@ -51,6 +51,7 @@ class Push:
     ok: bool
     raced: bool = False             # rejected because the shared branch moved (fetched again)
     detail: str = ""                # git's last line when it failed
+    head: str = ""                  # the commit pushed, when ok
 
 
 def git_for(env: Mapping[str, str]) -> Git:
@@ -104,9 +105,9 @@ def remote_head(git: Git, t: Target) -> str | None:
     return out.strip() if code == 0 else None
 
 
-def ahead(git: Git, t: Target) -> int:
-    """Commits of the working branch the shared branch lacks (all of them before it exists)."""
-    since = remote_head(git, t)
+def ahead(git: Git, t: Target, since: str | None) -> int:
+    """Commits of the working branch the shared branch lacks; `since` is the shared branch as
+    the caller read it (remote_head), None before it exists (then all of them)."""
     span = f"{since}..HEAD" if since else "HEAD"
     return int(git(t.top, "rev-list", "--count", span)[1].strip() or 0)
 
@@ -156,8 +157,9 @@ def push(git: Git, t: Target) -> Push:
                          f"refs/heads/{t.branch}:refs/heads/{t.remote_branch}", check=False,
                          timeout=NETWORK_TIMEOUT_S)
     if code == 0:
-        git(t.top, "update-ref", t.tracking, head(git, t), check=False)
-        return Push(True)
+        pushed = head(git, t)
+        git(t.top, "update-ref", t.tracking, pushed, check=False)
+        return Push(True, head=pushed)
     # git's last line only says "failed to push some refs"; its "! [rejected] ..." line why
     said = [line.strip().lstrip("! ") for line in (err or out).splitlines() if "rejected]" in line]
     detail = said[0][:200] if said else _last_line(err or out)

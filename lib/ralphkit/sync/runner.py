@@ -96,7 +96,8 @@ class Runner:
         its reason). `since`: the session's start, as the task store writes updated_at."""
         finished = self._finished(since)
         if finished is None:                        # the task command cannot tell: push what
-            if branch.ahead(self.git, self.target) == 0:   # the branch holds, if anything
+            t = self.target                         # the branch holds, if anything
+            if branch.ahead(self.git, t, branch.remote_head(self.git, t)) == 0:
                 return [], ""
         else:
             self.pending += [slug for slug in finished if slug not in self.pending]
@@ -130,16 +131,17 @@ class Runner:
         t, tasks = self.target, list(self.pending)
         named = f" ({_tasks(tasks)})" if tasks else ""
         for attempt in range(retries + 1):
-            count = branch.ahead(self.git, t)
+            since = branch.remote_head(self.git, t)      # before the push moves it: the count
+                                                         # and _recommit both use it
+            count = branch.ahead(self.git, t, since)
             if count == 0:
                 self._say(f"sync: nothing to push{named}: {t.shared} has every commit of "
                           f"{t.branch}", "pushed", tasks=tasks, commits=0)
                 self.pending.clear()
                 return [], ""
-            since = branch.remote_head(self.git, t)      # the push moves it
             pushed = branch.push(self.git, t)
             if pushed.ok:
-                head = branch.head(self.git, t)
+                head = pushed.head
                 self._say(f"sync: pushed {t.branch} to {t.shared}: {_commits(count)}{named}, "
                           f"head {head[:12]}", "pushed", tasks=tasks, commits=count, head=head,
                           retries=attempt)

@@ -7,6 +7,7 @@ import pytest
 
 from fleethelp import Fleet, make_fleet
 from ralphkit.errors import UsageError
+from ralphkit.parallel.git import Git
 from ralphkit.sync import branch
 
 
@@ -17,6 +18,10 @@ def fleet(tmp_path: Path, base_env: dict, bin_dir: Path) -> Fleet:
 
 def target(fleet: Fleet, i: int = 0) -> branch.Target:
     return branch.resolve(fleet.clones[i], fleet.env_for(i))
+
+
+def ahead(git: Git, t: branch.Target) -> int:
+    return branch.ahead(git, t, branch.remote_head(git, t))
 
 
 def commit(fleet: Fleet, i: int, name: str, text: str, push: bool = False) -> str:
@@ -78,7 +83,7 @@ def test_a_rebase_brings_origin_s_commits_under_local_ones_and_keeps_uncommitted
         "mine.txt: from host1", "other.txt: from host2", "initial"]
     assert (fleet.clones[0] / "README.md").read_text() == "edited, not committed\n"
     assert fleet.git(0, "stash", "list") == ""
-    assert branch.ahead(git, t) == 1
+    assert ahead(git, t) == 1
 
 
 def test_nothing_to_rebase_when_origin_has_nothing_new(fleet):
@@ -137,9 +142,9 @@ def test_a_push_the_remote_refuses_for_another_reason_is_no_race(fleet):
 def test_a_push_updates_the_tracking_ref_so_nothing_is_left_ahead(fleet):
     t, git = target(fleet), branch.git_for(fleet.env_for(0))
     head = commit(fleet, 0, "mine.txt", "local\n")
-    assert branch.ahead(git, t) == 1
+    assert ahead(git, t) == 1
     assert branch.push(git, t).ok
-    assert fleet.origin_git("rev-parse", "main") == head and branch.ahead(git, t) == 0
+    assert fleet.origin_git("rev-parse", "main") == head and ahead(git, t) == 0
 
 
 def test_a_branch_origin_does_not_have_yet_is_fetched_as_nothing_and_pushed_whole(fleet):

@@ -11,6 +11,7 @@ import pytest
 from conftest import ROOT
 from fleethelp import Fleet, make_fleet
 from ralphkit.backlog import calls as task_calls
+from ralphkit.parallel.git import Git
 from ralphkit.parallel.worktrees import branch_safe
 from ralphkit.sync import branch
 from ralphkit.sync import runner
@@ -78,6 +79,28 @@ def test_a_finished_task_is_pushed_and_a_session_that_finished_none_pushes_nothi
     assert fleet.origin_subjects() == ["t1: work", "a draft, no task done", "initial"]
     assert run.runner.after_session(SINCE) == ([], "")      # t1 counted once
     assert run.actions() == ["start", "pushed"]
+
+
+class CountedGit(Git):
+    """The runner's git, each call's arguments kept."""
+
+    def __init__(self, env: dict[str, str]):
+        super().__init__(env)
+        self.calls: list[tuple[str, ...]] = []
+
+    def __call__(self, cwd: Path, *args: str, **kwargs) -> tuple[int, str, str]:
+        self.calls.append(args)
+        return super().__call__(cwd, *args, **kwargs)
+
+
+def test_a_push_reads_the_head_and_the_shared_branch_once_each(fleet):
+    run = Run(fleet)
+    run.finish("t1")
+    git = run.runner.git = CountedGit(run.runner.git.env)
+    assert run.runner.after_session(SINCE) == ([], "")
+    assert run.actions() == ["start", "pushed"]
+    shared = ("rev-parse", "-q", "--verify", "refs/remotes/origin/main^{commit}")
+    assert (git.calls.count(("rev-parse", "HEAD")), git.calls.count(shared)) == (1, 1)
 
 
 def test_a_task_another_agent_finished_is_not_this_runner_s_to_push(fleet):
