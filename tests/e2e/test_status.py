@@ -14,6 +14,7 @@ from conftest import ROOT
 from ralphkit.runs import progress
 from ralphkit.runs import state as run_state
 from ralphkit.commands import status
+from ralphkit.config import settings
 
 HOLDER = r"""
 import sys
@@ -141,3 +142,15 @@ def test_last_outcomes_are_the_newest_five_newest_first(tmp_path: Path):
         progress.append_event(ralph_dir, "r", "session_end", n=n, task=f"t-{n}", outcome="idle")
     data = status.read_status(ralph_dir)
     assert [o["n"] for o in data["lastOutcomes"]] == [7, 6, 5, 4, 3]
+
+
+def test_a_watch_reads_the_settings_once_not_at_every_refresh(tmp_path: Path, monkeypatch,
+                                                               mocker):
+    for name in ("RALPH_TASKS_DB", "RALPH_TASKS"):       # no fleet: ralph.yml is asked
+        monkeypatch.delenv(name, raising=False)
+    load = mocker.spy(settings, "load")
+    out = io.StringIO()
+    argv = ["--watch", "--count", "3", "--interval", "0.01"]
+    assert status.main(argv, stdout=out, cwd=tmp_path) == 0
+    assert out.getvalue().count("No ralph run found") == 3
+    assert load.call_count == 1

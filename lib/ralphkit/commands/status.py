@@ -46,8 +46,9 @@ def _outcome(event: dict[str, Any]) -> dict[str, Any]:
     return {k: event.get(k) for k in keys}
 
 
-def read_status(ralph_dir: Path) -> dict[str, Any]:
-    """Everything `ralph status` shows, as a JSON-ready dict (documented in the README)."""
+def read_status(ralph_dir: Path, named: str | None = None) -> dict[str, Any]:
+    """Everything `ralph status` shows, as a JSON-ready dict (documented in the README).
+    named: the fleet's store this shell names (fleet.view.named_store), if already known."""
     ralph_dir = Path(ralph_dir)
     lock = run_lock.inspect(ralph_dir / "run.lock")
     holder = lock.holder
@@ -87,7 +88,7 @@ def read_status(ralph_dir: Path) -> dict[str, Any]:
     status["report"] = str(html) if html is not None and html.exists() else None
     status["verify"] = (state.extra.get("verify") or None) if state else None   # docs/verify.md
     status["fleet"] = fleet_view.read(os.environ, ralph_dir.parent,      # docs/fleet.md
-                                      state.extra.get("fleet") if state else None)
+                                      state.extra.get("fleet") if state else None, named=named)
     return status
 
 
@@ -212,9 +213,13 @@ def watch(ralph_dir: Path, shown: Path, out: TextIO, *, interval: float,
     """Refresh until Ctrl+C (or `count` refreshes): in place on a terminal, else one line."""
     tty = out.isatty() and not as_json
     done = 0
+    # The settings (ralph.yml) are read once, not at every refresh: this process's environment
+    # does not change, and an edit of ralph.yml reaches only a run started later, whose store
+    # is read from its state at every refresh (unless its URL holds a password).
+    named = fleet_view.named_store(os.environ, Path(ralph_dir).parent)
     try:
         while True:
-            status = read_status(ralph_dir)
+            status = read_status(ralph_dir, named)
             extra = report_live.live(status, ralph_dir)
             if as_json:
                 out.write(json.dumps({**status, **extra}, ensure_ascii=False, default=str) + "\n")

@@ -24,9 +24,17 @@ def _configured(environ: Mapping[str, str], repo: Path) -> str | None:
     return tasks if store_url.is_postgres(tasks) else None
 
 
-def store(environ: Mapping[str, str], repo: Path, recorded: dict | None) -> str | None:
-    """The PostgreSQL store to show, or None (not a fleet's run, or no usable URL)."""
-    found = fleet_store.url(environ) or _configured(environ, repo)
+def named_store(environ: Mapping[str, str], repo: Path) -> str:
+    """The PostgreSQL store this environment names: RALPH_TASKS_DB, else the `tasks` setting
+    (the environment, then ralph.yml, which this reads); "" when it names none."""
+    return fleet_store.url(environ) or _configured(environ, repo) or ""
+
+
+def store(environ: Mapping[str, str], repo: Path, recorded: dict | None,
+          named: str | None = None) -> str | None:
+    """The PostgreSQL store to show, or None (not a fleet's run, or no usable URL). named:
+    named_store's answer when the caller has it already (None: looked up here)."""
+    found = (named_store(environ, repo) if named is None else named) or None
     if found is None and recorded and "***" not in str(recorded.get("store") or "***"):
         found = recorded["store"]
     return found
@@ -41,11 +49,12 @@ def _age(stamp: str | None, now: datetime) -> float | None:
 
 
 def read(environ: Mapping[str, str], repo: Path, recorded: dict | None,
-         now: datetime | None = None) -> dict[str, Any] | None:
-    """{"store", "agents": [_fleet's objects + heartbeatAgeS], "error"} or None."""
+         now: datetime | None = None, named: str | None = None) -> dict[str, Any] | None:
+    """{"store", "agents": [_fleet's objects + heartbeatAgeS], "error"} or None. named: as
+    for store."""
     from ralphkit.backlog import readonly
     from ralphkit.tasks import jsontext
-    url = store(environ, repo, recorded)
+    url = store(environ, repo, recorded, named)
     if url is None:
         return None
     env = {**environ, "RALPH_TASKS_DB": url, "RALPH_STORE_RETRY": "0"}  # a look: no waiting
@@ -89,4 +98,4 @@ def lines(fleet: dict[str, Any] | None) -> list[str]:
     return out
 
 
-__all__ = ["store", "read", "lines"]
+__all__ = ["named_store", "store", "read", "lines"]
