@@ -112,6 +112,12 @@ def ahead(git: Git, t: Target, since: str | None) -> int:
     return int(git(t.top, "rev-list", "--count", span)[1].strip() or 0)
 
 
+def unpushed(git: Git, t: Target, since: str | None) -> list[str]:
+    """The full ids of the commits `ahead` counts, oldest first."""
+    span = f"{since}..HEAD" if since else "HEAD"
+    return git(t.top, "rev-list", "--reverse", span)[1].split()
+
+
 def fetch(git: Git, t: Target) -> str:
     """Fetch the shared branch into its tracking ref; "" when done (or when the remote has
     no such branch yet: the first push makes it), else git's last line."""
@@ -205,4 +211,5 @@ def keep_and_reset(git: Git, t: Target, keep: str) -> tuple[str | None, Update]:
 
 
 __all__ = ["Target", "Update", "Push", "resolve", "git_for", "head", "remote_head", "ahead",
-           "fetch", "rebase", "push", "rebased_as", "keep_and_reset", "NETWORK_TIMEOUT_S"]
+           "unpushed", "fetch", "rebase", "push", "rebased_as", "keep_and_reset",
+           "NETWORK_TIMEOUT_S"]

@@ -5,9 +5,12 @@ the ones not yet on the remote, and while there are any the branch is pushed; a 
 because the remote moved is fetched, rebased and pushed again, at most RETRIES times. A rebase
 conflict keeps the commits on `ralph/sync/<host>-<agent>/<task>`, resets the working branch to
 the remote's and reopens those tasks with a reason naming that branch. At the run's end, what is
-still not pushed gets up to END_RETRIES retries. A pushed task whose result names a commit a
-rebase replaced gets the new id there (`_recommit`). Each step is reported as one line with its
-event fields; never prints. Knows nothing of the loop's order or of git's commands (branch)."""
+still not pushed gets up to END_RETRIES retries. A resumed run starts owing what its branch
+holds and the shared branch lacks (`carry`): commits of the run before it stopped that no push
+took. A pushed task whose result names a commit a rebase replaced gets the new id there
+(`_recommit`). Each step is reported as one line with its event fields; never prints. Knows
+nothing of the loop's order, of runs (the caller says when to `carry`) or of git's commands
+(branch)."""
 from __future__ import annotations
 
 import json
@@ -48,6 +51,7 @@ class Runner:
     handled: set[tuple[str, str, str]] = field(default_factory=set)   # (id, updated, retries)
     reason: str = ""                # the fail reason of the last conflict
     rebased: bool = False           # a rebase gave pending tasks' commits new ids
+    carried: bool = False           # commits a resumed run found unpushed (carry), not pushed yet
     results: dict[str, Any] = field(default_factory=dict)  # task id -> result, last read
 
     def _say(self, line: str, action: str, **fields: Any) -> None:
@@ -62,8 +66,9 @@ class Runner:
         if failed:
             self._say(f"sync: fetch of {t.shared} failed: {failed}; this session starts from "
                       f"the local {t.branch}", "fetch_failed", detail=failed)
-        else:
-            self._update(f"this session starts from the local {t.branch}")
+        elif self._update(f"this session starts from the local {t.branch}")[0] and self.carried:
+            self._push()            # the store says done already: the fleet sees it before
+                                    # this run spends a session
 
     def _update(self, otherwise: str, quiet: bool = False) -> tuple[bool, list[str]]:
         """Rebase onto the shared branch as fetched: (done or nothing to do, the tasks a
@@ -101,14 +106,39 @@ class Runner:
                 return [], ""
         else:
             self.pending += [slug for slug in finished if slug not in self.pending]
-            if not self.pending:
+            if not self.pending and not self.carried:
                 return [], ""
         return self._push()
 
     def end(self) -> None:
         """The run ends: what it finished and did not push yet gets its last tries."""
-        if self.pending:
+        if self.pending or self.carried:
             self._push(END_RETRIES)
+
+    def carry(self) -> None:
+        """A resumed build run: what its branch holds and the shared branch (as last fetched)
+        lacks is owed now. A session's agent committed and marked its task done, then ralph.py
+        was killed before the push, and `pending` died with it. Pushed after the next fetch and
+        rebase (before_session), else at the run's end; like any push, it takes every such
+        commit. Named by the done tasks whose result names one of them, so a rebase's new ids
+        reach those results (_recommit)."""
+        t = self.target
+        commits = branch.unpushed(self.git, t, branch.remote_head(self.git, t))
+        if not commits:
+            return
+        records = task_client.export_tasks(self.task_call) or []
+        self.results = {str(r.get("id")): r.get("result") for r in records}
+        done = [(str(r.get("id")), (_result_commit(r.get("result")) or "").lower())
+                for r in records if r.get("status") == "done"]
+        # an agent may record an abbreviation; git's shortest is 4 hex digits
+        self.pending = list(dict.fromkeys(slug for sha in commits for slug, named in done
+                                          if len(named) >= 4 and sha.startswith(named)))
+        self.carried = True
+        named = f" ({_tasks(self.pending)})" if self.pending else ""
+        self._say(f"sync: {t.branch} holds {_commits(len(commits))}{named} that {t.shared} "
+                  f"lacks, left unpushed when the run stopped; "
+                  f"{'it goes' if len(commits) == 1 else 'they go'} with the next push",
+                  "unpushed", tasks=list(self.pending), commits=len(commits))
 
     def _finished(self, since: str) -> list[str] | None:
         """Tasks this agent marked done since `since`, each once; None when unknown (a task
@@ -138,6 +168,7 @@ class Runner:
                 self._say(f"sync: nothing to push{named}: {t.shared} has every commit of "
                           f"{t.branch}", "pushed", tasks=tasks, commits=0)
                 self.pending.clear()
+                self.carried = False
                 return [], ""
             pushed = branch.push(self.git, t)
             if pushed.ok:
@@ -148,7 +179,7 @@ class Runner:
                 if self.rebased:
                     self._recommit(tasks, since, head)
                 self.pending.clear()
-                self.rebased = False
+                self.rebased = self.carried = False
                 return [], ""
             if not pushed.raced:
                 self._say(f"sync: push of {t.branch} to {t.shared} failed: {pushed.detail}; "
@@ -174,8 +205,8 @@ class Runner:
     def _recommit(self, tasks: list[str], since: str | None, head: str) -> None:
         """A rebase gave a pushed task's commit a new id: its result names the new one, so
         the record (and the `blocker_results` the tasks after it see) points at a commit on
-        the shared branch. The results are the ones the session's end read (_finished). One
-        line and event per task changed."""
+        the shared branch. The results are the ones the session's end read (_finished), or
+        the resumed run's start (carry). One line and event per task changed."""
         for slug in tasks:
             commit = _result_commit(self.results.get(slug))
             found = commit and branch.rebased_as(self.git, self.target, commit, since, head)
@@ -206,6 +237,7 @@ class Runner:
         reopened = [slug for slug in tasks
                     if self.task_call(["_reopen", slug, "--reason", self.reason])[0]]
         self.pending.clear()
+        self.carried = False                        # they are on the kept branch now
         told = f"{_tasks(reopened)} reopened" if reopened else "no task reopened"
         self._say(f"sync: conflict: {self.reason[len('sync: '):]}; {told}", "conflict",
                   files=files, kept=keep, set_aside=older, tasks=reopened,
@@ -226,10 +258,14 @@ def _result_commit(result: object) -> str | None:
 
 
 def start(target: branch.Target, env: Mapping[str, str], task_call: task_client.TaskCall,
-          agent: str, report: Report) -> Runner:
-    """The run's sync on `target` (branch.resolve's, resolved once for the run), announced."""
+          agent: str, report: Report, carry: bool = False) -> Runner:
+    """The run's sync on `target` (branch.resolve's, resolved once for the run), announced.
+    carry: a resumed build run, which owes what the run left unpushed when it stopped (plan
+    mode never pushes; a new run's unpushed commits wait for its first finished task)."""
     runner = Runner(target, branch.git_for(env), task_call, agent, report, socket.gethostname())
     runner._say(f"sync: {runner.target.branch} follows {runner.target.shared}", "start")
+    if carry:
+        runner.carry()
     return runner
 
 

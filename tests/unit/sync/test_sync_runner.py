@@ -30,12 +30,12 @@ def fleet(tmp_path: Path, base_env: dict, bin_dir: Path) -> Fleet:
 class Run:
     """One runner on machine 0, its lines, and the backlog as its agent sees it."""
 
-    def __init__(self, fleet: Fleet, agent: str = "a1"):
+    def __init__(self, fleet: Fleet, agent: str = "a1", carry: bool = False):
         self.fleet, self.agent, self.lines = fleet, agent, []
         env = fleet.env_for(0, RALPH_AGENT_ID=agent)
         call = task_calls.resolve(ROOT, env).bound(env)
         self.runner = runner.start(branch.resolve(fleet.clones[0], env), env, call, agent,
-                                   lambda line, fields: self.lines.append((line, fields)))
+                                   lambda line, fields: self.lines.append((line, fields)), carry)
 
     def finish(self, tid: str, file: str | None = None, text: str | None = None) -> None:
         """What a session's agent does: claim, commit, done."""
@@ -194,3 +194,30 @@ def test_a_fetch_that_fails_is_a_line_and_the_session_starts_from_the_local_bran
     assert line.startswith("sync: fetch of origin/main failed: ")
     assert line.endswith("; this session starts from the local main")
     assert fleet.git(0, "rev-parse", "HEAD") == head
+
+
+def test_a_resumed_run_owes_what_its_branch_holds_and_the_end_pushes_it(fleet):
+    assert fleet.task("claim", "t1", "--agent", "dead").returncode == 0
+    (fleet.clones[0] / "work-t1.txt").write_text("t1\n")
+    fleet.git(0, "add", "work-t1.txt")
+    fleet.git(0, "commit", "-qm", "t1: work")
+    short = fleet.git(0, "rev-parse", "--short", "HEAD")      # an agent may record this
+    assert fleet.task("done", "t1", "--result", f'{{"commit":"{short}"}}').returncode == 0
+    fleet.git(0, "commit", "-q", "--allow-empty", "-m", "no task's")
+    run = Run(fleet, carry=True)
+    assert run.actions() == ["start", "unpushed"]
+    assert run.lines[-1][0] == ("sync: main holds 2 commits (task t1) that origin/main lacks, "
+                                "left unpushed when the run stopped; they go with the next push")
+    assert run.runner.pending == ["t1"] and fleet.origin_subjects() == ["initial"]
+    run.runner.end()                                        # no session ran
+    assert (run.actions()[-1], run.lines[-1][1]["tasks"], run.lines[-1][1]["commits"]) == (
+        "pushed", ["t1"], 2)
+    assert fleet.origin_subjects() == ["no task's", "t1: work", "initial"]
+    assert not run.runner.carried
+
+
+def test_a_resumed_run_whose_branch_origin_has_owes_nothing(fleet):
+    run = Run(fleet, carry=True)
+    assert run.actions() == ["start"] and not run.runner.carried
+    run.runner.end()
+    assert run.actions() == ["start"]
