@@ -15,6 +15,8 @@ from conftest import read_jsonl
 from fleethelp import Fleet, make_fleet
 
 TASKS = [f"t{n:02d}" for n in range(1, 31)]
+# FLEET_AFTER: once the agent committed and marked its task done, kill -9 its parent, ralph.py
+CRASH = "kill -9 $(awk '{print $4}' /proc/$PPID/stat)"
 
 
 def sync_events(clone: Path) -> list[dict]:
@@ -208,16 +210,55 @@ def test_the_shared_branch_is_resolved_once_per_run(pair, bin_dir, tmp_path, arg
 
 def test_a_crashed_sync_run_resumed_without_the_flag_still_syncs(pair, bin_dir, tmp_path):
     pair.create("t01", "t02")
-    # the agent finishes t01, then its run is killed (kill -9 of ralph.py, the agent's parent)
-    crash = "kill -9 $(awk '{print $4}' /proc/$PPID/stat)"
-    first = pair.ralph(0, "build", "--sync", "-n", "1", FLEET_AFTER=crash)
+    first = pair.ralph(0, "build", "--sync", "-n", "1", FLEET_AFTER=CRASH)   # t01 done, killed
     assert first.returncode == -9, first.stderr
     log = tmp_path / "git-calls"
     log_git_calls(pair, bin_dir, log)
     proc = pair.ralph(0, "build", "-n", "1")                  # the run's settings keep --sync
     assert proc.returncode == 0, proc.stderr
     assert "sync: main follows origin/main" in proc.stderr
-    assert "sync: pushed main to origin/main: 2 commits (task t02), head " in proc.stderr
+    # t01's commit goes before the session, t02's after it
+    assert "sync: pushed main to origin/main: 1 commit (task t01), head " in proc.stderr
+    assert "sync: pushed main to origin/main: 1 commit (task t02), head " in proc.stderr
     assert pair.origin_subjects() == ["t02: work", "t01: work", "initial"]
     calls = log.read_text().splitlines()
     assert [c for c in calls if c.startswith("remote get-url")] == ["remote get-url origin"]
+
+
+def test_a_run_killed_after_its_last_task_before_the_push_pushes_it_when_resumed(pair):
+    pair.create("t01")
+    first = pair.ralph(0, "build", "--sync", FLEET_AFTER=CRASH)
+    assert first.returncode == -9, first.stderr
+    assert pair.tasks()["t01"]["status"] == "done" and pair.origin_subjects() == ["initial"]
+    proc = pair.ralph(0, "build")                             # the run's settings keep --sync
+    assert proc.returncode == 0, proc.stderr
+    assert last_line(proc.stdout) == "No tasks available. Exiting loop."   # no session ran
+    assert pair.origin_subjects() == ["t01: work", "initial"]
+    head = pair.origin_git("rev-parse", "main")
+    assert ("sync: main holds 1 commit (task t01) that origin/main lacks, left unpushed when "
+            "the run stopped; it goes with the next push\n") in proc.stderr
+    assert (f"sync: pushed main to origin/main: 1 commit (task t01), head {head[:12]}\n"
+            in proc.stderr)
+    assert pair.git(0, "rev-parse", "HEAD") == head and pair.result_commits() == {"t01": head}
+    events = sync_events(pair.clones[0])
+    assert [e["action"] for e in events] == ["start", "start", "unpushed", "pushed"]
+    assert (events[2]["tasks"], events[2]["commits"]) == (["t01"], 1)
+
+
+def test_a_resumed_run_s_push_of_what_its_dead_run_left_renames_the_rebased_commit(pair):
+    pair.create("t01")
+    other = pair.other_machine_pushes(1, "other.txt", "host2 meanwhile")
+    first = pair.ralph(0, "build", "--sync", FLEET_AFTER=f"{other}; {CRASH}")
+    assert first.returncode == -9, first.stderr
+    old = pair.result_commits()["t01"]
+    proc = pair.ralph(0, "build")
+    assert proc.returncode == 0, proc.stderr
+    assert pair.origin_subjects() == ["t01: work", "other machine: host2 meanwhile", "initial"]
+    pushed = pair.origin_git("rev-parse", "main")
+    assert pair.result_commits() == {"t01": pushed} and old != pushed
+    assert ("sync: main rebased onto origin/main: 1 commit from origin, head "
+            f"{pushed[:12]}\n") in proc.stderr
+    assert (f"sync: task t01's result names commit {pushed[:12]}, its id after the rebase "
+            f"(it was {old[:12]})\n") in proc.stderr
+    assert [e["action"] for e in sync_events(pair.clones[0])] == [
+        "start", "start", "unpushed", "rebased", "pushed", "recommitted"]
