@@ -5,6 +5,7 @@ real throwaway PostgreSQL server (conftest's pg_url); the contract both stores s
 tested by test_task_cli.py and test_task_commands.py, once per store."""
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -15,8 +16,9 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import ROOT, TASK, wait_for
-from ralphkit.tasks import claims
-from task_helpers import PgStore, dump, fails, jsonl, ok, query, work_of
+from ralphkit.tasks import build_cmds, claims
+from ralphkit.tasks.context import Ctx
+from task_helpers import PgStore, dump, fails, jsonl, ok, on_tasks, query, traced, work_of
 
 
 @pytest.fixture
@@ -185,6 +187,22 @@ def test_a_repeated_done_of_the_same_claim_is_answered_as_the_first(run_task, pg
     assert dump(pg) == before
     # without the token it is the spec's answer (s.9.6)
     fails(run_task("done", "t"), 1, "Error: task 't' is not active (status: done)\n")
+
+
+def test_a_fenced_done_reads_its_task_once(run_task, pg, tmp_path):
+    """The task's state and its claim version, which the token is checked against, come from
+    one read of the task, the same claim's `done` again included."""
+    env = claims_file(tmp_path, "a1")
+    ok(run_task("create", "t", "T"))
+    ok(run_task("claim", env=env))
+    with traced(pg) as (conn, scope, sent):
+        ctx = Ctx(conn, scope, env, str(tmp_path), io.StringIO())
+        assert build_cmds.done(ctx, ["t", "--result", '{"commit": "abc"}']) == "done t\n"
+        assert on_tasks(sent) == ["SELECT", "UPDATE"]
+        sent.clear()
+        assert build_cmds.done(ctx, ["t", "--result", '{"commit": "abc"}']) == "done t\n"
+        assert on_tasks(sent) == ["SELECT"]
+    assert query(pg, "SELECT status, result FROM tasks") == [("done", '{"commit": "abc"}')]
 
 
 # --- heartbeats and the fleet ---------------------------------------------------------------
