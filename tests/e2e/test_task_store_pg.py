@@ -109,6 +109,25 @@ def test_a_schema_newer_than_this_code_is_refused(run_task, pg):
     assert dump(pg) == before
 
 
+# --- the planner's statistics ----------------------------------------------------------------
+
+def test_plan_sync_refreshes_the_statistics_only_after_it_changed_something(run_task, pg):
+    def analyzed() -> list[tuple]:
+        return query(pg, "SELECT relname, analyze_count FROM pg_stat_user_tables WHERE relname "
+                         "IN ('tasks', 'task_deps') ORDER BY 1")
+    lines = jsonl({"id": "a", "t": "A"}, {"id": "b", "t": "B", "deps": ["a"]})
+    ok(run_task("plan-sync", input=lines))
+    assert analyzed() == [("task_deps", 1), ("tasks", 1)]
+    assert ok(run_task("plan-sync", input=lines)).startswith("inserted: 0, updated: 0, deleted: 0")
+    assert analyzed() == [("task_deps", 1), ("tasks", 1)]
+    # dependencies alone: the counts do not show them, the statistics must
+    ok(run_task("plan-sync", input=jsonl({"id": "a", "t": "A", "deps": ["b"]},
+                                         {"id": "b", "t": "B"})))
+    assert analyzed() == [("task_deps", 2), ("tasks", 2)]
+    assert query(pg, "SELECT t.slug, b.slug FROM task_deps d JOIN tasks t ON t.id = d.task_id "
+                     "JOIN tasks b ON b.id = d.blocked_by") == [("a", "b")]
+
+
 # --- claims across many claimers ------------------------------------------------------------
 
 def test_concurrent_claimers_take_every_task_exactly_once(run_task, pg):
