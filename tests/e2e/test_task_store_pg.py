@@ -298,11 +298,18 @@ def test_migrate_db_copies_the_whole_backlog_once(run_task, pg_url, git_repo):
 
 
 def test_ralph_tasks_naming_a_store_selects_it_for_ralph_task_too(run_task, run_ralph, pg_url,
-                                                                   base_env):
+                                                                   base_env, tmp_path):
     ok(run_task("create", "a", "A", env={"RALPH_TASKS_DB": pg_url}))
     proc = run_ralph("task", "plan-status", env={"RALPH_TASKS": pg_url})
     assert (proc.returncode, proc.stdout, proc.stderr) == (
         0, "1 open, 0 active, 0 done, 0 blocked, 0 deleted\n", "")
+    # over RALPH_TASKS_DB too, as a run in this environment works on RALPH_TASKS's store
+    other = tmp_path / "other.db"
+    proc = run_ralph("task", "plan-status", env={"RALPH_TASKS": pg_url,
+                                                 "RALPH_TASKS_DB": str(other)})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        0, "1 open, 0 active, 0 done, 0 blocked, 0 deleted\n", "")
+    assert not other.exists()
     fails(run_task("plan-status", env={"RALPH_TASKS": "mysql://u:hunter2@db/x"}), 1,
           "Error: unknown task store 'mysql://u:***@db/x': use a file path or "
           "postgresql://user@host/database\n")
