@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,3 +101,45 @@ def work_of(db: Path | PgStore, body) -> int:
     finally:
         conn.execute("ROLLBACK")
         conn.close()
+
+
+class _Recording:
+    """A psycopg connection that notes the SQL text of each statement it is sent."""
+
+    def __init__(self, raw, sent: list[str]) -> None:
+        self._raw, self._sent = raw, sent
+
+    def execute(self, sql, params=()):
+        self._sent.append(sql)
+        return self._raw.execute(sql, params)
+
+    def __getattr__(self, name):
+        return getattr(self._raw, name)
+
+
+@contextmanager
+def traced(db: Path | PgStore):
+    """(conn, scope, sent): a connection to the store as the task CLI opens it, and the SQL
+    text of every statement it sends from then on (executemany's rows aside), to count what a
+    command costs. Call the command's function with a Ctx on conn."""
+    from ralphkit.tasks import db as store
+    from ralphkit.tasks.git_scope import Scope
+    scope = Scope(*query(db, "SELECT scope_repo, scope_branch FROM tasks LIMIT 1")[0])
+    sent: list[str] = []
+    if isinstance(db, PgStore):
+        from ralphkit.tasks import pg
+        conn = pg.Connection(db.url, {}, lambda line: None)
+        conn.open()
+        conn.raw = _Recording(conn.raw, sent)
+    else:
+        conn = store.connect(str(db))
+        conn.set_trace_callback(sent.append)
+    try:
+        yield conn, scope, sent
+    finally:
+        conn.close()
+
+
+def on_tasks(sent: list[str]) -> list[str]:
+    """The first word (SELECT, UPDATE, ...) of each statement that names the tasks table."""
+    return [sql.split()[0] for sql in sent if "tasks" in sql.split()]

@@ -77,18 +77,22 @@ def test_build_with_tasks_postgresql_runs_every_task_to_done(run_ralph, run_task
     assert sorted(line.split()[1] for line in claims[0].read_text().splitlines()) == ["t1", "t2"]
 
 
-@pytest.mark.parametrize("variable", ["RALPH_TASKS_DB", "RALPH_TASKS"])
+@pytest.mark.parametrize("variable", ["RALPH_TASKS_DB", "RALPH_TASKS",
+                                      "RALPH_TASKS over RALPH_TASKS_DB"])
 def test_the_environment_selects_the_store_too(run_ralph, run_task, repo, pg_url, variable,
                                                tmp_path):
     create(run_task, pg_url, "t1")
     log = tmp_path / "agent.jsonl"
-    proc = run_ralph("build", env={variable: pg_url, "STUB_ACTION": DONE_FIRST,
-                                   "STUB_LOG": str(log)})
+    env = {variable.split()[0]: pg_url, "STUB_ACTION": DONE_FIRST, "STUB_LOG": str(log)}
+    if "over" in variable:       # the `tasks` setting names the store (docs/fleet.md)
+        env["RALPH_TASKS_DB"] = str(tmp_path / "other.db")
+    proc = run_ralph("build", env=env)
     assert proc.returncode == 0, proc.stderr
     assert statuses(pg_url)["t1"][0] == "done"
     assert list(run_dir(repo).glob("claims-*.txt"))
     seen = read_jsonl(log)[0]["env"]                 # what the agent's task calls see
     assert seen["RALPH_TASKS_DB"] == pg_url and "RALPH_TASKS" not in seen
+    assert not (tmp_path / "other.db").exists()
 
 
 @pytest.mark.parametrize("how", ["flag", "ralph.yml", "RALPH_TASKS", "RALPH_TASKS_DB"])

@@ -2,6 +2,7 @@
 (spec/task-cli.md s.9.8-9.17, and ralph.py's internal extensions), byte for byte."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -9,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from task_helpers import dump, fails, jsonl, ok, query
+from ralphkit.tasks import run_edits
+from ralphkit.tasks.context import Ctx
+from task_helpers import dump, fails, jsonl, ok, on_tasks, query, traced
 
 TABLE_HEADER = "ID                   P S        CAT   TITLE                               AGENT\n"
 
@@ -431,6 +434,17 @@ def test_recommit_puts_a_rebased_commit_s_new_id_in_the_result_and_nothing_else(
     # the abbreviation the agent wrote becomes the new full id; every other byte stays
     assert after == {**before, "result": f'{{"tests": "abc1234",  "commit" : "{NEW}", "n": 1}}'}
     assert ok(run_task("_recommit", "a", OLD, NEW)) == "unchanged a\n"    # done already
+
+
+def test_recommit_reads_its_task_once(run_task, db, git_repo):
+    ok(run_task("create", "a", "A"))
+    ok(run_task("claim", "a", "--agent", "ag"))
+    ok(run_task("done", "a", "--result", '{"commit": "abc1234"}'))
+    with traced(db) as (conn, scope, sent):
+        ctx = Ctx(conn, scope, {}, str(git_repo), io.StringIO())
+        assert run_edits.recommit(ctx, ["a", OLD, NEW]) == "recommitted a\n"
+    assert on_tasks(sent) == ["SELECT", "UPDATE"]
+    assert query(db, "SELECT result FROM tasks") == [(f'{{"commit": "{NEW}"}}',)]
 
 
 def test_reopen_sends_a_done_task_back_to_open_with_the_reason(run_task):

@@ -5,6 +5,7 @@ real throwaway PostgreSQL server (conftest's pg_url); the contract both stores s
 tested by test_task_cli.py and test_task_commands.py, once per store."""
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -15,8 +16,9 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import ROOT, TASK, wait_for
-from ralphkit.tasks import claims
-from task_helpers import PgStore, dump, fails, jsonl, ok, query, work_of
+from ralphkit.tasks import build_cmds, claims
+from ralphkit.tasks.context import Ctx
+from task_helpers import PgStore, dump, fails, jsonl, ok, on_tasks, query, traced, work_of
 
 
 @pytest.fixture
@@ -107,6 +109,25 @@ def test_a_schema_newer_than_this_code_is_refused(run_task, pg):
     assert dump(pg) == before
 
 
+# --- the planner's statistics ----------------------------------------------------------------
+
+def test_plan_sync_refreshes_the_statistics_only_after_it_changed_something(run_task, pg):
+    def analyzed() -> list[tuple]:
+        return query(pg, "SELECT relname, analyze_count FROM pg_stat_user_tables WHERE relname "
+                         "IN ('tasks', 'task_deps') ORDER BY 1")
+    lines = jsonl({"id": "a", "t": "A"}, {"id": "b", "t": "B", "deps": ["a"]})
+    ok(run_task("plan-sync", input=lines))
+    assert analyzed() == [("task_deps", 1), ("tasks", 1)]
+    assert ok(run_task("plan-sync", input=lines)).startswith("inserted: 0, updated: 0, deleted: 0")
+    assert analyzed() == [("task_deps", 1), ("tasks", 1)]
+    # dependencies alone: the counts do not show them, the statistics must
+    ok(run_task("plan-sync", input=jsonl({"id": "a", "t": "A", "deps": ["b"]},
+                                         {"id": "b", "t": "B"})))
+    assert analyzed() == [("task_deps", 2), ("tasks", 2)]
+    assert query(pg, "SELECT t.slug, b.slug FROM task_deps d JOIN tasks t ON t.id = d.task_id "
+                     "JOIN tasks b ON b.id = d.blocked_by") == [("a", "b")]
+
+
 # --- claims across many claimers ------------------------------------------------------------
 
 def test_concurrent_claimers_take_every_task_exactly_once(run_task, pg):
@@ -187,6 +208,22 @@ def test_a_repeated_done_of_the_same_claim_is_answered_as_the_first(run_task, pg
     fails(run_task("done", "t"), 1, "Error: task 't' is not active (status: done)\n")
 
 
+def test_a_fenced_done_reads_its_task_once(run_task, pg, tmp_path):
+    """The task's state and its claim version, which the token is checked against, come from
+    one read of the task, the same claim's `done` again included."""
+    env = claims_file(tmp_path, "a1")
+    ok(run_task("create", "t", "T"))
+    ok(run_task("claim", env=env))
+    with traced(pg) as (conn, scope, sent):
+        ctx = Ctx(conn, scope, env, str(tmp_path), io.StringIO())
+        assert build_cmds.done(ctx, ["t", "--result", '{"commit": "abc"}']) == "done t\n"
+        assert on_tasks(sent) == ["SELECT", "UPDATE"]
+        sent.clear()
+        assert build_cmds.done(ctx, ["t", "--result", '{"commit": "abc"}']) == "done t\n"
+        assert on_tasks(sent) == ["SELECT"]
+    assert query(pg, "SELECT status, result FROM tasks") == [("done", '{"commit": "abc"}')]
+
+
 # --- heartbeats and the fleet ---------------------------------------------------------------
 
 def test_heartbeat_renews_only_the_leases_its_agent_holds(run_task, pg):
@@ -261,11 +298,18 @@ def test_migrate_db_copies_the_whole_backlog_once(run_task, pg_url, git_repo):
 
 
 def test_ralph_tasks_naming_a_store_selects_it_for_ralph_task_too(run_task, run_ralph, pg_url,
-                                                                   base_env):
+                                                                   base_env, tmp_path):
     ok(run_task("create", "a", "A", env={"RALPH_TASKS_DB": pg_url}))
     proc = run_ralph("task", "plan-status", env={"RALPH_TASKS": pg_url})
     assert (proc.returncode, proc.stdout, proc.stderr) == (
         0, "1 open, 0 active, 0 done, 0 blocked, 0 deleted\n", "")
+    # over RALPH_TASKS_DB too, as a run in this environment works on RALPH_TASKS's store
+    other = tmp_path / "other.db"
+    proc = run_ralph("task", "plan-status", env={"RALPH_TASKS": pg_url,
+                                                 "RALPH_TASKS_DB": str(other)})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        0, "1 open, 0 active, 0 done, 0 blocked, 0 deleted\n", "")
+    assert not other.exists()
     fails(run_task("plan-status", env={"RALPH_TASKS": "mysql://u:hunter2@db/x"}), 1,
           "Error: unknown task store 'mysql://u:***@db/x': use a file path or "
           "postgresql://user@host/database\n")

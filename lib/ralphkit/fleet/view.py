@@ -1,7 +1,7 @@
 """Owns the fleet as `ralph status` shows it when the run's task store is PostgreSQL: which
-store to read (RALPH_TASKS_DB, else the `tasks` setting from the environment or ralph.yml, else
-the store the run recorded when its URL holds no password: a password is never written down,
-give it through PGPASSWORD or ~/.pgpass), the task CLI's `_fleet` read without writing and
+store to read (the one a run started here would use: the `tasks` setting's URL, from the
+environment or ralph.yml, else RALPH_TASKS_DB; else the store the run recorded when its URL
+holds no password: a password is never written down, give it through PGPASSWORD or ~/.pgpass), the task CLI's `_fleet` read without writing and
 without waiting for a lost server, and its lines: the hosts, their agents with the last
 heartbeat's age, and the tasks each holds until when. Never writes, never prints."""
 from __future__ import annotations
@@ -25,9 +25,10 @@ def _configured(environ: Mapping[str, str], repo: Path) -> str | None:
 
 
 def named_store(environ: Mapping[str, str], repo: Path) -> str:
-    """The PostgreSQL store this environment names: RALPH_TASKS_DB, else the `tasks` setting
-    (the environment, then ralph.yml, which this reads); "" when it names none."""
-    return fleet_store.url(environ) or _configured(environ, repo) or ""
+    """The PostgreSQL store this environment names, as a run started here would take it
+    (docs/fleet.md): the `tasks` setting's URL (the environment, then ralph.yml, which this
+    reads), else RALPH_TASKS_DB; "" when it names none."""
+    return _configured(environ, repo) or fleet_store.url(environ) or ""
 
 
 def store(environ: Mapping[str, str], repo: Path, recorded: dict | None,

@@ -111,15 +111,19 @@ def claim(ctx: Ctx, argv: Sequence[str]) -> str:
     return md.join_sections([md.task_section(*claimed, md.CLAIM)])
 
 
-def _active_task(conn, ctx: Ctx, slug: str, held: int | None = None) -> dict:
-    """The active task slug; held: the caller's fencing token (claims.py), checked first."""
+def _task(conn, ctx: Ctx, slug: str) -> dict:
     task = q.fetch_task(conn, ctx.scope, slug)
     if task is None:
         raise not_found(f"task '{slug}' not found")
+    return task
+
+
+def _active(conn, task, held: int | None) -> dict:
+    """task, when it is active; held: the caller's fencing token (claims.py), checked first."""
     if held is not None and task["claim_version"] != held:
         raise claims.superseded(conn, task, held)
     if task["status"] != "active":
-        raise TaskError(f"task '{slug}' is not active (status: {task['status']})")
+        raise TaskError(f"task '{task['slug']}' is not active (status: {task['status']})")
     return task
 
 
@@ -133,13 +137,6 @@ def _fenced_update(conn, ctx: Ctx, task, held: int | None, sets: str, params: tu
                            "status = 'active'", (*params, task["id"], held)).rowcount
     if not changed:
         raise claims.superseded(conn, q.fetch_task(conn, ctx.scope, task["slug"]), held)
-
-
-def _done_by(conn, ctx: Ctx, slug: str, held: int) -> bool:
-    """The task is done under the claim `held` (PostgreSQL: claim versions)."""
-    return bool(conn.execute("SELECT 1 FROM tasks t WHERE " + q.IN_SCOPE + " AND t.slug = :slug "
-                             "AND t.status = 'done' AND t.claim_version = :held",
-                             q.scope_params(ctx.scope, slug=slug, held=held)).fetchone())
 
 
 def _token(ctx: Ctx, slug: str) -> int | None:
@@ -157,7 +154,7 @@ def renew(ctx: Ctx, argv: Sequence[str]) -> str:
     held = _token(ctx, slug)
 
     def act(conn):
-        task = _active_task(conn, ctx, slug, held)
+        task = _active(conn, _task(conn, ctx, slug), held)
         if (task["assignee"] or "") != agent:
             raise TaskError(f"agent '{agent}' is not the assignee of task '{slug}'")
         _fenced_update(conn, ctx, task, held, "lease_expires_at = datetime('now', ?), "
@@ -187,10 +184,10 @@ def done(ctx: Ctx, argv: Sequence[str]) -> str:
     held = _token(ctx, slug)
 
     def act(conn):
-        if held is not None and _done_by(conn, ctx, slug, held):
+        task = _task(conn, ctx, slug)
+        if held is not None and (task["status"], task["claim_version"]) == ("done", held):
             return  # this claim's `done` again: its answer was lost with the connection
-        task = _active_task(conn, ctx, slug, held)
-        _fenced_update(conn, ctx, task, held, "status = 'done', result = ?, "
+        _fenced_update(conn, ctx, _active(conn, task, held), held, "status = 'done', result = ?, "
                        "updated_at = datetime('now')", (result,))
     db.write(ctx.conn, act)
     return f"done {slug}\n"
@@ -203,7 +200,7 @@ def fail(ctx: Ctx, argv: Sequence[str]) -> str:
     held = _token(ctx, slug)
 
     def act(conn):
-        task = _active_task(conn, ctx, slug, held)
+        task = _active(conn, _task(conn, ctx, slug), held)
         _fenced_update(conn, ctx, task, held, "status = 'open', assignee = NULL, "
                        "lease_expires_at = NULL, retry_count = coalesce(retry_count, 0) + 1, "
                        "fail_reason = ?, updated_at = datetime('now')", (reason,))

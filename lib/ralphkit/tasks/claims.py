@@ -5,7 +5,8 @@ gives when another host takes its task, and fencing tokens. Every claim bumps th
 ralph run gives each agent; `renew`, `done` and `fail` present it, and a holder whose claim was
 superseded is refused and writes nothing. A call without a token (an operator at a
 terminal) is not fenced. The SQLite store has none of this (one machine, one run lock).
-Does not own the commands (build_cmds.py) or the claimable predicate (queries.py)."""
+Does not own the commands (build_cmds.py) or the claimable predicate and its walks
+(queries.py)."""
 from __future__ import annotations
 
 import os
@@ -22,20 +23,16 @@ if TYPE_CHECKING:
 def claim(conn, ctx: Ctx, extra: str, target: str | None, params: dict):
     """Claim the first claimable task (or target) for params' agent and lease in one statement
     (a transaction of its own, db.write(concurrent=True)):
-    open tasks and expired leases each walked in index order (s.8), rows other claimers hold
-    skipped; the claim version bumped; a taken expired lease's reason names its holder's host.
+    open tasks and expired leases each walked in index order (queries.claimable_walks), rows
+    other claimers hold skipped; the claim version bumped; a taken expired lease's reason names its holder's host.
     Returns the claimed task as fetch_tasks gives it, or None."""
-    ready = f"NOT {q.BLOCKED} AND NOT {q.HELD} AND ({extra})"
     if target is not None:
-        ready += " AND t.slug = :target"
-
-    def first(status: str, limit: str) -> str:
-        return (f"SELECT t.id, t.status, t.assignee, t.lease_expires_at, t.priority, "
-                f"t.created_at, t.rowid FROM tasks t WHERE {q.IN_SCOPE} AND {status} AND "
-                f"{ready} {q.ORDER} LIMIT {limit} FOR UPDATE OF t SKIP LOCKED")
+        extra = f"({extra}) AND t.slug = :target"
+    open_one, expired_one = q.claimable_walks(
+        "t.id, t.status, t.assignee, t.lease_expires_at, t.priority, t.created_at, t.rowid",
+        extra, "1", " FOR UPDATE OF t SKIP LOCKED")
     return conn.execute(
-        f"WITH open_one AS ({first(q.OPEN, '1')}), "
-        f"expired_one AS ({first(q.EXPIRED, q.expired_walk_limit('1'))}), "
+        f"WITH open_one AS ({open_one}), expired_one AS ({expired_one}), "
         "chosen AS (SELECT * FROM open_one UNION ALL SELECT * FROM expired_one "
         "ORDER BY priority, created_at, rowid LIMIT 1) "
         "UPDATE tasks SET status = 'active', assignee = :agent, updated_at = datetime('now'), "

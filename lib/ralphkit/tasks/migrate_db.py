@@ -70,7 +70,7 @@ def migrate_db(ctx: Ctx, argv: Sequence[str]) -> str:
         db.write(store, copy)
         db.refresh_statistics(store)
     finally:
-        store.close()
+        db.release(store)  # pg.connect keeps it for the process's next command on this store
     n = {table: len(found) for table, found in rows.items()}
     return (f"copied to {store_url.redact(target)}: tasks: {n['tasks']}, dependencies: "
             f"{n['task_deps']}, holds: {n['task_holds']}, agents: {n['agents']}\n")

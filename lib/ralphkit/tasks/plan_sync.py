@@ -1,7 +1,9 @@
 """Owns `plan-sync` (s.9.1): validate every JSONL line first, then upsert by slug, replace
 dependencies (forward references allowed) and soft-delete orphans of each spec, all in one
-transaction, with a constant number of statements (one preload, batched writes).
-Does not own the transaction machinery (db.py) or other commands."""
+transaction, with a constant number of statements (the scope's tasks and the synced tasks'
+dependencies read first, then batched writes of what differs); PostgreSQL's planner
+statistics refreshed after a sync that changed something. Does not own the transaction
+machinery (db.py) or other commands."""
 from __future__ import annotations
 
 import json
@@ -67,12 +69,14 @@ def plan_sync(ctx: Ctx, argv: Sequence[str]) -> str:
     A.flags(argv)  # plan-sync takes no argument: any is an unknown flag
     lines = [line for line in ctx.stdin.read().split("\n") if line.strip()]
     items = [parse_line(n, line) for n, line in enumerate(lines, 1)]
-    counts = db.write(ctx.conn, lambda conn: _apply(conn, ctx, items))
-    db.refresh_statistics(ctx.conn)
+    counts, changed = db.write(ctx.conn, lambda conn: _apply(conn, ctx, items))
+    if changed:  # else the statistics are as true as before, and ANALYZE would read every task
+        db.refresh_statistics(ctx.conn)
     return "inserted: {}, updated: {}, deleted: {}, skipped (done): {}\n".format(*counts)
 
 
-def _apply(conn, ctx: Ctx, items: list[dict]) -> tuple[int, int, int, int]:
+def _apply(conn, ctx: Ctx, items: list[dict]) -> tuple[tuple[int, int, int, int], bool]:
+    """(the four counts, whether any task or dependency row changed)."""
     params = q.scope_params(ctx.scope)
     existing = {row[0]: dict(zip(("slug", "id", "status", *_FIELDS), row)) for row in conn.execute(
         "SELECT slug, id, status, " + ", ".join(_FIELDS) + " FROM tasks t WHERE " + q.IN_SCOPE,
@@ -110,10 +114,18 @@ def _apply(conn, ctx: Ctx, items: list[dict]) -> tuple[int, int, int, int]:
         + ", updated_at = datetime('now') WHERE id = ?",
         [(*(r[f] for f in _FIELDS), r["id"]) for r in updated.values()])
     ids = {slug: row["id"] for slug, row in existing.items()}
-    conn.execute("DELETE FROM task_deps WHERE task_id IN (SELECT value FROM json_each(?))",
-                 (json.dumps([ids[s] for s in deps]),))
-    conn.executemany("INSERT OR IGNORE INTO task_deps (task_id, blocked_by) VALUES (?, ?)",
-                     [(ids[s], ids[b]) for s, blockers in deps.items() for b in blockers if b in ids])
+    # The synced tasks' dependencies are compared, not deleted and inserted again: only rows
+    # that differ are written, so a sync knows whether it changed any (the counts leave
+    # dependencies out, s.9.1).
+    wanted = dict.fromkeys((ids[s], ids[b]) for s, blockers in deps.items()
+                           for b in blockers if b in ids)
+    present = {tuple(pair) for pair in conn.execute(
+        "SELECT task_id, blocked_by FROM task_deps WHERE task_id IN "
+        "(SELECT value FROM json_each(?))", (json.dumps([ids[s] for s in deps]),))}
+    gone = sorted(pair for pair in present if pair not in wanted)
+    added = [pair for pair in wanted if pair not in present]
+    conn.executemany("DELETE FROM task_deps WHERE task_id = ? AND blocked_by = ?", gone)
+    conn.executemany("INSERT INTO task_deps (task_id, blocked_by) VALUES (?, ?)", added)
     n_del = 0
     by_spec: dict[str, list[str]] = {}
     for item in items:
@@ -126,7 +138,7 @@ def _apply(conn, ctx: Ctx, items: list[dict]) -> tuple[int, int, int, int]:
             "t.status NOT IN ('done', 'deleted') AND t.slug NOT IN "
             "(SELECT value FROM json_each(:slugs))",
             {**params, "spec": spec, "slugs": json.dumps(slugs)}).rowcount
-    return n_ins, n_upd, n_del, n_skip
+    return (n_ins, n_upd, n_del, n_skip), bool(n_ins or n_upd or n_del or gone or added)
 
 
 __all__ = ["plan_sync", "parse_line"]

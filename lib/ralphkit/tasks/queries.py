@@ -37,10 +37,9 @@ EXPIRED = "t.status = 'active' AND t.lease_expires_at < datetime('now')"  # s.9.
 
 
 def expired_walk_limit(limit: str) -> str:
-    """The LIMIT of a walk for the first expired leases in the spec's order (first_claimable,
-    the PostgreSQL claim): `limit` when a lease of the scope has run out, else 0, which stops
-    the walk before it reads a row in both engines (as a WHERE term, SQLite tested it at each
-    row). The walk read every active task of the scope at every peek and claim, under
+    """The LIMIT of a walk for the first expired leases in the spec's order (claimable_walks):
+    `limit` when a lease of the scope has run out, else 0, which stops the walk before it
+    reads a row in both engines (as a WHERE term, SQLite tested it at each row). The walk read every active task of the scope at every peek and claim, under
     SQLite's write lock too. The test is one probe of the extension index
     idx_tasks_scope_expiry (db.py, pg_schema.py): its expression verbatim, so both planners
     take it (and a read-only SQLite file made before it existed is still answered)."""
@@ -56,16 +55,24 @@ FROZEN = "t.slug IN (SELECT value FROM json_each(:frozen))"
 _IN_SCOPE_UNINDEXED = "+t.scope_repo = :repo AND +t.scope_branch = :branch"
 
 
+def claimable_walks(columns: str, extra: str, limit: str, lock: str = "") -> tuple[str, str]:
+    """The two walks for the first `limit` claimable tasks of the scope (peek, claim): open
+    tasks, and active ones whose lease ran out, each walked separately in index order (scope,
+    status, priority, created_at, rowid), so each stops after `limit` unblocked tasks instead
+    of testing every task of a large backlog for blockers. The caller merges them in the
+    spec's order. lock: the PostgreSQL claim's row locks, after the LIMIT."""
+    def walk(status: str, n: str) -> str:
+        return (f"SELECT {columns} FROM tasks t WHERE {IN_SCOPE} AND {status} AND NOT {BLOCKED} "
+                f"AND NOT {HELD} AND ({extra}) {ORDER} LIMIT {n}{lock}")
+    return walk(OPEN, limit), walk(EXPIRED, expired_walk_limit(limit))
+
+
 def first_claimable(extra: str = "TRUE") -> str:
     """A `where` for fetch_tasks(..., limit=:limit, by_rowid=True) selecting the first
-    claimable tasks. Open and expired-active tasks are walked separately, each in index order
-    (scope, status, priority, created_at, rowid), so the walk stops after :limit unblocked
-    tasks instead of testing every task of a large backlog for blockers."""
-    def part(status: str, limit: str) -> str:
-        return (f"SELECT r FROM (SELECT t.rowid AS r FROM tasks t WHERE {IN_SCOPE} AND {status} "
-                f"AND NOT {BLOCKED} AND NOT {HELD} AND ({extra}) {ORDER} LIMIT {limit}) AS first")
-    return (f"t.rowid IN ({part(OPEN, ':limit')} UNION ALL "
-            f"{part(EXPIRED, expired_walk_limit(':limit'))})")
+    claimable tasks (claimable_walks)."""
+    open_walk, expired_walk = claimable_walks("t.rowid AS r", extra, ":limit")
+    return (f"t.rowid IN (SELECT r FROM ({open_walk}) AS first UNION ALL "
+            f"SELECT r FROM ({expired_walk}) AS first)")
 
 
 def scope_params(scope: Scope, **extra: object) -> dict:
@@ -140,5 +147,5 @@ def frozen_slugs(environ, cwd: str) -> str | None:
     return jsontext.dumps(slugs)
 
 
-__all__ = ["first_claimable", "fetch_tasks", "task_id_status", "fetch_task", "fetch_blockers",
-           "frozen_slugs", "scope_params"]
+__all__ = ["claimable_walks", "first_claimable", "fetch_tasks", "task_id_status", "fetch_task",
+           "fetch_blockers", "frozen_slugs", "scope_params"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ralphkit.tasks import args as A
 from ralphkit.tasks import db, jsontext, queries as q
 from ralphkit.tasks.context import Ctx
-from ralphkit.tasks.errors import TaskError
+from ralphkit.tasks.errors import TaskError, not_found
 from ralphkit.tasks.git_files import object_id
 
 TYPE_CHECKING = False
@@ -84,16 +84,18 @@ def recommit(ctx: Ctx, argv: Sequence[str]) -> str:
             raise TaskError(f"not a full commit id: {value}", usage=_RECOMMIT_USAGE)
 
     def act(conn) -> bool:
-        task_id, status = q.task_id_status(conn, ctx.scope, slug)
-        if status != "done":
-            raise TaskError(f"task '{slug}' is not done (status: {status})")
-        result = conn.execute("SELECT result FROM tasks WHERE id = ?", (task_id,)).fetchone()[0]
+        task = q.fetch_task(conn, ctx.scope, slug)
+        if task is None:
+            raise not_found(f"task '{slug}' not found")
+        if task["status"] != "done":
+            raise TaskError(f"task '{slug}' is not done (status: {task['status']})")
+        result = task["result"]
         at = _commit_value_at(result or "", old)
         if at is None:
             return False
         start, end = at
         conn.execute("UPDATE tasks SET result = ? WHERE id = ?",
-                     (result[:start] + new + result[end:], task_id))
+                     (result[:start] + new + result[end:], task["id"]))
         return True
     return f"{'recommitted' if db.write(ctx.conn, act) else 'unchanged'} {slug}\n"
 

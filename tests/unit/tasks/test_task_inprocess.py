@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ralphkit.tasks import cli
+from task_helpers import PgStore, query
 
 
 def call(argv, environ, stdin=""):
@@ -59,3 +60,17 @@ def test_git_is_looked_up_on_the_given_environments_path(in_repo, base_env, bin_
     assert "remote get-url origin" in log.read_text()
     assert call(["_get-scope"], {**base_env, "PATH": str(tmp_path / "empty")}) == (
         1, "", "Error: not inside a git repository. Run: git init\n")
+
+
+def test_migrate_db_leaves_its_connection_to_the_next_command_on_that_store(in_repo, base_env,
+                                                                            pg_url):
+    assert call(["plan-sync"], base_env, '{"id":"a","t":"A"}\n')[0] == 0
+    assert call(["migrate-db", pg_url], base_env)[0] == 0
+    (since,) = query(PgStore(pg_url), "SELECT now()")[0]
+    on_store = {**base_env, "RALPH_TASKS_DB": pg_url}
+    assert call(["plan-status"], on_store) == (
+        0, "1 open, 0 active, 0 done, 0 blocked, 0 deleted\n", "")
+    # no connection to the store was opened for plan-status: it used migrate-db's
+    assert query(PgStore(pg_url), "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                 "current_database() AND backend_type = 'client backend' AND pid <> "
+                 "pg_backend_pid() AND backend_start > ?", (since,)) == [(0,)]
