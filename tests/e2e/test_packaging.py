@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, install_stub, run_process
+from sourcehelp import AGENT, TK, claims, commit_all, need, tool
 
 
 @pytest.fixture(scope="module")
@@ -78,3 +79,33 @@ def test_installed_ralph_install_copies_the_packaged_skills_and_hooks(installed,
         assert (git_repo / ".claude" / "skills" / name / "SKILL.md").is_file()
     hook = git_repo / ".claude" / "hooks" / "ralph" / "precompact"
     assert os.access(hook, os.X_OK)
+
+
+def test_the_installed_task_cli_answers_from_the_backlog_the_tasks_setting_names(
+        installed, git_repo, base_env, bin_dir, tmp_path, pg_url):
+    """An installed run's agents call `ralph-task` ($RALPH_TASK_SCRIPT): with `--tasks tk` it
+    answers from the tickets (it answered from an empty SQLite file, so no ticket was ever
+    claimed), and a store URL in RALPH_TASKS names the store, as for scripts/task."""
+    need(TK)
+    (bin_dir / "tk").symlink_to(TK)
+    install_stub(bin_dir)
+    bin_path = f"{installed / 'bin'}{os.pathsep}{base_env['PATH']}"
+    env = {**base_env, "PATH": bin_path, "TICKETS_DIR": "", "STUB_ACTION": AGENT,
+           "STUB_CLAIMS": str(tmp_path / "claims.txt")}
+    (git_repo / ".gitignore").write_text(".ralph/\n")
+    ticket = tool(["tk", "create", "The only ticket"], git_repo, env).stdout.strip()
+    commit_all(git_repo, env, "a ticket")
+    proc = run_process([str(installed / "bin" / "ralph"), "build", "-n", "2", "--tasks", "tk"],
+                       cwd=git_repo, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert claims(tmp_path) == [ticket]
+    assert "status: closed" in tool(["tk", "show", ticket], git_repo, env).stdout
+
+    other = tmp_path / "other.db"
+    env = {**base_env, "PATH": bin_path, "RALPH_TASKS": pg_url, "RALPH_TASKS_DB": str(other)}
+    synced = run_process([str(installed / "bin" / "ralph-task"), "plan-sync"], cwd=git_repo,
+                         env=env, input='{"id":"p-1","t":"On the server"}\n')
+    assert synced.returncode == 0, synced.stderr
+    listed = run_process([str(installed / "bin" / "ralph"), "task", "list"], cwd=git_repo, env=env)
+    assert listed.returncode == 0 and "p-1" in listed.stdout, listed.stderr
+    assert not other.exists()

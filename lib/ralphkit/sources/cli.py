@@ -62,7 +62,7 @@ def main(argv: Sequence[str], *, stdin: TextIO | None = None, stdout: TextIO | N
 
 
 def console_main() -> None:
-    """scripts/task with RALPH_TASKS naming a source: the task CLI's entry, answered here."""
+    """The task CLI as a program when RALPH_TASKS names a source (sources.entry chooses it)."""
     from ralphkit.tasks import cli as tasks_cli
     tasks_cli.console_main(main)
 

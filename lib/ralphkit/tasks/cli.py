@@ -152,7 +152,7 @@ def main(argv: Sequence[str], *, stdin: TextIO | None = None, stdout: TextIO | N
 
 
 def console_main(run: Callable[[list[str]], int] | None = None) -> None:
-    """Entry point of the `ralph-task` console script and scripts/task; `run` answers the
+    """The embedded task CLI as a program (sources.entry chooses it); `run` answers the
     command instead of the embedded store (a task source's CLI)."""
     for stream in (sys.stdin, sys.stdout, sys.stderr):
         try:  # values are data (s.1): bytes that are not UTF-8 pass through unchanged
