@@ -23,6 +23,11 @@ import pytest
 
 import pgserver
 
+# Fleet.assert_every_task_done_once_and_on_origin asserts for the tests that call it: rewritten
+# (before any test module imports fleethelp), its asserts fail showing the values compared, as
+# a test's own asserts do.
+pytest.register_assert_rewrite("fleethelp")
+
 ROOT = Path(__file__).resolve().parent.parent
 RALPH = ROOT / "ralph.py"
 TASK = ROOT / "scripts" / "task"
