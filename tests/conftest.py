@@ -87,6 +87,14 @@ def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
                           capture_output=True, text=True).stdout
 
 
+def ignore_ralph_dir(repo: Path, env: dict[str, str]) -> None:
+    """Commit a .gitignore holding `.ralph/`, as a project set up for ralph has it: the tree
+    stays clean while a run writes its files there."""
+    (repo / ".gitignore").write_text(".ralph/\n")
+    git(repo, "add", "-A", env=env)
+    git(repo, "commit", "-qm", "ignore .ralph", env=env)
+
+
 @pytest.fixture(params=("sqlite", "postgresql"))
 def any_store(request, base_env: dict[str, str], git_repo: Path):
     """The backlog a task CLI test runs against, once per store: the repo's SQLite file, or a

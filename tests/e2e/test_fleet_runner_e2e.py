@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, install_stub, read_jsonl, wait_for
+from conftest import ignore_ralph_dir, install_stub, read_jsonl, wait_for
 from loophelp import Running
 from task_helpers import PgStore, ok, query
 
@@ -35,9 +35,7 @@ echo $? > "$DONE_RC"
 @pytest.fixture
 def repo(git_repo: Path, base_env: dict[str, str], bin_dir: Path) -> Path:
     install_stub(bin_dir)
-    (git_repo / ".gitignore").write_text(".ralph/\n")
-    git(git_repo, "add", "-A", env=base_env)
-    git(git_repo, "commit", "-qm", "ignore .ralph", env=base_env)
+    ignore_ralph_dir(git_repo, base_env)
     return git_repo
 
 
