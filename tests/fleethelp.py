@@ -101,6 +101,19 @@ class Fleet:
         assert {tid: on_origin.get(c) for tid, c in self.result_commits().items()} == {
             tid: f"{tid}: work" for tid in ids}
 
+    def commit(self, i: int, name: str, text: str, push: bool = False,
+               message: str | None = None) -> str:
+        """Machine i, outside any ralph run, writes `text` into `name` and commits it (message:
+        "<name>: <text>" unless given), then with push pushes main to origin; returns its head."""
+        path = self.clones[i] / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        self.git(i, "add", name)
+        self.git(i, "commit", "-qm", message or f"{name}: {text.strip()}")
+        if push:
+            self.git(i, "push", "-q", "origin", "main")
+        return self.git(i, "rev-parse", "HEAD")
+
     def other_machine_pushes(self, i: int, file: str, text: str) -> str:
         """A shell snippet (FLEET_AFTER): machine i, outside any ralph run, brings its clone
         up to date with origin, writes `text` into `file`, commits and pushes: origin moves

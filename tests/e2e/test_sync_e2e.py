@@ -133,10 +133,7 @@ def test_a_checkout_that_cannot_sync_stops_at_start_up_with_one_line_and_writes_
 
 
 def test_plan_mode_brings_origin_s_commits_in_before_its_session_and_pushes_nothing(pair):
-    (pair.clones[1] / "specs" / "more.md").write_text("# More\n")
-    pair.git(1, "add", "-A")
-    pair.git(1, "commit", "-qm", "a spec from host2")
-    pair.git(1, "push", "-q", "origin", "main")
+    pair.commit(1, "specs/more.md", "# More\n", push=True, message="a spec from host2")
     proc = pair.ralph(0, "plan", "--sync")
     assert proc.returncode == 0, proc.stderr
     assert "sync: main rebased onto origin/main: 1 commit from origin, head " in proc.stderr
@@ -158,11 +155,8 @@ def test_a_dry_run_names_the_shared_branch_and_fetches_nothing(pair):
 
 def test_the_verify_gate_judges_the_session_s_diff_not_origin_s_commits_the_rebase_brought(
         pair):
-    (pair.clones[1] / "tests").mkdir()
-    (pair.clones[1] / "tests" / "test_app.py").write_text("def test_app():\n    assert True\n")
-    pair.git(1, "add", "-A")
-    pair.git(1, "commit", "-qm", "a test")
-    pair.git(1, "push", "-q", "origin", "main")
+    pair.commit(1, "tests/test_app.py", "def test_app():\n    assert True\n", push=True,
+                message="a test")
     pair.git(0, "pull", "-q", "--rebase", "origin", "main")
     pair.git(1, "rm", "-q", "tests/test_app.py")
     pair.git(1, "commit", "-qm", "host2 removes the test")           # host2's own choice
