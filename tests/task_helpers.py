@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgserver import Cluster
+from pgserver import Cluster, pg_query
 
 
 @dataclass(frozen=True)
@@ -67,14 +67,10 @@ def dump(db: Path | PgStore) -> list[str]:
 
 def query(db: Path | PgStore, sql: str, params: tuple = ()) -> list[tuple]:
     if isinstance(db, PgStore):
-        import psycopg
-
         from ralphkit.tasks.pg import translate
         if sql.startswith("PRAGMA"):  # SQLite's switches: PostgreSQL always checks foreign keys
             return []
-        with psycopg.connect(db.url, autocommit=True) as conn:
-            cursor = conn.execute(translate(sql), params)
-            return [tuple(row) for row in cursor] if cursor.description else []
+        return pg_query(db.url, translate(sql), params)
     conn = sqlite3.connect(db, timeout=10)
     try:
         with conn:
