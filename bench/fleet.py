@@ -45,6 +45,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import task_ops          # bench/task_ops.py: the backlog it times for peek, and its repo set-up
+
 ROOT = Path(__file__).resolve().parent.parent
 TASK = ROOT / "scripts" / "task"
 sys.path[:0] = [str(ROOT / "lib"), str(ROOT / "tests")]
@@ -76,14 +78,6 @@ def _environ(store: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RALPH_", "GIT_", "PG"))}
     env.update({"GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C.UTF-8", "RALPH_TASKS_DB": store})
     return env
-
-
-def _make_repo(path: Path) -> Path:
-    path.mkdir()
-    for args in (["init", "-q", "-b", "main"],
-                 ["remote", "add", "origin", "https://github.com/bench/fleet.git"]):
-        subprocess.run(["git", *args], cwd=path, check=True, env=_environ(""))
-    return path
 
 
 def _backlog(n: int) -> str:
@@ -241,7 +235,7 @@ def _probe_postgresql(stores: _Stores) -> None:
     writes its junk there."""
     import pgserver
     url = stores.fresh("postgresql")
-    scratch = _make_repo(stores.base / "probe")
+    scratch = task_ops.make_repo(stores.base / "probe")
     os.chdir(scratch)
     try:
         code, _, err = _call(["plan-sync"], _environ(url), _backlog(1))
@@ -296,7 +290,7 @@ def main() -> int:
 
 def _run(opts, levels: list[int], stores: _Stores) -> int:
     kinds, pg_failed = _kinds(opts.stores.split(","), stores)
-    repo = _make_repo(stores.base / "repo")
+    repo = task_ops.make_repo(stores.base / "repo")
     os.chdir(repo)
     print(f"{opts.tasks} open tasks per run, claimed until none is eligible; "
           f"load average {os.getloadavg()[0]:.2f}")
@@ -320,14 +314,13 @@ def _run(opts, levels: list[int], stores: _Stores) -> int:
                            f"{r['unclaimed']} never claimed, {r['active']} active listed")
             for error in sorted(set(r["errors"]))[:3]:
                 print(f"      {error}")
-    from task_ops import jsonl                          # the backlog bench/task_ops.py times
     print(f"\npeek -n 10 at {opts.peek_tasks} tasks (in-process p50 of {opts.repeats}; "
           f"whole process `python -S scripts/task`, median)")
     peeks = {}
     for kind in kinds:
         environ = _environ(stores.fresh(kind))
         started = time.perf_counter()
-        _checked(["plan-sync"], environ, jsonl(opts.peek_tasks))
+        _checked(["plan-sync"], environ, task_ops.jsonl(opts.peek_tasks))
         filled = time.perf_counter() - started
         for i in (0, 10, 20):
             _checked(["claim", f"task-{i:05}", "--agent", "other"], environ)

@@ -55,12 +55,13 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _make_repo(base: Path) -> Path:
-    repo = base / "repo"
-    repo.mkdir()
+def make_repo(path: Path) -> Path:
+    """A git repo at path, on branch main with an origin remote and no commit: what the task
+    CLI needs to resolve a backlog's scope (bench/fleet.py makes its repos here too)."""
+    path.mkdir()
     for args in (["init", "-q", "-b", "main"], ["remote", "add", "origin", "https://github.com/bench/repo.git"]):
-        subprocess.run(["git", *args], cwd=repo, check=True, env=_env())
-    return repo
+        subprocess.run(["git", *args], cwd=path, check=True, env=_env())
+    return path
 
 
 def jsonl(n: int) -> str:
@@ -211,7 +212,7 @@ def main() -> int:
         print("ralph.sh not timed: set RALPH_SH_TASK to its lib/task (or a checkout) for the ratios")
     for size in (int(s) for s in opts.sizes.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
-            repo, env = _make_repo(Path(tmp)), _env()
+            repo, env = make_repo(Path(tmp) / "repo"), _env()
             wall, _, proc = _run(clis["ours"] + ["plan-sync"], repo, env, jsonl(size))
             assert proc.returncode == 0, proc.stderr
             for i in range(0, 30, 10):  # a few tasks under a valid lease

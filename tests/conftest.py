@@ -23,6 +23,11 @@ import pytest
 
 import pgserver
 
+# Fleet.assert_every_task_done_once_and_on_origin asserts for the tests that call it: rewritten
+# (before any test module imports fleethelp), its asserts fail showing the values compared, as
+# a test's own asserts do.
+pytest.register_assert_rewrite("fleethelp")
+
 ROOT = Path(__file__).resolve().parent.parent
 RALPH = ROOT / "ralph.py"
 TASK = ROOT / "scripts" / "task"
@@ -80,6 +85,14 @@ def base_env(home: Path, bin_dir: Path) -> dict[str, str]:
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
     return subprocess.run(["git", *args], cwd=cwd, env=env or _clean_environ(), check=True,
                           capture_output=True, text=True).stdout
+
+
+def ignore_ralph_dir(repo: Path, env: dict[str, str]) -> None:
+    """Commit a .gitignore holding `.ralph/`, as a project set up for ralph has it: the tree
+    stays clean while a run writes its files there."""
+    (repo / ".gitignore").write_text(".ralph/\n")
+    git(repo, "add", "-A", env=env)
+    git(repo, "commit", "-qm", "ignore .ralph", env=env)
 
 
 @pytest.fixture(params=("sqlite", "postgresql"))

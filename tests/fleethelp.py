@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +87,32 @@ class Fleet:
         if not self.log.exists():
             return []
         return [tuple(line.split(" ", 1)) for line in self.log.read_text().splitlines()]
+
+    def assert_every_task_done_once_and_on_origin(self, ids: list[str]) -> None:
+        """The outcome a fleet run must reach: the backlog holds `ids`, all done, each marked
+        done exactly once, its commit on origin once, and its result naming that commit as
+        origin has it (a rebase before a push gives a commit a new id)."""
+        tasks = self.tasks()
+        assert {tid: t["status"] for tid, t in tasks.items()} == dict.fromkeys(ids, "done")
+        assert Counter(tid for _, tid in self.finished()) == Counter(ids)
+        subjects = Counter(self.origin_subjects())
+        assert all(subjects[f"{tid}: work"] == 1 for tid in ids)
+        on_origin = self.origin_commits()
+        assert {tid: on_origin.get(c) for tid, c in self.result_commits().items()} == {
+            tid: f"{tid}: work" for tid in ids}
+
+    def commit(self, i: int, name: str, text: str, push: bool = False,
+               message: str | None = None) -> str:
+        """Machine i, outside any ralph run, writes `text` into `name` and commits it (message:
+        "<name>: <text>" unless given), then with push pushes main to origin; returns its head."""
+        path = self.clones[i] / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        self.git(i, "add", name)
+        self.git(i, "commit", "-qm", message or f"{name}: {text.strip()}")
+        if push:
+            self.git(i, "push", "-q", "origin", "main")
+        return self.git(i, "rev-parse", "HEAD")
 
     def other_machine_pushes(self, i: int, file: str, text: str) -> str:
         """A shell snippet (FLEET_AFTER): machine i, outside any ralph run, brings its clone

@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from pgserver import Cluster, pg_query
+
 
 @dataclass(frozen=True)
 class PgStore:
@@ -34,6 +36,20 @@ def fails(proc, code: int, stderr: str) -> None:
     assert (proc.returncode, proc.stderr, proc.stdout) == (code, stderr, "")
 
 
+REFUSALS = ("wrong password", "unknown database")
+
+
+def refused_url(server: Cluster, database: str, case: str) -> tuple[str, str]:
+    """A URL of the server that it refuses, for a case of REFUSALS, and the words of its
+    refusal. The wrong password is hunter2, which a test checks never shows."""
+    if case == "wrong password":
+        return (server.password_url(database, "hunter2"),
+                'FATAL: password authentication failed for user "ralph_pw"')
+    if case == "unknown database":
+        return server.password_url("no_such_db"), 'FATAL: database "no_such_db" does not exist'
+    raise ValueError(f"no refused URL for {case!r}")
+
+
 _PG_TABLES = ("tasks", "task_deps", "agents", "task_holds", "ralph_schema")
 
 
@@ -51,14 +67,10 @@ def dump(db: Path | PgStore) -> list[str]:
 
 def query(db: Path | PgStore, sql: str, params: tuple = ()) -> list[tuple]:
     if isinstance(db, PgStore):
-        import psycopg
-
         from ralphkit.tasks.pg import translate
         if sql.startswith("PRAGMA"):  # SQLite's switches: PostgreSQL always checks foreign keys
             return []
-        with psycopg.connect(db.url, autocommit=True) as conn:
-            cursor = conn.execute(translate(sql), params)
-            return [tuple(row) for row in cursor] if cursor.description else []
+        return pg_query(db.url, translate(sql), params)
     conn = sqlite3.connect(db, timeout=10)
     try:
         with conn:

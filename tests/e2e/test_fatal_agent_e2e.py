@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import STUBS, git
+from conftest import STUBS, ignore_ralph_dir
 
 ROOT_LINE = ("--dangerously-skip-permissions cannot be used with root/sudo privileges for "
              "security reasons")
@@ -99,9 +99,7 @@ def test_an_invalid_api_key_stops_the_run_with_exit_9(git_repo, run_ralph, stub,
 
 def test_an_invalid_api_key_stops_a_parallel_run_with_exit_9_and_starts_no_session_more(
         git_repo, base_env, run_ralph, stub, tmp_path):
-    (git_repo / ".gitignore").write_text(".ralph/\n")
-    git(git_repo, "add", "-A", env=base_env)
-    git(git_repo, "commit", "-qm", "ignore .ralph", env=base_env)
+    ignore_ralph_dir(git_repo, base_env)
     env = stub([INIT, {"type": "assistant", "message": {"content": [
         {"type": "text", "text": "Invalid API key · Fix external API key"}]}},
         result("Invalid API key · Fix external API key", True)], "exit 1")

@@ -28,18 +28,6 @@ def short_leases(fleet: Fleet) -> None:
         (clone / "ralph.yml").write_text("lease: 3s\n")
 
 
-def assert_every_task_done_once_and_on_origin(fleet: Fleet, ids: list[str]) -> None:
-    tasks = fleet.tasks()
-    assert {tid: t["status"] for tid, t in tasks.items()} == dict.fromkeys(ids, "done")
-    finished = Counter(tid for _, tid in fleet.finished())
-    assert finished == Counter(ids)                          # each marked done exactly once
-    subjects = Counter(fleet.origin_subjects())
-    assert all(subjects[f"{tid}: work"] == 1 for tid in ids)  # each commit on origin, once
-    on_origin = fleet.origin_commits()                        # and its result names it there
-    assert {tid: on_origin.get(c) for tid, c in fleet.result_commits().items()} == {
-        tid: f"{tid}: work" for tid in ids}
-
-
 @pytest.mark.timeout(600)
 def test_three_machines_work_300_tasks_each_done_once_every_commit_on_origin(fleet):
     ids = [f"t{n:03}" for n in range(300)]
@@ -48,7 +36,7 @@ def test_three_machines_work_300_tasks_each_done_once_every_commit_on_origin(fle
     results = [fleet.finish(proc, timeout=400) for proc in runners]
     for result in results:
         assert result.returncode == 0, result.stderr[-2000:]
-    assert_every_task_done_once_and_on_origin(fleet, ids)
+    fleet.assert_every_task_done_once_and_on_origin(ids)
     by_host = Counter(clone for clone, _ in fleet.finished())
     assert set(by_host) == {"host1", "host2", "host3"}         # all three machines worked
     hosts = query(PgStore(fleet.env["RALPH_TASKS_DB"]), "SELECT DISTINCT hostname FROM agents")
@@ -85,5 +73,5 @@ def test_a_killed_runner_loses_its_task_after_the_lease_and_its_late_done_is_ref
     assert (hold / "done.err").read_text().startswith(
         f"Error: task '{taken}' is no longer held by this claim (claim 1; now claim 2, done")
     assert fleet.tasks()[taken]["result"] != '{"commit":"late"}'
-    assert_every_task_done_once_and_on_origin(fleet, ids)
+    fleet.assert_every_task_done_once_and_on_origin(ids)
     assert all(clone != "host1" for clone, _ in fleet.finished())

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, install_stub, read_jsonl, wait_for
+from conftest import ignore_ralph_dir, install_stub, read_jsonl, wait_for
 from loophelp import Running
-from task_helpers import PgStore, ok, query
+from task_helpers import REFUSALS, PgStore, ok, query, refused_url
 
 DONE_FIRST = r"""
 out=$("$RALPH_TASK_SCRIPT" claim) || exit 0
@@ -35,9 +35,7 @@ echo $? > "$DONE_RC"
 @pytest.fixture
 def repo(git_repo: Path, base_env: dict[str, str], bin_dir: Path) -> Path:
     install_stub(bin_dir)
-    (git_repo / ".gitignore").write_text(".ralph/\n")
-    git(git_repo, "add", "-A", env=base_env)
-    git(git_repo, "commit", "-qm", "ignore .ralph", env=base_env)
+    ignore_ralph_dir(git_repo, base_env)
     return git_repo
 
 
@@ -115,20 +113,16 @@ def test_an_unknown_store_scheme_is_one_line_exit_1_and_creates_nothing(run_ralp
     assert not [p for p in tmp_path.rglob("*") if p.name in ("foo:", "postgresql:")]
 
 
-@pytest.mark.parametrize("case", ["wrong password", "unknown database", "newer schema"])
+@pytest.mark.parametrize("case", [*REFUSALS, "newer schema"])
 def test_a_store_that_refuses_the_run_is_one_line_exit_1_before_anything_is_written(
         run_ralph, run_task, repo, pg_server, pg_database, case):
-    url = pg_server.password_url(pg_database)
-    if case == "wrong password":
-        url = pg_server.password_url(pg_database, "hunter2")
-        answer = 'FATAL: password authentication failed for user "ralph_pw"'
-    elif case == "unknown database":
-        url = pg_server.password_url("no_such_db")
-        answer = 'FATAL: database "no_such_db" does not exist'
-    else:
+    if case == "newer schema":
+        url = pg_server.password_url(pg_database)
         create(run_task, url, "t1")
         query(PgStore(url), "INSERT INTO ralph_schema (version) VALUES (99)")
         answer = "the task store's schema is version 99, newer than this ralph.py knows"
+    else:
+        url, answer = refused_url(pg_server, pg_database, case)
     before = sorted(p.name for p in repo.iterdir())
     proc = run_ralph("build", "--tasks", url)
     assert (proc.returncode, proc.stdout) == (1, ""), proc.stderr

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import RALPH, git, install_stub, read_jsonl, wait_for
+from conftest import RALPH, git, ignore_ralph_dir, install_stub, read_jsonl, wait_for
 
 # 12 tasks with overlapping components (api/db/ui/docs; t07 and t11 take two each)
 COMPONENTS = {"t01": "api", "t02": "db", "t03": "ui", "t04": "api", "t05": "db", "t06": "ui",
@@ -34,9 +34,7 @@ echo "{\"task\": \"$tid\", \"end\": $(date +%s.%N)}" >> "$STUB_TIMES"
 @pytest.fixture
 def setup(git_repo, base_env, bin_dir, run_task, tmp_path):
     install_stub(bin_dir)
-    (git_repo / ".gitignore").write_text(".ralph/\n")
-    git(git_repo, "add", "-A", env=base_env)
-    git(git_repo, "commit", "-qm", "ignore .ralph", env=base_env)
+    ignore_ralph_dir(git_repo, base_env)
     env = {"STUB_ACTION": ACTION, "STUB_TIMES": str(tmp_path / "times.jsonl")}
     return env
 

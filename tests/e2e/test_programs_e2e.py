@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from conftest import RALPH, TASK, git, install_stub, run_process
+from conftest import RALPH, TASK, git, ignore_ralph_dir, install_stub, run_process
 
 # Commits its task's file in its worktree and completes the task.
 ACTION = r"""
@@ -32,9 +32,7 @@ def test_the_git_calls_of_a_parallel_run_see_what_ralph_exported(
         (hooks / name).write_text(HOOK)
         (hooks / name).chmod(0o755)
     git(git_repo, "config", "core.hooksPath", str(hooks), env=base_env)
-    (git_repo / ".gitignore").write_text(".ralph/\n")
-    git(git_repo, "add", "-A", env=base_env)
-    git(git_repo, "commit", "-qm", "ignore .ralph", env=base_env)
+    ignore_ralph_dir(git_repo, base_env)
     for tid in ("t1", "t2"):
         assert run_task("create", tid, f"Task {tid}", "-c", f"component:{tid}").returncode == 0
     log = tmp_path / "hooks.log"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -47,22 +46,13 @@ def test_three_machines_at_once_do_every_task_exactly_once_and_origin_has_every_
         assert last_line(proc.stdout) in ("All tasks complete. Exiting loop.",
                                           "No tasks available. Exiting loop.")
         assert "sync: main follows origin/main" in proc.stderr
-    tasks = fleet.tasks()
-    assert sorted(tasks) == TASKS and {t["status"] for t in tasks.values()} == {"done"}
-    finished = Counter(tid for _, tid in fleet.finished())
-    assert finished == Counter(TASKS)                          # each claimed and done once
+    fleet.assert_every_task_done_once_and_on_origin(TASKS)
     assert len({clone for clone, _ in fleet.finished()}) >= 2  # they did work side by side
-    subjects = Counter(fleet.origin_subjects())
-    assert all(subjects[f"{tid}: work"] == 1 for tid in TASKS)
     assert fleet.origin_git("ls-tree", "--name-only", "main", "work/").split() == [
         f"work/{tid}.txt" for tid in TASKS]
     pushed = [t for clone in fleet.clones for e in sync_events(clone)
               if e["action"] == "pushed" for t in e["tasks"]]
     assert sorted(pushed) == TASKS                               # each pushed by its machine
-    # each task's result names its commit as origin has it (a rebase gave many a new id)
-    on_origin = fleet.origin_commits()
-    assert {tid: on_origin.get(c) for tid, c in fleet.result_commits().items()} == {
-        tid: f"{tid}: work" for tid in TASKS}
     # Stub sessions take a fraction of a second, so pushes race a lot; a push that lost every
     # retry went with the machine's next one (above: each task pushed once), never conflicted.
     assert not any(e["action"] in ("conflict", "push_failed")
@@ -143,10 +133,7 @@ def test_a_checkout_that_cannot_sync_stops_at_start_up_with_one_line_and_writes_
 
 
 def test_plan_mode_brings_origin_s_commits_in_before_its_session_and_pushes_nothing(pair):
-    (pair.clones[1] / "specs" / "more.md").write_text("# More\n")
-    pair.git(1, "add", "-A")
-    pair.git(1, "commit", "-qm", "a spec from host2")
-    pair.git(1, "push", "-q", "origin", "main")
+    pair.commit(1, "specs/more.md", "# More\n", push=True, message="a spec from host2")
     proc = pair.ralph(0, "plan", "--sync")
     assert proc.returncode == 0, proc.stderr
     assert "sync: main rebased onto origin/main: 1 commit from origin, head " in proc.stderr
@@ -168,11 +155,8 @@ def test_a_dry_run_names_the_shared_branch_and_fetches_nothing(pair):
 
 def test_the_verify_gate_judges_the_session_s_diff_not_origin_s_commits_the_rebase_brought(
         pair):
-    (pair.clones[1] / "tests").mkdir()
-    (pair.clones[1] / "tests" / "test_app.py").write_text("def test_app():\n    assert True\n")
-    pair.git(1, "add", "-A")
-    pair.git(1, "commit", "-qm", "a test")
-    pair.git(1, "push", "-q", "origin", "main")
+    pair.commit(1, "tests/test_app.py", "def test_app():\n    assert True\n", push=True,
+                message="a test")
     pair.git(0, "pull", "-q", "--rebase", "origin", "main")
     pair.git(1, "rm", "-q", "tests/test_app.py")
     pair.git(1, "commit", "-qm", "host2 removes the test")           # host2's own choice

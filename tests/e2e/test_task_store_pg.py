@@ -18,7 +18,8 @@ import pytest
 from conftest import ROOT, TASK, wait_for
 from ralphkit.tasks import build_cmds, claims
 from ralphkit.tasks.context import Ctx
-from task_helpers import PgStore, dump, fails, jsonl, ok, on_tasks, query, traced, work_of
+from task_helpers import (REFUSALS, PgStore, dump, fails, jsonl, ok, on_tasks, query, refused_url,
+                          traced, work_of)
 
 
 @pytest.fixture
@@ -63,15 +64,10 @@ def test_without_psycopg_the_store_names_the_extra_to_install(git_repo, base_env
         1, "", "Error: a postgresql:// task store needs psycopg: pip install 'ralph-py[postgres]'\n")
 
 
-@pytest.mark.parametrize("case", ["wrong password", "unknown database"])
+@pytest.mark.parametrize("case", REFUSALS)
 def test_a_url_the_server_refuses_is_one_line_at_once_never_retried(run_task, pg_server,
                                                                    pg_database, case):
-    if case == "wrong password":
-        url = pg_server.password_url(pg_database, "hunter2")
-        answer = 'FATAL: password authentication failed for user "ralph_pw"'
-    else:
-        url = pg_server.password_url("no_such_db")
-        answer = 'FATAL: database "no_such_db" does not exist'
+    url, answer = refused_url(pg_server, pg_database, case)
     proc = run_task("peek", env={"RALPH_TASKS_DB": url, "RALPH_STORE_RETRY": "60"})
     assert (proc.returncode, proc.stdout) == (1, "")
     shown = url.replace("hunter2", "***").replace("secret", "***")

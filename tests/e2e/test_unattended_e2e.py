@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from conftest import RALPH, ROOT, STUBS, git, install_stub, wait_for
+from conftest import RALPH, ROOT, STUBS, ignore_ralph_dir, install_stub, wait_for
 from loophelp import Running, alive
 
 sys.path.insert(0, str(ROOT / "lib"))
@@ -253,15 +253,9 @@ def test_admin_disabled_usage_stops_the_run_with_exit_7(git_repo, run_ralph, run
     assert "(exit 7)" in progress_md(git_repo)
 
 
-def parallel_ready(repo: Path, base_env: dict[str, str]) -> None:
-    (repo / ".gitignore").write_text(".ralph/\n")
-    git(repo, "add", "-A", env=base_env)
-    git(repo, "commit", "-qm", "ignore .ralph", env=base_env)
-
-
 def test_admin_disabled_usage_stops_a_parallel_run_with_exit_7(git_repo, base_env, run_ralph,
                                                               run_task, agent):
-    parallel_ready(git_repo, base_env)
+    ignore_ralph_dir(git_repo, base_env)
     sync(run_task, "t1", "t2", "t3", "t4")
     proc = run_ralph("build", "--parallel", "2", "-n", "8",
                      env={**agent("claude-limit", claim=False), "STUB_LIMIT_KIND": "disabled"})
@@ -275,7 +269,7 @@ def test_parallel_sessions_that_all_hit_a_usage_limit_trip_the_breaker(git_repo,
                                                                       run_ralph, run_task, agent):
     # --parallel does not wait a limit out: a limited session is a failed one, never a free
     # respawn, so the breaker ends the run.
-    parallel_ready(git_repo, base_env)
+    ignore_ralph_dir(git_repo, base_env)
     sync(run_task, *(f"t{i}" for i in range(8)))
     proc = run_ralph("build", "--parallel", "2", "--max-consecutive-failures", "3",
                      env=agent("claude-limit", claim=False))

@@ -24,15 +24,6 @@ def ahead(git: Git, t: branch.Target) -> int:
     return branch.ahead(git, t, branch.remote_head(git, t))
 
 
-def commit(fleet: Fleet, i: int, name: str, text: str, push: bool = False) -> str:
-    (fleet.clones[i] / name).write_text(text)
-    fleet.git(i, "add", name)
-    fleet.git(i, "commit", "-qm", f"{name}: {text.strip()}")
-    if push:
-        fleet.git(i, "push", "-q", "origin", "main")
-    return fleet.git(i, "rev-parse", "HEAD")
-
-
 def test_the_shared_branch_is_origin_s_branch_of_the_same_name_without_an_upstream(fleet):
     fleet.git(0, "branch", "--unset-upstream")
     t = target(fleet)
@@ -72,8 +63,8 @@ def test_outside_a_repository_the_error_says_so(tmp_path, base_env):
 
 def test_a_rebase_brings_origin_s_commits_under_local_ones_and_keeps_uncommitted_changes(fleet):
     t, git = target(fleet), branch.git_for(fleet.env_for(0))
-    commit(fleet, 1, "other.txt", "from host2\n", push=True)
-    mine = commit(fleet, 0, "mine.txt", "from host1\n")
+    fleet.commit(1, "other.txt", "from host2\n", push=True)
+    mine = fleet.commit(0, "mine.txt", "from host1\n")
     (fleet.clones[0] / "README.md").write_text("edited, not committed\n")
     assert branch.fetch(git, t) == ""
     u = branch.rebase(git, t)
@@ -88,7 +79,7 @@ def test_a_rebase_brings_origin_s_commits_under_local_ones_and_keeps_uncommitted
 
 def test_nothing_to_rebase_when_origin_has_nothing_new(fleet):
     t, git = target(fleet), branch.git_for(fleet.env_for(0))
-    commit(fleet, 0, "mine.txt", "local\n")
+    fleet.commit(0, "mine.txt", "local\n")
     branch.fetch(git, t)
     u = branch.rebase(git, t)
     assert u.before == u.after and u.incoming == 0
@@ -97,8 +88,8 @@ def test_nothing_to_rebase_when_origin_has_nothing_new(fleet):
 def test_uncommitted_changes_that_do_not_apply_again_stay_in_the_stash_and_the_tree_is_clean(
         fleet):
     t, git = target(fleet), branch.git_for(fleet.env_for(0))
-    commit(fleet, 1, "shared.txt", "host2's line\n", push=True)
-    commit(fleet, 0, "mine.txt", "local\n")
+    fleet.commit(1, "shared.txt", "host2's line\n", push=True)
+    fleet.commit(0, "mine.txt", "local\n")
     (fleet.clones[0] / "shared.txt").write_text("host1's uncommitted line\n")
     branch.fetch(git, t)
     u = branch.rebase(git, t)
@@ -110,8 +101,8 @@ def test_uncommitted_changes_that_do_not_apply_again_stay_in_the_stash_and_the_t
 
 def test_a_conflicting_rebase_is_aborted_and_names_the_files(fleet):
     t, git = target(fleet), branch.git_for(fleet.env_for(0))
-    commit(fleet, 1, "shared.txt", "host2\n", push=True)
-    mine = commit(fleet, 0, "shared.txt", "host1\n")
+    fleet.commit(1, "shared.txt", "host2\n", push=True)
+    mine = fleet.commit(0, "shared.txt", "host1\n")
     branch.fetch(git, t)
     u = branch.rebase(git, t)
     assert (u.conflict, u.before, u.after) == (["shared.txt"], mine, mine)
@@ -121,8 +112,8 @@ def test_a_conflicting_rebase_is_aborted_and_names_the_files(fleet):
 
 def test_a_push_rejected_because_origin_moved_is_a_race(fleet):
     t, git = target(fleet), branch.git_for(fleet.env_for(0))
-    commit(fleet, 0, "mine.txt", "local\n")
-    theirs = commit(fleet, 1, "other.txt", "host2\n", push=True)
+    fleet.commit(0, "mine.txt", "local\n")
+    theirs = fleet.commit(1, "other.txt", "host2\n", push=True)
     pushed = branch.push(git, t)
     assert (pushed.ok, pushed.raced) == (False, True)
     assert branch.remote_head(git, t) == theirs          # fetched: the rebase can follow
@@ -133,7 +124,7 @@ def test_a_push_the_remote_refuses_for_another_reason_is_no_race(fleet):
     hook.write_text("#!/bin/sh\necho 'main is protected' >&2\nexit 1\n")
     hook.chmod(0o755)
     t, git = target(fleet), branch.git_for(fleet.env_for(0))
-    commit(fleet, 0, "mine.txt", "local\n")
+    fleet.commit(0, "mine.txt", "local\n")
     pushed = branch.push(git, t)
     assert (pushed.ok, pushed.raced) == (False, False)
     assert "pre-receive hook declined" in pushed.detail
@@ -141,7 +132,7 @@ def test_a_push_the_remote_refuses_for_another_reason_is_no_race(fleet):
 
 def test_a_push_updates_the_tracking_ref_so_nothing_is_left_ahead(fleet):
     t, git = target(fleet), branch.git_for(fleet.env_for(0))
-    head = commit(fleet, 0, "mine.txt", "local\n")
+    head = fleet.commit(0, "mine.txt", "local\n")
     assert ahead(git, t) == 1
     assert branch.push(git, t).ok
     assert fleet.origin_git("rev-parse", "main") == head and ahead(git, t) == 0
@@ -152,17 +143,17 @@ def test_a_branch_origin_does_not_have_yet_is_fetched_as_nothing_and_pushed_whol
     t, git = target(fleet), branch.git_for(fleet.env_for(0))
     assert t.shared == "origin/topic"
     assert branch.fetch(git, t) == "" and branch.remote_head(git, t) is None
-    commit(fleet, 0, "topic.txt", "new\n")
+    fleet.commit(0, "topic.txt", "new\n")
     assert branch.push(git, t).ok
     assert fleet.origin_git("log", "-1", "--format=%s", "topic") == "topic.txt: new"
 
 
 def test_keep_and_reset_keeps_the_commits_on_a_branch_and_resets_to_origin(fleet):
     t, git = target(fleet), branch.git_for(fleet.env_for(0))
-    theirs = commit(fleet, 1, "shared.txt", "host2\n", push=True)
-    first = commit(fleet, 0, "shared.txt", "host1\n")
+    theirs = fleet.commit(1, "shared.txt", "host2\n", push=True)
+    first = fleet.commit(0, "shared.txt", "host1\n")
     fleet.git(0, "branch", "ralph/sync/h/t1", first)       # an earlier conflict of the task
-    mine = commit(fleet, 0, "mine.txt", "more\n")
+    mine = fleet.commit(0, "mine.txt", "more\n")
     (fleet.clones[0] / "README.md").write_text("uncommitted\n")
     branch.fetch(git, t)
     older, reset = branch.keep_and_reset(git, t, "ralph/sync/h/t1")

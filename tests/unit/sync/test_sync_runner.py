@@ -41,10 +41,7 @@ class Run:
         """What a session's agent does: claim, commit, done."""
         f = self.fleet
         assert f.task("claim", tid, "--agent", self.agent).returncode == 0
-        name = file or f"work-{tid}.txt"
-        (f.clones[0] / name).write_text(text or f"{tid}\n")
-        f.git(0, "add", name)
-        f.git(0, "commit", "-qm", f"{tid}: work")
+        f.commit(0, file or f"work-{tid}.txt", text or f"{tid}\n", message=f"{tid}: work")
         assert f.task("done", tid).returncode == 0
 
     def actions(self) -> list[str]:
@@ -66,9 +63,7 @@ def origin_moves_on_push(fleet: Fleet, file: str = "other.txt", once: bool = Tru
 def test_a_finished_task_is_pushed_and_a_session_that_finished_none_pushes_nothing(fleet):
     run = Run(fleet)
     assert run.actions() == ["start"]
-    (fleet.clones[0] / "draft.txt").write_text("draft\n")
-    fleet.git(0, "add", "draft.txt")
-    fleet.git(0, "commit", "-qm", "a draft, no task done")
+    fleet.commit(0, "draft.txt", "draft\n", message="a draft, no task done")
     assert run.runner.after_session(SINCE) == ([], "")
     assert run.actions() == ["start"] and fleet.origin_subjects() == ["initial"]
     run.finish("t1")
@@ -115,10 +110,7 @@ def test_before_a_session_origin_s_new_commits_come_in_with_one_line(fleet):
     run = Run(fleet)
     run.runner.before_session()
     assert run.actions() == ["start"]                       # nothing new: no line
-    (fleet.clones[1] / "other.txt").write_text("host2\n")
-    fleet.git(1, "add", "other.txt")
-    fleet.git(1, "commit", "-qm", "host2 work")
-    fleet.git(1, "push", "-q", "origin", "main")
+    fleet.commit(1, "other.txt", "host2\n", push=True, message="host2 work")
     run.runner.before_session()
     line, fields = run.lines[-1]
     assert line.startswith("sync: main rebased onto origin/main: 1 commit from origin, head ")
@@ -198,9 +190,7 @@ def test_a_fetch_that_fails_is_a_line_and_the_session_starts_from_the_local_bran
 
 def test_a_resumed_run_owes_what_its_branch_holds_and_the_end_pushes_it(fleet):
     assert fleet.task("claim", "t1", "--agent", "dead").returncode == 0
-    (fleet.clones[0] / "work-t1.txt").write_text("t1\n")
-    fleet.git(0, "add", "work-t1.txt")
-    fleet.git(0, "commit", "-qm", "t1: work")
+    fleet.commit(0, "work-t1.txt", "t1\n", message="t1: work")
     short = fleet.git(0, "rev-parse", "--short", "HEAD")      # an agent may record this
     assert fleet.task("done", "t1", "--result", f'{{"commit":"{short}"}}').returncode == 0
     fleet.git(0, "commit", "-q", "--allow-empty", "-m", "no task's")
