@@ -119,9 +119,13 @@ def test_holds_drift_scope_limit_waits_and_verification_land_on_their_task(ralph
 
 
 def test_sync_conflicts_and_commits_not_on_the_shared_branch_are_notices(ralph_dir):
+    """So are commits an interrupted run left unpushed, which its resumption found."""
     make_run(ralph_dir, RUN, 0, ended=False)
     add = lambda event, **f: progress.append_event(ralph_dir, RUN, event, **f)  # noqa: E731
     add("sync", action="start", message="sync: main follows origin/main")
+    unpushed = ("sync: main holds 1 commit (task t0) that origin/main lacks, left unpushed when "
+                "the run stopped; it goes with the next push")
+    add("sync", action="unpushed", message=unpushed, tasks=["t0"], commits=1)
     add("sync", action="rebased", message="sync: main rebased onto origin/main: 2 commits")
     add("sync", action="pushed", message="sync: pushed main to origin/main: 1 commit (task t1)")
     conflict = ("sync: conflict: rebase of main onto origin/main conflicts in a.txt; the commits "
@@ -134,7 +138,7 @@ def test_sync_conflicts_and_commits_not_on_the_shared_branch_are_notices(ralph_d
     add("sync", action="push_gave_up", message=gave_up, tasks=["t3"])
     add("run_end", exit_code=0, reason="No tasks available. Exiting loop.")
     r = report_of(ralph_dir)
-    assert r.notices == [conflict, gave_up]
+    assert r.notices == [unpushed, conflict, gave_up]
     assert r.tasks["t2"].notices == [
         "sync conflict: reopened; its commits are on branch ralph/sync/h1-8f3e/t2"]
     assert "ralph/sync/h1-8f3e/t2" in render_md.render(r)
