@@ -1,9 +1,10 @@
 """Owns the fleet as `ralph status` shows it when the run's task store is PostgreSQL: which
 store to read (the one a run started here would use: the `tasks` setting's URL, from the
 environment or ralph.yml, else RALPH_TASKS_DB; else the store the run recorded when its URL
-holds no password: a password is never written down, give it through PGPASSWORD or ~/.pgpass), the task CLI's `_fleet` read without writing and
-without waiting for a lost server, and its lines: the hosts, their agents with the last
-heartbeat's age, and the tasks each holds until when. Never writes, never prints."""
+holds no password: a password is never written down, give it through PGPASSWORD or
+~/.pgpass), the task CLI's `_fleet` read without writing and without waiting for a lost
+server, and its lines: the hosts, their agents with the last heartbeat's age, and the tasks
+each holds until when. Never writes, never prints."""
 from __future__ import annotations
 
 from datetime import datetime, timezone

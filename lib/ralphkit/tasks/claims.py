@@ -24,7 +24,8 @@ def claim(conn, ctx: Ctx, extra: str, target: str | None, params: dict):
     """Claim the first claimable task (or target) for params' agent and lease in one statement
     (a transaction of its own, db.write(concurrent=True)):
     open tasks and expired leases each walked in index order (queries.claimable_walks), rows
-    other claimers hold skipped; the claim version bumped; a taken expired lease's reason names its holder's host.
+    other claimers hold skipped; the claim version bumped; a taken expired lease's reason
+    names its holder's host.
     Returns the claimed task as fetch_tasks gives it, or None."""
     if target is not None:
         extra = f"({extra}) AND t.slug = :target"
