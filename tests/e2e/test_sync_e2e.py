@@ -209,6 +209,41 @@ def test_a_crashed_sync_run_resumed_without_the_flag_still_syncs(pair, bin_dir, 
     assert [c for c in calls if c.startswith("remote get-url")] == ["remote get-url origin"]
 
 
+def test_a_crashed_sync_run_resumed_with_parallel_keeps_syncing_without_parallel(pair):
+    """--sync does not work with --parallel; a resumed run's kept --sync wins over a
+    --parallel given now: one line says so and the run goes on as the single loop."""
+    pair.create("t01", "t02")
+    first = pair.ralph(0, "build", "--sync", "-n", "1", FLEET_AFTER=CRASH)   # t01 done, killed
+    assert first.returncode == -9, first.stderr
+    proc = pair.ralph(0, "build", "--parallel", "2", "-n", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert ("--parallel 2 ignored: the resumed run syncs (--sync), which does not work with "
+            "--parallel\n") in proc.stderr
+    assert "sync: pushed main to origin/main: 1 commit (task t01), head " in proc.stderr
+    assert "sync: pushed main to origin/main: 1 commit (task t02), head " in proc.stderr
+    assert pair.origin_subjects() == ["t02: work", "t01: work", "initial"]
+
+
+def test_a_crashed_parallel_run_resumed_with_sync_stays_parallel_without_sync(pair):
+    """The other way round: the resumed run kept --parallel (its state says so, as a
+    `ralph build --parallel 2` killed with SIGKILL leaves it), so a --sync given now is
+    dropped with one line, and nothing is fetched or pushed."""
+    pair.create("t01", "t02")
+    first = pair.ralph(0, "build", "--sync", "-n", "1", FLEET_AFTER=CRASH)   # t01 done, killed
+    assert first.returncode == -9, first.stderr
+    (path,) = pair.clones[0].glob(".ralph/runs/*/state.json")
+    state = json.loads(path.read_text())
+    del state["options"]["sync"]
+    state["options"]["parallel"] = 2
+    path.write_text(json.dumps(state))
+    proc = pair.ralph(0, "build", "--sync", "-n", "1")
+    assert ("--sync ignored: the resumed run runs --parallel 2, which does not work with "
+            "--sync\n") in proc.stderr, proc.stderr
+    assert "sync: " not in proc.stderr
+    assert pair.origin_subjects() == ["initial"]
+    assert "sync" not in json.loads(path.read_text())["options"]
+
+
 def test_a_run_killed_after_its_last_task_before_the_push_pushes_it_when_resumed(pair):
     pair.create("t01")
     first = pair.ralph(0, "build", "--sync", FLEET_AFTER=CRASH)

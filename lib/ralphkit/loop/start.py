@@ -16,6 +16,7 @@ from ralphkit.loop import launch
 from ralphkit.config.options import Options
 from ralphkit.errors import UsageError
 from ralphkit.fleet import store as fleet_store
+from ralphkit.runs import state as run_state
 from ralphkit.loop.context import RunContext, Say
 from ralphkit.runs import lifecycle
 from ralphkit.sources import registry as sources
@@ -76,7 +77,29 @@ def start_run(ctx: RunContext) -> None:
         ctx.warn(note)
     state = ctx.run.state
     ctx.options = opts.with_values({**state.options, "max_iterations": state.max_iterations})
+    _sync_or_parallel(ctx, asked_sync=opts.sync)
     choose_agent(ctx)
+
+
+def _sync_or_parallel(ctx: RunContext, asked_sync: bool) -> None:
+    """--sync does not work with --parallel. check_sync refuses both flags, but a resumed run
+    may keep one and be given the other now: the kept one wins, as every kept setting does,
+    and the other is dropped from the run's settings with one line (docs/fleet.md)."""
+    opts = ctx.options
+    if ctx.mode != "build" or not opts.sync or opts.parallel <= 1:
+        return
+    if asked_sync:                                              # the run kept --parallel
+        dropped, values = "sync", {"sync": False}
+        line = (f"--sync ignored: the resumed run runs --parallel {opts.parallel}, which does "
+                "not work with --sync")
+    else:                                                       # the run kept --sync
+        dropped, values = "parallel", {"parallel": 1}
+        line = (f"--parallel {opts.parallel} ignored: the resumed run syncs (--sync), which "
+                "does not work with --parallel")
+    ctx.run.state.options.pop(dropped, None)                    # a later resume decides alike
+    run_state.save(ctx.ralph_dir, ctx.run.state)
+    ctx.options = opts.with_values(values)
+    ctx.notice("flag_mismatch", line)
 
 
 def session_setup(ctx: RunContext) -> None:
