@@ -6,7 +6,7 @@ from __future__ import annotations
 from ralphkit.tasks import args as A
 from ralphkit.tasks import claims, db, jsontext, markdown as md, queries as q
 from ralphkit.tasks.context import Ctx
-from ralphkit.tasks.errors import EXIT_NOT_FOUND, TaskError, not_found
+from ralphkit.tasks.errors import EXIT_NOT_FOUND, TaskError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -111,13 +111,6 @@ def claim(ctx: Ctx, argv: Sequence[str]) -> str:
     return md.join_sections([md.task_section(*claimed, md.CLAIM)])
 
 
-def _task(conn, ctx: Ctx, slug: str) -> dict:
-    task = q.fetch_task(conn, ctx.scope, slug)
-    if task is None:
-        raise not_found(f"task '{slug}' not found")
-    return task
-
-
 def _active(conn, task, held: int | None) -> dict:
     """task, when it is active; held: the caller's fencing token (claims.py), checked first."""
     if held is not None and task["claim_version"] != held:
@@ -154,7 +147,7 @@ def renew(ctx: Ctx, argv: Sequence[str]) -> str:
     held = _token(ctx, slug)
 
     def act(conn):
-        task = _active(conn, _task(conn, ctx, slug), held)
+        task = _active(conn, q.existing_task(conn, ctx.scope, slug), held)
         if (task["assignee"] or "") != agent:
             raise TaskError(f"agent '{agent}' is not the assignee of task '{slug}'")
         _fenced_update(conn, ctx, task, held, "lease_expires_at = datetime('now', ?), "
@@ -184,7 +177,7 @@ def done(ctx: Ctx, argv: Sequence[str]) -> str:
     held = _token(ctx, slug)
 
     def act(conn):
-        task = _task(conn, ctx, slug)
+        task = q.existing_task(conn, ctx.scope, slug)
         if held is not None and (task["status"], task["claim_version"]) == ("done", held):
             return  # this claim's `done` again: its answer was lost with the connection
         _fenced_update(conn, ctx, _active(conn, task, held), held, "status = 'done', result = ?, "
@@ -200,7 +193,7 @@ def fail(ctx: Ctx, argv: Sequence[str]) -> str:
     held = _token(ctx, slug)
 
     def act(conn):
-        task = _active(conn, _task(conn, ctx, slug), held)
+        task = _active(conn, q.existing_task(conn, ctx.scope, slug), held)
         _fenced_update(conn, ctx, task, held, "status = 'open', assignee = NULL, "
                        "lease_expires_at = NULL, retry_count = coalesce(retry_count, 0) + 1, "
                        "fail_reason = ?, updated_at = datetime('now')", (reason,))

@@ -113,6 +113,14 @@ def fetch_task(conn: sqlite3.Connection, scope: Scope, slug: str) -> dict | None
     return rows[0] if rows else None
 
 
+def existing_task(conn: sqlite3.Connection, scope: Scope, slug: str) -> dict:
+    """fetch_task's task; not found (exit 2) when the scope has none named `slug`."""
+    task = fetch_task(conn, scope, slug)
+    if task is None:
+        raise not_found(f"task '{slug}' not found")
+    return task
+
+
 def fetch_blockers(conn: sqlite3.Connection, task_ids: Iterable[str],
                    whole_scope: Scope | None = None) -> dict[str, list[tuple]]:
     """task uuid -> [(slug, status, title, result)] of its blockers, sorted by slug: one query.
@@ -149,4 +157,4 @@ def frozen_slugs(environ, cwd: str) -> str | None:
 
 
 __all__ = ["claimable_walks", "first_claimable", "fetch_tasks", "task_id_status", "fetch_task",
-           "fetch_blockers", "frozen_slugs", "scope_params"]
+           "existing_task", "fetch_blockers", "frozen_slugs", "scope_params"]

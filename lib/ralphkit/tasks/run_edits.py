@@ -8,7 +8,7 @@ from __future__ import annotations
 from ralphkit.tasks import args as A
 from ralphkit.tasks import db, jsontext, queries as q
 from ralphkit.tasks.context import Ctx
-from ralphkit.tasks.errors import TaskError, not_found
+from ralphkit.tasks.errors import TaskError
 from ralphkit.tasks.git_files import object_id
 
 TYPE_CHECKING = False
@@ -84,9 +84,7 @@ def recommit(ctx: Ctx, argv: Sequence[str]) -> str:
             raise TaskError(f"not a full commit id: {value}", usage=_RECOMMIT_USAGE)
 
     def act(conn) -> bool:
-        task = q.fetch_task(conn, ctx.scope, slug)
-        if task is None:
-            raise not_found(f"task '{slug}' not found")
+        task = q.existing_task(conn, ctx.scope, slug)
         if task["status"] != "done":
             raise TaskError(f"task '{slug}' is not done (status: {task['status']})")
         result = task["result"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ralphkit.tasks import args as A
 from ralphkit.tasks import db, dep_tree, jsontext, markdown as md, queries as q
 from ralphkit.tasks.context import Ctx
-from ralphkit.tasks.errors import TaskError, not_found
+from ralphkit.tasks.errors import TaskError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,9 +56,7 @@ def _holds(conn, ctx: Ctx) -> dict:
 
 
 def _one(conn, ctx: Ctx, slug: str) -> tuple[dict, list[tuple]]:
-    task = q.fetch_task(conn, ctx.scope, slug)
-    if task is None:
-        raise not_found(f"task '{slug}' not found")
+    task = q.existing_task(conn, ctx.scope, slug)
     return task, q.fetch_blockers(conn, [task["id"]]).get(task["id"], [])
 
 
@@ -113,9 +111,7 @@ def deps(ctx: Ctx, argv: Sequence[str]) -> str:
     slug, _ = _required_id(argv, "ralph task deps <id>")
 
     def snapshot(conn):
-        task = q.fetch_task(conn, ctx.scope, slug)
-        if task is None:
-            raise not_found(f"task '{slug}' not found")
+        task = q.existing_task(conn, ctx.scope, slug)
         edges = conn.execute(
             "SELECT d.task_id, b.id, b.slug, b.status, b.title FROM task_deps d "
             "JOIN tasks t ON t.id = d.task_id JOIN tasks b ON b.id = d.blocked_by "
