@@ -16,9 +16,9 @@ from ralphkit.loop import launch
 from ralphkit.config.options import Options
 from ralphkit.errors import UsageError
 from ralphkit.fleet import store as fleet_store
-from ralphkit.runs import state as run_state
 from ralphkit.loop.context import RunContext, Say
 from ralphkit.runs import lifecycle
+from ralphkit.runs import state as run_state
 from ralphkit.sources import registry as sources
 
 

@@ -118,7 +118,7 @@ class ParallelBuild:
 
     def _finish(self, tid: str, result) -> bool:
         counted, how = session_end.finish(self.book, tid, result)
-        if stop := session_outcome.stop_error(how):                   # a rejected key, root, disabled:
+        if stop := session_outcome.stop_error(how):             # a rejected key, root, disabled:
             self.stop = self.stop or stop                   # no new session; exit 9/10/7 at the end
         elif tripped := self.breaker.after_session(counted, None, "", None):
             self.verdict = self.verdict or tripped          # no new session; exit 6 at the end
