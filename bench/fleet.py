@@ -109,12 +109,15 @@ def _server_cpu_s(cluster) -> float | None:
     return total / ticks
 
 
-def _agent_environ(name: str, environ: dict[str, str]) -> dict[str, str]:
-    """The environment a ralph run gives its agent (loop/start.session_setup): the scope
-    `task _get-scope` resolved once, the agent's id, and its claims file (fencing tokens)."""
+def _agents_environ(environ: dict[str, str], names: list[str]) -> dict[str, dict[str, str]]:
+    """The environment a ralph run gives each agent (loop/start.session_setup): the scope
+    `task _get-scope` resolved once for all, the agent's id, and its own claims file (fencing
+    tokens) in a directory of this measurement's, so no token of another one is read."""
     scope = dict(line.split(":", 1) for line in _checked(["_get-scope"], environ).splitlines())
-    return {**environ, "RALPH_SCOPE_REPO": scope["repo"], "RALPH_SCOPE_BRANCH": scope["branch"],
-            "RALPH_AGENT_ID": name, "RALPH_CLAIMS_FILE": f".ralph-claims-{name}"}
+    claims = tempfile.mkdtemp(prefix="claims-", dir=Path.cwd().parent)
+    return {name: {**environ, "RALPH_SCOPE_REPO": scope["repo"],
+                   "RALPH_SCOPE_BRANCH": scope["branch"], "RALPH_AGENT_ID": name,
+                   "RALPH_CLAIMS_FILE": os.path.join(claims, name)} for name in names}
 
 
 def _claimer(name: str, repo: str, environ: dict, go, leave, results) -> None:
@@ -122,7 +125,6 @@ def _claimer(name: str, repo: str, environ: dict, go, leave, results) -> None:
     done, then `task claim` until nothing is eligible, timing each claim; its server connection
     stays open until `leave`, so the server's CPU time is read while its backend still counts."""
     os.chdir(repo)
-    environ = _agent_environ(name, environ)
     _call(["plan-status"], environ)
     results.put(("ready", name))
     go.wait()
@@ -147,9 +149,10 @@ def _claimer(name: str, repo: str, environ: dict, go, leave, results) -> None:
 def _fleet(repo: Path, environ: dict[str, str], claimers: int, tasks: int, cluster) -> dict:
     context = multiprocessing.get_context("spawn")   # no inherited connections or pipes
     go, leave, results = context.Event(), context.Event(), context.Queue()
-    workers = [context.Process(target=_claimer, args=(f"claimer-{i:02}", str(repo), environ,
-                                                      go, leave, results))
-               for i in range(claimers)]
+    agents = _agents_environ(environ, [f"claimer-{i:02}" for i in range(claimers)])
+    workers = [context.Process(target=_claimer, args=(name, str(repo), agent_env, go, leave,
+                                                      results))
+               for name, agent_env in agents.items()]
     for worker in workers:
         worker.start()
     try:
