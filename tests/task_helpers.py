@@ -6,6 +6,7 @@ as the task CLI (its own translation), so one assertion serves both stores."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -154,4 +155,4 @@ def traced(db: Path | PgStore):
 
 def on_tasks(sent: list[str]) -> list[str]:
     """The first word (SELECT, UPDATE, ...) of each statement that names the tasks table."""
-    return [sql.split()[0] for sql in sent if "tasks" in sql.split()]
+    return [sql.split()[0] for sql in sent if re.search(r"\btasks\b", sql)]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, install_stub, run_process
-from sourcehelp import AGENT, TK, claims, commit_all, need, tool
+from sourcehelp import TK, agent_env, claims, commit_all, need, tool  # noqa: F401 (fixture)
 
 
 @pytest.fixture(scope="module")
@@ -82,16 +82,14 @@ def test_installed_ralph_install_copies_the_packaged_skills_and_hooks(installed,
 
 
 def test_the_installed_task_cli_answers_from_the_backlog_the_tasks_setting_names(
-        installed, git_repo, base_env, bin_dir, tmp_path, pg_url):
+        installed, git_repo, base_env, bin_dir, tmp_path, pg_url, agent_env):
     """An installed run's agents call `ralph-task` ($RALPH_TASK_SCRIPT): with `--tasks tk` it
     answers from the tickets (it answered from an empty SQLite file, so no ticket was ever
     claimed), and a store URL in RALPH_TASKS names the store, as for scripts/task."""
     need(TK)
     (bin_dir / "tk").symlink_to(TK)
-    install_stub(bin_dir)
     bin_path = f"{installed / 'bin'}{os.pathsep}{base_env['PATH']}"
-    env = {**base_env, "PATH": bin_path, "TICKETS_DIR": "", "STUB_ACTION": AGENT,
-           "STUB_CLAIMS": str(tmp_path / "claims.txt")}
+    env = {**base_env, "PATH": bin_path, "TICKETS_DIR": "", **agent_env}
     (git_repo / ".gitignore").write_text(".ralph/\n")
     ticket = tool(["tk", "create", "The only ticket"], git_repo, env).stdout.strip()
     commit_all(git_repo, env, "a ticket")
