@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -32,6 +33,15 @@ ROOT = Path(__file__).resolve().parent.parent
 RALPH = ROOT / "ralph.py"
 TASK = ROOT / "scripts" / "task"
 STUBS = ROOT / "tests" / "stubs"
+
+
+def log_git_calls(bin_dir: Path, log: Path) -> None:
+    """A git first on the tests' PATH (bin_dir) that appends each call's arguments to `log`,
+    then runs the real git."""
+    real = shutil.which("git", path=os.environ["PATH"])
+    wrapper = bin_dir / "git"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.01):

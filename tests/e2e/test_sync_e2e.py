@@ -5,12 +5,11 @@ another store's value the same way."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import read_jsonl
+from conftest import log_git_calls, read_jsonl
 from fleethelp import Fleet, make_fleet
 
 TASKS = [f"t{n:02d}" for n in range(1, 31)]
@@ -169,22 +168,13 @@ def test_the_verify_gate_judges_the_session_s_diff_not_origin_s_commits_the_reba
     assert pair.origin_subjects()[0] == "t01: work"
 
 
-def log_git_calls(fleet: Fleet, bin_dir: Path, log: Path) -> None:
-    """A git first on every machine's PATH that appends each call's arguments to `log`, then
-    runs the real git."""
-    real = shutil.which("git", path=fleet.env["PATH"])
-    wrapper = bin_dir / "git"
-    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{real}" "$@"\n')
-    wrapper.chmod(0o755)
-
-
 @pytest.mark.parametrize("args", [("build", "--sync", "-n", "1"), ("plan", "--sync", "-n", "1"),
                                   ("build", "--sync", "--dry-run")],
                          ids=["build", "plan", "dry-run"])
 def test_the_shared_branch_is_resolved_once_per_run(pair, bin_dir, tmp_path, args):
     pair.create("t01")
     log = tmp_path / "git-calls"
-    log_git_calls(pair, bin_dir, log)
+    log_git_calls(bin_dir, log)
     proc = pair.ralph(0, *args)
     assert proc.returncode == 0, proc.stderr
     calls = log.read_text().splitlines()
@@ -197,7 +187,7 @@ def test_a_crashed_sync_run_resumed_without_the_flag_still_syncs(pair, bin_dir, 
     first = pair.ralph(0, "build", "--sync", "-n", "1", FLEET_AFTER=CRASH)   # t01 done, killed
     assert first.returncode == -9, first.stderr
     log = tmp_path / "git-calls"
-    log_git_calls(pair, bin_dir, log)
+    log_git_calls(bin_dir, log)
     proc = pair.ralph(0, "build", "-n", "1")                  # the run's settings keep --sync
     assert proc.returncode == 0, proc.stderr
     assert "sync: main follows origin/main" in proc.stderr

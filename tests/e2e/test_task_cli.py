@@ -2,14 +2,11 @@
 and every command's output, byte for byte. Real processes, real git repos, real SQLite."""
 from __future__ import annotations
 
-import json
-import os
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import git
+from conftest import git, log_git_calls
 from task_helpers import dump, fails, jsonl, ok, query
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,10 +175,7 @@ def test_scope_repo_set_outside_a_repository_still_needs_git_for_the_branch(run_
 @SQLITE_ONLY  # s.3/s.4: the SQLite file and its locks
 def test_git_is_called_only_with_the_spec_argument_vectors(run_task, git_repo, bin_dir, tmp_path):
     log = tmp_path / "git.log"
-    real = next(Path(d) / "git" for d in os.environ["PATH"].split(os.pathsep)
-                if (Path(d) / "git").is_file())
-    (bin_dir / "git").write_text(f"#!/bin/sh\necho \"$*\" >> {log}\nexec {real} \"$@\"\n")
-    (bin_dir / "git").chmod(0o755)
+    log_git_calls(bin_dir, log)
     ok(run_task("plan-status"))
     assert not log.exists()  # a plain repository: its files give git's answers, git is not run
     config = git_repo / ".git" / "config"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import log_git_calls
 from ralphkit.tasks import cli
 from task_helpers import PgStore, query
 
@@ -51,9 +52,7 @@ def test_main_returns_error_codes_instead_of_exiting(in_repo, base_env):
 
 def test_git_is_looked_up_on_the_given_environments_path(in_repo, base_env, bin_dir, tmp_path):
     log = tmp_path / "git.log"
-    real = next(Path(d) / "git" for d in os.environ["PATH"].split(os.pathsep) if (Path(d) / "git").is_file())
-    (bin_dir / "git").write_text(f"#!/bin/sh\necho \"$*\" >> {log}\nexec {real} \"$@\"\n")
-    (bin_dir / "git").chmod(0o755)
+    log_git_calls(bin_dir, log)
     config = in_repo / ".git" / "config"
     config.write_text("[include]\n\tpath = nothing\n" + config.read_text())  # git must answer
     assert call(["_get-scope"], base_env) == (0, "repo:acme/widgets\nbranch:main\n", "")
