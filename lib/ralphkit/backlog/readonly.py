@@ -5,8 +5,9 @@ spec does not list). Never creates .ralph/, the database, or its -wal/-shm files
 without a -wal file is opened `immutable` (no lock, no -shm), one with a -wal file (a run is
 using it) `mode=ro`. A PostgreSQL store (RALPH_TASKS_DB=postgresql://...) is read in read-only
 transactions and never migrated (a store without ralph's tables reads as not there yet), waiting
-at most 10 s for a lost server. Uses the task CLI's own queries and rendering; does not own
-them, nor any write. Never prints."""
+at most 10 s for a lost server; its connection is kept for the process's next read, as the task
+CLI keeps its own (a runner reads the store after every session). Uses the task CLI's own
+queries and rendering; does not own them, nor any write. Never prints."""
 from __future__ import annotations
 
 import io
@@ -119,7 +120,7 @@ def call(argv: list[str], *, environ: Mapping[str, str], cwd: Path) -> ReadResul
     """Run one read-only task command (`peek ...`, `list ...`, `_export-json`, `_fleet`)
     in-process on a read-only connection. ok=False with the error line as output when it
     fails."""
-    from ralphkit.tasks import build_cmds as backlog, views
+    from ralphkit.tasks import build_cmds as backlog, db, views
     from ralphkit.tasks.context import Ctx
     from ralphkit.tasks.errors import TaskError
     from ralphkit.tasks.git_scope import Git, resolve_scope
@@ -143,7 +144,7 @@ def call(argv: list[str], *, environ: Mapping[str, str], cwd: Path) -> ReadResul
         return ReadResult(False, f"Error: database error: {redact(' '.join(str(err).split()))}",
                           found.db_path, True, found.where)
     finally:
-        conn.close()
+        db.release(conn)
     return ReadResult(True, output.rstrip("\n"), found.db_path, True, found.where)
 
 
@@ -151,6 +152,7 @@ def finished_by(agent_id: str, since_utc: str, *, environ: Mapping[str, str],
                 cwd: Path) -> list[str]:
     """Slugs of the tasks this agent marked done at or after since_utc ('YYYY-mm-dd HH:MM:SS',
     SQLite's datetime('now') format), oldest first; [] when unknown."""
+    from ralphkit.tasks import db
     from ralphkit.tasks.errors import TaskError
     try:
         conn, _ = _open(environ, cwd)
@@ -158,16 +160,18 @@ def finished_by(agent_id: str, since_utc: str, *, environ: Mapping[str, str],
         return []
     if conn is None:
         return []
-    try:
-        rows = conn.execute(
+    try:  # in a transaction: a kept connection the server dropped is opened again
+        rows = db.read(conn, lambda c: c.execute(
             "SELECT slug FROM tasks WHERE status = 'done' AND assignee = ? "
-            "AND updated_at >= ? ORDER BY updated_at, slug", (agent_id, since_utc)).fetchall()
+            "AND updated_at >= ? ORDER BY updated_at, slug", (agent_id, since_utc)).fetchall())
+    except TaskError:
+        return []
     except Exception as err:
         if not _failed(err):
             raise
         return []
     finally:
-        conn.close()
+        db.release(conn)
     return [row[0] for row in rows]
 
 
