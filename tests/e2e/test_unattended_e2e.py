@@ -265,17 +265,106 @@ def test_admin_disabled_usage_stops_a_parallel_run_with_exit_7(git_repo, base_en
     assert set(classes(git_repo)) == {"usage_disabled"} and len(classes(git_repo)) <= 2
 
 
-def test_parallel_sessions_that_all_hit_a_usage_limit_trip_the_breaker(git_repo, base_env,
-                                                                      run_ralph, run_task, agent):
-    # --parallel does not wait a limit out: a limited session is a failed one, never a free
-    # respawn, so the breaker ends the run.
+# A --parallel session: its task's first session runs into a usage limit whose reset is
+# RESET_IN seconds away; every other session commits a file and marks its task done.
+LIMITED_ONCE = """\
+#!/bin/sh
+tid=$(cat "$RALPH_FROZEN_IDS_FILE")
+if [ "$tid" = "$LIMITED" ] && mkdir "$LIMITED_MARK" 2>/dev/null; then
+  export STUB_LIMIT_KIND=event-only STUB_LIMIT_RESETS_AT=$(( $(date +%s) + ${RESET_IN:-2} ))
+  exec "$LIMIT_STUB" "$@"
+fi
+exec "$WORK_STUB" "$@"
+"""
+WORK = ('tid=$(cat "$RALPH_FROZEN_IDS_FILE"); echo "$tid" > "out-$tid.txt"; '
+        'git add -A >/dev/null && git commit -qm "work on $tid" >/dev/null; '
+        '"$RALPH_TASK_SCRIPT" done "$tid" >/dev/null')
+
+
+def parallel_limit_agent(bin_dir: Path, tmp_path: Path, limited: str, **env: str) -> dict:
+    script = bin_dir / "claude"
+    script.write_text(LIMITED_ONCE)
+    script.chmod(0o755)
+    return {"LIMITED": limited, "LIMITED_MARK": str(tmp_path / "limited"),
+            "LIMIT_STUB": str(STUBS / "claude-limit"), "WORK_STUB": str(STUBS / "claude"),
+            "STUB_ACTION": WORK, **env}
+
+
+def test_a_parallel_run_waits_out_a_usage_limit_then_runs_the_limited_task_again(
+        git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):
     ignore_ralph_dir(git_repo, base_env)
-    sync(run_task, *(f"t{i}" for i in range(8)))
-    proc = run_ralph("build", "--parallel", "2", "--max-consecutive-failures", "3",
-                     env=agent("claude-limit", claim=False))
-    assert proc.returncode == 6, proc.stderr
-    assert "Error: no progress: 3 sessions in a row failed" in proc.stderr
-    assert "usage_limit" not in classes(git_repo) and 3 <= len(classes(git_repo)) < 8
+    sync(run_task, "t1", "t2", "t3", "t4")
+    # One failure would end the run: the limited session is not one.
+    proc = run_ralph("build", "--parallel", "2", "--max-consecutive-failures", "1", *LIMIT_ENV,
+                     env=parallel_limit_agent(bin_dir, tmp_path, "t1"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("Usage limit: waiting until ") == 1
+    assert proc.stdout.count("Usage limit: wait over, resuming\n") == 1
+    assert "All tasks complete. Exiting loop." in proc.stdout
+    ends = events(git_repo, "session_end")
+    limited = [e for e in ends if e["class"] == "usage_limit"]
+    assert [(e["task"], e["counts_as_failure"]) for e in limited] == [("t1", False)]
+    assert limited[0]["detail"].startswith("usage limit: rate_limit_event: status rejected")
+    assert limited[0]["resume_at"]
+    assert sorted(e["task"] for e in ends) == ["t1", "t1", "t2", "t3", "t4"]
+    waits = [e for e in events(git_repo, "log") if e.get("kind") == "usage_limit_wait"]
+    assert len(waits) == 1
+    assert {tid: t["status"] for tid, t in tasks_of(run_task).items()} == dict.fromkeys(
+        ("t1", "t2", "t3", "t4"), "done")
+    assert sorted(p.name for p in git_repo.glob("out-*.txt")) == [
+        "out-t1.txt", "out-t2.txt", "out-t3.txt", "out-t4.txt"]          # every branch merged
+    assert state(git_repo)["resumeAt"] is None
+
+
+def test_a_parallel_run_whose_usage_limit_resets_past_the_cap_ends_its_sessions_then_exits_5(
+        git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):
+    ignore_ralph_dir(git_repo, base_env)
+    for tid, component in (("t1", "api"), ("t2", "ui"), ("t3", "db")):   # may run together
+        assert run_task("create", tid, f"Task {tid}", "-c", f"component:{component}").returncode == 0
+    # t2 works on until t1's session has ended on its limit (for 20 s at most)
+    work = (f'n=0; until grep -qs usage_limit "{git_repo}"/.ralph/runs/*/events.jsonl || '
+            f'[ $n -ge 400 ]; do n=$((n+1)); sleep 0.05; done; {WORK}')
+    proc = run_ralph("build", "--parallel", "2", "--max-limit-wait", "1", *LIMIT_ENV,
+                     env=parallel_limit_agent(bin_dir, tmp_path, "t1", RESET_IN="600",
+                                              STUB_ACTION=work))
+    assert proc.returncode == 5, proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("Error: usage limit resets at ") and "longer than --max-limit-wait 1s" in line
+    tasks = tasks_of(run_task)
+    assert tasks["t1"]["status"] == "open"
+    assert tasks["t2"]["status"] == "done" and (git_repo / "out-t2.txt").exists()   # merged
+    assert tasks["t3"]["status"] == "open"                  # no session after the limit
+    assert sorted(e["task"] for e in events(git_repo, "session_end")) == ["t1", "t2"]
+    assert state(git_repo)["resumeAt"]                      # for the next run to honour
+    assert not list((git_repo / ".ralph").glob("worktrees/*"))
+
+
+@pytest.mark.parametrize("how, code, line", [
+    ("SIGINT", 130, None),
+    ("SIGHUP", 0, "Stopped: SIGHUP received while waiting for the usage limit"),
+    ("ctl stop", 0, "Stopped: `ralph ctl stop` requested while waiting for the usage limit"),
+], ids=["sigint", "sighup", "ctl-stop"])
+def test_a_parallel_runs_usage_limit_wait_ends_on_a_signal_or_a_stop_request(
+        git_repo, base_env, bin_dir, run_task, tmp_path, how, code, line):
+    ignore_ralph_dir(git_repo, base_env)
+    sync(run_task, "t1", "t2")
+    env = {**base_env, **parallel_limit_agent(bin_dir, tmp_path, "t1", RESET_IN="600")}
+    run = Running(["build", "--parallel", "2", *LIMIT_ENV], cwd=git_repo, env=env)
+    try:
+        wait_for(lambda: "Usage limit: waiting until " in run.stdout, timeout=30)
+        if how == "ctl stop":
+            subprocess.run([sys.executable, str(RALPH), "ctl", "stop"], cwd=git_repo, env=env,
+                           check=True, capture_output=True)
+        else:
+            os.kill(run.proc.pid, getattr(signal, how))
+        assert run.wait() == code, run.stderr
+        if line is not None:
+            assert f"{line}\n" in run.stdout
+        assert [e["task"] for e in events(git_repo, "session_end")] == ["t1"]
+        assert tasks_of(run_task)["t1"]["status"] == "open"
+        assert events(git_repo, "run_end")[-1]["exit_code"] == code
+    finally:
+        run.kill()
 
 
 # ------------------------------------------------------------------ breaker, attempts, budgets

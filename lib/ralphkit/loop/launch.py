@@ -113,7 +113,8 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
         max_consecutive_failures=night.cfg.limits.max_consecutive_failures,  # breaker: exit 6
         scope_check=scope_check,                                           # FREEZE_SCOPE: exit 4
         verify=verify.gate if verify else None,                            # before each merge
-        lease_s=opts.lease if ctx.fleet() else 0.0))                       # claims, heartbeats
+        lease_s=opts.lease if ctx.fleet() else 0.0,                        # claims, heartbeats
+        default_limit_wait_s=night.cfg.default_wait_s, wait_limit=night.wait_limit))  # usage limits
 
 
 def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = FAIL_REASON,

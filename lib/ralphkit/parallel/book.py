@@ -54,6 +54,11 @@ class Setup:
     # A fleet's store (docs/fleet.md): each agent's claims file, and each session's heartbeat
     # renewing its agent's claims to this lease (0: a SQLite store, neither).
     lease_s: float = 0.0
+    # Usage limits (docs/unattended.md): a limit's wait when its reset time is unknown (None:
+    # usage_limits' own), and the wait itself, unattended.night's: returns the stop line when
+    # `ralph ctl stop` or SIGHUP ended it, raises BudgetExhausted past --max-limit-wait.
+    default_limit_wait_s: float | None = None
+    wait_limit: Callable[[Any], str | None] | None = None
 
 
 @dataclass

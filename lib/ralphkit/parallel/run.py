@@ -5,7 +5,9 @@ order of things (recovery of a parallel run whose ralph.py died, then the schedu
 fill-capacity loop, then the sessions' end and cleanup), and what ends it early as it ends the
 single loop: an agent that cannot go on (a rejected key, root refused, usage disabled: exit
 9, 10, 7), the --max-consecutive-failures breaker (exit 6) and the frozen scope's stop
-(exit 4).
+(exit 4). A usage limit is waited out as the single loop waits it (unattended.night): no new
+session starts, the running ones end, the wait, then the limited sessions' tasks may start
+again.
 
 Does not own choosing which tasks may run together (scheduler, components), the run's record
 (book), starting or ending one session (launch, session_end), git (worktrees), the verify
@@ -22,7 +24,7 @@ from ralphkit.errors import RalphError, ScopeChanged, UsageError
 from ralphkit.parallel import launch, recovery, scheduler, session_end, worktrees
 from ralphkit.parallel.book import Book, Setup
 from ralphkit.session import pool as session_pool
-from ralphkit.unattended import guards, session_outcome
+from ralphkit.unattended import guards, outcome, session_outcome
 
 LEASE = "3600"           # a claimed task stays ours while its session runs (task-cli s.9.4)
 
@@ -40,6 +42,9 @@ class ParallelBuild:
         self.verdict: guards.Verdict | None = None
         self.stop: RalphError | None = None      # as the single loop: exit 7, 9 or 10
         self.scope_stop: ScopeChanged | None = None  # no new session; exit 4 at the end
+        self.limit = None                        # a usage limit hit: waited out (_wait_limit)
+        self.limited: list[str] = []             # the tasks of its sessions: tried again after
+        self.stop_line: str | None = None        # ralph ctl stop or SIGHUP during that wait
 
     # ------------------------------------------------------------------ start and recovery
     def _open_run(self) -> None:
@@ -117,19 +122,51 @@ class ParallelBuild:
         return [(tid, self._finish(tid, result))]
 
     def _finish(self, tid: str, result) -> bool:
-        counted, how = session_end.finish(self.book, tid, result)
+        counted, how, hit = session_end.finish(self.book, tid, result)
         if stop := session_outcome.stop_error(how):             # a rejected key, root, disabled:
             self.stop = self.stop or stop                   # no new session; exit 9/10/7 at the end
+        elif how.kind == outcome.USAGE_LIMIT and self.s.wait_limit:
+            self.limited.append(tid)            # not a failure: no new session, the wait (the
+            if self.limit is None or hit.reset_at > self.limit.reset_at:   # latest reset of the
+                self.limit = hit                # sessions'), then its task again
         elif tripped := self.breaker.after_session(counted, None, "", None):
             self.verdict = self.verdict or tripped          # no new session; exit 6 at the end
         return not counted.counts_as_failure
 
+    def _stopping(self) -> bool:
+        """The run ends: a signal, the breaker, an agent that cannot go on, the frozen scope."""
+        return (self.book.pool.interrupted or bool(self.s.guard.pending)
+                or self.verdict is not None or self.stop is not None
+                or self.scope_stop is not None)
+
+    def _wait_limit(self, plan: scheduler.ParallelRun) -> bool:
+        """A session hit a usage limit: the running sessions end (they may hit it too), then
+        the wait until the latest reset. True: the scheduler fills the slots again, the
+        limited sessions' tasks among the candidates."""
+        pool = self.book.pool
+        while len(pool) or self.ended:
+            pool.handle_signals()
+            for tid, ok in self._wait({}):
+                plan.finished(tid, ok)
+        if self._stopping():
+            return False
+        self.stop_line = self.s.wait_limit(self.limit)  # Usage limit: waiting until ...; exit 5
+        self.limit = None
+        pool.handle_signals()                           # a Ctrl+C during the wait
+        if self.stop_line is not None or self._stopping():
+            return False
+        plan.tried.difference_update(self.limited)
+        self.limited = []
+        return True
+
     # ------------------------------------------------------------------ the run
     def run(self) -> str:
         """Run to the end; returns the scheduler's reason (`complete`, `blocked`,
-        `max_iterations`) or `interrupted`. Raises NoProgress when
-        --max-consecutive-failures sessions in a row failed, and ScopeChanged when the frozen
-        scope changed under STOP_ON_SCOPE_CHANGE (the running sessions end first)."""
+        `max_iterations`), `interrupted` or `stopped_by_request` (ralph ctl stop or SIGHUP
+        during a usage-limit wait: self.stop_line). Raises NoProgress when
+        --max-consecutive-failures sessions in a row failed, ScopeChanged when the frozen
+        scope changed under STOP_ON_SCOPE_CHANGE (the running sessions end first), and
+        BudgetExhausted when a usage limit resets later than --max-limit-wait allows."""
         s, book = self.s, self.book
         if not s.run_branch:
             raise UsageError("--parallel needs a checked-out branch to merge into "
@@ -145,16 +182,18 @@ class ParallelBuild:
                                                       for _ in range(s.parallel - 1)]
                 book.save()                    # the agents, before any of them claims a task
                 plan.started = book.state.sessions_started if s.max_iterations else 0
-                scheduler.run(plan, peek=self._peek, claim=self._claim, launch=self._launch,
-                              wait=self._wait,
-                              stopping=lambda: (pool.interrupted or bool(s.guard.pending)
-                                                or self.verdict is not None
-                                                or self.stop is not None
-                                                or self.scope_stop is not None))
+                while True:
+                    scheduler.run(plan, peek=self._peek, claim=self._claim, launch=self._launch,
+                                  wait=self._wait,
+                                  stopping=lambda: self._stopping() or self.limit is not None)
+                    if self.limit is None or self._stopping() or not self._wait_limit(plan):
+                        break
                 if self.stop is not None and not pool.interrupted:
                     reason = "stopped_by_agent"
                 elif self.scope_stop is not None and not pool.interrupted:
                     reason = "scope_changed"
+                elif self.stop_line is not None and not pool.interrupted:
+                    reason = "stopped_by_request"
                 elif plan.reason != "stopped":
                     reason = plan.reason
                 elif self.verdict is not None and not pool.interrupted:

@@ -1,6 +1,7 @@
 """Owns the fill-capacity logic of `--parallel N` (seed 001 "Fill capacity") as a pure
 state machine over injected callables, so it is tested without processes: up to N sessions at
-once; a task is launched at most once per run (a failed one waits for the next run);
+once; a task is launched at most once per run (a failed one waits for the next run; the run
+takes a task whose session hit a usage limit out of `tried` after the wait);
 `--max-iterations` counts sessions started across all slots (a failed launch counts, as in the
 seed); components never overlap among active sessions (components.pick_compatible).
 

@@ -1,5 +1,5 @@
 """Owns the end of one session of a `--parallel N` run: its outcome (unattended.outcome's
-classes; usage limits are not detected in parallel runs), then by its task's status: `done`
+classes, as the single loop classifies them, usage limits included), then by its task's status: `done`
 is verified in its worktree when the verify gate is on (a failure re-opens or holds the task,
 docs/verify.md) and merged back into the run's branch (a failed merge re-opens the task with
 the reason and keeps the branch), `active` is failed (s.15.5, or with the timeout that ended it), anything
@@ -33,22 +33,23 @@ def merge(book: Book, wt: worktrees.Worktree) -> tuple[bool, str]:
     return False, merged.message
 
 
-def _classify(book: Book, result: Any) -> outcome.Outcome:
+def _classify(book: Book, result: Any) -> tuple[outcome.Outcome, Any]:
     limits = book.s.timeouts or watchdog.SessionTimeouts(None, None)
     return session_outcome.classify_session(
         result, danger=book.s.danger, agent=book.s.adapter.name, env=book.s.env,
-        session_s=limits.session_s, idle_s=limits.idle_s, limits_waited=False)[0]
+        session_s=limits.session_s, idle_s=limits.idle_s,
+        default_wait_s=book.s.default_limit_wait_s)
 
 
-def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.Outcome]:
+def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.Outcome, Any]:
     """Settle and record the session of `tid` that ended with `result` (a session.pool
     result); (the outcome as the breaker counts it: a failure unless the task ended done and
-    merged, how the session ended: outcome.classify's)."""
+    merged, how the session ended: outcome.classify's, the usage limit it hit or None)."""
     x = book.sessions.pop(tid)
     x.writer.close()
     if result.heartbeat is not None and result.heartbeat.failures:
         book.s.warn(f"[{tid}] {heartbeat.problem(result.heartbeat)}")
-    how = _classify(book, result)
+    how, hit = _classify(book, result)
     record = book.export().get(tid) or {}
     status = record.get("status")
     verdict = book.s.verify.judge_worktree(record, x.wt) \
@@ -75,17 +76,18 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     (book.state.completed if ok else book.state.failed).append(
         entry if ok else {**entry, "reason": message})
     summary = result.summary
+    resume = {"resume_at": hit.reset_at.isoformat()} if hit and hit.reset_at else {}
     book.event("session_end", n=x.n, task=tid, exit_code=result.returncode,
                outcome="completed" if ok else "failed", reason=message,
                **{"class": how.kind, "detail": how.detail,
-                  "counts_as_failure": how.counts_as_failure},
+                  "counts_as_failure": how.counts_as_failure}, **resume,
                cost_usd=getattr(summary, "total_cost_usd", None),
                turns=getattr(summary, "num_turns", None))
     book.save()
     if x.pidfile:
         x.pidfile.unlink(missing_ok=True)
     book.s.say(f"[{tid}] {'done' if ok else 'failed'}: {message}")
-    return outcome.Outcome(how.kind, message, not ok), how
+    return outcome.Outcome(how.kind, message, not ok), how, hit
 
 
 __all__ = ["finish", "merge", "FAIL_REASON"]

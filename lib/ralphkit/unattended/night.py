@@ -62,7 +62,7 @@ class Night:
             self.guards.baseline(self._fingerprint(None), self._head())   # no task call of s.1's table
         if persisted is not None:
             self.say(f"Usage limit from an earlier run: resume time {persisted.reset_at.isoformat()}")
-            self._wait_limit(persisted)
+            self.wait_limit(persisted)
 
     def finish(self) -> None:
         """At every exit after start(): a stop request is used up (the next run starts normally)."""
@@ -151,10 +151,15 @@ class Night:
         if verdict is not None:
             raise verdict.error()
         if out.kind == outcome.USAGE_LIMIT:
-            self._wait_limit(hit)
+            self.wait_limit(hit)
 
     # ------------------------------------------------------------------ helpers
-    def _wait_limit(self, hit: usage_limits.LimitHit) -> None:
+    def wait_limit(self, hit: usage_limits.LimitHit) -> str | None:
+        """Wait out a usage limit (the single loop's, and a `--parallel` run's once its
+        sessions have ended): the resume time persisted meanwhile. Returns the stop line when
+        `ralph ctl stop` or SIGHUP ended the wait, else None (a queued SIGINT/SIGTERM of a
+        `--parallel` run also ends it: the caller's pool handles that). Raises BudgetExhausted
+        (exit 5) when the reset is further away than the cap."""
         margin = timedelta(seconds=self.cfg.margin_s)
         self.state.resume_at = (hit.reset_at + margin).isoformat()
         self.state.extra["limit"] = hit.to_dict()
@@ -170,17 +175,19 @@ class Night:
         self.state.resume_at = None
         self.state.extra.pop("limit", None)
         self._save()
-        if res == limit_wait.STOPPED:
+        if res == limit_wait.STOPPED and not self.guard.pending:
             self.stop_line = ("Stopped: SIGHUP received while waiting for the usage limit"
                               if self.guard.hangup else
                               "Stopped: `ralph ctl stop` requested while waiting for the usage limit")
+        return self.stop_line
 
     def _wait(self, seconds: float) -> bool:
         """Block up to `seconds`; True when a stop was requested (SIGHUP or ralph ctl stop).
-        SIGINT/SIGTERM raise Interrupted from the sleep (s.16: exit 130)."""
+        SIGINT/SIGTERM raise Interrupted from the sleep (s.16: exit 130), or, while a
+        `--parallel` run's pool queues them, end the wait for the pool to handle."""
         end = time.monotonic() + seconds
         while True:
-            if self.guard.hangup or (self.ralph_dir / control.STOP).exists():
+            if self.guard.hangup or self.guard.pending or (self.ralph_dir / control.STOP).exists():
                 return True
             left = end - time.monotonic()
             if left <= 0:

@@ -15,20 +15,14 @@ from ralphkit.unattended import outcome, usage_limits
 
 def classify_session(result: Any, *, danger: bool, agent: str, env: Mapping[str, str],
                      session_s: float | None, idle_s: float | None,
-                     default_wait_s: float | None = None,
-                     limits_waited: bool = True) -> tuple[outcome.Outcome, Any]:
+                     default_wait_s: float | None = None) -> tuple[outcome.Outcome, Any]:
     """How a finished session (a session result: returncode, summary, timed_out, idle_out)
     ended, and the usage limit it hit (usage_limits.LimitHit or None): the one classification
     of the single loop and of `--parallel` sessions. default_wait_s: a limit's wait when its
-    reset time is unknown (None: usage_limits' own). limits_waited=False (`--parallel`, which
-    does not wait them out): a usage limit is not a class of its own, so a limited session
-    counts as what it otherwise is (a failure for the breaker, never a free respawn); usage
-    disabled still is."""
+    reset time is unknown (None: usage_limits' own)."""
     summary = result.summary
     wait = {} if default_wait_s is None else {"default_wait": timedelta(seconds=default_wait_s)}
     hit = usage_limits.detect(summary, "", datetime.now(timezone.utc), **wait)
-    if hit is not None and not limits_waited and hit.kind != usage_limits.DISABLED:
-        hit = None
     refused = outcome.root_refusal(result.returncode, summary, danger=danger, agent=agent,
                                    env=env, euid=os.geteuid())
     return outcome.classify(result.returncode, summary, timed_out=result.timed_out,
