@@ -307,7 +307,12 @@ def load_options(mode: str, given: flags.CommandLine) -> Options | None:
 
 
 def task_command(args: list[str]) -> int:
-    """`ralph task ...`: the task command with the rest of argv, exec style (s.2)."""
+    """`ralph task ...`: the task command with the rest of argv, exec style (s.2), on the store
+    or source a run started here would use: the `tasks` setting (RALPH_TASKS, then ralph.yml)."""
+    opts = load_options("build", flags.parse("build", []))          # ralph.yml's tasks:
+    if opts is None:
+        return EXIT_USAGE
+    start.task_source(opts, warn)                                 # tool missing, bad URL: exit 1
     task = task_calls.resolve(Path(SCRIPT_DIR), os.environ, in_process=False)
     if task.executable is None:
         warn(f"Error: task command '{task.command}' is not an executable file")

@@ -197,6 +197,29 @@ def test_ralph_task_with_the_stub_task_cli_passes_its_output_through(run_ralph, 
     assert tasks.calls() == [["fail", "t-1"]]
 
 
+def test_ralph_task_answers_from_the_store_the_tasks_setting_of_ralph_yml_names(
+        run_ralph, run_task, git_repo, pg_url):
+    created = run_task("create", "t-pg", "On the server", env={"RALPH_TASKS_DB": pg_url})
+    assert created.returncode == 0, created.stderr
+    (git_repo / "ralph.yml").write_text(f"tasks: {pg_url}\n")
+    listed = run_ralph("task", "list", "--status", "open")
+    assert (listed.returncode, listed.stderr) == (0, "")
+    assert "t-pg" in listed.stdout
+    # the environment wins over ralph.yml, as for a run
+    local = run_ralph("task", "list", "--status", "open", env={"RALPH_TASKS": "sqlite"})
+    assert (local.returncode, "t-pg" in local.stdout) == (0, False)
+
+
+def test_ralph_task_refuses_a_bad_tasks_setting_in_ralph_yml_in_one_line_writing_nothing(
+        run_ralph, git_repo):
+    (git_repo / "ralph.yml").write_text("tasks: ftp://example.org/backlog\n")
+    proc = run_ralph("task", "plan-status")
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith("Error: ")
+    assert "ftp://example.org/backlog" in proc.stderr
+    assert not (git_repo / ".ralph").exists()
+
+
 def test_ralph_runs_through_a_chain_of_symlinks_and_exports_the_real_script_dir(
         tmp_path, bin_dir, base_env, git_repo, tasks, agent):
     import subprocess

@@ -80,6 +80,15 @@ def test_tasks_tk_from_ralph_yml_and_a_missing_tk_is_one_line_before_any_session
     assert claims(tmp_path) == [] and not (git_repo / ".ralph").exists()
 
 
+def test_ralph_task_answers_from_tk_when_ralph_yml_names_it(run_ralph, tk_repo, git_repo):
+    ticket = tk_repo("create", "From the tracker")
+    (git_repo / "ralph.yml").write_text("tasks: tk\n")
+    proc = run_ralph("task", "show", ticket, env=tk_repo.env)
+    assert proc.returncode == 0, proc.stderr
+    assert "From the tracker" in proc.stdout
+    assert not (git_repo / ".ralph" / "tasks.db").exists()      # not the embedded store
+
+
 def test_an_unparseable_ticket_is_named_skipped_and_left_byte_for_byte(
         run_ralph, tk_repo, git_repo, base_env, agent_env, tmp_path):
     good = tk_repo("create", "Good ticket")
