@@ -2,13 +2,11 @@
 its exit code (and nothing run or written), `ralph task` passthrough (ralph-cli.md s.2-s.4)."""
 from __future__ import annotations
 
-import os
 import stat
 from pathlib import Path
 
 import pytest
 
-from conftest import STUBS
 from loophelp import agent, tasks  # noqa: F401  (fixtures)
 
 GENERAL_HELP = """\
