@@ -227,6 +227,10 @@ def test_a_crashed_parallel_run_resumed_with_sync_stays_parallel_without_sync(pa
     state["options"]["parallel"] = 2
     path.write_text(json.dumps(state))
     proc = pair.ralph(0, "build", "--sync", "-n", "1")
+    assert proc.returncode == 0, proc.stderr
+    logs = read_jsonl(path.with_name("events.jsonl"))
+    assert [e["message"] for e in logs if e.get("kind") == "parallel"] == [
+        "2 slots, merge rebase, into main"]                      # the run went parallel
     assert ("--sync ignored: the resumed run runs --parallel 2, which does not work with "
             "--sync\n") in proc.stderr, proc.stderr
     assert "sync: " not in proc.stderr
