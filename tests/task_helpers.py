@@ -117,7 +117,8 @@ def work_of(db: Path | PgStore, body) -> int:
 
 
 class _Recording:
-    """A psycopg connection that notes the SQL text of each statement it is sent."""
+    """A psycopg connection (or one of its cursors) that notes the SQL text of each statement
+    it is sent: execute's, and executemany's once per call."""
 
     def __init__(self, raw, sent: list[str]) -> None:
         self._raw, self._sent = raw, sent
@@ -126,6 +127,13 @@ class _Recording:
         self._sent.append(sql)
         return self._raw.execute(sql, params)
 
+    def executemany(self, sql, rows):
+        self._sent.append(sql)
+        return self._raw.executemany(sql, rows)
+
+    def cursor(self, *args, **kwargs):
+        return _Recording(self._raw.cursor(*args, **kwargs), self._sent)
+
     def __getattr__(self, name):
         return getattr(self._raw, name)
 
@@ -133,8 +141,10 @@ class _Recording:
 @contextmanager
 def traced(db: Path | PgStore):
     """(conn, scope, sent): a connection to the store as the task CLI opens it, and the SQL
-    text of every statement it sends from then on (executemany's rows aside), to count what a
-    command costs. Call the command's function with a Ctx on conn."""
+    text of every statement it sends from then on (an executemany once, its rows aside), to
+    count what a command costs. Call the command's function with a Ctx on conn. PostgreSQL: a
+    statement sent after the connection was lost and opened again is not recorded (the new
+    connection is not wrapped); SQLite's trace callback records each executemany row."""
     from ralphkit.tasks import db as store
     from ralphkit.tasks.git_scope import Scope
     scope = Scope(*query(db, "SELECT scope_repo, scope_branch FROM tasks LIMIT 1")[0])

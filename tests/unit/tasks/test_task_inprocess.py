@@ -62,14 +62,18 @@ def test_git_is_looked_up_on_the_given_environments_path(in_repo, base_env, bin_
 
 
 def test_migrate_db_leaves_its_connection_to_the_next_command_on_that_store(in_repo, base_env,
-                                                                            pg_url):
+                                                                            pg_url, mocker):
+    import psycopg
     assert call(["plan-sync"], base_env, '{"id":"a","t":"A"}\n')[0] == 0
     assert call(["migrate-db", pg_url], base_env)[0] == 0
     (since,) = query(PgStore(pg_url), "SELECT now()")[0]
+    connects = mocker.spy(psycopg, "connect")                 # the driver's, not ours: counted
     on_store = {**base_env, "RALPH_TASKS_DB": pg_url}
     assert call(["plan-status"], on_store) == (
         0, "1 open, 0 active, 0 done, 0 blocked, 0 deleted\n", "")
-    # no connection to the store was opened for plan-status: it used migrate-db's
+    # no connection to the store was opened for plan-status, not even one closed again: it
+    # used migrate-db's
+    assert connects.call_count == 0
     assert query(PgStore(pg_url), "SELECT count(*) FROM pg_stat_activity WHERE datname = "
                  "current_database() AND backend_type = 'client backend' AND pid <> "
                  "pg_backend_pid() AND backend_start > ?", (since,)) == [(0,)]
