@@ -32,6 +32,7 @@ pytest.register_assert_rewrite("fleethelp")
 ROOT = Path(__file__).resolve().parent.parent
 RALPH = ROOT / "ralph.py"
 TASK = ROOT / "scripts" / "task"
+TASK_ARGV = [sys.executable, "-S", str(TASK)]   # -S, as its shebang runs it: no site start-up
 STUBS = ROOT / "tests" / "stubs"
 
 
@@ -164,8 +165,7 @@ def run_task(git_repo: Path, base_env: dict[str, str]):
     def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
             timeout: float = 60, input: str | None = None) -> subprocess.CompletedProcess:
         full_env = {**base_env, **(env or {})}
-        # -S, as scripts/task's shebang runs it: no site-packages start-up
-        return run_process([sys.executable, "-S", str(TASK), *args], cwd=cwd or git_repo,
+        return run_process([*TASK_ARGV, *args], cwd=cwd or git_repo,
                            env=full_env, timeout=timeout, input=input)
     return run
 

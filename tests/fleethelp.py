@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import RALPH, TASK, git, install_stub, run_process
+from conftest import RALPH, TASK_ARGV, git, install_stub, run_process
 
 SPEC = "# Feature\n\n- [ ] it works\n"
 
@@ -52,7 +52,7 @@ class Fleet:
         return self.finish(self.start(i, *args, **extra), timeout)
 
     def task(self, *args: str, i: int = 0, input: str | None = None) -> subprocess.CompletedProcess:
-        return run_process([sys.executable, "-S", str(TASK), *args], cwd=self.clones[i],
+        return run_process([*TASK_ARGV, *args], cwd=self.clones[i],
                            env=self.env_for(i), input=input)
 
     def create(self, *ids: str) -> None:
