@@ -22,6 +22,14 @@ def sync_events(clone: Path) -> list[dict]:
     return [e for e in read_jsonl(events) if e["event"] == "sync"]
 
 
+def crashed_sync_run(pair: Fleet, *args: str, before: str = "") -> None:
+    """`ralph build --sync <args>` on machine 0, killed with SIGKILL by its agent once that
+    agent committed and marked its task done (after running `before`, sh -c)."""
+    first = pair.ralph(0, "build", "--sync", *args,
+                       FLEET_AFTER=f"{before}; {CRASH}" if before else CRASH)
+    assert first.returncode == -9, first.stderr
+
+
 def last_line(stdout: str) -> str:
     """The run's last message (the agent's `deregistered <id>` comes at exit, s.17)."""
     return [line for line in stdout.splitlines() if not line.startswith("deregistered ")][-1]
@@ -184,8 +192,7 @@ def test_the_shared_branch_is_resolved_once_per_run(pair, bin_dir, tmp_path, arg
 
 def test_a_crashed_sync_run_resumed_without_the_flag_still_syncs(pair, bin_dir, tmp_path):
     pair.create("t01", "t02")
-    first = pair.ralph(0, "build", "--sync", "-n", "1", FLEET_AFTER=CRASH)   # t01 done, killed
-    assert first.returncode == -9, first.stderr
+    crashed_sync_run(pair, "-n", "1")                         # t01 done, killed
     log = tmp_path / "git-calls"
     log_git_calls(bin_dir, log)
     proc = pair.ralph(0, "build", "-n", "1")                  # the run's settings keep --sync
@@ -203,8 +210,7 @@ def test_a_crashed_sync_run_resumed_with_parallel_keeps_syncing_without_parallel
     """--sync does not work with --parallel; a resumed run's kept --sync wins over a
     --parallel given now: one line says so and the run goes on as the single loop."""
     pair.create("t01", "t02")
-    first = pair.ralph(0, "build", "--sync", "-n", "1", FLEET_AFTER=CRASH)   # t01 done, killed
-    assert first.returncode == -9, first.stderr
+    crashed_sync_run(pair, "-n", "1")                         # t01 done, killed
     proc = pair.ralph(0, "build", "--parallel", "2", "-n", "1")
     assert proc.returncode == 0, proc.stderr
     assert ("--parallel 2 ignored: the resumed run syncs (--sync), which does not work with "
@@ -219,8 +225,7 @@ def test_a_crashed_parallel_run_resumed_with_sync_stays_parallel_without_sync(pa
     `ralph build --parallel 2` killed with SIGKILL leaves it), so a --sync given now is
     dropped with one line, and nothing is fetched or pushed."""
     pair.create("t01", "t02")
-    first = pair.ralph(0, "build", "--sync", "-n", "1", FLEET_AFTER=CRASH)   # t01 done, killed
-    assert first.returncode == -9, first.stderr
+    crashed_sync_run(pair, "-n", "1")                         # t01 done, killed
     (path,) = pair.clones[0].glob(".ralph/runs/*/state.json")
     state = json.loads(path.read_text())
     del state["options"]["sync"]
@@ -240,8 +245,7 @@ def test_a_crashed_parallel_run_resumed_with_sync_stays_parallel_without_sync(pa
 
 def test_a_run_killed_after_its_last_task_before_the_push_pushes_it_when_resumed(pair):
     pair.create("t01")
-    first = pair.ralph(0, "build", "--sync", FLEET_AFTER=CRASH)
-    assert first.returncode == -9, first.stderr
+    crashed_sync_run(pair)
     assert pair.tasks()["t01"]["status"] == "done" and pair.origin_subjects() == ["initial"]
     proc = pair.ralph(0, "build")                             # the run's settings keep --sync
     assert proc.returncode == 0, proc.stderr
@@ -261,8 +265,7 @@ def test_a_run_killed_after_its_last_task_before_the_push_pushes_it_when_resumed
 def test_a_resumed_run_s_push_of_what_its_dead_run_left_renames_the_rebased_commit(pair):
     pair.create("t01")
     other = pair.other_machine_pushes(1, "other.txt", "host2 meanwhile")
-    first = pair.ralph(0, "build", "--sync", FLEET_AFTER=f"{other}; {CRASH}")
-    assert first.returncode == -9, first.stderr
+    crashed_sync_run(pair, before=other)
     old = pair.result_commits()["t01"]
     proc = pair.ralph(0, "build")
     assert proc.returncode == 0, proc.stderr
