@@ -75,14 +75,16 @@ def test_build_with_tasks_postgresql_runs_every_task_to_done(run_ralph, run_task
     assert sorted(line.split()[1] for line in claims[0].read_text().splitlines()) == ["t1", "t2"]
 
 
-@pytest.mark.parametrize("variable", ["RALPH_TASKS_DB", "RALPH_TASKS",
-                                      "RALPH_TASKS over RALPH_TASKS_DB"])
+@pytest.mark.parametrize("variable, other_db", [
+    ("RALPH_TASKS_DB", False), ("RALPH_TASKS", False),
+    ("RALPH_TASKS", True),       # the `tasks` setting names the store (docs/fleet.md)
+], ids=["RALPH_TASKS_DB", "RALPH_TASKS", "RALPH_TASKS over RALPH_TASKS_DB"])
 def test_the_environment_selects_the_store_too(run_ralph, run_task, repo, pg_url, variable,
-                                               tmp_path):
+                                               other_db, tmp_path):
     create(run_task, pg_url, "t1")
     log = tmp_path / "agent.jsonl"
-    env = {variable.split()[0]: pg_url, "STUB_ACTION": DONE_FIRST, "STUB_LOG": str(log)}
-    if "over" in variable:       # the `tasks` setting names the store (docs/fleet.md)
+    env = {variable: pg_url, "STUB_ACTION": DONE_FIRST, "STUB_LOG": str(log)}
+    if other_db:
         env["RALPH_TASKS_DB"] = str(tmp_path / "other.db")
     proc = run_ralph("build", env=env)
     assert proc.returncode == 0, proc.stderr
