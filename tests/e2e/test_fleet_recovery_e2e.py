@@ -16,7 +16,7 @@ import pytest
 from conftest import wait_for
 from loophelp import Running
 from task_helpers import PgStore, ok, query
-from test_fleet_runner_e2e import create, repo, statuses  # noqa: F401  (repo: fixture)
+from test_fleet_runner_e2e import create, repo, run_dir, statuses  # noqa: F401  (repo: fixture)
 
 # The first attempt of a task records its agent, commits partial work and then works on
 # (sleeps) until it is killed; a later attempt ends at once without finishing anything.
@@ -61,8 +61,7 @@ def marks(tmp_path: Path):
 
 
 def _state(repo: Path) -> dict:
-    (path,) = (repo / ".ralph" / "runs").glob("*/state.json")
-    return json.loads(path.read_text())
+    return json.loads((run_dir(repo) / "state.json").read_text())
 
 
 def _kill_ralph_only(run: Running) -> None:
