@@ -18,11 +18,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import pytest
 
 import pgserver
+import taskfork
 
 # Fleet.assert_every_task_done_once_and_on_origin asserts for the tests that call it: rewritten
 # (before any test module imports fleethelp), its asserts fail showing the values compared, as
@@ -159,14 +160,25 @@ def run_ralph(git_repo: Path, base_env: dict[str, str]):
     return run
 
 
+@pytest.fixture(scope="session")
+def task_forker(tmp_path_factory) -> Iterator[taskfork.Forker]:
+    """The warm process run_task forks a PostgreSQL store's task calls from (tests/taskfork.py)."""
+    forker = taskfork.Forker(tmp_path_factory.mktemp("taskfork"))
+    yield forker
+    forker.close()
+
+
 @pytest.fixture
-def run_task(git_repo: Path, base_env: dict[str, str]):
-    """run_task(*args, env=extra_env, cwd=dir, input=stdin_text) -> CompletedProcess."""
+def run_task(git_repo: Path, base_env: dict[str, str], request):
+    """run_task(*args, env=extra_env, cwd=dir, input=stdin_text) -> CompletedProcess. A call on
+    a PostgreSQL store is a fork of a process that imported the driver once (tests/taskfork.py)."""
     def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
             timeout: float = 60, input: str | None = None) -> subprocess.CompletedProcess:
         full_env = {**base_env, **(env or {})}
-        return run_process([*TASK_ARGV, *args], cwd=cwd or git_repo,
-                           env=full_env, timeout=timeout, input=input)
+        spawn = (request.getfixturevalue("task_forker").run
+                 if taskfork.names_postgres(full_env) else run_process)
+        return spawn([*TASK_ARGV, *args], cwd=cwd or git_repo, env=full_env, timeout=timeout,
+                     input=input)
     return run
 
 
