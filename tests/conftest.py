@@ -162,21 +162,21 @@ def run_ralph(git_repo: Path, base_env: dict[str, str]):
 
 @pytest.fixture(scope="session")
 def task_forker(tmp_path_factory) -> Iterator[taskfork.Forker]:
-    """The warm process run_task forks a PostgreSQL store's task calls from (tests/taskfork.py)."""
+    """The warm process run_task forks a PostgreSQL store's task calls from (tests/taskfork.py),
+    started at its first call."""
     forker = taskfork.Forker(tmp_path_factory.mktemp("taskfork"))
     yield forker
     forker.close()
 
 
 @pytest.fixture
-def run_task(git_repo: Path, base_env: dict[str, str], request):
+def run_task(git_repo: Path, base_env: dict[str, str], task_forker: taskfork.Forker):
     """run_task(*args, env=extra_env, cwd=dir, input=stdin_text) -> CompletedProcess. A call on
     a PostgreSQL store is a fork of a process that imported the driver once (tests/taskfork.py)."""
     def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
             timeout: float = 60, input: str | None = None) -> subprocess.CompletedProcess:
         full_env = {**base_env, **(env or {})}
-        spawn = (request.getfixturevalue("task_forker").run
-                 if taskfork.names_postgres(full_env) else run_process)
+        spawn = task_forker.run if taskfork.names_postgres(full_env) else run_process
         return spawn([*TASK_ARGV, *args], cwd=cwd or git_repo, env=full_env, timeout=timeout,
                      input=input)
     return run

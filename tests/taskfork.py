@@ -24,6 +24,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,14 +59,23 @@ class Forker:
 
     def __init__(self, workdir: Path) -> None:
         self.path = str(workdir / "taskfork.sock")
-        self.proc = subprocess.Popen([sys.executable, __file__, self.path],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
-        if self.proc.stdout.readline() != b"listening\n":
-            raise RuntimeError(f"tests/taskfork.py exited with {self.proc.wait()}")
+        self.proc: subprocess.Popen | None = None
+        self._starting = threading.Lock()           # calls may come from a test's threads
+
+    def _start(self) -> None:
+        with self._starting:
+            if self.proc is not None:
+                return
+            proc = subprocess.Popen([sys.executable, __file__, self.path],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+            if proc.stdout.readline() != b"listening\n":
+                raise RuntimeError(f"tests/taskfork.py exited with {proc.wait()}")
+            self.proc = proc
 
     def run(self, argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float = 60,
             input: str | None = None) -> subprocess.CompletedProcess:
         """What subprocess.run(argv[2:] as a task call, ...) answers (run_process's encoding)."""
+        self._start()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
             sock.connect(self.path)
@@ -81,9 +91,10 @@ class Forker:
         return subprocess.CompletedProcess(argv, code, decode(out), decode(err))
 
     def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
-        self.proc.stdout.close()
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(10)
+            self.proc.stdout.close()
 
 
 # --- the warm process ---------------------------------------------------------------------
