@@ -1,11 +1,11 @@
 """Owns the end of one session of a `--parallel N` run: its outcome (unattended.outcome's
-classes, as the single loop classifies them, usage limits included), then by its task's status: `done`
-is verified in its worktree when the verify gate is on (a failure re-opens or holds the task,
-docs/verify.md) and merged back into the run's branch (a failed merge re-opens the task with
-the reason and keeps the branch), `active` is failed (s.15.5, or with the timeout that ended it), anything
-else is recorded as left; then its worktree goes, its agent id is free again, and the run
-state, the session_end event and the user's line record it. Knows nothing of the breaker or
-of what runs next (run)."""
+classes, as the single loop classifies them, usage limits included), then by its task's
+status: `done` is verified in its worktree when the verify gate is on (a failure re-opens or
+holds the task, docs/verify.md) and merged back into the run's branch (a failed merge re-opens
+the task with the reason and keeps the branch), `active` is failed (s.15.5, or with the
+timeout that ended it), anything else is recorded as left; then its worktree goes, its agent
+id is free again, and the run state, the session_end event and the user's line record it.
+Knows nothing of the breaker, the usage-limit wait or of what runs next (run)."""
 from __future__ import annotations
 
 from typing import Any
