@@ -74,7 +74,8 @@ class Forker:
 
     def run(self, argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float = 60,
             input: str | None = None) -> subprocess.CompletedProcess:
-        """What subprocess.run(argv[2:] as a task call, ...) answers (run_process's encoding)."""
+        """What run_process(argv, ...) answers for this task call (argv: conftest.TASK_ARGV,
+        then the command's arguments), with run_process's encoding."""
         self._start()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
@@ -87,8 +88,8 @@ class Forker:
             except socket.timeout:
                 os.kill(pid, signal.SIGKILL)
                 raise subprocess.TimeoutExpired(argv, timeout) from None
-        decode = lambda data: data.decode("utf-8", "surrogateescape")  # noqa: E731
-        return subprocess.CompletedProcess(argv, code, decode(out), decode(err))
+        return subprocess.CompletedProcess(argv, code, out.decode("utf-8", "surrogateescape"),
+                                           err.decode("utf-8", "surrogateescape"))
 
     def close(self) -> None:
         if self.proc is not None:
