@@ -138,22 +138,40 @@ class _Recording:
         return getattr(self._raw, name)
 
 
+def _recorded_connection(url: str, sent: list[str]):
+    """An open pg.Connection whose `raw`, the first one and each one it opens again after a
+    lost connection, is wrapped in a _Recording as it is set."""
+    from ralphkit.tasks import pg
+
+    class Recorded(pg.Connection):
+        @property
+        def raw(self):
+            return self._recorded_raw
+
+        @raw.setter
+        def raw(self, value) -> None:
+            self._recorded_raw = value if value is None else _Recording(value, sent)
+
+    conn = Recorded(url, {}, lambda line: None)
+    conn.open()
+    return conn
+
+
 @contextmanager
 def traced(db: Path | PgStore):
     """(conn, scope, sent): a connection to the store as the task CLI opens it, and the SQL
-    text of every statement it sends from then on (an executemany once, its rows aside), to
-    count what a command costs. Call the command's function with a Ctx on conn. PostgreSQL: a
-    statement sent after the connection was lost and opened again is not recorded (the new
-    connection is not wrapped); SQLite's trace callback records each executemany row."""
+    text of every statement it sends from then on, to count what a command costs. Call the
+    command's function with a Ctx on conn. PostgreSQL: each execute and each executemany once
+    (its rows aside), on the connection and its cursors, on the first connection and on any
+    opened again after it was lost (the attempt that met the lost one included); not the schema
+    check each connection makes before it is handed over. SQLite: every statement, each
+    executemany row too (the trace callback)."""
     from ralphkit.tasks import db as store
     from ralphkit.tasks.git_scope import Scope
     scope = Scope(*query(db, "SELECT scope_repo, scope_branch FROM tasks LIMIT 1")[0])
     sent: list[str] = []
     if isinstance(db, PgStore):
-        from ralphkit.tasks import pg
-        conn = pg.Connection(db.url, {}, lambda line: None)
-        conn.open()
-        conn.raw = _Recording(conn.raw, sent)
+        conn = _recorded_connection(db.url, sent)
     else:
         conn = store.connect(str(db))
         conn.set_trace_callback(sent.append)

@@ -265,6 +265,23 @@ def test_a_server_restarted_during_a_command_is_waited_out(run_task, pg, pg_serv
     assert query(pg, "SELECT status, assignee FROM tasks") == [("active", "x")]
 
 
+def test_traced_records_the_statements_sent_on_a_connection_opened_again(run_task, pg,
+                                                                        git_repo):
+    """A transaction whose connection the server ended runs whole again on a new one (pg.py),
+    and traced (tests/task_helpers.py) records what is sent on that one too."""
+    ok(run_task("create", "a", "A"))
+    with traced(pg) as (conn, scope, sent):
+        # ends traced's connection and waits (up to 10 s) until its server process is gone
+        assert query(pg, "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE "
+                         "datname = current_database() AND pid <> pg_backend_pid() AND "
+                         "backend_type = 'client backend'") == [(True,)]
+        ctx = Ctx(conn, scope, {}, str(git_repo), io.StringIO())
+        assert build_cmds.plan_status(ctx, []) == "1 open, 0 active, 0 done, 0 blocked, 0 deleted\n"
+    begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+    assert (sent[:2], sent[-1]) == ([begin, begin], "COMMIT")   # the lost attempt, then all again
+    assert on_tasks(sent) == ["SELECT", "SELECT"]
+
+
 # --- copying a SQLite backlog in -------------------------------------------------------------
 
 def test_migrate_db_copies_the_whole_backlog_once(run_task, pg_url, git_repo):
