@@ -5,6 +5,7 @@ another store's value the same way."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -225,17 +226,20 @@ def test_a_crashed_parallel_run_resumed_with_sync_stays_parallel_without_sync(pa
     `ralph build --parallel 2` killed with SIGKILL leaves it), so a --sync given now is
     dropped with one line, and nothing is fetched or pushed."""
     pair.create("t01", "t02")
-    crashed_sync_run(pair, "-n", "1")                         # t01 done, killed
+    crashed_sync_run(pair, "-n", "2")                         # t01 done, killed
     (path,) = pair.clones[0].glob(".ralph/runs/*/state.json")
     state = json.loads(path.read_text())
     del state["options"]["sync"]
     state["options"]["parallel"] = 2
     path.write_text(json.dumps(state))
-    proc = pair.ralph(0, "build", "--sync", "-n", "1")
+    proc = pair.ralph(0, "build", "--sync", "-n", "2")        # t02's session: the run's second
     assert proc.returncode == 0, proc.stderr
     logs = read_jsonl(path.with_name("events.jsonl"))
     assert [e["message"] for e in logs if e.get("kind") == "parallel"] == [
         "2 slots, merge rebase, into main"]                      # the run went parallel
+    # and ran t02 as --parallel does: on a branch of its own, its lines prefixed
+    assert re.search(rf"^\[t02\] started: agent \w+, branch ralph/{path.parent.name}/t02$",
+                     proc.stdout, re.M), proc.stdout
     assert ("--sync ignored: the resumed run runs --parallel 2, which does not work with "
             "--sync\n") in proc.stderr, proc.stderr
     assert "sync: " not in proc.stderr
