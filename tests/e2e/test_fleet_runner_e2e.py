@@ -76,9 +76,11 @@ def test_build_with_tasks_postgresql_runs_every_task_to_done(run_ralph, run_task
 
 
 @pytest.mark.parametrize("variable, other_db", [
-    ("RALPH_TASKS_DB", False), ("RALPH_TASKS", False),
-    ("RALPH_TASKS", True),       # the `tasks` setting names the store (docs/fleet.md)
-], ids=["RALPH_TASKS_DB", "RALPH_TASKS", "RALPH_TASKS over RALPH_TASKS_DB"])
+    pytest.param("RALPH_TASKS_DB", False, id="RALPH_TASKS_DB"),
+    pytest.param("RALPH_TASKS", False, id="RALPH_TASKS"),
+    # the `tasks` setting names the store (docs/fleet.md)
+    pytest.param("RALPH_TASKS", True, id="RALPH_TASKS over RALPH_TASKS_DB"),
+])
 def test_the_environment_selects_the_store_too(run_ralph, run_task, repo, pg_url, variable,
                                                other_db, tmp_path):
     create(run_task, pg_url, "t1")
