@@ -312,6 +312,14 @@ def _add_roles(cluster: Cluster) -> None:
     cluster.psql(grants, dbname="template1")  # copied into every database made from it
 
 
+# The client sessions of the database a statement runs in, but the one running it: what a test
+# ends to count, or to make lost, the connections a process keeps
+# (`SELECT pg_terminate_backend(pid, 10000) FROM <OTHER_CLIENTS>`: ends them and waits until
+# their server processes are gone).
+OTHER_CLIENTS = ("pg_stat_activity WHERE datname = current_database() AND "
+                 "backend_type = 'client backend' AND pid <> pg_backend_pid()")
+
+
 def pg_query(url: str, sql: str, params: tuple | list | dict | None = None) -> list[tuple]:
     """Run one statement (autocommit) through psycopg; returns its rows ([] when none)."""
     import psycopg
@@ -320,4 +328,5 @@ def pg_query(url: str, sql: str, params: tuple | list | dict | None = None) -> l
         return cursor.fetchall() if cursor.description else []
 
 
-__all__ = ["Cluster", "PgServerError", "find_bindir", "missing", "pg_query", "start_cluster"]
+__all__ = ["Cluster", "OTHER_CLIENTS", "PgServerError", "find_bindir", "missing", "pg_query",
+           "start_cluster"]

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import ROOT, TASK, wait_for
+from pgserver import OTHER_CLIENTS, pg_query
 from ralphkit.tasks import build_cmds, claims
 from ralphkit.tasks.context import Ctx
 from task_helpers import (REFUSALS, PgStore, dump, fails, jsonl, ok, on_tasks, query, refused_url,
@@ -271,10 +272,8 @@ def test_traced_records_the_statements_sent_on_a_connection_opened_again(run_tas
     and traced (tests/task_helpers.py) records what is sent on that one too."""
     ok(run_task("create", "a", "A"))
     with traced(pg) as (conn, scope, sent):
-        # ends traced's connection and waits (up to 10 s) until its server process is gone
-        assert query(pg, "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE "
-                         "datname = current_database() AND pid <> pg_backend_pid() AND "
-                         "backend_type = 'client backend'") == [(True,)]
+        ended = pg_query(pg.url, f"SELECT pg_terminate_backend(pid, 10000) FROM {OTHER_CLIENTS}")
+        assert ended == [(True,)]                                # traced's connection
         ctx = Ctx(conn, scope, {}, str(git_repo), io.StringIO())
         assert build_cmds.plan_status(ctx, []) == "1 open, 0 active, 0 done, 0 blocked, 0 deleted\n"
     begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
