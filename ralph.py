@@ -203,8 +203,8 @@ def parallel_build(ctx: RunContext) -> int:
     reason = launch.run_parallel(ctx, scope.check if scope else None)
     if reason == "interrupted":
         return EXIT_INTERRUPTED
-    if reason == "stopped_by_request":                                   # ralph ctl stop, SIGHUP in a
-        return stop(ctx, ctx.night.stop_line)                             # usage-limit wait
+    if reason == "stopped_by_request":                                   # ralph ctl stop, SIGHUP
+        return stop(ctx, ctx.night.stop_line)
     if reason == "max_iterations":
         return stop(ctx, f"Reached max iterations: {ctx.options.max_iterations}")
     counts = ctx.task.call("plan-status", env=ctx.env)                   # task plan-status

@@ -368,6 +368,127 @@ def test_a_parallel_runs_usage_limit_wait_ends_on_a_signal_or_a_stop_request(
         run.kill()
 
 
+# ------------------------------------------------------------------ --parallel: stop, pause, budgets
+
+# A --parallel session marks its start, waits for the test's release, then does its work.
+PARALLEL_WAITING = ('tid=$(cat "$RALPH_FROZEN_IDS_FILE"); touch "$MARKS/started-$tid"; '
+                    'while [ ! -f "$MARKS/release" ]; do sleep 0.02; done; ' + WORK)
+
+
+def together(run_task, *tids: str) -> None:
+    """Tasks of components of their own, so --parallel runs them together (untagged tasks
+    run alone)."""
+    for tid in tids:
+        assert run_task("create", tid, f"Task {tid}", "-c", f"component:{tid}").returncode == 0
+
+
+def parallel_agent(bin_dir: Path, tmp_path: Path, stub: str = "claude", **env: str) -> dict:
+    install_stub(bin_dir, "claude", stub)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    return {"STUB_ACTION": PARALLEL_WAITING, "MARKS": str(marks), **env}
+
+
+def started(tmp_path: Path) -> list[str]:
+    return sorted(p.name.removeprefix("started-") for p in (tmp_path / "marks").glob("started-*"))
+
+
+@pytest.mark.parametrize("how, line", [
+    ("ctl stop", "Stopped: `ralph ctl stop` requested; the last session finished"),
+    ("SIGHUP", "Stopped: SIGHUP received; the last session finished"),
+], ids=["ctl-stop", "sighup"])
+def test_a_stop_request_lets_a_parallel_runs_sessions_finish_and_starts_no_more(
+        git_repo, base_env, bin_dir, run_task, tmp_path, how, line):
+    ignore_ralph_dir(git_repo, base_env)
+    together(run_task, "t1", "t2", "t3", "t4")
+    env = {**base_env, **parallel_agent(bin_dir, tmp_path)}
+    run = Running(["build", "--parallel", "2"], cwd=git_repo, env=env)
+    try:
+        wait_for(lambda: len(started(tmp_path)) == 2, timeout=30)
+        if how == "ctl stop":
+            subprocess.run([sys.executable, str(RALPH), "ctl", "stop"], cwd=git_repo, env=env,
+                           check=True, capture_output=True)
+        else:
+            os.kill(run.proc.pid, signal.SIGHUP)
+        (tmp_path / "marks" / "release").write_text("")       # the sessions end after it
+        assert run.wait(timeout=60) == 0, run.stderr
+        assert f"{line}\n" in run.stdout
+        ran = started(tmp_path)
+        assert len(ran) == 2                                   # no session after the request
+        ends = events(git_repo, "session_end")
+        assert sorted((e["task"], e["outcome"]) for e in ends) == [(t, "completed") for t in ran]
+        tasks = tasks_of(run_task)
+        assert {t: tasks[t]["status"] for t in tasks} == {
+            t: "done" if t in ran else "open" for t in ("t1", "t2", "t3", "t4")}
+        assert sorted(p.name for p in git_repo.glob("out-*.txt")) == [f"out-{t}.txt" for t in ran]
+        assert [e["message"] for e in events(git_repo, "log") if e.get("kind") == "stop"] == [line]
+        assert events(git_repo, "run_end")[-1]["exit_code"] == 0
+        assert not (git_repo / ".ralph" / "STOP").exists()
+    finally:
+        run.kill()
+
+
+def test_ctl_pause_holds_a_parallel_runs_next_sessions_until_resume(git_repo, base_env, bin_dir,
+                                                                    run_task, tmp_path):
+    ignore_ralph_dir(git_repo, base_env)
+    together(run_task, "t1", "t2", "t3", "t4")
+    env = {**base_env, **parallel_agent(bin_dir, tmp_path)}
+    ctl = [sys.executable, str(RALPH), "ctl"]
+    run = Running(["build", "--parallel", "2"], cwd=git_repo, env=env)
+    try:
+        wait_for(lambda: len(started(tmp_path)) == 2, timeout=30)
+        subprocess.run(ctl + ["pause"], cwd=git_repo, env=env, check=True, capture_output=True)
+        (tmp_path / "marks" / "release").write_text("")
+        wait_for(lambda: "Paused: " in run.stdout, timeout=30)   # once both sessions ended
+        assert len(events(git_repo, "session_end")) == 2
+        assert len(started(tmp_path)) == 2                       # none started while paused
+        subprocess.run(ctl + ["resume"], cwd=git_repo, env=env, check=True, capture_output=True)
+        assert run.wait(timeout=60) == 0, run.stderr
+        assert "Resumed\n" in run.stdout and "All tasks complete. Exiting loop." in run.stdout
+        assert started(tmp_path) == ["t1", "t2", "t3", "t4"]
+        assert {t["status"] for t in tasks_of(run_task).values()} == {"done"}
+    finally:
+        run.kill()
+
+
+def test_a_parallel_run_ends_once_its_sessions_cost_reaches_max_cost(
+        git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):
+    ignore_ralph_dir(git_repo, base_env)
+    sync(run_task, "t1", "t2", "t3")                 # untagged: one session at a time
+    env = parallel_agent(bin_dir, tmp_path, "claude-cost", STUB_COSTS="0.5,1,2",
+                         STUB_COST_STATE=str(tmp_path / "cost-calls"), STUB_ACTION=WORK)
+    proc = run_ralph("build", "--parallel", "2", "--max-cost", "1.2", env=env)
+    assert proc.returncode == 5, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "Error: budget --max-cost 1.20 USD reached: 2 session(s) cost 1.5000 USD in total")
+    ends = events(git_repo, "session_end")
+    assert [(e["task"], e["cost_usd"], e["outcome"]) for e in ends] == [
+        ("t1", 0.5, "completed"), ("t2", 1, "completed")]
+    assert tasks_of(run_task)["t3"]["status"] == "open"
+    assert state(git_repo)["extra"]["guards"]["total_cost_usd"] == 1.5   # a resume keeps it
+    assert events(git_repo, "run_end")[-1]["exit_code"] == 5
+
+
+def test_a_parallel_run_past_max_runtime_lets_its_sessions_finish_then_exits_5(
+        git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):
+    ignore_ralph_dir(git_repo, base_env)
+    together(run_task, "t1", "t2", "t3", "t4")
+    action = ('tid=$(cat "$RALPH_FROZEN_IDS_FILE"); touch "$MARKS/started-$tid"; sleep 1.2; '
+              + WORK)                                  # each session outlasts the budget
+    proc = run_ralph("build", "--parallel", "2", "--max-runtime", "1",
+                     env=parallel_agent(bin_dir, tmp_path, STUB_ACTION=action))
+    assert proc.returncode == 5, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        "Error: budget --max-runtime 1s reached: the run has been going for ")
+    ran = started(tmp_path)
+    assert 1 <= len(ran) <= 2                          # those started within the first second
+    assert sorted((e["task"], e["outcome"]) for e in events(git_repo, "session_end")) == [
+        (t, "completed") for t in ran]                 # ran to their end and were merged
+    tasks = tasks_of(run_task)
+    assert {t: tasks[t]["status"] for t in tasks} == {
+        t: "done" if t in ran else "open" for t in ("t1", "t2", "t3", "t4")}
+
+
 # ------------------------------------------------------------------ breaker, attempts, budgets
 
 def test_sessions_that_change_nothing_trip_the_breaker_with_exit_6(git_repo, run_ralph,

@@ -110,11 +110,11 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
         on_first_interrupt=lambda: first_interrupt(ctx),
         stem=f"{ctx.run_stamp}-{os.getpid()}-build",
         timeouts=night.timeouts, kill_grace_s=night.cfg.kill_grace_s,      # per session
-        max_consecutive_failures=night.cfg.limits.max_consecutive_failures,  # breaker: exit 6
         scope_check=scope_check,                                           # FREEZE_SCOPE: exit 4
         verify=verify.gate if verify else None,                            # before each merge
         lease_s=opts.lease if ctx.fleet() else 0.0,                        # claims, heartbeats
-        default_limit_wait_s=night.cfg.default_wait_s, wait_limit=night.wait_limit))  # usage limits
+        default_limit_wait_s=night.cfg.default_wait_s,                     # usage limits
+        night=night))                  # breaker, budgets, ctl stop and pause, SIGHUP, limit waits
 
 
 def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = FAIL_REASON,

@@ -46,7 +46,6 @@ class Setup:
     stem: str                                    # session log name prefix
     timeouts: watchdog.SessionTimeouts | None = None   # none: no session or idle timeout
     kill_grace_s: float = 10.0                   # SIGTERM, this long, then SIGKILL
-    max_consecutive_failures: int = 0            # the breaker (0: off), exit 6
     # the scope check (it names each change once and raises
     # ScopeChanged under STOP_ON_SCOPE_CHANGE); True when every frozen task is done.
     scope_check: Callable[[], bool] | None = None
@@ -54,11 +53,11 @@ class Setup:
     # A fleet's store (docs/fleet.md): each agent's claims file, and each session's heartbeat
     # renewing its agent's claims to this lease (0: a SQLite store, neither).
     lease_s: float = 0.0
-    # Usage limits (docs/unattended.md): a limit's wait when its reset time is unknown (None:
-    # usage_limits' own), and the wait itself, unattended.night's: returns the stop line when
-    # `ralph ctl stop` or SIGHUP ended it, raises BudgetExhausted past --max-limit-wait.
+    # A usage limit's wait when its reset time is unknown (None: usage_limits' own).
     default_limit_wait_s: float | None = None
-    wait_limit: Callable[[Any], str | None] | None = None
+    # The run's unattended.night.Night (docs/unattended.md): its guards (the breaker and the
+    # budgets, kept in the run state), `ralph ctl` stop and pause, SIGHUP, the usage-limit wait.
+    night: Any = None
 
 
 @dataclass

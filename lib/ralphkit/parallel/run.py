@@ -4,10 +4,12 @@ all sessions pumped together (session.pool, which enforces each session's timeou
 order of things (recovery of a parallel run whose ralph.py died, then the scheduler's
 fill-capacity loop, then the sessions' end and cleanup), and what ends it early as it ends the
 single loop: an agent that cannot go on (a rejected key, root refused, usage disabled: exit
-9, 10, 7), the --max-consecutive-failures breaker (exit 6) and the frozen scope's stop
-(exit 4). A usage limit is waited out as the single loop waits it (unattended.night): no new
-session starts, the running ones end, the wait, then the limited sessions' tasks may start
-again.
+9, 10, 7), the --max-consecutive-failures breaker (exit 6), the budgets --max-cost and
+--max-runtime (exit 5), `ralph ctl stop` and SIGHUP (exit 0) and the frozen scope's stop
+(exit 4): no new session starts, the running ones end (and are merged), then the run ends. A
+usage limit and `ralph ctl pause` are waited out as the single loop waits them
+(unattended.night) once the running sessions have ended; after a usage limit's wait the
+limited sessions' tasks may start again.
 
 Does not own choosing which tasks may run together (scheduler, components), the run's record
 (book), starting or ending one session (launch, session_end), git (worktrees), the verify
@@ -35,16 +37,16 @@ class ParallelBuild:
         self.book = Book(setup)
         self.template = choice.load_template(None)
         self.ended: list = []                    # sessions ended, not yet finished (_wait)
-        # the consecutive-failures breaker only (its message and counting): a session
-        # fails here when its task did not end done (and merged)
-        self.breaker = guards.Guards(guards.Limits(0, 0, setup.max_consecutive_failures,
-                                                   None, None, None))
-        self.verdict: guards.Verdict | None = None
+        self.night = setup.night
+        # The run's breaker and budgets, as the single loop keeps them (its counters in the
+        # run state): a session fails here when its task did not end done (and merged).
+        self.guards: guards.Guards = setup.night.guards
+        self.verdict: guards.Verdict | None = None   # exit 5 or 6 once the sessions ended
         self.stop: RalphError | None = None      # as the single loop: exit 7, 9 or 10
         self.scope_stop: ScopeChanged | None = None  # no new session; exit 4 at the end
-        self.limit = None                        # a usage limit hit: waited out (_wait_limit)
+        self.limit = None                        # a usage limit hit: waited out (_resume)
         self.limited: list[str] = []             # the tasks of its sessions: tried again after
-        self.stop_line: str | None = None        # ralph ctl stop or SIGHUP during that wait
+        self.stop_line: str | None = None        # ralph ctl stop or SIGHUP: exit 0
 
     # ------------------------------------------------------------------ start and recovery
     def _open_run(self) -> None:
@@ -123,26 +125,44 @@ class ParallelBuild:
 
     def _finish(self, tid: str, result) -> bool:
         counted, how, hit = session_end.finish(self.book, tid, result)
+        # budgets first, then the breaker; a usage-limit session is no failure (guards)
+        tripped = self.guards.after_session(counted, guards.reported_cost(result.summary),
+                                            None, None)
+        self.book.state.extra["guards"] = self.guards.to_dict()   # a resumed run keeps them
+        self.book.save()
         if stop := session_outcome.stop_error(how):             # a rejected key, root, disabled:
             self.stop = self.stop or stop                   # no new session; exit 9/10/7 at the end
-        elif how.kind == outcome.USAGE_LIMIT and self.s.wait_limit:
+        elif tripped:
+            self.verdict = self.verdict or tripped          # no new session; exit 5/6 at the end
+        elif how.kind == outcome.USAGE_LIMIT:
             self.limited.append(tid)            # not a failure: no new session, the wait (the
             if self.limit is None or hit.reset_at > self.limit.reset_at:   # latest reset of the
                 self.limit = hit                # sessions'), then its task again
-        elif tripped := self.breaker.after_session(counted, None, "", None):
-            self.verdict = self.verdict or tripped          # no new session; exit 6 at the end
         return not counted.counts_as_failure
 
     def _stopping(self) -> bool:
-        """The run ends: a signal, the breaker, an agent that cannot go on, the frozen scope."""
+        """The run ends: a signal, the breaker or a budget, an agent that cannot go on, the
+        frozen scope, a stop request."""
         return (self.book.pool.interrupted or bool(self.s.guard.pending)
                 or self.verdict is not None or self.stop is not None
-                or self.scope_stop is not None)
+                or self.scope_stop is not None or self.stop_line is not None)
 
-    def _wait_limit(self, plan: scheduler.ParallelRun) -> bool:
-        """A session hit a usage limit: the running sessions end (they may hit it too), then
-        the wait until the latest reset. True: the scheduler fills the slots again, the
-        limited sessions' tasks among the candidates."""
+    def _holding(self) -> bool:
+        """Asked before each session starts (the running ones go on meanwhile): True when
+        none may start now: the run ends (_stopping; --max-runtime reached and a stop request
+        are found here), or waits for a usage limit or a pause once the sessions ended."""
+        if self.verdict is None:
+            self.verdict = self.guards.before_session()         # --max-runtime
+        if self.stop_line is None and (line := self.night.stop_requested()) is not None:
+            self.stop_line = line                              # ralph ctl stop, SIGHUP
+            self.book.event("log", kind="stop", message=line)
+        return self._stopping() or self.limit is not None or self.night.paused()
+
+    def _resume(self, plan: scheduler.ParallelRun) -> bool:
+        """The scheduler stopped for a usage limit or a pause: the running sessions end (they
+        may hit the limit too), then the wait: until the latest reset, or until `ralph ctl
+        resume`. True: the scheduler fills the slots again (after a usage limit, the limited
+        sessions' tasks among the candidates)."""
         pool = self.book.pool
         while len(pool) or self.ended:
             pool.handle_signals()
@@ -150,23 +170,24 @@ class ParallelBuild:
                 plan.finished(tid, ok)
         if self._stopping():
             return False
-        self.stop_line = self.s.wait_limit(self.limit)  # Usage limit: waiting until ...; exit 5
-        self.limit = None
+        if self.limit is not None:
+            self.stop_line = self.night.wait_limit(self.limit)   # Usage limit: ...; exit 5
+            self.limit = None
+            plan.tried.difference_update(self.limited)
+            self.limited = []
+        else:
+            self.stop_line = self.night.between_sessions()   # Paused: ...; --max-runtime: exit 5
         pool.handle_signals()                           # a Ctrl+C during the wait
-        if self.stop_line is not None or self._stopping():
-            return False
-        plan.tried.difference_update(self.limited)
-        self.limited = []
-        return True
+        return not self._stopping()
 
     # ------------------------------------------------------------------ the run
     def run(self) -> str:
         """Run to the end; returns the scheduler's reason (`complete`, `blocked`,
-        `max_iterations`), `interrupted` or `stopped_by_request` (ralph ctl stop or SIGHUP
-        during a usage-limit wait: self.stop_line). Raises NoProgress when
-        --max-consecutive-failures sessions in a row failed, ScopeChanged when the frozen
-        scope changed under STOP_ON_SCOPE_CHANGE (the running sessions end first), and
-        BudgetExhausted when a usage limit resets later than --max-limit-wait allows."""
+        `max_iterations`), `interrupted` or `stopped_by_request` (ralph ctl stop or SIGHUP:
+        the night's stop_line). Raises, once the running sessions ended: NoProgress when
+        --max-consecutive-failures sessions in a row failed, BudgetExhausted when --max-cost
+        or --max-runtime is reached or a usage limit resets later than --max-limit-wait
+        allows, ScopeChanged when the frozen scope changed under STOP_ON_SCOPE_CHANGE."""
         s, book = self.s, self.book
         if not s.run_branch:
             raise UsageError("--parallel needs a checked-out branch to merge into "
@@ -184,9 +205,8 @@ class ParallelBuild:
                 plan.started = book.state.sessions_started if s.max_iterations else 0
                 while True:
                     scheduler.run(plan, peek=self._peek, claim=self._claim, launch=self._launch,
-                                  wait=self._wait,
-                                  stopping=lambda: self._stopping() or self.limit is not None)
-                    if self.limit is None or self._stopping() or not self._wait_limit(plan):
+                                  wait=self._wait, stopping=self._holding)
+                    if plan.reason != "stopped" or self._stopping() or not self._resume(plan):
                         break
                 if self.stop is not None and not pool.interrupted:
                     reason = "stopped_by_agent"
@@ -197,7 +217,7 @@ class ParallelBuild:
                 elif plan.reason != "stopped":
                     reason = plan.reason
                 elif self.verdict is not None and not pool.interrupted:
-                    reason = "no_progress"
+                    reason = "limit_reached"
                 while self.ended or len(pool):         # stopped: the sessions end (s.16)
                     pool.handle_signals()
                     self._wait({})
@@ -210,8 +230,8 @@ class ParallelBuild:
                 self.close(reason)
         if reason == "stopped_by_agent":
             raise self.stop                            # exit 7, 9 or 10, as the single loop
-        if reason == "no_progress":
-            raise self.verdict.error()                 # exit 6, as the single loop
+        if reason == "limit_reached":
+            raise self.verdict.error()                 # exit 5 or 6, as the single loop
         if reason == "scope_changed":
             raise self.scope_stop                      # exit 4, as the single loop
         return reason

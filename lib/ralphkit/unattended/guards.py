@@ -51,6 +51,12 @@ def backlog_fingerprint(export_jsonl: str) -> str:
     return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
 
 
+def reported_cost(summary: Any) -> float | None:
+    """The USD cost a session's summary reports (`total_cost_usd`), None unless a number."""
+    cost = getattr(summary, "total_cost_usd", None)
+    return cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+
+
 @dataclass(frozen=True)
 class Limits:
     """0 or None turns a limit off."""
@@ -107,17 +113,18 @@ class Guards:
         """--max-runtime, checked before starting a session (a limit wait may have used it)."""
         return self._runtime(time.time() if now is None else now)
 
-    def after_session(self, outcome: Any, cost: float | None, backlog_fingerprint: str,
+    def after_session(self, outcome: Any, cost: float | None, backlog_fingerprint: str | None,
                       head: str | None, now: float | None = None) -> Verdict | None:
         """Count the finished session; the Verdict that ends the run, if any. Budgets are
         checked first (they end the run cleanly whatever else happened), then failures, then
-        idle sessions. A usage-limit session changes no breaker counter."""
+        idle sessions. A usage-limit session changes no breaker counter. backlog_fingerprint
+        None: no idle session is counted (a `--parallel` run starts each task once)."""
         now = time.time() if now is None else now
         self.sessions += 1
         self.total_cost_usd += float(cost or 0.0)
         kind = getattr(outcome, "kind", None)
-        changed = (self.last_fingerprint is None or backlog_fingerprint != self.last_fingerprint
-                   or head != self.last_head)
+        changed = (backlog_fingerprint is None or self.last_fingerprint is None
+                   or backlog_fingerprint != self.last_fingerprint or head != self.last_head)
         self.last_fingerprint, self.last_head = backlog_fingerprint, head
         if kind != "usage_limit":
             self.limit_wait_s = 0.0
@@ -210,4 +217,4 @@ class Guards:
         return cls(limits, **known)
 
 
-__all__ = ["Guards", "Limits", "Verdict", "Hold", "backlog_fingerprint"]
+__all__ = ["Guards", "Limits", "Verdict", "Hold", "backlog_fingerprint", "reported_cost"]

@@ -70,16 +70,12 @@ class Night:
 
     # ------------------------------------------------------------------ between sessions
     def between_sessions(self) -> str | None:
-        """None: start the next session. A line: stop gracefully (exit 0). Raises
-        BudgetExhausted for --max-runtime. Rotates the logs before the session."""
+        """None: start the next session. A line: stop gracefully (exit 0). Waits while the run
+        is paused. Raises BudgetExhausted for --max-runtime. Rotates the logs before the
+        session."""
         if self.stop_line is None:
-            verdict = control.check_between_sessions(self.ralph_dir, self._wait,
-                                                     log=self.say, poll_s=0.2)
-            if self.guard.hangup:
-                self.stop_line = "Stopped: SIGHUP received; the last session finished"
-            elif verdict == control.STOPPED:
-                self.stop_line = "Stopped: `ralph ctl stop` requested; the last session finished"
-        if self.stop_line is not None:
+            control.check_between_sessions(self.ralph_dir, self._wait, log=self.say, poll_s=0.2)
+        if self.stop_requested() is not None:
             self._event("log", kind="stop", message=self.stop_line)
             return self.stop_line
         verdict = self.guards.before_session()                   # --max-runtime
@@ -87,6 +83,23 @@ class Night:
             raise verdict.error()
         logrotate.rotate(self.log_dir)                           # .ralph/logs bounded
         return None
+
+    def stop_requested(self) -> str | None:
+        """The stop line once SIGHUP or `ralph ctl stop` asked the run to end, else None.
+        Never waits: a `--parallel` run asks before each session it starts while others run
+        (and waits out a pause with between_sessions once they have ended). A SIGINT or
+        SIGTERM that a `--parallel` run's pool queued is not a stop request: the pool ends
+        the run (exit 130)."""
+        if self.stop_line is None and not self.guard.pending:
+            if self.guard.hangup:
+                self.stop_line = "Stopped: SIGHUP received; the last session finished"
+            elif (self.ralph_dir / control.STOP).exists():
+                self.stop_line = "Stopped: `ralph ctl stop` requested; the last session finished"
+        return self.stop_line
+
+    def paused(self) -> bool:
+        """`ralph ctl pause` holds the next session (between_sessions waits it out)."""
+        return control.requested(self.ralph_dir) == control.PAUSE
 
     def fail_reason(self, result: Any) -> str:
         """The crash-safety reason: the spec's text, or one naming the timeout."""
@@ -107,8 +120,7 @@ class Night:
                                     agent=str(options.get("agent") or "claude"), env=self.env,
                                     session_s=self.cfg.session_s, idle_s=self.cfg.idle_s,
                                     default_wait_s=self.cfg.default_wait_s)
-        cost = getattr(summary, "total_cost_usd", None)
-        cost = cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+        cost = guards.reported_cost(summary)
         held = []
         if out.kind not in (outcome.USAGE_LIMIT, outcome.USAGE_DISABLED, outcome.AUTH_FAILURE,
                             outcome.ROOT_REFUSED):   # waits and fatal stops are no task's fault

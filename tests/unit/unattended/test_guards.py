@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
 from conftest import STUBS
 from ralphkit.errors import EXIT_BUDGET, EXIT_NO_PROGRESS, BudgetExhausted, NoProgress
-from ralphkit.unattended.guards import Guards, Limits, backlog_fingerprint
+from ralphkit.unattended.guards import Guards, Limits, backlog_fingerprint, reported_cost
 from ralphkit.unattended.outcome import Outcome
 
 OK = Outcome("success", "result success", False)
@@ -105,6 +106,23 @@ def test_usage_limit_sessions_count_neither_as_failures_nor_as_idle():
     for _ in range(10):
         assert g.after_session(LIMITED, 0, "fp0", "head0") is None
     assert (g.consecutive_failures, g.idle_sessions) == (1, 1)
+
+
+def test_without_a_fingerprint_no_session_is_idle_but_failures_still_count():
+    # a --parallel run passes none: it starts each task once per run
+    g = guards(max_idle_sessions=1, max_consecutive_failures=3)
+    assert all(g.after_session(OK, 0, None, None) is None for _ in range(5))
+    assert g.idle_sessions == 0
+    assert g.after_session(FAIL, 0, None, None) is None
+    assert g.after_session(FAIL, 0, None, None) is None
+    assert g.after_session(FAIL, 0, None, None).flag == "--max-consecutive-failures"
+
+
+@pytest.mark.parametrize("reported, cost", [(1.5, 1.5), (2, 2), (None, None), (True, None),
+                                            ("0.5", None)])
+def test_a_sessions_cost_is_what_its_summary_reports_as_a_number(reported, cost):
+    assert reported_cost(SimpleNamespace(total_cost_usd=reported)) == cost
+    assert reported_cost(None) is None
 
 
 @pytest.mark.parametrize("outcome", [OK, FAIL], ids=["idle-successes", "idle-failures"])
