@@ -670,6 +670,29 @@ def test_old_session_logs_are_rotated_before_a_session(git_repo, run_ralph, run_
     assert "old-000.jsonl" not in names and "old-104.jsonl" in names
 
 
+def test_a_parallel_run_rotates_old_logs_before_each_session_and_keeps_the_running_ones(
+        git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):
+    ignore_ralph_dir(git_repo, base_env)
+    together(run_task, "t1", "t2")
+    logs = git_repo / ".ralph" / "logs"
+    logs.mkdir(parents=True)
+    for i in range(105):
+        path = logs / f"old-{i:03d}.jsonl"
+        path.write_text("{}\n")
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))
+    proc = run_ralph("build", "--parallel", "2",            # claude-cost: a result event
+                     env=parallel_agent(bin_dir, tmp_path, "claude-cost", STUB_ACTION=WORK))
+    assert proc.returncode == 0, proc.stderr
+    names = sorted(p.name for p in logs.iterdir())
+    # 100 kept before the first session, then its log; 100 again before the second (the
+    # oldest goes, the first session's log is kept), then the second's
+    assert len(names) == 101
+    assert "old-005.jsonl" not in names and "old-006.jsonl" in names
+    sessions = [logs / Path(e["log"]).name for e in events(git_repo, "session_start")]
+    assert len(sessions) == 2
+    assert all('"type": "result"' in path.read_text() for path in sessions)   # whole
+
+
 def test_plan_mode_classifies_its_sessions_and_honours_an_explicit_breaker(
         git_repo, run_ralph, agent):
     proc = run_ralph("plan", "-n", "3", "--max-idle-sessions", "2",

@@ -26,7 +26,7 @@ from ralphkit.errors import RalphError, ScopeChanged, UsageError
 from ralphkit.parallel import launch, recovery, scheduler, session_end, worktrees
 from ralphkit.parallel.book import Book, Setup
 from ralphkit.session import pool as session_pool
-from ralphkit.unattended import guards, outcome, session_outcome
+from ralphkit.unattended import guards, logrotate, outcome, session_outcome
 
 LEASE = "3600"           # a claimed task stays ours while its session runs (task-cli s.9.4)
 
@@ -111,6 +111,8 @@ class ParallelBuild:
         return ok
 
     def _launch(self, task: dict):
+        # .ralph/logs bounded as before a single loop's session; the logs being written kept
+        logrotate.rotate(self.night.log_dir, protect=[x.log for x in self.book.sessions.values()])
         return launch.start(self.book, task, self.template)
 
     def _wait(self, active: dict) -> list[tuple[str, bool]]:
