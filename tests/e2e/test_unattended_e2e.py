@@ -541,6 +541,32 @@ def test_a_task_failing_max_attempts_times_is_held_with_its_reasons_and_skipped(
     assert events(git_repo, "session_end")[-1]["held"] == ["t1"]
 
 
+def test_parallel_runs_hold_a_task_failed_max_attempts_times_counting_earlier_runs(
+        git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):
+    ignore_ralph_dir(git_repo, base_env)
+    sync(run_task, "t1", "t2")
+    # t1's sessions exit without finishing it (each run starts a task once); t2's finish it
+    action = f'[ "$(cat "$RALPH_FROZEN_IDS_FILE")" = t1 ] && exit 1; {WORK}'
+    env = parallel_agent(bin_dir, tmp_path, STUB_ACTION=action)
+    first = run_ralph("build", "--parallel", "2", "--max-attempts", "2", env=env)
+    assert first.returncode == 0, first.stderr
+    assert "Held task" not in first.stdout
+    assert tasks_of(run_task)["t1"]["status"] == "open" and not tasks_of(run_task)["t1"]["held"]
+    second = run_ralph("build", "--parallel", "2", "--max-attempts", "2", env=env)
+    assert second.returncode == 0, second.stderr
+    # its second attempt, the first one of this run: the earlier run's counts (retry_count)
+    reason = f"failed 2 times (--max-attempts 2): {SPEC_REASON}"
+    assert f"Held task t1: {reason}\n" in second.stdout
+    assert "All tasks complete. Exiting loop." in second.stdout     # held counts as blocked
+    tasks = tasks_of(run_task)
+    assert (tasks["t1"]["held"], tasks["t2"]["status"]) == (reason, "done")
+    held = [e for e in events(git_repo, "log") if e.get("kind") == "task_held"]
+    assert [(e["task"], e["attempts"]) for e in held] == [("t1", 2)]
+    assert [e.get("held") for e in events(git_repo, "session_end")] == [["t1"]]
+    third = run_ralph("build", "--parallel", "2", "--max-attempts", "2", env=env)
+    assert third.returncode == 0 and events(git_repo, "session_end") == []   # not run again
+
+
 def test_reported_costs_end_the_run_after_the_session_that_reaches_max_cost(
         git_repo, run_ralph, run_task, agent, tmp_path):
     sync(run_task, "t1", "t2", "t3")

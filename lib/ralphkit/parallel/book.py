@@ -116,9 +116,10 @@ class Book:
             return {}
         return {record["id"]: record for record in records if record.get("id")}
 
-    def passthrough(self, *args: str, agent: str | None = None) -> None:
+    def passthrough(self, *args: str, agent: str | None = None) -> bool:
+        """A task call whose output goes to the run's stdout; True when it succeeded."""
         self.s.out.flush()
-        self.s.task.passthrough(*args, env=self.agent_env(agent), out=self.s.out)
+        return self.s.task.passthrough(*args, env=self.agent_env(agent), out=self.s.out).ok
 
     # ------------------------------------------------------------------ the record
     def save(self) -> None:

@@ -3,7 +3,8 @@ classes, as the single loop classifies them, usage limits included), then by its
 status: `done` is verified in its worktree when the verify gate is on (a failure re-opens or
 holds the task, docs/verify.md) and merged back into the run's branch (a failed merge re-opens
 the task with the reason and keeps the branch), `active` is failed (s.15.5, or with the
-timeout that ended it), anything else is recorded as left; then its worktree goes, its agent
+timeout that ended it) and counted as an attempt (--max-attempts holds it, unattended.night),
+anything else is recorded as left; then its worktree goes, its agent
 id is free again, and the run state, the session_end event and the user's line record it.
 Knows nothing of the breaker, the usage-limit wait or of what runs next (run)."""
 from __future__ import annotations
@@ -46,6 +47,7 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     result); (the outcome as the breaker counts it: a failure unless the task ended done and
     merged, how the session ended: outcome.classify's, the usage limit it hit or None)."""
     x = book.sessions.pop(tid)
+    held = False
     x.writer.close()
     if result.heartbeat is not None and result.heartbeat.failures:
         book.s.warn(f"[{tid}] {heartbeat.problem(result.heartbeat)}")
@@ -61,8 +63,10 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     elif status == "active":
         # s.15.5 crash safety; a timeout is named as the single loop names it
         reason = how.detail if result.timed_out or result.idle_out else FAIL_REASON
-        book.passthrough("fail", tid, "--reason", reason, agent=x.agent)   # fenced (fleet)
+        failed = book.passthrough("fail", tid, "--reason", reason, agent=x.agent)  # fenced (fleet)
         ok, message = False, reason
+        if failed and how.kind not in outcome.NOT_AN_ATTEMPT:    # --max-attempts: may hold it
+            held = book.s.night.attempt_failed(tid, reason, record.get("retry_count"))
     else:
         ok, message = status == "deleted", f"the session left the task {status}"
     try:
@@ -82,7 +86,7 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
                **{"class": how.kind, "detail": how.detail,
                   "counts_as_failure": how.counts_as_failure}, **resume,
                cost_usd=getattr(summary, "total_cost_usd", None),
-               turns=getattr(summary, "num_turns", None))
+               turns=getattr(summary, "num_turns", None), **({"held": [tid]} if held else {}))
     book.save()
     if x.pidfile:
         x.pidfile.unlink(missing_ok=True)

@@ -122,13 +122,9 @@ class Night:
                                     default_wait_s=self.cfg.default_wait_s)
         cost = guards.reported_cost(summary)
         held = []
-        if out.kind not in (outcome.USAGE_LIMIT, outcome.USAGE_DISABLED, outcome.AUTH_FAILURE,
-                            outcome.ROOT_REFUSED):   # waits and fatal stops are no task's fault
-            for slug in failed:
-                prior = self._rows.get(slug, {}).get("retry_count")
-                hold = self.guards.after_task_failure(slug, reason, prior_failures=prior)
-                if hold is not None and self._hold(hold):
-                    held.append(slug)
+        if out.kind not in outcome.NOT_AN_ATTEMPT:
+            held = [slug for slug in failed if self.attempt_failed(
+                slug, reason, self._rows.get(slug, {}).get("retry_count"))]
         n = (self.state.active or {}).get("n", self.state.sessions_started)
         record = {"n": n, "class": out.kind, "detail": out.detail,
                   "counts_as_failure": out.counts_as_failure}
@@ -144,6 +140,13 @@ class Night:
         if hit is not None and hit.reset_at is not None:
             fields["resume_at"] = hit.reset_at.isoformat()
         return fields
+
+    def attempt_failed(self, slug: str, reason: str, prior_failures: int | None) -> bool:
+        """Count a failed attempt at slug, which the loop put back with reason; hold the task
+        once its attempts reach --max-attempts (prior_failures: its retry_count before its
+        first failure in this run, so earlier runs count). True when it was held."""
+        hold = self.guards.after_task_failure(slug, reason, prior_failures=prior_failures)
+        return hold is not None and self._hold(hold)
 
     def settle(self, counts_text: str | None = None) -> None:
         """After the loop's own checks (plan-status, promise): raise what ends the run (exit 7,

@@ -31,6 +31,9 @@ PRECEDENCE = (USAGE_DISABLED, USAGE_LIMIT, ROOT_REFUSED, TIMEOUT, IDLE, KILLED_B
 # a disabled account and a refusal to run as root end the run and are no task's fault;
 # success is success. A failed login also ends the run (night), and stays a failed session.
 _NOT_FAILURES = {SUCCESS, USAGE_LIMIT, USAGE_DISABLED, ROOT_REFUSED}
+# Sessions that ended this way count no attempt at their task (--max-attempts): waits, and
+# stops of the whole run, are no task's fault.
+NOT_AN_ATTEMPT = frozenset({USAGE_LIMIT, USAGE_DISABLED, AUTH_FAILURE, ROOT_REFUSED})
 # What the real `claude` 2.1 prints on stderr (and nothing on stdout, exit 1) when it is given
 # --dangerously-skip-permissions as root without IS_SANDBOX=1 (exactly "1": "yes" or "true"
 # are refused too).
