@@ -451,6 +451,31 @@ def test_ctl_pause_holds_a_parallel_runs_next_sessions_until_resume(git_repo, ba
         run.kill()
 
 
+@pytest.mark.parametrize("how, code", [("SIGINT", 130), ("ctl stop", 0)],
+                         ids=["sigint", "ctl-stop"])
+def test_a_paused_parallel_run_ends_on_ctrl_c_or_a_stop_request(git_repo, base_env, bin_dir,
+                                                                 run_task, tmp_path, how, code):
+    ignore_ralph_dir(git_repo, base_env)
+    together(run_task, "t1", "t2")
+    env = {**base_env, **parallel_agent(bin_dir, tmp_path)}
+    ctl = [sys.executable, str(RALPH), "ctl"]
+    subprocess.run(ctl + ["pause"], cwd=git_repo, env=env, check=True, capture_output=True)
+    run = Running(["build", "--parallel", "2"], cwd=git_repo, env=env)
+    try:
+        wait_for(lambda: "Paused: " in run.stdout, timeout=30)
+        if how == "ctl stop":
+            subprocess.run(ctl + ["stop"], cwd=git_repo, env=env, check=True, capture_output=True)
+        else:
+            os.kill(run.proc.pid, signal.SIGINT)
+        assert run.wait(timeout=30) == code, run.stderr
+        assert started(tmp_path) == []
+        assert events(git_repo, "run_end")[-1]["exit_code"] == code
+        if how == "ctl stop":
+            assert "Stopped: `ralph ctl stop` requested; the last session finished\n" in run.stdout
+    finally:
+        run.kill()
+
+
 def test_a_parallel_run_ends_once_its_sessions_cost_reaches_max_cost(
         git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):
     ignore_ralph_dir(git_repo, base_env)
