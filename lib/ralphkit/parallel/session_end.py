@@ -4,9 +4,9 @@ status: `done` is verified in its worktree when the verify gate is on (a failure
 holds the task, docs/verify.md) and merged back into the run's branch (a failed merge re-opens
 the task with the reason and keeps the branch), `active` is failed (s.15.5, or with the
 timeout that ended it) and counted as an attempt (--max-attempts holds it, unattended.night),
-anything else is recorded as left; then its worktree goes, its agent
-id is free again, and the run state, the session_end event and the user's line record it.
-Knows nothing of the breaker, the usage-limit wait or of what runs next (run)."""
+anything else is recorded as left; then its worktree goes, its agent id is free again, and the
+run state, the session_end event and the user's line record it. Knows nothing of the breaker,
+the budgets, the usage-limit wait or of what runs next (run)."""
 from __future__ import annotations
 
 from typing import Any
@@ -47,8 +47,8 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     result); (the outcome as the breaker counts it: a failure unless the task ended done and
     merged, how the session ended: outcome.classify's, the usage limit it hit or None)."""
     x = book.sessions.pop(tid)
-    held = False
     x.writer.close()
+    held = False
     if result.heartbeat is not None and result.heartbeat.failures:
         book.s.warn(f"[{tid}] {heartbeat.problem(result.heartbeat)}")
     how, hit = _classify(book, result)
