@@ -154,3 +154,25 @@ def test_a_watch_reads_the_settings_once_not_at_every_refresh(tmp_path: Path, mo
     assert status.main(argv, stdout=out, cwd=tmp_path) == 0
     assert out.getvalue().count("No ralph run found") == 3
     assert load.call_count == 1
+
+
+@pytest.mark.parametrize("mode, max_iterations, options, stops_at", [
+    ("build", 0, {}, (5, 3)),                                   # unattended: the defaults
+    ("build", 4, {}, (0, 0)),                                   # -n 4: off unless given
+    ("build", 4, {"max_idle_sessions": 2}, (0, 2)),
+    ("plan", 0, {}, (0, 0)),
+    ("build", 0, {"parallel": 2}, (5, 0)),                      # each task once: no idle count
+    ("build", 0, {"parallel": 2, "max_consecutive_failures": 7}, (7, 0)),
+], ids=["build", "iteration-limit", "iteration-limit-given", "plan", "parallel",
+        "parallel-given"])
+def test_the_breakers_shown_stop_the_run_where_the_run_applies_them(
+        tmp_path: Path, mode, max_iterations, options, stops_at):
+    ralph_dir = tmp_path / ".ralph"
+    state = run_state.RunState(run_id="r", mode=mode, max_iterations=max_iterations,
+                               options=options)
+    state.extra["guards"] = {"consecutive_failures": 1, "idle_sessions": 0}
+    run_state.save(ralph_dir, state)
+    breakers = status.read_status(ralph_dir)["breakers"]
+    assert (breakers["consecutive_failures"]["stopsAt"],
+            breakers["idle_sessions"]["stopsAt"]) == stops_at
+    assert breakers["consecutive_failures"]["count"] == 1

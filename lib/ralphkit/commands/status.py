@@ -22,6 +22,7 @@ from ralphkit.report.render_text import clean
 from ralphkit.runs import progress
 from ralphkit.runs import lock as run_lock
 from ralphkit.runs import state as run_state
+from ralphkit.unattended import night_config
 
 LAST_OUTCOMES = 5
 
@@ -93,14 +94,18 @@ def read_status(ralph_dir: Path, named: str | None = None) -> dict[str, Any]:
 
 
 def _breakers(state: run_state.RunState | None) -> dict[str, Any] | None:
-    """The no-progress breaker's counters and where each stops the run (0: off)."""
+    """The no-progress breaker's counters and where each stops the run (0: off, as the run
+    applies it: unattended.night_config's rule)."""
     guards = state.extra.get("guards") if state else None
     if not isinstance(guards, dict):
         return None
+    given = state.options
     out = {}
     for counter, limit in (("consecutive_failures", "max_consecutive_failures"),
                            ("idle_sessions", "max_idle_sessions")):
-        at = state.options.get(limit, BY_NAME[limit].default)
+        on = night_config.breaker_applies(limit, state.mode, state.max_iterations,
+                                          int(given.get("parallel") or 1), given)
+        at = given.get(limit, BY_NAME[limit].default) if on else 0
         out[counter] = {"count": guards.get(counter, 0), "stopsAt": at}
     return out
 

@@ -2,8 +2,9 @@
 timeouts, the kill grace, usage-limit waits, and the breakers' default rule: --max-attempts,
 --max-idle-sessions and --max-consecutive-failures take their defaults (3, 3, 5) only in a
 build run without an iteration limit; with `-n N` (and in plan mode) they are off unless
-given explicitly. Knows nothing of acting on them (unattended.night, session.run) nor of
-where they come from (config)."""
+given explicitly; --max-idle-sessions is off in a `--parallel` run (it starts each task
+once). Knows nothing of acting on them (unattended.night, session.run) nor of where they come
+from (config)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,17 +26,26 @@ class NightConfig:
     limits: guards.Limits
 
 
+def breaker_applies(name: str, mode: str, max_iterations: int, parallel: int,
+                    explicit: Iterable[str]) -> bool:
+    """Whether the breaker `name` (max_attempts, max_idle_sessions, max_consecutive_failures)
+    bounds a run of these settings; `explicit`: the settings not left at their default."""
+    if name == "max_attempts" and mode != "build":
+        return False
+    if name == "max_idle_sessions" and parallel > 1:
+        return False
+    # [SH-COMPAT] with `-n N` the user's N is the bound, as in ralph.sh.
+    return name in set(explicit) or (mode == "build" and max_iterations == 0)
+
+
 def resolve(opts: Options, explicit: Iterable[str]) -> NightConfig:
     """From the run's options (a resumed run's persisted values applied). `explicit`: the
     settings not left at their default (the run state's options)."""
     explicit = set(explicit)
-    unattended = opts.mode == "build" and opts.max_iterations == 0
 
     def breaker(name: str) -> int:
-        # [SH-COMPAT] with `-n N` the user's N is the bound, as in ralph.sh.
-        if name not in explicit and not unattended:
-            return 0
-        return int(getattr(opts, name))
+        on = breaker_applies(name, opts.mode, opts.max_iterations, opts.parallel, explicit)
+        return int(getattr(opts, name)) if on else 0
 
     limit_wait = opts.max_limit_wait
     return NightConfig(
@@ -45,7 +55,7 @@ def resolve(opts: Options, explicit: Iterable[str]) -> NightConfig:
         margin_s=float(opts.limit_wait_margin),
         default_wait_s=float(opts.limit_default_wait),
         limits=guards.Limits(
-            max_attempts=breaker("max_attempts") if opts.mode == "build" else 0,
+            max_attempts=breaker("max_attempts"),
             max_idle_sessions=breaker("max_idle_sessions"),
             max_consecutive_failures=breaker("max_consecutive_failures"),
             max_cost_usd=opts.max_cost,
@@ -53,4 +63,4 @@ def resolve(opts: Options, explicit: Iterable[str]) -> NightConfig:
             max_limit_wait_s=DEFAULT_MAX_LIMIT_WAIT_S if limit_wait is None else limit_wait or None))
 
 
-__all__ = ["NightConfig", "resolve"]
+__all__ = ["NightConfig", "breaker_applies", "resolve"]

@@ -25,7 +25,10 @@ def night(mode: str, *args: str, yml: str = "", tmp_path: Path):
     ("plan", [], (0, 0, 0)),
     ("build", ["-n", "5", "--max-idle-sessions", "2"], (0, 2, 0)),
     ("build", ["--max-attempts", "1", "--max-consecutive-failures", "0"], (1, 3, 0)),
-], ids=["default-build", "n0", "n5", "plan", "n5-explicit", "explicit-unlimited"])
+    ("build", ["--parallel", "2"], (3, 0, 5)),          # a task once per run: no idle breaker
+    ("build", ["--parallel", "2", "--max-idle-sessions", "2"], (3, 0, 5)),
+], ids=["default-build", "n0", "n5", "plan", "n5-explicit", "explicit-unlimited", "parallel",
+        "parallel-explicit-idle"])
 def test_breakers_take_their_defaults_only_without_an_iteration_limit(
         tmp_path, mode, args, expected):
     limits = night(mode, *args, tmp_path=tmp_path).limits
