@@ -91,12 +91,20 @@ def result(text: str = "", subtype: str = "success", cost: float = 0.05, turns: 
             "num_turns": turns}
 
 
+# ralph.py keeps SIGHUP ignored when it starts with it ignored (nohup, docs/unattended.md), and
+# a test suite run under nohup would hand that on: the runs of the tests start with SIGHUP at
+# its default, as from a terminal, by resetting it before ralph.py is exec'd (same pid).
+_SIGHUP_DEFAULT = ("import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_DFL); "
+                   "os.execv(sys.executable, [sys.executable] + sys.argv[1:])")
+
+
 class Running:
     """ralph.py started with Popen in a session of its own (as a terminal's foreground job
-    would have its own group); stdout collected by a thread."""
+    would have its own group), SIGHUP at its default; stdout collected by a thread."""
 
     def __init__(self, args: list[str], *, cwd: Path, env: dict[str, str]):
-        self.proc = subprocess.Popen([sys.executable, str(RALPH), *args], cwd=cwd, env=env,
+        argv = [sys.executable, "-c", _SIGHUP_DEFAULT, str(RALPH), *args]
+        self.proc = subprocess.Popen(argv, cwd=cwd, env=env,
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, start_new_session=True)
         self._out = bytearray()
