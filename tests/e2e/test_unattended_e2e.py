@@ -706,14 +706,20 @@ def test_under_nohup_sighup_stays_ignored(git_repo, base_env, run_task, agent, t
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-def test_old_session_logs_are_rotated_before_a_session(git_repo, run_ralph, run_task, agent):
-    sync(run_task, "t1")
-    logs = git_repo / ".ralph" / "logs"
+def old_logs(repo: Path, count: int) -> Path:
+    """.ralph/logs holding `count` old logs, old-000.jsonl the oldest."""
+    logs = repo / ".ralph" / "logs"
     logs.mkdir(parents=True)
-    for i in range(105):
+    for i in range(count):
         path = logs / f"old-{i:03d}.jsonl"
         path.write_text("{}\n")
         os.utime(path, (1_000_000 + i, 1_000_000 + i))
+    return logs
+
+
+def test_old_session_logs_are_rotated_before_a_session(git_repo, run_ralph, run_task, agent):
+    sync(run_task, "t1")
+    logs = old_logs(git_repo, 105)
     proc = run_ralph("build", "-n", "1", env=agent("claude", claim=False))
     assert proc.returncode == 0
     names = sorted(p.name for p in logs.iterdir())
@@ -725,12 +731,7 @@ def test_a_parallel_run_rotates_old_logs_before_each_session_and_keeps_the_runni
         git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):
     ignore_ralph_dir(git_repo, base_env)
     together(run_task, "t1", "t2")
-    logs = git_repo / ".ralph" / "logs"
-    logs.mkdir(parents=True)
-    for i in range(105):
-        path = logs / f"old-{i:03d}.jsonl"
-        path.write_text("{}\n")
-        os.utime(path, (1_000_000 + i, 1_000_000 + i))
+    logs = old_logs(git_repo, 105)
     proc = run_ralph("build", "--parallel", "2",            # claude-cost: a result event
                      env=parallel_agent(bin_dir, tmp_path, "claude-cost", STUB_ACTION=WORK))
     assert proc.returncode == 0, proc.stderr
