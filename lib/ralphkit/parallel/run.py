@@ -46,7 +46,6 @@ class ParallelBuild:
         self.scope_stop: ScopeChanged | None = None  # no new session; exit 4 at the end
         self.limit = None                        # a usage limit hit: waited out (_resume)
         self.limited: list[str] = []             # the tasks of its sessions: tried again after
-        self.stop_line: str | None = None        # ralph ctl stop or SIGHUP: exit 0
 
     # ------------------------------------------------------------------ start and recovery
     def _open_run(self) -> None:
@@ -147,7 +146,8 @@ class ParallelBuild:
         frozen scope, a stop request."""
         return (self.book.pool.interrupted or bool(self.s.guard.pending)
                 or self.verdict is not None or self.stop is not None
-                or self.scope_stop is not None or self.stop_line is not None)
+                or self.scope_stop is not None
+                or self.night.stop_line is not None)       # ralph ctl stop, SIGHUP: exit 0
 
     def _holding(self) -> bool:
         """Asked before each session starts (the running ones go on meanwhile): True when
@@ -155,9 +155,8 @@ class ParallelBuild:
         are found here), or waits for a usage limit or a pause once the sessions ended."""
         if self.verdict is None:
             self.verdict = self.guards.before_session()         # --max-runtime
-        if self.stop_line is None and (line := self.night.stop_requested()) is not None:
-            self.stop_line = line                              # ralph ctl stop, SIGHUP
-            self.book.event("log", kind="stop", message=line)
+        if self.night.stop_line is None and (line := self.night.stop_requested()):
+            self.book.event("log", kind="stop", message=line)   # ralph ctl stop, SIGHUP
         return self._stopping() or self.limit is not None or self.night.paused()
 
     def _resume(self, plan: scheduler.ParallelRun) -> bool:
@@ -173,12 +172,12 @@ class ParallelBuild:
         if self._stopping():
             return False
         if self.limit is not None:
-            self.stop_line = self.night.wait_limit(self.limit)   # Usage limit: ...; exit 5
+            self.night.wait_limit(self.limit)    # Usage limit: ...; exit 5; a stop ends it
             self.limit = None
             plan.tried.difference_update(self.limited)
             self.limited = []
         else:
-            self.stop_line = self.night.between_sessions()   # Paused: ...; --max-runtime: exit 5
+            self.night.between_sessions()        # Paused: ...; --max-runtime: exit 5
         pool.handle_signals()                           # a Ctrl+C during the wait
         return not self._stopping()
 
@@ -214,7 +213,7 @@ class ParallelBuild:
                     reason = "stopped_by_agent"
                 elif self.scope_stop is not None and not pool.interrupted:
                     reason = "scope_changed"
-                elif self.stop_line is not None and not pool.interrupted:
+                elif self.night.stop_line is not None and not pool.interrupted:
                     reason = "stopped_by_request"
                 elif plan.reason != "stopped":
                     reason = plan.reason

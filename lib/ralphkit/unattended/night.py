@@ -99,7 +99,7 @@ class Night:
 
     def paused(self) -> bool:
         """`ralph ctl pause` holds the next session (between_sessions waits it out)."""
-        return control.requested(self.ralph_dir) == control.PAUSE
+        return (self.ralph_dir / control.PAUSE).exists()
 
     def fail_reason(self, result: Any) -> str:
         """The crash-safety reason: the spec's text, or one naming the timeout."""

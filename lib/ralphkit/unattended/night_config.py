@@ -8,7 +8,7 @@ from (config)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Container, Iterable
 
 from ralphkit.config.options import Options
 from ralphkit.unattended import guards
@@ -27,7 +27,7 @@ class NightConfig:
 
 
 def breaker_applies(name: str, mode: str, max_iterations: int, parallel: int,
-                    explicit: Iterable[str]) -> bool:
+                    explicit: Container[str]) -> bool:
     """Whether the breaker `name` (max_attempts, max_idle_sessions, max_consecutive_failures)
     bounds a run of these settings; `explicit`: the settings not left at their default."""
     if name == "max_attempts" and mode != "build":
@@ -35,7 +35,7 @@ def breaker_applies(name: str, mode: str, max_iterations: int, parallel: int,
     if name == "max_idle_sessions" and parallel > 1:
         return False
     # [SH-COMPAT] with `-n N` the user's N is the bound, as in ralph.sh.
-    return name in set(explicit) or (mode == "build" and max_iterations == 0)
+    return name in explicit or (mode == "build" and max_iterations == 0)
 
 
 def resolve(opts: Options, explicit: Iterable[str]) -> NightConfig:
