@@ -319,9 +319,7 @@ def test_a_parallel_run_waits_out_a_usage_limit_then_runs_the_limited_task_again
 def test_a_parallel_run_whose_usage_limit_resets_past_the_cap_ends_its_sessions_then_exits_5(
         git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):
     ignore_ralph_dir(git_repo, base_env)
-    for tid, component in (("t1", "api"), ("t2", "ui"), ("t3", "db")):   # may run together
-        created = run_task("create", tid, f"Task {tid}", "-c", f"component:{component}")
-        assert created.returncode == 0
+    together(run_task, "t1", "t2", "t3")
     # t2 works on until t1's session has ended on its limit (for 20 s at most)
     work = (f'n=0; until grep -qs usage_limit "{git_repo}"/.ralph/runs/*/events.jsonl || '
             f'[ $n -ge 400 ]; do n=$((n+1)); sleep 0.05; done; {WORK}')
