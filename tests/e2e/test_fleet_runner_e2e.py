@@ -93,8 +93,36 @@ def test_the_environment_selects_the_store_too(run_ralph, run_task, repo, pg_url
     assert statuses(pg_url)["t1"][0] == "done"
     assert list(run_dir(repo).glob("claims-*.txt"))
     seen = read_jsonl(log)[0]["env"]                 # what the agent's task calls see
-    assert seen["RALPH_TASKS_DB"] == pg_url and "RALPH_TASKS" not in seen
+    assert seen["RALPH_TASKS_DB"] == pg_url
+    assert seen.get("RALPH_TASKS") == (pg_url if variable == "RALPH_TASKS" else None)
     assert not (tmp_path / "other.db").exists()
+
+
+@pytest.mark.parametrize("yml", ["another store", "tk"])
+def test_ralph_task_in_a_session_reaches_the_runs_store_not_ralph_yml(
+        run_ralph, run_task, repo, pg_server, pg_url, tmp_path, yml):
+    # The run's --tasks wins over ralph.yml's tasks: (docs/fleet.md); an agent's `ralph task`
+    # must answer from the store its session works on, not from the one ralph.yml names.
+    other = pg_server.create_database()
+    try:
+        named = pg_server.url(other) if yml == "another store" else "tk"
+        (repo / "ralph.yml").write_text(f"tasks: {named}\n")
+        create(run_task, pg_url, "t1")
+        log = tmp_path / "agent.jsonl"
+        proc = run_ralph("build", "--tasks", pg_url, env={"STUB_ACTION": DONE_FIRST,
+                                                          "STUB_LOG": str(log)})
+        assert proc.returncode == 0, proc.stderr
+        session_env = read_jsonl(log)[0]["env"]
+        listed = run_ralph("task", "list", "--all", env=session_env)
+        assert listed.returncode == 0, listed.stderr
+        assert "t1" in listed.stdout
+        status = run_ralph("status", "--json", env=session_env)
+        assert json.loads(status.stdout)["fleet"]["store"] == pg_url, status.stderr
+        if yml == "another store":
+            assert query(PgStore(pg_server.url(other)),
+                         "SELECT count(*) FROM pg_tables WHERE tablename = 'tasks'") == [(0,)]
+    finally:
+        pg_server.drop_database(other)
 
 
 @pytest.mark.parametrize("how", ["flag", "ralph.yml", "RALPH_TASKS", "RALPH_TASKS_DB"])

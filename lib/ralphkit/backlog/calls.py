@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable, ContextManager, Mapping
 
 from ralphkit import programs
+from ralphkit.sources import registry
 
 
 STORE_LOST = "Error: task store unreachable"     # the task CLI gave up on a lost server
@@ -186,7 +187,7 @@ def resolve(script_dir: Path, environ: Mapping[str, str], *, in_process: bool = 
     command = own or str(script_dir / "scripts" / "task")
     executable = own if own and os.access(own, os.X_OK) else None
     source = environ.get("RALPH_TASKS", "")
-    if source not in ("", "sqlite"):           # a task source answers (docs/task-sources.md)
+    if registry.is_source(source):             # a task source answers (docs/task-sources.md)
         return TaskCommand(command, executable, False, source=source if in_process else "")
     return TaskCommand(command, executable, in_process and _embedded_available())
 

@@ -26,11 +26,10 @@ def task_source(opts: Options, warn: Say) -> None:
     """--tasks: before the task command is resolved and before any write, the source's tool
     is there (else UsageError: one line naming what to install, exit 1); RALPH_TASKS (and the
     source's root) reach every child through ralph.py's environment; files the source will
-    skip are named on stderr (docs/task-sources.md). A store URL (--tasks or RALPH_TASKS_DB)
-    reaches them as RALPH_TASKS_DB, its scheme checked first (docs/fleet.md)."""
+    skip are named on stderr (docs/task-sources.md). A store URL reaches them as
+    RALPH_TASKS_DB (and as RALPH_TASKS when the `tasks` setting names it), its scheme checked
+    first (docs/fleet.md)."""
     exports, notes = sources.prepare(opts.tasks, opts.mode, os.environ, Path.cwd())
-    if sources.is_store(opts.tasks):                            # --tasks postgresql://...: the
-        os.environ.pop("RALPH_TASKS", None)                     # embedded task CLI answers
     os.environ.update(exports)
     fleet_store.check(os.environ)                               # unknown scheme, no driver: exit 1
     for note in notes:

@@ -62,10 +62,11 @@ def preflight(name: str, environ: Mapping[str, str], cwd: Path) -> tuple[Path, l
 def prepare(name: str, mode: str, environ: Mapping[str, str],
             cwd: Path) -> tuple[dict[str, str], list[str]]:
     """(variables to export, notices for stderr). Raises UsageError when the tool is missing.
-    A store URL is exported as RALPH_TASKS_DB, the embedded task CLI's store, for every child
-    (the caller drops RALPH_TASKS: scripts/task would read a URL there as a source's name)."""
+    A store URL is exported as RALPH_TASKS_DB, the embedded task CLI's store, and as
+    RALPH_TASKS, the `tasks` setting, so that a `ralph task` or `ralph status` run inside a
+    session takes the run's store over the one ralph.yml names."""
     if is_store(name):
-        return {"RALPH_TASKS_DB": name}, []
+        return {"RALPH_TASKS": name, "RALPH_TASKS_DB": name}, []
     if not is_source(name):
         return ({"RALPH_TASKS": name} if environ.get("RALPH_TASKS") else {}), []
     root, problems = preflight(name, environ, cwd)
