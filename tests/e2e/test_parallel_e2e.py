@@ -132,6 +132,67 @@ def test_max_iterations_counts_sessions_started_across_all_slots(run_ralph, run_
     assert sorted(t["status"] for t in export(run_task).values()) == ["done"] * 3 + ["open"] * 2
 
 
+def session_prompts(log) -> dict[str, str]:
+    """{task id: the prompt its agent was started with} from the stub's STUB_LOG."""
+    prompts = {}
+    for rec in read_jsonl(log):
+        prompt = rec["argv"][rec["argv"].index("-p") + 1]
+        prompts[rec["env"]["RALPH_AGENT_ID"]] = prompt
+    return prompts
+
+
+def commit_files(git_repo, base_env, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (git_repo / name).write_text(text)
+    git(git_repo, "add", *files, env=base_env)
+    git(git_repo, "commit", "-qm", "settings", env=base_env)
+
+
+@pytest.mark.parametrize("assign", [False, True])
+def test_parallel_sessions_get_the_prompt_template_of_the_run(run_ralph, run_task, setup,
+                                                               tmp_path, assign):
+    # --prompt '/tf {id} --auto' (pi-ticketflow's dispatch) is the whole prompt of each
+    # session, as in the single loop, where --assign takes precedence too
+    create(run_task, {"p1": "a", "p2": "b"})
+    log = tmp_path / "agent.jsonl"
+    proc = run_ralph("build", "--parallel", "2", "--prompt", "/tf {id} --auto",
+                     *(["--assign"] if assign else []),
+                     env={**setup, "STUB_LOG": str(log)}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    prompts = sorted(session_prompts(log).values())
+    if assign:
+        assert [p.splitlines()[3] for p in prompts] == ["Task: p1 (priority 2, medium)",
+                                                        "Task: p2 (priority 2, medium)"]
+    else:
+        assert prompts == ["/tf p1 --auto", "/tf p2 --auto"]
+    assert [t["status"] for t in export(run_task).values()] == ["done", "done"]
+
+
+def test_parallel_sessions_render_the_configured_anti_drift_template(
+        run_ralph, run_task, setup, git_repo, base_env, tmp_path):
+    create(run_task, {"p1": "a", "p2": "b"})
+    commit_files(git_repo, base_env, {"drift.md": "Only {id}: {title}.\n",
+                                      "ralph.yml": "assign_prompt: drift.md\n"})
+    log = tmp_path / "agent.jsonl"
+    proc = run_ralph("build", "--parallel", "2", env={**setup, "STUB_LOG": str(log)},
+                     timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(session_prompts(log).values()) == ["/ralph-build Only p1: Task p1.",
+                                                     "/ralph-build Only p2: Task p2."]
+
+
+def test_an_unreadable_anti_drift_template_stops_a_parallel_run_before_anything_is_written(
+        run_ralph, run_task, setup, git_repo, base_env):
+    create(run_task, {"p1": "a"})
+    commit_files(git_repo, base_env, {"ralph.yml": "assign_prompt: missing.md\n"})
+    proc = run_ralph("build", "--parallel", "2", env=setup, timeout=60)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr.count("\n") == 1
+    assert "missing.md cannot be read" in proc.stderr and "assign_prompt" in proc.stderr
+    assert not (git_repo / ".ralph" / "runs").exists()
+    assert [t["status"] for t in export(run_task).values()] == ["open"]
+
+
 def test_killing_ralph_mid_run_and_resuming_cleans_worktrees_and_loses_no_task(
         run_task, setup, git_repo, base_env, tmp_path):
     comps = {f"k{i}": f"c{i}" for i in range(6)}

@@ -180,6 +180,12 @@ def render_block(task: AssignedTask, template: str, *, task_cmd: str = "$RALPH_T
     return "\n".join(out).strip("\n")
 
 
+def dispatch_prompt(template: str, task_id: str) -> str:
+    """The whole prompt of a session under `--prompt TEMPLATE` (pi-ticketflow's
+    `/tf {id} --auto`): the template with `{id}` replaced by the claimed task's id."""
+    return template.replace("{id}", task_id)
+
+
 def session_prompt(block: str) -> str:
     """The session prompt in assignment mode: `/ralph-build ` + the block, so the build
     skill still runs and reads the block where it would read the peek landscape."""
@@ -229,4 +235,5 @@ def _as_list(items: list[str]) -> str:
 
 
 __all__ = ["AssignedTask", "PRIORITY_WORDS", "parse_priority", "priority_word", "claim_next",
-           "build_task", "extract_why", "load_template", "render_block", "session_prompt"]
+           "build_task", "dispatch_prompt", "extract_why", "load_template", "render_block",
+           "session_prompt"]

@@ -121,7 +121,7 @@ def setup(opts: Options, task_call: TaskCall, repo: Path, ralph_dir: Path,
     lease, which the session's heartbeat renews (docs/fleet.md)."""
     if not opts.assign:
         return None
-    template = assignment.load_template(_path(repo, opts.assign_prompt))
+    template = anti_drift_template(opts, repo)
     timeout = opts.session_timeout or 0
     # The claim's lease outlives the session (its timeout), so no other claimer takes the
     # task over while its agent still works on it; on a fleet's store the heartbeat keeps it.
@@ -134,11 +134,18 @@ def setup(opts: Options, task_call: TaskCall, repo: Path, ralph_dir: Path,
                       lease=lease)
 
 
+def anti_drift_template(opts: Options, repo: Path) -> str:
+    """The template of the anti-drift block: `assign_prompt` (relative to the repository
+    root), else the shipped one. UsageError (exit 1) when it cannot be read."""
+    return assignment.load_template(_path(repo, opts.assign_prompt))
+
+
 def validate(opts: Options, repo: Path) -> None:
-    """Read the template when assignment mode is asked for: UsageError (exit 1) before the
-    first write of the run, not after the run lock is taken."""
-    if opts.assign:
-        assignment.load_template(_path(repo, opts.assign_prompt))
+    """Read the template when a session will get the anti-drift block (assignment mode, and
+    every `--parallel` session unless a --prompt template replaces it): UsageError (exit 1)
+    before the first write of the run, not after the run lock is taken."""
+    if opts.assign or (opts.parallel > 1 and not opts.prompt):
+        anti_drift_template(opts, repo)
 
 
 def _path(repo: Path, value: str | None) -> Path | None:
@@ -163,4 +170,4 @@ def end_line(held: list[tuple[str, str]], default: str) -> list[str]:
             "Release a held task with: ralph task _unhold <id>"]
 
 
-__all__ = ["AssignMode", "Step", "setup", "validate", "end_line"]
+__all__ = ["AssignMode", "Step", "setup", "anti_drift_template", "validate", "end_line"]

@@ -8,11 +8,11 @@ assign.mode, sync.runner)."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import TypeVar
 
 from ralphkit import errors
 from ralphkit.assign import mode as assign_mode
+from ralphkit.assign.choice import dispatch_prompt
 from ralphkit.backlog import answers
 from ralphkit.config.settings import find_repo_root
 from ralphkit.loop.context import RunContext
@@ -24,7 +24,7 @@ FROZEN_DONE = "All frozen tasks complete. Exiting loop."
 F = TypeVar("F", bound="Feature")
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Prompt:
     data: str                            # the text after the skill command (s.11)
     task: str | None = None              # the task ralph assigned for this session, if any
@@ -251,7 +251,7 @@ class PromptTemplate(Feature):
         ids = answers.slugs(claimed.output) if claimed.ok else []
         if not ids:                                     # only tasks leased to others
             return None
-        return Prompt("", ids[0], command=self.template.replace("{id}", ids[0]))
+        return Prompt("", ids[0], command=dispatch_prompt(self.template, ids[0]))
 
 
 def prompt_template(ctx: RunContext) -> PromptTemplate | None:

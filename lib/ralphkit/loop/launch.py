@@ -10,8 +10,10 @@ from typing import Callable
 
 from ralphkit import workspace
 from ralphkit.agents import adapters as agents
+from ralphkit.assign import mode as assign_mode
 from ralphkit.backlog import answers as backlog
 from ralphkit.backlog import readonly as backlog_readonly
+from ralphkit.config.settings import find_repo_root
 from ralphkit.loop.context import RunContext
 from ralphkit.loop.features import Prompt, Verify
 from ralphkit.runs import lifecycle
@@ -102,6 +104,7 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
 
     opts, night = ctx.options, ctx.night
     verify = ctx.features.get(Verify) if ctx.features else None
+    prompt = None if opts.assign else opts.prompt       # --assign takes precedence, as in the loop
     return parallel.run(parallel.Setup(
         task=ctx.task, env=ctx.env, cwd=ctx.cwd, adapter=ctx.adapter, danger=opts.danger,
         model=ctx.model, parallel=opts.parallel, max_iterations=opts.max_iterations,
@@ -114,7 +117,11 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
         verify=verify.gate if verify else None,                            # before each merge
         lease_s=opts.lease if ctx.fleet() else 0.0,                        # claims, heartbeats
         default_limit_wait_s=night.cfg.default_wait_s,                     # usage limits
-        night=night))                  # breaker, budgets, ctl stop and pause, SIGHUP, limit waits
+        night=night,                   # breaker, budgets, ctl stop and pause, SIGHUP, limit waits
+        prompt=prompt,                                                     # --prompt '/tf {id}'
+        template=None if prompt else assign_mode.anti_drift_template(      # read in validate
+            opts, find_repo_root(ctx.cwd))))
+
 
 
 def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = FAIL_REASON,

@@ -40,11 +40,14 @@ def start(book: Book, task: dict, template: str) -> Session | None:
         wt = worktrees.create(s.cwd, book.state.run_id, tid, s.run_branch, env=s.env)
     except RalphError as err:
         return not_started(book, task, f"cannot create its worktree: {err}")
-    block = choice.render_block(choice.build_task(task, Path(s.cwd)), template)
-    prompt = choice.session_prompt(block)
-    if not s.adapter.prompt_on_stdin and not adapters.prompt_fits(prompt):
-        prompts = workspace.ralph_subdir(Path(s.cwd), "prompts")      # as the loop's
-        prompt = adapters.spill_prompt("/ralph-build", block, prompts / f"{stem}.md")
+    if s.prompt:                    # --prompt: the whole prompt, as in the single loop
+        prompt = choice.dispatch_prompt(s.prompt, tid)
+    else:
+        block = choice.render_block(choice.build_task(task, Path(s.cwd)), template)
+        prompt = choice.session_prompt(block)
+        if not s.adapter.prompt_on_stdin and not adapters.prompt_fits(prompt):
+            prompts = workspace.ralph_subdir(Path(s.cwd), "prompts")  # as the loop's
+            prompt = adapters.spill_prompt("/ralph-build", block, prompts / f"{stem}.md")
     argv = s.adapter.argv(prompt, danger=s.danger, model=s.model)
     frozen = run_dir / f"task-{worktrees.branch_safe(tid)}"
     frozen.write_text(tid + "\n")

@@ -35,7 +35,8 @@ class ParallelBuild:
     def __init__(self, setup: Setup) -> None:
         self.s = setup
         self.book = Book(setup)
-        self.template = choice.load_template(None)
+        self.template = (setup.template if setup.template is not None
+                         else choice.load_template(None))
         self.ended: list = []                    # sessions ended, not yet finished (_wait)
         self.night = setup.night
         # The run's breaker and budgets, as the single loop keeps them (its counters in the
