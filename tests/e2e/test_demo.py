@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from conftest import RALPH, ROOT, TASK, run_process
+from conftest import ROOT, TASK, run_process
 
 DEMO = ROOT / "demo" / "run_demo.py"
 

@@ -9,12 +9,11 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import RALPH, STUBS, install_stub, wait_for
+from conftest import RALPH, install_stub, wait_for
 from loophelp import Running, alive
 
 SCRIPT = """\

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import install_stub, read_jsonl, wait_for
-from loophelp import Running, TaskStub, tasks  # noqa: F401  (fixture)
+from loophelp import Running, tasks  # noqa: F401  (fixture)
 
 ONCE = '[ -e "$MARK" ] || {{ {action} ; touch "$MARK"; }}'   # the change happens in session 1 only
 TASK = '"$RALPH_TASK_SCRIPT"'
@@ -95,7 +95,7 @@ def test_each_kind_of_change_mid_run_is_reported_once_on_stderr_in_events_and_pr
     assert scope_lines(proc.stderr) == [f"Scope changed: {line}"]
     changed = world.events("scope_changed")
     assert [e["changes"] for e in changed] == [[line]]
-    assert f"- Scope changed: " in world.progress() and line in world.progress()
+    assert "- Scope changed: " in world.progress() and line in world.progress()
     assert proc.stdout.endswith("Reached max iterations: 3\nderegistered "
                                 + world.agent_envs()[0]["RALPH_AGENT_ID"] + "\n")
 

@@ -4,7 +4,6 @@ branch is not merged. Real pytest, real git, the stub agent tests/stubs/claude-v
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from conftest import git, install_stub, read_jsonl
 
