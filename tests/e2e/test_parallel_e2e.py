@@ -193,6 +193,26 @@ def test_an_unreadable_anti_drift_template_stops_a_parallel_run_before_anything_
     assert [t["status"] for t in export(run_task).values()] == ["open"]
 
 
+def test_with_assign_the_inbox_is_imported_before_each_claim_of_a_parallel_run(
+        run_ralph, run_task, setup, git_repo, tmp_path):
+    # one file there at start; one that p1's agent drops mid-run becomes a task of this run
+    create(run_task, {"p1": "a"})
+    inbox = git_repo / ".ralph" / "inbox"
+    inbox.mkdir(parents=True)
+    (inbox / "early.json").write_text('{"id": "early", "title": "Early", "category": "component:b"}')
+    late = json.dumps({"id": "late", "title": "Late", "category": "component:c"})
+    action = f"""[ "$(cat "$RALPH_FROZEN_IDS_FILE")" = p1 ] && echo '{late}' > {inbox}/late.json
+{ACTION}"""
+    proc = run_ralph("build", "--parallel", "2", "--assign", env={**setup, "STUB_ACTION": action},
+                     timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "inbox: imported 1 task(s): early" in proc.stderr
+    assert "inbox: imported 1 task(s): late" in proc.stderr
+    assert {tid: t["status"] for tid, t in export(run_task).items()} == {
+        "p1": "done", "early": "done", "late": "done"}
+    assert last_line(proc.stdout) == "All tasks complete. Exiting loop."
+
+
 def test_killing_ralph_mid_run_and_resuming_cleans_worktrees_and_loses_no_task(
         run_task, setup, git_repo, base_env, tmp_path):
     comps = {f"k{i}": f"c{i}" for i in range(6)}

@@ -15,7 +15,7 @@ from ralphkit.backlog import answers as backlog
 from ralphkit.backlog import readonly as backlog_readonly
 from ralphkit.config.settings import find_repo_root
 from ralphkit.loop.context import RunContext
-from ralphkit.loop.features import Prompt, Verify
+from ralphkit.loop.features import Assign, Prompt, Verify
 from ralphkit.runs import lifecycle
 from ralphkit.fleet import store as fleet_store
 from ralphkit.session import fresh_start
@@ -104,6 +104,7 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
 
     opts, night = ctx.options, ctx.night
     verify = ctx.features.get(Verify) if ctx.features else None
+    assign = ctx.features.get(Assign) if ctx.features else None
     prompt = None if opts.assign else opts.prompt       # --assign takes precedence, as in the loop
     return parallel.run(parallel.Setup(
         task=ctx.task, env=ctx.env, cwd=ctx.cwd, adapter=ctx.adapter, danger=opts.danger,
@@ -119,6 +120,7 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
         default_limit_wait_s=night.cfg.default_wait_s,                     # usage limits
         night=night,                   # breaker, budgets, ctl stop and pause, SIGHUP, limit waits
         prompt=prompt,                                                     # --prompt '/tf {id}'
+        import_inbox=assign.before_session if assign else None,           # --assign: the inbox
         template=None if prompt else assign_mode.anti_drift_template(      # read in validate
             opts, find_repo_root(ctx.cwd))))
 

@@ -62,6 +62,8 @@ class Setup:
     # the shipped one), or the --prompt template with {id} replaced, when it is given.
     template: str | None = None
     prompt: str | None = None
+    # --assign: new inbox files become tasks (docs/assignment.md), called before each peek.
+    import_inbox: Callable[[], object] | None = None
 
 
 @dataclass

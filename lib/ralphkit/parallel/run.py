@@ -65,6 +65,8 @@ class ParallelBuild:
 
     # ------------------------------------------------------------------ scheduler callbacks
     def _peek(self) -> list[dict]:
+        if self.s.import_inbox is not None:      # --assign: before each claim, as the loop
+            self.s.import_inbox()
         if self.s.scope_check is not None:       # before the sessions this peek may start
             try:
                 if self.s.scope_check():
