@@ -213,6 +213,20 @@ def test_with_assign_the_inbox_is_imported_before_each_claim_of_a_parallel_run(
     assert last_line(proc.stdout) == "All tasks complete. Exiting loop."
 
 
+def test_flags_a_parallel_run_has_no_use_for_are_named_once_not_silently_dropped(
+        run_ralph, run_task, setup, tmp_path):
+    create(run_task, {"p1": "a", "p2": "b"})
+    log = tmp_path / "agent.jsonl"
+    proc = run_ralph("build", "--parallel", "2", "--continue-session", "--max-idle-sessions", "1",
+                     env={**setup, "STUB_LOG": str(log)}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    notes = [line for line in proc.stderr.splitlines() if " ignored: " in line]
+    assert notes == [
+        "--continue-session ignored: each --parallel session starts fresh in its own worktree",
+        "--max-idle-sessions 1 ignored: a --parallel run starts each task at most once"]
+    assert not [rec for rec in read_jsonl(log) if "--continue" in rec["argv"]]
+
+
 def test_killing_ralph_mid_run_and_resuming_cleans_worktrees_and_loses_no_task(
         run_task, setup, git_repo, base_env, tmp_path):
     comps = {f"k{i}": f"c{i}" for i in range(6)}

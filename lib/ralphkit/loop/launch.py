@@ -14,6 +14,7 @@ from ralphkit.assign import mode as assign_mode
 from ralphkit.backlog import answers as backlog
 from ralphkit.backlog import readonly as backlog_readonly
 from ralphkit.config.settings import find_repo_root
+from ralphkit.config.table import BY_NAME
 from ralphkit.loop.context import RunContext
 from ralphkit.loop.features import Assign, Prompt, Verify
 from ralphkit.runs import lifecycle
@@ -25,6 +26,9 @@ from ralphkit.session import run as session
 from ralphkit.backlog.answers import FAIL_REASON
 
 WAITING = "Waiting for {agent} to finish cleanup... Press Ctrl+C again to force quit."
+# Flags a --parallel run has no use for (docs/parallel.md), and why.
+NOT_PARALLEL = {"continue_session": "each --parallel session starts fresh in its own worktree",
+                "max_idle_sessions": "a --parallel run starts each task at most once"}
 
 
 def first_interrupt(ctx: RunContext) -> None:
@@ -103,6 +107,11 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
     from ralphkit.parallel import run as parallel   # git worktrees: only a --parallel run pays
 
     opts, night = ctx.options, ctx.night
+    for name, why in NOT_PARALLEL.items():              # given on the command line: said once
+        if opts.source(name) == "cli":
+            value, flag = getattr(opts, name), BY_NAME[name].flag
+            shown = flag if value is True else f"{flag} {value}"
+            ctx.notice("flag_ignored", f"{shown} ignored: {why}")
     verify = ctx.features.get(Verify) if ctx.features else None
     assign = ctx.features.get(Assign) if ctx.features else None
     prompt = None if opts.assign else opts.prompt       # --assign takes precedence, as in the loop
@@ -123,7 +132,6 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
         import_inbox=assign.before_session if assign else None,           # --assign: the inbox
         template=None if prompt else assign_mode.anti_drift_template(      # read in validate
             opts, find_repo_root(ctx.cwd))))
-
 
 
 def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = FAIL_REASON,
