@@ -3,6 +3,7 @@
 skills and hooks (it "runs from a checkout and installed")."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import site
@@ -27,12 +28,17 @@ def installed(tmp_path_factory) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True)
     purelib = Path(sysconfig.get_path("purelib", vars={"base": str(prefix)}))
     (purelib / "test-deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(prefix / "bin" / "python"),
-                    # --ignore-installed: the test venv's editable ralph-py is visible through
-                    # the .pth line; without it pip would uninstall it from the test venv.
-                    "install", "-q", "--no-deps", "--no-build-isolation", "--ignore-installed",
-                    str(ROOT)],
-                   check=True, capture_output=True)
+    # pip builds in the checkout (its build/ and egg-info): one build at a time across the
+    # xdist workers, or two of them overwrite each other's files mid-build.
+    with open(tmp_path_factory.getbasetemp().parent / "packaging.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run([sys.executable, "-m", "pip", "--python", str(prefix / "bin" / "python"),
+                        # --ignore-installed: the test venv's editable ralph-py is visible
+                        # through the .pth line; without it pip would uninstall it from the
+                        # test venv.
+                        "install", "-q", "--no-deps", "--no-build-isolation",
+                        "--ignore-installed", str(ROOT)],
+                       check=True, capture_output=True)
     return prefix
 
 
