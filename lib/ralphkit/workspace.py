@@ -45,9 +45,10 @@ def ralph_dir(cwd: Path) -> Path:
     return cwd / ".ralph"
 
 
-def ralph_subdir(cwd: Path, name: str) -> Path:
-    """.ralph/<name>, created when missing. A .ralph/ without a .gitignore gets one holding
-    `*` (as the task CLI does), so an agent's `git add -A` never commits logs."""
+def ralph_subdir(cwd: Path, name: str = "") -> Path:
+    """.ralph/<name> (without a name, .ralph/ itself), created when missing. A .ralph/ without
+    a .gitignore gets one holding `*` (as the task CLI does), so an agent's `git add -A` never
+    commits logs."""
     ralph_dir = cwd / ".ralph"
     path = ralph_dir / name
     try:

@@ -213,6 +213,42 @@ def test_with_assign_the_inbox_is_imported_before_each_claim_of_a_parallel_run(
     assert last_line(proc.stdout) == "All tasks complete. Exiting loop."
 
 
+# Commits its work, then takes the anti-drift block's other way of finishing: it marks
+# .ralph/current-task.json completed instead of calling `task done`.
+FINISH_BY_FILE = r"""
+tid=$(cat "$RALPH_FROZEN_IDS_FILE")
+echo "$tid" > "out-$tid.txt" && git add -A >/dev/null && git commit -qm "work on $tid" >/dev/null
+python3 -c '
+import json, sys
+path = ".ralph/current-task.json"
+record = json.load(open(path))
+assert record["id"] == sys.argv[1] and record["status"] == "in_progress", record
+record.update(status="completed", verification_notes="checked by hand")
+json.dump(record, open(path, "w"))
+' "$tid"
+"""
+
+
+def test_a_parallel_session_may_finish_its_task_through_current_task_json(
+        run_ralph, run_task, setup, git_repo, base_env):
+    # the anti-drift block offers both ways to every session, so a --parallel run honours both
+    create(run_task, {"p1": "a", "p2": "b"})
+    proc = run_ralph("build", "--parallel", "2", env={**setup, "STUB_ACTION": FINISH_BY_FILE},
+                     timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert last_line(proc.stdout) == "All tasks complete. Exiting loop."
+    tasks = export(run_task)
+    assert [t["status"] for t in tasks.values()] == ["done", "done"]
+    for tid, task in tasks.items():
+        result = json.loads(task["result"])      # the session's HEAD (a rebase may copy it)
+        assert git(git_repo, "log", "-1", "--format=%s", result["commit"],
+                   env=base_env).strip() == f"work on {tid}"
+        assert (result["verification_notes"], result["recorded_by"]) == (
+            "checked by hand", "current-task.json")
+        assert (git_repo / f"out-{tid}.txt").exists()
+    assert git(git_repo, "ls-files", ".ralph", env=base_env) == ""   # never committed
+
+
 def test_flags_a_parallel_run_has_no_use_for_are_named_once_not_silently_dropped(
         run_ralph, run_task, setup, tmp_path):
     create(run_task, {"p1": "a", "p2": "b"})

@@ -98,11 +98,8 @@ def start_assigned_session(task_call: TaskCall, *, repo: Path, ralph_dir: Path, 
     if records is not None:
         task_files.write_backlog(ralph_dir, [r for r in records if r.get("id") != task.id])
     head = task_files.git_head(repo)
-    task_files.write_current_task(ralph_dir, {
-        "id": task.id, "title": task.title, "objective": task.title, "why": task.why,
-        "criteria": task.criteria, "source": task.source, "priority": task.priority,
-        "retryCount": task.retry_count}, agent=agent, baseline_status=baseline, head=head,
-        repo=repo)
+    task_files.write_current_task(ralph_dir, task_files.task_fields(task), agent=agent,
+                                  baseline_status=baseline, head=head, repo=repo)
     count = guard.before_spawn(task.id, baseline)
     current_file = ralph_dir / "current-task.json"
     try:        # as the agent sees it from the repository root, when it is inside
@@ -117,6 +114,22 @@ def start_assigned_session(task_call: TaskCall, *, repo: Path, ralph_dir: Path, 
                            messages)
 
 
+def done_from_current_task(task_call: TaskCall, task_id: str, current: dict,
+                           repo: Path) -> str | None:
+    """The seed's file protocol: the agent marked current-task.json completed but did not
+    call `task done`; ralph records it, with the HEAD of `repo` as the commit. The result
+    text recorded, or None (not marked completed, or `done` refused)."""
+    if current.get("id") != task_id or current.get("status") != "completed":
+        return None
+    result = {"commit": task_files.git_head(repo) or "none",
+              "verification_notes": current.get("verification_notes") or "",
+              "artifacts": current.get("artifacts") or [],
+              "recorded_by": "current-task.json"}
+    result_text = json.dumps(result, ensure_ascii=False)
+    ok, _ = task_call(["done", task_id, "--result", result_text])
+    return result_text if ok else None
+
+
 def finish_assigned_session(task_call: TaskCall, task_id: str, *, repo: Path,
                             ralph_dir: Path, guard: RespawnGuard,
                             reason: str = FAIL_REASON) -> SessionOutcome:
@@ -129,17 +142,10 @@ def finish_assigned_session(task_call: TaskCall, task_id: str, *, repo: Path,
     record = task_client.task_record(task_call, task_id)
     status = record.get("status") if record else None
     result_text = record.get("result") if record else None
-    if status == "active" and current.get("status") == "completed":
-        # The seed's file protocol: the agent marked current-task.json completed but did not
-        # call `task done`; ralph records it with HEAD as the commit.
-        result = {"commit": task_files.git_head(repo) or "none",
-                  "verification_notes": current.get("verification_notes") or "",
-                  "artifacts": current.get("artifacts") or [],
-                  "recorded_by": "current-task.json"}
-        result_text = json.dumps(result, ensure_ascii=False)
-        ok, _ = task_call(["done", task_id, "--result", result_text])
-        if ok:
-            status = "done"
+    if status == "active":
+        recorded = done_from_current_task(task_call, task_id, current, repo)
+        if recorded is not None:
+            status, result_text = "done", recorded
             messages.append(f"task {task_id}: marked done from current-task.json")
     outcome = SessionOutcome(task_id, "unknown", status, messages=messages)
     if status == "done":
@@ -179,4 +185,4 @@ def finish_assigned_session(task_call: TaskCall, task_id: str, *, repo: Path,
 
 
 __all__ = ["AssignedSession", "SessionOutcome", "start_assigned_session",
-           "finish_assigned_session"]
+           "done_from_current_task", "finish_assigned_session"]

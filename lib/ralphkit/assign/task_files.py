@@ -80,6 +80,13 @@ def write_current_task(ralph_dir: Path, task: dict, *, agent: str, baseline_stat
     return record
 
 
+def task_fields(task) -> dict:
+    """What current-task.json says of an assigned task (an assign.choice.AssignedTask)."""
+    return {"id": task.id, "title": task.title, "objective": task.title, "why": task.why,
+            "criteria": task.criteria, "source": task.source, "priority": task.priority,
+            "retryCount": task.retry_count}
+
+
 def clear_current_task(ralph_dir: Path) -> None:
     (ralph_dir / "current-task.json").unlink(missing_ok=True)
 
@@ -211,6 +218,6 @@ def _git(repo: Path, *args: str) -> str:
     return done.stdout.decode("utf-8", "replace") if done.code == 0 else ""
 
 
-__all__ = ["safe_name", "write_current_task", "clear_current_task", "write_backlog",
+__all__ = ["safe_name", "write_current_task", "task_fields", "clear_current_task", "write_backlog",
            "archive_completed", "session_artifacts", "unrelated_commits", "git_head", "read_json", "write_json",
            "now_iso"]

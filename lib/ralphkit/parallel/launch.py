@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ralphkit import workspace
 from ralphkit.agents import adapters
-from ralphkit.assign import choice
+from ralphkit.assign import choice, task_files
 from ralphkit.errors import RalphError
 from ralphkit.fleet import store as fleet_store
 from ralphkit.parallel import worktrees
@@ -43,7 +43,13 @@ def start(book: Book, task: dict, template: str) -> Session | None:
     if s.prompt:                    # --prompt: the whole prompt, as in the single loop
         prompt = choice.dispatch_prompt(s.prompt, tid)
     else:
-        block = choice.render_block(choice.build_task(task, Path(s.cwd)), template)
+        assigned = choice.build_task(task, Path(s.cwd))
+        # The block's other way to finish: .ralph/current-task.json of the worktree, the
+        # agent's $PWD, marked completed (session_end reads it)
+        task_files.write_current_task(workspace.ralph_subdir(wt.path),
+                                      task_files.task_fields(assigned), agent=agent,
+                                      baseline_status="open", head=task_files.git_head(wt.path))
+        block = choice.render_block(assigned, template)
         prompt = choice.session_prompt(block)
         if not s.adapter.prompt_on_stdin and not adapters.prompt_fits(prompt):
             prompts = workspace.ralph_subdir(Path(s.cwd), "prompts")  # as the loop's

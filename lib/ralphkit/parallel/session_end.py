@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ralphkit.assign import session as assigned_session
+from ralphkit.assign import task_files
 from ralphkit.backlog.answers import FAIL_REASON
 from ralphkit.errors import RalphError
 from ralphkit.parallel import worktrees
@@ -54,6 +56,13 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     how, hit = _classify(book, result)
     record = book.export().get(tid) or {}
     status = record.get("status")
+    if status == "active" and not book.s.prompt:   # the anti-drift block's file protocol
+        current = task_files.read_json(x.wt.path / ".ralph" / "current-task.json") or {}
+        if assigned_session.done_from_current_task(
+                lambda argv: book.call(*argv, agent=x.agent), tid, current, x.wt.path):
+            book.s.warn(f"[{tid}] marked done from current-task.json")
+            record = book.export().get(tid) or {}
+            status = record.get("status")
     verdict = book.s.verify.judge_worktree(record, x.wt) \
         if status == "done" and book.s.verify else None
     if verdict is not None and not verdict.ok:
