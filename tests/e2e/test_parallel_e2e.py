@@ -249,6 +249,26 @@ def test_a_parallel_session_may_finish_its_task_through_current_task_json(
     assert git(git_repo, "ls-files", ".ralph", env=base_env) == ""   # never committed
 
 
+@pytest.mark.parametrize("assign", [False, True])
+def test_with_assign_a_parallel_runs_done_tasks_are_archived_with_their_sessions_commits(
+        run_ralph, run_task, setup, git_repo, assign):
+    create(run_task, {"p1": "a", "p2": "b"})
+    action = ACTION + 'echo extra >> "extra-$tid.txt"; git add -A; git commit -qm "more on $tid"\n'
+    proc = run_ralph("build", "--parallel", "2", *(["--assign"] if assign else []),
+                     env={**setup, "STUB_ACTION": action}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    archive = git_repo / ".ralph" / "completed"
+    if not assign:                                 # as the single loop: --assign's record
+        assert not archive.exists()
+        return
+    for tid in ("p1", "p2"):
+        record = json.loads((archive / f"{tid}.json").read_text())
+        assert (record["task"]["id"], record["status"]) == (tid, "completed")
+        assert [c["subject"] for c in record["artifacts"]["commits"]] == [
+            f"work on {tid}", f"more on {tid}"]              # this session's, not the other's
+        assert f"[{tid}] done, archived to .ralph/completed/{tid}.json" in proc.stderr
+
+
 def test_flags_a_parallel_run_has_no_use_for_are_named_once_not_silently_dropped(
         run_ralph, run_task, setup, tmp_path):
     create(run_task, {"p1": "a", "p2": "b"})

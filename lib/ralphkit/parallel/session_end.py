@@ -1,6 +1,7 @@
 """Owns the end of one session of a `--parallel N` run: its outcome (unattended.outcome's
-classes, as the single loop classifies them, usage limits included), then by its task's
-status: `done` is verified in its worktree when the verify gate is on (a failure re-opens or
+classes, as the single loop classifies them, usage limits included), the anti-drift block's
+file protocol (a task marked completed in the worktree's current-task.json is marked done;
+with --assign a task done is archived), then by its task's status: `done` is verified in its worktree when the verify gate is on (a failure re-opens or
 holds the task, docs/verify.md) and merged back into the run's branch (a failed merge re-opens
 the task with the reason and keeps the branch), `active` is failed (s.15.5, or with the
 timeout that ended it) and counted as an attempt (--max-attempts holds it, unattended.night),
@@ -16,7 +17,7 @@ from ralphkit.assign import task_files
 from ralphkit.backlog.answers import FAIL_REASON
 from ralphkit.errors import RalphError
 from ralphkit.parallel import worktrees
-from ralphkit.parallel.book import Book
+from ralphkit.parallel.book import Book, Session
 from ralphkit.runs import state as run_state
 from ralphkit.session import heartbeat
 from ralphkit.session import watchdog
@@ -44,6 +45,28 @@ def _classify(book: Book, result: Any) -> tuple[outcome.Outcome, Any]:
         default_wait_s=book.s.default_limit_wait_s)
 
 
+def _assigned_end(book: Book, x: Session, record: dict) -> dict:
+    """The anti-drift block's side of a session's end (docs/parallel.md): a task its agent
+    marked completed in the worktree's .ralph/current-task.json is marked done; with --assign,
+    a task done is archived in .ralph/completed/, before a rebase copies its commits. Returns
+    the task's record as it is now."""
+    tid = x.wt.task
+    current = task_files.read_json(x.wt.path / ".ralph" / "current-task.json") or {}
+    if current.get("id") != tid:                   # missing, or not this session's task
+        current = {"id": tid}
+    if record.get("status") == "active" and not book.s.prompt:
+        if assigned_session.done_from_current_task(
+                lambda argv: book.call(*argv, agent=x.agent), tid, current, x.wt.path):
+            book.s.warn(f"[{tid}] marked done from current-task.json")
+            record = book.export().get(tid) or {}
+    if record.get("status") == "done" and book.s.archive:
+        path = task_files.archive_completed(book.ralph_dir, x.wt.path,
+                                            {"title": record.get("title"), **current},
+                                            record.get("result"))
+        book.s.warn(f"[{tid}] done, archived to {path.relative_to(book.ralph_dir.parent)}")
+    return record
+
+
 def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.Outcome, Any]:
     """Settle and record the session of `tid` that ended with `result` (a session.pool
     result); (the outcome as the breaker counts it: a failure unless the task ended done and
@@ -54,15 +77,8 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     if result.heartbeat is not None and result.heartbeat.failures:
         book.s.warn(f"[{tid}] {heartbeat.problem(result.heartbeat)}")
     how, hit = _classify(book, result)
-    record = book.export().get(tid) or {}
+    record = _assigned_end(book, x, book.export().get(tid) or {})
     status = record.get("status")
-    if status == "active" and not book.s.prompt:   # the anti-drift block's file protocol
-        current = task_files.read_json(x.wt.path / ".ralph" / "current-task.json") or {}
-        if assigned_session.done_from_current_task(
-                lambda argv: book.call(*argv, agent=x.agent), tid, current, x.wt.path):
-            book.s.warn(f"[{tid}] marked done from current-task.json")
-            record = book.export().get(tid) or {}
-            status = record.get("status")
     verdict = book.s.verify.judge_worktree(record, x.wt) \
         if status == "done" and book.s.verify else None
     if verdict is not None and not verdict.ok:
