@@ -258,9 +258,11 @@ def test_with_assign_a_parallel_runs_done_tasks_are_archived_with_their_sessions
                      env={**setup, "STUB_ACTION": action}, timeout=60)
     assert proc.returncode == 0, proc.stderr
     archive = git_repo / ".ralph" / "completed"
-    if not assign:                                 # as the single loop: --assign's record
-        assert not archive.exists()
+    backlog = git_repo / ".ralph" / "backlog.json"
+    if not assign:                                 # as the single loop: --assign's records
+        assert not archive.exists() and not backlog.exists()
         return
+    assert json.loads(backlog.read_text())["tasks"] == []      # as the last look left it
     for tid in ("p1", "p2"):
         record = json.loads((archive / f"{tid}.json").read_text())
         assert (record["task"]["id"], record["status"]) == (tid, "completed")

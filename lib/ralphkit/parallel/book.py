@@ -62,8 +62,8 @@ class Setup:
     # the shipped one), or the --prompt template with {id} replaced, when it is given.
     template: str | None = None
     prompt: str | None = None
-    # --assign: new inbox files become tasks (docs/assignment.md), called before each peek,
-    # and a task done is archived in .ralph/completed/.
+    # --assign: new inbox files become tasks (docs/assignment.md), called before each peek;
+    # the task files: backlog.json at each peek, a task done archived in .ralph/completed/.
     import_inbox: Callable[[], object] | None = None
     archive: bool = False
 

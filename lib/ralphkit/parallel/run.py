@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ralphkit.assign import choice
+from ralphkit.assign import choice, task_files
 from ralphkit.errors import RalphError, ScopeChanged, UsageError
 from ralphkit.parallel import launch, recovery, scheduler, session_end, worktrees
 from ralphkit.parallel.book import Book, Setup
@@ -75,6 +75,8 @@ class ParallelBuild:
                 self.scope_stop = err
                 return []
         tasks = self.book.export()
+        if self.s.archive and tasks:             # --assign: backlog.json, the queue as seen now
+            task_files.write_backlog(self.book.ralph_dir, list(tasks.values()))
         done = {tid for tid, t in tasks.items() if t.get("status") == "done"}
         frozen = self._frozen_ids()
         found = [t for t in tasks.values()
