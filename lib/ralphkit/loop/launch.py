@@ -130,7 +130,7 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
         night=night,                   # breaker, budgets, ctl stop and pause, SIGHUP, limit waits
         prompt=prompt,                                                     # --prompt '/tf {id}'
         import_inbox=assign.before_session if assign else None,           # --assign: the inbox
-        archive=assign is not None,                                        # and completed/
+        write_task_files=assign is not None,                               # and task files
         template=None if prompt else assign_mode.anti_drift_template(      # read in validate
             opts, find_repo_root(ctx.cwd))))
 

@@ -65,7 +65,7 @@ class Setup:
     # --assign: new inbox files become tasks (docs/assignment.md), called before each peek;
     # the task files: backlog.json at each peek, a task done archived in .ralph/completed/.
     import_inbox: Callable[[], object] | None = None
-    archive: bool = False
+    write_task_files: bool = False
 
 
 @dataclass

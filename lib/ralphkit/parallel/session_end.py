@@ -1,13 +1,14 @@
 """Owns the end of one session of a `--parallel N` run: its outcome (unattended.outcome's
 classes, as the single loop classifies them, usage limits included), the anti-drift block's
 file protocol (a task marked completed in the worktree's current-task.json is marked done;
-with --assign a task done is archived), then by its task's status: `done` is verified in its worktree when the verify gate is on (a failure re-opens or
-holds the task, docs/verify.md) and merged back into the run's branch (a failed merge re-opens
-the task with the reason and keeps the branch), `active` is failed (s.15.5, or with the
-timeout that ended it) and counted as an attempt (--max-attempts holds it, unattended.night),
-anything else is recorded as left; then its worktree goes, its agent id is free again, and the
-run state, the session_end event and the user's line record it. Knows nothing of the breaker,
-the budgets, the usage-limit wait or of what runs next (run)."""
+with --assign a task done is archived), then by its task's status: `done` is verified in its
+worktree when the verify gate is on (a failure re-opens or holds the task, docs/verify.md)
+and merged back into the run's branch (a failed merge re-opens the task with the reason and
+keeps the branch), `active` is failed (s.15.5, or with the timeout that ended it) and counted
+as an attempt (--max-attempts holds it, unattended.night), anything else is recorded as left;
+then its worktree goes, its agent id is free again, and the run state, the session_end event
+and the user's line record it. Knows nothing of the breaker, the budgets, the usage-limit
+wait or of what runs next (run)."""
 from __future__ import annotations
 
 from typing import Any
@@ -59,7 +60,7 @@ def _assigned_end(book: Book, x: Session, record: dict) -> dict:
                 lambda argv: book.call(*argv, agent=x.agent), tid, current, x.wt.path):
             book.s.warn(f"[{tid}] marked done from current-task.json")
             record = book.export().get(tid) or {}
-    if record.get("status") == "done" and book.s.archive:
+    if record.get("status") == "done" and book.s.write_task_files:
         path = task_files.archive_completed(book.ralph_dir, x.wt.path,
                                             {"title": record.get("title"), **current},
                                             record.get("result"))
