@@ -313,6 +313,36 @@ def test_killing_ralph_mid_run_and_resuming_cleans_worktrees_and_loses_no_task(
     assert git(git_repo, "worktree", "list", env=base_env).count("\n") == 1
 
 
+def test_a_task_marked_completed_in_current_task_json_before_a_kill_9_is_merged_on_resume(
+        run_task, setup, git_repo, base_env, tmp_path):
+    create(run_task, {"k1": "a"})
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    # the agent finishes by the file, then hangs until ralph.py's death takes it down
+    action = FINISH_BY_FILE + f'touch {marks}/marked-$tid; while :; do sleep 0.05; done\n'
+    env = {**base_env, **setup, "STUB_ACTION": action}
+    proc = subprocess.Popen([sys.executable, str(RALPH), "build", "--parallel", "2"],
+                            cwd=git_repo, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(lambda: (marks / "marked-k1").exists(), timeout=30)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    again = subprocess.run([sys.executable, str(RALPH), "build", "--parallel", "2"],
+                           cwd=git_repo, env={**env, "STUB_ACTION": ACTION},
+                           capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert "[k1] recovered from the interrupted run: merged" in again.stderr
+    task = export(run_task)["k1"]
+    assert task["status"] == "done"
+    assert json.loads(task["result"])["recorded_by"] == "current-task.json"   # not run again
+    assert (git_repo / "out-k1.txt").read_text() == "k1\n"
+    assert not _stub_pids(git_repo)                  # its hung agent ended by the recovery
+
+
 def _start_hanging_run(run_task, setup, git_repo, base_env, tmp_path, n=2):
     create(run_task, {f"h{i}": f"c{i}" for i in range(n)})
     env = {**base_env, **setup, "STUB_SLEEP": "60"}

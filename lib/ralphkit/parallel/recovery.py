@@ -2,11 +2,12 @@
 every session the run state lists (written ahead, before its agent starts) is stopped for good
 (its pid file claimed, or what is left of its agent's process group killed and awaited); only
 then is the backlog read. Each task the dead run touched (a listed session, or a branch
-`ralph/<runId>/<task>`) is settled as a normal finish would: `done` with commits the run's
-branch lacks is merged back (or re-opened, branch kept, when that fails), `done` with nothing
-left to merge is completed, `active` goes back to open; whatever the dead run's agent ids still
-hold is failed and they are deregistered; the run's worktrees are removed. A task never ends
-done while its branch holds unmerged work, and nothing runs twice.
+`ralph/<runId>/<task>`) is settled as a normal finish would (a task its session marked
+completed in its worktree's current-task.json is marked done first): `done` with commits the
+run's branch lacks is merged back (or re-opened, branch kept, when that fails), `done` with
+nothing left to merge is completed, `active` goes back to open; whatever the dead run's agent
+ids still hold is failed and they are deregistered; the run's worktrees are removed. A task
+never ends done while its branch holds unmerged work, and nothing runs twice.
 
 Does not own opening the run (runs.lifecycle), stopping a dead session's agent (session.dead),
 merging (the caller's `merge`), task calls (the caller's `call`/`export`) or printing (`warn`).
@@ -16,6 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Mapping
 
+from ralphkit.assign import session as assigned_session
+from ralphkit.assign import task_files
 from ralphkit.backlog import answers
 from ralphkit.session import dead
 from ralphkit.runs import state as run_state
@@ -42,6 +45,11 @@ def _settle(wt: worktrees.Worktree, task: dict, listed: bool, agent: str | None,
     if listed and agent and task.get("assignee") not in (None, agent):
         return None
     status = task.get("status")
+    if status == "active" and listed:                # finished by the file, then ralph died
+        current = task_files.read_json(wt.path / ".ralph" / "current-task.json") or {}
+        if assigned_session.done_from_current_task(
+                lambda argv: call(*argv, agent=agent), wt.task, current, wt.path):
+            status = "done"
     if status == "done":
         merged = worktrees.branch_merged(wt, env=env)
         if merged is None or merged:                 # nothing of it is left outside the run's
