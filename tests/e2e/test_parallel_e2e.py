@@ -133,7 +133,7 @@ def test_max_iterations_counts_sessions_started_across_all_slots(run_ralph, run_
 
 
 def session_prompts(log) -> dict[str, str]:
-    """{task id: the prompt its agent was started with} from the stub's STUB_LOG."""
+    """{agent id: the prompt it was started with} from the stub's STUB_LOG."""
     prompts = {}
     for rec in read_jsonl(log):
         prompt = rec["argv"][rec["argv"].index("-p") + 1]
@@ -199,7 +199,8 @@ def test_with_assign_the_inbox_is_imported_before_each_claim_of_a_parallel_run(
     create(run_task, {"p1": "a"})
     inbox = git_repo / ".ralph" / "inbox"
     inbox.mkdir(parents=True)
-    (inbox / "early.json").write_text('{"id": "early", "title": "Early", "category": "component:b"}')
+    (inbox / "early.json").write_text(json.dumps({"id": "early", "title": "Early",
+                                                  "category": "component:b"}))
     late = json.dumps({"id": "late", "title": "Late", "category": "component:c"})
     action = f"""[ "$(cat "$RALPH_FROZEN_IDS_FILE")" = p1 ] && echo '{late}' > {inbox}/late.json
 {ACTION}"""

@@ -75,7 +75,7 @@ class ParallelBuild:
                 self.scope_stop = err
                 return []
         tasks = self.book.export()
-        if self.s.write_task_files and tasks:             # --assign: backlog.json, the queue as seen now
+        if self.s.write_task_files and tasks:    # --assign: backlog.json, the queue as seen now
             task_files.write_backlog(self.book.ralph_dir, list(tasks.values()))
         done = {tid for tid, t in tasks.items() if t.get("status") == "done"}
         frozen = self._frozen_ids()
