@@ -136,9 +136,7 @@ def finish_assigned_session(task_call: TaskCall, task_id: str, *, repo: Path,
     """The completion check after an assigned session (call it before the build loop's
     crash-safety step, which then finds nothing left to fail)."""
     messages: list[str] = []
-    current = task_files.read_json(ralph_dir / "current-task.json") or {}
-    if current.get("id") != task_id:
-        current = {"id": task_id}
+    current = task_files.read_current_task(ralph_dir, task_id)
     record = task_client.task_record(task_call, task_id)
     status = record.get("status") if record else None
     result_text = record.get("result") if record else None

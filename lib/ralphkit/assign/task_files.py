@@ -80,6 +80,13 @@ def write_current_task(ralph_dir: Path, task: dict, *, agent: str, baseline_stat
     return record
 
 
+def read_current_task(ralph_dir: Path, task_id: str) -> dict:
+    """current-task.json in ralph_dir when it is task_id's, else {"id": task_id} (missing,
+    unreadable, or another task's)."""
+    current = read_json(ralph_dir / "current-task.json") or {}
+    return current if current.get("id") == task_id else {"id": task_id}
+
+
 def task_fields(task) -> dict:
     """What current-task.json says of an assigned task (an assign.choice.AssignedTask)."""
     return {"id": task.id, "title": task.title, "objective": task.title, "why": task.why,
@@ -218,6 +225,7 @@ def _git(repo: Path, *args: str) -> str:
     return done.stdout.decode("utf-8", "replace") if done.code == 0 else ""
 
 
-__all__ = ["safe_name", "write_current_task", "task_fields", "clear_current_task", "write_backlog",
+__all__ = ["safe_name", "write_current_task", "read_current_task", "task_fields",
+           "clear_current_task", "write_backlog",
            "archive_completed", "session_artifacts", "unrelated_commits", "git_head", "read_json", "write_json",
            "now_iso"]

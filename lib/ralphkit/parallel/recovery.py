@@ -46,7 +46,7 @@ def _settle(wt: worktrees.Worktree, task: dict, listed: bool, agent: str | None,
         return None
     status = task.get("status")
     if status == "active" and listed:                # finished by the file, then ralph died
-        current = task_files.read_json(wt.path / ".ralph" / "current-task.json") or {}
+        current = task_files.read_current_task(wt.path / ".ralph", wt.task)
         if assigned_session.done_from_current_task(
                 lambda argv: call(*argv, agent=agent), wt.task, current, wt.path):
             status = "done"

@@ -52,14 +52,13 @@ def _assigned_end(book: Book, x: Session, record: dict) -> dict:
     a task done is archived in .ralph/completed/, before a rebase copies its commits. Returns
     the task's record as it is now."""
     tid = x.wt.task
-    current = task_files.read_json(x.wt.path / ".ralph" / "current-task.json") or {}
-    if current.get("id") != tid:                   # missing, or not this session's task
-        current = {"id": tid}
+    current = task_files.read_current_task(x.wt.path / ".ralph", tid)
     if record.get("status") == "active" and not book.s.prompt:
-        if assigned_session.done_from_current_task(
-                lambda argv: book.call(*argv, agent=x.agent), tid, current, x.wt.path):
+        recorded = assigned_session.done_from_current_task(
+            lambda argv: book.call(*argv, agent=x.agent), tid, current, x.wt.path)
+        if recorded is not None:                   # what `done` wrote: no second export
             book.s.warn(f"[{tid}] marked done from current-task.json")
-            record = book.export().get(tid) or {}
+            record = {**record, "status": "done", "result": recorded}
     if record.get("status") == "done" and book.s.write_task_files:
         path = task_files.archive_completed(book.ralph_dir, x.wt.path,
                                             {"title": record.get("title"), **current},
