@@ -140,11 +140,17 @@ def anti_drift_template(opts: Options, repo: Path) -> str:
     return assignment.load_template(_path(repo, opts.assign_prompt))
 
 
+def dispatch_template(opts: Options) -> str | None:
+    """The --prompt template a build session is sent, or None: --assign takes precedence
+    (docs/task-sources.md)."""
+    return None if opts.assign else opts.prompt
+
+
 def validate(opts: Options, repo: Path) -> None:
     """Read the template when a session will get the anti-drift block (assignment mode, and
     every `--parallel` session unless a --prompt template replaces it): UsageError (exit 1)
     before the first write of the run, not after the run lock is taken."""
-    if opts.assign or (opts.parallel > 1 and not opts.prompt):
+    if (opts.assign or opts.parallel > 1) and dispatch_template(opts) is None:
         anti_drift_template(opts, repo)
 
 
@@ -170,4 +176,5 @@ def end_line(held: list[tuple[str, str]], default: str) -> list[str]:
             "Release a held task with: ralph task _unhold <id>"]
 
 
-__all__ = ["AssignMode", "Step", "setup", "anti_drift_template", "validate", "end_line"]
+__all__ = ["AssignMode", "Step", "setup", "anti_drift_template", "dispatch_template", "validate",
+           "end_line"]

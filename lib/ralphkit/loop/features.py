@@ -256,10 +256,10 @@ class PromptTemplate(Feature):
 
 def prompt_template(ctx: RunContext) -> PromptTemplate | None:
     """The prompt template of a build run, or None (off, or --assign: that mode claims)."""
-    opts = ctx.options
-    if ctx.mode != "build" or not opts.prompt or opts.assign:
+    template = assign_mode.dispatch_template(ctx.options)
+    if ctx.mode != "build" or not template:
         return None
-    return PromptTemplate(ctx, opts.prompt)
+    return PromptTemplate(ctx, template)
 
 
 class Sync(Feature):

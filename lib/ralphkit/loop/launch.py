@@ -114,7 +114,7 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
             ctx.notice("flag_ignored", f"{shown} ignored: {why}")
     verify = ctx.features.get(Verify) if ctx.features else None
     assign = ctx.features.get(Assign) if ctx.features else None
-    prompt = None if opts.assign else opts.prompt       # --assign takes precedence, as in the loop
+    prompt = assign_mode.dispatch_template(opts)        # --assign takes precedence, as in the loop
     return parallel.run(parallel.Setup(
         task=ctx.task, env=ctx.env, cwd=ctx.cwd, adapter=ctx.adapter, danger=opts.danger,
         model=ctx.model, parallel=opts.parallel, max_iterations=opts.max_iterations,

@@ -58,8 +58,8 @@ class Setup:
     # The run's unattended.night.Night (docs/unattended.md): its guards (the breaker and the
     # budgets, kept in the run state), `ralph ctl` stop and pause, SIGHUP, the usage-limit wait.
     night: Any = None
-    # Each session's prompt: the anti-drift block from this template (`assign_prompt`; None:
-    # the shipped one), or the --prompt template with {id} replaced, when it is given.
+    # Each session's prompt: the --prompt template with {id} replaced, when it is given, else
+    # the anti-drift block from this template (`assign_prompt`, or the shipped one).
     template: str | None = None
     prompt: str | None = None
     # --assign: new inbox files become tasks (docs/assignment.md), called before each peek;

@@ -18,7 +18,7 @@ from ralphkit.runs import state as run_state
 from ralphkit.session import pool as session_pool
 
 
-def start(book: Book, task: dict, template: str) -> Session | None:
+def start(book: Book, task: dict, template: str | None) -> Session | None:
     """Start the session of `task` (claimed by task["_agent"]); None when it did not start."""
     s, tid, agent = book.s, task["id"], task["_agent"]
     book.state.sessions_started += 1

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ralphkit.assign import choice, task_files
+from ralphkit.assign import task_files
 from ralphkit.errors import RalphError, ScopeChanged, UsageError
 from ralphkit.parallel import launch, recovery, scheduler, session_end, worktrees
 from ralphkit.parallel.book import Book, Setup
@@ -35,8 +35,7 @@ class ParallelBuild:
     def __init__(self, setup: Setup) -> None:
         self.s = setup
         self.book = Book(setup)
-        self.template = (setup.template if setup.template is not None
-                         else choice.load_template(None))
+        self.template = setup.template
         self.ended: list = []                    # sessions ended, not yet finished (_wait)
         self.night = setup.night
         # The run's breaker and budgets, as the single loop keeps them (its counters in the
