@@ -80,6 +80,17 @@ def test_finished_tasks_are_claimed_in_priority_order_archived_and_fresh_started
     assert "assigned task web/login" in proc.stderr
 
 
+def test_a_prompt_template_given_with_assign_is_named_as_ignored_not_dropped_silently(
+        build, run_task, git_repo, agent):
+    run_task("create", "t1", "One")
+    proc = build("finish", "--assign", "--prompt", "/tf {id} --auto")
+    assert proc.returncode == 0, proc.stderr
+    line = "--prompt ignored: --assign sends each session its task's anti-drift block"
+    assert [text for text in proc.stderr.splitlines() if " ignored: " in text] == [line]
+    assert read_jsonl(agent)[0]["argv"][1].startswith("/ralph-build ======")   # the block
+    assert [e["message"] for e in of("log", git_repo) if e["kind"] == "flag_ignored"] == [line]
+
+
 def test_a_session_that_exits_without_finishing_fails_its_task_with_the_reason(
         build, run_task, git_repo):
     run_task("create", "t1", "Only task")

@@ -160,11 +160,14 @@ def test_parallel_sessions_get_the_prompt_template_of_the_run(run_ralph, run_tas
                      env={**setup, "STUB_LOG": str(log)}, timeout=60)
     assert proc.returncode == 0, proc.stderr
     prompts = sorted(session_prompts(log).values())
+    ignored = [line for line in proc.stderr.splitlines() if " ignored: " in line]
     if assign:
         assert [p.splitlines()[3] for p in prompts] == ["Task: p1 (priority 2, medium)",
                                                         "Task: p2 (priority 2, medium)"]
+        assert ignored == ["--prompt ignored: --assign sends each session its task's "
+                           "anti-drift block"]              # said once, not dropped silently
     else:
-        assert prompts == ["/tf p1 --auto", "/tf p2 --auto"]
+        assert (prompts, ignored) == (["/tf p1 --auto", "/tf p2 --auto"], [])
     assert [t["status"] for t in export(run_task).values()] == ["done", "done"]
 
 

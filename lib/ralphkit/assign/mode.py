@@ -146,6 +146,14 @@ def dispatch_template(opts: Options) -> str | None:
     return None if opts.assign else opts.prompt
 
 
+def prompt_ignored(opts: Options) -> str | None:
+    """The line a run with both --assign and --prompt says once (--prompt is a command-line
+    flag only, so the user typed it: dropping it silently would hide the conflict)."""
+    if opts.assign and opts.prompt:
+        return "--prompt ignored: --assign sends each session its task's anti-drift block"
+    return None
+
+
 def validate(opts: Options, repo: Path) -> None:
     """Read the template when a session will get the anti-drift block (assignment mode, and
     every `--parallel` session unless a --prompt template replaces it): UsageError (exit 1)
@@ -176,5 +184,5 @@ def end_line(held: list[tuple[str, str]], default: str) -> list[str]:
             "Release a held task with: ralph task _unhold <id>"]
 
 
-__all__ = ["AssignMode", "Step", "setup", "anti_drift_template", "dispatch_template", "validate",
-           "end_line"]
+__all__ = ["AssignMode", "Step", "setup", "anti_drift_template", "dispatch_template",
+           "prompt_ignored", "validate", "end_line"]

@@ -1,10 +1,9 @@
-"""Owns the features that plug into ralph.py's loops, all through one interface (`Feature`):
-the unattended-run checks between sessions (`ralph ctl`, SIGHUP, --max-runtime), scope freeze
+"""Owns the features that plug into ralph.py's loops, all through one interface (`Feature`): the
+unattended-run checks between sessions (`ralph ctl`, SIGHUP, --max-runtime), scope freeze
 (FREEZE_SCOPE), the verify gate (--verify, the tamper check), assignment mode (--assign), the
 prompt template (--prompt) and git across machines (--sync). `Features` runs them in order, so
-each loop has one path whichever are on. Knows nothing of the order of the loop's own steps
-(ralph.py) or of what a feature does inside (unattended.night, scope.freeze, verify.completion,
-assign.mode, sync.runner)."""
+each loop has one path whichever are on. Knows nothing of the loop's own order (ralph.py) or of
+what a feature does inside (unattended.night, scope, verify, assign.mode, sync.runner)."""
 from __future__ import annotations
 
 import dataclasses
@@ -28,8 +27,7 @@ F = TypeVar("F", bound="Feature")
 class Prompt:
     data: str                            # the text after the skill command (s.11)
     task: str | None = None              # the task ralph assigned for this session, if any
-    command: str | None = None           # the whole prompt, instead of the skill command and
-                                         # its data (a --prompt template)
+    command: str | None = None           # instead of both: the whole prompt (a --prompt template)
 
 
 class Feature:
@@ -210,6 +208,8 @@ class Assign(Feature):
 
     def start(self) -> None:
         self.ctx.notice("assign", self.mode.describe())
+        if line := assign_mode.prompt_ignored(self.ctx.options):
+            self.ctx.notice("flag_ignored", line)
 
     def before_session(self) -> str | None:
         self._report(self.mode.import_inbox())          # inbox before each claim

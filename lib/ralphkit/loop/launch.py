@@ -112,6 +112,8 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
             value, flag = getattr(opts, name), BY_NAME[name].flag
             shown = flag if value is True else f"{flag} {value}"
             ctx.notice("flag_ignored", f"{shown} ignored: {why}")
+    if line := assign_mode.prompt_ignored(opts):
+        ctx.notice("flag_ignored", line)
     verify = ctx.features.get(Verify) if ctx.features else None
     assign = ctx.features.get(Assign) if ctx.features else None
     prompt = assign_mode.dispatch_template(opts)        # --assign takes precedence, as in the loop
