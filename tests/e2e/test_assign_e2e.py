@@ -6,10 +6,14 @@ default mode, whose output and task calls stay ralph.sh's."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, install_stub, read_jsonl
+from conftest import RALPH, git, install_stub, read_jsonl, wait_for
 
 FINISHED = "All tasks complete. Exiting loop."
 
@@ -143,6 +147,41 @@ def test_the_file_protocol_marks_the_task_done(build, run_task, git_repo):
     record = json.loads((git_repo / ".ralph" / "completed" / "t1.json").read_text())
     assert record["verification_notes"] == "file protocol for t1"
     assert tasks(run_task)["t1"]["status"] == "done"
+
+
+@pytest.mark.parametrize("mode", ["finish", "file"])
+def test_a_task_finished_before_a_kill_9_of_ralph_is_archived_on_resume_not_run_again(
+        run_ralph, run_task, git_repo, agent, base_env, tmp_path, mode):
+    # the agent finishes its task (`task done`, or current-task.json marked completed), then
+    # hangs until ralph.py's death: the resumed run settles it as the session's end would have
+    run_task("create", "t1", "First", "-p", "1")
+    run_task("create", "t2", "Second", "-p", "2")
+    mark = tmp_path / "finished"
+    env = {**base_env, "STUB_ASSIGNED_MODE": f"{mode},hang", "STUB_HANG_MARK": str(mark),
+           "STUB_LOG": str(agent)}
+    proc = subprocess.Popen([sys.executable, str(RALPH), "build", "--assign"], cwd=git_repo,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        wait_for(mark.exists, timeout=30)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    again = run_ralph("build", "--assign", env={"STUB_ASSIGNED_MODE": "finish",
+                                                 "STUB_LOG": str(agent)})
+    assert again.returncode == 0, again.stderr
+    assert [c["task"] for c in read_jsonl(agent)] == ["t1", "t2"]      # t1 not run again
+    assert {t["id"]: t["status"] for t in tasks(run_task).values()} == {"t1": "done",
+                                                                         "t2": "done"}
+    record = json.loads((git_repo / ".ralph" / "completed" / "t1.json").read_text())
+    assert [c["subject"] for c in record["artifacts"]["commits"]] == ["task t1: implement"]
+    assert record["verification_notes"] == {"finish": "criteria checked for t1",
+                                            "file": "file protocol for t1"}[mode]
+    notes = [e["message"] for e in of("log", git_repo) if e["kind"] == "resume"]
+    assert f"task t1: done, archived to {git_repo / '.ralph' / 'completed' / 't1.json'}" in notes
+    assert ("task t1: marked done from current-task.json" in notes) == (mode == "file")
 
 
 def test_a_leftover_ralph_loop_file_is_neutralised_before_the_next_launch(

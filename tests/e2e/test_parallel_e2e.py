@@ -317,15 +317,17 @@ def test_killing_ralph_mid_run_and_resuming_cleans_worktrees_and_loses_no_task(
     assert git(git_repo, "worktree", "list", env=base_env).count("\n") == 1
 
 
+@pytest.mark.parametrize("assign", [False, True])
 def test_a_task_marked_completed_in_current_task_json_before_a_kill_9_is_merged_on_resume(
-        run_task, setup, git_repo, base_env, tmp_path):
+        run_task, setup, git_repo, base_env, tmp_path, assign):
     create(run_task, {"k1": "a"})
+    flags = ["--parallel", "2", *(["--assign"] if assign else [])]
     marks = tmp_path / "marks"
     marks.mkdir()
     # the agent finishes by the file, then hangs until ralph.py's death takes it down
     action = FINISH_BY_FILE + f'touch {marks}/marked-$tid; while :; do sleep 0.05; done\n'
     env = {**base_env, **setup, "STUB_ACTION": action}
-    proc = subprocess.Popen([sys.executable, str(RALPH), "build", "--parallel", "2"],
+    proc = subprocess.Popen([sys.executable, str(RALPH), "build", *flags],
                             cwd=git_repo, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -335,7 +337,7 @@ def test_a_task_marked_completed_in_current_task_json_before_a_kill_9_is_merged_
     finally:
         if proc.poll() is None:
             proc.kill()
-    again = subprocess.run([sys.executable, str(RALPH), "build", "--parallel", "2"],
+    again = subprocess.run([sys.executable, str(RALPH), "build", *flags],
                            cwd=git_repo, env={**env, "STUB_ACTION": ACTION},
                            capture_output=True, text=True, timeout=60)
     assert again.returncode == 0, again.stderr
@@ -345,6 +347,12 @@ def test_a_task_marked_completed_in_current_task_json_before_a_kill_9_is_merged_
     assert json.loads(task["result"])["recorded_by"] == "current-task.json"   # not run again
     assert (git_repo / "out-k1.txt").read_text() == "k1\n"
     assert not _stub_pids(git_repo)                  # its hung agent ended by the recovery
+    archive = git_repo / ".ralph" / "completed" / "k1.json"
+    assert archive.exists() == assign                # --assign: archived as a session's end
+    if assign:
+        record = json.loads(archive.read_text())
+        assert [c["subject"] for c in record["artifacts"]["commits"]] == ["work on k1"]
+        assert record["verification_notes"] == "checked by hand"
 
 
 def _start_hanging_run(run_task, setup, git_repo, base_env, tmp_path, n=2):

@@ -2,8 +2,9 @@
 import, backlog.json, the claim, current-task.json, the respawn guard's record and the
 prompt; after it, the completion check (done -> archived with notes, FRESH_START marked;
 still active -> failed with the reason, attempts counted by the task CLI) and the hold when
-the guard says so. Knows nothing of the agent process, printing or events: the loop runs the
-agent and logs the returned messages.
+the guard says so; on resume, the session a dead ralph.py left (settle_interrupted). Knows
+nothing of the agent process, printing or events: the loop runs the agent and logs the
+returned messages.
 """
 from __future__ import annotations
 
@@ -130,6 +131,52 @@ def done_from_current_task(task_call: TaskCall, task_id: str, current: dict,
     return result_text if ok else None
 
 
+def _status_after(task_call: TaskCall, task_id: str, current: dict, record: dict | None,
+                  repo: Path, messages: list[str]) -> tuple[str | None, str | None]:
+    """(status, result text) of the task once its session is over: an `active` task whose
+    current-task.json the agent marked completed is marked done first."""
+    status = record.get("status") if record else None
+    result_text = record.get("result") if record else None
+    if status == "active":
+        recorded = done_from_current_task(task_call, task_id, current, repo)
+        if recorded is not None:
+            messages.append(f"task {task_id}: marked done from current-task.json")
+            return "done", recorded
+    return status, result_text
+
+
+def _archive(ralph_dir: Path, repo: Path, current: dict, record: dict | None,
+             result_text: str | None, messages: list[str]) -> Path:
+    """A task done: its record in .ralph/completed/, and FRESH_START for the next session."""
+    path = task_files.archive_completed(
+        ralph_dir, repo, {"title": (record or {}).get("title"), **current}, result_text)
+    fresh_start.mark(ralph_dir)
+    messages.append(f"task {current['id']}: done, archived to {path}")
+    return path
+
+
+def settle_interrupted(task_call: TaskCall, *, repo: Path, ralph_dir: Path,
+                       agent: str) -> list[str]:
+    """On resume, before the recovery fails what the dead run's agent still holds: the task
+    of its assigned session (current-task.json, written for that agent) is settled as that
+    session's end would have settled it: marked done when the agent marked the file
+    completed, archived when done. A task not done is left to the recovery, and the next
+    session resumes it from the file. Returns the messages."""
+    current = task_files.read_json(ralph_dir / "current-task.json") or {}
+    task_id = current.get("id")
+    if not task_id or current.get("agent") != agent:
+        return []
+    messages: list[str] = []
+    record = task_client.task_record(task_call, task_id)
+    if (record or {}).get("assignee") not in (None, agent):   # a fleet: another host's now
+        return []
+    status, result_text = _status_after(task_call, task_id, current, record, repo, messages)
+    if status == "done":
+        _archive(ralph_dir, repo, current, record, result_text, messages)
+        task_files.clear_current_task(ralph_dir)
+    return messages
+
+
 def finish_assigned_session(task_call: TaskCall, task_id: str, *, repo: Path,
                             ralph_dir: Path, guard: RespawnGuard,
                             reason: str = FAIL_REASON) -> SessionOutcome:
@@ -138,20 +185,11 @@ def finish_assigned_session(task_call: TaskCall, task_id: str, *, repo: Path,
     messages: list[str] = []
     current = task_files.read_current_task(ralph_dir, task_id)
     record = task_client.task_record(task_call, task_id)
-    status = record.get("status") if record else None
-    result_text = record.get("result") if record else None
-    if status == "active":
-        recorded = done_from_current_task(task_call, task_id, current, repo)
-        if recorded is not None:
-            status, result_text = "done", recorded
-            messages.append(f"task {task_id}: marked done from current-task.json")
+    status, result_text = _status_after(task_call, task_id, current, record, repo, messages)
     outcome = SessionOutcome(task_id, "unknown", status, messages=messages)
     if status == "done":
-        outcome.archive = task_files.archive_completed(
-            ralph_dir, repo, {"title": (record or {}).get("title"), **current}, result_text)
-        fresh_start.mark(ralph_dir)
+        outcome.archive = _archive(ralph_dir, repo, current, record, result_text, messages)
         outcome.outcome = "completed"
-        messages.append(f"task {task_id}: done, archived to {outcome.archive}")
     elif status == "active":
         ok, out = task_call(["fail", task_id, "--reason", reason])
         outcome.fail_output = out
@@ -183,4 +221,4 @@ def finish_assigned_session(task_call: TaskCall, task_id: str, *, repo: Path,
 
 
 __all__ = ["AssignedSession", "SessionOutcome", "start_assigned_session",
-           "done_from_current_task", "finish_assigned_session"]
+           "done_from_current_task", "settle_interrupted", "finish_assigned_session"]

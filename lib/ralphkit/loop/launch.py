@@ -11,6 +11,7 @@ from typing import Callable
 from ralphkit import workspace
 from ralphkit.agents import adapters as agents
 from ralphkit.assign import mode as assign_mode
+from ralphkit.assign import session as assigned_session
 from ralphkit.backlog import answers as backlog
 from ralphkit.backlog import readonly as backlog_readonly
 from ralphkit.config.settings import find_repo_root
@@ -163,17 +164,21 @@ def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = F
     return failed
 
 
-def release_dead_agent(ctx: RunContext, run_id: str, agent: str, reason: str) -> list[str]:
-    """On resume after a crash: fail what the dead run's agent still holds, then deregister
-    it (quietly: these are not this run's calls of s.1's table). On a fleet's store the dead
+def release_dead_agent(ctx: RunContext, run_id: str, agent: str,
+                       reason: str) -> tuple[list[str], list[str]]:
+    """On resume after a crash: settle the dead run's assigned session as its end would have
+    (current-task.json: done, archived), fail what its agent still holds, then deregister it
+    (quietly: these are not this run's calls of s.1's table). On a fleet's store the dead
     agent's claims file is presented: a task another host took since its lease ran out is
-    that host's, and its `fail` is refused."""
+    that host's, and its `fail` is refused. Returns (the slugs failed, notes)."""
     env = ctx.env
     if ctx.fleet():
         env = fleet_store.as_agent(ctx.env, ctx.ralph_dir, run_id, agent)
+    notes = assigned_session.settle_interrupted(ctx.task.bound(env), repo=find_repo_root(ctx.cwd),
+                                                ralph_dir=ctx.ralph_dir, agent=agent)
     slugs = fail_active_tasks(ctx, agent, reason, passthrough=False, env=env)
     ctx.task.call("agent", "deregister", agent, env=ctx.env)
-    return slugs
+    return slugs, notes
 
 
 __all__ = ["run_session", "record_session", "run_parallel", "fail_active_tasks", "release_dead_agent",

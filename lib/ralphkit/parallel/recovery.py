@@ -1,30 +1,33 @@
-"""Owns the recovery of a `--parallel` run whose ralph.py died (SIGKILL, power loss):
-every session the run state lists (written ahead, before its agent starts) is stopped for good
-(its pid file claimed, or what is left of its agent's process group killed and awaited); only
-then is the backlog read. Each task the dead run touched (a listed session, or a branch
-`ralph/<runId>/<task>`) is settled as a normal finish would (a task its session marked
-completed in its worktree's current-task.json is marked done first): `done` with commits the
-run's branch lacks is merged back (or re-opened, branch kept, when that fails), `done` with
-nothing left to merge is completed, `active` goes back to open; whatever the dead run's agent
-ids still hold is failed and they are deregistered; the run's worktrees are removed. A task
-never ends done while its branch holds unmerged work, and nothing runs twice.
+"""Owns the recovery of a `--parallel` run whose ralph.py died (SIGKILL, power loss): every session
+the run state lists (written ahead, before its agent starts) is stopped for good (its pid file
+claimed, or what is left of its agent's process group killed and awaited); only then is the
+backlog read. Each task the dead run touched (a listed session, or a branch
+`ralph/<runId>/<task>`) is settled as a normal finish would (a task its session marked completed
+in its worktree's current-task.json is marked done first; with --assign a task done is
+archived): `done` with commits the run's branch lacks is merged back (or re-opened, branch kept,
+when that fails), `done` with nothing left to merge is completed, `active` goes back to open;
+whatever the dead run's agent ids still hold is failed and they are deregistered; the run's
+worktrees are removed. A task never ends done while its branch holds unmerged work, and nothing
+runs twice.
 
 Does not own opening the run (runs.lifecycle), stopping a dead session's agent (session.dead),
-merging (the caller's `merge`), task calls (the caller's `call`/`export`) or printing (`warn`).
+merging (the caller's `merge`), a session's own end (the caller's `session_end`), task calls
+(the caller's `call`/`export`) or printing (`warn`).
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Callable, Mapping
 
-from ralphkit.assign import session as assigned_session
-from ralphkit.assign import task_files
 from ralphkit.backlog import answers
 from ralphkit.session import dead
 from ralphkit.runs import state as run_state
 from ralphkit.parallel import worktrees
 
 DIED_REASON = "ralph.py died during this session"
+# (worktree, its session's agent, the task's record) -> the record once the session's end
+# is settled: marked done from its current-task.json, archived (session_end.assigned_end)
+SessionEnd = Callable[[worktrees.Worktree, "str | None", dict], dict]
 
 
 def _stop(entry: dict) -> None:
@@ -34,7 +37,7 @@ def _stop(entry: dict) -> None:
 
 def _settle(wt: worktrees.Worktree, task: dict, listed: bool, agent: str | None,
             merge: Callable[[worktrees.Worktree], tuple[bool, str]],
-            call: Callable[..., tuple[bool, str]],
+            session_end: SessionEnd, call: Callable[..., tuple[bool, str]],
             env: Mapping[str, str]) -> tuple[bool, str] | None:
     """(completed, reason) for a task the dead run touched; None when there is nothing to
     settle: a branch of a task that is not done and had no listed session, or a listed
@@ -45,11 +48,8 @@ def _settle(wt: worktrees.Worktree, task: dict, listed: bool, agent: str | None,
     if listed and agent and task.get("assignee") not in (None, agent):
         return None
     status = task.get("status")
-    if status == "active" and listed:                # finished by the file, then ralph died
-        current = task_files.read_current_task(wt.path / ".ralph", wt.task)
-        if assigned_session.done_from_current_task(
-                lambda argv: call(*argv, agent=agent), wt.task, current, wt.path):
-            status = "done"
+    if listed and status in ("active", "done"):      # finished by the file, then ralph died;
+        status = session_end(wt, agent, task).get("status")     # --assign: archived
     if status == "done":
         merged = worktrees.branch_merged(wt, env=env)
         if merged is None or merged:                 # nothing of it is left outside the run's
@@ -64,10 +64,11 @@ def _settle(wt: worktrees.Worktree, task: dict, listed: bool, agent: str | None,
 
 def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run_branch: str,
             export: Callable[[], dict[str, dict]], call: Callable[..., tuple[bool, str]],
-            merge: Callable[[worktrees.Worktree], tuple[bool, str]],
+            merge: Callable[[worktrees.Worktree], tuple[bool, str]], session_end: SessionEnd,
             warn: Callable[[str], None]) -> None:
     """Finish what the dead run (state.extra.parallel) left: its sessions and its branches.
-    env: the run's environment, for git."""
+    env: the run's environment, for git. session_end: the file protocol and the archive of a
+    normal session's end (session_end.assigned_end), for the sessions the state lists."""
     info = state.extra.get("parallel", {})
     base = info.get("runBranch") or run_branch
     sessions = info.get("sessions") or []
@@ -91,7 +92,8 @@ def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run
         if tid and tid not in touched and branch not in recorded:
             touched[tid] = (worktrees.planned(cwd, state.run_id, tid, base, env=env), False, None)
     for tid, (wt, listed, agent) in touched.items():
-        settled = _settle(wt, tasks.get(tid) or {}, listed, agent, merge, call, env)
+        settled = _settle(wt, tasks.get(tid) or {}, listed, agent, merge, session_end, call,
+                          env)
         if settled is None:
             continue
         ok, reason = settled
@@ -114,4 +116,4 @@ def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run
              "interrupted run")
 
 
-__all__ = ["recover", "DIED_REASON"]
+__all__ = ["recover", "DIED_REASON", "SessionEnd"]

@@ -57,6 +57,8 @@ class ParallelBuild:
             recovery.recover(book.state, cwd=Path(self.s.cwd), env=self.s.env,
                              run_branch=self.s.run_branch, export=book.export,
                              call=book.call, merge=lambda wt: session_end.merge(book, wt),
+                             session_end=lambda wt, agent, record: session_end.assigned_end(
+                                 book, wt, agent, record),
                              warn=self.s.warn)
         book.save()
         book.event("log", kind="parallel", message=f"{self.s.parallel} slots, merge "

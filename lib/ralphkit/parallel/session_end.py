@@ -46,21 +46,22 @@ def _classify(book: Book, result: Any) -> tuple[outcome.Outcome, Any]:
         default_wait_s=book.s.default_limit_wait_s)
 
 
-def _assigned_end(book: Book, x: Session, record: dict) -> dict:
-    """The anti-drift block's side of a session's end (docs/parallel.md): a task its agent
-    marked completed in the worktree's .ralph/current-task.json is marked done; with --assign,
-    a task done is archived in .ralph/completed/, before a rebase copies its commits. Returns
-    the task's record as it is now."""
-    tid = x.wt.task
-    current = task_files.read_current_task(x.wt.path / ".ralph", tid)
+def assigned_end(book: Book, wt: worktrees.Worktree, agent: str | None, record: dict) -> dict:
+    """The anti-drift block's side of a session's end (docs/parallel.md), also when a resumed
+    run recovers a session its ralph.py died in: a task its agent marked completed in the
+    worktree's .ralph/current-task.json is marked done; with --assign, a task done is archived
+    in .ralph/completed/, before a rebase copies its commits. Returns the task's record as it
+    is now."""
+    tid = wt.task
+    current = task_files.read_current_task(wt.path / ".ralph", tid)
     if record.get("status") == "active" and not book.s.prompt:
         recorded = assigned_session.done_from_current_task(
-            lambda argv: book.call(*argv, agent=x.agent), tid, current, x.wt.path)
+            lambda argv: book.call(*argv, agent=agent), tid, current, wt.path)
         if recorded is not None:                   # what `done` wrote: no second export
             book.s.warn(f"[{tid}] marked done from current-task.json")
             record = {**record, "status": "done", "result": recorded}
     if record.get("status") == "done" and book.s.write_task_files:
-        path = task_files.archive_completed(book.ralph_dir, x.wt.path,
+        path = task_files.archive_completed(book.ralph_dir, wt.path,
                                             {"title": record.get("title"), **current},
                                             record.get("result"))
         book.s.warn(f"[{tid}] done, archived to {path.relative_to(book.ralph_dir.parent)}")
@@ -77,7 +78,7 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     if result.heartbeat is not None and result.heartbeat.failures:
         book.s.warn(f"[{tid}] {heartbeat.problem(result.heartbeat)}")
     how, hit = _classify(book, result)
-    record = _assigned_end(book, x, book.export().get(tid) or {})
+    record = assigned_end(book, x.wt, x.agent, book.export().get(tid) or {})
     status = record.get("status")
     verdict = book.s.verify.judge_worktree(record, x.wt) \
         if status == "done" and book.s.verify else None

@@ -23,9 +23,9 @@ from ralphkit.errors import EXIT_INTERRUPTED as INTERRUPTED
 from ralphkit.notify import settings as notify_settings
 from ralphkit.report import billing as report_billing
 
-# recover(run_id, agent_id, reason) -> slugs it failed: fails what the dead run's agent still
-# holds and deregisters it (loop.launch's task calls).
-Recover = Callable[[str, str, str], list[str]]
+# recover(run_id, agent_id, reason) -> (slugs it failed, notes): settles the dead run's
+# session, fails what its agent still holds and deregisters it (loop.launch's task calls).
+Recover = Callable[[str, str, str], tuple[list[str], list[str]]]
 
 
 @dataclass
@@ -132,7 +132,10 @@ def _recover(run: Run, recover: Recover) -> None:
     if not agent:
         return
     known = {e["task"] for e in state.failed if e.get("reason") == reason}
-    for slug in recover(state.run_id, agent, reason):
+    failed, notes = recover(state.run_id, agent, reason)
+    for note in notes:
+        _log(run, "resume", note)
+    for slug in failed:
         if slug not in known:
             state.failed.append({"task": slug, "at": run_state.utc_now(), "reason": reason})
         _log(run, "resume", f"failed task {slug} of the dead run's agent {agent}: {reason}")
