@@ -18,7 +18,7 @@ from ralphkit.assign import task_files
 from ralphkit.backlog.answers import FAIL_REASON
 from ralphkit.errors import RalphError
 from ralphkit.parallel import worktrees
-from ralphkit.parallel.book import Book, Session
+from ralphkit.parallel.book import Book
 from ralphkit.runs import state as run_state
 from ralphkit.session import heartbeat
 from ralphkit.session import watchdog
