@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+import taskfork
 from conftest import RALPH, TASK_ARGV, git, install_stub, run_process
 
 SPEC = "# Feature\n\n- [ ] it works\n"
@@ -125,10 +126,11 @@ class Fleet:
 
 
 def make_fleet(tmp: Path, base_env: dict[str, str], bin_dir: Path, machines: int = 3,
-               store: str | None = None) -> Fleet:
+               store: str | None = None, forker: taskfork.Forker | None = None) -> Fleet:
     """The origin (specs/, README.md, shared.txt; .ralph/ ignored) and `machines` clones
     host1..hostN on branch main tracking origin/main. store: RALPH_TASKS_DB's value (default:
-    one SQLite file beside the clones)."""
+    one SQLite file beside the clones). forker: the agents' task calls on a PostgreSQL store
+    are forks of its warm process (tests/taskfork.py)."""
     install_stub(bin_dir, "claude", "fleet-agent")
     origin = tmp / "origin.git"
     git(tmp, "init", "-q", "--bare", "-b", "main", str(origin), env=base_env)
@@ -150,6 +152,8 @@ def make_fleet(tmp: Path, base_env: dict[str, str], bin_dir: Path, machines: int
     log = tmp / "fleet.log"
     env = {**base_env, "RALPH_TASKS_DB": store or str(tmp / "backlog.db"),
            "FLEET_LOG": str(log)}
+    if forker is not None and taskfork.names_postgres(env):
+        env["FLEET_TASKFORK"] = forker.address()
     return Fleet(origin, clones, env, log)
 
 

@@ -12,6 +12,9 @@ start-up and the imports are shared. scripts/task's own start-up with a PostgreS
 search for psycopg) is tested through real processes elsewhere (tests/fleethelp.py's task
 calls, tests/e2e/test_task_store_pg.py).
 
+A stub agent run hundreds of times (tests/stubs/fleet-agent) makes its task calls through the
+same warm process (`call`, its socket in $FLEET_TASKFORK), for the same reason.
+
     python tests/taskfork.py <socket>       the warm process: accepts calls on a unix socket
 """
 from __future__ import annotations
@@ -54,6 +57,22 @@ def _recv(sock: socket.socket):
     return pickle.loads(exactly(size))
 
 
+def call(path: str, args: list[str], *, cwd: str, env: dict[str, str], stdin: bytes | None = None,
+         timeout: float | None = None) -> tuple[int, bytes, bytes]:
+    """One task call (`scripts/task <args>`) answered by the warm process listening on path:
+    (exit status, stdout, stderr). socket.timeout after timeout seconds, the call killed."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(path)
+        _send(sock, {"args": list(args), "cwd": cwd, "env": dict(env), "stdin": stdin})
+        pid = _recv(sock)
+        try:
+            return _recv(sock)
+        except socket.timeout:
+            os.kill(pid, signal.SIGKILL)
+            raise
+
+
 class Forker:
     """The warm process of one test worker, and the calls made through it."""
 
@@ -72,22 +91,22 @@ class Forker:
                 raise RuntimeError(f"tests/taskfork.py exited with {proc.wait()}")
             self.proc = proc
 
+    def address(self) -> str:
+        """The socket of the warm process, started now if it is not yet: for a stub agent
+        that makes its task calls through it (call)."""
+        self._start()
+        return self.path
+
     def run(self, argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float = 60,
             input: str | None = None) -> subprocess.CompletedProcess:
         """What run_process(argv, ...) answers for this task call (argv: conftest.TASK_ARGV,
         then the command's arguments), with run_process's encoding."""
-        self._start()
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(timeout)
-            sock.connect(self.path)
-            stdin = None if input is None else input.encode("utf-8", "surrogateescape")
-            _send(sock, {"args": argv[3:], "cwd": str(cwd), "env": dict(env), "stdin": stdin})
-            pid = _recv(sock)
-            try:
-                code, out, err = _recv(sock)
-            except socket.timeout:
-                os.kill(pid, signal.SIGKILL)
-                raise subprocess.TimeoutExpired(argv, timeout) from None
+        stdin = None if input is None else input.encode("utf-8", "surrogateescape")
+        try:
+            code, out, err = call(self.address(), argv[3:], cwd=str(cwd), env=env, stdin=stdin,
+                                  timeout=timeout)
+        except socket.timeout:
+            raise subprocess.TimeoutExpired(argv, timeout) from None
         return subprocess.CompletedProcess(argv, code, out.decode("utf-8", "surrogateescape"),
                                            err.decode("utf-8", "surrogateescape"))
 

@@ -18,8 +18,9 @@ from fleethelp import Fleet, make_fleet
 from task_helpers import PgStore, query
 
 @pytest.fixture
-def fleet(tmp_path: Path, base_env: dict[str, str], bin_dir: Path, pg_url: str) -> Fleet:
-    return make_fleet(tmp_path, base_env, bin_dir, machines=3, store=pg_url)
+def fleet(tmp_path: Path, base_env: dict[str, str], bin_dir: Path, pg_url: str,
+          task_forker) -> Fleet:
+    return make_fleet(tmp_path, base_env, bin_dir, machines=3, store=pg_url, forker=task_forker)
 
 
 def short_leases(fleet: Fleet) -> None:
