@@ -182,6 +182,10 @@ def test_a_task_finished_before_a_kill_9_of_ralph_is_archived_on_resume_not_run_
     notes = [e["message"] for e in of("log", git_repo) if e["kind"] == "resume"]
     assert f"task t1: done, archived to {git_repo / '.ralph' / 'completed' / 't1.json'}" in notes
     assert ("task t1: marked done from current-task.json" in notes) == (mode == "file")
+    state = json.loads(next((git_repo / ".ralph" / "runs").glob("*/state.json")).read_text())
+    assert [(e["task"], e.get("recovered")) for e in state["completed"]] == [("t1", True),
+                                                                             ("t2", None)]
+    assert state["failed"] == []                     # the killed session's task was done
 
 
 def test_a_leftover_ralph_loop_file_is_neutralised_before_the_next_launch(

@@ -156,25 +156,26 @@ def _archive(ralph_dir: Path, repo: Path, current: dict, record: dict | None,
 
 
 def settle_interrupted(task_call: TaskCall, *, repo: Path, ralph_dir: Path,
-                       agent: str) -> list[str]:
+                       agent: str) -> tuple[str | None, list[str]]:
     """On resume, before the recovery fails what the dead run's agent still holds: the task
     of its assigned session (current-task.json, written for that agent) is settled as that
     session's end would have settled it: marked done when the agent marked the file
     completed, archived when done. A task not done is left to the recovery, and the next
-    session resumes it from the file. Returns the messages."""
+    session resumes it from the file. Returns (the task found done or None, the messages)."""
     current = task_files.read_json(ralph_dir / "current-task.json") or {}
     task_id = current.get("id")
     if not task_id or current.get("agent") != agent:
-        return []
+        return None, []
     messages: list[str] = []
     record = task_client.task_record(task_call, task_id)
     if (record or {}).get("assignee") not in (None, agent):   # a fleet: another host's now
-        return []
+        return None, []
     status, result_text = _status_after(task_call, task_id, current, record, repo, messages)
-    if status == "done":
-        _archive(ralph_dir, repo, current, record, result_text, messages)
-        task_files.clear_current_task(ralph_dir)
-    return messages
+    if status != "done":
+        return None, messages
+    _archive(ralph_dir, repo, current, record, result_text, messages)
+    task_files.clear_current_task(ralph_dir)
+    return task_id, messages
 
 
 def finish_assigned_session(task_call: TaskCall, task_id: str, *, repo: Path,

@@ -165,20 +165,20 @@ def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = F
 
 
 def release_dead_agent(ctx: RunContext, run_id: str, agent: str,
-                       reason: str) -> tuple[list[str], list[str]]:
+                       reason: str) -> lifecycle.Recovered:
     """On resume after a crash: settle the dead run's assigned session as its end would have
     (current-task.json: done, archived), fail what its agent still holds, then deregister it
     (quietly: these are not this run's calls of s.1's table). On a fleet's store the dead
     agent's claims file is presented: a task another host took since its lease ran out is
-    that host's, and its `fail` is refused. Returns (the slugs failed, notes)."""
+    that host's, and its `fail` is refused."""
     env = ctx.env
     if ctx.fleet():
         env = fleet_store.as_agent(ctx.env, ctx.ralph_dir, run_id, agent)
-    notes = assigned_session.settle_interrupted(ctx.task.bound(env), repo=find_repo_root(ctx.cwd),
-                                                ralph_dir=ctx.ralph_dir, agent=agent)
-    slugs = fail_active_tasks(ctx, agent, reason, passthrough=False, env=env)
+    done, notes = assigned_session.settle_interrupted(
+        ctx.task.bound(env), repo=find_repo_root(ctx.cwd), ralph_dir=ctx.ralph_dir, agent=agent)
+    failed = fail_active_tasks(ctx, agent, reason, passthrough=False, env=env)
     ctx.task.call("agent", "deregister", agent, env=ctx.env)
-    return slugs, notes
+    return lifecycle.Recovered(failed, [done] if done else [], notes)
 
 
 __all__ = ["run_session", "record_session", "run_parallel", "fail_active_tasks", "release_dead_agent",

@@ -23,9 +23,18 @@ from ralphkit.errors import EXIT_INTERRUPTED as INTERRUPTED
 from ralphkit.notify import settings as notify_settings
 from ralphkit.report import billing as report_billing
 
-# recover(run_id, agent_id, reason) -> (slugs it failed, notes): settles the dead run's
-# session, fails what its agent still holds and deregisters it (loop.launch's task calls).
-Recover = Callable[[str, str, str], tuple[list[str], list[str]]]
+
+@dataclass
+class Recovered:
+    """What recover() did for the dead run's session and agent."""
+    failed: list[str] = field(default_factory=list)       # tasks failed back to open
+    finished: list[str] = field(default_factory=list)     # its task, found done: not failed
+    notes: list[str] = field(default_factory=list)        # lines for stderr and the log
+
+
+# recover(run_id, agent_id, reason) -> Recovered: settles the dead run's session, fails what
+# its agent still holds and deregisters it (loop.launch's task calls).
+Recover = Callable[[str, str, str], Recovered]
 
 
 @dataclass
@@ -131,11 +140,16 @@ def _recover(run: Run, recover: Recover) -> None:
     agent = (dead or {}).get("agent") or state.extra.pop("agentId", None)
     if not agent:
         return
-    known = {e["task"] for e in state.failed if e.get("reason") == reason}
-    failed, notes = recover(state.run_id, agent, reason)
-    for note in notes:
+    got = recover(state.run_id, agent, reason)
+    for note in got.notes:
         _log(run, "resume", note)
-    for slug in failed:
+    for slug in got.finished:            # the session's end was settled: not a failure
+        state.failed = [e for e in state.failed
+                        if (e.get("task"), e.get("reason")) != (slug, reason)]
+        state.completed.append({"task": slug, "at": run_state.utc_now(),
+                                "n": (dead or {}).get("n"), "recovered": True})
+    known = {e["task"] for e in state.failed if e.get("reason") == reason}
+    for slug in got.failed:
         if slug not in known:
             state.failed.append({"task": slug, "at": run_state.utc_now(), "reason": reason})
         _log(run, "resume", f"failed task {slug} of the dead run's agent {agent}: {reason}")
@@ -266,5 +280,5 @@ def finish_run(run: Run | None, exit_code: int, reason: str) -> None:
             dispatch.detach(run.ralph_dir, run.state.run_id)   # at most the notify timeout
 
 
-__all__ = ["Run", "start_run", "begin_session", "agent_started", "end_session",
+__all__ = ["Run", "Recovered", "start_run", "begin_session", "agent_started", "end_session",
            "iteration_done", "finish_run", "preview"]
