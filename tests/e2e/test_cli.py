@@ -236,3 +236,28 @@ def test_ralph_runs_through_a_chain_of_symlinks_and_exports_the_real_script_dir(
 def test_an_empty_ralph_task_cmd_means_the_projects_own_task_cli(run_ralph):
     proc = run_ralph("task", "--help", env={"RALPH_TASK_CMD": ""})
     assert proc.returncode == 0 and proc.stdout.startswith("Usage: ralph task <command> [options]\n")
+
+
+@pytest.mark.parametrize("script, module", [("ralph.py", "loop/features"),
+                                            ("scripts/task", "sources/entry")])
+def test_a_checkouts_bytecode_is_cached_even_under_pythondontwritebytecode(
+        tmp_path, base_env, script, module):
+    # containers often set it; compiling the package again at every start would double the
+    # CPU of each `ralph status`, `ralph ctl` or task call (docs/decisions/0002)
+    import shutil
+    import subprocess
+    import sys
+    from conftest import ROOT
+    checkout = tmp_path / "checkout"
+    shutil.copytree(ROOT / "lib", checkout / "lib",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    (checkout / "scripts").mkdir()
+    for name in ("ralph.py", "scripts/task"):
+        shutil.copy2(ROOT / name, checkout / name)
+    env = {**base_env, "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.run([sys.executable, str(checkout / script), "--help"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    tag = sys.implementation.cache_tag
+    folder, name = module.rsplit("/", 1)
+    assert (checkout / "lib" / "ralphkit" / folder / "__pycache__" / f"{name}.{tag}.pyc").exists()
