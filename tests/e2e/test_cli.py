@@ -250,7 +250,7 @@ def test_a_checkouts_bytecode_is_cached_even_under_pythondontwritebytecode(
     from conftest import ROOT
     checkout = tmp_path / "checkout"
     shutil.copytree(ROOT / "lib", checkout / "lib",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+                    ignore=shutil.ignore_patterns("__pycache__"))
     (checkout / "scripts").mkdir()
     for name in ("ralph.py", "scripts/task"):
         shutil.copy2(ROOT / name, checkout / name)
