@@ -6,9 +6,14 @@ fast as when it was the entry point itself."""
 from __future__ import annotations
 
 import os
-from typing import MutableMapping
 
 from ralphkit.tasks import store_url
+
+# typing costs the task CLI's start-up a fifth of its imports (re, enum, collections):
+# annotations only (docs/decisions/0002).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import MutableMapping
 
 
 def name_store(environ: MutableMapping[str, str]) -> None:
