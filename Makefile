@@ -10,10 +10,13 @@ AGENTS_DIR ?= .agents
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: setup.cfg pyproject.toml
+# Editable in setuptools' strict mode: its .pth is a path line (to a tree of links in build/),
+# where the default mode's import hook costs every Python start of the venv about 20 ms
+# (docs/contributing.md).
+$(VENV)/.installed: setup.cfg pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test]' --config-settings editable_mode=strict
 	touch $@
 
 # The HTML report's tests open it in chromium: installed when missing (root with apt-get);
