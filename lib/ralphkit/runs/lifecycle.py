@@ -130,22 +130,22 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
 
 
 def _recover(run: Run, recover: Recover) -> None:
-    """The dead run's session: kill its agent, fail its tasks with a reason, deregister it."""
+    """The dead run's session: kill its agent, settle its task (found done: completed, not
+    failed), fail what its agent still holds with a reason, deregister it."""
     state = run.state
     reason = f"ralph.py exited during the session (run {state.run_id})"
-    dead = state.take_interrupted(reason)
+    dead = state.active                  # taken below, once recover() said how its task ended
     killed = _kill_dead_agent(dead)
     if killed:
         _log(run, "resume", killed)
     agent = (dead or {}).get("agent") or state.extra.pop("agentId", None)
-    if not agent:
-        return
-    got = recover(state.run_id, agent, reason)
+    got = recover(state.run_id, agent, reason) if agent else Recovered()
     for note in got.notes:
         _log(run, "resume", note)
-    for slug in got.finished:            # the session's end was settled: not a failure
-        state.failed = [e for e in state.failed
-                        if (e.get("task"), e.get("reason")) != (slug, reason)]
+    if (dead or {}).get("task") in got.finished:
+        state.active = None              # its end was settled: not a failure
+    state.take_interrupted(reason)
+    for slug in got.finished:
         state.completed.append({"task": slug, "at": run_state.utc_now(),
                                 "n": (dead or {}).get("n"), "recovered": True})
     known = {e["task"] for e in state.failed if e.get("reason") == reason}
