@@ -69,8 +69,8 @@ def test_a_killed_runner_loses_its_task_after_the_lease_and_its_late_done_is_ref
     assert task["fail_reason"].startswith("lease expired at ")
     assert "on host 'host1' stopped renewing it" in task["fail_reason"]
     (hold / "release").touch()                               # the stopped host wakes up late
-    wait_for(lambda: (hold / "done.rc").exists(), timeout=60)
-    assert (hold / "done.rc").read_text().strip() == "1"
+    rc = hold / "done.rc"                                    # written after done.err
+    assert wait_for(lambda: rc.exists() and rc.read_text().strip(), timeout=60) == "1"
     assert (hold / "done.err").read_text().startswith(
         f"Error: task '{taken}' is no longer held by this claim (claim 1; now claim 2, done")
     assert fleet.tasks()[taken]["result"] != '{"commit":"late"}'

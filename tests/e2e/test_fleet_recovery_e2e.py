@@ -89,9 +89,9 @@ def test_a_resumed_parallel_run_leaves_a_task_another_host_took_to_that_host(
     env = {**base_env, "STUB_ACTION": FIRST_ATTEMPT_HANGS, "MARKS": str(marks)}
     run = Running(["build", "--parallel", "2", "--tasks", pg_url], cwd=repo, env=env)
     try:
-        wait_for(lambda: (marks / "agent").exists()
-                 and _state(repo)["extra"]["parallel"]["sessions"], 60)
-        agent = (marks / "agent").read_text().strip()
+        agent = wait_for(lambda: (marks / "agent").exists()        # and its id written
+                         and _state(repo)["extra"]["parallel"]["sessions"]
+                         and (marks / "agent").read_text().strip(), 60)
         _kill_ralph_only(run)
     finally:
         run.kill()

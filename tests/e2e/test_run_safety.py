@@ -81,8 +81,8 @@ def test_kill_9_mid_session_then_build_again_takes_over_fails_the_task_and_resum
     env = {**base_env, **action, "HANG_AT": "2"}
     first = Running(["build", "-n", "5"], cwd=git_repo, env=env)
     try:
-        wait_for(lambda: Path(action["MARK"]).exists(), timeout=20)
-        hung_task = Path(action["MARK"]).read_text().strip()
+        mark = Path(action["MARK"])         # the shell creates it before it writes the id
+        hung_task = wait_for(lambda: mark.exists() and mark.read_text().strip(), timeout=20)
         run_dir, = runs(git_repo)
         wait_for(lambda: (state_of(run_dir).get("active") or {}).get("pid"))
         agent_pid = state_of(run_dir)["active"]["pid"]
