@@ -48,7 +48,7 @@ test: setup setup-browser setup-postgres agents
 	$(PY) -m pytest -n 4
 
 demo: setup
-	$(PY) demo/run_demo.py
+	$(PY) demo/run_demo.py $(if $(ARGS),-- $(ARGS))
 
 bench: setup
 	$(PY) bench/run_all.py

@@ -9,7 +9,9 @@ What it does, step by step (each step prints what it runs):
      claims a task, writes a file, commits it and marks the task done with the commit;
   5. shows `task list --all` and `git log --oneline`, and where the repository is.
 
-Usage: run_demo.py [--dir DIR]   (DIR: where to create the demo repo; default: a new temp dir)
+Usage: run_demo.py [--dir DIR] [-- BUILD_OPTIONS...]
+  DIR: where to create the demo repo (default: a new temp dir); BUILD_OPTIONS: more options
+  for `ralph.py build -n 10`, such as `--parallel 2` or `--assign` (`make demo ARGS=...`).
 Exit status: ralph's. The demo repository is kept for you to explore.
 """
 from __future__ import annotations
@@ -85,9 +87,14 @@ def make_repo(repo: Path, env: dict[str, str]) -> None:
     run(["git", "commit", "-q", "-m", "Demo project with one spec"], repo, env)
 
 
+USAGE = "Usage: run_demo.py [--dir DIR] [-- BUILD_OPTIONS...]"
+
+
 def main(argv: list[str]) -> int:
+    build_options = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[:argv.index("--")] if "--" in argv else argv
     if argv and (argv[0] != "--dir" or len(argv) != 2):
-        print("Usage: run_demo.py [--dir DIR]", file=sys.stderr)
+        print(USAGE, file=sys.stderr)
         return 1
     if not RALPH.exists():
         print(f"Error: {RALPH} not found: the demo needs ralph.py", file=sys.stderr)
@@ -111,8 +118,10 @@ def main(argv: list[str]) -> int:
     jsonl = "".join(json.dumps(task) + "\n" for task in BACKLOG)
     run([sys.executable, str(TASK), "plan-sync"], repo, env, input=jsonl, text=True)
 
-    step("Running: ralph.py build -n 10   (the stub agent `claude` claims, commits, completes)")
-    status = subprocess.run([sys.executable, str(RALPH), "build", "-n", "10"], cwd=repo,
+    build = ["build", "-n", "10", *build_options]
+    step(f"Running: ralph.py {' '.join(build)}   (the stub agent `claude` claims, commits, "
+         "completes)")
+    status = subprocess.run([sys.executable, str(RALPH), *build], cwd=repo,
                             env=env, stdin=subprocess.DEVNULL).returncode
     print(f"\n(ralph exited with status {status})", flush=True)
 

@@ -1,21 +1,27 @@
 """End to end: `make demo`'s demo/run_demo.py runs the real ralph.py build loop with the bundled
-stub agent over the demo backlog; every demo task must end done with a commit that exists."""
+stub agent over the demo backlog, as it is and with `--assign` or `--parallel 2` (`make demo
+ARGS=...`); every demo task must end done with a commit that exists."""
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT, TASK, run_process
 
 DEMO = ROOT / "demo" / "run_demo.py"
 
 
-def test_demo_completes_every_task_with_a_commit_of_its_own(tmp_path, base_env):
-    result = run_process([sys.executable, str(DEMO), "--dir", str(tmp_path / "demo")],
+@pytest.mark.parametrize("options", [[], ["--assign"], ["--parallel", "2"]], ids=str)
+def test_demo_completes_every_task_with_a_commit_of_its_own(tmp_path, base_env, options):
+    extra = ["--", *options] if options else []
+    result = run_process([sys.executable, str(DEMO), "--dir", str(tmp_path / "demo"), *extra],
                          cwd=tmp_path, env=base_env, timeout=110)
     assert result.returncode == 0, result.stdout + result.stderr
     repo = tmp_path / "demo" / "repo"
+    assert f"Running: ralph.py {' '.join(['build', '-n', '10', *options])}   " in result.stdout
     assert "All tasks complete. Exiting loop." in result.stdout
     assert f"The demo repository is kept in {repo}" in result.stdout
 
@@ -41,7 +47,8 @@ def test_demo_completes_every_task_with_a_commit_of_its_own(tmp_path, base_env):
 
 def test_demo_refuses_unknown_arguments(tmp_path, base_env):
     result = run_process([sys.executable, str(DEMO), "--bogus"], cwd=tmp_path, env=base_env)
-    assert (result.returncode, result.stderr) == (1, "Usage: run_demo.py [--dir DIR]\n")
+    assert (result.returncode, result.stderr) == (
+        1, "Usage: run_demo.py [--dir DIR] [-- BUILD_OPTIONS...]\n")
     assert {p.name for p in tmp_path.iterdir()} <= {"home", "bin"}     # nothing created
 
 
