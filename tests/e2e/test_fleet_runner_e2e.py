@@ -275,6 +275,58 @@ def test_the_heartbeat_renews_a_long_sessions_lease(repo, base_env, run_task, ru
     assert beats and beats[0][0] is not None
 
 
+
+def _heartbeats() -> set[int]:
+    import psutil
+    found = set()
+    for proc in psutil.process_iter(["cmdline"]):
+        if "_heartbeat" in (proc.info["cmdline"] or []):
+            found.add(proc.pid)
+    return found
+
+
+@pytest.mark.parametrize("loop", [[], ["--parallel", "2"]], ids=["single", "parallel"])
+def test_beats_that_failed_while_the_store_was_down_are_reported_at_the_sessions_end(
+        repo, base_env, run_task, pg_url, pg_server, tmp_path, loop):
+    """The server stops mid-session: the beats started then fail (their retry budget is one
+    interval). The session's end says so on stderr and in a `heartbeat` log event, in both
+    loops; the task is still done once the server is back."""
+    create(run_task, pg_url, "t1")
+    (repo / "ralph.yml").write_text("lease: 3s\n")
+    files = {name: tmp_path / name for name in ("CLAIMED", "RELEASE", "DONE_RC", "DONE_ERR")}
+    # a --parallel session's task is claimed for it already: its id is the frozen ids file's
+    action = HOLD_THEN_DONE.replace('out=$("$RALPH_TASK_SCRIPT" claim) || exit 0', (
+        'out=$(if [ -n "$RALPH_FROZEN_IDS_FILE" ]; then sed "s/^/id: /" "$RALPH_FROZEN_IDS_FILE"; '
+        'else "$RALPH_TASK_SCRIPT" claim; fi) || exit 0'))
+    env = {**base_env, "STUB_ACTION": action, **{k: str(v) for k, v in files.items()}}
+    store = PgStore(pg_url)
+    run = Running(["build", "-n", "1", *loop, "--tasks", pg_url], cwd=repo, env=env)
+    try:
+        wait_for(lambda: files["CLAIMED"].exists() and files["CLAIMED"].read_text().strip(), 30)
+        claimed = query(store, "SELECT lease_expires_at FROM tasks WHERE slug = 't1'")[0][0]
+        wait_for(lambda: query(store, "SELECT lease_expires_at FROM tasks")[0][0] != claimed,
+                 30)                                       # a beat renewed the claim
+        before = _heartbeats()
+        pg_server.stop()
+        later: set[int] = set()
+
+        def one_ended_while_down() -> bool:        # started with the server down: it failed
+            running = _heartbeats()
+            later.update(running - before)
+            return bool(later - running)
+        wait_for(one_ended_while_down, 30)
+        pg_server.start()
+        files["RELEASE"].touch()
+        assert run.wait(120) == 0, run.stderr
+    finally:
+        run.kill()
+    assert files["DONE_RC"].read_text().strip() == "0"
+    assert statuses(pg_url)["t1"][0] == "done"
+    line = next(x for x in run.stderr.splitlines() if "heartbeat: " in x)
+    assert " beats failed (last: " in line
+    events = [e for e in read_jsonl(run_dir(repo) / "events.jsonl") if e.get("kind") == "heartbeat"]
+    assert len(events) == 1 and events[0]["message"] in line
+
 # --- ralph status -------------------------------------------------------------------------------
 
 def test_status_shows_each_hosts_agents_and_their_tasks(run_ralph, run_task, repo, pg_url):

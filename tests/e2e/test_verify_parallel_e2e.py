@@ -54,3 +54,32 @@ def test_parallel_sessions_are_verified_each_in_its_worktree_before_the_merge(
     assert "fix add" in log
     prompts = [json.loads(line)["task"] for line in (plan / "prompts.jsonl").open()]
     assert sorted(prompts) == ["fix-add", "fix-mul"]
+
+
+def test_a_parallel_task_that_fails_verification_counts_an_attempt_and_is_held_at_the_limit(
+        run_ralph, run_task, git_repo, base_env, bin_dir, tmp_path):
+    """As in the single loop (docs/verify.md): a reopen by the verify gate is a failed attempt.
+    A --parallel run starts a task once, so the attempts add up over runs (retry_count), and
+    --max-attempts holds a task whose work never passes instead of reopening it every run."""
+    install_stub(bin_dir, "claude", "claude-verify")
+    plan = tmp_path / "plan"
+    plan.mkdir()
+    (plan / "default.sh").write_text(AGENT)
+    (git_repo / ".gitignore").write_text(".ralph/\n")
+    (git_repo / "calc.py").write_text(CALC)
+    (git_repo / "test_calc.py").write_text(TESTS)
+    git(git_repo, "add", "-A", env=base_env)
+    git(git_repo, "commit", "-qm", "calc", env=base_env)
+    assert run_task("create", "fix-mul", "Fix mul",
+                    "-d", f"verify: {PYTEST} test_calc.py::test_mul").returncode == 0
+    runs = [run_ralph("build", "--parallel", "2", "--max-attempts", "2",
+                      env={"STUB_PLAN": str(plan)}, timeout=120) for _ in range(2)]
+    task = json.loads(run_task("_export-json").stdout)
+    assert task["status"] == "open" and task["retry_count"] == 2
+    assert "Held task" not in runs[0].stdout
+    assert "Held task fix-mul: failed 2 times (--max-attempts 2): " in runs[1].stdout
+    assert "Held:        failed 2 times (--max-attempts 2): verify failed: " in run_task(
+        "show", "fix-mul").stdout
+    ends = [e for path in sorted((git_repo / ".ralph" / "runs").glob("*/events.jsonl"))
+            for e in read_jsonl(path) if e["event"] == "session_end"]
+    assert [e.get("held") for e in ends] == [None, ["fix-mul"]]

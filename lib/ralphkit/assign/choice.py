@@ -7,7 +7,7 @@ Priorities: the task store orders by priority ascending (task-cli.md s.8), so th
 criticality words map onto numbers as critical=0, high=1, medium=2 (the store's default),
 low=3. Numbers above 3 read as "low" in the prompt.
 
-Template placeholders (README "The anti-drift block"): {id} {title} {objective} {why}
+Template placeholders (docs/assignment.md): {id} {title} {objective} {why}
 {criteria} {source} {steps} {details} {priority} {priority_word} {retry_count}
 {fail_reason} {spec} {ref} {category} {task_cmd} {current_task_file}. Unknown names become
 empty. List values ({criteria}, {steps}) and {details} render as a newline followed by their

@@ -2,8 +2,8 @@
 classes, as the single loop classifies them, usage limits included), the anti-drift block's
 file protocol (a task marked completed in the worktree's current-task.json is marked done;
 with --assign a task done is archived), then by its task's status: `done` is verified in its
-worktree when the verify gate is on (a failure re-opens or holds the task, docs/verify.md)
-and merged back into the run's branch (a failed merge re-opens the task with the reason and
+worktree when the verify gate is on (a failure re-opens or holds the task, docs/verify.md,
+and is counted as an attempt) and merged back into the run's branch (a failed merge re-opens the task with the reason and
 keeps the branch), `active` is failed (s.15.5, or with the timeout that ended it) and counted
 as an attempt (--max-attempts holds it, unattended.night), anything else is recorded as left;
 then its worktree goes, its agent id is free again, and the run state, the session_end event
@@ -75,8 +75,10 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     x = book.sessions.pop(tid)
     x.writer.close()
     held = False
-    if result.heartbeat is not None and result.heartbeat.failures:
-        book.s.warn(f"[{tid}] {heartbeat.problem(result.heartbeat)}")
+    if result.heartbeat is not None and result.heartbeat.failures:   # as the single loop's notice
+        problem = heartbeat.problem(result.heartbeat)
+        book.s.warn(f"[{tid}] {problem}")
+        book.event("log", kind="heartbeat", task=tid, message=problem)
     how, hit = _classify(book, result)
     record = assigned_end(book, x.wt, x.agent, book.export().get(tid) or {})
     status = record.get("status")
@@ -84,6 +86,8 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
         if status == "done" and book.s.verify else None
     if verdict is not None and not verdict.ok:
         ok, message = False, verdict.reason.split("\n", 1)[0]      # reopened (or held)
+        if how.kind not in outcome.NOT_AN_ATTEMPT:   # an attempt, as the single loop counts it
+            held = book.s.night.attempt_failed(tid, message, record.get("retry_count"))
     elif status == "done":
         ok, message = merge(book, x.wt)
     elif status == "active":
