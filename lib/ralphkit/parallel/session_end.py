@@ -1,14 +1,14 @@
-"""Owns the end of one session of a `--parallel N` run: its outcome (unattended.outcome's
-classes, as the single loop classifies them, usage limits included), the anti-drift block's
-file protocol (a task marked completed in the worktree's current-task.json is marked done;
-with --assign a task done is archived), then by its task's status: `done` is verified in its
-worktree when the verify gate is on (a failure re-opens or holds the task, docs/verify.md,
-and is counted as an attempt) and merged back into the run's branch (a failed merge re-opens the task with the reason and
-keeps the branch), `active` is failed (s.15.5, or with the timeout that ended it) and counted
-as an attempt (--max-attempts holds it, unattended.night), anything else is recorded as left;
-then its worktree goes, its agent id is free again, and the run state, the session_end event
-and the user's line record it. Knows nothing of the breaker, the budgets, the usage-limit
-wait or of what runs next (run)."""
+"""Owns the end of one session of a `--parallel N` run: its outcome (unattended.outcome's classes,
+as the single loop classifies them, usage limits included), the anti-drift block's file
+protocol (a task marked completed in the worktree's current-task.json is marked done; with
+--assign a task done is archived), then by its task's status: `done` is verified in its
+worktree when the verify gate is on (a failure re-opens or holds the task, docs/verify.md, and
+is counted as an attempt) and merged back into the run's branch (a failed merge re-opens the
+task with the reason and keeps the branch), `active` is failed (s.15.5, or with the timeout
+that ended it) and counted as an attempt (--max-attempts holds it, unattended.night), anything
+else is recorded as left; then its worktree goes, its agent id is free again, and the run
+state, the session_end event and the user's line record it. Knows nothing of the breaker, the
+budgets, the usage-limit wait or of what runs next (run)."""
 from __future__ import annotations
 
 from typing import Any
