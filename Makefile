@@ -45,7 +45,7 @@ $(AGENTS_DIR)/.installed: package.json package-lock.json
 	fi
 
 test: setup setup-browser setup-postgres agents
-	$(PY) -m pytest -n 4
+	$(PY) -m pytest -n 4 --dist worksteal
 
 demo: setup
 	$(PY) demo/run_demo.py $(if $(ARGS),-- $(ARGS))

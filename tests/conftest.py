@@ -37,6 +37,12 @@ TASK_ARGV = [sys.executable, "-S", str(TASK)]   # -S, as its shebang runs it: no
 STUBS = ROOT / "tests" / "stubs"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `long` first: a worker starts them at once, and the others share the
+    rest (`--dist worksteal`), instead of one of them starting late and ending the run last."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 def log_git_calls(bin_dir: Path, log: Path) -> None:
     """A git first on the tests' PATH (bin_dir) that appends each call's arguments to `log`,
     then runs the real git."""

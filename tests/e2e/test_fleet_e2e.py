@@ -29,6 +29,7 @@ def short_leases(fleet: Fleet) -> None:
         (clone / "ralph.yml").write_text("lease: 3s\n")
 
 
+@pytest.mark.long
 @pytest.mark.timeout(600)
 def test_three_machines_work_300_tasks_each_done_once_every_commit_on_origin(fleet):
     ids = [f"t{n:03}" for n in range(300)]
