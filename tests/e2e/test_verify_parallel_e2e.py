@@ -22,8 +22,9 @@ fi
 """
 
 
-def test_parallel_sessions_are_verified_each_in_its_worktree_before_the_merge(
-        run_ralph, run_task, git_repo, base_env, bin_dir, tmp_path):
+def calc_project(git_repo, base_env, bin_dir, tmp_path):
+    """calc.py with two bugs and its tests, committed; the stub agent runs AGENT. Returns the
+    stub's plan directory (its prompts.jsonl records each session's task)."""
     install_stub(bin_dir, "claude", "claude-verify")
     plan = tmp_path / "plan"
     plan.mkdir()
@@ -33,6 +34,11 @@ def test_parallel_sessions_are_verified_each_in_its_worktree_before_the_merge(
     (git_repo / "test_calc.py").write_text(TESTS)
     git(git_repo, "add", "-A", env=base_env)
     git(git_repo, "commit", "-qm", "calc", env=base_env)
+    return plan
+
+def test_parallel_sessions_are_verified_each_in_its_worktree_before_the_merge(
+        run_ralph, run_task, git_repo, base_env, bin_dir, tmp_path):
+    plan = calc_project(git_repo, base_env, bin_dir, tmp_path)
     for slug, test in (("fix-add", "test_add"), ("fix-mul", "test_mul")):
         assert run_task("create", slug, f"Fix {slug}", "-c", f"component:{slug}",
                         "-d", f"verify: {PYTEST} test_calc.py::{test}").returncode == 0
@@ -61,15 +67,7 @@ def test_a_parallel_task_that_fails_verification_counts_an_attempt_and_is_held_a
     """As in the single loop (docs/verify.md): a reopen by the verify gate is a failed attempt.
     A --parallel run starts a task once, so the attempts add up over runs (retry_count), and
     --max-attempts holds a task whose work never passes instead of reopening it every run."""
-    install_stub(bin_dir, "claude", "claude-verify")
-    plan = tmp_path / "plan"
-    plan.mkdir()
-    (plan / "default.sh").write_text(AGENT)
-    (git_repo / ".gitignore").write_text(".ralph/\n")
-    (git_repo / "calc.py").write_text(CALC)
-    (git_repo / "test_calc.py").write_text(TESTS)
-    git(git_repo, "add", "-A", env=base_env)
-    git(git_repo, "commit", "-qm", "calc", env=base_env)
+    plan = calc_project(git_repo, base_env, bin_dir, tmp_path)
     assert run_task("create", "fix-mul", "Fix mul",
                     "-d", f"verify: {PYTEST} test_calc.py::test_mul").returncode == 0
     runs = [run_ralph("build", "--parallel", "2", "--max-attempts", "2",
