@@ -188,6 +188,50 @@ def test_a_task_finished_before_a_kill_9_of_ralph_is_archived_on_resume_not_run_
     assert state["failed"] == []                     # the killed session's task was done
 
 
+
+@pytest.mark.parametrize("mode", ["hang", "file,hang"])
+def test_a_task_left_by_a_run_ended_with_sigterm_is_settled_by_the_next_run(
+        run_ralph, run_task, git_repo, agent, base_env, tmp_path, mode):
+    """SIGTERM (or Ctrl+C) ends a run with no crash-safety step (s.16): its task stays active
+    under its agent, gone since. A plain re-run releases it at once (it would wait out the
+    lease: the session timeout and a minute) and resumes it from current-task.json, or, when
+    the agent had finished it by the file protocol, settles it without running it again."""
+    run_task("create", "t1", "First", "-p", "1")
+    run_task("create", "t2", "Second", "-p", "2")
+    mark = tmp_path / "started"
+    env = {**base_env, "STUB_ASSIGNED_MODE": mode, "STUB_HANG_MARK": str(mark),
+           "STUB_LOG": str(agent)}
+    proc = subprocess.Popen([sys.executable, str(RALPH), "build", "--assign"], cwd=git_repo,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        wait_for(mark.exists, timeout=30)
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(30) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert tasks(run_task)["t1"]["status"] == "active"          # no crash safety on SIGTERM
+    first_run = next((git_repo / ".ralph" / "runs").iterdir()).name
+    again = run_ralph("build", "--assign", env={"STUB_ASSIGNED_MODE": "finish",
+                                                 "STUB_LOG": str(agent)})
+    assert again.returncode == 0, again.stderr
+    reason = f"ralph.py was interrupted during the session (run {first_run})"
+    states = {t["id"]: (t["status"], t["retry_count"]) for t in tasks(run_task).values()}
+    if mode == "hang":
+        assert [c["task"] for c in read_jsonl(agent)] == ["t1", "t1", "t2"]
+        assert "resuming task t1 from current-task.json" in again.stderr
+        line = next(x for x in again.stderr.splitlines() if x.startswith("failed task t1 "))
+        assert line.startswith("failed task t1 of the interrupted run's agent ")
+        assert line.endswith(f": {reason}")
+        assert states == {"t1": ("done", 1), "t2": ("done", 0)}
+    else:                                            # finished by the file: not run again
+        assert [c["task"] for c in read_jsonl(agent)] == ["t1", "t2"]
+        assert "task t1: marked done from current-task.json" in again.stderr
+        assert states == {"t1": ("done", 0), "t2": ("done", 0)}
+        assert (git_repo / ".ralph" / "completed" / "t1.json").exists()
+    assert any(e["kind"] == "interrupted_run" for e in of("log", git_repo))
+
 def test_a_leftover_ralph_loop_file_is_neutralised_before_the_next_launch(
         build, run_task, git_repo):
     run_task("create", "t1", "First", "-p", "1")

@@ -127,6 +127,37 @@ def test_kill_9_mid_session_then_build_again_takes_over_fails_the_task_and_resum
         assert db.execute("SELECT count(*) FROM agents WHERE status = 'active'").fetchone()[0] == 0
 
 
+
+def test_a_task_left_active_by_a_run_ended_with_sigterm_is_failed_back_by_the_next_run(
+        git_repo, base_env, run_task, run_ralph, action, tmp_path):
+    """s.16: a run ended by SIGTERM (or Ctrl+C) runs no crash-safety step, so its agent's
+    claimed task stays active, claimable again only once its lease runs out. A new run
+    (not --resume) fails it back to open first, with a reason naming the run, and takes it."""
+    sync(run_task, "t1", "t2")
+    env = {**base_env, **action, "HANG_AT": "1"}
+    first = Running(["build"], cwd=git_repo, env=env)
+    try:
+        mark = Path(action["MARK"])
+        hung = wait_for(lambda: mark.exists() and mark.read_text().strip(), timeout=20)
+        os.kill(first.proc.pid, signal.SIGTERM)
+        assert first.proc.wait(30) == 130
+    finally:
+        first.kill()
+        Path(action["RELEASE"]).touch()
+    run_dir, = runs(git_repo)
+    assert {t["id"]: t["status"] for t in export(run_task)}[hung] == "active"
+    second = run_ralph("build", env={**action, "HANG_AT": "0"})
+    assert second.returncode == 0, second.stderr
+    assert "All tasks complete. Exiting loop." in second.stdout
+    reason = f"ralph.py was interrupted during the session (run {run_dir.name})"
+    agent = state_of(run_dir)["extra"]["agentId"]
+    assert f"failed task {hung} of the interrupted run's agent {agent}: {reason}" in second.stderr
+    tasks = {t["id"]: t for t in export(run_task)}
+    assert all(t["status"] == "done" for t in tasks.values())
+    assert tasks[hung]["retry_count"] == 1 and tasks[hung]["fail_reason"] == reason
+    new_run, = [r for r in runs(git_repo) if r != run_dir]
+    assert any(e.get("kind") == "interrupted_run" for e in events_of(new_run))
+
 def test_two_builds_started_together_exactly_one_runs_in_20_trials(
         git_repo, base_env, run_task, bin_dir, tmp_path):
     install_stub(bin_dir, stub="claude_signals")

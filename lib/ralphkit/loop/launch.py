@@ -18,7 +18,7 @@ from ralphkit.config.settings import find_repo_root
 from ralphkit.config.table import BY_NAME
 from ralphkit.loop.context import RunContext
 from ralphkit.loop.features import Assign, Prompt, Verify
-from ralphkit.runs import lifecycle
+from ralphkit.runs import leftovers, lifecycle
 from ralphkit.fleet import store as fleet_store
 from ralphkit.session import fresh_start
 from ralphkit.session import heartbeat
@@ -165,7 +165,7 @@ def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = F
 
 
 def release_dead_agent(ctx: RunContext, run_id: str, agent: str,
-                       reason: str) -> lifecycle.Recovered:
+                       reason: str) -> leftovers.Recovered:
     """On resume after a crash: settle the dead run's assigned session as its end would have
     (current-task.json: done, archived), fail what its agent still holds, then deregister it
     (quietly: these are not this run's calls of s.1's table). On a fleet's store the dead
@@ -178,7 +178,7 @@ def release_dead_agent(ctx: RunContext, run_id: str, agent: str,
         ctx.task.bound(env), repo=find_repo_root(ctx.cwd), ralph_dir=ctx.ralph_dir, agent=agent)
     failed = fail_active_tasks(ctx, agent, reason, passthrough=False, env=env)
     ctx.task.call("agent", "deregister", agent, env=ctx.env)
-    return lifecycle.Recovered(failed, [done] if done else [], notes)
+    return leftovers.Recovered(failed, [done] if done else [], notes)
 
 
 __all__ = ["run_session", "record_session", "run_parallel", "fail_active_tasks", "release_dead_agent",

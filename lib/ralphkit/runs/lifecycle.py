@@ -1,10 +1,10 @@
-"""Owns the life of one plan/build run on disk, as ralph.py's loop sees it: picking the
-run (a new one, or the newest unfinished one after a crash or with --resume), the run lock around
-it, saving its state at start, at each session start/end and at exit, the progress record
-(progress.md, events.jsonl), recovering what a crashed run left behind (its agent's process group
-killed, its active tasks failed with a reason, its agent deregistered, through a callback), and
-closing the run on every way out, the lock released last. Does not own the lock, state or
-progress formats (runs.lock, runs.state, runs.progress), the task calls, printing or exit
+"""Owns the life of one plan/build run on disk, as ralph.py's loop sees it: picking the run (a new
+one, or the newest unfinished one after a crash or with --resume), the run lock around it, saving
+its state at start, at each session start/end and at exit, the progress record (progress.md,
+events.jsonl), and closing the run on every way out, the lock released last. What an earlier run
+left behind is settled at its start (runs.leftovers: a crashed run's session when it is resumed,
+the task a run ended by Ctrl+C left active when a new one starts). Does not own the lock, state
+or progress formats (runs.lock, runs.state, runs.progress), the task calls, printing or exit
 codes: it returns notes for ralph.py to print on stderr."""
 from __future__ import annotations
 
@@ -12,29 +12,15 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ralphkit import procs
-from ralphkit.session import dead as dead_session
-from ralphkit.runs import progress
+from ralphkit.runs import leftovers, progress
 from ralphkit.runs import lock as run_lock
 from ralphkit.runs import state as run_state
 from ralphkit.errors import EXIT_INTERRUPTED as INTERRUPTED
 from ralphkit.notify import settings as notify_settings
 from ralphkit.report import billing as report_billing
-
-
-@dataclass
-class Recovered:
-    """What recover() did for the dead run's session and agent."""
-    failed: list[str] = field(default_factory=list)       # tasks failed back to open
-    finished: list[str] = field(default_factory=list)     # its task, found done: not failed
-    notes: list[str] = field(default_factory=list)        # lines for stderr and the log
-
-
-# recover(run_id, agent_id, reason) -> Recovered: settles the dead run's session, fails what
-# its agent still holds and deregisters it (loop.launch's task calls).
-Recover = Callable[[str, str, str], Recovered]
 
 
 @dataclass
@@ -50,28 +36,13 @@ class Run:
     notifying: bool = False                          # a notify channel listens to its events
 
 
-def _kill_dead_agent(active: dict[str, Any] | None) -> str | None:
-    """Stop the crashed session's agent for good (dead_session): its pid file taken (an agent
-    started just before ralph.py died is named there even when the state has no pid yet; one
-    that had not started never will), then what is left of its group (the agent led it,
-    session.py) SIGKILLed and awaited, so that none of it can still `task done` or commit once
-    its tasks are failed. A pid that now belongs to another process is left alone."""
-    active = active or {}
-    pid = active.get("pid")
-    killed = dead_session.stop(active.get("pidfile"), pid if isinstance(pid, int) else None,
-                               active.get("pidStartTime"))
-    if killed is None:
-        return None
-    return f"killed what was left of the dead run's agent (process group {killed})"
-
-
 def _log(run: Run, kind: str, message: str) -> None:
     run.notes.append(message)
     progress.append_event(run.ralph_dir, run.state.run_id, "log", kind=kind, message=message)
 
 
 def start_run(ralph_dir: Path, mode: str, *, max_iterations: int, cli_max_iterations: int | None,
-              options: dict[str, Any], resume: bool, recover: Recover) -> Run:
+              options: dict[str, Any], resume: bool, recover: leftovers.Recover) -> Run:
     """Take the run lock (RunLocked: exit 3, nothing written) and load or create the state.
     A crashed run of this mode is resumed even without --resume."""
     run_id = run_state.find_resumable(ralph_dir, mode) or (
@@ -97,9 +68,10 @@ def _interrupted_run(ralph_dir: Path, mode: str) -> str | None:
 
 def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | None,
           max_iterations: int, cli_max_iterations: int | None, options: dict[str, Any],
-          resume: bool, recover: Recover) -> Run:
+          resume: bool, recover: leftovers.Recover) -> Run:
     run_id = lock.holder.run_id
     loaded = run_state.load(ralph_dir, run_id) if resumable else run_state.Loaded(None)
+    previous = None if resumable else run_state.latest_run(ralph_dir)   # before this one's save
     state = loaded.state or run_state.RunState(run_id=run_id, mode=mode,
                                                max_iterations=max_iterations, options=options)
     run = Run(Path(ralph_dir), lock, state, resumed=loaded.state is not None)
@@ -121,38 +93,15 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
                             f"{state.sessions_started} sessions started)")
         for line in run_state.merge_options(state, cli_max_iterations, options):
             _log(run, "flag_mismatch", line)
-        _recover(run, recover)
-    elif resume:
-        _log(run, "resume", f"Nothing to resume: starting run {run_id}")
+        leftovers.recover_dead(state, recover, log=lambda kind, line: _log(run, kind, line))
+    else:
+        if resume:
+            _log(run, "resume", f"Nothing to resume: starting run {run_id}")
+        leftovers.release_interrupted(ralph_dir, previous, recover,
+                                      log=lambda kind, line: _log(run, kind, line))
     run_state.save(ralph_dir, state)
     progress.write_progress(ralph_dir, state)
     return run
-
-
-def _recover(run: Run, recover: Recover) -> None:
-    """The dead run's session: kill its agent, settle its task (found done: completed, not
-    failed), fail what its agent still holds with a reason, deregister it."""
-    state = run.state
-    reason = f"ralph.py exited during the session (run {state.run_id})"
-    dead = state.active                  # taken below, once recover() said how its task ended
-    killed = _kill_dead_agent(dead)
-    if killed:
-        _log(run, "resume", killed)
-    agent = (dead or {}).get("agent") or state.extra.pop("agentId", None)
-    got = recover(state.run_id, agent, reason) if agent else Recovered()
-    for note in got.notes:
-        _log(run, "resume", note)
-    if (dead or {}).get("task") in got.finished:
-        state.active = None              # its end was settled: not a failure
-    state.take_interrupted(reason)
-    for slug in got.finished:
-        state.completed.append({"task": slug, "at": run_state.utc_now(),
-                                "n": (dead or {}).get("n"), "recovered": True})
-    known = {e["task"] for e in state.failed if e.get("reason") == reason}
-    for slug in got.failed:
-        if slug not in known:
-            state.failed.append({"task": slug, "at": run_state.utc_now(), "reason": reason})
-        _log(run, "resume", f"failed task {slug} of the dead run's agent {agent}: {reason}")
 
 
 def begin_session(run: Run, *, task: str | None, log: Path, agent: str) -> Path:
@@ -280,5 +229,5 @@ def finish_run(run: Run | None, exit_code: int, reason: str) -> None:
             dispatch.detach(run.ralph_dir, run.state.run_id)   # at most the notify timeout
 
 
-__all__ = ["Run", "Recovered", "start_run", "begin_session", "agent_started", "end_session",
+__all__ = ["Run", "start_run", "begin_session", "agent_started", "end_session",
            "iteration_done", "finish_run", "preview"]

@@ -1,0 +1,92 @@
+"""Owns what a run that ended badly left behind, as the next run of the backlog settles it: the
+session of a crashed run being resumed (kill -9, OOM, power loss: its agent's process group
+killed, its task settled or failed with a reason, its agent released, through a callback)
+and the task a run ended by Ctrl+C or SIGTERM left active (exit 130, s.16: no crash-safety
+step then), released when a new run starts. Does not own the task calls (the `recover`
+callback, loop.launch), the run state's format (runs.state) or printing: each line goes to
+`log(kind, line)`, which runs.lifecycle prints on stderr and records as a `log` event."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ralphkit.errors import EXIT_INTERRUPTED as INTERRUPTED
+from ralphkit.runs import state as run_state
+from ralphkit.session import dead as dead_session
+
+
+@dataclass
+class Recovered:
+    """What recover() did for the dead run's session and agent."""
+    failed: list[str] = field(default_factory=list)       # tasks failed back to open
+    finished: list[str] = field(default_factory=list)     # its task, found done: not failed
+    notes: list[str] = field(default_factory=list)        # lines for stderr and the log
+
+
+# recover(run_id, agent_id, reason) -> Recovered: settles the dead run's session, fails what
+# its agent still holds and deregisters it (loop.launch's task calls).
+Recover = Callable[[str, str, str], Recovered]
+Log = Callable[[str, str], None]                          # log(kind, line)
+
+
+def _kill_dead_agent(active: dict[str, Any] | None) -> str | None:
+    """Stop the crashed session's agent for good (dead_session: its pid file taken, what is
+    left of its group SIGKILLed and awaited), so that none of it can still `task done` or
+    commit once its tasks are failed. A pid that now belongs to another process is left alone."""
+    active = active or {}
+    pid = active.get("pid")
+    killed = dead_session.stop(active.get("pidfile"), pid if isinstance(pid, int) else None,
+                               active.get("pidStartTime"))
+    if killed is None:
+        return None
+    return f"killed what was left of the dead run's agent (process group {killed})"
+
+
+def recover_dead(state: run_state.RunState, recover: Recover, log: Log) -> None:
+    """The resumed run's dead session: kill its agent, settle its task (found done: completed,
+    not failed), fail what its agent still holds with a reason, deregister it."""
+    reason = f"ralph.py exited during the session (run {state.run_id})"
+    dead = state.active                  # taken below, once recover() said how its task ended
+    killed = _kill_dead_agent(dead)
+    if killed:
+        log("resume", killed)
+    agent = (dead or {}).get("agent") or state.extra.pop("agentId", None)
+    got = recover(state.run_id, agent, reason) if agent else Recovered()
+    if (dead or {}).get("task") in got.finished:
+        state.active = None              # its end was settled: not a failure
+    state.take_interrupted(reason)
+    for slug in got.finished:
+        state.completed.append({"task": slug, "at": run_state.utc_now(),
+                                "n": (dead or {}).get("n"), "recovered": True})
+    known = {e["task"] for e in state.failed if e.get("reason") == reason}
+    state.failed += [{"task": slug, "at": run_state.utc_now(), "reason": reason}
+                     for slug in got.failed if slug not in known]
+    _say(log, "resume", got, f"the dead run's agent {agent}", reason)
+
+
+def release_interrupted(ralph_dir: Path, previous: str | None, recover: Recover,
+                        log: Log) -> None:
+    """The run before this new one (`previous`) ended by Ctrl+C/SIGTERM: what its agent, gone
+    since, still holds would wait for its lease to run out (10 minutes; up to the session
+    timeout and a minute under --assign), and an assigned task it finished would stay
+    unsettled. Both are settled now (recover()), so this run can take the task at once.
+    `--resume` continues such a run instead of starting a new one."""
+    before = run_state.read(ralph_dir, previous) if previous else None
+    agent = before.extra.get("agentId") if before is not None else None
+    if before is None or before.exit_code != INTERRUPTED or not isinstance(agent, str):
+        return
+    reason = f"ralph.py was interrupted during the session (run {previous})"
+    _say(log, "interrupted_run", recover(previous, agent, reason),
+         f"the interrupted run's agent {agent}", reason)
+
+
+def _say(log: Log, kind: str, got: Recovered, whose: str, reason: str) -> None:
+    """recover()'s notes, then one line per task it failed."""
+    for note in got.notes:
+        log(kind, note)
+    for slug in got.failed:
+        log(kind, f"failed task {slug} of {whose}: {reason}")
+
+
+__all__ = ["Recovered", "Recover", "recover_dead", "release_interrupted"]
