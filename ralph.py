@@ -188,7 +188,7 @@ def build_loop(ctx: RunContext) -> int:
             launch.record_session(ctx, result)                            # progress record
             return EXIT_INTERRUPTED
         reason = ctx.night.fail_reason(result)                            # the spec's, or naming the timeout
-        failed = ctx.features.after_session()                             # assign: done -> archive, else fail
+        failed = ctx.features.after_session(result)                       # assign: done -> archive, else fail
         failed += launch.fail_active_tasks(ctx, reason=reason)            # crash safety, before plan-status
         reason = ctx.features.fail_reason(reason)                         # verify: why a task was reopened
         launch.record_session(ctx, result, failed, reason)                # record, attempts, holds

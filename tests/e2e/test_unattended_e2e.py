@@ -176,6 +176,23 @@ def test_a_limit_message_without_reset_time_waits_the_default_and_resumes(
     assert "| 1 | usage_limit |" in progress_md(git_repo)
 
 
+
+def test_assigned_sessions_that_hit_a_usage_limit_are_not_counted_by_the_respawn_guard(
+        git_repo, run_ralph, run_task, agent, tmp_path):
+    """--assign: a usage-limit session is waited out, never held against its task (the
+    respawn guard takes its spawn back), so three limits in a row do not hold t1."""
+    sync(run_task, "t1")
+    proc = run_ralph("build", "--assign", *LIMIT_ENV,
+                     env=limit_agent(agent, tmp_path, STUB_LIMIT_TIMES="3",
+                                     STUB_LIMIT_MESSAGE="You've hit your session limit"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("Usage limit: wait over, resuming\n") == 3
+    assert "held" not in proc.stderr and "All tasks complete. Exiting loop." in proc.stdout
+    assert ("task t1: still open after a session that hit a usage limit (not counted: 0 of 3 "
+            "spawns without progress)") in proc.stderr
+    assert classes(git_repo) == ["usage_limit"] * 3 + ["agent_error"]
+    assert tasks_of(run_task)["t1"]["status"] == "done"
+
 def clock_ahead(now: datetime, hours: int, zone: str | None = None) -> str:
     """The hour `hours` after now as a message names it ("3pm"), in `zone` (None: local time,
     as ralph.py reads a reset without a zone): the reset is hours-1 to hours ahead whatever

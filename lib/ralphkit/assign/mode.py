@@ -79,15 +79,18 @@ class AssignMode:
         step.events.append(start.as_event())
         return step
 
-    def after(self) -> Step:
+    def after(self, counted: bool = True) -> Step:
         """The completion check of the session that just ended (before s.15.5's crash
-        safety, which then finds nothing left for this task)."""
+        safety, which then finds nothing left for this task). counted: False when the session
+        was no attempt at its task (a usage limit): its spawn does not count toward the
+        respawn guard's limit."""
         task_id, self.current = self.current, None
         step = Step(task=task_id)
         if task_id is None:
             return step
         out = assigned_session.finish_assigned_session(
-            self.task_call, task_id, repo=self.repo, ralph_dir=self.ralph_dir, guard=self.guard)
+            self.task_call, task_id, repo=self.repo, ralph_dir=self.ralph_dir, guard=self.guard,
+            counted=counted)
         step.fail_output, step.outcome = out.fail_output, out.outcome
         step.notices += [("assign", m) for m in out.messages if m]
         event = out.as_event()

@@ -180,9 +180,10 @@ def settle_interrupted(task_call: TaskCall, *, repo: Path, ralph_dir: Path,
 
 def finish_assigned_session(task_call: TaskCall, task_id: str, *, repo: Path,
                             ralph_dir: Path, guard: RespawnGuard,
-                            reason: str = FAIL_REASON) -> SessionOutcome:
+                            reason: str = FAIL_REASON, counted: bool = True) -> SessionOutcome:
     """The completion check after an assigned session (call it before the build loop's
-    crash-safety step, which then finds nothing left to fail)."""
+    crash-safety step, which then finds nothing left to fail). counted: False for a session
+    that was no attempt at its task (a usage limit), whose spawn the guard takes back."""
     messages: list[str] = []
     current = task_files.read_current_task(ralph_dir, task_id)
     record = task_client.task_record(task_call, task_id)
@@ -208,8 +209,12 @@ def finish_assigned_session(task_call: TaskCall, task_id: str, *, repo: Path,
         # the build loop's crash-safety step still fails what is left active.
         return outcome
     task_files.clear_current_task(ralph_dir)
+    if not counted:
+        guard.take_back(task_id)
     verdict = guard.after_session(task_id, status)
-    messages.append(verdict.message)
+    messages.append(verdict.message if counted or verdict.progressed else
+                    f"task {task_id}: still {status} after a session that hit a usage limit "
+                    f"(not counted: {verdict.count} of {guard.limit} spawns without progress)")
     if verdict.hold and status != "done":
         ok, _ = task_call(["_hold", task_id, "--reason", verdict.reason])
         outcome.held, outcome.hold_reason = ok, verdict.reason if ok else ""

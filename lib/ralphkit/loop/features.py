@@ -7,7 +7,7 @@ what a feature does inside (unattended.night, scope, verify, assign.mode, sync.r
 from __future__ import annotations
 
 import dataclasses
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ralphkit import errors
 from ralphkit.assign import mode as assign_mode
@@ -44,7 +44,7 @@ class Feature:
         """What the session is given; None: nothing to run ("No tasks available")."""
         return prompt
 
-    def after_session(self) -> list[str]:
+    def after_session(self, result: Any) -> list[str]:
         """After the session, before s.15.5's crash safety: the tasks this feature failed."""
         return []
 
@@ -86,8 +86,8 @@ class Features(Feature):
                 return None
         return prompt
 
-    def after_session(self) -> list[str]:
-        return [task for feature in self.items for task in feature.after_session()]
+    def after_session(self, result: Any) -> list[str]:
+        return [task for feature in self.items for task in feature.after_session(result)]
 
     def fail_reason(self, reason: str) -> str:
         for feature in self.items:
@@ -174,7 +174,7 @@ class Verify(Feature):
         self.gate.session_starts()          # the session's diff starts here (after --sync)
         return dataclasses.replace(prompt, data=self.gate.annotate(prompt.data))
 
-    def after_session(self) -> list[str]:
+    def after_session(self, result: Any) -> list[str]:
         reopened, reason = self.gate.after_session([], "")
         self.reason = reason or None
         return reopened
@@ -221,8 +221,8 @@ class Assign(Feature):
             return None
         return Prompt(step.prompt_data, step.task)
 
-    def after_session(self) -> list[str]:
-        step = self._report(self.mode.after())          # done -> archive, else fail
+    def after_session(self, result: Any) -> list[str]:  # done: archive, else fail (spawns count)
+        step = self._report(self.mode.after(counted=self.ctx.night.is_attempt(result)))
         if step.fail_output:
             self.ctx.say(step.fail_output)              # `failed <id>`, as s.15.5 passes it
         return [step.task] if step.outcome == "failed" else []
@@ -279,7 +279,7 @@ class Sync(Feature):
     def before_session(self) -> str | None:
         return self.runner.before_session()             # never a stop line
 
-    def after_session(self) -> list[str]:
+    def after_session(self, result: Any) -> list[str]:
         reopened, self.reason = self.runner.after_session(self.ctx.run.session_since)
         return reopened
 

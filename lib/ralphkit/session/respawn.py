@@ -109,6 +109,17 @@ class RespawnGuard:
         write_json(self.path, state)
         return count
 
+    def take_back(self, task_id: str) -> None:
+        """The last spawn of task_id was no attempt at it (it hit a usage limit): it does not
+        count toward the limit (docs/unattended.md: a usage limit is waited out, never held
+        against the task)."""
+        state = read_json(self.path) or {}
+        entry = state.get(task_id)
+        if isinstance(entry, dict) and int(entry.get("count", 0)) > 0:
+            entry["count"] = int(entry["count"]) - 1
+            entry["history"] = list(entry.get("history", []))[:-1]
+            write_json(self.path, state)
+
     def after_session(self, task_id: str, status_now: str) -> Verdict:
         """Compare the task's status now with its status at spawn."""
         state = read_json(self.path) or {}

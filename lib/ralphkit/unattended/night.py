@@ -110,16 +110,24 @@ class Night:
         return answers.FAIL_REASON
 
     # ------------------------------------------------------------------ after a session
+    def _classify(self, result: Any) -> tuple[outcome.Outcome, Any]:
+        options = self.state.options
+        return classify_session(result, danger=bool(options.get("danger")),
+                                agent=str(options.get("agent") or "claude"), env=self.env,
+                                session_s=self.cfg.session_s, idle_s=self.cfg.idle_s,
+                                default_wait_s=self.cfg.default_wait_s)
+
+    def is_attempt(self, result: Any) -> bool:
+        """The session counts as an attempt at its task: not a usage limit, nor a stop of the
+        whole run (outcome.NOT_AN_ATTEMPT)."""
+        return self._classify(result)[0].kind not in outcome.NOT_AN_ATTEMPT
+
     def after_session(self, result: Any, failed: list[str], reason: str) -> dict[str, Any]:
         """Classify the session, count the failed attempts of the tasks crash safety put back
         (`failed`) and hold those at the limit. Returns the fields for its session_end event;
         the outcome is also kept for progress.md."""
         summary = result.summary
-        options = self.state.options
-        out, hit = classify_session(result, danger=bool(options.get("danger")),
-                                    agent=str(options.get("agent") or "claude"), env=self.env,
-                                    session_s=self.cfg.session_s, idle_s=self.cfg.idle_s,
-                                    default_wait_s=self.cfg.default_wait_s)
+        out, hit = self._classify(result)
         cost = guards.reported_cost(summary)
         held = []
         if out.kind not in outcome.NOT_AN_ATTEMPT:

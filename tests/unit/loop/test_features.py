@@ -25,7 +25,7 @@ class Recorder(Feature):
             return prompt
         return None if self.claim is None else Prompt(self.claim, task=self.name)
 
-    def after_session(self) -> list[str]:
+    def after_session(self, result) -> list[str]:
         self.calls.append((self.name, "after"))
         return self.failed
 
@@ -37,7 +37,7 @@ def test_with_no_feature_on_every_hook_leaves_the_loop_as_ralph_sh_has_it():
     none = Features(None, None)
     assert none.before_session() is None
     assert none.prompt(Prompt("peek")) == Prompt("peek")
-    assert none.after_session() == [] and none.end_lines(["done"]) == ["done"]
+    assert none.after_session(None) == [] and none.end_lines(["done"]) == ["done"]
 
 
 def test_the_first_stop_line_ends_before_session_and_later_features_are_not_asked():
@@ -62,7 +62,7 @@ def test_failed_tasks_and_end_lines_gather_from_every_feature_in_order():
     features = Features(Recorder("a", calls, failed=("t1",), extra_line="held: t1"),
                         Recorder("b", calls, failed=("t2",), extra_line="release"))
     features.start()
-    assert features.after_session() == ["t1", "t2"]
+    assert features.after_session(None) == ["t1", "t2"]
     assert features.end_lines(["done"]) == ["done", "held: t1", "release"]
     assert calls == [("a", "start"), ("b", "start"), ("a", "after"), ("b", "after")]
 
