@@ -160,7 +160,7 @@ def plan_loop(ctx: RunContext) -> int:
         if result.summary is not None and render.promise_received(
                 result.summary, ctx.options.completion_promise):          # grep "<promise>$PROMISE</promise>"
             return stop(ctx, "\nPlan complete: completion promise received.")
-        ctx.night.settle()                                                # exit 5/6/7, or wait out a usage limit
+        ctx.night.settle(last=i == limit)                                 # exit 5/6/7, or wait out a usage limit
         loop_separator(ctx, i)
     return stop(ctx, f"Reached max iterations: {limit}")                  # [SH-COMPAT] exit 0
 
@@ -195,7 +195,7 @@ def build_loop(ctx: RunContext) -> int:
         counts = ctx.task.call("plan-status", env=ctx.env)                # task plan-status
         if counts.ok and backlog.all_done(counts.output):                 # 0 open, 0 active
             return finish(ctx, "All tasks complete. Exiting loop.")
-        ctx.night.settle(counts.output)                                   # exit 5/6/7, or wait out a usage limit
+        ctx.night.settle(counts.output, last=0 < limit <= done + 1)      # exit 5/6/7, or wait out a usage limit
         done += 1
         loop_separator(ctx, done)
 

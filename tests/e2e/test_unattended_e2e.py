@@ -333,6 +333,27 @@ def test_a_parallel_run_waits_out_a_usage_limit_then_runs_the_limited_task_again
     assert state(git_repo)["resumeAt"] is None
 
 
+
+@pytest.mark.parametrize("loop", [[], ["--parallel", "2"]], ids=["single", "parallel"])
+def test_a_usage_limit_in_the_last_allowed_session_is_not_waited_out(
+        git_repo, base_env, bin_dir, run_ralph, run_task, agent, tmp_path, loop):
+    """-n 1: no session is left after the limited one, so the run ends at once (exit 0, the
+    iteration limit's line) instead of waiting ten minutes to start nothing."""
+    ignore_ralph_dir(git_repo, base_env)
+    sync(run_task, "t1")
+    env = (parallel_limit_agent(bin_dir, tmp_path, "t1", RESET_IN="600") if loop else
+           limit_agent(agent, tmp_path, STUB_LIMIT_KIND="event", RESET_IN="600"))
+    proc = run_ralph("build", "-n", "1", *loop, *LIMIT_ENV, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "Usage limit: waiting" not in proc.stdout
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("Usage limit: "))
+    assert line.startswith("Usage limit: not waited out: no session is left to run (")
+    assert "Reached max iterations: 1" in proc.stdout
+    assert [e["class"] for e in events(git_repo, "session_end")] == ["usage_limit"]
+    assert [e["message"] for e in events(git_repo, "log")
+            if e.get("kind") == "usage_limit_not_waited"] == [line]
+    assert tasks_of(run_task)["t1"]["status"] == "open"
+
 def test_a_parallel_run_whose_usage_limit_resets_past_the_cap_ends_its_sessions_then_exits_5(
         git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):
     ignore_ralph_dir(git_repo, base_env)

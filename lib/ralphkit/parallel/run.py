@@ -177,6 +177,10 @@ class ParallelBuild:
                 plan.finished(tid, ok)
         if self._stopping():
             return False
+        if self.limit is not None and 0 < plan.max_iterations <= plan.started:
+            self.night.skip_limit(self.limit)    # no session left: the run ends, no wait
+            plan.reason = "max_iterations"
+            return False
         if self.limit is not None:
             self.night.wait_limit(self.limit)    # Usage limit: ...; exit 5; a stop ends it
             self.limit = None

@@ -16,15 +16,10 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ralphkit import programs
-from ralphkit.unattended import control
-from ralphkit.unattended import guards
-from ralphkit.unattended import limit_wait
-from ralphkit.unattended import logrotate
-from ralphkit.unattended import outcome
+from ralphkit.unattended import control, guards, limit_wait, logrotate, outcome, usage_limits
 from ralphkit.runs import progress
 from ralphkit.runs import state as run_state
 from ralphkit.backlog import answers
-from ralphkit.unattended import usage_limits
 from ralphkit.session import watchdog
 from ralphkit.unattended.session_outcome import classify_session, stop_error
 from ralphkit.unattended.night_config import NightConfig
@@ -156,10 +151,11 @@ class Night:
         hold = self.guards.after_task_failure(slug, reason, prior_failures=prior_failures)
         return hold is not None and self._hold(hold)
 
-    def settle(self, counts_text: str | None = None) -> None:
+    def settle(self, counts_text: str | None = None, last: bool = False) -> None:
         """After the loop's own checks (plan-status, promise): raise what ends the run (exit 7,
         9, 10, 5 or 6) or wait out a usage limit. counts_text: the `plan-status` output, the backlog
-        fingerprint when the task CLI is not ours (no extra task call)."""
+        fingerprint when the task CLI is not ours (no extra task call). last: the iteration
+        limit leaves no session to run after this one, so a usage limit is not waited out."""
         if self._pending is None:
             return
         out, hit, cost = self._pending
@@ -173,10 +169,18 @@ class Night:
             raise stop
         if verdict is not None:
             raise verdict.error()
-        if out.kind == outcome.USAGE_LIMIT:
+        if out.kind == outcome.USAGE_LIMIT and last:
+            self.skip_limit(hit)
+        elif out.kind == outcome.USAGE_LIMIT:
             self.wait_limit(hit)
 
     # ------------------------------------------------------------------ helpers
+    def skip_limit(self, hit: usage_limits.LimitHit) -> None:
+        """No session is left to run (the iteration limit): the limit is not waited out."""
+        line = f"Usage limit: not waited out: no session is left to run ({hit.message})"
+        self.say(line)
+        self._event("log", kind="usage_limit_not_waited", message=line)
+
     def wait_limit(self, hit: usage_limits.LimitHit) -> str | None:
         """Wait out a usage limit (the single loop's, and a `--parallel` run's once its
         sessions have ended): the resume time persisted meanwhile. Returns the stop line when
