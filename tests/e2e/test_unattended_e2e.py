@@ -353,6 +353,7 @@ def test_a_usage_limit_in_the_last_allowed_session_is_not_waited_out(
     assert [e["message"] for e in events(git_repo, "log")
             if e.get("kind") == "usage_limit_not_waited"] == [line]
     assert tasks_of(run_task)["t1"]["status"] == "open"
+    assert state(git_repo)["resumeAt"]                 # the next run waits for the reset first
 
 def test_a_parallel_run_whose_usage_limit_resets_past_the_cap_ends_its_sessions_then_exits_5(
         git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):

@@ -65,13 +65,13 @@ def recover_dead(state: run_state.RunState, recover: Recover, log: Log) -> None:
     _say(log, "resume", got, f"the dead run's agent {agent}", reason)
 
 
-def release_interrupted(ralph_dir: Path, previous: str | None, recover: Recover,
-                        log: Log) -> None:
-    """The run before this new one (`previous`) ended by Ctrl+C/SIGTERM: what its agent, gone
+def release_interrupted(ralph_dir: Path, current: str, recover: Recover, log: Log) -> None:
+    """The run before this new one (`current`) ended by Ctrl+C/SIGTERM: what its agent, gone
     since, still holds would wait for its lease to run out (10 minutes; up to the session
     timeout and a minute under --assign), and an assigned task it finished would stay
     unsettled. Both are settled now (recover()), so this run can take the task at once.
     `--resume` continues such a run instead of starting a new one."""
+    previous = run_state.previous_run(ralph_dir, current)
     before = run_state.read(ralph_dir, previous) if previous else None
     agent = before.extra.get("agentId") if before is not None else None
     if before is None or before.exit_code != INTERRUPTED or not isinstance(agent, str):

@@ -71,7 +71,6 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
           resume: bool, recover: leftovers.Recover) -> Run:
     run_id = lock.holder.run_id
     loaded = run_state.load(ralph_dir, run_id) if resumable else run_state.Loaded(None)
-    previous = None if resumable else run_state.latest_run(ralph_dir)   # before this one's save
     state = loaded.state or run_state.RunState(run_id=run_id, mode=mode,
                                                max_iterations=max_iterations, options=options)
     run = Run(Path(ralph_dir), lock, state, resumed=loaded.state is not None)
@@ -97,7 +96,7 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
     else:
         if resume:
             _log(run, "resume", f"Nothing to resume: starting run {run_id}")
-        leftovers.release_interrupted(ralph_dir, previous, recover,
+        leftovers.release_interrupted(ralph_dir, run_id, recover,
                                       log=lambda kind, line: _log(run, kind, line))
     run_state.save(ralph_dir, state)
     progress.write_progress(ralph_dir, state)

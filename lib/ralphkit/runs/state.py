@@ -204,13 +204,16 @@ def load(ralph_dir: Path, run_id: str) -> Loaded:
                         f"{backup.name} and started a fresh state", backup)
 
 
-def _newest(ralph_dir: Path, mode: str | None, unfinished: bool) -> str | None:
+def _newest(ralph_dir: Path, mode: str | None, unfinished: bool,
+            exclude: str | None = None) -> str | None:
     best: tuple[float, str] | None = None
     try:
         entries = list(os.scandir(Path(ralph_dir) / "runs"))
     except OSError:
         return None
     for entry in entries:
+        if entry.name == exclude:
+            continue
         path = Path(entry.path) / "state.json"
         try:
             mtime = path.stat().st_mtime
@@ -240,6 +243,11 @@ def latest_run(ralph_dir: Path) -> str | None:
     return _newest(ralph_dir, None, unfinished=False)
 
 
+def previous_run(ralph_dir: Path, current: str) -> str | None:
+    """The run id of the most recently saved run other than `current`."""
+    return _newest(ralph_dir, None, unfinished=False, exclude=current)
+
+
 def merge_options(state: RunState, max_iterations: int | None,
                   options: dict[str, Any]) -> list[str]:
     """Resume rule (seed 001): the persisted values win. Returns one line per flag given now
@@ -258,4 +266,4 @@ def merge_options(state: RunState, max_iterations: int | None,
 
 
 __all__ = ["RunState", "Loaded", "new_run_id", "save", "load", "read", "find_resumable",
-           "latest_run", "merge_options", "state_path"]
+           "latest_run", "previous_run", "merge_options", "state_path"]

@@ -9,7 +9,6 @@ agent (session) or of the run's lifecycle on disk (runs.lifecycle), and never pr
 for the user go through the `say`/`warn` callables ralph.py passes in."""
 from __future__ import annotations
 
-import os
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -176,10 +175,19 @@ class Night:
 
     # ------------------------------------------------------------------ helpers
     def skip_limit(self, hit: usage_limits.LimitHit) -> None:
-        """No session is left to run (the iteration limit): the limit is not waited out."""
+        """No session is left to run (the iteration limit): the limit is not waited out; its
+        resume time stays in the run state, which the next run honours (start)."""
+        self._keep_limit(hit)
         line = f"Usage limit: not waited out: no session is left to run ({hit.message})"
         self.say(line)
-        self._event("log", kind="usage_limit_not_waited", message=line)
+        self._event("log", kind="usage_limit_not_waited", message=line,
+                    resume_at=self.state.resume_at)
+
+    def _keep_limit(self, hit: usage_limits.LimitHit) -> None:
+        margin = timedelta(seconds=self.cfg.margin_s)
+        self.state.resume_at = (hit.reset_at + margin).isoformat()
+        self.state.extra["limit"] = hit.to_dict()
+        self._save()
 
     def wait_limit(self, hit: usage_limits.LimitHit) -> str | None:
         """Wait out a usage limit (the single loop's, and a `--parallel` run's once its
@@ -187,10 +195,8 @@ class Night:
         `ralph ctl stop` or SIGHUP ended the wait, else None (a queued SIGINT/SIGTERM of a
         `--parallel` run also ends it: the caller's pool handles that). Raises BudgetExhausted
         (exit 5) when the reset is further away than the cap."""
+        self._keep_limit(hit)
         margin = timedelta(seconds=self.cfg.margin_s)
-        self.state.resume_at = (hit.reset_at + margin).isoformat()
-        self.state.extra["limit"] = hit.to_dict()
-        self._save()
         self._event("log", kind="usage_limit_wait", message=hit.message,
                     resume_at=self.state.resume_at)
         cap_s, flag = self.guards.limit_wait_cap()
@@ -223,8 +229,9 @@ class Night:
 
     def _persisted_limit(self) -> usage_limits.LimitHit | None:
         """This run's resume time (a resumed run), else the newest earlier run's."""
-        state = self.state if self.state.resume_at else _previous_run(self.ralph_dir,
-                                                                       self.state.run_id)
+        previous = run_state.previous_run(self.ralph_dir, self.state.run_id)
+        state = self.state if self.state.resume_at else (
+            run_state.read(self.ralph_dir, previous) if previous else None)
         data = state.extra.get("limit") if state is not None else None
         if not state or not state.resume_at:
             return None
@@ -275,24 +282,6 @@ class Night:
         self.state.extra["guards"] = self.guards.to_dict()
         run_state.save(self.ralph_dir, self.state)
         progress.write_progress(self.ralph_dir, self.state)
-
-
-def _previous_run(ralph_dir: Path, current: str) -> run_state.RunState | None:
-    best = None
-    try:
-        entries = list(os.scandir(Path(ralph_dir) / "runs"))
-    except OSError:
-        return None
-    for entry in entries:
-        if entry.name == current:
-            continue
-        try:
-            mtime = os.stat(Path(entry.path) / "state.json").st_mtime
-        except OSError:
-            continue
-        if best is None or (mtime, entry.name) > best:
-            best = (mtime, entry.name)
-    return run_state.read(ralph_dir, best[1]) if best else None
 
 
 __all__ = ["Night"]
