@@ -213,10 +213,10 @@ def parallel_build(ctx: RunContext) -> int:
         return stop(ctx, f"Reached max iterations: {ctx.options.max_iterations}")
     counts = ctx.task.call("plan-status", env=ctx.env)                   # task plan-status
     if counts.ok and backlog.all_done(counts.output):
-        return stop(ctx, "All tasks complete. Exiting loop.")
+        return finish(ctx, "All tasks complete. Exiting loop.")          # or: N held
     if scope is not None and scope.target_met():
         return stop(ctx, features.FROZEN_DONE)                            # FREEZE_SCOPE: target met
-    return stop(ctx, "No tasks available. Exiting loop.")                # left: failed or held
+    return finish(ctx, "No tasks available. Exiting loop.")              # left: failed or held
 
 
 # ---------------------------------------------------------------------------- commands

@@ -593,8 +593,10 @@ def test_a_task_failing_max_attempts_times_is_held_with_its_reasons_and_skipped(
     proc = run_ralph("build", "--max-attempts", "2", env={**agent("claude"), "STUB_EXIT": "1"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("failed t1\n") == 2
-    # plan-status counts a held task as blocked: 0 open, 0 active (spec s.15.6)
-    assert "All tasks complete. Exiting loop.\nderegistered " in proc.stdout
+    # plan-status counts a held task as blocked: 0 open, 0 active (spec s.15.6); the run says
+    # so instead of "All tasks complete", as --assign does
+    assert ("No tasks left to claim, 1 held: t1. Exiting loop.\n"
+            "Release a held task with: ralph task _unhold <id>\nderegistered ") in proc.stdout
     reason = f"failed 2 times (--max-attempts 2): {SPEC_REASON} | {SPEC_REASON}"
     assert f"Held task t1: {reason}\n" in proc.stdout
     assert tasks_of(run_task)["t1"]["held"] == reason
@@ -619,7 +621,7 @@ def test_parallel_runs_hold_a_task_failed_max_attempts_times_counting_earlier_ru
     # its second attempt, the first one of this run: the earlier run's counts (retry_count)
     reason = f"failed 2 times (--max-attempts 2): {SPEC_REASON}"
     assert f"Held task t1: {reason}\n" in second.stdout
-    assert "All tasks complete. Exiting loop." in second.stdout     # held counts as blocked
+    assert "No tasks left to claim, 1 held: t1. Exiting loop.\n" in second.stdout
     tasks = tasks_of(run_task)
     assert (tasks["t1"]["held"], tasks["t2"]["status"]) == (reason, "done")
     held = [e for e in events(git_repo, "log") if e.get("kind") == "task_held"]

@@ -18,7 +18,6 @@ from ralphkit.assign import choice as assignment
 from ralphkit.assign import inbox
 from ralphkit.assign import session as assigned_session
 from ralphkit.assign import task_files
-from ralphkit.backlog import client as task_client
 from ralphkit.backlog.client import TaskCall
 from ralphkit.config.options import Options
 from ralphkit.session.respawn import RespawnGuard
@@ -109,12 +108,6 @@ class AssignMode:
                                                   f"release it with: ralph task _unhold {task_id}"))
         step.events.append(event)
         return step
-
-    def held(self) -> list[tuple[str, str]]:
-        """(id, reason) of the unfinished tasks that are held, in task order."""
-        records = task_client.export_tasks(self.task_call) or []
-        return [(r["id"], str(r["held"])) for r in records
-                if r.get("held") and r.get("status") not in ("done", "deleted")]
 
 
 def setup(opts: Options, task_call: TaskCall, repo: Path, ralph_dir: Path,

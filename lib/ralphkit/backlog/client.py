@@ -25,6 +25,12 @@ def export_tasks(task_call: TaskCall) -> list[dict] | None:
     return answers.parse_export(out) if ok else None
 
 
+def held_tasks(task_call: TaskCall) -> list[tuple[str, str]]:
+    """(id, reason) of the unfinished held tasks, in task order ([] when the export fails)."""
+    return [(r["id"], str(r["held"])) for r in export_tasks(task_call) or []
+            if r.get("held") and r.get("status") not in ("done", "deleted")]
+
+
 def task_record(task_call: TaskCall, task_id: str) -> dict | None:
     """One task's full record: from `_export-json` when available, else parsed from `show`.
     None when the task cannot be read."""

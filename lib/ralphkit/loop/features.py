@@ -105,13 +105,17 @@ class Features(Feature):
 
 
 class Unattended(Feature):
-    """`ralph ctl` pause/stop and SIGHUP between sessions, --max-runtime, log rotation."""
+    """`ralph ctl` pause/stop and SIGHUP between sessions, --max-runtime, log rotation; no
+    silent "All tasks complete" while tasks are held (--max-attempts, the respawn guard)."""
 
     def __init__(self, night: Night):
         self.night = night
 
     def before_session(self) -> str | None:
         return self.night.between_sessions()
+
+    def end_lines(self, lines: list[str]) -> list[str]:
+        return assign_mode.end_line(self.night.held(), lines[0]) + lines[1:]
 
 
 class ScopeFreeze(Feature):
@@ -193,8 +197,7 @@ def verification(ctx: RunContext) -> Verify | None:
 
 class Assign(Feature):
     """--assign: ralph claims one task per session and sends its anti-drift block; the
-    inbox is imported before each claim; the completion check follows each session; the
-    loop never ends with a silent "All tasks complete" while tasks are held."""
+    inbox is imported before each claim; the completion check follows each session."""
 
     def __init__(self, ctx: RunContext, mode: assign_mode.AssignMode):
         self.ctx, self.mode = ctx, mode
@@ -226,9 +229,6 @@ class Assign(Feature):
         if step.fail_output:
             self.ctx.say(step.fail_output)              # `failed <id>`, as s.15.5 passes it
         return [step.task] if step.outcome == "failed" else []
-
-    def end_lines(self, lines: list[str]) -> list[str]:
-        return assign_mode.end_line(self.mode.held(), lines[0]) + lines[1:]
 
 
 def assignment(ctx: RunContext) -> Assign | None:

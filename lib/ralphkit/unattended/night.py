@@ -19,6 +19,7 @@ from ralphkit.unattended import control, guards, limit_wait, logrotate, outcome,
 from ralphkit.runs import progress
 from ralphkit.runs import state as run_state
 from ralphkit.backlog import answers
+from ralphkit.backlog import client as task_client
 from ralphkit.session import watchdog
 from ralphkit.unattended.session_outcome import classify_session, stop_error
 from ralphkit.unattended.night_config import NightConfig
@@ -90,6 +91,13 @@ class Night:
             elif (self.ralph_dir / control.STOP).exists():
                 self.stop_line = "Stopped: `ralph ctl stop` requested; the last session finished"
         return self.stop_line
+
+    def held(self) -> list[tuple[str, str]]:
+        """(id, reason) of the unfinished held tasks; none asked of a task CLI not ours (its
+        calls stay ralph.sh's), except under --assign, which holds through it."""
+        if not (self.task.embedded or self.state.options.get("assign")):
+            return []
+        return task_client.held_tasks(self.task.bound(self.env))
 
     def paused(self) -> bool:
         """`ralph ctl pause` holds the next session (between_sessions waits it out)."""
