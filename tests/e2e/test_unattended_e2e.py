@@ -587,6 +587,23 @@ def test_consecutive_failures_trip_the_breaker_even_with_commits(git_repo, run_r
         "last: agent exited with status 1")
 
 
+
+def test_sessions_that_finish_their_task_are_no_failures_whatever_the_agents_exit(
+        git_repo, run_ralph, run_task, agent):
+    """The breaker counts sessions that made no progress: a session that marked its task done
+    and then exited 1 is progress, as a --parallel run counts it, so six such sessions do
+    not stop the run at --max-consecutive-failures 5."""
+    sync(run_task, *(f"t{n}" for n in range(1, 7)))
+    done = ('id=$("$RALPH_TASK_SCRIPT" claim | sed -n "s/^id: //p"); '
+            '"$RALPH_TASK_SCRIPT" done "$id"')
+    proc = run_ralph("build", env={**agent("claude", claim=False), "STUB_EXIT": "1",
+                                   "STUB_ACTION": done + " >/dev/null"})
+    assert proc.returncode == 0, proc.stderr
+    assert "All tasks complete. Exiting loop." in proc.stdout
+    ends = events(git_repo, "session_end")
+    assert [(e["class"], e["counts_as_failure"]) for e in ends] == [("agent_error", False)] * 6
+    assert all(t["status"] == "done" for t in tasks_of(run_task).values())
+
 def test_a_task_failing_max_attempts_times_is_held_with_its_reasons_and_skipped(
         git_repo, run_ralph, run_task, agent):
     sync(run_task, "t1")

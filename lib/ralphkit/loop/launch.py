@@ -95,7 +95,8 @@ def record_session(ctx: RunContext, result: session.SessionResult, failed: list[
     if ctx.agent_id and ctx.task.embedded:
         completed = backlog_readonly.finished_by(ctx.agent_id, ctx.run.session_since,
                                                  environ=ctx.env, cwd=ctx.cwd)
-    outcome = None if result.interrupted else ctx.night.after_session(result, list(failed), reason)
+    outcome = None if result.interrupted else ctx.night.after_session(
+        result, list(failed), reason, progressed=bool(completed))
     lifecycle.end_session(ctx.run, returncode=result.returncode, summary=result.summary,
                           interrupted=result.interrupted, completed=completed,
                           failed=list(failed), fail_reason=reason,

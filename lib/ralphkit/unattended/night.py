@@ -9,6 +9,7 @@ agent (session) or of the run's lifecycle on disk (runs.lifecycle), and never pr
 for the user go through the `say`/`warn` callables ralph.py passes in."""
 from __future__ import annotations
 
+import dataclasses
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -124,12 +125,16 @@ class Night:
         whole run (outcome.NOT_AN_ATTEMPT)."""
         return self._classify(result)[0].kind not in outcome.NOT_AN_ATTEMPT
 
-    def after_session(self, result: Any, failed: list[str], reason: str) -> dict[str, Any]:
+    def after_session(self, result: Any, failed: list[str], reason: str,
+                      progressed: bool = False) -> dict[str, Any]:
         """Classify the session, count the failed attempts of the tasks crash safety put back
         (`failed`) and hold those at the limit. Returns the fields for its session_end event;
-        the outcome is also kept for progress.md."""
+        the outcome is also kept for progress.md. progressed: the session marked a task done,
+        so the breaker does not count it as a failure whatever its exit (as --parallel)."""
         summary = result.summary
         out, hit = self._classify(result)
+        if progressed and out.counts_as_failure and out.kind not in outcome.NOT_AN_ATTEMPT:
+            out = dataclasses.replace(out, counts_as_failure=False)
         cost = guards.reported_cost(summary)
         held = []
         if out.kind not in outcome.NOT_AN_ATTEMPT:
