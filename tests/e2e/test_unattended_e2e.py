@@ -95,6 +95,7 @@ def test_a_hanging_agent_is_ended_by_the_session_timeout_and_its_task_goes_back_
     task = tasks_of(run_task)["t1"]
     assert (task["status"], task["retry_count"]) == ("open", 1)
     assert task["fail_reason"] == "session timeout of 3s reached; agent terminated"
+    assert proc.stderr == "session timeout of 3s reached; agent terminated\n"   # said, not only kept
     end = events(git_repo, "session_end")[0]
     assert (end["class"], end["counts_as_failure"], end["exit_code"]) == ("timeout", True, -9)
     assert end["reason"] == task["fail_reason"]
@@ -108,6 +109,9 @@ def test_a_silent_agent_is_ended_by_the_idle_timeout(git_repo, run_ralph, run_ta
     assert proc.returncode == 0, proc.stderr
     task = tasks_of(run_task)["t1"]
     assert task["status"] == "open" and task["fail_reason"] == "no agent output for 3s; agent terminated"
+    assert proc.stderr == "no agent output for 3s; agent terminated\n"
+    assert [e["message"] for e in events(git_repo, "log") if e.get("kind") == "timeout"] == [
+        "no agent output for 3s; agent terminated"]
     end = events(git_repo, "session_end")[0]
     assert (end["class"], end["exit_code"]) == ("idle", -15)
     assert "| 1 | idle | no agent output for 3s; agent terminated |" in progress_md(git_repo)

@@ -76,6 +76,8 @@ def run_session(ctx: RunContext, command: str, prompt: Prompt) -> session.Sessio
         ctx.warn(f"Error: cannot run '{argv[0]}': {result.error}")
     if result.heartbeat is not None and result.heartbeat.failures:
         ctx.notice("heartbeat", heartbeat.problem(result.heartbeat))
+    if result.timed_out or result.idle_out:                     # stdout stays s.12's rendering
+        ctx.notice("timeout", ctx.night.fail_reason(result))
     return result
 
 
