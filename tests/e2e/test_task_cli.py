@@ -454,7 +454,8 @@ def test_done_validates_result_then_unblocks_dependents(run_task, db):
     ok(run_task("create", "a", "A"))
     ok(run_task("create", "b", "B", "--deps", "a"))
     fails(run_task("done"), 1, "Error: missing task ID\nUsage: ralph task done <id> [--result '<json>']\n")
-    for bad in ('{"sha":"x"}', '{"commit":null}', '{"commit":false}', "not json", '["commit"]'):
+    for bad in ('{"sha":"x"}', '{"commit":null}', '{"commit":false}', "not json", '["commit"]',
+                '{bad', '{', '"x', '{"commit":"a"', '[1,'):     # errors inside: no traceback
         fails(run_task("done", "ghost", "--result", bad), 1, "Error: result JSON must include a 'commit' key\n")
     fails(run_task("done", "ghost"), 2, "Error: task 'ghost' not found\n")
     fails(run_task("done", "a", "--bogus"), 1, "Error: unknown flag '--bogus'\n")

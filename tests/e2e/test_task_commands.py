@@ -123,9 +123,10 @@ CREATE_USAGE = ("Usage: ralph task create <id> <title> [-p PRIORITY] [-c CATEGOR
     (["x", "T", "-s", "not json"], 1, "Error: -s (steps) must be a JSON array, got: not json\n"),
     (["x", "T", "-s", '{"a":1}'], 1, 'Error: -s (steps) must be a JSON array, got: {"a":1}\n'),
     (["x", "T", "-s", "[1]"], 1, "Error: -s (steps) must be a JSON array, got: [1]\n"),
+    (["x", "T", "-s", "{bad"], 1, "Error: -s (steps) must be a JSON array, got: {bad\n"),
     (["dup", "T"], 1, "Error: task 'dup' already exists\n"),
 ], ids=["no-id", "no-title", "empty-title", "unknown-flag", "word-priority", "negative-priority",
-        "bad-steps", "object-steps", "non-string-steps", "duplicate"])
+        "bad-steps", "object-steps", "non-string-steps", "broken-object-steps", "duplicate"])
 def test_create_errors_write_nothing(run_task, db, args, code, error):
     ok(run_task("create", "dup", "Existing"))
     ok(run_task("delete", "dup"))
@@ -156,12 +157,14 @@ UPDATE_USAGE = ("Usage: ralph task update <id> [--title T] [--priority N] [--des
     (["a", "--title", ""], 1, "Error: missing task title\n"),
     (["a", "--priority", "x"], 1, "Error: --priority must be a non-negative integer, got: x\n"),
     (["a", "--steps", "{}"], 1, "Error: --steps must be a JSON array, got: {}\n"),
+    (["a", "--steps", '["a",'], 1, 'Error: --steps must be a JSON array, got: ["a",\n'),
     (["a", "--status", "closed"], 1, "Error: --status must be one of open, active, done, deleted, got: closed\n"),
     (["ghost", "--title", "T"], 2, "Error: task 'ghost' not found\n"),
     (["d", "--title", "T"], 1, "Error: task 'd' is done and cannot be updated\n"),
     (["d", "--status", "open"], 1, "Error: task 'd' is done and cannot be updated\n"),
 ], ids=["no-id", "unknown-flag", "no-fields", "no-fields-before-lookup", "empty-title", "bad-priority",
-        "bad-steps", "bad-status", "unknown-task", "done-task", "done-task-status"])
+        "bad-steps", "broken-array-steps", "bad-status", "unknown-task", "done-task",
+        "done-task-status"])
 def test_update_errors_write_nothing(run_task, db, args, code, error):
     ok(run_task("create", "a", "A"))
     ok(run_task("create", "d", "D"))

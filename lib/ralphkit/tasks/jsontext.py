@@ -33,7 +33,10 @@ def loads(text: str) -> object:
         start = len(text) - len(text.lstrip(_BLANK))
         try:
             value, end = _scan(text, start)
-        except (StopIteration, ValueError):
+        # SystemError: on a syntax error inside an object, array or string the scanner raises
+        # json.decoder.JSONDecodeError, which CPython 3.11 looks up in sys.modules only; with
+        # json never imported it returns NULL with no exception set ('{bad' as a --result).
+        except (StopIteration, ValueError, SystemError):
             pass  # json.loads below raises json's own error
         else:
             if len(text[end:].lstrip(_BLANK)) == 0:
