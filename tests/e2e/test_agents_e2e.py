@@ -178,9 +178,11 @@ def test_agent_from_ralph_yml_is_used_and_a_flag_overrides_it(run_ralph, tasks, 
      "Error: agent 'command' needs --agent-cmd, e.g. --agent-cmd 'mytool run {prompt}'"),
     (["--agent", "amp", "--model", "x"],
      "Error: agent 'amp' takes no --model; put the model in --agent-cmd or drop --model"),
-    (["--parallel", "0"], "Error: --parallel must be at least 1, got 0"),
+    (["--parallel", "0"], "Error: --parallel must be from 1 to 64, got 0"),
+    (["--parallel", "100000"], "Error: --parallel must be from 1 to 64, got 100000"),
     (["--merge", "squash"], "Error: --merge must be one of rebase, ff, none, got 'squash'"),
-], ids=["unknown-agent", "command-without-cmd", "amp-model", "parallel-0", "bad-merge"])
+], ids=["unknown-agent", "command-without-cmd", "amp-model", "parallel-0", "parallel-100000",
+        "bad-merge"])
 def test_bad_agent_settings_stop_before_anything_is_written(run_ralph, tasks, git_repo, args, line):
     proc = run_ralph("build", *args, env=tasks.env)
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", line + "\n")

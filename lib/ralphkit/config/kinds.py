@@ -119,6 +119,10 @@ def at_least(low: float) -> Check:
     return lambda v: None if v >= low else f"at least {low:g}"
 
 
+def between(low: float, high: float) -> Check:
+    return lambda v: None if low <= v <= high else f"from {low:g} to {high:g}"
+
+
 def positive(v: float) -> str | None:
     return None if v > 0 else "greater than 0"
 
@@ -127,4 +131,4 @@ def one_of(*choices: str) -> Check:
     return lambda v: None if v in choices else "one of " + ", ".join(choices)
 
 
-__all__ = ["KINDS", "Bad", "Check", "read", "from_flag", "at_least", "positive", "one_of"]
+__all__ = ["KINDS", "Bad", "Check", "read", "from_flag", "at_least", "between", "positive", "one_of"]

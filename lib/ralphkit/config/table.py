@@ -20,6 +20,9 @@ SECTIONS = ("loop", "run", "tasks", "scope", "assign", "agent", "parallel", "syn
 # s.3: without -n, plan runs one iteration and build runs until the backlog is done.
 ITERATIONS_DEFAULT = {"plan": 1, "build": 0}
 _DURATION = "a duration (e.g. 90s, 15m, 1h)"
+# Each --parallel slot registers an agent and may run an agent CLI and a worktree: more than
+# this is a typo (--parallel 100000 once registered agents until the id space ran out).
+PARALLEL_MAX = 64
 
 
 @dataclass(frozen=True)
@@ -193,7 +196,7 @@ SETTINGS: tuple[Setting, ...] = (
          needs="a command"),
     _row("parallel", "int", 1, "parallel", "sessions at once (build mode)",
          "  --parallel N                Up to N sessions at once, in git worktrees",
-         needs="a number", modes=("build",), check=kinds.at_least(1)),
+         needs="a number", modes=("build",), check=kinds.between(1, PARALLEL_MAX)),
     _row("merge", "text", "rebase", "parallel",
          "merge a finished task's branch back with --parallel: rebase, ff or none",
          "  --merge rebase|ff|none      Merge a finished task's branch (--parallel)",

@@ -189,7 +189,7 @@ def test_a_list_setting_reads_a_yaml_list_or_one_separated_text(tmp_path: Path, 
     ("max_cost: 0\n", "ralph.yml: max_cost must be greater than 0, got 0"),
     ("max_iterations: 2.5\n", "ralph.yml: max_iterations must be a whole number, got 2.5"),
     ("max_iterations: -1\n", "ralph.yml: max_iterations must be at least 0, got -1"),
-    ("parallel: 0\n", "ralph.yml: parallel must be at least 1, got 0"),
+    ("parallel: 0\n", "ralph.yml: parallel must be from 1 to 64, got 0"),
     ("danger: maybe\n",
      "ralph.yml: danger must be a boolean (1/0, true/false, yes/no), got 'maybe'"),
     ("session_timeout: soon\n",
@@ -217,7 +217,7 @@ def test_every_problem_is_reported_not_only_the_first(tmp_path: Path):
         "got 'maybe'",
         "--max-attempts must be a whole number, got 'x'",
         "ralph.yml: max_cost must be a number, got 'ten'",
-        "ralph.yml: parallel must be at least 1, got 0",
+        "ralph.yml: parallel must be from 1 to 64, got 0",
     ]
 
 
