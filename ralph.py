@@ -246,7 +246,7 @@ def run_mode(mode: str, args: list[str]) -> int:
     if not workspace.specs_present(ctx.cwd):                      # [ -d specs ] && [ "$(ls -A specs)" ]
         say(NO_SPECS)                                             # [SH-COMPAT] on stdout
         return EXIT_USAGE
-    start.check_sync(ctx)                                         # --sync: a branch, its remote (exit 1)
+    start.check_checkout(ctx)                                     # --parallel, --sync: a branch (exit 1)
     if opts.dry_run:                                              # writes nothing
         ctx.branch = workspace.current_branch(ctx.env)            # BRANCH=$(git branch --show-current)
         banner(ctx)

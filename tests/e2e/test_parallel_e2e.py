@@ -444,10 +444,12 @@ def test_parallel_on_a_detached_head_is_refused_with_one_error_line(run_ralph, r
                                                                      git_repo, base_env):
     create(run_task, {"d1": "a"})
     git(git_repo, "checkout", "-q", "--detach", env=base_env)
+    before = sorted(p.relative_to(git_repo) for p in (git_repo / ".ralph").rglob("*"))
     proc = run_ralph("build", "--parallel", "2", env=setup)
-    assert proc.returncode == 1
+    assert (proc.returncode, proc.stdout) == (1, "")             # before the banner
     assert proc.stderr == ("Error: --parallel needs a checked-out branch to merge into "
                            "(HEAD is detached or this is not a git repository)\n")
+    assert sorted(p.relative_to(git_repo) for p in (git_repo / ".ralph").rglob("*")) == before
     git(git_repo, "checkout", "-q", "main", env=base_env)        # the backlog's scope again
     assert [t["status"] for t in export(run_task).values()] == ["open"]
 

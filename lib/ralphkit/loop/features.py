@@ -291,7 +291,7 @@ class Sync(Feature):
 
 
 def sync(ctx: RunContext) -> Sync | None:
-    """--sync for this run (checked at start-up: start.check_sync), or None when off."""
+    """--sync for this run (checked at start-up: start.check_checkout), or None when off."""
     return Sync(ctx) if ctx.options.sync else None
 
 

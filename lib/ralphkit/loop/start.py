@@ -48,12 +48,16 @@ def choose_agent(ctx: RunContext) -> None:
     ctx.adapter.argv("", model=ctx.model)                       # a --model this agent cannot take
 
 
-def check_sync(ctx: RunContext) -> None:
-    """--sync, before anything is written: the checkout can sync (a git repository on a
-    branch, the remote of the shared branch, no rebase under way) and the run is not
-    --parallel; else UsageError, one line, exit 1 (docs/fleet.md)."""
+def check_checkout(ctx: RunContext) -> None:
+    """Before anything is written, what the checkout must offer, else UsageError (one line,
+    exit 1): --parallel a checked-out branch to merge into (docs/parallel.md); --sync a git
+    repository on a branch, the remote of the shared branch, no rebase under way, and no
+    --parallel (docs/fleet.md)."""
     opts = ctx.options
     if not opts.sync:
+        if opts.mode == "build" and opts.parallel > 1 and not workspace.current_branch(ctx.env):
+            from ralphkit.parallel import NEEDS_BRANCH     # the package only: no git worktrees
+            raise UsageError(NEEDS_BRANCH)
         return
     if opts.mode == "build" and opts.parallel > 1:
         raise UsageError("--sync does not work with --parallel: run one ralph per clone")
@@ -81,7 +85,7 @@ def start_run(ctx: RunContext) -> None:
 
 
 def _sync_or_parallel(ctx: RunContext, asked_sync: bool) -> None:
-    """--sync does not work with --parallel. check_sync refuses both flags, but a resumed run
+    """--sync does not work with --parallel. check_checkout refuses both flags, but a resumed run
     may keep one and be given the other now: the kept one wins, as every kept setting does,
     and the other is dropped from the run's settings with one line (docs/fleet.md)."""
     opts = ctx.options
@@ -136,5 +140,5 @@ def exit_cleanup(ctx: RunContext) -> None:
                              env=ctx.env, out=ctx.stdout.buffer)
 
 
-__all__ = ["task_source", "choose_agent", "check_sync", "start_run", "session_setup",
+__all__ = ["task_source", "choose_agent", "check_checkout", "start_run", "session_setup",
            "exit_cleanup"]

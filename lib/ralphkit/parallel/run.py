@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ralphkit.assign import task_files
 from ralphkit.errors import RalphError, ScopeChanged, UsageError
-from ralphkit.parallel import launch, recovery, scheduler, session_end, worktrees
+from ralphkit.parallel import NEEDS_BRANCH, launch, recovery, scheduler, session_end, worktrees
 from ralphkit.parallel.book import Book, Setup
 from ralphkit.session import pool as session_pool
 from ralphkit.unattended import guards, logrotate, outcome, session_outcome
@@ -201,8 +201,7 @@ class ParallelBuild:
         allows, ScopeChanged when the frozen scope changed under STOP_ON_SCOPE_CHANGE."""
         s, book = self.s, self.book
         if not s.run_branch:
-            raise UsageError("--parallel needs a checked-out branch to merge into "
-                             "(HEAD is detached or this is not a git repository)")
+            raise UsageError(NEEDS_BRANCH)
         plan = scheduler.ParallelRun(parallel=s.parallel, max_iterations=s.max_iterations)
         reason = "interrupted"
         with session_pool.Pool(s.guard, s.on_first_interrupt, timeouts=s.timeouts,
