@@ -407,8 +407,10 @@ def test_ralph_ctl_and_status_use_the_checkouts_ralph_dir_from_a_subdirectory(gi
                                                                               run_ralph):
     sub = git_repo / "pkg" / "deep"
     sub.mkdir(parents=True)
+    assert not (git_repo / ".ralph").exists()
     assert run_ralph("ctl", "pause", cwd=sub).returncode == 0
     assert (git_repo / ".ralph" / "PAUSE").exists() and not (sub / ".ralph").exists()
+    assert (git_repo / ".ralph" / ".gitignore").read_text() == "*\n"     # git status stays clean
     status = run_ralph("status", cwd=sub)
     assert status.returncode == 0
     assert status.stdout == f"No ralph run found in {os.path.relpath(git_repo / '.ralph', sub)}.\n"

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from ralphkit import atomic_file
+from ralphkit import atomic_file, workspace
 
 PAUSE = "PAUSE"
 STOP = "STOP"
@@ -52,6 +52,7 @@ def request(ralph_dir: Path, sentinel: str) -> None:
     """Write a PAUSE or STOP sentinel saying who asked and when."""
     stamp = {"requested": sentinel.lower(), "at": datetime.now(timezone.utc).isoformat(),
              "pid": os.getpid()}
+    workspace.ralph_subdir(Path(ralph_dir).parent)   # a new .ralph/ gets its .gitignore (`*`)
     atomic_file.write_atomic(Path(ralph_dir) / sentinel, (json.dumps(stamp) + "\n").encode())
 
 
