@@ -76,6 +76,24 @@ def test_unknown_command_is_one_error_line(run_task, cmd, git_repo):
     assert not (git_repo / ".ralph").exists()
 
 
+
+@pytest.mark.parametrize("args,stdin,env,shown", [
+    (["create", "t\udcff", "T"], None, {}, "t\\xff"),
+    (["create", "t2", "ti\udcfftle"], None, {}, "ti\\xfftle"),
+    (["show", "\udcff"], None, {}, "\\xff"),
+    (["plan-sync"], '{"id":"a\udcff","t":"x"}\n', {}, "a\\xff"),
+    (["claim"], None, {"RALPH_AGENT_ID": "a\udcff"}, "a\\xff"),
+], ids=["id", "title", "show", "plan-sync-stdin", "agent-id"])
+def test_bytes_that_are_not_utf8_are_one_error_line_and_write_nothing(run_task, db, args, stdin,
+                                                                       env, shown):
+    """Not a traceback: the store keeps UTF-8 text. (run_task passes the surrogates as the raw
+    byte 0xff, which the task CLI decodes back to them.)"""
+    ok(run_task("create", "t1", "T"))
+    before = dump(db)
+    proc = run_task(*args, env=env, input=stdin)
+    fails(proc, 1, f"Error: text is not valid UTF-8: {shown}\n")
+    assert dump(db) == before
+
 def test_plan_export_points_to_list_all(run_task):
     fails(run_task("plan-export"), 1,
           "Error: unknown command 'plan-export'. Use 'ralph task list --all' instead.\n")

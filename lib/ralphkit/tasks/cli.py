@@ -110,6 +110,16 @@ def _run(argv: Sequence[str], stdin: TextIO, environ: Mapping[str, str], cwd: st
         db.release(conn)
 
 
+def _shown(text: str) -> str:
+    """text as its bytes read, undecodable ones as \\xNN (argv and stdin decode them as
+    surrogates), cut to 80 characters."""
+    try:
+        shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:         # a lone surrogate of a JSON "\\ud800" escape
+        shown = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return shown if len(shown) <= 80 else shown[:77] + "..."
+
+
 def main(argv: Sequence[str], *, stdin: TextIO | None = None, stdout: TextIO | None = None,
          stderr: TextIO | None = None, environ: Mapping[str, str] | None = None) -> int:
     """Run one task command; returns its exit status (0, 1 or 2), never exits."""
@@ -126,6 +136,10 @@ def main(argv: Sequence[str], *, stdin: TextIO | None = None, stdout: TextIO | N
     except OverflowError:  # a digits-only value beyond SQLite's 64-bit integers
         stderr.write("Error: number out of range\n")
         stderr.flush()
+        return 1
+    except UnicodeEncodeError as err:  # bytes that are not UTF-8 (an argument, stdin, the
+        stderr.write(f"Error: text is not valid UTF-8: {_shown(err.object)}\n")  # agent id)
+        stderr.flush()                 # reach the store, which keeps UTF-8: nothing written
         return 1
     except OSError as err:
         stderr.write(f"Error: {err.strerror or err}: {err.filename or ''}".rstrip(": ") + "\n")
