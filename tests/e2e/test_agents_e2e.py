@@ -181,8 +181,11 @@ def test_agent_from_ralph_yml_is_used_and_a_flag_overrides_it(run_ralph, tasks, 
     (["--parallel", "0"], "Error: --parallel must be from 1 to 64, got 0"),
     (["--parallel", "100000"], "Error: --parallel must be from 1 to 64, got 100000"),
     (["--merge", "squash"], "Error: --merge must be one of rebase, ff, none, got 'squash'"),
+    (["--model", "\udcff"], "Error: --model must be valid UTF-8 text, got '\\udcff'"),  # byte 0xff
+    (["--limit-default-wait", "99999999999999999999d"],
+     "Error: --limit-default-wait must be a duration of at most 3650d, got 8.64e+24"),
 ], ids=["unknown-agent", "command-without-cmd", "amp-model", "parallel-0", "parallel-100000",
-        "bad-merge"])
+        "bad-merge", "not-utf8", "huge-duration"])
 def test_bad_agent_settings_stop_before_anything_is_written(run_ralph, tasks, git_repo, args, line):
     proc = run_ralph("build", *args, env=tasks.env)
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", line + "\n")

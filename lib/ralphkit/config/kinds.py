@@ -54,24 +54,45 @@ def _number(value: Any) -> float:
     return number
 
 
+# Ten years: a longer wait or limit is a typo, and datetime arithmetic overflows far beyond.
+_DURATION_MAX_S = 3650 * 86400
+
+
 def _duration(value: Any) -> float:
-    """Seconds: a non-negative number, or a text in durations' grammar."""
+    """Seconds: a non-negative number, or a text in durations' grammar; ten years at most."""
+    seconds = None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if value >= 0 and math.isfinite(value):
-            return float(value)
+            seconds = float(value)
     elif isinstance(value, str):
         try:
-            return parse_duration(value)
+            seconds = parse_duration(value)
         except ValueError:
             pass
-    raise Bad("a duration (seconds, or like 30s, 15m, 1h)")
+    if seconds is None:
+        raise Bad("a duration (seconds, or like 30s, 15m, 1h)")
+    if seconds > _DURATION_MAX_S:
+        raise Bad("a duration of at most 3650d")
+    return seconds
 
 
 def _text(value: Any) -> str:
     if isinstance(value, str) and value.strip():
-        return value
+        return _plain(value)
     hint = " (put it in quotes)" if isinstance(value, (int, float)) else ""
     raise Bad(f"a non-empty text{hint}")
+
+
+def _plain(text: str) -> str:
+    """Text a program can be given: no NUL byte (argv and environment cannot hold one) and
+    valid UTF-8 (what the run state and the agent's argv are written as)."""
+    if "\0" in text:
+        raise Bad("a text without NUL bytes")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Bad("valid UTF-8 text") from None
+    return text
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -82,9 +103,9 @@ def _list(value: Any) -> tuple[str, ...]:
     """A ralph.yml list of texts, or one text whose items are separated by spaces or commas
     (an environment variable, a flag, or a ralph.yml line)."""
     if isinstance(value, str) and _words(value):
-        return _words(value)
+        return _words(_plain(value))
     if isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value):
-        return tuple(v.strip() for v in value)
+        return tuple(_plain(v.strip()) for v in value)
     raise Bad("a list of texts, or one text of items separated by spaces or commas")
 
 

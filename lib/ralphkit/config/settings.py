@@ -46,6 +46,8 @@ def _read_file(path: Path) -> dict[str, Any]:
         raise _usage([f"{CONFIG_NAME}: cannot read {path}: {reason}"]) from None
     try:
         data = yaml.safe_load(text)
+    except RecursionError:
+        raise _usage([f"{CONFIG_NAME}: invalid YAML: nested too deeply"]) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

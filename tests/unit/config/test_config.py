@@ -201,9 +201,16 @@ def test_a_list_setting_reads_a_yaml_list_or_one_separated_text(tmp_path: Path, 
     ("protect: [tests/**, 3]\n", "ralph.yml: protect must be a list of texts, or one text of "
      "items separated by spaces or commas, got ['tests/**', 3]"),
     ("tamper: loud\n", "ralph.yml: tamper must be one of hold, warn, off, got 'loud'"),
+    # what a program cannot be given: a NUL byte, a lone surrogate; a duration past datetime's
+    ('model: "a\\0b"\n', "ralph.yml: model must be a text without NUL bytes, got 'a\\x00b'"),
+    ('verify: "true\\ud800"\n', "ralph.yml: verify must be valid UTF-8 text, got 'true\\ud800'"),
+    ('protect: ["a\\0"]\n', "ralph.yml: protect must be a text without NUL bytes, got ['a\\x00']"),
+    ("max_runtime: 3651d\n", "ralph.yml: max_runtime must be a duration of at most 3650d, "
+                             "got '3651d'"),
 ], ids=["typo", "dashes", "unknown-no-guess", "flag-only", "unit-less-part", "not-a-number", "zero-cost", "float-count",
         "negative", "parallel-zero", "bad-bool", "bad-duration", "number-as-text", "empty-text",
-        "list", "list-of-non-texts", "tamper-mode"])
+        "list", "list-of-non-texts", "tamper-mode", "nul-byte", "lone-surrogate", "nul-in-list",
+        "ten-years-and-a-day"])
 def test_each_bad_key_or_value_gives_one_clear_line(tmp_path: Path, yml: str, expected: str):
     assert problems(tmp_path, yml) == [expected]
 
@@ -235,7 +242,8 @@ def test_a_bad_file_value_is_reported_even_when_the_cli_overrides_it(tmp_path: P
                           "(key: value lines), got a list"),
     ("just text\n", "ralph.yml: the top level must be a mapping of settings "
                     "(key: value lines), got a str"),
-], ids=["bad-indent", "unclosed-list", "list", "scalar"])
+    ("a: " + "[" * 10000 + "]" * 10000 + "\n", "ralph.yml: invalid YAML: nested too deeply"),
+], ids=["bad-indent", "unclosed-list", "list", "scalar", "nested-too-deeply"])
 def test_a_file_that_is_not_a_settings_mapping_is_one_error(tmp_path: Path, yml, expected):
     assert problems(tmp_path, yml) == [expected]
 
