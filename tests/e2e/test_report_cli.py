@@ -82,6 +82,30 @@ def test_a_run_writes_its_report_notifies_its_end_and_status_points_to_it(
     assert run_ralph("report", run_dir(git_repo).name[:17], "--md").stdout == md
 
 
+
+TWO_TASKS = """\
+#!/bin/sh
+"$RALPH_TASK_SCRIPT" claim t1 > /dev/null
+"$RALPH_TASK_SCRIPT" claim t2 > /dev/null
+"$RALPH_TASK_SCRIPT" done t1 --result '{"commit":"abc1234def0"}' > /dev/null
+"""
+
+
+def test_a_session_that_took_two_tasks_and_finished_one_is_told_task_by_task(
+        git_repo, run_ralph, backlog, bin_dir):
+    """The session's end names which task ended how: the report does not give the finished
+    task the other one's fail reason, and status lists both ids as text."""
+    (bin_dir / "claude").write_text(TWO_TASKS)
+    proc = run_ralph("build", "-n", "1")
+    assert proc.returncode == 0, proc.stderr
+    [end] = [e for e in events(git_repo) if e["event"] == "session_end"]
+    assert (end["task"], end["completed"], end["failed"]) == (["t1", "t2"], ["t1"], ["t2"])
+    tasks = {t["id"]: t for t in json.loads(run_ralph("report", "--json").stdout)["tasks"]}
+    assert (tasks["t1"]["outcome"], tasks["t1"]["fail_reasons"]) == ("done", [])
+    assert (tasks["t2"]["outcome"], tasks["t2"]["fail_reasons"]) == (
+        "failed", ["session exited without completing task"])
+    assert "  session 1  t1, t2  failed" in run_ralph("status").stdout
+
 def test_a_hanging_notifier_is_killed_at_its_timeout_and_the_run_ends_anyway(
         git_repo, run_ralph, backlog, tmp_path):
     (git_repo / "ralph.yml").write_text("notify_timeout: 1s\n")

@@ -117,7 +117,8 @@ def _describe_outcome(o: dict[str, Any]) -> str:
             f"{o['turns']} turns" if o.get("turns") is not None else None,
             o.get("reason")]
     details = ", ".join(b for b in bits if b)
-    return (f"  {o.get('ts')}  session {o.get('n')}  {o.get('task') or '-'}  "
+    task = ", ".join(map(str, o["task"])) if isinstance(o.get("task"), list) else o.get("task")
+    return (f"  {o.get('ts')}  session {o.get('n')}  {task or '-'}  "
             f"{o.get('outcome') or '?'}" + (f"  ({details})" if details else ""))
 
 

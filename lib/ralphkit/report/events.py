@@ -135,16 +135,19 @@ class Builder:
         s.detail, s.reason = text(e.get("detail")), text(e.get("reason"))
         s.exit_code = e.get("exit_code") if isinstance(e.get("exit_code"), int) else None
         share = 1 / len(s.tasks) if s.tasks else 0
+        done_here = e.get("completed") if isinstance(e.get("completed"), list) else None
         for task_id in s.tasks:
             task = self.task(task_id)
+            outcome = s.outcome if done_here is None else (
+                "completed" if task_id in done_here else "failed")   # a session of several tasks
             task.attempts += 1
             task.cost_usd += (s.cost_usd or 0.0) * share
             task.wall_s += (s.duration_s or 0.0) * share
             if s.tokens is not None:
                 task.tokens = (task.tokens or 0) + int(s.tokens * share)
-            if s.outcome == "completed":
+            if outcome == "completed":
                 task.outcome = "done"
-            elif s.outcome == "failed" and task.outcome != "done":
+            elif outcome == "failed" and task.outcome != "done":
                 task.outcome = "failed"
                 why = s.reason or s.detail
                 if why:

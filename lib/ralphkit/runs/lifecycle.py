@@ -173,6 +173,8 @@ def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: 
             event[key] = getattr(summary, attr)
     if failed:
         event["reason"] = fail_reason
+    if len(tasks) > 1:                   # which of them ended how (the report's per-task outcome)
+        event.update(completed=list(completed), failed=list(failed))
     event.update(extra or {})
     run_state.save(run.ralph_dir, state)
     _drop_pidfile(ended)                            # after the save: the state no longer names it
