@@ -100,6 +100,13 @@ def test_three_sessions_finish_twelve_tasks_once_each_without_overlapping_compon
     state = json.loads(next((git_repo / ".ralph" / "runs").glob("*/state.json")).read_text())
     assert (state["sessionsStarted"], len(state["completed"]), state["failed"],
             state["active"], state["exitCode"]) == (12, 12, [], None, 0)
+    ends = [e for e in read_jsonl(next((git_repo / ".ralph" / "runs").glob("*/events.jsonl")))
+            if e["event"] == "session_end"]                        # recorded as the single loop's
+    assert len(ends) == 12 and all(e["duration_s"] > 0 for e in ends)
+    md = (git_repo / ".ralph" / "progress.md").read_text()
+    section = md.split("## How the latest sessions ended (newest first)\n", 1)[1]
+    rows = [line for line in section.split("\n\n## ", 1)[0].splitlines() if line[2:3].isdigit()]
+    assert [r.split(" | ")[0] for r in rows] == [f"| {n}" for n in range(12, 2, -1)]  # last ten
 
 
 def test_a_conflicting_pair_ends_with_one_merged_and_one_failed_with_its_branch_kept(

@@ -5,6 +5,7 @@ and events). Knows nothing of starting or ending a session (launch, session_end)
 order of things (run)."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
@@ -78,6 +79,7 @@ class Session:
     n: int = 0
     started: str = field(default_factory=run_state.utc_now)
     pidfile: Path | None = None
+    clock: float = field(default_factory=time.monotonic)     # for the session's duration_s
 
 
 def listed(tid: str, agent: str, wt: worktrees.Worktree, log: Path, started: str,
@@ -133,8 +135,8 @@ class Book:
     def save(self) -> None:
         st = self.state
         pids = self.pool.pids() if self.pool else {}
-        entries = [listed(tid, x.agent, x.wt, x.log, x.started, x.pidfile, pids.get(tid))
-                   for tid, x in self.sessions.items()]
+        entries = [{**listed(tid, x.agent, x.wt, x.log, x.started, x.pidfile, pids.get(tid)),
+                    "n": x.n} for tid, x in self.sessions.items()]
         if self.starting:
             entries.append(self.starting)
         if entries:

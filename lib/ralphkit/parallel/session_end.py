@@ -11,6 +11,7 @@ state, the session_end event and the user's line record it. Knows nothing of the
 budgets, the usage-limit wait or of what runs next (run)."""
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from ralphkit.assign import session as assigned_session
@@ -19,6 +20,7 @@ from ralphkit.backlog.answers import FAIL_REASON
 from ralphkit.errors import RalphError
 from ralphkit.parallel import worktrees
 from ralphkit.parallel.book import Book
+from ralphkit.runs import progress
 from ralphkit.runs import state as run_state
 from ralphkit.session import heartbeat
 from ralphkit.session import watchdog
@@ -111,7 +113,9 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
         entry if ok else {**entry, "reason": message})
     summary = result.summary
     resume = {"resume_at": hit.reset_at.isoformat()} if hit and hit.reset_at else {}
+    progress.keep_outcome(book.state, x.n, how.kind, how.detail, not ok)   # for progress.md
     book.event("session_end", n=x.n, task=tid, exit_code=result.returncode,
+               duration_s=round(time.monotonic() - x.clock, 3),
                outcome="completed" if ok else "failed", reason=message,
                **{"class": how.kind, "detail": how.detail,
                   "counts_as_failure": how.counts_as_failure}, **resume,

@@ -76,8 +76,18 @@ def _cell(value: Any) -> str:
 def _outcomes(state: RunState) -> list[dict[str, Any]]:
     merged = [{**e, "outcome": e.get("outcome", "completed")} for e in state.completed]
     merged += [{**e, "outcome": e.get("outcome", "failed")} for e in state.failed]
-    merged.sort(key=lambda e: str(e.get("at", "")), reverse=True)
+    # `at` has whole seconds: within one, the later session (n), then the later record
+    order = {id(e): i for i, e in enumerate(merged)}
+    merged.sort(key=lambda e: (str(e.get("at", "")), e.get("n") if isinstance(e.get("n"), int)
+                               else 0, order[id(e)]), reverse=True)
     return merged[:LATEST_OUTCOMES]
+
+
+def keep_outcome(state: RunState, n: Any, kind: str, detail: str, counts_as_failure: bool) -> None:
+    """How session n ended (unattended.outcome's class), newest first, for progress.md's
+    "How the latest sessions ended" (both loops)."""
+    record = {"n": n, "class": kind, "detail": detail, "counts_as_failure": counts_as_failure}
+    state.extra["outcomes"] = ([record] + state.extra.get("outcomes", []))[:LATEST_OUTCOMES]
 
 
 def render_progress(state: RunState) -> str:
@@ -99,12 +109,11 @@ def render_progress(state: RunState) -> str:
     if state.resume_at:
         lines.append(f"- Waiting until: {state.resume_at}")
     lines += ["", "## Active session", ""]
-    active = state.active
-    if active:
-        lines.append(f"- Session {active.get('n')}: task {active.get('task') or '(agent picks)'}"
-                     f", started {active.get('startedAt')}, pid {active.get('pid')}"
-                     f", log {active.get('log')}")
-    else:
+    shown = (state.active.get("sessions") or [state.active]) if state.active else []
+    for x in shown:                                       # --parallel: each of its sessions
+        lines.append(f"- Session {x.get('n', '?')}: task {x.get('task') or '(agent picks)'}, "
+                     f"started {x.get('startedAt')}, pid {x.get('pid')}, log {x.get('log')}")
+    if not shown:
         lines.append("None.")
     sessions = state.extra.get("outcomes") if isinstance(state.extra, dict) else None
     if sessions:                 # how each session ended (outcome.classify)
@@ -156,5 +165,5 @@ def write_progress(ralph_dir: Path, state: RunState) -> None:
     write_atomic(progress_path(ralph_dir), render_progress(state).encode("utf-8"))
 
 
-__all__ = ["append_event", "read_events", "write_progress", "render_progress", "events_path",
-           "progress_path", "add_listener", "remove_listener"]
+__all__ = ["append_event", "read_events", "write_progress", "render_progress", "keep_outcome",
+           "events_path", "progress_path", "add_listener", "remove_listener"]

@@ -28,7 +28,6 @@ from ralphkit.runs.lifecycle import Run
 from ralphkit.signals import Guard
 
 _POLL_S = 0.05
-_OUTCOMES_KEPT = 10
 
 
 class Night:
@@ -141,9 +140,7 @@ class Night:
             held = [slug for slug in failed if self.attempt_failed(
                 slug, reason, self._rows.get(slug, {}).get("retry_count"))]
         n = (self.state.active or {}).get("n", self.state.sessions_started)
-        record = {"n": n, "class": out.kind, "detail": out.detail,
-                  "counts_as_failure": out.counts_as_failure}
-        self.state.extra["outcomes"] = ([record] + self.state.extra.get("outcomes", []))[:_OUTCOMES_KEPT]
+        progress.keep_outcome(self.state, n, out.kind, out.detail, out.counts_as_failure)
         self._pending = (out, hit, cost)
         fields = {"class": out.kind, "detail": out.detail,
                   "counts_as_failure": out.counts_as_failure}

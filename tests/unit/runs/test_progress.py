@@ -129,6 +129,25 @@ def test_progress_md_of_a_finished_run_shows_its_exit(ralph_dir: Path):
     assert "## Active session\n\nNone.\n" in text and "None yet." in text
 
 
+
+def test_outcomes_of_one_second_are_newest_first_and_parallel_sessions_each_have_a_line(
+        ralph_dir: Path):
+    state = run_state.RunState(run_id="r1", mode="build", max_iterations=0)
+    for n in (1, 2, 3):                                 # sessions that ended within a second
+        state.completed.append({"task": f"t{n}", "at": "2026-01-01T00:00:05Z", "n": n})
+    state.failed.append({"task": "t0", "at": "2026-01-01T00:00:04Z", "n": 0, "reason": "x"})
+    state.active = {"n": 5, "task": "a, b", "sessions": [          # a --parallel run's record
+        {"n": 4, "task": "a", "startedAt": "s4", "pid": 41, "log": "l4"},
+        {"n": 5, "task": "b", "startedAt": "s5", "pid": None, "log": "l5"}]}
+    progress.keep_outcome(state, 3, "success", "result success", False)
+    progress.write_progress(ralph_dir, state)
+    text = progress.progress_path(ralph_dir).read_text()
+    rows = [line.split(" | ")[1] for line in text.splitlines() if line.startswith("| 2026")]
+    assert rows == ["t3", "t2", "t1", "t0"]
+    assert "- Session 4: task a, started s4, pid 41, log l4\n" in text
+    assert "- Session 5: task b, started s5, pid None, log l5\n" in text
+    assert "| 3 | success | result success |" in text
+
 def test_progress_md_is_replaced_atomically(ralph_dir: Path):
     state = make_state()
     progress.write_progress(ralph_dir, state)
