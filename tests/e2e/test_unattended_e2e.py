@@ -535,6 +535,22 @@ def test_a_parallel_run_ends_once_its_sessions_cost_reaches_max_cost(
     assert events(git_repo, "run_end")[-1]["exit_code"] == 5
 
 
+
+def test_a_parallel_budget_stop_counts_the_sessions_that_ended_after_it_tripped(
+        git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):
+    """t1's session trips --max-cost while t2's runs on; t2's cost is in the final line."""
+    ignore_ralph_dir(git_repo, base_env)
+    together(run_task, "t1", "t2")
+    wait = (f'[ "$(cat "$RALPH_FROZEN_IDS_FILE")" = t2 ] && until grep -qs session_end '
+            f'"{git_repo}"/.ralph/runs/*/events.jsonl; do sleep 0.05; done; {WORK}')
+    env = parallel_agent(bin_dir, tmp_path, "claude-cost", STUB_COSTS="2,2",
+                         STUB_COST_STATE=str(tmp_path / "cost-calls"), STUB_ACTION=wait)
+    proc = run_ralph("build", "--parallel", "2", "--max-cost", "1", env=env)
+    assert proc.returncode == 5, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "Error: budget --max-cost 1.00 USD reached: 2 session(s) cost 4.0000 USD in total")
+    assert [e["task"] for e in events(git_repo, "session_end")] == ["t1", "t2"]
+
 def test_a_parallel_run_past_max_runtime_lets_its_sessions_finish_then_exits_5(
         git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):
     ignore_ralph_dir(git_repo, base_env)

@@ -139,8 +139,8 @@ class ParallelBuild:
         self.book.save()
         if stop := session_outcome.stop_error(how):             # a rejected key, root, disabled:
             self.stop = self.stop or stop                   # no new session; exit 9/10/7 at the end
-        elif tripped:
-            self.verdict = self.verdict or tripped          # no new session; exit 5/6 at the end
+        elif tripped:           # no new session; exit 5/6 at the end, with the figures of
+            self.verdict = tripped                          # the sessions that ended since
         elif how.kind == outcome.USAGE_LIMIT:
             self.limited.append(tid)            # not a failure: no new session, the wait (the
             if self.limit is None or hit.reset_at > self.limit.reset_at:   # latest reset of the
