@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 _UNIT_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_NUMBER = r"\d+(?:\.\d+)?"
+_NUMBER = r"[0-9]+(?:\.[0-9]+)?"     # ASCII digits only: \d takes "١" (Arabic-Indic) too
 _PART = re.compile(rf"({_NUMBER})\s*([smhd])")
 _BARE = re.compile(_NUMBER)
 _PARTS = re.compile(rf"(?:{_NUMBER}\s*[smhd]\s*)+")

@@ -24,7 +24,7 @@ class Bad(ValueError):
 def _int(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
+    if isinstance(value, str) and re.fullmatch(r"\s*[0-9]+\s*", value):   # ASCII, as -n's
         return int(value)
     raise Bad("a whole number")
 
@@ -44,7 +44,7 @@ def _number(value: Any) -> float:
         number = float(value)
     elif isinstance(value, str):
         try:
-            number = float(value)
+            number = _float(value)
         except ValueError:
             raise Bad("a number") from None
     else:
@@ -56,6 +56,13 @@ def _number(value: Any) -> float:
 
 # Ten years: a longer wait or limit is a typo, and datetime arithmetic overflows far beyond.
 _DURATION_MAX_S = 3650 * 86400
+
+
+def _float(text: str) -> float:
+    """float(text) for ASCII text only: float() reads "١" (Arabic-Indic) as 1 too."""
+    if not text.isascii():
+        raise ValueError(text)
+    return float(text)
 
 
 def _duration(value: Any) -> float:
@@ -127,7 +134,7 @@ def _decimal(text: str) -> int:
 
 # A flag's argument: ValueError means the flag's own "requires ..." message (s.3).
 _FLAG_CONVERTERS: dict[str, Callable[[str], Any]] = {
-    "int": _decimal, "number": float, "duration": parse_duration, "text": str,
+    "int": _decimal, "number": _float, "duration": parse_duration, "text": str,
     "list": _list}
 
 

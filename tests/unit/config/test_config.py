@@ -201,6 +201,8 @@ def test_a_list_setting_reads_a_yaml_list_or_one_separated_text(tmp_path: Path, 
     ("protect: [tests/**, 3]\n", "ralph.yml: protect must be a list of texts, or one text of "
      "items separated by spaces or commas, got ['tests/**', 3]"),
     ("tamper: loud\n", "ralph.yml: tamper must be one of hold, warn, off, got 'loud'"),
+    ('max_cost: "\u0661"\n', "ralph.yml: max_cost must be a number, got '\u0661'"),
+    ('max_attempts: "\u0663"\n', "ralph.yml: max_attempts must be a whole number, got '\u0663'"),
     # what a program cannot be given: a NUL byte, a lone surrogate; a duration past datetime's
     ('model: "a\\0b"\n', "ralph.yml: model must be a text without NUL bytes, got 'a\\x00b'"),
     ('verify: "true\\ud800"\n', "ralph.yml: verify must be valid UTF-8 text, got 'true\\ud800'"),
@@ -209,7 +211,8 @@ def test_a_list_setting_reads_a_yaml_list_or_one_separated_text(tmp_path: Path, 
                              "got '3651d'"),
 ], ids=["typo", "dashes", "unknown-no-guess", "flag-only", "unit-less-part", "not-a-number", "zero-cost", "float-count",
         "negative", "parallel-zero", "bad-bool", "bad-duration", "number-as-text", "empty-text",
-        "list", "list-of-non-texts", "tamper-mode", "nul-byte", "lone-surrogate", "nul-in-list",
+        "list", "list-of-non-texts", "tamper-mode", "arabic-indic-cost", "arabic-indic-count",
+        "nul-byte", "lone-surrogate", "nul-in-list",
         "ten-years-and-a-day"])
 def test_each_bad_key_or_value_gives_one_clear_line(tmp_path: Path, yml: str, expected: str):
     assert problems(tmp_path, yml) == [expected]
