@@ -173,7 +173,12 @@ def on_a_terminal(cwd: Path, env: dict, *args: str) -> str:
                              "Run 'ralph report --help' for usage\n"),
     (["--html"], 1, "Error: --html requires a file name\nRun 'ralph report --help' for usage\n"),
     (["nope"], 1, None),
-], ids=["unknown-option", "bad-duration", "html-without-file", "unknown-run"])
+    (["--md", "--json"], 1, "Error: give one of --md, --json, --html, not both --md and --json\n"
+                            "Run 'ralph report --help' for usage\n"),
+    (["--json", "--html", "r.html"], 1, "Error: give one of --md, --json, --html, not both "
+                                        "--json and --html\nRun 'ralph report --help' for usage\n"),
+], ids=["unknown-option", "bad-duration", "html-without-file", "unknown-run", "two-forms",
+        "json-and-html"])
 def test_bad_report_arguments_are_one_clear_line(git_repo, run_ralph, args, code, message):
     make_run(git_repo / ".ralph", RUN, 2)
     proc = run_ralph("report", *args)

@@ -45,6 +45,9 @@ def main(argv: list[str], *, stdout: TextIO | None = None, stderr: TextIO | None
         if arg in ("--help", "-h"):
             out.write(HELP)
             return EXIT_OK
+        if arg in ("--md", "--json") or arg == "--html" and args:
+            if fmt != "text" and fmt != arg[2:]:       # one form per report, not the last one
+                return _usage(err, f"give one of --md, --json, --html, not both --{fmt} and {arg}")
         if arg in ("--md", "--json"):
             fmt = arg[2:]
         elif arg in ("--html", "--since"):

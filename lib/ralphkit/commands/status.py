@@ -250,7 +250,7 @@ def main(argv: list[str], *, stdout: TextIO | None = None, stderr: TextIO | None
     .ralph/ at the git top level; default ./.ralph); 0 also when no run is found."""
     out, err = stdout or sys.stdout, stderr or sys.stderr
     as_json = watching = False
-    interval, count = 2.0, None
+    interval, count, refresh = 2.0, None, None
     args = list(argv)
     while args:
         arg = args.pop(0)
@@ -267,11 +267,15 @@ def main(argv: list[str], *, stdout: TextIO | None = None, stderr: TextIO | None
                 err.write(f"Error: {arg} requires {what}\nRun 'ralph status --help' for usage\n")
                 return 1
             interval, count = (value, count) if arg == "--interval" else (interval, int(value))
+            refresh = arg
         elif arg in ("--json", "--watch"):
             as_json, watching = as_json or arg == "--json", watching or arg == "--watch"
         else:
             err.write(f"Error: Unknown option '{arg}'\nRun 'ralph status --help' for usage\n")
             return 1
+    if refresh and not watching:                  # a refresh option would do nothing
+        err.write(f"Error: {refresh} needs --watch\nRun 'ralph status --help' for usage\n")
+        return 1
     here = Path(cwd or os.getcwd())
     ralph_dir = Path(ralph_dir) if ralph_dir is not None else here / ".ralph"
     if watching:
