@@ -28,7 +28,7 @@ def test_pause_writes_the_pause_file_atomically_and_resume_removes_it(tmp_path):
     assert out == ("Pause requested: the run pauses before its next session "
                    "(`ralph ctl resume` to continue)\n")
     assert json.loads((ralph / "PAUSE").read_text())["requested"] == "pause"
-    assert sorted(p.name for p in ralph.iterdir()) == ["PAUSE"]          # no temp file left
+    assert sorted(p.name for p in ralph.iterdir()) == [".gitignore", "PAUSE"]   # no temp file
     assert ctl(ralph, "resume") == (0, "Resumed: the run continues with its next session\n", "")
     assert not (ralph / "PAUSE").exists()
     assert ctl(ralph, "resume") == (0, "Not paused\n", "")
