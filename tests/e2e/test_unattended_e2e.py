@@ -358,6 +358,8 @@ def test_a_usage_limit_in_the_last_allowed_session_is_not_waited_out(
             if e.get("kind") == "usage_limit_not_waited"] == [line]
     assert tasks_of(run_task)["t1"]["status"] == "open"
     assert state(git_repo)["resumeAt"]                 # the next run waits for the reset first
+    assert (f"Limit:      resets {state(git_repo)['resumeAt']}; the next run waits until then\n"
+            in run_ralph("status").stdout)
 
 def test_a_parallel_run_whose_usage_limit_resets_past_the_cap_ends_its_sessions_then_exits_5(
         git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):

@@ -156,7 +156,9 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
                      f"{active.get('log')})")
     else:
         lines.append("Current:    none")
-    if status["resumeAt"]:
+    if status["resumeAt"] and status["endedAt"]:       # a limit the run ended on (exit 5, -n)
+        lines.append(f"Limit:      resets {status['resumeAt']}; the next run waits until then")
+    elif status["resumeAt"]:
         lines.append(f"Waiting:    until {status['resumeAt']}")
     if status["lastOutcomes"]:
         lines.append("Last outcomes (newest first):")
@@ -210,7 +212,8 @@ def _watch_line(status: dict[str, Any], extra: dict[str, Any]) -> str:
     if status.get("costUsd") is not None:
         bits.append(f"${status['costUsd']:.2f}")
     if status.get("resumeAt"):
-        bits.append(f"waiting until {status['resumeAt']}")
+        bits.append(f"{'limit resets' if status.get('endedAt') else 'waiting until'} "
+                    f"{status['resumeAt']}")
     return " | ".join(bits) + "\n"
 
 
