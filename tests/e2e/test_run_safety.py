@@ -264,6 +264,22 @@ def test_a_file_where_ralph_runs_should_be_gives_one_error_line_and_exit_8(git_r
     assert not (git_repo / ".ralph" / "run.lock").exists()         # released on the way out
 
 
+
+def test_an_agent_that_deletes_ralph_dir_stops_the_run_with_exit_8_not_all_tasks_complete(
+        git_repo, run_ralph, run_task, action, tmp_path):
+    """`git clean -fdx` by the agent takes .ralph/ and the task database with it; the store
+    would answer from a new empty one and the loop say "All tasks complete"."""
+    sync(run_task, "t1", "t2")
+    script = Path(action["STUB_ACTION"])
+    script.write_text('#!/bin/sh\n"$RALPH_TASK_SCRIPT" claim > /dev/null\ngit clean -fdxq\n')
+    result = run_ralph("build", "-n", "3", env=action)
+    assert result.returncode == 8, (result.stdout, result.stderr)
+    assert "All tasks complete" not in result.stdout and "LOOP 1" not in result.stdout
+    line = result.stderr.strip().splitlines()[-1]
+    assert line == (f"Error: {git_repo / '.ralph'} was deleted during session 1 (its run lock is "
+                    "gone; did the agent run `git clean -x`?): the task database went with it, "
+                    "stopping")
+
 def test_ralph_status_shows_the_run_while_it_runs_and_after_it_ended(
         git_repo, base_env, run_task, bin_dir, tmp_path):
     install_stub(bin_dir, stub="claude_signals")

@@ -18,7 +18,7 @@ from ralphkit import procs
 from ralphkit.runs import leftovers, progress
 from ralphkit.runs import lock as run_lock
 from ralphkit.runs import state as run_state
-from ralphkit.errors import EXIT_INTERRUPTED as INTERRUPTED
+from ralphkit.errors import EXIT_INTERRUPTED as INTERRUPTED, EnvironmentFailure
 from ralphkit.notify import settings as notify_settings
 from ralphkit.report import billing as report_billing
 
@@ -151,6 +151,10 @@ def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: 
     state = run.state
     ended = state.active
     n = (ended or {}).get("n", state.sessions_started)
+    if not run.lock.path.exists():   # .ralph/ removed (`git clean -fdx`): the backlog went too
+        raise EnvironmentFailure(
+            f"{run.lock.path.parent} was deleted during session {n} (its run lock is gone; "
+            "did the agent run `git clean -x`?): the task database went with it, stopping")
     known = {e["task"] for e in state.completed}        # done is final: recorded once
     completed = [slug for slug in completed if slug not in known]
     details = {"n": n, "exit_code": returncode,
