@@ -277,8 +277,8 @@ def test_an_agent_that_deletes_ralph_dir_stops_the_run_with_exit_8_not_all_tasks
     assert "All tasks complete" not in result.stdout and "LOOP 1" not in result.stdout
     line = result.stderr.strip().splitlines()[-1]
     assert line == (f"Error: {git_repo / '.ralph'} was deleted during session 1 (its run lock is "
-                    "gone; did the agent run `git clean -x`?): the task database went with it, "
-                    "stopping")
+                    "gone; did the agent run `git clean -x`?): the run's record and a task "
+                    "database kept there went with it, stopping")
 
 def test_ralph_status_shows_the_run_while_it_runs_and_after_it_ended(
         git_repo, base_env, run_task, bin_dir, tmp_path):

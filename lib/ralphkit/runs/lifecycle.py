@@ -154,7 +154,8 @@ def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: 
     if not run.lock.path.exists():   # .ralph/ removed (`git clean -fdx`): the backlog went too
         raise EnvironmentFailure(
             f"{run.lock.path.parent} was deleted during session {n} (its run lock is gone; "
-            "did the agent run `git clean -x`?): the task database went with it, stopping")
+            "did the agent run `git clean -x`?): the run's record and a task database kept "
+            "there went with it, stopping")
     known = {e["task"] for e in state.completed}        # done is final: recorded once
     completed = [slug for slug in completed if slug not in known]
     details = {"n": n, "exit_code": returncode,
