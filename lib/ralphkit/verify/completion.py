@@ -61,7 +61,8 @@ class Gate:
     def _head(self) -> str:
         """HEAD now, when the gate applies to some task (else no git call: "" makes the next
         tamper check find nothing, as there is no known start)."""
-        return gate.git(self.cwd, "rev-parse", "HEAD", env=self.env) if self.opts.armed or self.lines else ""
+        armed = self.opts.armed or any(self.lines.values())
+        return gate.git(self.cwd, "rev-parse", "HEAD", env=self.env) if armed else ""
 
     def session_starts(self) -> None:
         """A session is about to start: its diff is taken from here (with --sync, origin's
@@ -79,8 +80,9 @@ class Gate:
 
     @staticmethod
     def _task_lines(tasks: list[dict]) -> dict[str, str]:
-        return {t["id"]: cmd for t in tasks
-                if (cmd := verify_options.task_command(t.get("description")))}
+        """Each task's `verify:` command, "" for a task without one: a line the session adds
+        to a task that had none is a change too, never the command that judges it."""
+        return {t["id"]: verify_options.task_command(t.get("description")) or "" for t in tasks}
 
     def _records(self) -> dict[str, dict]:
         return self.run.state.extra.setdefault("verify", {})
@@ -113,14 +115,16 @@ class Gate:
         """Verify one done task in tree (its diff taken from base) and act on the verdict.
         None when the gate does not apply to it (no command, nothing to protect)."""
         slug = record["id"]
-        own = verify_options.task_command(record.get("description"))
-        command = self.lines.get(slug) or own or self.opts.command
-        if not (command or self.opts.protect):
+        own = verify_options.task_command(record.get("description")) or ""
+        start = self.lines.get(slug)            # None: the task was created during the session
+        changed = start is not None and own != start
+        command = (own if start is None else start) or self.opts.command
+        if not (command or self.opts.protect or changed):
             return None
         base = base() if callable(base) else base
         findings = [] if self.opts.tamper == "off" else tamper.scan(tree, base, self.opts.protect,
                                                                        env=self.env)
-        if slug in self.lines and own != self.lines[slug]:
+        if changed:
             findings.append(tamper.Finding("verify_line", f"task {slug}", None,
                                            "its verify: line changed during the session"))
         check = gate.run(command, tree, self.env, self.opts.timeout_s) if command else None

@@ -109,6 +109,19 @@ def test_a_session_that_changes_its_own_verify_line_is_a_finding(repo):
     assert "verify failed: `false` exited 1" in t["fail_reason"]   # the line it started with
 
 
+
+@pytest.mark.parametrize("verify", ["false", None], ids=["run-command", "no-run-command"])
+def test_a_verify_line_added_by_the_session_is_a_finding_and_never_the_judge(repo, verify):
+    """t1 had no line: the run's command judges it, not `verify: true` the agent wrote in."""
+    gate = make_gate(repo, ["create|t1|One|-d|Fix it."], **({"verify": verify} if verify else {}))
+    assert gate.task.call("update", "t1", "--description", "Fix it.\nverify: true",
+                          env=gate.env).ok
+    finish(gate, "t1")
+    assert gate.after_session([], "r")[0] == ["t1"]
+    t = record(gate, "t1")
+    assert t["held"].startswith("tamper check: task t1: its verify: line changed")
+    assert ("verify failed: `false` exited 1" in t["fail_reason"]) == (verify is not None)
+
 def test_the_task_data_carries_the_last_failure_under_its_task(repo):
     gate = make_gate(repo, ["create|t1|One", "create|t2|Two"], verify="echo broken; false")
     finish(gate, "t1")
