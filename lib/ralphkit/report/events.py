@@ -197,7 +197,9 @@ class Builder:
                     else "sync conflict: reopened")
 
     def _on_scope_changed(self, run_id: str, e: dict[str, Any], ts: float | None) -> None:
-        self.r.scope_changes += [str(c) for c in e.get("changes") or e.get("new") or []]
+        # `new`: this check's lines; `changes` is the running list of every check so far
+        new = e.get("new") if isinstance(e.get("new"), list) else e.get("changes") or []
+        self.r.scope_changes += [str(c) for c in new]
         for key in ("added", "removed", "definition_modified"):
             for task_id in e.get(key) or []:
                 if isinstance(task_id, (str, int)):
@@ -207,10 +209,18 @@ class Builder:
         task_id = text(e.get("task"))
         if not task_id:
             return
-        ok = next((e[k] for k in ("ok", "passed", "pass") if isinstance(e.get(k), bool)), None)
-        verdict = "passed" if ok else "failed" if ok is False else str(e.get("status") or "ran")
+        verdict = text(e.get("verdict"))           # the gate's: passed, warned, failed, ...
+        if verdict is None:
+            ok = next((e[k] for k in ("ok", "passed", "pass") if isinstance(e.get(k), bool)),
+                      None)
+            verdict = "passed" if ok else "failed" if ok is False else str(e.get("status") or "ran")
         code = e.get("exit_code", e.get("exit_status"))
-        self.task(task_id).verify = verdict + (f" (exit {code})" if code is not None else "")
+        task = self.task(task_id)
+        task.verify = verdict + (f" (exit {code})" if code is not None else "")
+        if verdict in ("failed", "timeout", "held"):      # reopened (and held): not done now
+            task.outcome = "held" if verdict == "held" else "failed"
+            if reason := text(e.get("reason")):
+                task.fail_reasons.append(reason.split("\n", 1)[0])
 
     def close(self, running: bool) -> None:
         for s in self.open.values():

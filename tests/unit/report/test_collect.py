@@ -118,6 +118,27 @@ def test_holds_drift_scope_limit_waits_and_verification_land_on_their_task(ralph
     assert r.limit_waits[0].seconds is not None and r.scope_changes == ["task t3 added"]
 
 
+
+def test_a_task_the_gate_reopened_after_its_session_is_not_done_and_scope_lines_count_once(
+        ralph_dir):
+    """The verify event's own verdict (a re-check reopens a task done sessions ago); each
+    scope_changed event's `new` lines (its `changes` is the running list)."""
+    make_run(ralph_dir, RUN, 0, ended=False)
+    add = lambda event, **f: progress.append_event(ralph_dir, RUN, event, **f)  # noqa: E731
+    add("session_end", n=1, task="t1", outcome="completed")
+    add("session_end", n=2, task="t2", outcome="completed")
+    add("verify", task="t1", verdict="failed", exit_code=1,
+        reason="verify failed on re-check (the tree moved since it passed): `x` exited 1\ntail")
+    add("verify", task="t2", verdict="warned", exit_code=0, findings=["test deleted"])
+    add("scope_changed", changes=["a added"], new=["a added"])
+    add("scope_changed", changes=["a added", "b added"], new=["b added"])
+    r = report_of(ralph_dir)
+    assert (r.tasks["t1"].outcome, r.tasks["t1"].verify) == ("failed", "failed (exit 1)")
+    assert r.tasks["t1"].fail_reasons == [
+        "verify failed on re-check (the tree moved since it passed): `x` exited 1"]
+    assert (r.tasks["t2"].outcome, r.tasks["t2"].verify) == ("done", "warned (exit 0)")
+    assert r.scope_changes == ["a added", "b added"]
+
 def test_sync_conflicts_and_commits_not_on_the_shared_branch_are_notices(ralph_dir):
     """So are commits an interrupted run left unpushed, which its resumption found."""
     make_run(ralph_dir, RUN, 0, ended=False)
