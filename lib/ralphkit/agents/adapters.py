@@ -59,7 +59,10 @@ class AgentAdapter:
 
     def argv(self, prompt: str, *, model: str | None = None, danger: bool = False,
              extra: Sequence[str] = ()) -> list[str]:
-        """The full argv. The prompt is one element whatever it holds (s.11: no shell)."""
+        """The full argv. The prompt is one element whatever it holds (s.11: no shell), but
+        for a NUL byte, which no argument can hold: task text may (a title, a verify command's
+        output in a fail reason), so it is given as U+FFFD."""
+        prompt = prompt.replace("\0", "\ufffd")
         if model is not None and self.model_args is None:
             raise UsageError(f"agent '{self.name}' takes no --model; "
                              f"put the model in --agent-cmd or drop --model")

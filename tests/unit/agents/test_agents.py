@@ -33,6 +33,16 @@ def test_claude_argv_is_exactly_the_one_of_section_11(danger, model, tail):
                     *tail]
 
 
+
+def test_a_nul_byte_in_the_task_data_reaches_the_agent_as_a_replacement_character(tmp_path):
+    """A verify command's output (a fail reason) or a title may hold NUL; an argument cannot:
+    the argv must start, not raise ValueError in exec."""
+    argv = agents.get_adapter("claude").argv("/ralph-build t1\0\0 failed")
+    assert argv[2] == "/ralph-build t1\ufffd\ufffd failed"
+    done = subprocess.run([sys.executable, "-c", "import sys; print(sys.argv[1])", argv[2]],
+                          capture_output=True, text=True, encoding="utf-8")
+    assert done.stdout == "/ralph-build t1\ufffd\ufffd failed\n"
+
 def test_the_big_prompt_fallback_writes_the_data_and_names_the_file(tmp_path):
     data = "x" * (agents.MAX_ARG_BYTES + 1)
     assert not agents.prompt_fits(data) and agents.prompt_fits("/ralph-build")
