@@ -43,8 +43,22 @@ _JEST_THRESHOLD = re.compile(
     r"(?P<key>branches|functions|lines|statements)['\"]?\s*:\s*(?P<n>-?\d+(?:\.\d+)?)")
 
 
+# The file names the runners collect by name (pytest, go, node, jest, junit), whatever the
+# directory: a test file renamed from one of these to another name in tests/ is renamed away.
+_TEST_NAME = re.compile(
+    r"(^|/)test_[^/]*\.py$|_test\.(py|go)$|\.(test|spec)\.[cm]?[jt]sx?$|(^|/)test\.[cm]?js$"
+    r"|Tests?\.(java|kt|cs)$")
+
+
 def is_test_path(path: str) -> bool:
     return bool(_TEST_PATH.search(path))
+
+
+def renamed_away(old: str, new: str) -> bool:
+    """A rename after which the runner no longer collects the file: out of the test paths, or
+    from a collected name (test_x.py) to one no runner collects (tests/x_checks.py)."""
+    return is_test_path(old) and (not is_test_path(new) or (
+        bool(_TEST_NAME.search(old)) and not _TEST_NAME.search(new)))
 
 
 def test_names(line: str) -> list[str]:

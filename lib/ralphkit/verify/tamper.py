@@ -108,7 +108,7 @@ def _file_findings(f: _File, protect: tuple[str, ...], tree: Path) -> list[Findi
         elif patterns.protected(old, protect):
             found.append(Finding("protected_path", old, None, "protected file deleted"))
     elif new != old:
-        if patterns.is_test_path(old) and not patterns.is_test_path(new):
+        if patterns.renamed_away(old, new):
             found.append(Finding("renamed_test", old, None,
                                  f"test file renamed away to {new} (no longer collected)"))
         elif patterns.protected(old, protect) and not patterns.protected(new, protect):

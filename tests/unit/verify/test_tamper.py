@@ -119,6 +119,15 @@ def test_deleted_and_renamed_away_test_files_are_findings_even_when_committed(re
     assert "test/a.test.js: test file renamed away to test/a.js.bak (no longer collected)" in found
 
 
+def test_a_test_renamed_within_tests_to_a_name_pytest_does_not_collect_is_a_finding(repo):
+    path, base = repo
+    env = _clean_environ()
+    git(path, "mv", "tests/test_a.py", "tests/a_checks.py", env=env)
+    git(path, "commit", "-qm", "moved", env=env)
+    assert texts(scan(path, base)) == [
+        "tests/test_a.py: test file renamed away to tests/a_checks.py (no longer collected)"]
+
+
 @pytest.mark.parametrize("name, old, new, expected", [
     ("setup.cfg", "fail_under = 90", "fail_under = 50",
      "setup.cfg:2: fail_under lowered from 90 to 50"),
