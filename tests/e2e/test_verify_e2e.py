@@ -5,12 +5,18 @@ as the verify command and the stub agent tests/stubs/claude-verify doing what an
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
-from conftest import git, install_stub, read_jsonl
+from conftest import RALPH, git, install_stub, read_jsonl, wait_for
+from loophelp import Running
 
 PYTEST = "python -m pytest -q -p no:cacheprovider"
 FINISHED = "All tasks complete. Exiting loop."
@@ -308,3 +314,34 @@ def test_node_test_skip_is_held_and_the_fix_passes(build, plan, node_project, ru
     proc = build("-n", "1", "--verify", "node --test")
     assert proc.returncode == 0, proc.stderr
     assert task(run_task)["status"] == "done"
+
+
+def test_a_task_whose_check_was_cut_by_a_kill_9_is_judged_by_the_resumed_run(
+        plan, project, run_task, base_env, tmp_path):
+    """ralph.py dies while the verify command runs: the resumed run finds fix-add done with
+    no verdict and judges it after its next session, instead of trusting it unchecked."""
+    assert run_task("create", "other", "Other task").returncode == 0
+    sessions(plan, LAZY, '"$RALPH_TASK_SCRIPT" claim other >/dev/null\n'
+                         '"$RALPH_TASK_SCRIPT" done other >/dev/null\n')
+    mark, release = tmp_path / "checking", tmp_path / "release"
+    check = f'touch "{mark}"; while [ ! -e "{release}" ]; do sleep 0.05; done; {PYTEST}'
+    env = {**base_env, "STUB_PLAN": str(plan)}
+    first = Running(["build", "-n", "2", "--verify", check], cwd=project, env=env)
+    try:
+        wait_for(mark.exists, timeout=60)
+        os.kill(first.proc.pid, signal.SIGKILL)
+        first.proc.wait(10)
+    finally:
+        first.kill()
+        release.touch()                            # the orphaned check ends; the resumed run's
+    assert task(run_task)["status"] == "done"      # check does not wait
+    done_at = task(run_task)["updated_at"]         # whole seconds: the resumed session starts
+    wait_for(lambda: time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()) > done_at)   # later
+    again = subprocess.run([sys.executable, str(RALPH), "build"], cwd=project, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    t = task(run_task)
+    assert t["status"] == "open" and "verify failed: " in t["fail_reason"]
+    assert "FAILED tests/test_calc.py::test_add" in t["fail_reason"]
+    assert [e["task"] for e in verify_events(project)] == ["fix-add", "other"]
+

@@ -55,7 +55,9 @@ class Gate:
         # Each completion judged once: updated_at has whole seconds, so a task reopened and
         # done again within the second is told apart by its retry count (a reopen raises it).
         self.judged: set[tuple[str, str, str]] = set()     # (task, updated_at, retry_count)
-        self.lines = self._task_lines(self._tasks())        # `verify:` lines at session start
+        tasks = self._tasks()
+        self.lines = self._task_lines(tasks)                # `verify:` lines at session start
+        self.unjudged = self._unjudged(tasks)               # a resumed run's, never judged
         self.base = self._head()                            # the commit at session start
 
     def _head(self) -> str:
@@ -84,6 +86,16 @@ class Gate:
         to a task that had none is a change too, never the command that judges it."""
         return {t["id"]: verify_options.task_command(t.get("description")) or "" for t in tasks}
 
+    def _unjudged(self, tasks: list[dict]) -> set[str]:
+        """A resumed run: the tasks marked done during it that no verdict covers, because
+        ralph.py died (or was interrupted) while their session ended or their check ran.
+        They are judged after the first session, as if that session had marked them done."""
+        if not getattr(self.run, "resumed", False):
+            return set()
+        since = str(self.run.state.started_at or "").replace("T", " ").rstrip("Z")[:19]
+        return {t["id"] for t in tasks if t.get("status") == "done" and t["id"] not in
+                self._records() and str(t.get("updated_at")) >= since}
+
     def _records(self) -> dict[str, dict]:
         return self.run.state.extra.setdefault("verify", {})
 
@@ -97,9 +109,11 @@ class Gate:
         reopened: list[Verdict] = []
         for t in tasks:
             key = (t["id"], str(t.get("updated_at")), str(t.get("retry_count")))
-            if t.get("status") != "done" or key in self.judged or str(t.get("updated_at")) < since:
+            fresh = str(t.get("updated_at")) >= since or t["id"] in self.unjudged
+            if t.get("status") != "done" or key in self.judged or not fresh:
                 continue
             self.judged.add(key)
+            self.unjudged.discard(t["id"])
             verdict = self.judge(t, self.cwd, self.base)
             if verdict is not None and not verdict.ok:
                 reopened.append(verdict)
