@@ -149,6 +149,21 @@ def test_the_file_protocol_marks_the_task_done(build, run_task, git_repo):
     assert tasks(run_task)["t1"]["status"] == "done"
 
 
+
+def stop_at_mark(git_repo: Path, env: dict, mark: Path, sig: int) -> int:
+    """`ralph build --assign` until its stub agent touches `mark`, then `sig` to ralph.py
+    alone (not its agent's group); returns ralph.py's exit status."""
+    proc = subprocess.Popen([sys.executable, str(RALPH), "build", "--assign"], cwd=git_repo,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        wait_for(mark.exists, timeout=30)
+        os.kill(proc.pid, sig)
+        return proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
 @pytest.mark.parametrize("mode", ["finish", "file"])
 def test_a_task_finished_before_a_kill_9_of_ralph_is_archived_on_resume_not_run_again(
         run_ralph, run_task, git_repo, agent, base_env, tmp_path, mode):
@@ -159,16 +174,7 @@ def test_a_task_finished_before_a_kill_9_of_ralph_is_archived_on_resume_not_run_
     mark = tmp_path / "finished"
     env = {**base_env, "STUB_ASSIGNED_MODE": f"{mode},hang", "STUB_HANG_MARK": str(mark),
            "STUB_LOG": str(agent)}
-    proc = subprocess.Popen([sys.executable, str(RALPH), "build", "--assign"], cwd=git_repo,
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    try:
-        wait_for(mark.exists, timeout=30)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    stop_at_mark(git_repo, env, mark, signal.SIGKILL)
     again = run_ralph("build", "--assign", env={"STUB_ASSIGNED_MODE": "finish",
                                                  "STUB_LOG": str(agent)})
     assert again.returncode == 0, again.stderr
@@ -201,16 +207,7 @@ def test_a_task_left_by_a_run_ended_with_sigterm_is_settled_by_the_next_run(
     mark = tmp_path / "started"
     env = {**base_env, "STUB_ASSIGNED_MODE": mode, "STUB_HANG_MARK": str(mark),
            "STUB_LOG": str(agent)}
-    proc = subprocess.Popen([sys.executable, str(RALPH), "build", "--assign"], cwd=git_repo,
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    try:
-        wait_for(mark.exists, timeout=30)
-        os.kill(proc.pid, signal.SIGTERM)
-        assert proc.wait(30) == 130
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    assert stop_at_mark(git_repo, env, mark, signal.SIGTERM) == 130
     assert tasks(run_task)["t1"]["status"] == "active"          # no crash safety on SIGTERM
     first_run = next((git_repo / ".ralph" / "runs").iterdir()).name
     again = run_ralph("build", "--assign", env={"STUB_ASSIGNED_MODE": "finish",

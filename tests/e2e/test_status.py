@@ -126,7 +126,8 @@ def test_status_never_touches_a_corrupt_state_file(tmp_path: Path):
 @pytest.mark.parametrize("argv,code,stream,text", [
     (["--help"], 0, "out", "Usage: ralph status [options]\n"),
     (["--bogus"], 1, "err", "Error: Unknown option '--bogus'\nRun 'ralph status --help' for usage\n"),
-    (["--count", "2"], 1, "err", "Error: --count needs --watch\nRun 'ralph status --help' for usage\n"),
+    (["--count", "2"], 1, "err",
+     "Error: --count needs --watch\nRun 'ralph status --help' for usage\n"),
     (["--interval", "2"], 1, "err", "Error: --interval needs --watch\n"),
 ], ids=["help", "unknown-option", "count-without-watch", "interval-without-watch"])
 def test_status_options(tmp_path: Path, argv, code, stream, text):

@@ -95,7 +95,7 @@ def test_a_hanging_agent_is_ended_by_the_session_timeout_and_its_task_goes_back_
     task = tasks_of(run_task)["t1"]
     assert (task["status"], task["retry_count"]) == ("open", 1)
     assert task["fail_reason"] == "session timeout of 3s reached; agent terminated"
-    assert proc.stderr == "session timeout of 3s reached; agent terminated\n"   # said, not only kept
+    assert proc.stderr == "session timeout of 3s reached; agent terminated\n"   # not only kept
     end = events(git_repo, "session_end")[0]
     assert (end["class"], end["counts_as_failure"], end["exit_code"]) == ("timeout", True, -9)
     assert end["reason"] == task["fail_reason"]
@@ -537,7 +537,6 @@ def test_a_parallel_run_ends_once_its_sessions_cost_reaches_max_cost(
     assert events(git_repo, "run_end")[-1]["exit_code"] == 5
 
 
-
 def test_a_parallel_budget_stop_counts_the_sessions_that_ended_after_it_tripped(
         git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):
     """t1's session trips --max-cost while t2's runs on; t2's cost is in the final line."""
@@ -552,6 +551,7 @@ def test_a_parallel_budget_stop_counts_the_sessions_that_ended_after_it_tripped(
     assert proc.stderr.strip().splitlines()[-1] == (
         "Error: budget --max-cost 1.00 USD reached: 2 session(s) cost 4.0000 USD in total")
     assert [e["task"] for e in events(git_repo, "session_end")] == ["t1", "t2"]
+
 
 def test_a_parallel_run_past_max_runtime_lets_its_sessions_finish_then_exits_5(
         git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):

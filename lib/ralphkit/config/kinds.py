@@ -159,4 +159,5 @@ def one_of(*choices: str) -> Check:
     return lambda v: None if v in choices else "one of " + ", ".join(choices)
 
 
-__all__ = ["KINDS", "Bad", "Check", "read", "from_flag", "at_least", "between", "positive", "one_of"]
+__all__ = ["KINDS", "Bad", "Check", "read", "from_flag", "at_least", "between", "positive",
+           "one_of"]
