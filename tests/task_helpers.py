@@ -37,7 +37,7 @@ def fails(proc, code: int, stderr: str) -> None:
     assert (proc.returncode, proc.stderr, proc.stdout) == (code, stderr, "")
 
 
-REFUSALS = ("wrong password", "unknown database")
+REFUSALS = ("wrong password", "unknown database", "no password", "port not a number")
 
 
 def refused_url(server: Cluster, database: str, case: str) -> tuple[str, str]:
@@ -48,6 +48,12 @@ def refused_url(server: Cluster, database: str, case: str) -> tuple[str, str]:
                 'FATAL: password authentication failed for user "ralph_pw"')
     if case == "unknown database":
         return server.password_url("no_such_db"), 'FATAL: database "no_such_db" does not exist'
+    if case == "no password":                   # libpq refuses before the server can
+        url = server.password_url(database).replace(":secret@", "@")
+        return url, "fe_sendauth: no password supplied"
+    if case == "port not a number":
+        url = server.password_url(database, "hunter2").replace(f":{server.port}/", ":port/")
+        return url, 'invalid integer value "port" for connection option "port"'
     raise ValueError(f"no refused URL for {case!r}")
 
 

@@ -76,6 +76,20 @@ def test_a_url_the_server_refuses_is_one_line_at_once_never_retried(run_task, pg
     assert proc.stderr.count("\n") == 1 and answer in proc.stderr   # no retry line before it
 
 
+
+@pytest.mark.parametrize("url,words", [
+    ("postgresql://ralph:hunter2@[::1:5432/db", 'matching "]" in IPv6 host address'),
+    ("postgresql://ralph:hunter2@127.0.0.1:5432/db?foo=bar", 'invalid URI query parameter: "foo"'),
+    ("postgresql://%zz:hunter2@127.0.0.1/db", 'invalid percent-encoded token: "%zz"'),
+], ids=["unclosed-ipv6", "unknown-parameter", "bad-escape"])
+def test_a_url_libpq_cannot_read_is_one_line_with_the_password_hidden(run_task, url, words):
+    """psycopg's message quotes the whole URL: never a traceback showing the password."""
+    proc = run_task("peek", env={"RALPH_TASKS_DB": url, "RALPH_STORE_RETRY": "60"})
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr.startswith("Error: task store URL not usable: postgresql://")
+    assert proc.stderr.count("\n") == 1 and words in proc.stderr
+    assert "hunter2" not in proc.stderr and "***" in proc.stderr
+
 # --- the schema ---------------------------------------------------------------------------
 
 def test_first_use_applies_the_migrations_once_even_when_two_start_together(run_task, pg):

@@ -186,6 +186,13 @@ class Connection:
                 if connecting:
                     self._connect(psycopg)
                 return action()
+            except (psycopg.ProgrammingError, psycopg.InterfaceError) as err:
+                if not connecting:
+                    raise
+                # a URL libpq cannot read ('[::1:5432', '?foo=bar', '%zz'): its message quotes
+                # the URL, password and all
+                raise TaskError(f"task store URL not usable: {redact(self.url)}: "
+                                f"{_one_line(err)}") from None
             except psycopg.OperationalError as err:
                 # A lost or restarting server, a refused connection, a deadlock: the whole
                 # transaction again (nothing of a failed one was committed).
@@ -242,7 +249,14 @@ _PASSING_FATAL = ("the database system is", "too many clients", "connection slot
                   "terminating connection")
 
 
+# What libpq itself refuses before any server answers: no waiting makes these work.
+_CLIENT_REFUSALS = ("fe_sendauth:", "invalid integer value", "invalid connection option",
+                    "invalid sslmode value", "invalid URI", "invalid percent-encoded token")
+
+
 def _refused(reason: str) -> bool:
+    if any(text in reason for text in _CLIENT_REFUSALS):
+        return True
     return "FATAL:" in reason and not any(text in reason for text in _PASSING_FATAL)
 
 
