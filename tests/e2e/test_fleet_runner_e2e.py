@@ -6,6 +6,8 @@ and task CLI processes, stub agents, a real throwaway PostgreSQL server (conftes
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -326,6 +328,35 @@ def test_beats_that_failed_while_the_store_was_down_are_reported_at_the_sessions
     assert " beats failed (last: " in line
     events = [e for e in read_jsonl(run_dir(repo) / "events.jsonl") if e.get("kind") == "heartbeat"]
     assert len(events) == 1 and events[0]["message"] in line
+
+
+def test_a_crashed_run_is_resumed_only_on_the_task_source_it_worked_on(
+        repo, base_env, run_task, run_ralph, pg_url, tmp_path):
+    """`ralph build` after a kill -9, without --tasks again: the run would fail its dead
+    session's task in the embedded SQLite backlog and find nothing to do; it is refused
+    instead, and the same command with --tasks resumes it and settles that task."""
+    create(run_task, pg_url, "t1")
+    files = {name: tmp_path / name for name in ("CLAIMED", "RELEASE", "DONE_RC", "DONE_ERR")}
+    env = {**base_env, "STUB_ACTION": HOLD_THEN_DONE, **{k: str(v) for k, v in files.items()}}
+    run = Running(["build", "-n", "3", "--tasks", pg_url], cwd=repo, env=env)
+    try:
+        wait_for(lambda: files["CLAIMED"].exists() and files["CLAIMED"].read_text().strip(), 30)
+        os.kill(run.proc.pid, signal.SIGKILL)
+        run.proc.wait(10)
+    finally:
+        run.kill()
+        files["RELEASE"].touch()
+    run_id = run_dir(repo).name
+    before = sorted(p.relative_to(repo) for p in (repo / ".ralph").rglob("*"))
+    plain = run_ralph("build", env={"STUB_ACTION": "true"})
+    assert (plain.returncode, plain.stdout) == (1, "")
+    assert plain.stderr == (f"Error: run {run_id} works on --tasks {pg_url}: give it again to "
+                            "resume the run (given now: sqlite)\n")
+    assert sorted(p.relative_to(repo) for p in (repo / ".ralph").rglob("*")) == before
+    again = run_ralph("build", "--tasks", pg_url, env={"STUB_ACTION": DONE_FIRST})
+    assert again.returncode == 0, again.stderr
+    assert f"Resuming run {run_id}" in again.stderr
+    assert statuses(pg_url)["t1"][0] == "done"
 
 # --- ralph status -------------------------------------------------------------------------------
 

@@ -45,8 +45,7 @@ def start_run(ralph_dir: Path, mode: str, *, max_iterations: int, cli_max_iterat
               options: dict[str, Any], resume: bool, recover: leftovers.Recover) -> Run:
     """Take the run lock (RunLocked: exit 3, nothing written) and load or create the state.
     A crashed run of this mode is resumed even without --resume."""
-    run_id = run_state.find_resumable(ralph_dir, mode) or (
-        _interrupted_run(ralph_dir, mode) if resume else None)
+    run_id = resumable(ralph_dir, mode, resume)
     lock = run_lock.acquire(Path(ralph_dir) / "run.lock", run_id or run_state.new_run_id())
     try:
         return _open(ralph_dir, mode, lock, run_id, max_iterations, cli_max_iterations,
@@ -54,6 +53,13 @@ def start_run(ralph_dir: Path, mode: str, *, max_iterations: int, cli_max_iterat
     except BaseException:
         run_lock.release(lock)
         raise
+
+
+def resumable(ralph_dir: Path, mode: str, resume: bool) -> str | None:
+    """The run a start in this mode continues: one that died without ending, or with
+    --resume one stopped by Ctrl+C/SIGTERM; None: a new run."""
+    return run_state.find_resumable(ralph_dir, mode) or (
+        _interrupted_run(ralph_dir, mode) if resume else None)
 
 
 def _interrupted_run(ralph_dir: Path, mode: str) -> str | None:
@@ -200,8 +206,7 @@ def preview(ralph_dir: Path, mode: str, resume: bool = False) -> str:
     if lock.state in ("alive", "foreign", "unreadable"):
         return (f"Run: would be refused (exit 3): run lock {lock.detail}" if lock.holder
                 else f"Run: would be refused (exit 3): {lock.detail}")
-    run_id = run_state.find_resumable(ralph_dir, mode) or (
-        _interrupted_run(ralph_dir, mode) if resume else None)
+    run_id = resumable(ralph_dir, mode, resume)
     state = run_state.read(ralph_dir, run_id) if run_id else None
     if state is not None:
         was = "stopped by a signal" if state.ended_at else "interrupted"
@@ -235,5 +240,5 @@ def finish_run(run: Run | None, exit_code: int, reason: str) -> None:
             dispatch.detach(run.ralph_dir, run.state.run_id)   # at most the notify timeout
 
 
-__all__ = ["Run", "start_run", "begin_session", "agent_started", "end_session",
+__all__ = ["Run", "start_run", "resumable", "begin_session", "agent_started", "end_session",
            "iteration_done", "finish_run", "preview"]
