@@ -20,6 +20,7 @@ from ralphkit.loop.context import RunContext, Say
 from ralphkit.runs import lifecycle
 from ralphkit.runs import state as run_state
 from ralphkit.sources import registry as sources
+from ralphkit.tasks import store_url
 
 
 def task_source(opts: Options, warn: Say) -> None:
@@ -70,37 +71,19 @@ def start_run(ctx: RunContext) -> None:
     settings (they win over the flags given now; each mismatch is a stderr line)."""
     workspace.ralph_subdir(ctx.ralph_dir.parent, "runs")       # .ralph/ with its .gitignore (exit 8)
     opts = ctx.options
-    source = _same_task_source(ctx)                             # a resumed run's backlog (exit 1)
     asked = opts.max_iterations if opts.source("max_iterations") != "default" else None
     with ctx.guard.deferred():                                  # a signal cannot split lock and state
         ctx.run = lifecycle.start_run(
             ctx.ralph_dir, ctx.mode, max_iterations=opts.max_iterations,
             cli_max_iterations=asked, options=opts.persisted(), resume=opts.resume,
-            recover=lambda run_id, agent, why: launch.release_dead_agent(ctx, run_id, agent, why))
+            recover=lambda run_id, agent, why: launch.release_dead_agent(ctx, run_id, agent, why),
+            source=store_url.redact(opts.tasks))            # a resumed run's backlog (exit 1)
     for note in ctx.run.notes:                                  # stderr: stdout stays s.10's
         ctx.warn(note)
     state = ctx.run.state
-    state.extra.setdefault("tasks", source)                     # saved with the first session
     ctx.options = opts.with_values({**state.options, "max_iterations": state.max_iterations})
     _sync_or_parallel(ctx, asked_sync=opts.sync)
     choose_agent(ctx)
-
-
-def _same_task_source(ctx: RunContext) -> str:
-    """The task source as the run records it (a store URL's password as ***). A run to be
-    resumed works on the source it recorded: given another one now (`--tasks` not repeated),
-    it would fail the dead session's task in the wrong backlog and find nothing to do there,
-    so it is refused, one line, exit 1, before the lock and before anything is written. Not
-    kept and taken from the state as other settings are: a URL's password is never written."""
-    from ralphkit.tasks import store_url
-    now = store_url.redact(ctx.options.tasks)
-    run_id = lifecycle.resumable(ctx.ralph_dir, ctx.mode, ctx.options.resume)
-    state = run_state.read(ctx.ralph_dir, run_id) if run_id else None
-    used = state.extra.get("tasks") if state is not None else None
-    if isinstance(used, str) and used != now:
-        raise UsageError(f"run {run_id} works on --tasks {used}: give it again to resume the "
-                         f"run (given now: {now})")
-    return now
 
 
 def _sync_or_parallel(ctx: RunContext, asked_sync: bool) -> None:

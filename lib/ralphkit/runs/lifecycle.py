@@ -18,7 +18,7 @@ from ralphkit import procs
 from ralphkit.runs import leftovers, progress
 from ralphkit.runs import lock as run_lock
 from ralphkit.runs import state as run_state
-from ralphkit.errors import EXIT_INTERRUPTED as INTERRUPTED, EnvironmentFailure
+from ralphkit.errors import EXIT_INTERRUPTED as INTERRUPTED, EnvironmentFailure, UsageError
 from ralphkit.notify import settings as notify_settings
 from ralphkit.report import billing as report_billing
 
@@ -42,17 +42,33 @@ def _log(run: Run, kind: str, message: str) -> None:
 
 
 def start_run(ralph_dir: Path, mode: str, *, max_iterations: int, cli_max_iterations: int | None,
-              options: dict[str, Any], resume: bool, recover: leftovers.Recover) -> Run:
+              options: dict[str, Any], resume: bool, recover: leftovers.Recover,
+              source: str) -> Run:
     """Take the run lock (RunLocked: exit 3, nothing written) and load or create the state.
-    A crashed run of this mode is resumed even without --resume."""
+    A crashed run of this mode is resumed even without --resume. source: the task source as
+    the run records it (a store URL's password as ***)."""
     run_id = resumable(ralph_dir, mode, resume)
+    _same_source(ralph_dir, run_id, source)
     lock = run_lock.acquire(Path(ralph_dir) / "run.lock", run_id or run_state.new_run_id())
     try:
         return _open(ralph_dir, mode, lock, run_id, max_iterations, cli_max_iterations,
-                     options, resume, recover)
+                     options, resume, recover, source)
     except BaseException:
         run_lock.release(lock)
         raise
+
+
+def _same_source(ralph_dir: Path, run_id: str | None, source: str) -> None:
+    """A run to be resumed works on the task source it recorded: given another one now
+    (`--tasks` not repeated), it would fail the dead session's task in the wrong backlog and
+    find nothing to do there. UsageError (exit 1) before the lock and before any write. The
+    source is checked, not taken from the state as kept settings are: a URL's password is
+    never written."""
+    state = run_state.read(ralph_dir, run_id) if run_id else None
+    used = state.extra.get("tasks") if state is not None else None
+    if isinstance(used, str) and used != source:
+        raise UsageError(f"run {run_id} works on --tasks {used}: give it again to resume the "
+                         f"run (given now: {source})")
 
 
 def resumable(ralph_dir: Path, mode: str, resume: bool) -> str | None:
@@ -74,7 +90,7 @@ def _interrupted_run(ralph_dir: Path, mode: str) -> str | None:
 
 def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | None,
           max_iterations: int, cli_max_iterations: int | None, options: dict[str, Any],
-          resume: bool, recover: leftovers.Recover) -> Run:
+          resume: bool, recover: leftovers.Recover, source: str) -> Run:
     run_id = lock.holder.run_id
     loaded = run_state.load(ralph_dir, run_id) if resumable else run_state.Loaded(None)
     state = loaded.state or run_state.RunState(run_id=run_id, mode=mode,
@@ -82,6 +98,7 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
     run = Run(Path(ralph_dir), lock, state, resumed=loaded.state is not None)
     was = "stopped by a signal at iteration" if state.ended_at else "interrupted at iteration"
     state.ended_at = state.exit_code = state.exit_reason = None      # it runs again
+    state.extra.setdefault("tasks", source)             # checked when the run is resumed
     run_state.save(ralph_dir, state)                  # the run directory exists from here
     if notify_settings.config({**options, **state.options}) is not None:  # persisted ones win
         from ralphkit.notify import dispatch   # threads and channels: only when asked for
