@@ -211,17 +211,18 @@ def _newest(ralph_dir: Path, mode: str | None, unfinished: bool,
         entries = list(os.scandir(Path(ralph_dir) / "runs"))
     except OSError:
         return None
+    filtered = unfinished or mode is not None         # else the mtime alone: no file read
     for entry in entries:
         if entry.name == exclude:
             continue
         path = Path(entry.path) / "state.json"
         try:
             mtime = path.stat().st_mtime
-            raw = path.read_bytes()
+            raw = path.read_bytes() if filtered else b""
         except OSError:
             continue
         try:
-            state: RunState | None = _parse(raw, entry.name)
+            state: RunState | None = _parse(raw, entry.name) if filtered else None
         except ValueError:
             state = None
         if state is not None and ((unfinished and state.ended_at is not None)

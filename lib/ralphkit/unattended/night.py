@@ -46,6 +46,7 @@ class Night:
         self._pending: tuple[Any, Any, float] | None = None   # (outcome, limit hit, cost)
         self._rows: dict[str, dict] = {}                      # last `_export-json`, by slug
         self._hold_warned = False
+        self._classified: tuple[Any, Any, Any] = (None, None, None)   # (result, outcome, hit)
 
     # ------------------------------------------------------------------ run start and end
     def start(self) -> None:
@@ -93,8 +94,7 @@ class Night:
         return self.stop_line
 
     def held(self) -> list[tuple[str, str]]:
-        """(id, reason) of the unfinished held tasks; none asked of a task CLI not ours (its
-        calls stay ralph.sh's), except under --assign, which holds through it."""
+        """(id, reason) of unfinished held tasks; a task CLI not ours only under --assign."""
         if not (self.task.embedded or self.state.options.get("assign")):
             return []
         return task_client.held_tasks(self.task.bound(self.env))
@@ -113,15 +113,18 @@ class Night:
 
     # ------------------------------------------------------------------ after a session
     def _classify(self, result: Any) -> tuple[outcome.Outcome, Any]:
-        options = self.state.options
-        return classify_session(result, danger=bool(options.get("danger")),
-                                agent=str(options.get("agent") or "claude"), env=self.env,
-                                session_s=self.cfg.session_s, idle_s=self.cfg.idle_s,
-                                default_wait_s=self.cfg.default_wait_s)
+        """classify_session's answer, once per session (is_attempt, then after_session)."""
+        if self._classified[0] is not result:
+            options = self.state.options
+            self._classified = (result, *classify_session(
+                result, danger=bool(options.get("danger")),
+                agent=str(options.get("agent") or "claude"), env=self.env,
+                session_s=self.cfg.session_s, idle_s=self.cfg.idle_s,
+                default_wait_s=self.cfg.default_wait_s))
+        return self._classified[1], self._classified[2]
 
     def is_attempt(self, result: Any) -> bool:
-        """The session counts as an attempt at its task: not a usage limit, nor a stop of the
-        whole run (outcome.NOT_AN_ATTEMPT)."""
+        """An attempt at its task: no usage limit, no stop of the run (outcome.NOT_AN_ATTEMPT)."""
         return self._classify(result)[0].kind not in outcome.NOT_AN_ATTEMPT
 
     def after_session(self, result: Any, failed: list[str], reason: str,
@@ -185,8 +188,7 @@ class Night:
 
     # ------------------------------------------------------------------ helpers
     def skip_limit(self, hit: usage_limits.LimitHit) -> None:
-        """No session is left to run (the iteration limit): the limit is not waited out; its
-        resume time stays in the run state, which the next run honours (start)."""
+        """No session is left to run: not waited out; the next run honours its resume time."""
         self._keep_limit(hit)
         line = f"Usage limit: not waited out: no session is left to run ({hit.message})"
         self.say(line)
@@ -239,9 +241,10 @@ class Night:
 
     def _persisted_limit(self) -> usage_limits.LimitHit | None:
         """This run's resume time (a resumed run), else the newest earlier run's."""
-        previous = run_state.previous_run(self.ralph_dir, self.state.run_id)
-        state = self.state if self.state.resume_at else (
-            run_state.read(self.ralph_dir, previous) if previous else None)
+        state = self.state
+        if not state.resume_at:
+            previous = run_state.previous_run(self.ralph_dir, state.run_id)
+            state = run_state.read(self.ralph_dir, previous) if previous else None
         data = state.extra.get("limit") if state is not None else None
         if not state or not state.resume_at:
             return None

@@ -93,8 +93,9 @@ class Gate:
         if not getattr(self.run, "resumed", False):
             return set()
         since = str(self.run.state.started_at or "").replace("T", " ").rstrip("Z")[:19]
-        return {t["id"] for t in tasks if t.get("status") == "done" and t["id"] not in
-                self._records() and str(t.get("updated_at")) >= since}
+        judged = self._records()
+        return {t["id"] for t in tasks if t.get("status") == "done" and t["id"] not in judged
+                and str(t.get("updated_at")) >= since}
 
     def _records(self) -> dict[str, dict]:
         return self.run.state.extra.setdefault("verify", {})
