@@ -83,9 +83,9 @@ class Session:
 
 
 def listed(tid: str, agent: str, wt: worktrees.Worktree, log: Path, started: str,
-           pidfile: Path | None, pid: int | None) -> dict:
+           pidfile: Path | None, pid: int | None, n: int) -> dict:
     """A session as the run state lists it (parallel.recovery reads it back)."""
-    return {"task": tid, "agent": agent, "branch": wt.branch, "worktree": str(wt.path),
+    return {"task": tid, "n": n, "agent": agent, "branch": wt.branch, "worktree": str(wt.path),
             "log": str(log), "startedAt": started, "pid": pid,
             "procStart": procs.start_time(pid) if pid else None,
             "pidfile": str(pidfile) if pidfile else None}
@@ -135,8 +135,8 @@ class Book:
     def save(self) -> None:
         st = self.state
         pids = self.pool.pids() if self.pool else {}
-        entries = [{**listed(tid, x.agent, x.wt, x.log, x.started, x.pidfile, pids.get(tid)),
-                    "n": x.n} for tid, x in self.sessions.items()]
+        entries = [listed(tid, x.agent, x.wt, x.log, x.started, x.pidfile, pids.get(tid), x.n)
+                   for tid, x in self.sessions.items()]
         if self.starting:
             entries.append(self.starting)
         if entries:

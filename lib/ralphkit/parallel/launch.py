@@ -34,8 +34,7 @@ def start(book: Book, task: dict, template: str | None) -> Session | None:
         planned = worktrees.planned(s.cwd, book.state.run_id, tid, s.run_branch, env=s.env)
     except RalphError as err:
         return not_started(book, task, f"cannot create its worktree: {err}")
-    book.starting = {**listed(tid, agent, planned, log, run_state.utc_now(), pidfile, None),
-                     "n": n}
+    book.starting = listed(tid, agent, planned, log, run_state.utc_now(), pidfile, None, n)
     book.save()                     # a state that cannot be written stops the run here
     try:
         wt = worktrees.create(s.cwd, book.state.run_id, tid, s.run_branch, env=s.env)

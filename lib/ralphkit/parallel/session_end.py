@@ -86,21 +86,21 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     status = record.get("status")
     verdict = book.s.verify.judge_worktree(record, x.wt) \
         if status == "done" and book.s.verify else None
+    attempt = False                    # a failed attempt at the task (--max-attempts may hold)
     if verdict is not None and not verdict.ok:
         ok, message = False, verdict.reason.split("\n", 1)[0]      # reopened (or held)
-        if how.kind not in outcome.NOT_AN_ATTEMPT:   # an attempt, as the single loop counts it
-            held = book.s.night.attempt_failed(tid, message, record.get("retry_count"))
+        attempt = True                 # as the single loop counts a reopen by the gate
     elif status == "done":
         ok, message = merge(book, x.wt)
     elif status == "active":
         # s.15.5 crash safety; a timeout is named as the single loop names it
         reason = how.detail if result.timed_out or result.idle_out else FAIL_REASON
         failed = book.passthrough("fail", tid, "--reason", reason, agent=x.agent)  # fenced (fleet)
-        ok, message = False, reason
-        if failed and how.kind not in outcome.NOT_AN_ATTEMPT:    # --max-attempts: may hold it
-            held = book.s.night.attempt_failed(tid, reason, record.get("retry_count"))
+        ok, message, attempt = False, reason, failed
     else:
         ok, message = status == "deleted", f"the session left the task {status}"
+    if attempt and how.kind not in outcome.NOT_AN_ATTEMPT:
+        held = book.s.night.attempt_failed(tid, message, record.get("retry_count"))
     try:
         worktrees.remove(x.wt, env=book.s.env)
     except RalphError as err:
