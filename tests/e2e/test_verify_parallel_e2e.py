@@ -4,8 +4,11 @@ branch is not merged. Real pytest, real git, the stub agent tests/stubs/claude-v
 from __future__ import annotations
 
 import json
+import os
+import signal
 
-from conftest import git, install_stub, read_jsonl
+from conftest import git, install_stub, read_jsonl, wait_for
+from loophelp import Running
 
 PYTEST = "python -m pytest -q -p no:cacheprovider"
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n"
@@ -81,3 +84,38 @@ def test_a_parallel_task_that_fails_verification_counts_an_attempt_and_is_held_a
     ends = [e for path in sorted((git_repo / ".ralph" / "runs").glob("*/events.jsonl"))
             for e in read_jsonl(path) if e["event"] == "session_end"]
     assert [e.get("held") for e in ends] == [None, ["fix-mul"]]
+
+
+def test_a_parallel_task_whose_check_was_cut_by_a_kill_9_is_judged_before_its_merge(
+        run_ralph, run_task, git_repo, base_env, bin_dir, tmp_path):
+    """ralph.py dies while fix-add's verify command runs in its worktree: the task is done in
+    the backlog and its branch is not merged. The resumed run's recovery judges it before it
+    merges anything, so work that fails its check is reopened, never merged unverified, and
+    the reopen counts an attempt (--max-attempts 1 holds the task: no session runs after)."""
+    plan = calc_project(git_repo, base_env, bin_dir, tmp_path)
+    mark, release = tmp_path / "checking", tmp_path / "release"
+    check = (f'[ -e "{release}" ] || {{ touch "{mark}"; while [ ! -e "{release}" ]; '
+             f'do sleep 0.05; done; }}; {PYTEST} test_calc.py::test_mul')
+    assert run_task("create", "fix-add", "Fix add", "-d", f"verify: {check}").returncode == 0
+    env = {**base_env, "STUB_PLAN": str(plan)}
+    first = Running(["build", "--parallel", "2"], cwd=git_repo, env=env)
+    try:
+        wait_for(mark.exists, timeout=60)
+        os.kill(first.proc.pid, signal.SIGKILL)
+        first.proc.wait(10)
+    finally:
+        first.kill()
+        release.touch()                             # the orphaned check ends
+    assert json.loads(run_task("_export-json").stdout)["status"] == "done"
+    again = run_ralph("build", "--parallel", "2", "--max-attempts", "1",
+                      env={"STUB_PLAN": str(plan)}, timeout=120)
+    assert again.returncode == 0 and "merged" not in again.stderr, again.stderr
+    task = json.loads(run_task("_export-json").stdout)           # the reopen was an attempt
+    assert task["status"] == "open" and task["retry_count"] == 1
+    assert "(--max-attempts 1): verify failed: " in task["held"]
+    assert "FAILED test_calc.py::test_mul" in task["fail_reason"]
+    assert (git_repo / "calc.py").read_text() == CALC              # nothing merged
+    assert "fix add" not in git(git_repo, "log", "--format=%s", "main", env=base_env)
+    events = [e for path in (git_repo / ".ralph" / "runs").glob("*/events.jsonl")
+              for e in read_jsonl(path) if e["event"] == "verify"]
+    assert [(e["task"], e["verdict"]) for e in events] == [("fix-add", "failed")]

@@ -4,14 +4,15 @@ claimed, or what is left of its agent's process group killed and awaited); only 
 backlog read. Each task the dead run touched (a listed session, or a branch
 `ralph/<runId>/<task>`) is settled as a normal finish would (a task its session marked completed
 in its worktree's current-task.json is marked done first; with --assign a task done is
-archived): `done` with commits the run's branch lacks is merged back (or re-opened, branch kept,
-when that fails), `done` with nothing left to merge is completed, `active` goes back to open;
+archived): `done` with commits the run's branch lacks is judged by the verify gate when it is on
+(ralph.py may have died during its check) and merged back (or re-opened, branch kept, when
+either fails), `done` with nothing left to merge is completed, `active` goes back to open;
 whatever the dead run's agent ids still hold is failed and they are deregistered; the run's
 worktrees are removed. A task never ends done while its branch holds unmerged work, and nothing
 runs twice.
 
 Does not own opening the run (runs.lifecycle), stopping a dead session's agent (session.dead),
-merging (the caller's `merge`), a session's own end (the caller's `session_end`), task calls
+judging and merging (the caller's `land`), a session's own end (the caller's `session_end`), task calls
 (the caller's `call`/`export`) or printing (`warn`).
 """
 from __future__ import annotations
@@ -28,6 +29,9 @@ DIED_REASON = "ralph.py died during this session"
 # (worktree, its session's agent, the task's record) -> the record once the session's end
 # is settled: marked done from its current-task.json, archived (session_end.assigned_end)
 SessionEnd = Callable[[worktrees.Worktree, "str | None", dict], dict]
+# (worktree, the done task's record) -> (merged, why): judged by the verify gate when it is
+# on, then merged, or re-opened (session_end.land_recovered)
+Land = Callable[[worktrees.Worktree, dict], "tuple[bool, str]"]
 
 
 def _stop(entry: dict) -> None:
@@ -36,8 +40,7 @@ def _stop(entry: dict) -> None:
 
 
 def _settle(wt: worktrees.Worktree, task: dict, listed: bool, agent: str | None,
-            merge: Callable[[worktrees.Worktree], tuple[bool, str]],
-            session_end: SessionEnd, call: Callable[..., tuple[bool, str]],
+            land: Land, session_end: SessionEnd, call: Callable[..., tuple[bool, str]],
             env: Mapping[str, str]) -> tuple[bool, str] | None:
     """(completed, reason) for a task the dead run touched; None when there is nothing to
     settle: a branch of a task that is not done and had no listed session, or a listed
@@ -54,7 +57,7 @@ def _settle(wt: worktrees.Worktree, task: dict, listed: bool, agent: str | None,
         merged = worktrees.branch_merged(wt, env=env)
         if merged is None or merged:                 # nothing of it is left outside the run's
             return True, "already merged"            # branch (as a normal finish: no commits)
-        return merge(wt)                             # re-opens the task when it cannot merge
+        return land(wt, task)                        # verified, then merged; else re-opened
     if not listed:
         return None                                  # its next attempt keeps the branch (@n)
     if status == "active":
@@ -64,8 +67,7 @@ def _settle(wt: worktrees.Worktree, task: dict, listed: bool, agent: str | None,
 
 def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run_branch: str,
             export: Callable[[], dict[str, dict]], call: Callable[..., tuple[bool, str]],
-            merge: Callable[[worktrees.Worktree], tuple[bool, str]], session_end: SessionEnd,
-            warn: Callable[[str], None]) -> None:
+            land: Land, session_end: SessionEnd, warn: Callable[[str], None]) -> None:
     """Finish what the dead run (state.extra.parallel) left: its sessions and its branches.
     env: the run's environment, for git. session_end: the file protocol and the archive of a
     normal session's end (session_end.assigned_end), for the sessions the state lists."""
@@ -92,7 +94,7 @@ def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run
         if tid and tid not in touched and branch not in recorded:
             touched[tid] = (worktrees.planned(cwd, state.run_id, tid, base, env=env), False, None)
     for tid, (wt, listed, agent) in touched.items():
-        settled = _settle(wt, tasks.get(tid) or {}, listed, agent, merge, session_end, call,
+        settled = _settle(wt, tasks.get(tid) or {}, listed, agent, land, session_end, call,
                           env)
         if settled is None:
             continue
@@ -116,4 +118,4 @@ def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run
              "interrupted run")
 
 
-__all__ = ["recover", "DIED_REASON", "SessionEnd"]
+__all__ = ["recover", "DIED_REASON", "Land", "SessionEnd"]

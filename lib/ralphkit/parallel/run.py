@@ -56,7 +56,8 @@ class ParallelBuild:
         if "parallel" in book.state.extra:
             recovery.recover(book.state, cwd=Path(self.s.cwd), env=self.s.env,
                              run_branch=self.s.run_branch, export=book.export,
-                             call=book.call, merge=lambda wt: session_end.merge(book, wt),
+                             call=book.call,
+                             land=lambda wt, record: session_end.land_recovered(book, wt, record),
                              session_end=lambda wt, agent, record: session_end.assigned_end(
                                  book, wt, agent, record),
                              warn=self.s.warn)

@@ -40,6 +40,28 @@ def merge(book: Book, wt: worktrees.Worktree) -> tuple[bool, str]:
     return False, merged.message
 
 
+def land(book: Book, wt: worktrees.Worktree, record: dict) -> tuple[bool, str, bool]:
+    """A task done in its worktree: judged there by the verify gate when it is on, merged when
+    the verdict lets it (docs/verify.md). (landed, message, a failed attempt: a reopen by the
+    gate counts as one, as in the single loop)."""
+    verdict = book.s.verify.judge_worktree(record, wt) if book.s.verify else None
+    if verdict is not None and not verdict.ok:
+        return False, verdict.reason.split("\n", 1)[0], True         # reopened (or held)
+    return (*merge(book, wt), False)
+
+
+def land_recovered(book: Book, wt: worktrees.Worktree, record: dict) -> tuple[bool, str]:
+    """land for a task a dead run's session marked done: its check may have been cut short by
+    the kill, so it is judged before its branch is merged; a reopen counts an attempt. A
+    worktree already gone was removed after its session's end had judged it: merged only."""
+    if not wt.path.is_dir():
+        return merge(book, wt)
+    ok, message, attempt = land(book, wt, record)
+    if attempt:
+        book.s.night.attempt_failed(wt.task, message, record.get("retry_count"))
+    return ok, message
+
+
 def _classify(book: Book, result: Any) -> tuple[outcome.Outcome, Any]:
     limits = book.s.timeouts or watchdog.SessionTimeouts(None, None)
     return session_outcome.classify_session(
@@ -84,14 +106,9 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     how, hit = _classify(book, result)
     record = assigned_end(book, x.wt, x.agent, book.export().get(tid) or {})
     status = record.get("status")
-    verdict = book.s.verify.judge_worktree(record, x.wt) \
-        if status == "done" and book.s.verify else None
     attempt = False                    # a failed attempt at the task (--max-attempts may hold)
-    if verdict is not None and not verdict.ok:
-        ok, message = False, verdict.reason.split("\n", 1)[0]      # reopened (or held)
-        attempt = True                 # as the single loop counts a reopen by the gate
-    elif status == "done":
-        ok, message = merge(book, x.wt)
+    if status == "done":
+        ok, message, attempt = land(book, x.wt, record)
     elif status == "active":
         # s.15.5 crash safety; a timeout is named as the single loop names it
         reason = how.detail if result.timed_out or result.idle_out else FAIL_REASON
@@ -128,4 +145,4 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     return outcome.Outcome(how.kind, message, not ok), how, hit
 
 
-__all__ = ["finish", "merge", "FAIL_REASON"]
+__all__ = ["finish", "land", "land_recovered", "merge", "FAIL_REASON"]
