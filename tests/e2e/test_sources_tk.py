@@ -209,3 +209,22 @@ def test_assignment_mode_claims_each_ticket_and_a_give_up_leaves_it_open_with_th
                      timeout=180)
     assert proc.returncode == 0, proc.stderr
     assert status(tk_repo, first) == status(tk_repo, second) == "closed"
+
+
+def test_a_ticket_whose_id_is_not_its_file_name_is_named_and_skipped_not_claimed(
+        run_ralph, tk_repo, git_repo, base_env, agent_env, tmp_path):
+    """tk finds a ticket by its file name (`tk start X` opens .tickets/X.md, else a file whose
+    name contains X), so a ticket renamed by hand cannot be started: it was claimed first (its
+    priority) and every claim failed with it. It is skipped like any ticket tk cannot use."""
+    good = tk_repo("create", "Good ticket", "-p", "3")
+    moved = tk_repo("create", "Renamed ticket", "-p", "0")
+    renamed = git_repo / ".tickets" / "renamed-by-hand.md"
+    (git_repo / ".tickets" / f"{moved}.md").rename(renamed)
+    before = renamed.read_bytes()
+    commit_all(git_repo, base_env, "tickets")
+    proc = run_ralph("build", "--tasks", "tk", env=agent_env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (f"Warning: tk: .tickets/renamed-by-hand.md: id '{moved}' is not its file name "
+            "(tk finds a ticket by its file name); skipped") in proc.stderr
+    assert claims(tmp_path) == [good] and status(tk_repo, good) == "closed"
+    assert renamed.read_bytes() == before

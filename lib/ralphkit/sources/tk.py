@@ -27,7 +27,8 @@ def _list(value: str) -> list[str]:
 
 
 def parse(text: str, name: str) -> Task:
-    """One ticket file; ValueError naming what is wrong when it is not a ticket."""
+    """One ticket file (name: its file name without .md); ValueError naming what is wrong when
+    it is not a ticket tk can work with."""
     lines = text.split("\n")
     if not lines or lines[0].rstrip() != "---":
         raise ValueError("no front matter (the first line is not ---)")
@@ -42,6 +43,9 @@ def parse(text: str, name: str) -> Task:
             fields[key.strip()] = value.strip()
     if not fields.get("id"):
         raise ValueError("no id: in the front matter")
+    if fields["id"] != name:          # `tk start <id>` would find another file, or none
+        raise ValueError(f"id '{fields['id']}' is not its file name "
+                         "(tk finds a ticket by its file name)")
     status = fields.get("status", "")
     if status not in _STATUSES:
         raise ValueError(f"status '{status}' is not one of open, in_progress, closed")
@@ -62,7 +66,7 @@ def parse(text: str, name: str) -> Task:
     fails = [n[len(FAIL_NOTE):] for n in notes if n.startswith(FAIL_NOTE)]
     results = [n[len(DONE_NOTE):] for n in notes if n.startswith(DONE_NOTE)]
     tags = _list(fields.get("tags", ""))
-    return Task(id=fields["id"], title=title or name, status=_STATUSES[status],
+    return Task(id=name, title=title or name, status=_STATUSES[status],
                 tool_status=status, priority=int(priority), deps=_list(fields.get("deps", "")),
                 tags=tags, category=fields.get("type") or None, spec=fields.get("parent") or None,
                 description="\n".join(body).strip() or None,

@@ -56,7 +56,8 @@ def test_each_tk_status_has_one_contract_status(status, mapped):
     ("---\nstatus: open\n---\n# T\n", "no id"),
     ("---\nid: x\nstatus: doing\n---\n", "status 'doing'"),
     ("---\nid: x\nstatus: open\npriority: high\n---\n", "priority 'high'"),
-], ids=["no-front-matter", "unclosed", "no-id", "bad-status", "bad-priority"])
+    ("---\nid: y\nstatus: open\n---\n", "id 'y' is not its file name"),
+], ids=["no-front-matter", "unclosed", "no-id", "bad-status", "bad-priority", "renamed"])
 def test_a_file_that_is_not_a_ticket_says_why(text, why):
     with pytest.raises(ValueError, match=why):
         tk.parse(text, "x")
