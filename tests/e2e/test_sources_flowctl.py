@@ -112,3 +112,21 @@ def test_a_missing_flowctl_is_one_line_before_any_session(run_ralph, git_repo, a
         "Error: flowctl not found: install flow-next (github.com/gmickel/flow-next) so "
         "flowctl is on PATH, or set FLOWCTL to its path"]
     assert claims(tmp_path) == [] and not (git_repo / ".ralph").exists()
+
+
+@pytest.mark.parametrize("mode", [[], ["--assign"]], ids=["loop", "assign"])
+def test_a_backlog_flowctl_cannot_list_is_one_line_before_any_session(
+        run_ralph, flow, git_repo, base_env, agent_env, tmp_path, mode):
+    """flowctl refuses its whole listing over one task file that is not JSON. Before, the loop
+    ran sessions on an empty prompt and --assign ended `No tasks available` with exit 0."""
+    add(flow, "Good")
+    broken = add(flow, "Broken")
+    (git_repo / ".flow" / "tasks" / f"{broken}.json").write_text("{not json\n")
+    commit_all(git_repo, base_env, "flow")
+    proc = run_ralph("build", "--tasks", "flowctl", *mode, env={**agent_env, **flow.env},
+                     timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(f"Error: flowctl tasks --json failed: Task {broken} invalid JSON: ")
+    assert proc.stdout == ""
+    assert claims(tmp_path) == [] and not (git_repo / ".ralph").exists()

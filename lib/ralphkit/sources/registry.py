@@ -49,14 +49,17 @@ def own_paths(environ: Mapping[str, str]) -> list[str]:
 
 
 def preflight(name: str, environ: Mapping[str, str], cwd: Path) -> tuple[Path, list[str]]:
-    """Before any session: the source's root and the files it will skip. Raises UsageError
-    (exit 1) naming what to install or set when the tool is missing."""
-    source = open_source(name, environ, cwd)
+    """Before any session: the source's root and the tasks it will skip, read without a write.
+    Raises UsageError (exit 1) naming what to install or set when the tool is missing, or
+    what is wrong when the tool cannot list the backlog at all (flowctl refuses the whole
+    listing over one unreadable task file): no session could do anything."""
+    source = open_source(name, {**environ, "RALPH_SOURCE_READONLY": "1"}, cwd)
     if getattr(source, "tool", None) is None:
         raise UsageError(importlib.import_module(SOURCES[name][0]).INSTALL)
-    if name == "tk":                            # reading tickets runs no tool
+    try:
         return source.root, source.load().problems
-    return source.root, []
+    except SourceError as err:
+        raise UsageError(str(err)) from None
 
 
 def prepare(name: str, mode: str, environ: Mapping[str, str],
