@@ -210,6 +210,23 @@ def test_a_removed_task_is_dropped_from_the_target(run_ralph, world):
 
 # ---------------------------------------------------------------------------- stop on change
 
+def test_a_spec_change_is_not_reported_again_when_a_task_of_it_is_removed(run_ralph, world):
+    """The spec line names the frozen tasks of that spec; removing one of them later changes
+    that line's text, not the change: only the removal is new."""
+    assert world.run_task("create", "t-3", "Third", "-r", "specs/feature.md").returncode == 0
+    action = (f'if [ ! -e "$MARK" ]; then echo "- [ ] more" >> specs/feature.md; '
+              f'touch "$MARK"; elif [ ! -e "$MARK.2" ]; then {TASK} delete t-3; '
+              f'touch "$MARK.2"; fi')
+    proc = run_ralph("build", "-n", "3", "--freeze-scope", env=world.act(action, once=False))
+    assert proc.returncode == 0, proc.stderr
+    assert scope_lines(proc.stderr) == [
+        "Scope changed: modified spec specs/feature.md of tasks t-1, t-3: content changed",
+        "Scope changed: removed task t-3: dropped from the target"]
+    assert [e["new"] for e in world.events("scope_changed")] == [
+        ["modified spec specs/feature.md of tasks t-1, t-3: content changed"],
+        ["removed task t-3: dropped from the target"]]
+
+
 @pytest.mark.parametrize("how", ["flag", "env", "ralph.yml"])
 def test_stop_on_scope_change_stops_before_the_next_session_with_exit_4(run_ralph, world, how):
     args, env = ["build"], world.act(CHANGES["add"][0] + "; " + CHANGES["definition-edit"][0])

@@ -40,6 +40,7 @@ class Freeze:
     snapshot: scope.Snapshot
     ids_file: Path                                   # exported as RALPH_FROZEN_IDS_FILE
     logged: list[str] = field(default_factory=list)  # the change lines recorded last
+    seen: list[str] = field(default_factory=list)    # ... what each of them changed
     list_failures: int = 0
     just_frozen: list[dict] | None = None            # a new snapshot's listing: the first check's
     frozen_sig: tuple = (None, 0)                    # db signature + clock taken before it
@@ -97,10 +98,13 @@ def start(task: TaskCommand, env: Mapping[str, str], ralph_dir: Path,
     kept = state.extra.get("scope") or {}
     freeze = Freeze(ralph_dir, state, Path(repo_root), stop_on_change, snapshot, ids_file,
                     logged=list(kept.get("last", [])) if not snapshot.created else [],
+                    seen=list(kept.get("last_keys", kept.get("last", [])))
+                    if not snapshot.created else [],
                     just_frozen=tasks if snapshot.created else None, frozen_sig=frozen_sig,
                     listing=cache, memory=scope.Memory(watch_specs=watch_specs))
     state.extra["scope"] = {"frozen_at": snapshot.frozen_at, "tasks": len(snapshot.task_ids),
-                            "last": freeze.logged, "changes": kept.get("changes", [])
+                            "last": freeze.logged, "last_keys": freeze.seen,
+                            "changes": kept.get("changes", [])
                             if not snapshot.created else []}
     progress.append_event(ralph_dir, state.run_id, "scope_frozen",
                           tasks=len(snapshot.task_ids), frozen_at=snapshot.frozen_at,
@@ -136,11 +140,12 @@ def check(freeze: Freeze, task: TaskCommand, env: Mapping[str, str]) -> Check:
     report = scope.check_scope_integrity(freeze.run_dir, tasks, freeze.repo_root,
                                          digest=derived["digest"], memory=freeze.memory)
     _record_watch(freeze)
-    lines = report.lines()
+    changes = report.changes()
+    lines = [line for _, line in changes]
     new_lines: list[str] = []
     if lines != freeze.logged:
-        new_lines = [line for line in lines if line not in freeze.logged]
-        freeze.logged = lines
+        new_lines = [line for key, line in changes if key not in freeze.seen]
+        freeze.logged, freeze.seen = lines, [key for key, _ in changes]
         _record(freeze, report, new_lines)
     if statuses is not None:            # the kept listing's statuses are old: the store's
         derived["target_done"] = scope_target.target_done(
@@ -174,7 +179,7 @@ def _record_watch(freeze: Freeze) -> None:
 def _record(freeze: Freeze, report: ScopeReport, new_lines: list[str]) -> None:
     now = run_state.utc_now()
     kept = freeze.state.extra.setdefault("scope", {})
-    kept["last"] = freeze.logged
+    kept["last"], kept["last_keys"] = freeze.logged, freeze.seen
     if new_lines:
         kept["changes"] = (kept.get("changes", []) + [f"{now} {line}" for line in new_lines]
                            )[-_KEPT_CHANGES:]

@@ -37,17 +37,26 @@ class ScopeReport:
 
     def lines(self) -> list[str]:
         """One line per change: tasks by id order; spec changes grouped by file and detail."""
-        out = [f"added task {tid}: not in the frozen scope, it will not run" for tid in self.added]
-        out += [f"removed task {tid}: dropped from the target" for tid in self.removed]
+        return [line for _, line in self.changes()]
+
+    def changes(self) -> list[tuple[str, str]]:
+        """(what changed, its line) per change. A spec line names the frozen tasks of that
+        spec still present, so its text changes when one of them is removed; what changed
+        (the spec, and how) does not, and is what tells a change already reported."""
+        out = [(line, line) for line in
+               [f"added task {tid}: not in the frozen scope, it will not run" for tid in self.added]
+               + [f"removed task {tid}: dropped from the target" for tid in self.removed]]
         groups: dict[tuple[str, str], list[str]] = {}
         for change in self.spec_modified:
             groups.setdefault((change.spec, change.detail), []).append(change.task_id)
         for (spec, detail), ids in groups.items():
-            out.append(f"modified spec {spec} of {_name_tasks(ids)}: {detail}")
+            out.append((f"modified spec {spec}: {detail}",
+                        f"modified spec {spec} of {_name_tasks(ids)}: {detail}"))
         for tid in self.definition_modified:
             fields = self.definition_fields.get(tid)
             what = ", ".join(fields) if fields else "definition"
-            out.append(f"modified definition of task {tid}: {what} changed")
+            line = f"modified definition of task {tid}: {what} changed"
+            out.append((line, line))
         return out
 
     def summary(self) -> str:
