@@ -347,6 +347,35 @@ def test_a_resumed_run_compares_against_its_original_snapshot(run_ralph, world, 
     assert not any(t in "".join(world.prompts()) for t in ("t-8", "t-9"))
 
 
+
+def test_a_resumed_run_does_not_report_a_spec_change_again_when_a_task_of_it_is_removed(
+        run_ralph, world, base_env):
+    """What the last changes were is kept in the run state: the resumed run tells the spec
+    change it already reported from the removal made while it was dead."""
+    assert world.run_task("create", "t-3", "Third", "-r", "specs/feature.md").returncode == 0
+    ready, release = world.tmp / "ready", world.tmp / "release"
+    action = (f'if [ ! -e "$MARK" ]; then echo "- [ ] more" >> specs/feature.md; '
+              f'touch "$MARK"; else touch {ready}; '
+              f'while [ ! -e {release} ]; do sleep 0.05; done; fi')
+    first = Running(["build", "-n", "3", "--freeze-scope"], cwd=world.repo,
+                    env={**base_env, **world.act(action, once=False)})
+    try:
+        wait_for(ready.exists, timeout=20)
+        os.kill(first.proc.pid, signal.SIGKILL)
+        first.proc.wait(10)
+    finally:
+        release.touch()
+        first.kill()
+    spec_line = "modified spec specs/feature.md of tasks t-1, t-3: content changed"
+    assert scope_lines(first.stderr) == [f"Scope changed: {spec_line}"]
+    assert world.run_task("delete", "t-3").returncode == 0
+    proc = run_ralph("build", env=world.env)
+    assert proc.returncode == 0 and "Resuming run " in proc.stderr, proc.stderr
+    assert scope_lines(proc.stderr) == ["Scope changed: removed task t-3: dropped from the target"]
+    assert [e["new"] for e in world.events("scope_changed")] == [
+        [spec_line], ["removed task t-3: dropped from the target"]]
+
+
 # ---------------------------------------------------------------------------- defaults off
 
 DEFAULT_CALLS = [["_get-scope"], ["agent", "register"], ["peek", "-n", "10"],
