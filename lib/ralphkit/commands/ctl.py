@@ -1,12 +1,14 @@
 """Owns `ralph ctl pause|resume|stop|status`: asks a running loop, from another shell, to pause
-before its next session, resume, or stop after its current one. Knows nothing of the loop; the
-sentinel files belong to unattended.control."""
+before its next session, resume, or stop after its current one, and says so truthfully when no
+run is going (the run lock tells). Knows nothing of the loop; the sentinel files belong to
+unattended.control."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 from typing import TextIO
 
+from ralphkit.runs import lock as run_lock
 from ralphkit.unattended import control
 
 _USAGE = "Usage: ralph ctl pause|resume|stop|status"
@@ -26,12 +28,18 @@ def main(argv: list[str], *, ralph_dir: Path | None = None, stdout: TextIO | Non
     if command == "pause":
         control.request(ralph_dir, control.PAUSE)
         print("Pause requested: the run pauses before its next session "
-              "(`ralph ctl resume` to continue)", file=out)
+              "(`ralph ctl resume` to continue)" if _run_going(ralph_dir) else
+              "Pause requested: no run is going; the next run pauses before its first "
+              "session (`ralph ctl resume` to lift it)", file=out)
     elif command == "resume":
         resumed = control.cancel_pause(ralph_dir)
-        print("Resumed: the run continues with its next session" if resumed else "Not paused",
-              file=out)
+        going = resumed and _run_going(ralph_dir)
+        print("Not paused" if not resumed else "Resumed: the run continues with its next "
+              "session" if going else "Resumed: the pause is lifted; no run is going", file=out)
     elif command == "stop":
+        if not _run_going(ralph_dir):     # a run drops a STOP it finds at its start
+            print("No run is going: nothing to stop", file=out)
+            return 0
         control.request(ralph_dir, control.STOP)
         print("Stop requested: the run stops after its current session", file=out)
     elif command == "status":
@@ -44,6 +52,12 @@ def main(argv: list[str], *, ralph_dir: Path | None = None, stdout: TextIO | Non
         print(f"Error: Unknown ctl command '{command}'. {_USAGE}", file=err)
         return 1
     return 0
+
+
+def _run_going(ralph_dir: Path) -> bool:
+    """A run holds the run lock, or may (another host's lock on a shared disk, a lock being
+    written): only a free or stale lock says no run is going."""
+    return run_lock.inspect(ralph_dir / "run.lock").state not in ("free", "stale")
 
 
 __all__ = ["main"]

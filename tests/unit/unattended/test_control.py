@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from conftest import ROOT
 from ralphkit.commands.ctl import main
+from ralphkit.runs import lock as run_lock
 from ralphkit.unattended.control import CONTINUE, STOPPED, check_between_sessions, consume_stop
 
 
@@ -21,24 +23,52 @@ def ctl(ralph_dir: Path, *argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_pause_writes_the_pause_file_atomically_and_resume_removes_it(tmp_path):
-    ralph = tmp_path / ".ralph"
-    code, out, err = ctl(ralph, "pause")
+@pytest.fixture
+def running(tmp_path):
+    """A run going: this process holds the run lock of tmp_path/.ralph."""
+    with run_lock.acquire(tmp_path / ".ralph" / "run.lock", "r1"):
+        yield tmp_path / ".ralph"
+
+
+def test_pause_writes_the_pause_file_atomically_and_resume_removes_it(running):
+    code, out, err = ctl(running, "pause")
     assert (code, err) == (0, "")
     assert out == ("Pause requested: the run pauses before its next session "
                    "(`ralph ctl resume` to continue)\n")
-    assert json.loads((ralph / "PAUSE").read_text())["requested"] == "pause"
-    assert sorted(p.name for p in ralph.iterdir()) == [".gitignore", "PAUSE"]   # no temp file
-    assert ctl(ralph, "resume") == (0, "Resumed: the run continues with its next session\n", "")
-    assert not (ralph / "PAUSE").exists()
-    assert ctl(ralph, "resume") == (0, "Not paused\n", "")
+    assert json.loads((running / "PAUSE").read_text())["requested"] == "pause"
+    assert sorted(p.name for p in running.iterdir()) == [".gitignore", "PAUSE", "run.lock"]
+    assert ctl(running, "resume") == (0, "Resumed: the run continues with its next session\n",
+                                      "")
+    assert not (running / "PAUSE").exists()
+    assert ctl(running, "resume") == (0, "Not paused\n", "")
 
 
-def test_stop_writes_the_stop_file(tmp_path):
-    ralph = tmp_path / ".ralph"
-    assert ctl(ralph, "stop") == (
+def test_stop_writes_the_stop_file(running):
+    assert ctl(running, "stop") == (
         0, "Stop requested: the run stops after its current session\n", "")
-    assert (ralph / "STOP").is_file()
+    assert (running / "STOP").is_file()
+
+
+@pytest.mark.parametrize("lock", ["none", "stale"])
+def test_with_no_run_going_ctl_says_so_and_a_stop_writes_nothing(tmp_path, lock):
+    """A run drops a STOP it finds at its start and honours a PAUSE: the lines say what
+    each request does when no run holds the lock (none, or a dead run's)."""
+    ralph = tmp_path / ".ralph"
+    if lock == "stale":
+        ralph.mkdir()
+        dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)
+        (ralph / "run.lock").write_text(json.dumps({
+            "runId": "r0", "pid": int(dead.stdout), "host": socket.gethostname(),
+            "startedAt": "2026-01-01T00:00:00Z"}))
+    assert ctl(ralph, "stop") == (0, "No run is going: nothing to stop\n", "")
+    assert not (ralph / "STOP").exists()
+    assert ctl(ralph, "pause") == (0, "Pause requested: no run is going; the next run pauses "
+                                      "before its first session (`ralph ctl resume` to lift "
+                                      "it)\n", "")
+    assert (ralph / "PAUSE").is_file()
+    assert ctl(ralph, "resume") == (0, "Resumed: the pause is lifted; no run is going\n", "")
+    assert not (ralph / "PAUSE").exists()
 
 
 @pytest.mark.parametrize("files,expected", [
@@ -63,7 +93,7 @@ def test_usage_errors_are_one_line_exit_1_and_write_nothing(tmp_path, argv, line
     assert not (tmp_path / ".ralph").exists()
 
 
-def test_ctl_as_a_process_uses_the_ralph_dir_of_the_current_directory(tmp_path):
+def test_ctl_as_a_process_uses_the_ralph_dir_of_the_current_directory(tmp_path, running):
     code = "import sys; from ralphkit.commands.ctl import main; sys.exit(main(sys.argv[1:]))"
     run = subprocess.run([sys.executable, "-c", code, "stop"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=30,
@@ -80,12 +110,12 @@ def test_without_sentinels_the_loop_continues_at_once(tmp_path):
     assert waits == []
 
 
-def test_a_stop_request_stops_between_sessions_and_is_consumed_at_run_end(tmp_path):
-    ctl(tmp_path, "stop")
-    assert check_between_sessions(tmp_path, lambda s: False) == STOPPED
-    assert consume_stop(tmp_path) is True
-    assert consume_stop(tmp_path) is False
-    assert check_between_sessions(tmp_path, lambda s: False) == CONTINUE
+def test_a_stop_request_stops_between_sessions_and_is_consumed_at_run_end(running):
+    ctl(running, "stop")
+    assert check_between_sessions(running, lambda s: False) == STOPPED
+    assert consume_stop(running) is True
+    assert consume_stop(running) is False
+    assert check_between_sessions(running, lambda s: False) == CONTINUE
 
 
 def test_a_pause_waits_by_polling_logs_once_and_continues_after_resume(tmp_path):
@@ -103,15 +133,15 @@ def test_a_pause_waits_by_polling_logs_once_and_continues_after_resume(tmp_path)
                      "Resumed"]
 
 
-def test_a_stop_during_a_pause_ends_the_pause_with_stop(tmp_path):
-    ctl(tmp_path, "pause")
+def test_a_stop_during_a_pause_ends_the_pause_with_stop(running):
+    ctl(running, "pause")
     calls = []
 
     def wait(seconds):
         calls.append(seconds)
-        ctl(tmp_path, "stop")
+        ctl(running, "stop")
         return False
-    assert check_between_sessions(tmp_path, wait) == STOPPED and len(calls) == 1
+    assert check_between_sessions(running, wait) == STOPPED and len(calls) == 1
 
 
 def test_a_signal_during_a_pause_ends_the_pause_with_stop(tmp_path):
