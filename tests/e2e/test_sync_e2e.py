@@ -102,8 +102,9 @@ def test_a_conflict_between_two_machines_reopens_the_task_and_keeps_its_branch(p
     tasks = pair.tasks()
     assert (tasks["t01"]["status"], tasks["t02"]["status"]) == ("open", "done")
     reason = tasks["t01"]["fail_reason"]
+    host = pair.clones[0].name                 # RALPH_HOSTNAME, as the agents table has it
     assert reason.startswith("sync: rebase of main onto origin/main conflicts in shared.txt; "
-                             "the commits are kept on branch ralph/sync/")
+                             f"the commits are kept on branch ralph/sync/{host}-")
     assert reason.endswith("/t01; main was reset to origin/main")
     assert tasks["t01"]["retry_count"] == 1
     kept = reason.split("kept on branch ")[1].split(";")[0]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import random
-import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -24,6 +23,7 @@ from ralphkit.backlog import client as task_client
 from ralphkit.parallel.git import Git
 from ralphkit.parallel.worktrees import branch_safe
 from ralphkit.sync import branch
+from ralphkit.tasks.agents import host_name
 
 RETRIES = 5                         # pushes again after a race, each after a fetch and rebase
 # At the run's end nothing comes after: a push still racing then is given more tries.
@@ -262,7 +262,7 @@ def start(target: branch.Target, env: Mapping[str, str], task_call: task_client.
     """The run's sync on `target` (branch.resolve's, resolved once for the run), announced.
     carry: a resumed build run, which owes what the run left unpushed when it stopped (plan
     mode never pushes; a new run's unpushed commits wait for its first finished task)."""
-    runner = Runner(target, branch.git_for(env), task_call, agent, report, socket.gethostname())
+    runner = Runner(target, branch.git_for(env), task_call, agent, report, host_name(env))
     runner._say(f"sync: {runner.target.branch} follows {runner.target.shared}", "start")
     if carry:
         runner.carry()
