@@ -181,6 +181,8 @@ def build_loop(ctx: RunContext) -> int:
         if peek.ok and not peek.output:                                   # nothing claimable: done
             return finish(ctx, "No tasks available. Exiting loop.")
         prompt = ctx.features.prompt(features.Prompt(peek.output))        # assign: ralph claims, injects
+        if prompt is None and not peek.ok:                                # no claim, backlog unreadable:
+            raise task_calls.backlog_unreadable(peek)                     # exit 8, not "no tasks"
         if prompt is None:                                                # only tasks leased to others
             return finish(ctx, "No tasks available. Exiting loop.")
         result = launch.run_session(ctx, "/ralph-build", prompt)          # claude -p "/ralph-build $PEEK_MD"

@@ -367,6 +367,27 @@ def test_an_unreadable_template_is_a_usage_error_before_anything_is_claimed(
     assert tasks(run_task)["t1"]["status"] == "open" and not agent.exists()
 
 
+@pytest.mark.parametrize("how", [["--assign"], ["--prompt", "/tf {id}"]],
+                         ids=["assign", "prompt-template"])
+def test_a_backlog_that_cannot_be_read_stops_the_run_not_no_tasks_available(
+        build, run_task, git_repo, agent, how):
+    """ralph claims for the session: a failed peek and no claim is a backlog that cannot be
+    read (here a task database overwritten with garbage), not an empty one: exit 8 with the
+    task CLI's reason, where `No tasks available` (exit 0) ended the run as if it were done."""
+    run_task("create", "t1", "Only task")
+    db = git_repo / ".ralph" / "tasks.db"
+    for side in db.parent.glob("tasks.db-*"):
+        side.unlink()
+    db.write_bytes(b"not a database " * 1000)
+    proc = build("finish", *how)
+    assert proc.returncode == 8, proc.stdout + proc.stderr
+    assert "No tasks available" not in proc.stdout
+    assert proc.stderr.splitlines()[-1] == (
+        "Error: cannot read the backlog: `task peek -n 10` failed: database error: file is "
+        "not a database; no task was claimed, stopping")
+    assert not agent.exists()
+
+
 def test_assign_is_a_build_flag_only(run_ralph):
     proc = run_ralph("plan", "--assign")
     assert (proc.returncode, proc.stderr) == (

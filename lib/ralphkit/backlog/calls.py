@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable, ContextManager, Mapping
 
 from ralphkit import programs
+from ralphkit.errors import EnvironmentFailure
 from ralphkit.sources import registry
 
 
@@ -36,6 +37,15 @@ class TaskResult:
     def store_lost(self) -> bool:
         """The call failed because the task store (a server) could not be reached."""
         return self.error.startswith(STORE_LOST)
+
+
+def backlog_unreadable(peek: TaskResult) -> EnvironmentFailure:
+    """ralph claims for the session (--assign, --prompt) and got no task after a failed
+    `peek`: the backlog cannot be read (exit 8), not empty. `No tasks available` (exit 0)
+    would end an unattended run over a broken task database as if it were done."""
+    why = peek.error.removeprefix("Error: ") or "it exited non-zero"
+    return EnvironmentFailure(f"cannot read the backlog: `task peek -n 10` failed: {why}; "
+                              "no task was claimed, stopping")
 
 
 @dataclass(frozen=True)
@@ -192,4 +202,4 @@ def resolve(script_dir: Path, environ: Mapping[str, str], *, in_process: bool = 
     return TaskCommand(command, executable, in_process and _embedded_available())
 
 
-__all__ = ["TaskCommand", "TaskResult", "resolve", "STORE_LOST"]
+__all__ = ["TaskCommand", "TaskResult", "backlog_unreadable", "resolve", "STORE_LOST"]
