@@ -363,10 +363,10 @@ def test_a_task_marked_completed_in_current_task_json_before_a_kill_9_is_merged_
         assert record["verification_notes"] == "checked by hand"
 
 
-def _start_hanging_run(run_task, setup, git_repo, base_env, tmp_path, n=2):
+def _start_hanging_run(run_task, setup, git_repo, base_env, tmp_path, n=2, args=()):
     create(run_task, {f"h{i}": f"c{i}" for i in range(n)})
     env = {**base_env, **setup, "STUB_SLEEP": "60"}
-    proc = subprocess.Popen([sys.executable, str(RALPH), "build", "--parallel", str(n)],
+    proc = subprocess.Popen([sys.executable, str(RALPH), "build", "--parallel", str(n), *args],
                             cwd=git_repo, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     wait_for(lambda: len(intervals(tmp_path)) >= n, timeout=30)
@@ -384,7 +384,10 @@ def _stub_pids(git_repo) -> list[int]:
                          ids=["sigterm", "sigint", "sigint-twice"])
 def test_ctrl_c_and_sigterm_stop_every_session_and_put_their_tasks_back(
         run_task, setup, git_repo, base_env, tmp_path, signals_sent):
-    proc, env = _start_hanging_run(run_task, setup, git_repo, base_env, tmp_path)
+    """The user stopped the run, not the agents: no attempt counts (--max-attempts 1 holds
+    nothing) and each session ends interrupted, as the single loop records it."""
+    proc, env = _start_hanging_run(run_task, setup, git_repo, base_env, tmp_path,
+                                   args=("--max-attempts", "1"))
     try:
         assert len(_stub_pids(git_repo)) >= 2
         for signum in signals_sent:
@@ -398,7 +401,12 @@ def test_ctrl_c_and_sigterm_stop_every_session_and_put_their_tasks_back(
         assert "Waiting for claude to finish cleanup... Press Ctrl+C again to force quit." in out
     wait_for(lambda: not _stub_pids(git_repo), timeout=5)      # no orphan agent
     tasks = export(run_task)
-    assert [(t["status"], t["assignee"]) for t in tasks.values()] == [("open", None)] * 2
+    assert [(t["status"], t["assignee"], t["held"]) for t in tasks.values()] == [
+        ("open", None, None)] * 2
+    assert "Held task" not in out
+    ends = [e for path in (git_repo / ".ralph" / "runs").glob("*/events.jsonl")
+            for e in read_jsonl(path) if e["event"] == "session_end"]
+    assert [(e["outcome"], e["counts_as_failure"]) for e in ends] == [("interrupted", False)] * 2
     assert not list((git_repo / ".ralph" / "worktrees").glob("*/*"))
     assert git(git_repo, "worktree", "list", env=base_env).count("\n") == 1
 

@@ -5,7 +5,8 @@ protocol (a task marked completed in the worktree's current-task.json is marked 
 worktree when the verify gate is on (a failure re-opens or holds the task, docs/verify.md, and
 is counted as an attempt) and merged back into the run's branch (a failed merge re-opens the
 task with the reason and keeps the branch), `active` is failed (s.15.5, or with the timeout
-that ended it) and counted as an attempt (--max-attempts holds it, unattended.night), anything
+that ended it) and counted as an attempt (--max-attempts holds it, unattended.night; not when
+Ctrl+C or SIGTERM stopped the run: the session ends interrupted), anything
 else is recorded as left; then its worktree goes, its agent id is free again, and the run
 state, the session_end event and the user's line record it. Knows nothing of the breaker, the
 budgets, the usage-limit wait or of what runs next (run)."""
@@ -26,6 +27,9 @@ from ralphkit.session import heartbeat
 from ralphkit.session import watchdog
 from ralphkit.unattended import outcome, session_outcome
 
+
+
+INTERRUPTED_REASON = "ralph.py was interrupted during the session"
 
 
 def merge(book: Book, wt: worktrees.Worktree) -> tuple[bool, str]:
@@ -110,10 +114,12 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     if status == "done":
         ok, message, attempt = land(book, x.wt, record)
     elif status == "active":
-        # s.15.5 crash safety; a timeout is named as the single loop names it
-        reason = how.detail if result.timed_out or result.idle_out else FAIL_REASON
+        # s.15.5 crash safety; a timeout is named as the single loop names it. Ctrl+C or
+        # SIGTERM stopped the run, not the agent: its task goes back, and no attempt counts.
+        reason = (INTERRUPTED_REASON if result.interrupted else
+                  how.detail if result.timed_out or result.idle_out else FAIL_REASON)
         failed = book.passthrough("fail", tid, "--reason", reason, agent=x.agent)  # fenced (fleet)
-        ok, message, attempt = False, reason, failed
+        ok, message, attempt = False, reason, failed and not result.interrupted
     else:
         ok, message = status == "deleted", f"the session left the task {status}"
     if attempt and how.kind not in outcome.NOT_AN_ATTEMPT:
@@ -130,19 +136,21 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
         entry if ok else {**entry, "reason": message})
     summary = result.summary
     resume = {"resume_at": hit.reset_at.isoformat()} if hit and hit.reset_at else {}
+    stopped = result.interrupted and not ok          # as the single loop: no failure counted
     progress.keep_outcome(book.state, x.n, how.kind, how.detail, not ok)   # for progress.md
     book.event("session_end", n=x.n, task=tid, exit_code=result.returncode,
                duration_s=round(time.monotonic() - x.clock, 3),
-               outcome="completed" if ok else "failed", reason=message,
-               **{"class": how.kind, "detail": how.detail,
-                  "counts_as_failure": how.counts_as_failure}, **resume,
+               outcome="completed" if ok else "interrupted" if stopped else "failed",
+               reason=message, **{"class": how.kind, "detail": how.detail,
+                                  "counts_as_failure": how.counts_as_failure and not stopped},
+               **resume,
                cost_usd=getattr(summary, "total_cost_usd", None),
                turns=getattr(summary, "num_turns", None), **({"held": [tid]} if held else {}))
     book.save()
     if x.pidfile:
         x.pidfile.unlink(missing_ok=True)
-    book.s.say(f"[{tid}] {'done' if ok else 'failed'}: {message}")
-    return outcome.Outcome(how.kind, message, not ok), how, hit
+    book.s.say(f"[{tid}] {'done' if ok else 'interrupted' if stopped else 'failed'}: {message}")
+    return outcome.Outcome(how.kind, message, not ok and not stopped), how, hit
 
 
 __all__ = ["finish", "land", "land_recovered", "merge", "FAIL_REASON"]
