@@ -644,6 +644,47 @@ def test_a_task_failing_max_attempts_times_is_held_with_its_reasons_and_skipped(
     assert events(git_repo, "session_end")[-1]["held"] == ["t1"]
 
 
+@pytest.mark.parametrize("mode", [[], ["--assign"]], ids=["agent-picks", "assign"])
+def test_a_task_the_agent_fails_itself_counts_its_attempts_and_is_held(
+        git_repo, run_ralph, run_task, agent, mode):
+    """The build skill tells an agent that cannot finish to `task fail` its task: the session
+    then leaves nothing active for crash safety, and the task was neither recorded nor
+    counted, so --max-attempts never held it and the run spent every session on it."""
+    sync(run_task, "t1", "t2")
+    gives_up = ('id=$("$RALPH_TASK_SCRIPT" claim t1 | sed -n "s/^id: //p"); '
+                '[ -n "$id" ] || id=$(sed -n \'s/.*"id": *"\\([^"]*\\)".*/\\1/p\' '
+                '.ralph/current-task.json); '
+                '"$RALPH_TASK_SCRIPT" fail "$id" --reason "blocked: no access" >/dev/null')
+    proc = run_ralph("build", "-n", "5", "--max-attempts", "2", *mode,
+                     env={**agent("claude", claim=False), "STUB_ACTION": gives_up})
+    assert proc.returncode == 0, proc.stderr
+    reason = "failed 2 times (--max-attempts 2): blocked: no access | blocked: no access"
+    assert f"Held task t1: {reason}\n" in proc.stdout
+    assert tasks_of(run_task)["t1"]["held"] == reason
+    ends = events(git_repo, "session_end")
+    assert [e["task"] for e in ends[:2]] == ["t1", "t1"]
+    assert [e["outcome"] for e in ends[:2]] == ["failed", "failed"]
+    state = json.loads(next(git_repo.glob(".ralph/runs/*/state.json")).read_text())
+    assert [(f["task"], f["reason"]) for f in state["failed"][:2]] == [
+        ("t1", "blocked: no access")] * 2
+
+
+def test_a_parallel_task_the_agent_fails_itself_counts_an_attempt(
+        git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):
+    ignore_ralph_dir(git_repo, base_env)
+    sync(run_task, "t1", "t2")
+    action = ('tid=$(cat "$RALPH_FROZEN_IDS_FILE"); [ "$tid" = t1 ] || { ' + WORK + '; exit 0; }; '
+              '"$RALPH_TASK_SCRIPT" fail t1 --reason "blocked: no access" >/dev/null')
+    env = parallel_agent(bin_dir, tmp_path, STUB_ACTION=action)
+    proc = run_ralph("build", "--parallel", "2", "--max-attempts", "1", env=env)
+    assert proc.returncode == 0, proc.stderr
+    reason = "failed 1 times (--max-attempts 1): blocked: no access"
+    assert f"Held task t1: {reason}\n" in proc.stdout
+    assert "[t1] failed: blocked: no access" in proc.stdout
+    tasks = tasks_of(run_task)
+    assert (tasks["t1"]["held"], tasks["t2"]["status"]) == (reason, "done")
+
+
 def test_parallel_runs_hold_a_task_failed_max_attempts_times_counting_earlier_runs(
         git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):
     ignore_ralph_dir(git_repo, base_env)

@@ -1,7 +1,8 @@
 """Owns reading the embedded backlog without writing anything: the dry run's `peek` and
 `list --all --markdown`, the report's `_export-json`, `ralph status`'s `_fleet`, and which
-tasks an agent finished during a session (for the progress record, without a task call the
-spec does not list). Never creates .ralph/, the database, or its -wal/-shm files: a database
+tasks an agent finished or gave up during a session (for the progress record and
+--max-attempts, without a task call the spec does not list). Never creates .ralph/, the
+database, or its -wal/-shm files: a database
 without a -wal file is opened `immutable` (no lock, no -shm), one with a -wal file (a run is
 using it) `mode=ro`. A PostgreSQL store (RALPH_TASKS_DB=postgresql://...) is read in read-only
 transactions and never migrated (a store without ralph's tables reads as not there yet), waiting
@@ -148,10 +149,8 @@ def call(argv: list[str], *, environ: Mapping[str, str], cwd: Path) -> ReadResul
     return ReadResult(True, output.rstrip("\n"), found.db_path, True, found.where)
 
 
-def finished_by(agent_id: str, since_utc: str, *, environ: Mapping[str, str],
-                cwd: Path) -> list[str]:
-    """Slugs of the tasks this agent marked done at or after since_utc ('YYYY-mm-dd HH:MM:SS',
-    SQLite's datetime('now') format), oldest first; [] when unknown."""
+def _select(sql: str, params: tuple, environ: Mapping[str, str], cwd: Path) -> list[tuple]:
+    """The rows of one read-only query over the store; [] when there is none or it fails."""
     from ralphkit.tasks import db
     from ralphkit.tasks.errors import TaskError
     try:
@@ -161,9 +160,7 @@ def finished_by(agent_id: str, since_utc: str, *, environ: Mapping[str, str],
     if conn is None:
         return []
     try:  # in a transaction: a kept connection the server dropped is opened again
-        rows = db.read(conn, lambda c: c.execute(
-            "SELECT slug FROM tasks WHERE status = 'done' AND assignee = ? "
-            "AND updated_at >= ? ORDER BY updated_at, slug", (agent_id, since_utc)).fetchall())
+        return db.read(conn, lambda c: c.execute(sql, params).fetchall())
     except TaskError:
         return []
     except Exception as err:
@@ -172,7 +169,33 @@ def finished_by(agent_id: str, since_utc: str, *, environ: Mapping[str, str],
         return []
     finally:
         db.release(conn)
-    return [row[0] for row in rows]
 
 
-__all__ = ["ReadResult", "call", "finished_by", "db_path"]
+def finished_by(agent_id: str, since_utc: str, *, environ: Mapping[str, str],
+                cwd: Path) -> list[str]:
+    """Slugs of the tasks this agent marked done at or after since_utc ('YYYY-mm-dd HH:MM:SS',
+    SQLite's datetime('now') format), oldest first; [] when unknown."""
+    return [row[0] for row in _select(
+        "SELECT slug FROM tasks WHERE status = 'done' AND assignee = ? "
+        "AND updated_at >= ? ORDER BY updated_at, slug", (agent_id, since_utc), environ, cwd)]
+
+
+def retry_counts(*, environ: Mapping[str, str], cwd: Path) -> dict[str, int]:
+    """Each open or active task's retry_count by its row id (a slug repeats across scopes):
+    taken before a session, so failed_since can tell the tasks a `fail` put back during it."""
+    return {row[0]: row[1] for row in _select(
+        "SELECT id, retry_count FROM tasks WHERE status IN ('open', 'active')", (), environ, cwd)}
+
+
+def failed_since(before: Mapping[str, int], since_utc: str, *, environ: Mapping[str, str],
+                 cwd: Path) -> dict[str, str]:
+    """slug -> fail reason of each task a `task fail` put back open at or after since_utc,
+    its retry_count above what `before` (retry_counts at the session's start) had: the
+    agent giving up on its task, as the build skill tells it to. Oldest first."""
+    rows = _select("SELECT id, slug, retry_count, fail_reason FROM tasks WHERE status = 'open' "
+                   "AND updated_at >= ? ORDER BY updated_at, slug", (since_utc,), environ, cwd)
+    return {slug: reason or "failed by the agent" for row_id, slug, retries, reason in rows
+            if (retries or 0) > before.get(row_id, 0)}
+
+
+__all__ = ["ReadResult", "call", "failed_since", "finished_by", "retry_counts", "db_path"]

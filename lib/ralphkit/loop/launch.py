@@ -60,6 +60,8 @@ def run_session(ctx: RunContext, command: str, prompt: Prompt) -> session.Sessio
     log_path = workspace.ralph_subdir(ctx.cwd, "logs") / f"{ctx.session_stem()}.jsonl"
     pidfile = lifecycle.begin_session(ctx.run, task=prompt.task, log=log_path,
                                       agent=ctx.agent_id)
+    if _reads_back(ctx):                      # what a `task fail` during the session changes
+        ctx.run.retries_before = backlog_readonly.retry_counts(environ=ctx.env, cwd=ctx.cwd)
     ctx.stdout.flush()
     env = {**ctx.env, **adapter.env(danger=ctx.options.danger)}
     result = session.run(argv, env=env,
@@ -88,20 +90,32 @@ def _heartbeat(ctx: RunContext, env: dict[str, str]) -> heartbeat.Heartbeat | No
     return fleet_store.heartbeat(ctx.task.executable, ctx.agent_id, ctx.options.lease, env, None)
 
 
+def _reads_back(ctx: RunContext) -> bool:
+    """The session's tasks are read back from the store: our own task CLI, an agent id, and
+    no other host (a fleet's) whose `fail` could be taken for this session's."""
+    return bool(ctx.agent_id and ctx.task.embedded and not ctx.fleet())
+
+
 def record_session(ctx: RunContext, result: session.SessionResult, failed: list[str] = (),
                    reason: str = FAIL_REASON) -> None:
-    """The session's outcome in the run state and progress record. In agent-selects build
-    mode the tasks are read back: those the crash-safety step failed, and those this agent
-    marked done since the session started (read-only, no task call)."""
-    completed = []
+    """The session's outcome in the run state and progress record. The tasks are read back
+    (read-only, no task call): those the crash-safety step (or a feature) failed, those this
+    agent marked done since the session started, and those a `task fail` of the agent put back
+    (the build skill's way to give up: a failed attempt with the agent's reason)."""
+    completed, gave_up = [], {}
     if ctx.agent_id and ctx.task.embedded:
         completed = backlog_readonly.finished_by(ctx.agent_id, ctx.run.session_since,
                                                  environ=ctx.env, cwd=ctx.cwd)
+    if _reads_back(ctx):
+        gave_up = {slug: why for slug, why in backlog_readonly.failed_since(
+            ctx.run.retries_before, ctx.run.session_since, environ=ctx.env,
+            cwd=ctx.cwd).items() if slug not in failed}
+    failed = [*failed, *gave_up]
     outcome = None if result.interrupted else ctx.night.after_session(
-        result, list(failed), reason, progressed=bool(completed))
+        result, failed, reason, progressed=bool(completed), reasons=gave_up)
     lifecycle.end_session(ctx.run, returncode=result.returncode, summary=result.summary,
                           interrupted=result.interrupted, completed=completed,
-                          failed=list(failed), fail_reason=reason,
+                          failed=failed, fail_reason=reason, reasons=gave_up,
                           extra=outcome)                        # how the session ended
 
 

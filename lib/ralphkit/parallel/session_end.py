@@ -6,7 +6,8 @@ worktree when the verify gate is on (a failure re-opens or holds the task, docs/
 is counted as an attempt) and merged back into the run's branch (a failed merge re-opens the
 task with the reason and keeps the branch), `active` is failed (s.15.5, or with the timeout
 that ended it) and counted as an attempt (--max-attempts holds it, unattended.night; not when
-Ctrl+C or SIGTERM stopped the run: the session ends interrupted), anything
+Ctrl+C or SIGTERM stopped the run: the session ends interrupted), as is a task the agent put
+back itself with `task fail` (the build skill's way to give up), anything
 else is recorded as left; then its worktree goes, its agent id is free again, and the run
 state, the session_end event and the user's line record it. Knows nothing of the breaker, the
 budgets, the usage-limit wait or of what runs next (run)."""
@@ -111,6 +112,7 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     record = assigned_end(book, x.wt, x.agent, book.export().get(tid) or {})
     status = record.get("status")
     attempt = False                    # a failed attempt at the task (--max-attempts may hold)
+    prior = record.get("retry_count")  # its failures before this one (earlier runs count)
     if status == "done":
         ok, message, attempt = land(book, x.wt, record)
     elif status == "active":
@@ -120,10 +122,14 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
                   how.detail if result.timed_out or result.idle_out else FAIL_REASON)
         failed = book.passthrough("fail", tid, "--reason", reason, agent=x.agent)  # fenced (fleet)
         ok, message, attempt = False, reason, failed and not result.interrupted
+    elif status == "open" and record.get("fail_reason") and \
+            (record.get("retry_count") or 0) > (x.task.get("retry_count") or 0):
+        ok, message, attempt = False, record["fail_reason"], True   # the agent's `task fail`
+        prior = x.task.get("retry_count")                            # (the record counts it)
     else:
         ok, message = status == "deleted", f"the session left the task {status}"
     if attempt and how.kind not in outcome.NOT_AN_ATTEMPT:
-        held = book.s.night.attempt_failed(tid, message, record.get("retry_count"))
+        held = book.s.night.attempt_failed(tid, message, prior)
     try:
         worktrees.remove(x.wt, env=book.s.env)
     except RalphError as err:

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ralphkit import procs
 from ralphkit.runs import leftovers, progress
@@ -32,6 +32,7 @@ class Run:
     notes: list[str] = field(default_factory=list)   # one stderr line each, in order
     session_clock: float = 0.0
     session_since: str = ""                          # SQLite datetime of the session start
+    retries_before: dict[str, int] = field(default_factory=dict)   # retry counts at its start
     closed: bool = False
     notifying: bool = False                          # a notify channel listens to its events
 
@@ -167,10 +168,13 @@ def agent_started(run: Run, pid: int) -> None:
 
 def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: bool = False,
                 completed: list[str] = (), failed: list[str] = (),
-                fail_reason: str | None = None, extra: dict[str, Any] | None = None) -> None:
+                fail_reason: str | None = None, reasons: Mapping[str, str] | None = None,
+                extra: dict[str, Any] | None = None) -> None:
     """After the session (and the crash-safety step): its outcome in the state, one session_end
-    event, progress.md rewritten. completed/failed: the tasks the session finished or left.
+    event, progress.md rewritten. completed/failed: the tasks the session finished or left;
+    reasons: a failed task's own reason where not fail_reason (the agent's `task fail`).
     extra: more fields for the event (the unattended-run outcome: exit class and detail)."""
+    reasons = reasons or {}
     state = run.state
     ended = state.active
     n = (ended or {}).get("n", state.sessions_started)
@@ -186,7 +190,7 @@ def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: 
     for slug in completed:
         state.end_session(slug, ok=True, **details)
     for slug in failed:
-        state.end_session(slug, ok=False, reason=fail_reason, **details)
+        state.end_session(slug, ok=False, reason=reasons.get(slug, fail_reason), **details)
     state.active = None
     outcome = ("interrupted" if interrupted else "failed" if failed
                else "completed" if completed else "no task")
@@ -200,7 +204,7 @@ def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: 
         if getattr(summary, attr, None) is not None:     # agents that report tokens, not cost
             event[key] = getattr(summary, attr)
     if failed:
-        event["reason"] = fail_reason
+        event["reason"] = reasons.get(failed[0], fail_reason)
     if len(tasks) > 1:                   # which of them ended how (the report's per-task outcome)
         event.update(completed=list(completed), failed=list(failed))
     event.update(extra or {})

@@ -128,11 +128,11 @@ class Night:
         return self._classify(result)[0].kind not in outcome.NOT_AN_ATTEMPT
 
     def after_session(self, result: Any, failed: list[str], reason: str,
-                      progressed: bool = False) -> dict[str, Any]:
-        """Classify the session, count the failed attempts of the tasks crash safety put back
-        (`failed`) and hold those at the limit. Returns the fields for its session_end event;
-        the outcome is also kept for progress.md. progressed: the session marked a task done,
-        so the breaker does not count it as a failure whatever its exit (as --parallel)."""
+                      progressed: bool = False, reasons: Mapping[str, str] = {}) -> dict[str, Any]:
+        """Classify the session, count the failed attempts of the tasks crash safety (or the
+        agent, with reasons) put back (`failed`) and hold those at the limit. Returns the fields
+        for its session_end event; the outcome is also kept for progress.md. progressed: the
+        session marked a task done, so the breaker does not count it as a failure (--parallel)."""
         summary = result.summary
         out, hit = self._classify(result)
         if progressed and out.counts_as_failure and out.kind not in outcome.NOT_AN_ATTEMPT:
@@ -141,7 +141,7 @@ class Night:
         held = []
         if out.kind not in outcome.NOT_AN_ATTEMPT:
             held = [slug for slug in failed if self.attempt_failed(
-                slug, reason, self._rows.get(slug, {}).get("retry_count"))]
+                slug, reasons.get(slug, reason), self._rows.get(slug, {}).get("retry_count"))]
         n = (self.state.active or {}).get("n", self.state.sessions_started)
         progress.keep_outcome(self.state, n, out.kind, out.detail, out.counts_as_failure)
         self._pending = (out, hit, cost)
