@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ralphkit.report.model import STOP_KINDS, LimitWait, Report, Session, Task
+from ralphkit.unattended.outcome import NOT_AN_ATTEMPT
 
 _TASK_LOG_KINDS = ("task_held", "drift", "respawn", "assign")
 # The `--sync` steps a reader must know of (docs/fleet.md): commits set aside by a conflict or
@@ -106,6 +107,7 @@ class Builder:
             self._verify(e)
 
     def _on_run_start(self, run_id: str, e: dict[str, Any], ts: float | None) -> None:
+        self._stop_open(run_id)         # resumed: what the killed ralph.py ran died with it
         self.r.mode = e.get("mode") if isinstance(e.get("mode"), str) else self.r.mode
         if e.get("billing") in ("api", "subscription"):
             self.r.billing = e["billing"]
@@ -140,7 +142,7 @@ class Builder:
             task = self.task(task_id)
             outcome = s.outcome if done_here is None else (
                 "completed" if task_id in done_here else "failed")   # a session of several tasks
-            task.attempts += 1
+            task.attempts += s.klass not in NOT_AN_ATTEMPT     # a usage limit: no attempt
             task.cost_usd += (s.cost_usd or 0.0) * share
             task.wall_s += (s.duration_s or 0.0) * share
             if s.tokens is not None:
@@ -157,6 +159,7 @@ class Builder:
         self.last_tasks = s.tasks
 
     def _on_run_end(self, run_id: str, e: dict[str, Any], ts: float | None) -> None:
+        self._stop_open(run_id)         # the run ended: none of its sessions still runs
         code = e.get("exit_code") if isinstance(e.get("exit_code"), int) else None
         self.r.exit_code, self.r.exit_reason, self.r.ended = code, text(e.get("reason")), ts
         if code in (4, 5, 6, 7):
@@ -223,13 +226,23 @@ class Builder:
                 task.fail_reasons.append(reason.split("\n", 1)[0])
 
     def close(self, running: bool) -> None:
+        """After the last event: a session that never ended runs on while its run holds the
+        lock (running); otherwise it died with its ralph.py (interrupted)."""
         for s in self.open.values():
-            s.outcome = "running" if running else "interrupted"
-            for task_id in s.tasks:
-                task = self.task(task_id)
-                task.attempts += 1
-                if task.outcome == "not finished":
-                    task.outcome = "running" if running else task.outcome
+            self._unended(s, running)
+        self.open.clear()
+
+    def _stop_open(self, run_id: str) -> None:
+        for key in [key for key in self.open if key.startswith(f"{run_id}:")]:
+            self._unended(self.open.pop(key), running=False)
+
+    def _unended(self, s: Session, running: bool) -> None:
+        s.outcome = "running" if running else "interrupted"
+        for task_id in s.tasks:
+            task = self.task(task_id)
+            task.attempts += 1
+            if task.outcome == "not finished" and running:
+                task.outcome = "running"
 
 
 def text(value: Any) -> str | None:

@@ -95,6 +95,44 @@ def test_a_run_in_progress_shows_its_running_session(ralph_dir):
     assert after.status == "interrupted" and after.sessions[-1].outcome == "interrupted"
 
 
+@pytest.mark.parametrize("ended", [False, True], ids=["live", "at-its-end"])
+def test_a_session_that_died_with_its_ralph_is_interrupted_in_the_resumed_runs_report(
+        ralph_dir, ended):
+    """Session 6 never ended: ralph.py was killed and the run resumed. While the resumed run
+    works (its lock held, session 7 running) and in the report written at its end (the lock
+    still held), session 6 is interrupted, never running, and its task is not running."""
+    make_run(ralph_dir, RUN, 5, ended=False)
+    add = lambda event, **f: progress.append_event(ralph_dir, RUN, event, **f)  # noqa: E731
+    add("session_start", n=6, task="t8")
+    add("run_start", mode="build", options={}, resumed=True)
+    add("session_start", n=7, task="t9")
+    if ended:
+        add("session_end", n=7, task="t9", outcome="completed", exit_code=0)
+        add("run_end", exit_code=0, reason="All tasks complete. Exiting loop.")
+    lock = run_lock.acquire(ralph_dir / "run.lock", RUN)
+    try:
+        r = report_of(ralph_dir)
+    finally:
+        run_lock.release(lock)
+    by_n = {s.n: s.outcome for s in r.sessions}
+    assert by_n[6] == "interrupted"
+    assert by_n[7] == ("completed" if ended else "running")
+    assert r.tasks["t8"].outcome == "not finished" and r.tasks["t8"].attempts == 1
+    assert r.outcomes().get("running", 0) == (0 if ended else 1)
+
+
+def test_a_usage_limit_session_is_no_attempt_at_its_task(ralph_dir):
+    make_run(ralph_dir, RUN, 0, ended=False)
+    add = lambda event, **f: progress.append_event(ralph_dir, RUN, event, **f)  # noqa: E731
+    add("session_start", n=1, task="t1")
+    add("session_end", n=1, task="t1", outcome="failed", exit_code=1, **{"class": "usage_limit"},
+        reason="session exited without completing task")
+    add("session_start", n=2, task="t1")
+    add("session_end", n=2, task="t1", outcome="completed", exit_code=0, **{"class": "success"})
+    r = report_of(ralph_dir)
+    assert (r.tasks["t1"].attempts, r.tasks["t1"].outcome) == (1, "done")
+
+
 def test_holds_drift_scope_limit_waits_and_verification_land_on_their_task(ralph_dir):
     make_run(ralph_dir, RUN, 0, ended=False)
     add = lambda event, **f: progress.append_event(ralph_dir, RUN, event, **f)  # noqa: E731
