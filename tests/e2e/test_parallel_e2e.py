@@ -350,6 +350,9 @@ def test_a_task_marked_completed_in_current_task_json_before_a_kill_9_is_merged_
                            capture_output=True, text=True, timeout=60)
     assert again.returncode == 0, again.stderr
     assert "[k1] recovered from the interrupted run: merged" in again.stderr
+    logged = [e["message"] for path in (git_repo / ".ralph" / "runs").glob("*/events.jsonl")
+              for e in read_jsonl(path) if e["event"] == "log" and e.get("kind") == "resume"]
+    assert any(m.startswith("[k1] recovered from the interrupted run: merged") for m in logged)
     task = export(run_task)["k1"]
     assert task["status"] == "done"
     assert json.loads(task["result"])["recorded_by"] == "current-task.json"   # not run again

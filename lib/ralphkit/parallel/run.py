@@ -60,10 +60,15 @@ class ParallelBuild:
                              land=lambda wt, record: session_end.land_recovered(book, wt, record),
                              session_end=lambda wt, agent, record: session_end.assigned_end(
                                  book, wt, agent, record),
-                             warn=self.s.warn)
+                             warn=self._recovered)
         book.save()
         book.event("log", kind="parallel", message=f"{self.s.parallel} slots, merge "
                                                    f"{self.s.merge}, into {self.s.run_branch}")
+
+    def _recovered(self, line: str) -> None:
+        """A recovery line: on stderr and in events.jsonl, as the single loop's resume lines."""
+        self.s.warn(line)
+        self.book.event("log", kind="resume", message=line)
 
     # ------------------------------------------------------------------ scheduler callbacks
     def _peek(self) -> list[dict]:
