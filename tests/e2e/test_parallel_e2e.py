@@ -376,6 +376,25 @@ def _start_hanging_run(run_task, setup, git_repo, base_env, tmp_path, n=2, args=
     return proc, env
 
 
+def test_a_rebased_tasks_result_names_its_commit_on_the_run_branch(
+        run_ralph, run_task, setup, git_repo, base_env):
+    """Three sessions fork from one commit: the second and third are rebased onto the first's
+    merge, which gives their commits new ids. Each task's result (the report's commits, the
+    next tasks' blocker_results) names the commit on main, never one left on no branch."""
+    create(run_task, {"r1": "a", "r2": "b", "r3": "c"})
+    with_result = ACTION.replace('done "$tid"', 'done "$tid" --result '
+                                 '"{\\"commit\\": \\"$(git rev-parse HEAD)\\"}"')
+    proc = run_ralph("build", "--parallel", "3", env={**setup, "STUB_ACTION": with_result},
+                     timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    main = git(git_repo, "log", "--format=%H %s", "main", env=base_env).splitlines()
+    on_main = {subject.removeprefix("work on "): sha for sha, _, subject in
+               (line.partition(" ") for line in main) if subject.startswith("work on ")}
+    assert sorted(on_main) == ["r1", "r2", "r3"]
+    results = {tid: json.loads(t["result"])["commit"] for tid, t in export(run_task).items()}
+    assert results == on_main
+
+
 def _stub_pids(git_repo) -> list[int]:
     import psutil
     return [p.pid for p in psutil.process_iter(["cwd"])

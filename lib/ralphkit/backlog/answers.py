@@ -52,6 +52,16 @@ def slugs(markdown: str) -> list[str]:
     return [line[4:] for line in markdown.split("\n") if line.startswith("id: ")]
 
 
+def result_commit(result: object) -> str | None:
+    """The commit a task's result names (the text `done --result` stored), if any."""
+    try:
+        value = json.loads(result) if isinstance(result, str) else None
+    except ValueError:
+        return None
+    commit = value.get("commit") if isinstance(value, dict) else None
+    return commit if isinstance(commit, str) and commit.strip() else None
+
+
 def all_done(output: str) -> bool:
     """s.15.6: true only when the open count (the digits opening the first line that starts
     with a digit) and the active count (the number before ` active`) are both found and 0."""
@@ -165,4 +175,4 @@ def parse_markdown_kv(text: str) -> list[dict]:
 
 
 __all__ = ["Scope", "scope", "slugs", "all_done", "parse_show", "parse_export",
-           "parse_markdown_kv", "FAIL_REASON"]
+           "parse_markdown_kv", "result_commit", "FAIL_REASON"]

@@ -2,7 +2,8 @@
 (ralph-cli.md s.9 exports included), never waits for an editor, and waits out git's short-lived
 lock files; a network call may be given a timeout. Plus the few questions and steps both ask
 for (top level, ref exists, ancestry, registered worktrees, uncommitted changes with a task
-source's own files left out, a rebase that is aborted when it fails, setting a branch aside).
+source's own files left out, a rebase that is aborted when it fails, the commit a rebase made
+of a given one, setting a branch aside).
 Knows nothing of tasks, branches' names or merging."""
 from __future__ import annotations
 
@@ -93,6 +94,25 @@ class Git:
         files = self.unmerged(checkout)
         self(checkout, "rebase", "--abort", check=False)  # none in progress: git says so, fine
         return files, (err or out).strip()
+
+    def rebased_as(self, repo: Path, commit: str, since: str | None,
+                   head: str) -> tuple[str, str] | None:
+        """(its full id, its id now) of a commit an agent recorded (a full id or an
+        abbreviation) that a rebase replaced by a commit of since..head: the one commit there
+        with its author, author date and message, which a rebase keeps. None when the commit is
+        in `head` as it is, unknown here, or not matched by exactly one commit."""
+        code, out, _ = self(repo, "rev-parse", "-q", "--verify", f"{commit}^{{commit}}",
+                            check=False)
+        full = out.strip()
+        if code != 0 or not full or self.is_ancestor(repo, full, head):
+            return None
+        key = "%an%x00%ae%x00%at%x00%B"
+        wanted = self(repo, "show", "-s", f"--format={key}", full, check=False)[1]
+        span = f"{since}..{head}" if since else head
+        found = [sha for sha, _, rest in (entry.partition("\x00") for entry in self(
+            repo, "log", f"--format=%H%x00{key}%x1e", span, check=False)[1].split("\x1e"))
+            if sha.strip() and rest.strip("\n") == wanted.strip("\n")]
+        return (full, found[0].strip()) if len(found) == 1 else None
 
     def set_aside(self, repo: Path, branch: str) -> str | None:
         """An existing `branch` is renamed to the first free `<branch>@<n>` (n from 2), so

@@ -18,9 +18,11 @@ from typing import Any
 
 from ralphkit.assign import session as assigned_session
 from ralphkit.assign import task_files
+from ralphkit.backlog import answers
 from ralphkit.backlog.answers import FAIL_REASON
 from ralphkit.errors import RalphError
 from ralphkit.parallel import worktrees
+from ralphkit.parallel.git import Git
 from ralphkit.parallel.book import Book
 from ralphkit.runs import progress
 from ralphkit.runs import state as run_state
@@ -33,16 +35,36 @@ from ralphkit.unattended import outcome, session_outcome
 INTERRUPTED_REASON = "ralph.py was interrupted during the session"
 
 
-def merge(book: Book, wt: worktrees.Worktree) -> tuple[bool, str]:
-    """(merged, message); a task whose branch cannot be merged is re-opened."""
+def merge(book: Book, wt: worktrees.Worktree, record: dict | None = None) -> tuple[bool, str]:
+    """(merged, message); a task whose branch cannot be merged is re-opened. record: the done
+    task's, whose result is made to name its commit's id after a rebase (_recommit)."""
+    git = Git(book.s.env)
+    before = git(wt.repo, "rev-parse", "-q", "--verify", f"refs/heads/{wt.base_branch}",
+                 check=False)[1].strip()
     try:
         merged = worktrees.merge_back(wt, book.s.merge, env=book.s.env)
     except RalphError as err:
         merged = worktrees.MergeResult(False, True, str(err))
+    if merged.merged:
+        _recommit(book, git, wt, record or {}, before)
     if merged.merged or (book.s.merge == "none" and not merged.conflict):
         return True, merged.message
     book.call("_reopen", wt.task, "--reason", merged.message)
     return False, merged.message
+
+
+def _recommit(book: Book, git: Git, wt: worktrees.Worktree, record: dict, before: str) -> None:
+    """The merge rebased the task's branch onto the run's, which gives its commits new ids:
+    the task's result names the commit now on the run's branch (for the report and the
+    blocker_results later tasks see), not one left on no branch, as --sync does."""
+    commit = answers.result_commit(record.get("result"))
+    head = git(wt.repo, "rev-parse", f"refs/heads/{wt.base_branch}")[1].strip()
+    found = commit and git.rebased_as(wt.repo, commit, before or None, head)
+    if found and book.call("_recommit", wt.task, *found)[1].startswith("recommitted"):
+        old, new = found
+        book.event("log", kind="recommitted", task=wt.task, old=old, new=new,
+                   message=f"task {wt.task}'s result names commit {new[:12]}, its id after "
+                           f"the rebase (it was {old[:12]})")
 
 
 def land(book: Book, wt: worktrees.Worktree, record: dict) -> tuple[bool, str, bool]:
@@ -52,7 +74,7 @@ def land(book: Book, wt: worktrees.Worktree, record: dict) -> tuple[bool, str, b
     verdict = book.s.verify.judge_worktree(record, wt) if book.s.verify else None
     if verdict is not None and not verdict.ok:
         return False, verdict.reason.split("\n", 1)[0], True         # reopened (or held)
-    return (*merge(book, wt), False)
+    return (*merge(book, wt, record), False)
 
 
 def land_recovered(book: Book, wt: worktrees.Worktree, record: dict) -> tuple[bool, str]:
@@ -60,7 +82,7 @@ def land_recovered(book: Book, wt: worktrees.Worktree, record: dict) -> tuple[bo
     the kill, so it is judged before its branch is merged; a reopen counts an attempt. A
     worktree already gone was removed after its session's end had judged it: merged only."""
     if not wt.path.is_dir():
-        return merge(book, wt)
+        return merge(book, wt, record)
     ok, message, attempt = land(book, wt, record)
     if attempt:
         book.s.night.attempt_failed(wt.task, message, record.get("retry_count"))

@@ -176,25 +176,6 @@ def push(git: Git, t: Target) -> Push:
     return Push(False, detail=detail)
 
 
-def rebased_as(git: Git, t: Target, commit: str, since: str | None,
-               pushed: str) -> tuple[str, str] | None:
-    """(its full id, its id now) of a commit an agent recorded (a full id or an abbreviation)
-    that a rebase replaced by a commit of since..pushed: the one commit there with its author,
-    author date and message, which a rebase keeps. None when the commit is in `pushed` as it
-    is, unknown here, or not matched by exactly one commit."""
-    code, out, _ = git(t.top, "rev-parse", "-q", "--verify", f"{commit}^{{commit}}", check=False)
-    full = out.strip()
-    if code != 0 or not full or git.is_ancestor(t.top, full, pushed):
-        return None
-    key = "%an%x00%ae%x00%at%x00%B"
-    wanted = git(t.top, "show", "-s", f"--format={key}", full, check=False)[1]
-    span = f"{since}..{pushed}" if since else pushed
-    found = [sha for sha, _, rest in (entry.partition("\x00") for entry in git(
-        t.top, "log", f"--format=%H%x00{key}%x1e", span, check=False)[1].split("\x1e"))
-        if sha.strip() and rest.strip("\n") == wanted.strip("\n")]
-    return (full, found[0].strip()) if len(found) == 1 else None
-
-
 def keep_and_reset(git: Git, t: Target, keep: str) -> tuple[str | None, Update]:
     """Keep the working branch's commits on branch `keep` (an older `keep` is set aside as
     `keep@n`), then reset the working branch to the shared one, uncommitted changes stashed
@@ -211,5 +192,5 @@ def keep_and_reset(git: Git, t: Target, keep: str) -> tuple[str | None, Update]:
 
 
 __all__ = ["Target", "Update", "Push", "resolve", "git_for", "head", "remote_head", "ahead",
-           "unpushed", "fetch", "rebase", "push", "rebased_as", "keep_and_reset",
+           "unpushed", "fetch", "rebase", "push", "keep_and_reset",
            "NETWORK_TIMEOUT_S"]

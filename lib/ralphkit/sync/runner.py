@@ -13,12 +13,12 @@ nothing of the loop's order, of runs (the caller says when to `carry`) or of git
 (branch)."""
 from __future__ import annotations
 
-import json
 import random
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from ralphkit.backlog import answers
 from ralphkit.backlog import client as task_client
 from ralphkit.parallel.git import Git
 from ralphkit.parallel.worktrees import branch_safe
@@ -128,7 +128,7 @@ class Runner:
             return
         records = task_client.export_tasks(self.task_call) or []
         self.results = {str(r.get("id")): r.get("result") for r in records}
-        done = [(str(r.get("id")), (_result_commit(r.get("result")) or "").lower())
+        done = [(str(r.get("id")), (answers.result_commit(r.get("result")) or "").lower())
                 for r in records if r.get("status") == "done"]
         # an agent may record an abbreviation; git's shortest is 4 hex digits
         self.pending = list(dict.fromkeys(slug for sha in commits for slug, named in done
@@ -208,8 +208,8 @@ class Runner:
         the shared branch. The results are the ones the session's end read (_finished), or
         the resumed run's start (carry). One line and event per task changed."""
         for slug in tasks:
-            commit = _result_commit(self.results.get(slug))
-            found = commit and branch.rebased_as(self.git, self.target, commit, since, head)
+            commit = answers.result_commit(self.results.get(slug))
+            found = commit and self.git.rebased_as(self.target.top, commit, since, head)
             if not found:
                 continue
             old, new = found
@@ -245,16 +245,6 @@ class Runner:
         if reset.stash_kept:
             self._stash_kept()
         return reopened
-
-
-def _result_commit(result: object) -> str | None:
-    """The commit a task's result names (the text `done --result` stored), if any."""
-    try:
-        value = json.loads(result) if isinstance(result, str) else None
-    except ValueError:
-        return None
-    commit = value.get("commit") if isinstance(value, dict) else None
-    return commit if isinstance(commit, str) and commit.strip() else None
 
 
 def start(target: branch.Target, env: Mapping[str, str], task_call: task_client.TaskCall,
