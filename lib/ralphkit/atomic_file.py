@@ -17,8 +17,8 @@ _HINTS = {
     errno.EDQUOT: "free some disk space and run again",
     errno.EFBIG: "free some disk space and run again",
     errno.EROFS: "remount it read-write or run from a writable checkout",
-    errno.EACCES: "fix the permissions of .ralph/ and run again",
-    errno.EPERM: "fix the permissions of .ralph/ and run again",
+    errno.EACCES: "fix the permissions of {dir} and run again",
+    errno.EPERM: "fix the permissions of {dir} and run again",
     errno.ENOTDIR: "a file stands where a directory is expected; move it away",
     errno.EEXIST: "a file stands where a directory is expected; move it away",
 }
@@ -27,8 +27,11 @@ _HINTS = {
 def environment_failure(action: str, path: Path | str, err: OSError) -> EnvironmentFailure:
     """One line: what could not be done to which path, the OS reason and the next step."""
     reason = err.strerror or str(err)
-    hint = _HINTS.get(err.errno or 0, "check the disk and the permissions of .ralph/")
-    return EnvironmentFailure(f"cannot {action} {path}: {reason}; {hint}")
+    # ralph's own files live in .ralph/; a file the user named (report --html) in its own
+    # directory, which the hint names instead
+    where = ".ralph/" if ".ralph" in Path(path).parts else f"{Path(path).parent}/"
+    hint = _HINTS.get(err.errno or 0, "check the disk and the permissions of {dir}")
+    return EnvironmentFailure(f"cannot {action} {path}: {reason}; {hint.format(dir=where)}")
 
 
 def ensure_dir(path: Path) -> None:

@@ -187,6 +187,15 @@ def test_bad_report_arguments_are_one_clear_line(git_repo, run_ralph, args, code
                                       "(ralph status names the latest)\n")
 
 
+def test_an_html_file_that_cannot_be_written_names_its_own_directory_not_ralph_dir(
+        git_repo, run_ralph):
+    make_run(git_repo / ".ralph", RUN, 2)
+    proc = run_ralph("report", "--html", "/proc/ralph-report.html")   # no file can be made
+    assert (proc.returncode, proc.stdout) == (8, "")
+    assert proc.stderr == ("Error: cannot write /proc/ralph-report.html: No such file or "
+                           "directory; check the disk and the permissions of /proc/\n")
+
+
 def test_no_run_yet_is_said_plainly(git_repo, run_ralph):
     proc = run_ralph("report")
     assert (proc.returncode, proc.stdout, proc.stderr) == (
