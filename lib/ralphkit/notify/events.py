@@ -11,6 +11,7 @@ from typing import Any
 
 from ralphkit.config.durations import format_duration
 from ralphkit.report.model import STOP_KINDS
+from ralphkit.report.events import ends_limit_wait
 
 KINDS = ("run_end", "usage_limit_wait", "usage_limit_wait_end", "task_held", "scope_changed")
 
@@ -50,7 +51,7 @@ class Tracker:
     def notifications(self, record: dict[str, Any]) -> list[dict[str, Any]]:
         name, kind = record.get("event"), record.get("kind")
         found = []
-        if self.wait_started is not None and not (name == "log" and kind == "usage_limit_wait"):
+        if self.wait_started is not None and ends_limit_wait(record):
             waited = max(0.0, time.monotonic() - self.wait_started)
             self.wait_started = None
             found.append(self._make("usage_limit_wait_end", record, waited_s=round(waited, 3),

@@ -22,6 +22,17 @@ _SYNC_NOTICES = ("conflict", "push_gave_up", "push_failed", "fetch_failed", "reb
                  "stash_kept", "unpushed")
 
 
+# Log events written while a usage-limit wait goes on: its own start, and a notification
+# channel's failure (the dispatcher appends it from its thread). Any other event is the run
+# going on (or ending) after the wait.
+_DURING_A_WAIT = ("usage_limit_wait", "notify_failed")
+
+
+def ends_limit_wait(record: dict[str, Any]) -> bool:
+    """The event shows that a usage-limit wait before it is over."""
+    return not (record.get("event") == "log" and record.get("kind") in _DURING_A_WAIT)
+
+
 def epoch(value: Any) -> float | None:
     if not isinstance(value, str):
         return None
@@ -97,8 +108,7 @@ class Builder:
         if ts is not None:
             r.started = ts if r.started is None else min(r.started, ts)
             r.last_event = ts if r.last_event is None else max(r.last_event, ts)
-        if self.wait is not None and ts is not None and not (
-                name == "log" and e.get("kind") == "usage_limit_wait"):
+        if self.wait is not None and ts is not None and ends_limit_wait(e):
             self.wait.end, self.wait = ts, None           # the run went on: the wait is over
         handler = getattr(self, f"_on_{name}", None)
         if handler is not None:
@@ -249,4 +259,4 @@ def text(value: Any) -> str | None:
     return str(value) if value not in (None, "") else None
 
 
-__all__ = ["Builder", "read_events", "epoch", "text"]
+__all__ = ["Builder", "read_events", "epoch", "ends_limit_wait", "text"]

@@ -12,6 +12,8 @@ import pytest
 from conftest import wait_for
 from loopback import Receiver
 from ralphkit.notify import channels, dispatch, events, settings
+from ralphkit.report import collect
+from ralphkit.report import events as report_events
 from ralphkit.runs import progress
 
 RUN = "20261123T010000Z-abcdef"
@@ -137,6 +139,27 @@ def test_a_slow_notifier_within_its_timeout_delivers_everything(ralph_dir, tmp_p
     assert [json.loads(line)["event"] for line in out.read_text().splitlines()] == [
         "task_held", "run_end"]
     assert notify_events(ralph_dir) == []
+
+
+def test_a_failed_notification_during_a_limit_wait_does_not_end_the_wait(ralph_dir, tmp_path):
+    """A channel that fails logs `notify_failed` into the run's events while the run waits:
+    the dispatcher reads that event too, and it is not the run going on."""
+    out = tmp_path / "got.jsonl"
+    dispatch.attach(ralph_dir, RUN, {"notify": f"exit 3\ncat >> {out}", "notify_timeout": 5})
+    progress.append_event(ralph_dir, RUN, "log", kind="usage_limit_wait", message="limit",
+                          resume_at="2026-11-23T05:00:00+00:00")
+    wait_for(lambda: notify_events(ralph_dir))                 # the failing channel's notice
+    progress.append_event(ralph_dir, RUN, "session_start", n=2, task="t2")
+    run_end(ralph_dir)
+    dispatch.detach(ralph_dir, RUN)
+    got = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(g["event"], g.get("next")) for g in got] == [
+        ("usage_limit_wait", None), ("usage_limit_wait_end", "session_start"), ("run_end", None)]
+    report = collect.collect(ralph_dir, [RUN], environ={"RALPH_TASK_CMD": "elsewhere"})
+    [waited] = report.limit_waits
+    session = next(e for e in progress.read_events(ralph_dir, RUN)
+                   if e["event"] == "session_start")
+    assert waited.end == report_events.epoch(session["ts"])   # not the notify_failed's time
 
 
 def test_a_limit_wait_end_is_told_when_the_run_goes_on():
