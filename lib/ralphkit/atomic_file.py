@@ -21,6 +21,7 @@ _HINTS = {
     errno.EPERM: "fix the permissions of {dir} and run again",
     errno.ENOTDIR: "a file stands where a directory is expected; move it away",
     errno.EEXIST: "a file stands where a directory is expected; move it away",
+    errno.EISDIR: "a directory stands where a file is expected; move it away",
 }
 
 

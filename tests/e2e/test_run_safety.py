@@ -430,3 +430,32 @@ def test_ralph_ctl_and_status_use_the_checkouts_ralph_dir_from_a_subdirectory(gi
     status = run_ralph("status", cwd=sub)
     assert status.returncode == 0
     assert status.stdout == f"No ralph run found in {os.path.relpath(git_repo / '.ralph', sub)}.\n"
+
+
+def test_a_directory_where_the_stop_file_goes_is_exit_8_and_the_lock_is_released(
+        git_repo, run_ralph, run_task, bin_dir):
+    """`.ralph/STOP` made a directory: one line naming it, exit 8, and the run's end still
+    releases its lock (the end's own removal of STOP must not stop it), never a traceback."""
+    install_stub(bin_dir)
+    run_task("create", "t1", "One")
+    (git_repo / ".ralph" / "STOP").mkdir()
+    proc = run_ralph("build", "-n", "1")
+    assert proc.returncode == 8, proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        f"Error: cannot remove {git_repo}/.ralph/STOP: Is a directory; a directory stands "
+        "where a file is expected; move it away")
+    assert "Traceback" not in proc.stderr
+    assert not (git_repo / ".ralph" / "run.lock").exists()
+
+
+@pytest.mark.parametrize("make", ["pause-directory", "ralph-dir-a-file"])
+def test_ctl_resume_over_a_file_in_the_way_is_one_line_exit_8(git_repo, run_ralph, make):
+    if make == "pause-directory":
+        (git_repo / ".ralph" / "PAUSE").mkdir(parents=True)
+        why = "Is a directory; a directory stands where a file is expected; move it away"
+    else:
+        (git_repo / ".ralph").write_text("")
+        why = "Not a directory; a file stands where a directory is expected; move it away"
+    proc = run_ralph("ctl", "resume")
+    assert (proc.returncode, proc.stdout) == (8, "")
+    assert proc.stderr == f"Error: cannot remove {git_repo}/.ralph/PAUSE: {why}\n"

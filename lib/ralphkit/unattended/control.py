@@ -17,14 +17,24 @@ CONTINUE = "continue"
 STOPPED = "stop"
 
 
-def consume_stop(ralph_dir: Path) -> bool:
+def consume_stop(ralph_dir: Path, strict: bool = True) -> bool:
     """Remove .ralph/STOP; True when there was one. The loop calls this when the run ends (so
     the next run starts normally) and at run start (a stop requested while no run was going
-    is dropped, and the loop says so)."""
+    is dropped, and the loop says so). A STOP that cannot be removed (a directory made there)
+    is EnvironmentFailure (exit 8) at the start; at the end (not strict) it is left for the
+    next start to name, so the run's own end goes on."""
+    return _remove(Path(ralph_dir) / STOP, strict)
+
+
+def _remove(path: Path, strict: bool = True) -> bool:
     try:
-        (Path(ralph_dir) / STOP).unlink()
+        path.unlink()
         return True
     except FileNotFoundError:
+        return False
+    except OSError as err:
+        if strict:
+            raise atomic_file.environment_failure("remove", path, err) from None
         return False
 
 
@@ -57,12 +67,9 @@ def request(ralph_dir: Path, sentinel: str) -> None:
 
 
 def cancel_pause(ralph_dir: Path) -> bool:
-    """Remove .ralph/PAUSE; True when there was one."""
-    try:
-        (Path(ralph_dir) / PAUSE).unlink()
-        return True
-    except FileNotFoundError:
-        return False
+    """Remove .ralph/PAUSE; True when there was one. EnvironmentFailure (exit 8) when it
+    cannot be removed (a directory there, or .ralph itself a file)."""
+    return _remove(Path(ralph_dir) / PAUSE)
 
 
 def requested(ralph_dir: Path) -> str:

@@ -62,7 +62,7 @@ class Night:
 
     def finish(self) -> None:
         """At every exit after start(): a stop request is used up (the next run starts normally)."""
-        control.consume_stop(self.ralph_dir)
+        control.consume_stop(self.ralph_dir, strict=False)
 
     # ------------------------------------------------------------------ between sessions
     def between_sessions(self) -> str | None:
