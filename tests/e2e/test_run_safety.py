@@ -79,7 +79,8 @@ def test_kill_9_mid_session_then_build_again_takes_over_fails_the_task_and_resum
         git_repo, base_env, run_task, run_ralph, action, tmp_path):
     sync(run_task, "t1", "t2", "t3")
     env = {**base_env, **action, "HANG_AT": "2"}
-    first = Running(["build", "-n", "5"], cwd=git_repo, env=env)
+    hook = "http://127.0.0.1:9/hooks/"      # nothing listens: a webhook whose path is a token
+    first = Running(["build", "-n", "5", "--notify", hook + "SECRET-ONE"], cwd=git_repo, env=env)
     try:
         mark = Path(action["MARK"])         # the shell creates it before it writes the id
         hung_task = wait_for(lambda: mark.exists() and mark.read_text().strip(), timeout=20)
@@ -95,7 +96,8 @@ def test_kill_9_mid_session_then_build_again_takes_over_fails_the_task_and_resum
     assert before["sessionsStarted"] == 2
 
     try:
-        second = run_ralph("build", "-n", "1", env={**action, "HANG_AT": "0"})  # -n disagrees
+        second = run_ralph("build", "-n", "1", "--notify", hook + "SECRET-TWO",  # both disagree
+                           env={**action, "HANG_AT": "0"})
     finally:
         Path(action["RELEASE"]).touch()                     # never leave the hung action behind
 
@@ -105,6 +107,9 @@ def test_kill_9_mid_session_then_build_again_takes_over_fails_the_task_and_resum
     assert f"took over stale run lock {git_repo / '.ralph' / 'run.lock'}" in second.stderr
     assert f"Resuming run {run_id} (interrupted at iteration 1, 2 sessions started)" in second.stderr
     assert "max_iterations: this run keeps 5 (asked for 1 now)" in second.stderr
+    shown = "webhook http://127.0.0.1:9/..."                  # as the notify_failed lines
+    assert f"notify: this run keeps '{shown}' (asked for '{shown}' now)" in second.stderr
+    assert "SECRET" not in second.stderr + (run_dir / "events.jsonl").read_text()
     assert "LOOP 1 " not in second.stdout and "LOOP 2 " in second.stdout   # the count goes on
     assert second.stdout.startswith("\u2501")                   # nothing before the banner
     assert not alive(agent_pid)                                 # the dead run's agent is gone

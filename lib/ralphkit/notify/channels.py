@@ -38,6 +38,14 @@ class Channel:
         return "desktop (notify-send)" if self.kind == "desktop" else f"command {self.target!r}"
 
 
+def shown(value: object) -> object:
+    """A `notify` setting as lines may show it: each channel by its label (a webhook's path,
+    which may hold a token, left out)."""
+    if not isinstance(value, str):
+        return value
+    return "\n".join(parse(spec).label for spec in value.splitlines() if spec.strip())
+
+
 def parse(spec: str) -> Channel:
     text = spec.strip()
     if text.lower() in ("desktop", "notify-send"):
@@ -128,4 +136,4 @@ def deliver(channel: Channel, payload: dict[str, Any], *, timeout: float, cwd: s
         _desktop(payload, timeout)
 
 
-__all__ = ["Channel", "NotifyFailed", "parse", "deliver", "kill"]
+__all__ = ["shown", "Channel", "NotifyFailed", "parse", "deliver", "kill"]

@@ -19,6 +19,7 @@ from ralphkit.runs import leftovers, progress
 from ralphkit.runs import lock as run_lock
 from ralphkit.runs import state as run_state
 from ralphkit.errors import EXIT_INTERRUPTED as INTERRUPTED, EnvironmentFailure, UsageError
+from ralphkit.notify import channels as notify_channels
 from ralphkit.notify import settings as notify_settings
 from ralphkit.report import billing as report_billing
 
@@ -104,8 +105,10 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
     if notify_settings.config({**options, **state.options}) is not None:  # persisted ones win
         from ralphkit.notify import dispatch   # threads and channels: only when asked for
         run.notifying = dispatch.attach(ralph_dir, run_id, {**options, **state.options}) is not None
+    shown = {k: notify_channels.shown(v) if k == "notify" else v       # a webhook's token
+             for k, v in state.options.items()}                          # stays in state.json
     progress.append_event(ralph_dir, run_id, "run_start", mode=state.mode,
-                          options=state.options, resumed=run.resumed,
+                          options=shown, resumed=run.resumed,
                           billing=report_billing.billing(state.options.get("agent")))
     if lock.takeover_note:
         _log(run, "lock_takeover", lock.takeover_note)
@@ -114,7 +117,8 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
     if run.resumed:
         _log(run, "resume", f"Resuming run {run_id} ({was} {state.iteration}, "
                             f"{state.sessions_started} sessions started)")
-        for line in run_state.merge_options(state, cli_max_iterations, options):
+        for line in run_state.merge_options(state, cli_max_iterations, options,
+                                            shown={"notify": notify_channels.shown}):
             _log(run, "flag_mismatch", line)
         leftovers.recover_dead(state, recover, log=lambda kind, line: _log(run, kind, line))
     else:

@@ -11,7 +11,7 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from ralphkit.atomic_file import environment_failure, write_atomic
 
@@ -249,10 +249,11 @@ def previous_run(ralph_dir: Path, current: str) -> str | None:
     return _newest(ralph_dir, None, unfinished=False, exclude=current)
 
 
-def merge_options(state: RunState, max_iterations: int | None,
-                  options: dict[str, Any]) -> list[str]:
+def merge_options(state: RunState, max_iterations: int | None, options: dict[str, Any],
+                  shown: Mapping[str, Callable[[Any], Any]] | None = None) -> list[str]:
     """Resume rule (seed 001): the persisted values win. Returns one line per flag given now
-    that disagrees with the persisted run; options not persisted yet are added."""
+    that disagrees with the persisted run; options not persisted yet are added. shown: how
+    the value of a key may appear in a line (a webhook's token left out)."""
     mismatches = []
     if max_iterations is not None and max_iterations != state.max_iterations:
         mismatches.append(f"max_iterations: this run keeps {state.max_iterations} "
@@ -261,8 +262,9 @@ def merge_options(state: RunState, max_iterations: int | None,
         if key not in state.options:
             state.options[key] = value
         elif value is not None and state.options[key] != value:
-            mismatches.append(f"{key}: this run keeps {state.options[key]!r} "
-                              f"(asked for {value!r} now)")
+            show = (shown or {}).get(key, lambda v: v)
+            mismatches.append(f"{key}: this run keeps {show(state.options[key])!r} "
+                              f"(asked for {show(value)!r} now)")
     return mismatches
 
 
