@@ -163,6 +163,43 @@ def test_a_task_left_active_by_a_run_ended_with_sigterm_is_failed_back_by_the_ne
     new_run, = [r for r in runs(git_repo) if r != run_dir]
     assert any(e.get("kind") == "interrupted_run" for e in events_of(new_run))
 
+def test_a_plan_run_after_a_build_killed_with_9_stops_its_agent_and_fails_its_task(
+        git_repo, base_env, run_task, run_ralph, action):
+    """A run of the other mode takes the dead build's lock over: it cannot resume that run,
+    but the dead run's agent must not work on during the plan session, nor its task stay
+    claimed until the build run is resumed. Both are settled first, as a resume would."""
+    sync(run_task, "t1")
+    env = {**base_env, **action, "HANG_AT": "1"}
+    first = Running(["build", "-n", "3"], cwd=git_repo, env=env)
+    try:
+        mark = Path(action["MARK"])
+        wait_for(lambda: mark.exists() and mark.read_text().strip(), timeout=20)
+        run_dir, = runs(git_repo)
+        agent_pid = wait_for(lambda: (state_of(run_dir).get("active") or {}).get("pid"))
+        os.kill(first.proc.pid, signal.SIGKILL)              # ralph.py alone: its agent hangs on
+        first.proc.wait(10)
+    finally:
+        first.kill()
+    try:
+        plan = run_ralph("plan", "-n", "1", env={**action, "HANG_AT": "0"})
+    finally:
+        Path(action["RELEASE"]).touch()
+    assert plan.returncode == 0, plan.stderr
+    agent = state_of(run_dir)["active"]["agent"]
+    reason = f"ralph.py exited during the session (run {run_dir.name})"
+    assert f"killed what was left of the dead run's agent (process group {agent_pid})" \
+        in plan.stderr
+    assert f"failed task t1 of the dead run's agent {agent}: {reason}" in plan.stderr
+    assert not alive(agent_pid) and not _group_members(agent_pid)
+    [t1] = export(run_task)
+    assert (t1["retry_count"], t1["fail_reason"]) == (1, reason)
+    resumed = run_ralph("build", env={**action, "HANG_AT": "0"})   # the build run, resumed later
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"Resuming run {run_dir.name}" in resumed.stderr
+    assert "failed task" not in resumed.stderr and "Error" not in resumed.stderr
+    assert [t["status"] for t in export(run_task)] == ["done"]
+
+
 def test_two_builds_started_together_exactly_one_runs_in_20_trials(
         git_repo, base_env, run_task, bin_dir, tmp_path):
     install_stub(bin_dir, stub="claude_signals")

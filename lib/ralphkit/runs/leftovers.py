@@ -70,15 +70,28 @@ def release_interrupted(ralph_dir: Path, current: str, recover: Recover, log: Lo
     since, still holds would wait for its lease to run out (10 minutes; up to the session
     timeout and a minute under --assign), and an assigned task it finished would stay
     unsettled. Both are settled now (recover()), so this run can take the task at once.
-    `--resume` continues such a run instead of starting a new one."""
+    `--resume` continues such a run instead of starting a new one. A run of the other mode
+    that died without ending (kill -9: this mode would have resumed it) left its agent
+    running: it is stopped for good first, as that run's own resume would (--parallel runs
+    are left to theirs: their worktrees and branches are settled there)."""
     previous = run_state.previous_run(ralph_dir, current)
     before = run_state.read(ralph_dir, previous) if previous else None
-    agent = before.extra.get("agentId") if before is not None else None
-    if before is None or before.exit_code != INTERRUPTED or not isinstance(agent, str):
+    if before is None:
         return
-    reason = f"ralph.py was interrupted during the session (run {previous})"
-    _say(log, "interrupted_run", recover(previous, agent, reason),
-         f"the interrupted run's agent {agent}", reason)
+    agent = (before.active or {}).get("agent") or before.extra.get("agentId")
+    if not isinstance(agent, str):
+        return
+    if before.exit_code == INTERRUPTED:
+        reason, whose = (f"ralph.py was interrupted during the session (run {previous})",
+                         f"the interrupted run's agent {agent}")
+    elif before.ended_at is None and "parallel" not in before.extra:
+        reason, whose = (f"ralph.py exited during the session (run {previous})",
+                         f"the dead run's agent {agent}")
+        if killed := _kill_dead_agent(before.active):
+            log("interrupted_run", killed)
+    else:
+        return
+    _say(log, "interrupted_run", recover(previous, agent, reason), whose, reason)
 
 
 def _say(log: Log, kind: str, got: Recovered, whose: str, reason: str) -> None:
