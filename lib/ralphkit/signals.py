@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 from typing import Iterator
 
 
@@ -34,6 +35,8 @@ class Guard:
         self.hangup = False            # SIGHUP seen: stop gracefully after the current session
 
     def arm(self) -> None:
+        global _armed
+        _armed = self
         signal.signal(signal.SIGINT, self._handler)
         signal.signal(signal.SIGTERM, self._handler)
         # SIGHUP = graceful stop (docs/decisions/0004), the session finishes and the run
@@ -87,4 +90,27 @@ class Guard:
         raise Interrupted(signum)
 
 
-__all__ = ["Guard", "Interrupted"]
+_armed: Guard | None = None          # the run's guard, once armed (safe_point finds it)
+
+
+@contextlib.contextmanager
+def safe_point() -> Iterator[None]:
+    """A wait inside a deferred() section that holds nothing (the task store's pause between
+    two attempts to reach a lost server, no transaction open): a queued SIGINT/SIGTERM, or one
+    arriving during the wait, interrupts it at once, as Ctrl+C stops the run's own store waits.
+    Outside a run (the task CLI as a process), or in another thread (a heartbeat: the main
+    thread may hold a transaction then), nothing changes."""
+    guard = _armed
+    if guard is None or not guard.deferring or \
+            threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    guard.deferring = False
+    try:
+        guard.raise_pending()
+        yield
+    finally:
+        guard.deferring = True
+
+
+__all__ = ["Guard", "Interrupted", "safe_point"]

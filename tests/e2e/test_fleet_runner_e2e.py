@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -448,3 +451,35 @@ def test_the_password_never_shows_in_output_or_any_file_ralph_writes(run_ralph, 
     assert any(p.name == "events.jsonl" for p in written) and len(written) > 5
     for path in written:
         assert b"secret" not in path.read_bytes(), path
+
+
+def test_ctrl_c_during_a_store_wait_ends_the_run_without_another_try(repo, base_env):
+    """fleet.md: Ctrl+C stops a wait at once. The pause between two tries to reach a lost
+    server inside a task call held the signal until the call's whole retry budget was spent,
+    and the end-of-run report then waited up to 10 s more for the store. A loopback listener
+    that closes every connection counts the tries: after the signal, at most the report's
+    one look, never a retry."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    tries: list[float] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            tries.append(time.monotonic())
+            conn.close()
+    threading.Thread(target=serve, daemon=True).start()
+    url = f"postgresql://u:pw@127.0.0.1:{listener.getsockname()[1]}/db"
+    run = Running(["build", "-n", "1", "--tasks", url], cwd=repo,
+                  env={**base_env, "RALPH_STORE_RETRY": "120"})
+    try:
+        wait_for(lambda: "retrying in 2s" in run.stderr, timeout=60)
+        before = len(tries)
+        os.kill(run.proc.pid, signal.SIGINT)
+        assert run.wait(timeout=60) == 130, run.stderr
+    finally:
+        run.kill()
+        listener.close()
+    assert len(tries) - before <= 1, run.stderr

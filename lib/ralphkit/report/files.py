@@ -32,11 +32,14 @@ def write(ralph_dir: Path, run_id: str, environ: Mapping[str, str] | None = None
     return [md_path, html_path]
 
 
-def write_at_end(ralph_dir: Path, run_id: str) -> None:
+def write_at_end(ralph_dir: Path, run_id: str, wait: bool = True) -> None:
     """At the end of a run: write its report files. A failure must not change how the run
-    ends: it becomes a `log` event (kind report_failed) instead."""
+    ends: it becomes a `log` event (kind report_failed) instead. wait: False for a run that
+    was interrupted, whose exit follows the signal at once (ralph-cli.md s.16): a lost task
+    store is not waited for (the report then has the run's own records only)."""
+    environ = None if wait else {**os.environ, "RALPH_STORE_RETRY": "0"}
     try:
-        write(ralph_dir, run_id)
+        write(ralph_dir, run_id, environ)
     except Exception as err:        # a report bug or a full disk: the run's exit code stands
         try:
             progress.append_event(ralph_dir, run_id, "log", kind="report_failed",

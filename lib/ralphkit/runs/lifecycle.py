@@ -257,7 +257,8 @@ def finish_run(run: Run | None, exit_code: int, reason: str) -> None:
         progress.append_event(run.ralph_dir, run.state.run_id, "run_end",
                               exit_code=exit_code, reason=reason)
         from ralphkit.report import files as report_files   # the renderers: at the end only
-        report_files.write_at_end(run.ralph_dir, run.state.run_id)   # report.md, report.html
+        report_files.write_at_end(run.ralph_dir, run.state.run_id,   # report.md, report.html
+                                  wait=exit_code != INTERRUPTED)
     finally:
         run_lock.release(run.lock)
         if run.notifying:

@@ -1,18 +1,19 @@
 """Owns the connection to a PostgreSQL task store: opening it (psycopg 3, an optional extra,
 imported only here), the SQL dialect (the commands' SQLite text is translated once per
 statement: placeholders, `json_each`, `INSERT OR IGNORE`, `IS NOT`, index hints), rows that
-answer by index and by name like `sqlite3.Row`, and transactions that survive a lost server: the whole
-transaction is retried after a growing pause, each pause reported in one line, until
-`RALPH_STORE_RETRY` seconds (default 300) have passed. Writes take one advisory lock, as
-SQLite's BEGIN IMMEDIATE serializes writers (s.4); claims do not (they skip locked rows).
-Does not own the schema (pg_schema.py) or any command."""
+answer by index and by name like `sqlite3.Row`, and transactions that survive a lost server:
+retried after a growing pause (one line each; a run's Ctrl+C ends it) until RALPH_STORE_RETRY
+seconds (default 300) have passed. Writes take one advisory lock, as SQLite's BEGIN IMMEDIATE
+serializes writers (s.4); claims do not (skip locked). Not the schema (pg_schema), no command."""
 from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 import time
 
+from ralphkit import signals
 from ralphkit.tasks import pg_schema
 from ralphkit.tasks.errors import TaskError
 from ralphkit.tasks.store_url import redact
@@ -208,7 +209,8 @@ class Connection:
                                            f"{reason}") from None
                 self.report(f"ralph task: task store unavailable ({reason}); "
                             f"retrying in {pause:g}s\n")
-                time.sleep(pause)
+                with signals.safe_point():
+                    time.sleep(pause)
                 spent += pause
 
     def _connect(self, psycopg) -> None:
@@ -286,7 +288,6 @@ def connect(url: str, environ: Mapping[str, str], report: Callable[[str], object
 
 def is_error(err: BaseException) -> bool:
     """A database error of the driver (only when it was imported: a SQLite run never is)."""
-    import sys
     psycopg = sys.modules.get("psycopg")
     return psycopg is not None and isinstance(err, psycopg.Error)
 
