@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import os
 import pty
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -121,6 +123,27 @@ def test_a_hanging_notifier_is_killed_at_its_timeout_and_the_run_ends_anyway(
     assert names.index("run_end") > max(i for i, n in enumerate(names) if n == "session_end")
     [failed] = [e for e in found if e.get("kind") == "notify_failed"]
     assert "timed out after 1s and was killed" in failed["message"]
+
+
+def test_a_webhook_that_hangs_on_the_run_end_is_logged_as_failed(git_repo, run_ralph, backlog):
+    """Only the run_end is notified (one session, t1 done) and the webhook never answers: the
+    run leaves once notify_timeout is spent, at the moment the POST itself times out, so the
+    failure was never written and the lost run_end left no trace."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held = []                                             # accepted, never answered
+    threading.Thread(target=lambda: held.extend(iter(listener.accept, None)),
+                     daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/hook/secret-token"
+    (git_repo / "ralph.yml").write_text("notify_timeout: 1s\n")
+    try:
+        proc = run_ralph("build", "-n", "1", "--notify", url, timeout=100)
+    finally:
+        listener.close()
+    assert proc.returncode == 0, proc.stderr
+    [failed] = [e for e in events(git_repo) if e.get("kind") == "notify_failed"]
+    assert failed["message"].startswith(
+        f"notification by webhook http://127.0.0.1:{url.split(':')[2].split('/')[0]}/... failed: ")
+    assert "secret-token" not in failed["message"]
 
 
 def test_report_and_watch_from_another_shell_while_the_run_works(

@@ -108,7 +108,14 @@ class Dispatcher:
         deadline = time.monotonic() + self.config.timeout_s
         for worker in self.workers:
             worker.close(deadline)
-        return all([worker.join(deadline) for worker in self.workers])
+        sent = True
+        for worker in self.workers:
+            if not worker.join(deadline):       # its own failure would come as the run leaves
+                sent = False
+                self._failed(worker.channel, f"{len(worker.queue) + 1} notification(s) not "
+                             f"delivered when the run ended (notify_timeout "
+                             f"{self.config.timeout_s:g}s)")
+        return sent
 
 
 _ACTIVE: dict[tuple[str, str], Dispatcher] = {}

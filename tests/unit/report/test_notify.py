@@ -130,6 +130,18 @@ def test_a_hanging_notifier_never_holds_up_the_run(ralph_dir, tmp_path):
         "log", "session_start", "session_end"]
 
 
+def test_a_channel_failing_at_the_run_end_is_logged_once(ralph_dir, tmp_path):
+    """A channel that hangs on the last notifications (the run_end): its worker and detach()
+    (which logs what the run leaves undelivered, tests/e2e/test_report_cli.py) both see the
+    failure at the notify timeout; it is logged once, whichever comes first."""
+    dispatch.attach(ralph_dir, RUN, {"notify": "sleep 300", "notify_timeout": 0.5})
+    progress.append_event(ralph_dir, RUN, "log", kind="task_held", task="t1", message="x")
+    run_end(ralph_dir)
+    assert dispatch.detach(ralph_dir, RUN) is False
+    [failure] = notify_events(ralph_dir)        # whichever of the two came first, once
+    assert failure["message"].startswith("notification by command 'sleep 300' failed: ")
+
+
 def test_a_slow_notifier_within_its_timeout_delivers_everything(ralph_dir, tmp_path):
     out = tmp_path / "slow.jsonl"
     dispatch.attach(ralph_dir, RUN, {"notify": f"sleep 0.3; cat >> {out}", "notify_timeout": 20})
