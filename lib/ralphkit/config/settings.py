@@ -36,6 +36,26 @@ def find_repo_root(cwd: Path) -> Path:
     return cwd
 
 
+class _Loader(yaml.SafeLoader):
+    """yaml.safe_load's loader, refusing a key given twice in one mapping: PyYAML keeps the
+    last one silently, so `max_cost: 5` lower in the file would undo a budget set above."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        first: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                seen = key in first
+            except TypeError:                  # an unhashable key: the base class says so
+                continue
+            if seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{key} is set twice (first at line {first[key]})",
+                    key_node.start_mark)
+            first[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+
 def _read_file(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -45,7 +65,7 @@ def _read_file(path: Path) -> dict[str, Any]:
         reason = getattr(err, "strerror", None) or str(err)
         raise _usage([f"{CONFIG_NAME}: cannot read {path}: {reason}"]) from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader)
     except RecursionError:
         raise _usage([f"{CONFIG_NAME}: invalid YAML: nested too deeply"]) from None
     except yaml.YAMLError as err:

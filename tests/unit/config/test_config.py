@@ -246,7 +246,9 @@ def test_a_bad_file_value_is_reported_even_when_the_cli_overrides_it(tmp_path: P
     ("just text\n", "ralph.yml: the top level must be a mapping of settings "
                     "(key: value lines), got a str"),
     ("a: " + "[" * 10000 + "]" * 10000 + "\n", "ralph.yml: invalid YAML: nested too deeply"),
-], ids=["bad-indent", "unclosed-list", "list", "scalar", "nested-too-deeply"])
+    ("max_cost: 5\nmodel: opus\nmax_cost: 50\n", "ralph.yml: invalid YAML at line 3, column 1: "
+                                                 "max_cost is set twice (first at line 1)"),
+], ids=["bad-indent", "unclosed-list", "list", "scalar", "nested-too-deeply", "duplicate-key"])
 def test_a_file_that_is_not_a_settings_mapping_is_one_error(tmp_path: Path, yml, expected):
     assert problems(tmp_path, yml) == [expected]
 
