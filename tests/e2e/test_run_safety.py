@@ -127,6 +127,13 @@ def test_kill_9_mid_session_then_build_again_takes_over_fails_the_task_and_resum
         {"task": e["task"], "reason": e.get("reason")} for e in after["failed"]]
     kinds = [e.get("kind") for e in events_of(run_dir) if e["event"] == "log"]
     assert "lock_takeover" in kinds and "resume" in kinds
+    # the report tells the killed session's task too: two attempts, the first one's reason
+    report = json.loads(run_ralph("report", "--json").stdout)
+    [hung_row] = [t for t in report["tasks"] if t["id"] == hung_task]
+    assert (hung_row["attempts"], hung_row["outcome"]) == (2, "done")
+    assert reason in hung_row["fail_reasons"]
+    [killed] = [x for x in report["sessions"] if x["n"] == 2]
+    assert (killed["outcome"], killed["tasks"]) == ("interrupted", [hung_task])
     assert not (git_repo / ".ralph" / "run.lock").exists()
     with sqlite3.connect(git_repo / ".ralph" / "tasks.db") as db:
         assert db.execute("SELECT count(*) FROM agents WHERE status = 'active'").fetchone()[0] == 0

@@ -191,10 +191,23 @@ class Builder:
             task.outcome, task.hold_reason = "held", message
         elif kind == "stop":
             self.r.stops.append(message)
+        elif kind in ("resume", "interrupted_run") and task_id:
+            self._settled(run_id, task_id, text(e.get("reason")) or message)
         elif task_id and kind in _TASK_LOG_KINDS:
             self.task(task_id).notices.append(f"{kind}: {message}")
         else:
             self.r.notices.append(f"{kind}: {message}")
+
+    def _settled(self, run_id: str, task_id: str, reason: str) -> None:
+        """A resumed run failed what its killed session's agent held: in agent-picks mode that
+        session named no task, so it is attributed here (an attempt, with the reason)."""
+        task = self.task(task_id)
+        task.fail_reasons.append(reason)
+        dead = next((s for s in reversed(self.r.sessions) if s.key.startswith(f"{run_id}:")
+                     and s.outcome == "interrupted" and not s.tasks), None)
+        if dead is not None:
+            dead.tasks = [task_id]
+            task.attempts += 1
 
     def _on_sync(self, run_id: str, e: dict[str, Any], ts: float | None) -> None:
         action = e.get("action")

@@ -27,7 +27,7 @@ class Recovered:
 # recover(run_id, agent_id, reason) -> Recovered: settles the dead run's session, fails what
 # its agent still holds and deregisters it (loop.launch's task calls).
 Recover = Callable[[str, str, str], Recovered]
-Log = Callable[[str, str], None]                          # log(kind, line)
+Log = Callable[..., None]                  # log(kind, line, task=...): the task it settled
 
 
 def _kill_dead_agent(active: dict[str, Any] | None) -> str | None:
@@ -99,7 +99,7 @@ def _say(log: Log, kind: str, got: Recovered, whose: str, reason: str) -> None:
     for note in got.notes:
         log(kind, note)
     for slug in got.failed:
-        log(kind, f"failed task {slug} of {whose}: {reason}")
+        log(kind, f"failed task {slug} of {whose}: {reason}", task=slug, reason=reason)
 
 
 __all__ = ["Recovered", "Recover", "recover_dead", "release_interrupted"]

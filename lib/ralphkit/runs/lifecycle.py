@@ -8,6 +8,7 @@ or progress formats (runs.lock, runs.state, runs.progress), the task calls, prin
 codes: it returns notes for ralph.py to print on stderr."""
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -38,9 +39,10 @@ class Run:
     notifying: bool = False                          # a notify channel listens to its events
 
 
-def _log(run: Run, kind: str, message: str) -> None:
+def _log(run: Run, kind: str, message: str, **fields: Any) -> None:
     run.notes.append(message)
-    progress.append_event(run.ralph_dir, run.state.run_id, "log", kind=kind, message=message)
+    progress.append_event(run.ralph_dir, run.state.run_id, "log", kind=kind, message=message,
+                          **fields)
 
 
 def start_run(ralph_dir: Path, mode: str, *, max_iterations: int, cli_max_iterations: int | None,
@@ -120,12 +122,12 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
         for line in run_state.merge_options(state, cli_max_iterations, options,
                                             shown={"notify": notify_channels.shown}):
             _log(run, "flag_mismatch", line)
-        leftovers.recover_dead(state, recover, log=lambda kind, line: _log(run, kind, line))
+        leftovers.recover_dead(state, recover, log=functools.partial(_log, run))
     else:
         if resume:
             _log(run, "resume", f"Nothing to resume: starting run {run_id}")
         leftovers.release_interrupted(ralph_dir, run_id, recover,
-                                      log=lambda kind, line: _log(run, kind, line))
+                                      log=functools.partial(_log, run))
     run_state.save(ralph_dir, state)
     progress.write_progress(ralph_dir, state)
     return run
