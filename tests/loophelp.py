@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
-from conftest import RALPH, STUBS, install_stub, read_jsonl
+from conftest import RALPH, STUBS, install_stub, read_jsonl, wait_for
 
 RULE = "\u2501" * 40
 
@@ -140,6 +142,23 @@ class Running:
             except ProcessLookupError:
                 pass
             self.proc.wait()
+
+
+def killed_when(args: list[str], *, cwd: Path, env: dict[str, str], ready: Callable[[], Any],
+                release: Path | None = None, timeout: float = 60) -> tuple[Running, Any]:
+    """ralph.py started with args and killed with SIGKILL, alone (its agent's group is left
+    running, as a crash leaves it), once ready() answers; then `release` (a file the agent
+    waits for) is created. Returns the dead run (its output kept) and ready()'s answer."""
+    run = Running(args, cwd=cwd, env=env)
+    try:
+        answer = wait_for(ready, timeout=timeout)
+        os.kill(run.proc.pid, signal.SIGKILL)
+        run.proc.wait(10)
+    finally:
+        run.kill()
+        if release is not None:
+            release.touch()
+    return run, answer
 
 
 def alive(pid: int) -> bool:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import RALPH, install_stub, wait_for
-from loophelp import Running, alive
+from loophelp import Running, alive, killed_when
 
 SCRIPT = """\
 #!/bin/sh
@@ -176,17 +176,14 @@ def test_a_plan_run_after_a_build_killed_with_9_stops_its_agent_and_fails_its_ta
     but the dead run's agent must not work on during the plan session, nor its task stay
     claimed until the build run is resumed. Both are settled first, as a resume would."""
     sync(run_task, "t1")
-    env = {**base_env, **action, "HANG_AT": "1"}
-    first = Running(["build", "-n", "3"], cwd=git_repo, env=env)
-    try:
-        mark = Path(action["MARK"])
-        wait_for(lambda: mark.exists() and mark.read_text().strip(), timeout=20)
-        run_dir, = runs(git_repo)
-        agent_pid = wait_for(lambda: (state_of(run_dir).get("active") or {}).get("pid"))
-        os.kill(first.proc.pid, signal.SIGKILL)              # ralph.py alone: its agent hangs on
-        first.proc.wait(10)
-    finally:
-        first.kill()
+    mark = Path(action["MARK"])
+
+    def agent_pid():                            # its task claimed, its pid in the run state
+        dirs = runs(git_repo) if mark.exists() and mark.read_text().strip() else []
+        return dirs and (state_of(dirs[0]).get("active") or {}).get("pid")
+    _, agent_pid = killed_when(["build", "-n", "3"], cwd=git_repo, env={
+        **base_env, **action, "HANG_AT": "1"}, ready=agent_pid)   # its agent hangs on
+    run_dir, = runs(git_repo)
     try:
         plan = run_ralph("plan", "-n", "1", env={**action, "HANG_AT": "0"})
     finally:

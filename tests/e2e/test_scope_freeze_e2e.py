@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import time
 from pathlib import Path
 
 import pytest
 
 from conftest import install_stub, read_jsonl, wait_for
-from loophelp import Running, tasks  # noqa: F401  (fixture)
+from loophelp import killed_when, tasks  # noqa: F401  (fixture)
 
 ONCE = '[ -e "$MARK" ] || {{ {action} ; touch "$MARK"; }}'   # the change happens in session 1 only
 TASK = '"$RALPH_TASK_SCRIPT"'
@@ -314,14 +313,8 @@ def test_a_resumed_run_compares_against_its_original_snapshot(run_ralph, world, 
     action = (f'if [ ! -e "$MARK" ]; then {TASK} create t-8 Early; touch "$MARK"; '
               f'else touch {ready}; while [ ! -e {release} ]; do sleep 0.05; done; fi')
     env = {**base_env, **world.act(action, once=False)}
-    first = Running(["build", "-n", "3", "--freeze-scope"], cwd=world.repo, env=env)
-    try:
-        wait_for(ready.exists, timeout=20)
-        os.kill(first.proc.pid, signal.SIGKILL)                    # ralph.py dies mid-session
-        first.proc.wait(10)
-    finally:
-        release.touch()
-        first.kill()
+    first, _ = killed_when(["build", "-n", "3", "--freeze-scope"], cwd=world.repo, env=env,
+                           ready=ready.exists, release=release)      # ralph.py dies mid-session
     assert scope_lines(first.stderr) == [
         "Scope changed: added task t-8: not in the frozen scope, it will not run"]
     run_dir = world.run_dir()
@@ -357,15 +350,9 @@ def test_a_resumed_run_does_not_report_a_spec_change_again_when_a_task_of_it_is_
     action = (f'if [ ! -e "$MARK" ]; then echo "- [ ] more" >> specs/feature.md; '
               f'touch "$MARK"; else touch {ready}; '
               f'while [ ! -e {release} ]; do sleep 0.05; done; fi')
-    first = Running(["build", "-n", "3", "--freeze-scope"], cwd=world.repo,
-                    env={**base_env, **world.act(action, once=False)})
-    try:
-        wait_for(ready.exists, timeout=20)
-        os.kill(first.proc.pid, signal.SIGKILL)
-        first.proc.wait(10)
-    finally:
-        release.touch()
-        first.kill()
+    first, _ = killed_when(["build", "-n", "3", "--freeze-scope"], cwd=world.repo,
+                           env={**base_env, **world.act(action, once=False)},
+                           ready=ready.exists, release=release)
     spec_line = "modified spec specs/feature.md of tasks t-1, t-3: content changed"
     assert scope_lines(first.stderr) == [f"Scope changed: {spec_line}"]
     assert world.run_task("delete", "t-3").returncode == 0

@@ -5,9 +5,7 @@ as the verify command and the stub agent tests/stubs/claude-verify doing what an
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import textwrap
@@ -16,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import RALPH, git, install_stub, read_jsonl, wait_for
-from loophelp import Running
+from loophelp import killed_when
 
 PYTEST = "python -m pytest -q -p no:cacheprovider"
 FINISHED = "All tasks complete. Exiting loop."
@@ -326,15 +324,9 @@ def test_a_task_whose_check_was_cut_by_a_kill_9_is_judged_by_the_resumed_run(
     mark, release = tmp_path / "checking", tmp_path / "release"
     check = f'touch "{mark}"; while [ ! -e "{release}" ]; do sleep 0.05; done; {PYTEST}'
     env = {**base_env, "STUB_PLAN": str(plan)}
-    first = Running(["build", "-n", "2", "--verify", check], cwd=project, env=env)
-    try:
-        wait_for(mark.exists, timeout=60)
-        os.kill(first.proc.pid, signal.SIGKILL)
-        first.proc.wait(10)
-    finally:
-        first.kill()
-        release.touch()                            # the orphaned check ends; the resumed run's
-    assert task(run_task)["status"] == "done"      # check does not wait
+    killed_when(["build", "-n", "2", "--verify", check], cwd=project, env=env,
+                ready=mark.exists, release=release)  # the orphaned check ends then; the resumed
+    assert task(run_task)["status"] == "done"      # run's check does not wait
     done_at = task(run_task)["updated_at"]         # whole seconds: the resumed session starts
     wait_for(lambda: time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()) > done_at)   # later
     again = subprocess.run([sys.executable, str(RALPH), "build"], cwd=project, env=env,

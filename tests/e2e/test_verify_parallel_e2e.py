@@ -4,11 +4,9 @@ branch is not merged. Real pytest, real git, the stub agent tests/stubs/claude-v
 from __future__ import annotations
 
 import json
-import os
-import signal
 
-from conftest import git, install_stub, read_jsonl, wait_for
-from loophelp import Running
+from conftest import git, install_stub, read_jsonl
+from loophelp import killed_when
 
 PYTEST = "python -m pytest -q -p no:cacheprovider"
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n"
@@ -98,14 +96,8 @@ def test_a_parallel_task_whose_check_was_cut_by_a_kill_9_is_judged_before_its_me
              f'do sleep 0.05; done; }}; {PYTEST} test_calc.py::test_mul')
     assert run_task("create", "fix-add", "Fix add", "-d", f"verify: {check}").returncode == 0
     env = {**base_env, "STUB_PLAN": str(plan)}
-    first = Running(["build", "--parallel", "2"], cwd=git_repo, env=env)
-    try:
-        wait_for(mark.exists, timeout=60)
-        os.kill(first.proc.pid, signal.SIGKILL)
-        first.proc.wait(10)
-    finally:
-        first.kill()
-        release.touch()                             # the orphaned check ends
+    killed_when(["build", "--parallel", "2"], cwd=git_repo, env=env, ready=mark.exists,
+                release=release)                   # the orphaned check ends then
     assert json.loads(run_task("_export-json").stdout)["status"] == "done"
     again = run_ralph("build", "--parallel", "2", "--max-attempts", "1",
                       env={"STUB_PLAN": str(plan)}, timeout=120)
