@@ -207,8 +207,6 @@ def test_a_removed_task_is_dropped_from_the_target(run_ralph, world):
     assert scope_lines(proc.stderr) == ["Scope changed: removed task t-2: dropped from the target"]
 
 
-# ---------------------------------------------------------------------------- stop on change
-
 def test_a_spec_change_is_not_reported_again_when_a_task_of_it_is_removed(run_ralph, world):
     """The spec line names the frozen tasks of that spec; removing one of them later changes
     that line's text, not the change: only the removal is new."""
@@ -225,6 +223,8 @@ def test_a_spec_change_is_not_reported_again_when_a_task_of_it_is_removed(run_ra
         ["modified spec specs/feature.md of tasks t-1, t-3: content changed"],
         ["removed task t-3: dropped from the target"]]
 
+
+# ---------------------------------------------------------------------------- stop on change
 
 @pytest.mark.parametrize("how", ["flag", "env", "ralph.yml"])
 def test_stop_on_scope_change_stops_before_the_next_session_with_exit_4(run_ralph, world, how):
