@@ -2,13 +2,13 @@
 `list --all --markdown`, the report's `_export-json`, `ralph status`'s `_fleet`, and which
 tasks an agent finished or gave up during a session (for the progress record and
 --max-attempts, without a task call the spec does not list). Never creates .ralph/, the
-database, or its -wal/-shm files: a database
-without a -wal file is opened `immutable` (no lock, no -shm), one with a -wal file (a run is
-using it) `mode=ro`. A PostgreSQL store (RALPH_TASKS_DB=postgresql://...) is read in read-only
-transactions and never migrated (a store without ralph's tables reads as not there yet), waiting
-at most 10 s for a lost server; its connection is kept for the process's next read, as the task
-CLI keeps its own (a runner reads the store after every session). Uses the task CLI's own
-queries and rendering; does not own them, nor any write. Never prints."""
+database, or its -wal/-shm files: a database without a -wal file is opened `immutable` (no
+lock, no -shm), one with a -wal file (a run is using it) `mode=ro`. A PostgreSQL store
+(RALPH_TASKS_DB=postgresql://...) is read in read-only transactions and never migrated (a store
+without ralph's tables reads as not there yet), waiting at most 10 s for a lost server; its
+connection is kept for the process's next read, as the task CLI keeps its own (a runner reads
+the store after every session). Uses the task CLI's own queries and rendering; does not own
+them, nor any write. Never prints."""
 from __future__ import annotations
 
 import io

@@ -12,8 +12,8 @@ worktrees are removed. A task never ends done while its branch holds unmerged wo
 runs twice.
 
 Does not own opening the run (runs.lifecycle), stopping a dead session's agent (session.dead),
-judging and merging (the caller's `land`), a session's own end (the caller's `session_end`), task calls
-(the caller's `call`/`export`) or printing (`warn`).
+judging and merging (the caller's `land`), a session's own end (the caller's `session_end`),
+task calls (the caller's `call`/`export`) or printing (`warn`).
 """
 from __future__ import annotations
 

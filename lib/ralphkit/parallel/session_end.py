@@ -22,8 +22,8 @@ from ralphkit.backlog import answers
 from ralphkit.backlog.answers import FAIL_REASON
 from ralphkit.errors import RalphError
 from ralphkit.parallel import worktrees
-from ralphkit.parallel.git import Git
 from ralphkit.parallel.book import Book
+from ralphkit.parallel.git import Git
 from ralphkit.runs import progress
 from ralphkit.runs import state as run_state
 from ralphkit.session import heartbeat
