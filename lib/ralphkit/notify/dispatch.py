@@ -63,12 +63,12 @@ class _Worker:
     def join(self, deadline: float) -> bool:
         """True when everything queued went out before the deadline."""
         self.thread.join(max(0.0, deadline - time.monotonic()))
-        if not self.thread.is_alive():
-            return True
+        return not self.thread.is_alive()
+
+    def stop(self) -> None:
         proc = self.proc
         if proc is not None:
             channels.kill(proc)        # a hanging command does not outlive the run
-        return False
 
 
 class Dispatcher:
@@ -110,11 +110,12 @@ class Dispatcher:
             worker.close(deadline)
         sent = True
         for worker in self.workers:
-            if not worker.join(deadline):       # its own failure would come as the run leaves
-                sent = False
+            if not worker.join(deadline):       # its own failure would come as the run leaves,
+                sent = False                    # or name the kill below ("exit -9")
                 self._failed(worker.channel, f"{len(worker.queue) + 1} notification(s) not "
                              f"delivered when the run ended (notify_timeout "
                              f"{self.config.timeout_s:g}s)")
+                worker.stop()
         return sent
 
 

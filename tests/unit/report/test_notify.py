@@ -138,8 +138,9 @@ def test_a_channel_failing_at_the_run_end_is_logged_once(ralph_dir, tmp_path):
     progress.append_event(ralph_dir, RUN, "log", kind="task_held", task="t1", message="x")
     run_end(ralph_dir)
     assert dispatch.detach(ralph_dir, RUN) is False
-    [failure] = notify_events(ralph_dir)        # whichever of the two came first, once
+    [failure] = notify_events(ralph_dir)        # whichever of the two came first, once,
     assert failure["message"].startswith("notification by command 'sleep 300' failed: ")
+    assert "exit -9" not in failure["message"]  # never the run's own kill of the command
 
 
 def test_a_slow_notifier_within_its_timeout_delivers_everything(ralph_dir, tmp_path):
