@@ -131,8 +131,14 @@ def test_a_webhook_that_hangs_on_the_run_end_is_logged_as_failed(git_repo, run_r
     failure was never written and the lost run_end left no trace."""
     listener = socket.create_server(("127.0.0.1", 0))
     held = []                                             # accepted, never answered
-    threading.Thread(target=lambda: held.extend(iter(listener.accept, None)),
-                     daemon=True).start()
+
+    def hold() -> None:
+        while True:
+            try:
+                held.append(listener.accept())
+            except OSError:                               # closed at the test's end
+                return
+    threading.Thread(target=hold, daemon=True).start()
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/hook/secret-token"
     (git_repo / "ralph.yml").write_text("notify_timeout: 1s\n")
     try:

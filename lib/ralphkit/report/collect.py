@@ -16,14 +16,21 @@ from ralphkit.runs import progress
 from ralphkit.runs import state as run_state
 
 
+def _same_moment(whole: float | None, precise: float | None) -> float | None:
+    """A state time (whole seconds), or the event time (milliseconds) of that same moment."""
+    if whole is not None and precise is not None and 0 <= precise - whole < 1:
+        return precise
+    return whole
+
+
 def _apply_state(r: Report, state: run_state.RunState, running: bool) -> None:
     r.mode = state.mode
-    start = epoch(state.started_at)
+    start = _same_moment(epoch(state.started_at), r.started)
     if start is not None:
         r.started = start if r.started is None else min(r.started, start)
     if state.ended_at:
         r.status, r.exit_code, r.exit_reason = "ended", state.exit_code, state.exit_reason
-        r.ended = epoch(state.ended_at) or r.ended
+        r.ended = _same_moment(epoch(state.ended_at), r.ended) or r.ended
     else:
         r.status, r.ended = ("running" if running else "interrupted"), None
     done = {e["task"] for e in state.completed}

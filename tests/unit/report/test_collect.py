@@ -121,6 +121,22 @@ def test_a_session_that_died_with_its_ralph_is_interrupted_in_the_resumed_runs_r
     assert r.outcomes().get("running", 0) == (0 if ended else 1)
 
 
+def test_a_run_lasts_as_long_as_its_events_say_not_its_states_whole_seconds(ralph_dir):
+    """state.json keeps whole seconds; events.jsonl milliseconds. A run from 10:00:00.700 to
+    10:00:01.200 lasted 0.5 s, not the 1 s (or 0 s) its state's times would make of it."""
+    state = run_state.RunState(run_id=RUN, mode="build", max_iterations=0)
+    state.started_at = "2026-11-22T10:00:00Z"
+    state.finish(0, "done")
+    state.ended_at = "2026-11-22T10:00:01Z"
+    run_state.save(ralph_dir, state)
+    path = progress.events_path(ralph_dir, RUN)
+    path.write_text(json.dumps({"ts": "2026-11-22T10:00:00.700Z", "event": "run_start",
+                                "mode": "build"}) + "\n" +
+                    json.dumps({"ts": "2026-11-22T10:00:01.200Z", "event": "run_end",
+                                "exit_code": 0, "reason": "done"}) + "\n")
+    assert report_of(ralph_dir).elapsed_s == pytest.approx(0.5)
+
+
 def test_a_usage_limit_session_is_no_attempt_at_its_task(ralph_dir):
     make_run(ralph_dir, RUN, 0, ended=False)
     add = lambda event, **f: progress.append_event(ralph_dir, RUN, event, **f)  # noqa: E731
