@@ -395,6 +395,33 @@ def test_a_rebased_tasks_result_names_its_commit_on_the_run_branch(
     assert results == on_main
 
 
+@pytest.mark.parametrize("leave", ["git checkout -q --detach",
+                                   "git switch -q -c elsewhere",
+                                   'git rebase -q -x "exit 1" HEAD~1 2>/dev/null || true'],
+                         ids=["detached", "other-branch", "rebase-left-under-way"])
+def test_commits_made_off_the_task_branch_are_kept_and_the_task_reopened(
+        run_ralph, run_task, setup, git_repo, base_env, leave):
+    """The agent commits, leaves its task branch, commits again and marks the task done. A
+    merge of the task branch would leave the second commit on no branch, lost with the
+    worktree; the task result would name it. It is kept on a branch and the task reopened."""
+    create(run_task, {"s1": "a"})
+    action = ('tid=$(cat "$RALPH_FROZEN_IDS_FILE"); echo one > one.txt; git add -A; '
+              'git commit -qm "first on branch"; ' + leave + '; echo two > two.txt; '
+              'git add -A; git commit -qm "second off branch"; '
+              '"$RALPH_TASK_SCRIPT" done "$tid" >/dev/null')
+    proc = run_ralph("build", "--parallel", "2", "-n", "1",
+                     env={**setup, "STUB_ACTION": action}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    task = export(run_task)["s1"]
+    assert task["status"] == "open", proc.stdout
+    assert "the session left its worktree off branch ralph/" in task["fail_reason"]
+    kept = task["fail_reason"].split("kept on branch ")[1].split(";")[0]
+    assert kept.endswith("/s1@stray")
+    kept_log = git(git_repo, "log", "-1", "--format=%s", kept, env=base_env)
+    assert kept_log.strip() == "second off branch"
+    assert "second off branch" not in git(git_repo, "log", "--format=%s", "main", env=base_env)
+
+
 def _stub_pids(git_repo) -> list[int]:
     import psutil
     return [p.pid for p in psutil.process_iter(["cwd"])

@@ -42,7 +42,9 @@ def merge(book: Book, wt: worktrees.Worktree, record: dict | None = None) -> tup
     before = git(wt.repo, "rev-parse", "-q", "--verify", f"refs/heads/{wt.base_branch}",
                  check=False)[1].strip()
     try:
-        merged = worktrees.merge_back(wt, book.s.merge, env=book.s.env)
+        stray = worktrees.keep_stray_head(wt, env=book.s.env)   # never merged without them
+        merged = worktrees.MergeResult(False, True, stray) if stray else \
+            worktrees.merge_back(wt, book.s.merge, env=book.s.env)
     except RalphError as err:
         merged = worktrees.MergeResult(False, True, str(err))
     if merged.merged:

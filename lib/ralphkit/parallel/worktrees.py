@@ -176,6 +176,28 @@ def merge_back(wt: Worktree, strategy: str = "rebase", *,
     return MergeResult(result.merged, result.conflict, result.message + note)
 
 
+def keep_stray_head(wt: Worktree, *, env: Mapping[str, str]) -> str | None:
+    """The worktree's HEAD left its task branch (detached, another branch, a rebase left
+    under way) with commits the task branch lacks: a merge of the branch would leave them on
+    no branch, and removing the worktree would lose them. They are kept on branch
+    `<task branch>@stray` (an older one set aside as `@stray@n`); the line saying so, or None."""
+    git = Git(env)
+    if not wt.path.is_dir():
+        return None
+    code, ref, _ = git(wt.path, "symbolic-ref", "-q", "HEAD", check=False)
+    if code == 0 and ref.strip() == f"refs/heads/{wt.branch}":
+        return None
+    head = git(wt.path, "rev-parse", "-q", "--verify", "HEAD", check=False)[1].strip()
+    if not head or git.is_ancestor(wt.repo, head, f"refs/heads/{wt.branch}"):
+        return None
+    where = f"on branch {ref.strip()[len('refs/heads/'):]}" if code == 0 else "detached"
+    keep = f"{wt.branch}@stray"
+    git.set_aside(wt.repo, keep)
+    git(wt.repo, "branch", keep, head)
+    return (f"the session left its worktree off branch {wt.branch} ({where} at {head[:12]}); "
+            f"its commits are kept on branch {keep}; branch kept")
+
+
 def remove(wt: Worktree, *, env: Mapping[str, str]) -> None:
     """Remove the worktree (even with uncommitted changes) and delete its branch only when
     the run's branch contains it."""
@@ -233,4 +255,5 @@ def cleanup_run(repo: Path, run_id: str, base_branch: str | None = None, *,
 
 
 __all__ = ["Worktree", "MergeResult", "create", "planned", "merge_back", "branch_merged",
-           "run_branches", "remove", "cleanup_run", "session_env", "branch_safe", "STRATEGIES"]
+           "run_branches", "keep_stray_head", "remove", "cleanup_run", "session_env",
+           "branch_safe", "STRATEGIES"]
