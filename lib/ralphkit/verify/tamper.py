@@ -21,7 +21,7 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 @dataclass(frozen=True)
 class Finding:
     kind: str            # deleted_test, renamed_test, removed_test, removed_assertion,
-    path: str            # added_skip, lowered_threshold, protected_path
+    path: str            # added_skip, lowered_threshold, protected_path, hidden_path
     line: int | None
     detail: str
 
@@ -168,20 +168,62 @@ def _threshold_findings(f: _File, path: str, tree: Path) -> list[Finding]:
     return found
 
 
+# The repository's own settings must not change what the diff shows (the session controls
+# them): a/ b/ prefixes whatever diff.noprefix or diff.mnemonicPrefix say, no textconv or
+# external diff, and files that .gitattributes calls binary (`-diff`) read as text again.
+_DIFF = ("diff", "-U0", "-M", "--no-color", "--no-ext-diff", "--no-textconv",
+         "--src-prefix=a/", "--dst-prefix=b/")
+
+
+def _git_diff(tree: Path, base: str, env: Mapping[str, str], *paths: str,
+              text: bool = False) -> str | None:
+    try:
+        done = programs.run(["git", "-c", "core.quotepath=false", *_DIFF,
+                             *(["--text"] if text else []), base, "--", *paths],
+                            cwd=tree, env=env)
+    except OSError:
+        return None
+    return done.stdout.decode("utf-8", "replace") if done.code == 0 else None
+
+
+def _hidden(tree: Path, protect: tuple[str, ...], env: Mapping[str, str]) -> list[Finding]:
+    """Test or protected files git is told not to look at (`update-index --skip-worktree` or
+    `--assume-unchanged`): their changes are missing from every diff and from `dirty`."""
+    try:
+        done = programs.run(["git", "-c", "core.quotepath=false", "ls-files", "-v"], cwd=tree,
+                            env=env)
+    except OSError:
+        return []
+    found = []
+    for line in done.stdout.decode("utf-8", "replace").splitlines():
+        tag, _, path = line.partition(" ")
+        if (tag == "S" or tag.islower()) and (patterns.is_test_path(path)
+                                              or patterns.protected(path, protect)):
+            how = "skip-worktree" if tag == "S" else "assume-unchanged"
+            found.append(Finding("hidden_path", path, None,
+                                 f"hidden from git ({how}): its changes are not seen"))
+    return found
+
+
 def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *,
          env: Mapping[str, str]) -> list[Finding]:
     """The findings of the tree's diff from base (a commit); [] when base is unknown."""
     if not base:
         return []
-    try:
-        done = programs.run(["git", "-c", "core.quotepath=false", "diff", "-U0", "-M",
-                             "--no-color", "--no-ext-diff", base, "--"], cwd=tree, env=env)
-    except OSError:
+    protect = tuple(protect)
+    diff = _git_diff(tree, base, env)
+    if diff is None:
         return []
-    if done.code != 0:
-        return []
-    diff = done.stdout.decode("utf-8", "replace")
-    return [finding for f in _parse(diff) for finding in _file_findings(f, tuple(protect), tree)]
+    files = _parse(diff)
+    marked = [f.new or f.old for f in files if f.binary and f.old and f.new
+              and (patterns.is_test_path(f.old) or patterns.protected(f.old, protect))]
+    if marked:                                   # `-diff` in .gitattributes: as text again
+        again = {f.new or f.old: f for f in _parse(_git_diff(tree, base, env, *marked,
+                                                               text=True) or "")}
+        files = [again.get(f.new or f.old, f) if (f.new or f.old) in marked else f
+                 for f in files]
+    return [finding for f in files for finding in _file_findings(f, protect, tree)] + \
+        _hidden(tree, protect, env)
 
 
 __all__ = ["Finding", "scan"]
