@@ -56,7 +56,7 @@ class Gate:
         # done again within the second is told apart by its retry count (a reopen raises it).
         self.judged: set[tuple[str, str, str]] = set()     # (task, updated_at, retry_count)
         tasks = self._tasks()
-        self.lines = self._task_lines(tasks)                # `verify:` lines at session start
+        self.lines = self._task_lines(tasks)                # `verify:` lines at run start
         self.unjudged = self._unjudged(tasks)               # a resumed run's, never judged
         self.base = self._head()                            # the commit at session start
 
@@ -120,7 +120,9 @@ class Gate:
                 reopened.append(verdict)
         if not reopened:
             reopened += self.recheck(tasks)
-        self.lines = self._task_lines(tasks)       # a reopen leaves descriptions as they are
+        # The lines the run first saw stay the judges: a line a session rewrote without
+        # marking its task done is still a change when a later session marks it done.
+        self.lines = {**self._task_lines(tasks), **self.lines}
         self.base = self._head()
         slugs = [v.task for v in reopened if v.task not in failed]
         return [*failed, *slugs], (reopened[0].reason.split("\n", 1)[0] if reopened else reason)

@@ -110,6 +110,20 @@ def test_a_session_that_changes_its_own_verify_line_is_a_finding(repo):
 
 
 
+def test_a_verify_line_changed_in_an_earlier_session_of_the_run_is_still_a_finding(repo):
+    """The change and the `done` split over two sessions: the first session rewrites the
+    line and marks nothing done (nothing is judged), the second marks the task done. The
+    line the run started with still judges it, and the change is still a finding."""
+    gate = make_gate(repo, ["create|t1|One|-d|verify: false"])
+    assert gate.task.call("update", "t1", "--description", "verify: true", env=gate.env).ok
+    assert gate.after_session([], "r") == ([], "r")                 # session 1: nothing done
+    finish(gate, "t1")                                                 # session 2
+    assert gate.after_session([], "r")[0] == ["t1"]
+    t = record(gate, "t1")
+    assert t["held"].startswith("tamper check: task t1: its verify: line changed")
+    assert "verify failed: `false` exited 1" in t["fail_reason"]
+
+
 @pytest.mark.parametrize("verify", ["false", None], ids=["run-command", "no-run-command"])
 def test_a_verify_line_added_by_the_session_is_a_finding_and_never_the_judge(repo, verify):
     """t1 had no line: the run's command judges it, not `verify: true` the agent wrote in."""
