@@ -422,6 +422,25 @@ def test_commits_made_off_the_task_branch_are_kept_and_the_task_reopened(
     assert "second off branch" not in git(git_repo, "log", "--format=%s", "main", env=base_env)
 
 
+def test_a_task_whose_session_cannot_start_is_named_on_stderr_and_in_the_events(
+        run_ralph, run_task, setup, git_repo, base_env):
+    """b's worktree cannot be created (a's agent made `ralph/<run>/b/x`, so git cannot make
+    the branch `ralph/<run>/b`): b goes back to open with the reason, and the run says so."""
+    create(run_task, {"a": "x"})
+    assert run_task("create", "b", "Task b", "-c", "component:y", "--deps", "a").returncode == 0
+    block = ('tid=$(cat "$RALPH_FROZEN_IDS_FILE"); cur=$(git branch --show-current); '
+             '[ "$tid" = a ] && git branch "${cur%/a}/b/x"; ')
+    proc = run_ralph("build", "--parallel", "2", env={**setup, "STUB_ACTION": block + ACTION},
+                     timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "[b] not started: cannot create its worktree: " in proc.stderr
+    b = export(run_task)["b"]
+    assert b["status"] == "open" and b["fail_reason"].startswith("cannot create its worktree: ")
+    logged = [e for path in (git_repo / ".ralph" / "runs").glob("*/events.jsonl")
+              for e in read_jsonl(path) if e.get("kind") == "not_started"]
+    assert [(e["task"], e["message"]) for e in logged] == [("b", b["fail_reason"])]
+
+
 def _stub_pids(git_repo) -> list[int]:
     import psutil
     return [p.pid for p in psutil.process_iter(["cwd"])

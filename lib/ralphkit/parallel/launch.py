@@ -84,11 +84,14 @@ def start(book: Book, task: dict, template: str | None) -> Session | None:
 
 
 def not_started(book: Book, task: dict, reason: str) -> None:
-    """The task is failed with `reason`; its agent id is free again."""
+    """The task is failed with `reason`, one stderr line and a `not_started` event say so (no
+    session_end will); its agent id is free again."""
     book.starting = None
     book.call("fail", task["id"], "--reason", reason, agent=task["_agent"])
     book.free_agents.append(task["_agent"])
     book.state.failed.append({"task": task["id"], "at": run_state.utc_now(), "reason": reason})
+    book.s.warn(f"[{task['id']}] not started: {reason}")
+    book.event("log", kind="not_started", task=task["id"], message=reason)
     book.save()
     return None
 
