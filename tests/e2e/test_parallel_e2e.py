@@ -441,6 +441,25 @@ def test_a_task_whose_session_cannot_start_is_named_on_stderr_and_in_the_events(
     assert [(e["task"], e["message"]) for e in logged] == [("b", b["fail_reason"])]
 
 
+def test_a_run_started_inside_a_parallel_session_is_refused_with_exit_3(
+        run_ralph, run_task, setup, git_repo, base_env, tmp_path):
+    """The session's worktree has a .ralph/ of its own, but RALPH_TASKS_DB names the main
+    checkout's backlog: a `ralph build` there would be a second run on that backlog, its
+    lock and record in a directory deleted with the worktree."""
+    create(run_task, {"n1": "a", "n2": "b"})
+    out = tmp_path / "nested"
+    nested = (f'if mkdir "{out}" 2>/dev/null; then "{sys.executable}" "{RALPH}" build -n 1 '
+              f'> "{out}/stdout" 2> "{out}/stderr"; echo $? > "{out}/rc"; fi; ')
+    proc = run_ralph("build", "--parallel", "2", env={**setup, "STUB_ACTION": nested + ACTION},
+                     timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "rc").read_text().strip() == "3", (out / "stderr").read_text()
+    err = (out / "stderr").read_text()
+    assert err.startswith(f"Error: run lock {git_repo}/.ralph/run.lock of this run's backlog ")
+    assert (out / "stdout").read_text() == ""
+    assert {t["status"] for t in export(run_task).values()} == {"done"}
+
+
 def _stub_pids(git_repo) -> list[int]:
     import psutil
     return [p.pid for p in psutil.process_iter(["cwd"])

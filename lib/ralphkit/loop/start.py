@@ -18,6 +18,7 @@ from ralphkit.errors import UsageError
 from ralphkit.fleet import store as fleet_store
 from ralphkit.loop.context import RunContext, Say
 from ralphkit.runs import lifecycle
+from ralphkit.runs import lock as run_lock
 from ralphkit.runs import state as run_state
 from ralphkit.sources import registry as sources
 from ralphkit.tasks import store_url
@@ -69,6 +70,7 @@ def start_run(ctx: RunContext) -> None:
     """The run lock before the first write to the backlog (`agent register`), then the run
     state: a new run, or the interrupted one resumed with its counters and its persisted
     settings (they win over the flags given now; each mismatch is a stderr line)."""
+    _not_inside_another_run(ctx)                                # exit 3, before any write
     workspace.ralph_subdir(ctx.ralph_dir.parent, "runs")       # .ralph/ with its .gitignore (exit 8)
     opts = ctx.options
     asked = opts.max_iterations if opts.source("max_iterations") != "default" else None
@@ -84,6 +86,18 @@ def start_run(ctx: RunContext) -> None:
     ctx.options = opts.with_values({**state.options, "max_iterations": state.max_iterations})
     _sync_or_parallel(ctx, asked_sync=opts.sync)
     choose_agent(ctx)
+
+
+def _not_inside_another_run(ctx: RunContext) -> None:
+    """RALPH_TASKS_DB names a task database in another checkout's .ralph/ (a --parallel
+    session's worktree is given its run's): that backlog's run lock is the one that counts
+    (one run per backlog, docs/runs.md), not the worktree's own .ralph/."""
+    db = ctx.env.get("RALPH_TASKS_DB", "")
+    if not db or store_url.scheme(db) is not None:
+        return
+    home = (ctx.cwd / db).resolve().parent
+    if home.name == ".ralph" and home != ctx.ralph_dir.resolve():
+        run_lock.refuse_if_held(home / "run.lock", "this run's backlog (RALPH_TASKS_DB)")
 
 
 def _sync_or_parallel(ctx: RunContext, asked_sync: bool) -> None:

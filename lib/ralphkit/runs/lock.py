@@ -181,6 +181,16 @@ def _locked(path: Path, detail: str, step: str = "wait for it or stop it") -> Ru
     return RunLocked(f"run lock {path} is {detail}; {step}")
 
 
+def refuse_if_held(path: Path, what: str) -> None:
+    """RunLocked when another lock (`what` says whose) is held by a live run, or may be (an
+    unreadable one, another host's): a run of the same backlog under another .ralph/ (a
+    session's git worktree) must not start. Reads only."""
+    found = inspect(path)
+    if found.state in ("alive", "foreign", "unreadable"):
+        detail = found.detail if found.holder is not None else "unreadable"
+        raise RunLocked(f"run lock {path} of {what} is {detail}; wait for it or stop it")
+
+
 def acquire(path: Path, run_id: str) -> RunLock:
     """Take the run lock for run_id, or raise RunLocked naming the live holder."""
     path = Path(path)
@@ -251,4 +261,4 @@ def release(lock: RunLock) -> None:
         raise environment_failure("remove", lock.path, err) from None
 
 
-__all__ = ["RunLock", "Holder", "LockState", "acquire", "release", "inspect"]
+__all__ = ["refuse_if_held", "RunLock", "Holder", "LockState", "acquire", "release", "inspect"]
