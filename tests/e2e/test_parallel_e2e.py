@@ -5,6 +5,7 @@ runs `task done`."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -458,6 +459,21 @@ def test_a_run_started_inside_a_parallel_session_is_refused_with_exit_3(
     assert err.startswith(f"Error: run lock {git_repo}/.ralph/run.lock of this run's backlog ")
     assert (out / "stdout").read_text() == ""
     assert {t["status"] for t in export(run_task).values()} == {"done"}
+
+
+def test_a_session_that_deletes_the_run_lock_stops_the_run_with_exit_8(
+        run_ralph, run_task, setup, git_repo, tmp_path):
+    """As the single loop: with its lock gone, another run could start on this backlog (and
+    take the live run for a crashed one); the run starts no new session and ends with exit 8."""
+    create(run_task, {f"l{n}": f"c{n}" for n in range(1, 6)})
+    drop = f'rm -f "{git_repo}/.ralph/run.lock"; '
+    proc = run_ralph("build", "--parallel", "2", env={**setup, "STUB_ACTION": drop + ACTION},
+                     timeout=120)
+    assert proc.returncode == 8, proc.stdout + proc.stderr
+    assert re.fullmatch(f"Error: the run lock {re.escape(str(git_repo))}/.ralph/run.lock was "
+                        r"deleted during session \d: another run could start on this backlog "
+                        "now, stopping", proc.stderr.splitlines()[-1])
+    assert len(intervals(tmp_path)) == 2                  # no session after the first two
 
 
 def _stub_pids(git_repo) -> list[int]:

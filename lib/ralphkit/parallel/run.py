@@ -25,6 +25,7 @@ from ralphkit.assign import task_files
 from ralphkit.errors import RalphError, ScopeChanged, UsageError
 from ralphkit.parallel import NEEDS_BRANCH, launch, recovery, scheduler, session_end, worktrees
 from ralphkit.parallel.book import Book, Setup
+from ralphkit.runs import lifecycle
 from ralphkit.session import pool as session_pool
 from ralphkit.unattended import guards, logrotate, outcome, session_outcome
 
@@ -143,7 +144,9 @@ class ParallelBuild:
                                             None, None)
         self.book.state.extra["guards"] = self.guards.to_dict()   # a resumed run keeps them
         self.book.save()
-        if stop := session_outcome.stop_error(how):             # a rejected key, root, disabled:
+        if lost := lifecycle.lock_lost(self.s.run, self.book.state.iteration):
+            self.stop = self.stop or lost                   # no new session; exit 8 at the end
+        elif stop := session_outcome.stop_error(how):           # a rejected key, root, disabled:
             self.stop = self.stop or stop                   # no new session; exit 9/10/7 at the end
         elif tripped:           # no new session; exit 5/6 at the end, with the figures of
             self.verdict = tripped                          # the sessions that ended since

@@ -172,6 +172,22 @@ def agent_started(run: Run, pid: int) -> None:
         run_state.save(run.ralph_dir, run.state)
 
 
+def lock_lost(run: Run, n: int | None) -> EnvironmentFailure | None:
+    """The run lock is gone after session n: .ralph/ removed (`git clean -fdx`: the backlog
+    went too), or the lock file alone. Either way another run could start on this backlog
+    now: the run stops (exit 8). None while the lock is there."""
+    lock = run.lock.path
+    if lock.exists():
+        return None
+    if not run_state.state_path(run.ralph_dir, run.state.run_id).parent.exists():
+        return EnvironmentFailure(
+            f"{lock.parent} was deleted during session {n} (its run lock is gone; did the "
+            "agent run `git clean -x`?): the run's record and a task database kept there went "
+            "with it, stopping")
+    return EnvironmentFailure(f"the run lock {lock} was deleted during session {n}: another "
+                              "run could start on this backlog now, stopping")
+
+
 def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: bool = False,
                 completed: list[str] = (), failed: list[str] = (),
                 fail_reason: str | None = None, reasons: Mapping[str, str] | None = None,
@@ -184,11 +200,8 @@ def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: 
     state = run.state
     ended = state.active
     n = (ended or {}).get("n", state.sessions_started)
-    if not run.lock.path.exists():   # .ralph/ removed (`git clean -fdx`): the backlog went too
-        raise EnvironmentFailure(
-            f"{run.lock.path.parent} was deleted during session {n} (its run lock is gone; "
-            "did the agent run `git clean -x`?): the run's record and a task database kept "
-            "there went with it, stopping")
+    if (lost := lock_lost(run, n)) is not None:
+        raise lost
     known = {e["task"] for e in state.completed}        # done is final: recorded once
     completed = [slug for slug in completed if slug not in known]
     details = {"n": n, "exit_code": returncode,
