@@ -122,6 +122,24 @@ def test_a_conflict_between_two_machines_reopens_the_task_and_keeps_its_branch(p
     assert f"sync conflict: reopened; its commits are on branch {kept}" in report
 
 
+def test_a_session_that_leaves_the_branch_stops_the_sync_before_any_push(pair):
+    """The agent switches to another branch after its task: every later step of --sync works
+    on main and would push main, while the next sessions commit on the other branch. The run
+    stops before pushing anything, naming the checkout's state."""
+    pair.create("t01", "t02")
+    before = pair.origin_git("rev-parse", "main")
+    proc = pair.ralph(0, "build", "--sync", "-n", "3", FLEET_AFTER="git switch -q -c side")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        f"Error: --sync stopped: a session left {pair.clones[0]} unable to sync (HEAD is on "
+        "branch side; --sync works on main); what it did is not pushed. Bring the commits to "
+        "main, then run again")
+    assert "sync: pushed" not in proc.stderr
+    assert pair.origin_git("rev-parse", "main") == before
+    pair.git(0, "switch", "-q", "main")                     # the backlog's scope is main's
+    assert [t["status"] for t in pair.tasks().values()].count("done") == 1   # one session
+
+
 @pytest.mark.parametrize("arrange,args,line", [
     (lambda f: f.git(0, "remote", "remove", "origin"), (),
      'Error: --sync needs the git remote "origin": {top} has none. '

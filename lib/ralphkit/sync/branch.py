@@ -86,12 +86,27 @@ def resolve(cwd: Path, env: Mapping[str, str]) -> Target:
     if git(top, "remote", "get-url", target.remote, check=False)[0] != 0:
         raise UsageError(f'--sync needs the git remote "{target.remote}": {top} has none. '
                          f"Run: git remote add {target.remote} <url>")
-    for state in ("rebase-merge", "rebase-apply"):
-        path = git(top, "rev-parse", "--git-path", state)[1].strip()
-        if (top / path).exists():
-            raise UsageError(f"--sync cannot start: a rebase is under way in {top}. "
-                             "Run: git rebase --continue or git rebase --abort")
+    if _rebasing(git, top):
+        raise UsageError(f"--sync cannot start: a rebase is under way in {top}. "
+                         "Run: git rebase --continue or git rebase --abort")
     return target
+
+
+def _rebasing(git: Git, top: Path) -> bool:
+    return any((top / git(top, "rev-parse", "--git-path", state)[1].strip()).exists()
+               for state in ("rebase-merge", "rebase-apply"))
+
+
+def left(git: Git, t: Target) -> str | None:
+    """How a session left the checkout so that it cannot sync (HEAD off the working branch,
+    a rebase under way), or None: every step here works on `t.branch`, and a push of it
+    would not carry commits made elsewhere."""
+    if _rebasing(git, t.top):
+        return "a rebase is under way"
+    code, out, _ = git(t.top, "symbolic-ref", "-q", "--short", "HEAD", check=False)
+    if code != 0 or not out.strip():
+        return "HEAD is detached"
+    return None if out.strip() == t.branch else f"HEAD is on branch {out.strip()}"
 
 
 def head(git: Git, t: Target) -> str:
@@ -192,5 +207,5 @@ def keep_and_reset(git: Git, t: Target, keep: str) -> tuple[str | None, Update]:
 
 
 __all__ = ["Target", "Update", "Push", "resolve", "git_for", "head", "remote_head", "ahead",
-           "unpushed", "fetch", "rebase", "push", "keep_and_reset",
+           "unpushed", "fetch", "rebase", "push", "keep_and_reset", "left",
            "NETWORK_TIMEOUT_S"]

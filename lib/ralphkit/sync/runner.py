@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 
 from ralphkit.backlog import answers
 from ralphkit.backlog import client as task_client
+from ralphkit.errors import UsageError
 from ralphkit.parallel.git import Git
 from ralphkit.parallel.worktrees import branch_safe
 from ralphkit.sync import branch
@@ -59,8 +60,18 @@ class Runner:
         self.report(line, {"action": action, "branch": t.branch, "shared": t.shared, **fields})
 
     # ------------------------------------------------------------------ before a session
+    def _checkout_kept(self) -> None:
+        """UsageError (exit 1, as at the start) when a session left the checkout where --sync
+        cannot work: nothing of it is pushed or rebased; the person sorts it out."""
+        if why := branch.left(self.git, self.target):
+            t = self.target
+            raise UsageError(f"--sync stopped: a session left {t.top} unable to sync ({why}; "
+                             f"--sync works on {t.branch}); what it did is not pushed. Bring "
+                             f"the commits to {t.branch}, then run again")
+
     def before_session(self) -> None:
         """Fetch and rebase (a conflict reopens the tasks not pushed yet, as after a push)."""
+        self._checkout_kept()
         t = self.target
         failed = branch.fetch(self.git, t)
         if failed:
@@ -98,7 +109,10 @@ class Runner:
     # ------------------------------------------------------------------ after a session
     def after_session(self, since: str) -> tuple[list[str], str]:
         """Push when finished tasks are not on the remote yet: (tasks a conflict reopened,
-        its reason). `since`: the session's start, as the task store writes updated_at."""
+        its reason). `since`: the session's start, as the task store writes updated_at. A
+        checkout the session left off its branch is not pushed: the next step stops the run."""
+        if branch.left(self.git, self.target):
+            return [], ""
         finished = self._finished(since)
         if finished is None:                        # the task command cannot tell: push what
             t = self.target                         # the branch holds, if anything
@@ -112,6 +126,7 @@ class Runner:
 
     def end(self) -> None:
         """The run ends: what it finished and did not push yet gets its last tries."""
+        self._checkout_kept()
         if self.pending or self.carried:
             self._push(END_RETRIES)
 
