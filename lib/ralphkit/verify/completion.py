@@ -61,10 +61,15 @@ class Gate:
         self.base = self._head()                            # the commit at session start
 
     def _head(self) -> str:
-        """HEAD now, when the gate applies to some task (else no git call: "" makes the next
-        tamper check find nothing, as there is no known start)."""
-        armed = self.opts.armed or any(self.lines.values())
-        return gate.git(self.cwd, "rev-parse", "HEAD", env=self.env) if armed else ""
+        """The tree as the session finds it, when the gate applies to some task (else no git
+        call: "" makes the next tamper check find nothing, as there is no known start): HEAD,
+        or with uncommitted changes left from before (an earlier held session's, the user's)
+        a commit of them (`git stash create`, which touches nothing), so that the session's
+        diff holds only what it changed itself."""
+        if not (self.opts.armed or any(self.lines.values())):
+            return ""
+        return (gate.git(self.cwd, "stash", "create", env=self.env)
+                or gate.git(self.cwd, "rev-parse", "HEAD", env=self.env))
 
     def session_starts(self) -> None:
         """A session is about to start: its diff is taken from here (with --sync, origin's

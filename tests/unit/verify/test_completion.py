@@ -92,10 +92,31 @@ def test_tampering_holds_the_task_and_warn_only_records_it(repo):
     assert gate.after_session([], "r")[0] == ["t1"]
     t = record(gate, "t1")
     assert t["status"] == "open" and t["held"] == "tamper check: tests/test_x.py: test file deleted"
+    git(repo, "checkout", "-q", "--", "tests", env=_clean_environ())   # the next run's start
     warn = make_gate(repo, [], protect="tests/**", tamper="warn")
+    (repo / "tests" / "test_x.py").unlink()
     finish(warn, "t2")
     assert warn.after_session([], "r")[0] == [] and record(warn, "t2")["status"] == "done"
     assert warn.run.state.extra["verify"]["t2"]["verdict"] == "warned"
+
+
+def test_changes_left_in_the_tree_before_the_session_are_not_its_own(repo):
+    """An uncommitted edit made before the session (an earlier held session's, or the user's)
+    is in every diff from HEAD: the session is judged on what it changed itself."""
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_x.py").write_text("def test_x():\n    assert 1 == 1\n")
+    git(repo, "add", "-A", env=_clean_environ())
+    git(repo, "commit", "-qm", "tests", env=_clean_environ())
+    (repo / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")   # left uncommitted
+    gate = make_gate(repo, ["create|t1|One"], verify="true")
+    (repo / "notes.txt").write_text("the session's own work\n")
+    finish(gate, "t1")
+    assert gate.after_session([], "r") == ([], "r")
+    assert record(gate, "t1")["status"] == "done"
+    (repo / "tests" / "test_x.py").write_text("def helper():\n    pass\n")   # its own change
+    assert gate.task.call("_reopen", "t1", "--reason", "again", env=gate.env).ok
+    finish(gate, "t1")
+    assert gate.after_session([], "r")[0] == ["t1"]                   # now it is held
 
 
 def test_a_session_that_changes_its_own_verify_line_is_a_finding(repo):
