@@ -172,9 +172,10 @@ class Gate:
 
     def _record(self, v: Verdict, result: str | None) -> None:
         check = v.check.as_record() if v.check else None
+        kept = ("command", "exit_code", "duration_s", "commit", "dirty", "tree_id", "timed_out",
+                "tail_sha256")
         fields = {"task": v.task, "verdict": v.verdict, "tree": v.tree,
-                  **({k: check[k] for k in ("command", "exit_code", "duration_s", "commit",
-                                            "dirty", "timed_out", "tail_sha256")} if check else {}),
+                  **({k: check[k] for k in kept} if check else {}),
                   "findings": [f.text() for f in v.findings]}
         if v.reason:
             fields["reason"] = v.reason
@@ -201,11 +202,12 @@ class Gate:
         done = {t["id"] for t in tasks if t.get("status") == "done"}
         if any(_pending(t, done) for t in tasks):
             return []
-        head, dirty = gate.tree_state(self.cwd, self.env)
+        head, dirty, tree = gate.tree_state(self.cwd, self.env)
         stale: dict[str, list[str]] = {}
         for slug, rec in self._records().items():
             if (slug in done and rec.get("verdict") in ("passed", "warned") and rec.get("command")
-                    and (rec.get("commit") != head or rec.get("dirty") != dirty)):
+                    and (rec.get("commit") != head or rec.get("dirty") != dirty
+                         or rec.get("tree_id", tree) != tree)):   # an older record has none
                 stale.setdefault(rec["command"], []).append(slug)
         reopened = []
         for command, slugs in stale.items():

@@ -34,6 +34,7 @@ class Check:
     timed_out: bool = False
     timeout_s: float | None = None
     error: str = ""              # why it could not start
+    tree_id: str = ""            # the git tree it ran on, uncommitted changes included
 
     @property
     def passed(self) -> bool:
@@ -63,11 +64,13 @@ def git(tree: Path, *args: str, env: Mapping[str, str]) -> str:
     return done.out.strip() if done.code == 0 else ""              # not a repository: ""
 
 
-def tree_state(tree: Path, env: Mapping[str, str]) -> tuple[str, bool]:
-    """(HEAD, has uncommitted changes to tracked files) of the tree."""
+def tree_state(tree: Path, env: Mapping[str, str]) -> tuple[str, bool, str]:
+    """(HEAD, has uncommitted changes to tracked files, the id of the git tree those files
+    make, uncommitted changes included: two uncommitted states at one HEAD differ by it)."""
     head = git(tree, "rev-parse", "HEAD", env=env)
     dirty = bool(git(tree, "status", "--porcelain", "--untracked-files=no", env=env))
-    return head, dirty
+    state = git(tree, "stash", "create", env=env) if dirty else head   # no ref, no change
+    return head, dirty, git(tree, "rev-parse", f"{state}^{{tree}}", env=env) if state else ""
 
 
 def tail_of(data: bytes) -> str:
@@ -80,7 +83,7 @@ def run(command: str, tree: Path, env: Mapping[str, str], timeout_s: float,
         kill_grace_s: float = KILL_GRACE_S) -> Check:
     """Run `sh -c command` in tree and wait for it (at most timeout_s, then the group is
     stopped). The user wrote the command, so it runs through the shell."""
-    head, dirty = tree_state(tree, env)
+    head, dirty, state = tree_state(tree, env)
     started = time.monotonic()
     with tempfile.TemporaryFile() as out:
         try:
@@ -88,13 +91,13 @@ def run(command: str, tree: Path, env: Mapping[str, str], timeout_s: float,
                                       timeout=timeout_s, kill_grace=kill_grace_s)
         except OSError as err:
             return Check(command, None, 0.0, "", hashlib.sha256(b"").hexdigest(), head, dirty,
-                         error=err.strerror or str(err))
+                         error=err.strerror or str(err), tree_id=state)
         duration = time.monotonic() - started
         out.seek(max(0, out.seek(0, os.SEEK_END) - 16 * TAIL_CHARS))
         tail = tail_of(out.read())
     return Check(command, code, round(duration, 3), tail,
                  hashlib.sha256(tail.encode("utf-8")).hexdigest(), head, dirty,
-                 timed_out=code is None, timeout_s=timeout_s)
+                 timed_out=code is None, timeout_s=timeout_s, tree_id=state)
 
 
 __all__ = ["Check", "run", "tree_state", "tail_of", "git"]

@@ -182,6 +182,21 @@ def test_stale_passes_are_checked_again_once_nothing_is_left(repo):
         "verify failed on re-check (the tree moved since it passed): `test -f ok` exited 1")
 
 
+def test_a_pass_on_uncommitted_work_is_checked_again_when_that_work_changed(repo):
+    """Nothing is committed: t1 passed on the tree's uncommitted state, and the next session
+    changed that state (still uncommitted, same HEAD). Its pass is stale all the same."""
+    gate = make_gate(repo, ["create|t1|One", "create|t2|Two"], verify="grep -q good ok")
+    (repo / "ok").write_text("good\n")
+    finish(gate, "t1")
+    assert gate.after_session([], "r")[0] == []
+    (repo / "ok").write_text("broken\n")
+    assert gate.task.call("_hold", "t2", "--reason", "later", env=gate.env).ok
+    reopened = gate.recheck()
+    assert [v.task for v in reopened] == ["t1"]
+    assert record(gate, "t1")["fail_reason"].startswith(
+        "verify failed on re-check (the tree moved since it passed): `grep -q good ok` exited 1")
+
+
 def test_without_settings_or_verify_lines_the_gate_does_nothing(repo):
     gate = make_gate(repo, ["create|t1|One"])
     assert not options.read({}).armed
