@@ -476,6 +476,18 @@ def test_a_session_that_deletes_the_run_lock_stops_the_run_with_exit_8(
     assert len(intervals(tmp_path)) == 2                  # no session after the first two
 
 
+def test_untracked_files_a_session_leaves_are_named_when_its_worktree_goes(
+        run_ralph, run_task, setup, git_repo):
+    create(run_task, {"u1": "a"})
+    scratch = 'mkdir -p notes; echo draft > notes/plan.md; echo x > scratch.txt\n'
+    proc = run_ralph("build", "--parallel", "2", env={**setup, "STUB_ACTION": ACTION + scratch},
+                     timeout=120)                            # made after its commit
+    assert proc.returncode == 0, proc.stderr
+    assert ("; untracked files in the worktree were not merged and are gone with it: "
+            "notes/plan.md, scratch.txt") in proc.stdout
+    assert export(run_task)["u1"]["status"] == "done"
+
+
 def _stub_pids(git_repo) -> list[int]:
     import psutil
     return [p.pid for p in psutil.process_iter(["cwd"])

@@ -157,8 +157,9 @@ def merge_back(wt: Worktree, strategy: str = "rebase", *,
     git = Git(env)
     note = "; uncommitted changes in the worktree were not merged" if (
         wt.path.exists() and git.dirty(wt.path)) else ""
+    left = _untracked(git, wt)
     if strategy == "none":
-        return MergeResult(False, False, f"branch {wt.branch} left for review{note}")
+        return MergeResult(False, False, f"branch {wt.branch} left for review{note}{left}")
     if strategy == "rebase" and not git.is_ancestor(wt.repo, wt.base_branch, wt.branch):
         if not wt.path.is_dir():
             return MergeResult(False, True, f"cannot rebase {wt.branch}: its worktree "
@@ -173,7 +174,19 @@ def merge_back(wt: Worktree, strategy: str = "rebase", *,
             return MergeResult(False, True, f"rebase of {wt.branch} onto {wt.base_branch} "
                                             f"conflicts{where}; branch kept")
     result = _advance_base(git, wt)
-    return MergeResult(result.merged, result.conflict, result.message + note)
+    return MergeResult(result.merged, result.conflict, result.message + note + left)
+
+
+def _untracked(git: Git, wt: Worktree) -> str:
+    """The note for files the session created and never added: they go with the worktree."""
+    if not wt.path.is_dir():
+        return ""
+    out = git(wt.path, "status", "--porcelain", "--untracked-files=all", check=False)[1]
+    files = [line[3:] for line in out.splitlines() if line.startswith("?? ")]
+    if not files:
+        return ""
+    shown = ", ".join(files[:5]) + (f" (+{len(files) - 5} more)" if len(files) > 5 else "")
+    return f"; untracked files in the worktree were not merged and are gone with it: {shown}"
 
 
 def keep_stray_head(wt: Worktree, *, env: Mapping[str, str]) -> str | None:
