@@ -388,6 +388,21 @@ def test_a_backlog_that_cannot_be_read_stops_the_run_not_no_tasks_available(
     assert not agent.exists()
 
 
+def test_a_task_the_assigned_session_also_finished_is_named_as_drift(
+        run_ralph, run_task, git_repo, bin_dir):
+    """The session was given t1 and also claimed and finished t2: never silent scope creep."""
+    install_stub(bin_dir)
+    run_task("create", "t1", "First", "-p", "1")
+    run_task("create", "t2", "Second", "-p", "2")
+    also = ('"$RALPH_TASK_SCRIPT" claim t2 >/dev/null; "$RALPH_TASK_SCRIPT" done t2 >/dev/null; '
+            '"$RALPH_TASK_SCRIPT" done t1 >/dev/null')
+    proc = run_ralph("build", "--assign", "-n", "1", env={"STUB_ACTION": also})
+    assert proc.returncode == 0, proc.stderr
+    line = "task t1: the session also finished task t2, which it was not assigned"
+    assert line in proc.stderr
+    assert [e["message"] for e in of("log", git_repo) if e.get("kind") == "drift"] == [line]
+
+
 def test_assign_is_a_build_flag_only(run_ralph):
     proc = run_ralph("plan", "--assign")
     assert (proc.returncode, proc.stderr) == (

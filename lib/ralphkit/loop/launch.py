@@ -111,6 +111,11 @@ def record_session(ctx: RunContext, result: session.SessionResult, failed: list[
             ctx.run.retries_before, ctx.run.session_since, environ=ctx.env,
             cwd=ctx.cwd).items() if slug not in failed}
     failed = [*failed, *gave_up]
+    assign = ctx.features.get(Assign) if ctx.features else None
+    assigned = (ctx.run.state.active or {}).get("task") if assign else None
+    for slug in (s for s in completed if assigned and s != assigned):   # never silent creep
+        ctx.notice("drift", f"task {assigned}: the session also finished task {slug}, which "
+                            "it was not assigned")
     outcome = None if result.interrupted else ctx.night.after_session(
         result, failed, reason, progressed=bool(completed), reasons=gave_up)
     lifecycle.end_session(ctx.run, returncode=result.returncode, summary=result.summary,
