@@ -34,6 +34,17 @@ SKIP = re.compile(
     r"|\bf(?:it|describe)\s*\(|\{\s*(?:skip|only|todo)\s*:\s*(?!false)"
     r"|\bt\.Skip(?:Now|f)?\s*\(|@Disabled\b|@Ignore\b|#\[ignore\b")
 
+# What switches existing tests off without touching them, added anywhere it is read (a new
+# file too): a module named like the runner shadows it (`python -m pytest` imports ./pytest.py),
+# a pytest hook rewrites outcomes or drops collected tests, options deselect, filter or ignore
+# tests or drop plugins. Read in test configuration files and conftest.py only.
+_RUNNER_MODULE = re.compile(r"(^|/)(?P<name>pytest|unittest|nose2?)\.py$")
+_CONFIG_FILE = re.compile(r"(^|/)(pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml|conftest\.py)$")
+_SELECTION = re.compile(
+    r"--deselect\b|(?<![\w-])-k[\s=]|--ignore(?:-glob)?\b|-p\s*no:|\bcollect_ignore\w*\s*[=+]"
+    r"|\bpytest_(?:runtest_makereport|collection_modifyitems|report_teststatus"
+    r"|runtest_call|pyfunc_call|ignore_collect)\b")
+
 # Coverage and quality thresholds: (key, number). coverageThreshold's members are on lines
 # of their own, so its keys count only in files that mention coverageThreshold.
 _THRESHOLD = re.compile(
@@ -59,6 +70,26 @@ def renamed_away(old: str, new: str) -> bool:
     from a collected name (test_x.py) to one no runner collects (tests/x_checks.py)."""
     return is_test_path(old) and (not is_test_path(new) or (
         bool(_TEST_NAME.search(old)) and not _TEST_NAME.search(new)))
+
+
+def shadowed_runner(path: str) -> str | None:
+    """The test runner a file of this name shadows (pytest.py: pytest), or None."""
+    m = _RUNNER_MODULE.search(path)
+    return m.group("name") if m else None
+
+
+def may_switch_off(path: str) -> bool:
+    """A file whose mere presence or content can switch tests off (shadowed_runner,
+    selections): read even when the session left it untracked."""
+    return bool(_RUNNER_MODULE.search(path) or _CONFIG_FILE.search(path))
+
+
+def selections(path: str, line: str) -> list[str]:
+    """What in a line of a test configuration file or conftest.py deselects, filters, ignores
+    or rewrites tests ([] in any other file)."""
+    if not _CONFIG_FILE.search(path):
+        return []
+    return [m.group(0).strip() for m in _SELECTION.finditer(line)]
 
 
 def test_names(line: str) -> list[str]:
@@ -114,4 +145,4 @@ def protected(path: str, globs: tuple[str, ...]) -> bool:
 
 
 __all__ = ["is_test_path", "test_names", "is_assertion", "skips", "thresholds", "protected",
-           "SKIP"]
+           "may_switch_off", "selections", "shadowed_runner", "SKIP"]

@@ -21,7 +21,8 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 @dataclass(frozen=True)
 class Finding:
     kind: str            # deleted_test, renamed_test, removed_test, removed_assertion,
-    path: str            # added_skip, lowered_threshold, protected_path, hidden_path
+    path: str            # added_skip, lowered_threshold, protected_path, hidden_path,
+                         # shadowed_runner, narrowed_tests
     line: int | None
     detail: str
 
@@ -97,10 +98,27 @@ def _parse(diff: str) -> list[_File]:
     return files
 
 
-def _file_findings(f: _File, protect: tuple[str, ...], tree: Path) -> list[Finding]:
+def _switched_off(f: _File) -> list[Finding]:
+    """What added (a new file, or lines) switches existing tests off without touching them."""
     found: list[Finding] = []
+    if f.new is None:
+        return found
+    if f.old is None and (runner := patterns.shadowed_runner(f.new)):
+        found.append(Finding("shadowed_runner", f.new, None,
+                             f"a module named like the test runner ({runner}) shadows it"))
+    was = {text.strip() for _, text in f.removed}
+    for no, text in f.added:
+        if text.strip() not in was:
+            found += [Finding("narrowed_tests", f.new, no,
+                              f"test selection or outcome changed: {what}")
+                      for what in patterns.selections(f.new, text)]
+    return found
+
+
+def _file_findings(f: _File, protect: tuple[str, ...], tree: Path) -> list[Finding]:
+    found: list[Finding] = _switched_off(f)
     old, new = f.old, f.new
-    if old is None:                                      # added: never a finding
+    if old is None:                                      # added: nothing else to find
         return found
     if new is None:
         if patterns.is_test_path(old):
@@ -222,8 +240,27 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *,
                                                                text=True) or "")}
         files = [again.get(f.new or f.old, f) if (f.new or f.old) in marked else f
                  for f in files]
-    return [finding for f in files for finding in _file_findings(f, protect, tree)] + \
-        _hidden(tree, protect, env)
+    return [finding for f in files + _untracked(tree, env)
+            for finding in _file_findings(f, protect, tree)] + _hidden(tree, protect, env)
+
+
+def _untracked(tree: Path, env: Mapping[str, str]) -> list[_File]:
+    """New files the session left untracked that can switch tests off all the same (a
+    conftest.py, a pytest.py): no diff shows them, the runner reads them."""
+    try:
+        done = programs.run(["git", "ls-files", "--others", "--exclude-standard", "-z"],
+                            cwd=tree, env=env)
+    except OSError:
+        return []
+    files = []
+    for path in done.stdout.decode("utf-8", "replace").split("\0"):
+        if path and patterns.may_switch_off(path):
+            try:
+                text = (Path(tree) / path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            files.append(_File(None, path, added=list(enumerate(text.split("\n"), 1))))
+    return files
 
 
 __all__ = ["Finding", "scan"]

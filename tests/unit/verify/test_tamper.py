@@ -169,3 +169,32 @@ def test_a_skip_like_option_in_application_code_is_not_a_finding(repo):
     path, base = repo
     edit(path, "src/app.py", "X = 1\n", "X = 1\nOPTIONS = { skip: True }\n")
     assert scan(path, base) == []
+
+
+@pytest.mark.parametrize("name, text, expected", [
+    ("pytest.py", "import sys\nprint('1 passed')\nsys.exit(0)\n",
+     "pytest.py: a module named like the test runner (pytest) shadows it"),
+    ("tests/conftest.py", "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
+                          "def pytest_runtest_makereport(item, call):\n    yield\n",
+     "tests/conftest.py:5: test selection or outcome changed: pytest_runtest_makereport"),
+    ("pytest.ini", "[pytest]\naddopts = --deselect tests/test_a.py::test_one\n",
+     "pytest.ini:2: test selection or outcome changed: --deselect"),
+    ("setup.cfg", "[coverage:report]\nfail_under = 90\n[tool:pytest]\naddopts = -p no:warnings"
+                  " -k 'not test_one'\n",
+     "setup.cfg:4: test selection or outcome changed: -p no:"),
+], ids=["runner-shadowed", "report-hook", "deselect", "setup-cfg-k"])
+def test_added_files_or_lines_that_switch_existing_tests_off_are_findings(repo, name, text,
+                                                                          expected):
+    """Adding is never a finding, except what switches existing tests off without touching
+    them: a module that shadows the runner, a hook that rewrites outcomes or drops collected
+    tests, options that deselect, filter or ignore tests or drop plugins."""
+    path, base = repo
+    (path / name).write_text(text)
+    assert expected in texts(scan(path, base))
+
+
+def test_a_new_conftest_with_fixtures_only_is_not_a_finding(repo):
+    path, base = repo
+    (path / "tests" / "conftest.py").write_text(
+        "import pytest\n\n\n@pytest.fixture\ndef value():\n    return 1\n")
+    assert scan(path, base) == []
