@@ -113,6 +113,7 @@ class Gate:
         tasks = self._tasks()
         since = getattr(self.run, "session_since", "") or ""
         reopened: list[Verdict] = []
+        judged = len(self.judged)
         for t in tasks:
             key = (t["id"], str(t.get("updated_at")), str(t.get("retry_count")))
             fresh = str(t.get("updated_at")) >= since or t["id"] in self.unjudged
@@ -128,7 +129,8 @@ class Gate:
         # The lines the run first saw stay the judges: a line a session rewrote without
         # marking its task done is still a change when a later session marks it done.
         self.lines = {**self._task_lines(tasks), **self.lines}
-        self.base = self._head()
+        if len(self.judged) > judged:   # else what this session changed is judged with the
+            self.base = self._head()    # next task marked done (a cheat split over sessions)
         slugs = [v.task for v in reopened if v.task not in failed]
         return [*failed, *slugs], (reopened[0].reason.split("\n", 1)[0] if reopened else reason)
 

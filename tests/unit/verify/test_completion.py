@@ -119,6 +119,23 @@ def test_changes_left_in_the_tree_before_the_session_are_not_its_own(repo):
     assert gate.after_session([], "r")[0] == ["t1"]                   # now it is held
 
 
+def test_a_change_made_in_a_session_that_marked_nothing_done_is_judged_with_the_next(repo):
+    """The cheat split over two sessions: the first weakens the test and commits, marking
+    nothing done (nothing is judged); the second marks the task done. The second session's
+    diff starts where the last judgement left the tree, so the weakening is in it."""
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_x.py").write_text("def test_x():\n    assert 1 == 2\n")
+    git(repo, "add", "-A", env=_clean_environ())
+    git(repo, "commit", "-qm", "tests", env=_clean_environ())
+    gate = make_gate(repo, ["create|t1|One"], verify="true")
+    (repo / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
+    git(repo, "commit", "-qam", "session 1", env=_clean_environ())
+    assert gate.after_session([], "r") == ([], "r")                 # session 1: nothing done
+    finish(gate, "t1")                                                 # session 2
+    assert gate.after_session([], "r")[0] == ["t1"]
+    assert "assertion removed or changed: assert 1 == 2" in record(gate, "t1")["held"]
+
+
 def test_a_session_that_changes_its_own_verify_line_is_a_finding(repo):
     gate = make_gate(repo, ["create|t1|One|-d|verify: false"])
     env = gate.env
