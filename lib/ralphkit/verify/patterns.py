@@ -37,11 +37,12 @@ SKIP = re.compile(
 # What switches existing tests off without touching them, added anywhere it is read (a new
 # file too): a module named like the runner shadows it (`python -m pytest` imports ./pytest.py),
 # a pytest hook rewrites outcomes or drops collected tests, options deselect, filter or ignore
-# tests or drop plugins. Read in test configuration files and conftest.py only.
+# tests (not `-p no:cacheprovider` and its like: dropping a plugin is common and honest). Read
+# in test configuration files and conftest.py only.
 _RUNNER_MODULE = re.compile(r"(^|/)(?P<name>pytest|unittest|nose2?)\.py$")
 _CONFIG_FILE = re.compile(r"(^|/)(pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml|conftest\.py)$")
 _SELECTION = re.compile(
-    r"--deselect\b|(?<![\w-])-k[\s=]|--ignore(?:-glob)?\b|-p\s*no:|\bcollect_ignore\w*\s*[=+]"
+    r"--deselect\b|(?<![\w-])-k[\s=]|--ignore(?:-glob)?\b|\bcollect_ignore\w*\s*[=+]"
     r"|\bpytest_(?:runtest_makereport|collection_modifyitems|report_teststatus"
     r"|runtest_call|pyfunc_call|ignore_collect)\b")
 

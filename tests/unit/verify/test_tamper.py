@@ -181,7 +181,7 @@ def test_a_skip_like_option_in_application_code_is_not_a_finding(repo):
      "pytest.ini:2: test selection or outcome changed: --deselect"),
     ("setup.cfg", "[coverage:report]\nfail_under = 90\n[tool:pytest]\naddopts = -p no:warnings"
                   " -k 'not test_one'\n",
-     "setup.cfg:4: test selection or outcome changed: -p no:"),
+     "setup.cfg:4: test selection or outcome changed: -k"),
 ], ids=["runner-shadowed", "report-hook", "deselect", "setup-cfg-k"])
 def test_added_files_or_lines_that_switch_existing_tests_off_are_findings(repo, name, text,
                                                                           expected):
@@ -193,8 +193,9 @@ def test_added_files_or_lines_that_switch_existing_tests_off_are_findings(repo, 
     assert expected in texts(scan(path, base))
 
 
-def test_a_new_conftest_with_fixtures_only_is_not_a_finding(repo):
+def test_a_new_conftest_with_fixtures_only_or_a_dropped_plugin_is_not_a_finding(repo):
     path, base = repo
     (path / "tests" / "conftest.py").write_text(
         "import pytest\n\n\n@pytest.fixture\ndef value():\n    return 1\n")
+    (path / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider -q\n")
     assert scan(path, base) == []
