@@ -40,7 +40,8 @@ def merge(book: Book, wt: worktrees.Worktree, record: dict | None = None) -> tup
     task's, whose result is made to name its commit's id after a rebase (_recommit)."""
     git = Git(book.s.env)
     before = git(wt.repo, "rev-parse", "-q", "--verify", f"refs/heads/{wt.base_branch}",
-                 check=False)[1].strip()
+                 check=False)[1].strip() if answers.result_commit((record or {}).get(
+                     "result")) else ""                       # only _recommit asks for it
     try:
         stray = worktrees.keep_stray_head(wt, env=book.s.env)   # never merged without them
         merged = worktrees.MergeResult(False, True, stray) if stray else \
@@ -60,8 +61,10 @@ def _recommit(book: Book, git: Git, wt: worktrees.Worktree, record: dict, before
     the task's result names the commit now on the run's branch (for the report and the
     blocker_results later tasks see), not one left on no branch, as --sync does."""
     commit = answers.result_commit(record.get("result"))
+    if not commit:
+        return
     head = git(wt.repo, "rev-parse", f"refs/heads/{wt.base_branch}")[1].strip()
-    found = commit and git.rebased_as(wt.repo, commit, before or None, head)
+    found = git.rebased_as(wt.repo, commit, before or None, head)
     if found and book.call("_recommit", wt.task, *found)[1].startswith("recommitted"):
         old, new = found
         book.event("log", kind="recommitted", task=wt.task, old=old, new=new,

@@ -100,13 +100,16 @@ def _rebasing(git: Git, top: Path) -> bool:
 def left(git: Git, t: Target) -> str | None:
     """How a session left the checkout so that it cannot sync (HEAD off the working branch,
     a rebase under way), or None: every step here works on `t.branch`, and a push of it
-    would not carry commits made elsewhere."""
-    if _rebasing(git, t.top):
+    would not carry commits made elsewhere. One git call: it runs around every session."""
+    out = git(t.top, "rev-parse", "--symbolic-full-name", "HEAD", "--git-path", "rebase-merge",
+              "--git-path", "rebase-apply", check=False)[1].splitlines()
+    ref, rebasing = (out[0] if out else ""), [p for p in out[1:] if (t.top / p).exists()]
+    if rebasing:
         return "a rebase is under way"
-    code, out, _ = git(t.top, "symbolic-ref", "-q", "--short", "HEAD", check=False)
-    if code != 0 or not out.strip():
+    if not ref.startswith("refs/heads/"):
         return "HEAD is detached"
-    return None if out.strip() == t.branch else f"HEAD is on branch {out.strip()}"
+    ref = ref[len("refs/heads/"):]
+    return None if ref == t.branch else f"HEAD is on branch {ref}"
 
 
 def head(git: Git, t: Target) -> str:

@@ -67,10 +67,11 @@ def git(tree: Path, *args: str, env: Mapping[str, str]) -> str:
 def tree_state(tree: Path, env: Mapping[str, str]) -> tuple[str, bool, str]:
     """(HEAD, has uncommitted changes to tracked files, the id of the git tree those files
     make, uncommitted changes included: two uncommitted states at one HEAD differ by it)."""
-    head = git(tree, "rev-parse", "HEAD", env=env)
     dirty = bool(git(tree, "status", "--porcelain", "--untracked-files=no", env=env))
-    state = git(tree, "stash", "create", env=env) if dirty else head   # no ref, no change
-    return head, dirty, git(tree, "rev-parse", f"{state}^{{tree}}", env=env) if state else ""
+    head, _, tree_id = git(tree, "rev-parse", "HEAD", "HEAD^{tree}", env=env).partition("\n")
+    if dirty and (state := git(tree, "stash", "create", env=env)):     # no ref, no change
+        tree_id = git(tree, "rev-parse", f"{state}^{{tree}}", env=env)
+    return head, dirty, tree_id if head else ""
 
 
 def tail_of(data: bytes) -> str:

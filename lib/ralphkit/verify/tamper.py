@@ -204,23 +204,32 @@ def _git_diff(tree: Path, base: str, env: Mapping[str, str], *paths: str,
     return done.stdout.decode("utf-8", "replace") if done.code == 0 else None
 
 
-def _hidden(tree: Path, protect: tuple[str, ...], env: Mapping[str, str]) -> list[Finding]:
-    """Test or protected files git is told not to look at (`update-index --skip-worktree` or
-    `--assume-unchanged`): their changes are missing from every diff and from `dirty`."""
+def _listed(tree: Path, protect: tuple[str, ...],
+            env: Mapping[str, str]) -> tuple[list[Finding], list[_File]]:
+    """What no diff shows, from one `git ls-files`: test or protected files git is told not to
+    look at (`update-index --skip-worktree` or `--assume-unchanged`: their changes are missing
+    from every diff and from `dirty`), and new files the session left untracked that can
+    switch tests off all the same (a conftest.py, a pytest.py: the runner reads them)."""
     try:
-        done = programs.run(["git", "-c", "core.quotepath=false", "ls-files", "-v"], cwd=tree,
-                            env=env)
+        done = programs.run(["git", "ls-files", "-v", "--cached", "--others",
+                             "--exclude-standard", "-z"], cwd=tree, env=env)
     except OSError:
-        return []
-    found = []
-    for line in done.stdout.decode("utf-8", "replace").splitlines():
-        tag, _, path = line.partition(" ")
-        if (tag == "S" or tag.islower()) and (patterns.is_test_path(path)
-                                              or patterns.protected(path, protect)):
+        return [], []
+    hidden, untracked = [], []
+    for entry in done.stdout.decode("utf-8", "replace").split("\0"):
+        tag, _, path = entry.partition(" ")
+        if tag == "?" and patterns.may_switch_off(path):
+            try:
+                text = (Path(tree) / path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            untracked.append(_File(None, path, added=list(enumerate(text.split("\n"), 1))))
+        elif (tag == "S" or tag.islower()) and (patterns.is_test_path(path)
+                                                or patterns.protected(path, protect)):
             how = "skip-worktree" if tag == "S" else "assume-unchanged"
-            found.append(Finding("hidden_path", path, None,
-                                 f"hidden from git ({how}): its changes are not seen"))
-    return found
+            hidden.append(Finding("hidden_path", path, None,
+                                  f"hidden from git ({how}): its changes are not seen"))
+    return hidden, untracked
 
 
 def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *,
@@ -240,27 +249,9 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *,
                                                                text=True) or "")}
         files = [again.get(f.new or f.old, f) if (f.new or f.old) in marked else f
                  for f in files]
-    return [finding for f in files + _untracked(tree, env)
-            for finding in _file_findings(f, protect, tree)] + _hidden(tree, protect, env)
-
-
-def _untracked(tree: Path, env: Mapping[str, str]) -> list[_File]:
-    """New files the session left untracked that can switch tests off all the same (a
-    conftest.py, a pytest.py): no diff shows them, the runner reads them."""
-    try:
-        done = programs.run(["git", "ls-files", "--others", "--exclude-standard", "-z"],
-                            cwd=tree, env=env)
-    except OSError:
-        return []
-    files = []
-    for path in done.stdout.decode("utf-8", "replace").split("\0"):
-        if path and patterns.may_switch_off(path):
-            try:
-                text = (Path(tree) / path).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            files.append(_File(None, path, added=list(enumerate(text.split("\n"), 1))))
-    return files
+    hidden, untracked = _listed(tree, protect, env)
+    return [finding for f in files + untracked
+            for finding in _file_findings(f, protect, tree)] + hidden
 
 
 __all__ = ["Finding", "scan"]
