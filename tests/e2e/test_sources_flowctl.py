@@ -114,11 +114,12 @@ def test_a_missing_flowctl_is_one_line_before_any_session(run_ralph, git_repo, a
     assert claims(tmp_path) == [] and not (git_repo / ".ralph").exists()
 
 
-@pytest.mark.parametrize("mode", [[], ["--assign"]], ids=["loop", "assign"])
 def test_a_backlog_flowctl_cannot_list_is_one_line_before_any_session(
-        run_ralph, flow, git_repo, base_env, agent_env, tmp_path, mode):
+        run_ralph, flow, git_repo, base_env, agent_env, tmp_path):
     """flowctl refuses its whole listing over one task file that is not JSON. Before, the loop
-    ran sessions on an empty prompt and --assign ended `No tasks available` with exit 0."""
+    ran sessions on an empty prompt and --assign ended `No tasks available` with exit 0; the
+    refusal is the source's preflight, before either (flowctl takes a second a call: one run)."""
+    mode = ["--assign"]
     add(flow, "Good")
     broken = add(flow, "Broken")
     (git_repo / ".flow" / "tasks" / f"{broken}.json").write_text("{not json\n")
