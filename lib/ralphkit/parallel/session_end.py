@@ -39,30 +39,27 @@ def merge(book: Book, wt: worktrees.Worktree, record: dict | None = None) -> tup
     """(merged, message); a task whose branch cannot be merged is re-opened. record: the done
     task's, whose result is made to name its commit's id after a rebase (_recommit)."""
     git = Git(book.s.env)
+    commit = answers.result_commit((record or {}).get("result"))
     before = git(wt.repo, "rev-parse", "-q", "--verify", f"refs/heads/{wt.base_branch}",
-                 check=False)[1].strip() if answers.result_commit((record or {}).get(
-                     "result")) else ""                       # only _recommit asks for it
+                 check=False)[1].strip() if commit else ""     # only _recommit asks for it
     try:
         stray = worktrees.keep_stray_head(wt, env=book.s.env)   # never merged without them
         merged = worktrees.MergeResult(False, True, stray) if stray else \
             worktrees.merge_back(wt, book.s.merge, env=book.s.env)
     except RalphError as err:
         merged = worktrees.MergeResult(False, True, str(err))
-    if merged.merged:
-        _recommit(book, git, wt, record or {}, before)
+    if merged.merged and commit:
+        _recommit(book, git, wt, commit, before)
     if merged.merged or (book.s.merge == "none" and not merged.conflict):
         return True, merged.message
     book.call("_reopen", wt.task, "--reason", merged.message)
     return False, merged.message
 
 
-def _recommit(book: Book, git: Git, wt: worktrees.Worktree, record: dict, before: str) -> None:
+def _recommit(book: Book, git: Git, wt: worktrees.Worktree, commit: str, before: str) -> None:
     """The merge rebased the task's branch onto the run's, which gives its commits new ids:
     the task's result names the commit now on the run's branch (for the report and the
     blocker_results later tasks see), not one left on no branch, as --sync does."""
-    commit = answers.result_commit(record.get("result"))
-    if not commit:
-        return
     head = git(wt.repo, "rev-parse", f"refs/heads/{wt.base_branch}")[1].strip()
     found = git.rebased_as(wt.repo, commit, before or None, head)
     if found and book.call("_recommit", wt.task, *found)[1].startswith("recommitted"):
