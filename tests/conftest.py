@@ -196,14 +196,15 @@ def read_jsonl(path: Path) -> list[dict]:
 
 @pytest.fixture(scope="session")
 def pg_server() -> pgserver.Cluster:
-    """A throwaway PostgreSQL server (tests/pgserver.py) for this session. Each xdist worker
-    starts its own: about 1 s (initdb 0.8 s, start 0.1 s), and a test that restarts or stops
-    the server disturbs no other worker's tests. Skips, naming what is missing, when the server
-    binaries or psycopg are not installed."""
+    """A throwaway PostgreSQL server (tests/pgserver.py) for this session, without fsync
+    (pgserver.start_cluster). Each xdist worker starts its own: about 1 s (initdb 0.8 s,
+    start 0.1 s), and a test that restarts or stops the server disturbs no other worker's
+    tests. Skips, naming what is missing, when the server binaries or psycopg are not
+    installed."""
     reason = pgserver.missing()
     if reason:
         pytest.skip(reason)
-    cluster = pgserver.start_cluster()
+    cluster = pgserver.start_cluster(durable=False)
     yield cluster
     cluster.destroy()
 
