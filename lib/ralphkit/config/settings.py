@@ -10,8 +10,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ralphkit.config import kinds
 from ralphkit.config.options import Options
 from ralphkit.config.table import SETTINGS, iteration_limit
@@ -36,26 +34,6 @@ def find_repo_root(cwd: Path) -> Path:
     return cwd
 
 
-class _Loader(yaml.SafeLoader):
-    """yaml.safe_load's loader, refusing a key given twice in one mapping: PyYAML keeps the
-    last one silently, so `max_cost: 5` lower in the file would undo a budget set above."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        first: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            try:
-                seen = key in first
-            except TypeError:                  # an unhashable key: the base class says so
-                continue
-            if seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"{key} is set twice (first at line {first[key]})",
-                    key_node.start_mark)
-            first[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep)
-
-
 def _read_file(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -64,15 +42,11 @@ def _read_file(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as err:
         reason = getattr(err, "strerror", None) or str(err)
         raise _usage([f"{CONFIG_NAME}: cannot read {path}: {reason}"]) from None
+    from ralphkit.config import yaml_text         # only a run with a ralph.yml pays for PyYAML
     try:
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader)
-    except RecursionError:
-        raise _usage([f"{CONFIG_NAME}: invalid YAML: nested too deeply"]) from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise _usage([f"{CONFIG_NAME}: invalid YAML{where}: {problem}"]) from None
+        data = yaml_text.parse(text)
+    except yaml_text.InvalidYaml as err:
+        raise _usage([f"{CONFIG_NAME}: {err}"]) from None
     if data is None:
         return {}                  # an empty file, or only comments
     if not isinstance(data, dict):
