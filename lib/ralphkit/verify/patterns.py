@@ -26,13 +26,18 @@ _ASSERTION = re.compile(
     r"|\bt\.(?:Error|Errorf|Fatal|Fatalf|Fail)\b|\bassert(?:_eq|_ne)?!\s*\(|\.should\b"
     r"|\bassert(?:Equals?|True|False|That|Throws|NotNull|Null)\s*\(")
 
-# Newly added skips and focus markers (a `.only` silently drops every other test).
+# Newly added skips and focus markers (a `.only` silently drops every other test), and code
+# that switches a test off: a mark set without a decorator (`pytestmark = pytest.mark.skip`),
+# unittest's SkipTest and expectedFailure, a test's body under `if False:` (its asserts keep
+# their text, only their indent changes), a test deleted from its module by name.
 SKIP = re.compile(
-    r"@pytest\.mark\.(?:skip|skipif|xfail)\b|\bpytest\.(?:skip|xfail|importorskip)\s*\("
+    r"@?\bpytest\.mark\.(?:skip|skipif|xfail)\b|\bpytest\.(?:skip|xfail|importorskip)\s*\("
     r"|\bunittest\.skip\w*|@(?:unittest\.)?skip(?:If|Unless)?\b|\bself\.skipTest\s*\("
+    r"|\bSkipTest\b|\bexpectedFailure\b|^\s*(?:if|while)\s+(?:False|0|None)\s*:"
+    r"|^\s*del\s+(?:test|Test)\w*"
     r"|\b(?:it|describe|test|suite|context)\.(?:skip|only|todo)\b|\bx(?:it|describe|test)\s*\("
-    r"|\bf(?:it|describe)\s*\(|\{\s*(?:skip|only|todo)\s*:\s*(?!false)"
-    r"|\bt\.Skip(?:Now|f)?\s*\(|@Disabled\b|@Ignore\b|#\[ignore\b")
+    r"|\bf(?:it|describe)\s*\(|[{,]\s*(?:skip|only|todo)\s*:\s*(?!false)"
+    r"|\bt\.(?:skip|todo)\s*\(|\bt\.Skip(?:Now|f)?\s*\(|@Disabled\b|@Ignore\b|#\[ignore\b")
 
 # What switches existing tests off without touching them, added anywhere it is read (a new
 # file too): a module named like the runner shadows it (`python -m pytest` imports ./pytest.py),

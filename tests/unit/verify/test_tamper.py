@@ -88,7 +88,19 @@ def test_no_change_and_added_tests_are_never_findings(repo):
      "tests/test_a.py:5: skip added: pytest.skip("),
     ("def test_two", "@pytest.mark.xfail\ndef test_two",
      "tests/test_a.py:9: skip added: @pytest.mark.xfail"),
-], ids=["assertion", "function", "mark-skip", "pytest-skip", "xfail"])
+    # a module's marks without a decorator, unittest's own ways, and code switched off
+    ("import pytest\n", "import pytest\npytestmark = pytest.mark.skip\n",
+     "tests/test_a.py:2: skip added: pytest.mark.skip"),
+    ("    value = 1\n", "    raise unittest.SkipTest('later')\n    value = 1\n",
+     "tests/test_a.py:5: skip added: SkipTest"),
+    ("def test_two", "@unittest.expectedFailure\ndef test_two",
+     "tests/test_a.py:9: skip added: expectedFailure"),
+    ("    assert value == 1\n", "    if False:\n        assert value == 1\n",
+     "tests/test_a.py:6: skip added: if False:"),
+    ("    assert 2 == 2\n", "    assert 2 == 2\n\n\ndel test_two\n",
+     "tests/test_a.py:13: skip added: del test_two"),
+], ids=["assertion", "function", "mark-skip", "pytest-skip", "xfail", "pytestmark",
+        "SkipTest", "expectedFailure", "if-False", "del"])
 def test_weakened_python_tests_are_found_with_file_and_line(repo, old, new, expected):
     path, base = repo
     edit(path, "tests/test_a.py", old, new)
@@ -101,7 +113,11 @@ def test_weakened_python_tests_are_found_with_file_and_line(repo, old, new, expe
     ("test('adds', () =>", "test('adds', { skip: true }, () =>",
      "test/a.test.js:4: skip added: { skip:"),
     ("  assert.strictEqual(1 + 1, 2);\n", "", "test/a.test.js:5: assertion removed"),
-], ids=["skip", "only", "skip-option", "assertion"])
+    ("test('adds', () =>", "test('adds', { timeout: 1000, skip: true }, () =>",
+     "test/a.test.js:4: skip added: , skip:"),
+    ("test('adds', () => {\n", "test('adds', (t) => {\n  t.skip();\n",
+     "test/a.test.js:5: skip added: t.skip("),
+], ids=["skip", "only", "skip-option", "assertion", "skip-option-not-first", "t-skip"])
 def test_weakened_node_tests_are_found(repo, old, new, expected):
     path, base = repo
     edit(path, "test/a.test.js", old, new)
