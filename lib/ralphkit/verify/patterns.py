@@ -9,7 +9,9 @@ from functools import lru_cache
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|__tests__|spec)/.*\.(py|[cm]?[jt]sx?|go|rs|rb|java|kt|cs|php|sh|bats)$"
     r"|(^|/)test_[^/]*\.py$|_test\.(py|go)$|(^|/)conftest\.py$"   # pytest, go
+    r"|(^|/)tests\.py$"                                 # Django's runner: an app's tests.py
     r"|\.(test|spec)\.[cm]?[jt]sx?$"                  # node --test, jest, vitest, mocha
+    r"|[-_]test\.[cm]?js$|(^|/)test-[^/]*\.[cm]?js$"   # node --test's other default names
     r"|(^|/)test\.[cm]?js$|Tests?\.(java|kt|cs)$")
 
 # A test's definition: the name it is known by is group "name".
@@ -64,7 +66,7 @@ _JEST_THRESHOLD = re.compile(
 # directory: a test file renamed from one of these to another name in tests/ is renamed away.
 _TEST_NAME = re.compile(
     r"(^|/)test_[^/]*\.py$|_test\.(py|go)$|\.(test|spec)\.[cm]?[jt]sx?$|(^|/)test\.[cm]?js$"
-    r"|Tests?\.(java|kt|cs)$")
+    r"|(^|/)tests\.py$|[-_]test\.[cm]?js$|(^|/)test-[^/]*\.[cm]?js$|Tests?\.(java|kt|cs)$")
 
 
 def is_test_path(path: str) -> bool:

@@ -135,6 +135,22 @@ def test_deleted_and_renamed_away_test_files_are_findings_even_when_committed(re
     assert "test/a.test.js: test file renamed away to test/a.js.bak (no longer collected)" in found
 
 
+@pytest.mark.parametrize("name", ["calc_test.js", "lib/calc-test.mjs", "test-calc.cjs",
+                                  "app/tests.py"])
+def test_test_files_named_as_node_and_django_collect_them_are_test_files(repo, name):
+    """node --test collects *_test.js, *-test.js and test-*.js wherever they are; Django's
+    runner collects an app's tests.py."""
+    path, _ = repo
+    env = _clean_environ()
+    (path / name).parent.mkdir(parents=True, exist_ok=True)
+    (path / name).write_text("assert(1)\n")
+    git(path, "add", "-A", env=env)
+    git(path, "commit", "-qm", "a test", env=env)
+    base = git(path, "rev-parse", "HEAD", env=env).strip()
+    git(path, "rm", "-q", name, env=env)
+    assert texts(scan(path, base)) == [f"{name}: test file deleted"]
+
+
 def test_a_test_renamed_within_tests_to_a_name_pytest_does_not_collect_is_a_finding(repo):
     path, base = repo
     env = _clean_environ()
