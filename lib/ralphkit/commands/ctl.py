@@ -43,15 +43,28 @@ def main(argv: list[str], *, ralph_dir: Path | None = None, stdout: TextIO | Non
         control.request(ralph_dir, control.STOP)
         print("Stop requested: the run stops after its current session", file=out)
     elif command == "status":
-        asked = control.requested(ralph_dir)
-        print({control.STOP: "stop requested", control.PAUSE: "paused"}.get(
-            asked, "no pause or stop requested"), file=out)
+        print(_status(ralph_dir), file=out)
     elif command in ("-h", "--help", "help"):
         print(_USAGE, file=out)
     else:
         print(f"Error: Unknown ctl command '{command}'. {_USAGE}", file=err)
         return 1
     return 0
+
+
+def _status(ralph_dir: Path) -> str:
+    """The request pending, as the run going (or the next one) takes it: a run drops a STOP
+    it finds at its start and honours a PAUSE."""
+    asked = control.requested(ralph_dir)
+    if not asked:
+        return "no pause or stop requested"
+    if _run_going(ralph_dir):
+        return "stop requested" if asked == control.STOP else "paused"
+    if (ralph_dir / control.PAUSE).exists():
+        return ("no run is going; the next run pauses before its first session "
+                "(`ralph ctl resume` to lift it)")
+    return ("no run is going; the stop request an earlier run left is dropped when the next "
+            "run starts")
 
 
 def _run_going(ralph_dir: Path) -> bool:

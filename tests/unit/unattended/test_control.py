@@ -75,7 +75,24 @@ def test_with_no_run_going_ctl_says_so_and_a_stop_writes_nothing(tmp_path, lock)
     ((), "no pause or stop requested"), (("PAUSE",), "paused"),
     (("PAUSE", "STOP"), "stop requested"),
 ], ids=["nothing", "paused", "stop-wins"])
-def test_status_names_the_pending_request(tmp_path, files, expected):
+def test_status_names_the_pending_request(running, files, expected):
+    for name in files:
+        (running / name).write_text("{}")
+    assert ctl(running, "status") == (0, expected + "\n", "")
+
+
+@pytest.mark.parametrize("files,expected", [
+    ((), "no pause or stop requested"),
+    (("PAUSE",), "no run is going; the next run pauses before its first session "
+                 "(`ralph ctl resume` to lift it)"),
+    (("PAUSE", "STOP"), "no run is going; the next run pauses before its first session "
+                        "(`ralph ctl resume` to lift it)"),
+    (("STOP",), "no run is going; the stop request an earlier run left is dropped when the "
+                "next run starts"),
+], ids=["nothing", "pause", "pause-and-stop", "stop"])
+def test_status_without_a_run_says_what_the_next_run_does(tmp_path, files, expected):
+    """A run drops a STOP it finds at its start and honours a PAUSE: `paused` and `stop
+    requested` would say a run is paused or stopping when none is going."""
     tmp_path.joinpath(".ralph").mkdir()
     for name in files:
         (tmp_path / ".ralph" / name).write_text("{}")
