@@ -169,6 +169,34 @@ def test_an_agent_that_weakens_the_test_gets_its_task_held_with_the_finding(
     assert any(f.startswith(f"{where}: {kind}") for f in event["findings"])
 
 
+def test_a_test_weakened_in_one_session_and_done_in_the_next_is_held(build, plan, project,
+                                                                        run_task):
+    """The cheat split over two sessions, through the loop: the first weakens the test and
+    commits, marking nothing done; the second marks the task done. The diff judged with the
+    second runs from where the last judgement (here: the run's start) left the tree."""
+    weaken = "sed -i '/assert result == 4/d' tests/test_calc.py\ngit commit -qam weaken\n"
+    sessions(plan, CLAIM + weaken, LAZY)
+    proc = build("-n", "2", "--verify", PYTEST)
+    assert proc.returncode == 0, proc.stderr
+    t = task(run_task)
+    assert t["status"] == "open" and t["held"]
+    assert "tests/test_calc.py:9: assertion removed or changed: assert result == 4" in t["held"]
+
+
+def test_a_test_file_hidden_from_git_before_the_run_is_no_finding(build, plan, project,
+                                                                   run_task):
+    """A sparse checkout marks the files outside its cone skip-worktree, and some people mark
+    a test file they keep local changes in: the session did not hide it, so an honest fix
+    passes (a session that hides one is held, above)."""
+    git(project, "update-index", "--skip-worktree", "tests/test_calc.py")
+    sessions(plan, CLAIM + FIX + DONE)
+    proc = build("-n", "1", "--verify", PYTEST)
+    assert proc.returncode == 0, proc.stderr
+    assert task(run_task)["status"] == "done"
+    (event,) = verify_events(project)
+    assert (event["verdict"], event["findings"]) == ("passed", [])
+
+
 def test_tamper_warn_records_the_finding_and_keeps_the_task_done(build, plan, project, run_task):
     (project / "ralph.yml").write_text("tamper: warn\n")
     sessions(plan, CLAIM + "sed -i '/assert result == 4/d' tests/test_calc.py\n" + DONE)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -21,25 +20,9 @@ from ralphkit.backlog.calls import TaskCommand
 from ralphkit.runs import progress
 from ralphkit.verify import gate, tamper
 from ralphkit.verify import options as verify_options
+from ralphkit.verify import verdicts
 
 _HOLD_REASON_MAX = 1000
-_FAILED = ("failed", "timeout", "held")
-
-
-@dataclass
-class Verdict:
-    """What the gate decided for one task."""
-
-    task: str
-    verdict: str                      # passed | warned | failed | timeout | held
-    reason: str = ""                  # the fail reason given to `_reopen` ("" when it passed)
-    check: gate.Check | None = None
-    findings: list[tamper.Finding] = field(default_factory=list)
-    tree: str = ""                    # where it ran
-
-    @property
-    def ok(self) -> bool:
-        return self.verdict in ("passed", "warned")
 
 
 class Gate:
@@ -58,23 +41,26 @@ class Gate:
         tasks = self._tasks()
         self.lines = self._task_lines(tasks)                # `verify:` lines at run start
         self.unjudged = self._unjudged(tasks)               # a resumed run's, never judged
-        self.base = self._head()                            # the commit at session start
+        self._mark()
 
-    def _head(self) -> str:
-        """The tree as the session finds it, when the gate applies to some task (else no git
-        call: "" makes the next tamper check find nothing, as there is no known start): HEAD,
-        or with uncommitted changes left from before (an earlier held session's, the user's)
-        a commit of them (`git stash create`, which touches nothing), so that the session's
-        diff holds only what it changed itself."""
-        if not (self.opts.armed or any(self.lines.values())):
-            return ""
-        return (gate.git(self.cwd, "stash", "create", env=self.env)
-                or gate.git(self.cwd, "rev-parse", "HEAD", env=self.env))
+    def _mark(self) -> None:
+        """The next diff starts from the tree as found (HEAD, or a `git stash create` commit
+        of changes left uncommitted, say by a held session) and the files hidden from git
+        now (a sparse checkout's): not a session's doing. No git call when nothing is judged."""
+        self.base, self.head, self.hidden = "", "", frozenset()
+        self.span_open = False                  # True: a session ran since, nothing judged
+        if self.opts.armed or any(self.lines.values()):
+            self.head = gate.git(self.cwd, "rev-parse", "HEAD", env=self.env)
+            self.base = gate.git(self.cwd, "stash", "create", env=self.env) or self.head
+            self.hidden = tamper.hidden_paths(self.cwd, self.env)
 
     def session_starts(self) -> None:
-        """A session is about to start: its diff is taken from here (with --sync, origin's
-        commits a rebase just brought in are not the session's)."""
-        self.base = self._head()
+        """A session starts. What one that marked nothing done changed is judged with the next
+        task done (a cheat split over sessions), unless --sync rebased it away: then the diff
+        starts here (what the rebase brought in is not the session's)."""
+        if not (self.span_open and self.head and gate.git(
+                self.cwd, "merge-base", self.head, "HEAD", env=self.env) == self.head):
+            self._mark()
 
     # ------------------------------------------------------------------ reading
     def _tasks(self) -> list[dict]:
@@ -112,7 +98,7 @@ class Gate:
         failed list and reason with the reopened tasks added (their attempt counts)."""
         tasks = self._tasks()
         since = getattr(self.run, "session_since", "") or ""
-        reopened: list[Verdict] = []
+        reopened: list[verdicts.Verdict] = []
         judged = len(self.judged)
         for t in tasks:
             key = (t["id"], str(t.get("updated_at")), str(t.get("retry_count")))
@@ -121,7 +107,7 @@ class Gate:
                 continue
             self.judged.add(key)
             self.unjudged.discard(t["id"])
-            verdict = self.judge(t, self.cwd, self.base)
+            verdict = self.judge(t, self.cwd, self.base, self.hidden)
             if verdict is not None and not verdict.ok:
                 reopened.append(verdict)
         if not reopened:
@@ -130,14 +116,17 @@ class Gate:
         # marking its task done is still a change when a later session marks it done.
         self.lines = {**self._task_lines(tasks), **self.lines}
         if len(self.judged) > judged:   # else what this session changed is judged with the
-            self.base = self._head()    # next task marked done (a cheat split over sessions)
+            self._mark()                # next task marked done (a cheat split over sessions)
+        else:
+            self.span_open = True
         slugs = [v.task for v in reopened if v.task not in failed]
         return [*failed, *slugs], (reopened[0].reason.split("\n", 1)[0] if reopened else reason)
 
     # ------------------------------------------------------------------ one task
-    def judge(self, record: dict, tree: Path, base: str | Callable[[], str]) -> Verdict | None:
-        """Verify one done task in tree (its diff taken from base) and act on the verdict.
-        None when the gate does not apply to it (no command, nothing to protect)."""
+    def judge(self, record: dict, tree: Path, base: str | Callable[[], str],
+              hidden: frozenset[str] = frozenset()) -> verdicts.Verdict | None:
+        """Verify one done task in tree (its diff from base; `hidden`: hidden from git then),
+        act on the verdict. None when the gate does not apply (no command, nothing to protect)."""
         slug = record["id"]
         own = verify_options.task_command(record.get("description")) or ""
         start = self.lines.get(slug)            # None: the task was created during the session
@@ -146,25 +135,25 @@ class Gate:
         if not (command or self.opts.protect or changed):
             return None
         base = base() if callable(base) else base
-        findings = [] if self.opts.tamper == "off" else tamper.scan(tree, base, self.opts.protect,
-                                                                       env=self.env)
+        findings = [] if self.opts.tamper == "off" else tamper.scan(
+            tree, base, self.opts.protect, env=self.env, hidden_before=hidden)
         if changed:
             findings.append(tamper.Finding("verify_line", f"task {slug}", None,
                                            "its verify: line changed during the session"))
         check = gate.run(command, tree, self.env, self.opts.timeout_s) if command else None
-        verdict = _decide(slug, check, findings, self.opts.tamper, tree=str(tree))
+        verdict = verdicts.decide(slug, check, findings, self.opts.tamper, tree=str(tree))
         self._act(verdict)
         self._record(verdict, record.get("result"))
         return verdict
 
-    def judge_worktree(self, record: dict, wt: Any) -> Verdict | None:
+    def judge_worktree(self, record: dict, wt: Any) -> verdicts.Verdict | None:
         """--parallel: judge a task in its worktree before its branch is merged; the
         session's diff is taken from the fork point of the run's branch."""
         return self.judge(record, wt.path,
                           lambda: gate.git(wt.path, "merge-base", "HEAD", wt.base_branch,
                                            env=self.env))
 
-    def _act(self, v: Verdict) -> None:
+    def _act(self, v: verdicts.Verdict) -> None:
         if v.ok:
             return
         call = self.task.bound(self.env)
@@ -172,7 +161,7 @@ class Gate:
         if v.verdict == "held":
             call(["_hold", v.task, "--reason", v.reason[:_HOLD_REASON_MAX]])
 
-    def _record(self, v: Verdict, result: str | None) -> None:
+    def _record(self, v: verdicts.Verdict, result: str | None) -> None:
         check = v.check.as_record() if v.check else None
         kept = ("command", "exit_code", "duration_s", "commit", "dirty", "tree_id", "timed_out",
                 "tail_sha256")
@@ -186,14 +175,14 @@ class Gate:
         self._records()[v.task] = {**fields, "at": event["ts"]}
         body = {**fields, "at": event["ts"], "check": check,
                 "findings": [f.as_record() for f in v.findings], "result": result}
-        self.report(_line(v))
+        self.report(verdicts.line(v))
         write_atomic(Path(self.run.ralph_dir) / "verify" / f"{safe_name(v.task)}.json",
                      (json.dumps(body, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
         # the run state (and progress.md) is saved by the caller's next step: the loop's
         # end_session, --parallel's save after each finished session or launch
 
     # ------------------------------------------------------------------ stale verifications
-    def recheck(self, tasks: list[dict] | None = None) -> list[Verdict]:
+    def recheck(self, tasks: list[dict] | None = None) -> list[verdicts.Verdict]:
         """When no task is left to do: every task this run verified and that is still done,
         whose verification ran at another commit than HEAD, is verified again (each command
         once). A failure reopens all tasks of that command. Returns the reopened verdicts."""
@@ -215,7 +204,7 @@ class Gate:
         for command, slugs in stale.items():
             check = gate.run(command, self.cwd, self.env, self.opts.timeout_s)
             for slug in slugs:
-                verdict = _decide(slug, check, [], self.opts.tamper, recheck=True,
+                verdict = verdicts.decide(slug, check, [], self.opts.tamper, recheck=True,
                                   tree=str(self.cwd))
                 self._act(verdict)
                 self._record(verdict, status[slug].get("result"))
@@ -235,7 +224,7 @@ class Gate:
         for part in parts:
             slug = part[8:].split("\n", 1)[0].strip() if part.startswith("## Task ") else None
             rec = records.get(slug) if slug else None
-            if rec and rec.get("verdict") in _FAILED and rec.get("reason"):
+            if rec and rec.get("verdict") in verdicts.FAILED and rec.get("reason"):
                 body = part.rstrip("\n")
                 tail = part[len(body):]
                 block = "\n".join("  " + line for line in rec["reason"].split("\n"))
@@ -250,44 +239,6 @@ def _pending(t: dict, done: set[str]) -> bool:
             and all(dep in done for dep in t.get("deps") or []))
 
 
-def _decide(slug: str, check: gate.Check | None, findings: list[tamper.Finding], mode: str,
-            recheck: bool = False, tree: str = "") -> Verdict:
-    failed = check is not None and not check.passed
-    if findings and mode == "hold":
-        text = "; ".join(f.text() for f in findings)
-        lines = [f"tamper check: {text}"]
-        if failed:
-            lines += [_failure(check, recheck)]
-        return Verdict(slug, "held", "\n".join(lines), check, findings, tree)
-    if failed:
-        return Verdict(slug, "timeout" if check.timed_out else "failed",
-                       _failure(check, recheck), check, findings, tree)
-    return Verdict(slug, "warned" if findings else "passed", "", check, findings, tree)
-
-
-def _line(v: Verdict) -> str:
-    """The run's report line of a verdict."""
-    if v.ok:
-        said = v.check.summary() if v.check else "no verify command"
-        warned = f"; tamper findings: {'; '.join(f.text() for f in v.findings)}" \
-            if v.findings else ""
-        return f"verify: task {v.task} {v.verdict}: {said}{warned}"
-    action = "reopened and held" if v.verdict == "held" else "reopened"
-    return f"verify: task {v.task} {action}: {v.reason.split(chr(10), 1)[0]}"
-
-
-def _failure(check: gate.Check, recheck: bool) -> str:
-    at = f"at {check.commit[:12] or 'no commit'}"
-    again = " on re-check (the tree moved since it passed)" if recheck else ""
-    if check.timed_out:
-        head = f"verify timed out{again}: `{check.command}` ran longer than {check.timeout_s:g}s {at}"
-    elif check.error:
-        head = f"verify could not run{again}: `{check.command}`: {check.error}"
-    else:
-        head = f"verify failed{again}: `{check.command}` exited {check.exit_code} {at}"
-    return f"{head}\n{check.tail}" if check.tail else head
-
-
 def start(values: Any, task: TaskCommand, env: Mapping[str, str], cwd: Path,
           run: Any, report: Callable[[str], None] = lambda line: None) -> Gate:
     """The run's gate, from the settled options (config's `Options`, or a mapping of the
@@ -295,4 +246,4 @@ def start(values: Any, task: TaskCommand, env: Mapping[str, str], cwd: Path,
     return Gate(verify_options.read(values), task, env, cwd, run, report)
 
 
-__all__ = ["Gate", "Verdict", "start"]
+__all__ = ["Gate", "start"]

@@ -204,37 +204,54 @@ def _git_diff(tree: Path, base: str, env: Mapping[str, str], *paths: str,
     return done.stdout.decode("utf-8", "replace") if done.code == 0 else None
 
 
-def _listed(tree: Path, protect: tuple[str, ...],
-            env: Mapping[str, str]) -> tuple[list[Finding], list[_File]]:
-    """What no diff shows, from one `git ls-files`: test or protected files git is told not to
-    look at (`update-index --skip-worktree` or `--assume-unchanged`: their changes are missing
-    from every diff and from `dirty`), and new files the session left untracked that can
-    switch tests off all the same (a conftest.py, a pytest.py: the runner reads them)."""
+def _ls_files(tree: Path, env: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(tag, path) of every tracked and untracked file, from one `git ls-files -v`."""
     try:
         done = programs.run(["git", "ls-files", "-v", "--cached", "--others",
                              "--exclude-standard", "-z"], cwd=tree, env=env)
     except OSError:
-        return [], []
+        return []
+    return [(tag, path) for tag, _, path in (entry.partition(" ") for entry in
+                                             done.stdout.decode("utf-8", "replace").split("\0"))
+            if path]
+
+
+def _is_hidden(tag: str) -> bool:
+    return tag == "S" or tag.islower()         # skip-worktree, assume-unchanged
+
+
+def hidden_paths(tree: Path, env: Mapping[str, str]) -> frozenset[str]:
+    """The files git is told not to look at now (a sparse checkout's, the user's): where a
+    session's diff starts, so that scan does not take them for the session's doing."""
+    return frozenset(path for tag, path in _ls_files(tree, env) if _is_hidden(tag))
+
+
+def _listed(tree: Path, protect: tuple[str, ...], env: Mapping[str, str],
+            hidden_before: frozenset[str]) -> tuple[list[Finding], list[_File]]:
+    """What no diff shows: test or protected files git was told not to look at since the
+    diff's start (`update-index --skip-worktree` or `--assume-unchanged`: their changes are
+    missing from every diff and from `dirty`), and new files the session left untracked that
+    can switch tests off all the same (a conftest.py, a pytest.py: the runner reads them)."""
     hidden, untracked = [], []
-    for entry in done.stdout.decode("utf-8", "replace").split("\0"):
-        tag, _, path = entry.partition(" ")
+    for tag, path in _ls_files(tree, env):
         if tag == "?" and patterns.may_switch_off(path):
             try:
                 text = (Path(tree) / path).read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
             untracked.append(_File(None, path, added=list(enumerate(text.split("\n"), 1))))
-        elif (tag == "S" or tag.islower()) and (patterns.is_test_path(path)
-                                                or patterns.protected(path, protect)):
+        elif _is_hidden(tag) and path not in hidden_before and (
+                patterns.is_test_path(path) or patterns.protected(path, protect)):
             how = "skip-worktree" if tag == "S" else "assume-unchanged"
             hidden.append(Finding("hidden_path", path, None,
                                   f"hidden from git ({how}): its changes are not seen"))
     return hidden, untracked
 
 
-def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *,
-         env: Mapping[str, str]) -> list[Finding]:
-    """The findings of the tree's diff from base (a commit); [] when base is unknown."""
+def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[str, str],
+         hidden_before: frozenset[str] = frozenset()) -> list[Finding]:
+    """The findings of the tree's diff from base (a commit); [] when base is unknown.
+    hidden_before: hidden_paths when base was taken."""
     if not base:
         return []
     protect = tuple(protect)
@@ -249,9 +266,9 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *,
                                                                text=True) or "")}
         files = [again.get(f.new or f.old, f) if (f.new or f.old) in marked else f
                  for f in files]
-    hidden, untracked = _listed(tree, protect, env)
+    hidden, untracked = _listed(tree, protect, env, hidden_before)
     return [finding for f in files + untracked
             for finding in _file_findings(f, protect, tree)] + hidden
 
 
-__all__ = ["Finding", "scan"]
+__all__ = ["Finding", "scan", "hidden_paths"]
