@@ -205,7 +205,7 @@ class Gate:
             check = gate.run(command, self.cwd, self.env, self.opts.timeout_s)
             for slug in slugs:
                 verdict = verdicts.decide(slug, check, [], self.opts.tamper, recheck=True,
-                                  tree=str(self.cwd))
+                                          tree=str(self.cwd))
                 self._act(verdict)
                 self._record(verdict, status[slug].get("result"))
                 if not verdict.ok:
