@@ -56,11 +56,18 @@ class Gate:
 
     def session_starts(self) -> None:
         """A session starts. What one that marked nothing done changed is judged with the next
-        task done (a cheat split over sessions), unless --sync rebased it away: then the diff
-        starts here (what the rebase brought in is not the session's)."""
-        if not (self.span_open and self.head and gate.git(
-                self.cwd, "merge-base", self.head, "HEAD", env=self.env) == self.head):
+        task done (a cheat split over sessions), unless commits came in since from a remote
+        branch (a --sync rebase, even a fast-forward): they are not a session's, so the diff
+        starts here."""
+        if not (self.span_open and self.head and not self._brought_in()):
             self._mark()
+
+    def _brought_in(self) -> bool:
+        """HEAD holds commits since the mark that a remote-tracking branch holds too."""
+        since = ("rev-list", "--count", "HEAD", f"^{self.head}")
+        every = gate.git(self.cwd, *since, env=self.env)
+        return not every or every != gate.git(self.cwd, *since, "--not", "--remotes",
+                                               env=self.env)
 
     # ------------------------------------------------------------------ reading
     def _tasks(self) -> list[dict]:

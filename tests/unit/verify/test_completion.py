@@ -136,6 +136,30 @@ def test_a_change_made_in_a_session_that_marked_nothing_done_is_judged_with_the_
     assert "assertion removed or changed: assert 1 == 2" in record(gate, "t1")["held"]
 
 
+def test_what_a_sync_rebase_brought_in_after_a_session_that_judged_nothing_is_no_finding(
+        repo):
+    """--sync fetched and rebased between two sessions, the first of which marked nothing
+    done: the commits that came in (another host removing its own test) are not the second
+    session's, even when the rebase was a fast-forward."""
+    env = _clean_environ()
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_other.py").write_text("def test_other():\n    assert True\n")
+    git(repo, "add", "-A", env=env)
+    git(repo, "commit", "-qm", "tests", env=env)
+    gate = make_gate(repo, ["create|t1|One"], verify="true")
+    assert gate.after_session([], "r") == ([], "r")                 # session 1: nothing done
+    git(repo, "rm", "-q", "tests/test_other.py", env=env)
+    git(repo, "commit", "-qm", "another host removes its test", env=env)
+    incoming = git(repo, "rev-parse", "HEAD", env=env).strip()
+    git(repo, "reset", "-q", "--hard", "HEAD~1", env=env)
+    git(repo, "update-ref", "refs/remotes/origin/main", incoming, env=env)      # fetched
+    git(repo, "merge", "-q", "--ff-only", "origin/main", env=env)   # rebased: a fast-forward
+    gate.session_starts()                                             # session 2
+    finish(gate, "t1")
+    assert gate.after_session([], "r") == ([], "r")
+    assert record(gate, "t1")["status"] == "done"
+
+
 def test_a_session_that_changes_its_own_verify_line_is_a_finding(repo):
     gate = make_gate(repo, ["create|t1|One|-d|verify: false"])
     env = gate.env
