@@ -60,7 +60,7 @@ def _status(ralph_dir: Path) -> str:
         return "no pause or stop requested"
     if _run_going(ralph_dir):
         return "stop requested" if asked == control.STOP else "paused"
-    if (ralph_dir / control.PAUSE).exists():
+    if control.paused(ralph_dir):
         return ("no run is going; the next run pauses before its first session "
                 "(`ralph ctl resume` to lift it)")
     return ("no run is going; the stop request an earlier run left is dropped when the next "

@@ -72,11 +72,15 @@ def cancel_pause(ralph_dir: Path) -> bool:
     return _remove(Path(ralph_dir) / PAUSE)
 
 
+def paused(ralph_dir: Path) -> bool:
+    """A pause is asked for (.ralph/PAUSE), whether or not a stop is too."""
+    return (Path(ralph_dir) / PAUSE).exists()
+
+
 def requested(ralph_dir: Path) -> str:
     """STOP, PAUSE or "" for what is asked of the run now (a stop wins over a pause)."""
-    ralph_dir = Path(ralph_dir)
-    return STOP if (ralph_dir / STOP).exists() else PAUSE if (ralph_dir / PAUSE).exists() else ""
+    return STOP if (Path(ralph_dir) / STOP).exists() else PAUSE if paused(ralph_dir) else ""
 
 
 __all__ = ["PAUSE", "STOP", "CONTINUE", "STOPPED", "request", "cancel_pause", "requested",
-           "check_between_sessions", "consume_stop"]
+           "paused", "check_between_sessions", "consume_stop"]
