@@ -52,7 +52,8 @@ class Gate:
         if self.opts.armed or any(self.lines.values()):
             self.head = gate.git(self.cwd, "rev-parse", "HEAD", env=self.env)
             self.base = gate.git(self.cwd, "stash", "create", env=self.env) or self.head
-            self.hidden = tamper.hidden_paths(self.cwd, self.env)
+            if self.opts.tamper != "off":               # only the tamper check reads it
+                self.hidden = tamper.hidden_paths(self.cwd, self.env)
 
     def session_starts(self) -> None:
         """A session starts. What one that marked nothing done changed is judged with the next
