@@ -31,11 +31,13 @@ _ASSERTION = re.compile(
 # Newly added skips and focus markers (a `.only` silently drops every other test), and code
 # that switches a test off: a mark set without a decorator (`pytestmark = pytest.mark.skip`),
 # unittest's SkipTest and expectedFailure, a test's body under `if False:` (its asserts keep
-# their text, only their indent changes), a test deleted from its module by name.
+# their text, only their indent changes; `if (false) {` in JavaScript, `if false {` in Go and
+# Rust), a test deleted from its module by name.
 SKIP = re.compile(
     r"@?\bpytest\.mark\.(?:skip|skipif|xfail)\b|\bpytest\.(?:skip|xfail|importorskip)\s*\("
     r"|\bunittest\.skip\w*|@(?:unittest\.)?skip(?:If|Unless)?\b|\bself\.skipTest\s*\("
     r"|\bSkipTest\b|\bexpectedFailure\b|^\s*(?:if|while)\s+(?:False|0|None)\s*:"
+    r"|^\s*(?:if|while)\s*(?:\(\s*(?:false|0|null|undefined)\s*\)|\s(?:false|0)\s*\{)"
     r"|^\s*del\s+(?:test|Test)\w*"
     r"|\b(?:it|describe|test|suite|context)\.(?:skip|only|todo)\b|\bx(?:it|describe|test)\s*\("
     r"|\bf(?:it|describe)\s*\(|[{,]\s*(?:skip|only|todo)\s*:\s*(?!false)"
@@ -67,6 +69,13 @@ _JEST_THRESHOLD = re.compile(
 _TEST_NAME = re.compile(
     r"(^|/)test_[^/]*\.py$|_test\.(py|go)$|\.(test|spec)\.[cm]?[jt]sx?$|(^|/)test\.[cm]?js$"
     r"|(^|/)tests\.py$|[-_]test\.[cm]?js$|(^|/)test-[^/]*\.[cm]?js$|Tests?\.(java|kt|cs)$")
+
+
+# Python tests switched off by code added beside them: a test defined again under its name
+# (only the last definition runs) and a bare `return` at the top of a test's body.
+_PY_TEST_DEF = re.compile(
+    r"^(?P<indent>[ \t]*)(?:async\s+)?(?P<kind>def|class)\s+(?P<name>(?:test|Test)\w*)\b")
+_BARE_RETURN = re.compile(r"^[ \t]*return(?:\s+None)?\s*(?:#.*)?$")
 
 
 def is_test_path(path: str) -> bool:
@@ -102,6 +111,56 @@ def selections(path: str, line: str) -> list[str]:
 
 def test_names(line: str) -> list[str]:
     return [m.group("name") for rx in _TEST_DEF for m in [rx.search(line)] if m]
+
+
+def redefined_tests(lines: list[str], added: set[int],
+                    removed: list[str]) -> list[tuple[int, str, int]]:
+    """Python tests defined again at the same level by added lines, more times than before
+    (`removed`: the lines the change took out): (the last definition's line, the name, the
+    first definition's line). Python keeps only the last; the others never run."""
+    defs: dict[tuple[str, str], list[int]] = {}
+    for no, line in enumerate(lines, 1):
+        if m := _PY_TEST_DEF.match(line):
+            defs.setdefault((m.group("indent"), m.group("name")), []).append(no)
+    gone: dict[tuple[str, str], int] = {}
+    for line in removed:
+        if m := _PY_TEST_DEF.match(line):
+            key = (m.group("indent"), m.group("name"))
+            gone[key] = gone.get(key, 0) + 1
+    found = []
+    for key, nos in defs.items():
+        before = len([no for no in nos if no not in added]) + gone.get(key, 0)
+        if len(nos) > 1 and len(nos) > before:
+            found.append((nos[-1], key[1], nos[0]))
+    return found
+
+
+def early_returns(lines: list[str]) -> list[tuple[int, str]]:
+    """Bare `return`s at the top level of a Python test function's body with an assertion
+    after them in it: (the return's line, the test's name). The body is the lines indented
+    deeper than the `def` (comments and blank lines aside); its top level their least indent."""
+    found = []
+    for no, line in enumerate(lines, 1):
+        m = _PY_TEST_DEF.match(line)
+        if not m or m.group("kind") != "def":
+            continue
+        depth = len(m.group("indent").expandtabs())
+        body = []
+        for at in range(no, len(lines)):
+            text = lines[at]
+            if not text.strip() or text.lstrip().startswith("#"):
+                continue
+            indent = len(text) - len(text.lstrip())
+            if indent <= depth:
+                break
+            body.append((at + 1, indent, text))
+        top = min((indent for _, indent, _ in body), default=0)
+        for i, (at, indent, text) in enumerate(body):
+            if indent == top and _BARE_RETURN.match(text):
+                if any(is_assertion(rest) for _, _, rest in body[i + 1:]):
+                    found.append((at, m.group("name")))
+                break
+    return found
 
 
 def is_assertion(line: str) -> bool:
@@ -153,4 +212,5 @@ def protected(path: str, globs: tuple[str, ...]) -> bool:
 
 
 __all__ = ["is_test_path", "test_names", "is_assertion", "skips", "thresholds", "protected",
-           "may_switch_off", "selections", "shadowed_runner", "SKIP"]
+           "may_switch_off", "selections", "shadowed_runner", "redefined_tests",
+           "early_returns", "SKIP"]

@@ -2,9 +2,10 @@
 uncommitted changes to tracked files), read for deleted or renamed-away test files, removed
 test functions and assertions, newly added skips and focus markers, lowered coverage
 thresholds, and changes to `protect:` paths. Adding is never a finding: a new file, a new test
-function or a new line in an existing file (a skip marker excepted). Findings name the file and
-the line (of the new file; of the old one for what was removed). Knows nothing of tasks or of
-what is done with the findings; patterns.py owns what the rules look for."""
+function or a new line in an existing file (a skip marker, a Python test defined again and a
+`return` above a test's assertions excepted). Findings name the file and the line (of the new
+file; of the old one for what was removed). Knows nothing of tasks or of what is done with the
+findings; patterns.py owns what the rules look for."""
 from __future__ import annotations
 
 import re
@@ -22,7 +23,7 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 class Finding:
     kind: str            # deleted_test, renamed_test, removed_test, removed_assertion,
     path: str            # added_skip, lowered_threshold, protected_path, hidden_path,
-                         # shadowed_runner, narrowed_tests
+                         # shadowed_runner, narrowed_tests, redefined_test, early_return
     line: int | None
     detail: str
 
@@ -155,11 +156,28 @@ def _file_findings(f: _File, protect: tuple[str, ...], tree: Path) -> list[Findi
                     was[marker] -= 1                     # moved, not added
                 else:
                     found.append(Finding("added_skip", path, no, f"skip added: {marker}"))
+        found += _shadowed_tests(f, path, tree)
     found += _threshold_findings(f, path, tree)
     if new is not None and patterns.protected(old, protect) and (f.removed or f.binary):
         found.append(Finding("protected_path", path, f.first_change,
                              "protected file changed (only additions are allowed)"))
     return found
+
+
+def _shadowed_tests(f: _File, path: str, tree: Path) -> list[Finding]:
+    """Existing Python tests that lines added beside them keep from running."""
+    if not path.endswith(".py") or not f.added:
+        return []
+    try:
+        lines = (tree / path).read_text(encoding="utf-8", errors="replace").split("\n")
+    except OSError:
+        return []
+    added = {no for no, _ in f.added}
+    return [Finding("redefined_test", path, no, f"test {name} defined again: the one at line "
+                    f"{first} no longer runs") for no, name, first in
+            patterns.redefined_tests(lines, added, [text for _, text in f.removed])] + [
+        Finding("early_return", path, no, f"return added in {name}: the assertions after it "
+                "no longer run") for no, name in patterns.early_returns(lines) if no in added]
 
 
 def _threshold_findings(f: _File, path: str, tree: Path) -> list[Finding]:

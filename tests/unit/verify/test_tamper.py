@@ -99,8 +99,12 @@ def test_no_change_and_added_tests_are_never_findings(repo):
      "tests/test_a.py:6: skip added: if False:"),
     ("    assert 2 == 2\n", "    assert 2 == 2\n\n\ndel test_two\n",
      "tests/test_a.py:13: skip added: del test_two"),
+    ("    assert 2 == 2\n", "    assert 2 == 2\n\n\ndef test_one():\n    pass\n",
+     "tests/test_a.py:13: test test_one defined again: the one at line 4 no longer runs"),
+    ("    value = 1\n", "    return\n    value = 1\n",
+     "tests/test_a.py:5: return added in test_one: the assertions after it no longer run"),
 ], ids=["assertion", "function", "mark-skip", "pytest-skip", "xfail", "pytestmark",
-        "SkipTest", "expectedFailure", "if-False", "del"])
+        "SkipTest", "expectedFailure", "if-False", "del", "redefined", "early-return"])
 def test_weakened_python_tests_are_found_with_file_and_line(repo, old, new, expected):
     path, base = repo
     edit(path, "tests/test_a.py", old, new)
@@ -117,11 +121,41 @@ def test_weakened_python_tests_are_found_with_file_and_line(repo, old, new, expe
      "test/a.test.js:4: skip added: , skip:"),
     ("test('adds', () => {\n", "test('adds', (t) => {\n  t.skip();\n",
      "test/a.test.js:5: skip added: t.skip("),
-], ids=["skip", "only", "skip-option", "assertion", "skip-option-not-first", "t-skip"])
+    ("  assert.strictEqual(1 + 1, 2);\n", "  if (false) {\n  assert.strictEqual(1 + 1, 2);\n"
+     "  }\n", "test/a.test.js:5: skip added: if (false)"),
+], ids=["skip", "only", "skip-option", "assertion", "skip-option-not-first", "t-skip",
+        "if-false"])
 def test_weakened_node_tests_are_found(repo, old, new, expected):
     path, base = repo
     edit(path, "test/a.test.js", old, new)
     assert any(t.startswith(expected) for t in texts(scan(path, base)))
+
+
+def test_moved_tests_and_returns_that_leave_assertions_running_are_not_findings(repo):
+    """A test moved within its file is defined once; a return under a condition, in a helper
+    nested in a test or after the last assertion switches nothing off for good."""
+    path, base = repo
+    one = "def test_one():\n    value = 1\n    assert value == 1\n"
+    text = PY_TEST.replace(one, "") + textwrap.dedent("""\
+
+
+        def test_one():
+            def helper(x):
+                return
+                assert x
+            value = 1
+            if value > 1:
+                return
+            assert value == 1
+            return
+
+
+        class TestThree:
+            def test_three(self):
+                assert 3 == 3
+        """)
+    (path / "tests" / "test_a.py").write_text(text)
+    assert scan(path, base) == []
 
 
 def test_deleted_and_renamed_away_test_files_are_findings_even_when_committed(repo):
