@@ -22,7 +22,7 @@ from ralphkit.runs import leftovers, lifecycle
 from ralphkit.fleet import store as fleet_store
 from ralphkit.session import fresh_start
 from ralphkit.session import heartbeat
-from ralphkit.session import respawn
+from ralphkit.session import respawn, strays
 from ralphkit.session import run as session
 from ralphkit.backlog.answers import FAIL_REASON
 
@@ -78,6 +78,8 @@ def run_session(ctx: RunContext, command: str, prompt: Prompt) -> session.Sessio
         ctx.warn(f"Error: cannot run '{argv[0]}': {result.error}")
     if result.heartbeat is not None and result.heartbeat.failures:
         ctx.notice("heartbeat", heartbeat.problem(result.heartbeat))
+    if result.strays:
+        ctx.notice("strays", strays.line(result.strays))
     if result.timed_out or result.idle_out:                     # stdout stays s.12's rendering
         ctx.notice("timeout", ctx.night.fail_reason(result))
     return result

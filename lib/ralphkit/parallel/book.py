@@ -16,6 +16,7 @@ from ralphkit.backlog import client
 from ralphkit.backlog.calls import TaskCommand
 from ralphkit.fleet import store as fleet_store
 from ralphkit.parallel import worktrees
+from ralphkit.parallel.prefix_writer import PrefixWriter
 from ralphkit.runs import lifecycle, progress
 from ralphkit.runs import state as run_state
 from ralphkit.session import pool as session_pool
@@ -75,7 +76,7 @@ class Session:
     agent: str
     wt: worktrees.Worktree
     log: Path
-    writer: session_pool.PrefixWriter
+    writer: PrefixWriter
     n: int = 0
     started: str = field(default_factory=run_state.utc_now)
     pidfile: Path | None = None

@@ -14,8 +14,8 @@ from ralphkit.errors import RalphError
 from ralphkit.fleet import store as fleet_store
 from ralphkit.parallel import worktrees
 from ralphkit.parallel.book import Book, Session, listed
+from ralphkit.parallel.prefix_writer import PrefixWriter
 from ralphkit.runs import state as run_state
-from ralphkit.session import pool as session_pool
 
 
 def start(book: Book, task: dict, template: str | None) -> Session | None:
@@ -63,7 +63,7 @@ def start(book: Book, task: dict, template: str | None) -> Session | None:
     beat = None
     if s.lease_s:                   # a fleet's store: the heartbeat renews its agent's claims
         beat = fleet_store.heartbeat(s.task.executable, agent, s.lease_s, env, wt.path)
-    writer = session_pool.PrefixWriter(s.out, tid)
+    writer = PrefixWriter(s.out, tid)
     s.out.flush()
     failed = book.pool.start(tid, argv, env=env, cwd=wt.path, log_path=log,
                              renderer=s.adapter.new_renderer(writer),

@@ -26,7 +26,7 @@ from ralphkit.parallel.book import Book
 from ralphkit.parallel.git import Git
 from ralphkit.runs import progress
 from ralphkit.runs import state as run_state
-from ralphkit.session import heartbeat
+from ralphkit.session import heartbeat, strays
 from ralphkit.session import watchdog
 from ralphkit.unattended import outcome, session_outcome
 
@@ -132,6 +132,9 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
         problem = heartbeat.problem(result.heartbeat)
         book.s.warn(f"[{tid}] {problem}")
         book.event("log", kind="heartbeat", task=tid, message=problem)
+    if result.strays:
+        book.s.warn(f"[{tid}] {strays.line(result.strays)}")
+        book.event("log", kind="strays", task=tid, message=strays.line(result.strays))
     how, hit = _classify(book, result)
     record = assigned_end(book, x.wt, x.agent, book.export().get(tid) or {})
     status = record.get("status")

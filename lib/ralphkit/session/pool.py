@@ -6,7 +6,8 @@ Signals keep s.16's meaning for all sessions together: the first SIGINT is forwa
 every group (the caller's callback prints the waiting message), a second SIGINT or a SIGTERM
 SIGKILLs every group. When a session's --session-timeout or --idle-timeout runs out, its group
 alone gets SIGTERM, then SIGKILL after the grace (the others run on). No process of a group
-outlives its session. A session's heartbeat (fleet stores) is ticked on each turn.
+outlives its session, nor does one that left the group (session/strays.py). A session's
+heartbeat (fleet stores) is ticked on each turn.
 
 Does not own choosing tasks, worktrees, prompts or printing (renderers write to the stream
 the caller gives them). `signal.set_wakeup_fd` only works in the main thread, hence one pump.
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Mapping
 
 from ralphkit.errors import EnvironmentFailure
-from ralphkit.session import group
+from ralphkit.session import group, strays
 from ralphkit.session import watchdog
 from ralphkit.signals import Guard
 
@@ -45,6 +46,7 @@ class SessionResult:
     timed_out: bool = False           # --session-timeout ran out, the group was ended
     idle_out: bool = False            # no output for --idle-timeout, the group was ended
     heartbeat: Any = None             # session.heartbeat.Heartbeat: ticked while the agent runs
+    strays: list[str] = field(default_factory=list)   # killed outside the group (strays.py)
 
 
 def _write_all(log: BinaryIO, data: bytes) -> None:
@@ -80,6 +82,7 @@ class _Running:
     started_at: float = 0.0
     last_output: float = 0.0          # the start, until the agent prints
     term_at: float | None = None      # SIGTERM sent for a timeout; SIGKILL after the grace
+    tag: str = ""                     # the session's strays.ENV
 
 class Pool:
     """Sessions by key. Use as a context manager: signals are queued on the guard (not
@@ -131,7 +134,9 @@ class Pool:
             raise EnvironmentFailure(f"cannot write the session log {log_path}: {exc.strerror}; "
                                      "check that .ralph/ is writable") from None
         try:
-            proc = group.spawn(argv, env=env, cwd=cwd, stdin=stdin, pidfile=pidfile)
+            tag = strays.new_tag()
+            proc = group.spawn(argv, env={**env, strays.ENV: tag}, cwd=cwd, stdin=stdin,
+                               pidfile=pidfile)
         except OSError as exc:
             log.close()
             log_path.unlink(missing_ok=True)            # no session, no log
@@ -139,7 +144,7 @@ class Pool:
         now = time.monotonic()
         self._running[key] = _Running(key, proc, log, renderer, _pidfd(proc.pid),
                                       SessionResult(True, heartbeat=heartbeat),
-                                      started_at=now, last_output=now)
+                                      started_at=now, last_output=now, tag=tag)
         return None
 
     def handle_signals(self) -> None:
@@ -245,6 +250,7 @@ class Pool:
     def _finish(self, run: _Running, *, render: bool = True) -> SessionResult:
         del self._running[run.key]
         group.signal_group(run.proc.pid, signal.SIGKILL)        # nothing of the group outlives it
+        run.result.strays = strays.kill(run.tag, run.proc.pid)  # nor what left the group
         if run.result.heartbeat is not None:                    # a beat in flight is killed
             run.result.heartbeat.stop()
         try:
@@ -271,30 +277,4 @@ class Pool:
         return [(run.key, self._finish(run)) for run in list(self._running.values())]
 
 
-class PrefixWriter:
-    """A binary stream that writes complete lines to `out` as `[<name>] line`, so several
-    sessions' renderings interleave line by line and stay readable."""
-
-    def __init__(self, out: BinaryIO, name: str) -> None:
-        self._out = out
-        self._prefix = f"[{name}] ".encode()
-        self._partial = b""
-
-    def write(self, data: bytes) -> int:
-        lines = (self._partial + bytes(data)).split(b"\n")
-        self._partial = lines.pop()
-        if lines:
-            self._out.write(b"".join(self._prefix + line + b"\n" for line in lines))
-        return len(data)
-
-    def flush(self) -> None:
-        self._out.flush()
-
-    def close(self) -> None:
-        if self._partial:
-            self._out.write(self._prefix + self._partial + b"\n")
-            self._partial = b""
-        self._out.flush()
-
-
-__all__ = ["Pool", "PrefixWriter", "SessionResult", "DRAIN_SECONDS"]
+__all__ = ["Pool", "SessionResult", "DRAIN_SECONDS"]
