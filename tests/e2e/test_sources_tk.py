@@ -89,6 +89,18 @@ def test_ralph_task_answers_from_tk_when_ralph_yml_names_it(run_ralph, tk_repo, 
     assert not (git_repo / ".ralph" / "tasks.db").exists()      # not the embedded store
 
 
+def test_a_hold_on_a_ticket_is_not_released_from_an_agent_session(run_ralph, tk_repo, git_repo):
+    ticket = tk_repo("create", "Parked")
+    env = {**tk_repo.env, "RALPH_TASKS": "tk"}
+    assert run_ralph("task", "_hold", ticket, "--reason", "x", env=env).returncode == 0
+    proc = run_ralph("task", "_unhold", ticket, env={**env, "RALPH_SESSION_TAG": "1-a"})
+    assert (proc.returncode, proc.stderr) == (1, "Error: _unhold is refused inside an agent "
+                                              "session: a held task waits for a person (run "
+                                              "`ralph task _unhold <id>` from your own shell)\n")
+    assert "\nHeld:        x\n" in run_ralph("task", "show", ticket, env=env).stdout
+    assert run_ralph("task", "_unhold", ticket, env=env).stdout == f"unheld {ticket}\n"
+
+
 def test_an_unparseable_ticket_is_named_skipped_and_left_byte_for_byte(
         run_ralph, tk_repo, git_repo, base_env, agent_env, tmp_path):
     good = tk_repo("create", "Good ticket")

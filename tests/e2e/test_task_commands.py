@@ -332,6 +332,18 @@ def test_export_json_lists_every_task_of_the_scope(run_task):
                               "result", "created_at", "updated_at", "deleted_at", "held"]
 
 
+def test_an_agent_session_cannot_release_a_hold(run_task, db):
+    """The agent's environment carries its session's tag: `_unhold` there is refused, writes
+    nothing, and the task stays held for a person."""
+    ok(run_task("create", "a", "A"))
+    ok(run_task("_hold", "a", "--reason", "verification failed"))
+    fails(run_task("_unhold", "a", env={"RALPH_SESSION_TAG": "123-abc"}), 1,
+          "Error: _unhold is refused inside an agent session: a held task waits for a person "
+          "(run `ralph task _unhold <id>` from your own shell)\n")
+    assert ok(run_task("plan-status")) == "0 open, 0 active, 0 done, 1 blocked, 0 deleted\n"
+    assert ok(run_task("_unhold", "a")) == "unheld a\n"
+
+
 def test_hold_makes_a_task_unclaimable_and_blocked_until_unhold(run_task, db):
     ok(run_task("create", "a", "A"))
     ok(run_task("create", "b", "B"))

@@ -197,6 +197,8 @@ def hold(b: Backlog, argv: Sequence[str]) -> str:
 
 
 def unhold(b: Backlog, argv: Sequence[str]) -> str:
+    from ralphkit.tasks.run_edits import refuse_in_session     # imports the store: only here
+    refuse_in_session(b.environ)
     task_id, _ = _id(argv, "ralph task _unhold <id>")
     b.record(task_id)
     with contextlib.suppress(FileNotFoundError):

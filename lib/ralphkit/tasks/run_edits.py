@@ -10,10 +10,11 @@ from ralphkit.tasks import db, jsontext, queries as q
 from ralphkit.tasks.context import Ctx
 from ralphkit.tasks.errors import TaskError
 from ralphkit.tasks.git_files import object_id
+from ralphkit.session.strays import ENV as SESSION_TAG
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Sequence
+    from typing import Mapping, Sequence
 
 
 def _id_and_reason(argv: Sequence[str], command: str) -> tuple[str, str | None]:
@@ -36,7 +37,16 @@ def hold(ctx: Ctx, argv: Sequence[str]) -> str:
     return f"held {slug}\n"
 
 
+def refuse_in_session(environ: Mapping[str, str]) -> None:
+    """A hold parks a task for a person (it failed too often, its verification or the tamper
+    check held it): an agent session, whose environment carries its tag, cannot release it."""
+    if environ.get(SESSION_TAG):
+        raise TaskError("_unhold is refused inside an agent session: a held task waits for a "
+                        "person (run `ralph task _unhold <id>` from your own shell)")
+
+
 def unhold(ctx: Ctx, argv: Sequence[str]) -> str:
+    refuse_in_session(ctx.environ)
     slug, rest = A.optional_id(argv)
     A.flags(rest)
     if not slug:
