@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from ralphkit.backlog import answers
-from ralphkit.session import dead
+from ralphkit.session import dead, strays
 from ralphkit.runs import state as run_state
 from ralphkit.parallel import worktrees
 
@@ -34,9 +34,12 @@ SessionEnd = Callable[[worktrees.Worktree, "str | None", dict], dict]
 Land = Callable[[worktrees.Worktree, dict], "tuple[bool, str]"]
 
 
-def _stop(entry: dict) -> None:
-    """The session's agent is stopped for good: it never starts, or its group is dead."""
-    dead.stop(entry.get("pidfile"), entry.get("pid"), entry.get("procStart"))
+def _stop(entry: dict, tid: str, warn: Callable[[str], None]) -> None:
+    """The session's agent is stopped for good: it never starts, or its group is dead, and
+    what left its group is killed (named)."""
+    stopped = dead.stop(entry.get("pidfile"), entry.get("pid"), entry.get("procStart"))
+    if stopped.strays:
+        warn(f"[{tid}] {strays.line(list(stopped.strays))}")
 
 
 def _settle(wt: worktrees.Worktree, task: dict, listed: bool, agent: str | None,
@@ -75,7 +78,7 @@ def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run
     base = info.get("runBranch") or run_branch
     sessions = info.get("sessions") or []
     for entry in sessions:
-        _stop(entry)
+        _stop(entry, entry.get("task", "?"), warn)
     tasks = export()
     touched: dict[str, tuple[worktrees.Worktree, bool, str | None]] = {}
     for entry in sessions:

@@ -14,6 +14,7 @@ from typing import Any, Callable
 from ralphkit.errors import EXIT_INTERRUPTED as INTERRUPTED
 from ralphkit.runs import state as run_state
 from ralphkit.session import dead as dead_session
+from ralphkit.session import strays
 
 
 @dataclass
@@ -30,17 +31,19 @@ Recover = Callable[[str, str, str], Recovered]
 Log = Callable[..., None]                  # log(kind, line, task=...): the task it settled
 
 
-def _kill_dead_agent(active: dict[str, Any] | None) -> str | None:
+def _kill_dead_agent(active: dict[str, Any] | None, kind: str, log: Log) -> None:
     """Stop the crashed session's agent for good (dead_session: its pid file taken, what is
-    left of its group SIGKILLed and awaited), so that none of it can still `task done` or
-    commit once its tasks are failed. A pid that now belongs to another process is left alone."""
+    left of its group SIGKILLed and awaited, what left the group killed too), so that none of
+    it can still `task done` or commit once its tasks are failed. A pid that now belongs to
+    another process is left alone. Each kill is one line: `kind`, `strays`."""
     active = active or {}
     pid = active.get("pid")
-    killed = dead_session.stop(active.get("pidfile"), pid if isinstance(pid, int) else None,
-                               active.get("pidStartTime"))
-    if killed is None:
-        return None
-    return f"killed what was left of the dead run's agent (process group {killed})"
+    stopped = dead_session.stop(active.get("pidfile"), pid if isinstance(pid, int) else None,
+                                active.get("pidStartTime"))
+    if stopped.group is not None:
+        log(kind, f"killed what was left of the dead run's agent (process group {stopped.group})")
+    if stopped.strays:
+        log("strays", strays.line(list(stopped.strays)))
 
 
 def recover_dead(state: run_state.RunState, recover: Recover, log: Log) -> None:
@@ -48,9 +51,7 @@ def recover_dead(state: run_state.RunState, recover: Recover, log: Log) -> None:
     not failed), fail what its agent still holds with a reason, deregister it."""
     reason = f"ralph.py exited during the session (run {state.run_id})"
     dead = state.active                  # taken below, once recover() said how its task ended
-    killed = _kill_dead_agent(dead)
-    if killed:
-        log("resume", killed)
+    _kill_dead_agent(dead, "resume", log)
     agent = (dead or {}).get("agent") or state.extra.pop("agentId", None)
     got = recover(state.run_id, agent, reason) if agent else Recovered()
     if (dead or {}).get("task") in got.finished:
@@ -87,8 +88,7 @@ def release_interrupted(ralph_dir: Path, current: str, recover: Recover, log: Lo
     elif before.ended_at is None and "parallel" not in before.extra:
         reason, whose = (f"ralph.py exited during the session (run {previous})",
                          f"the dead run's agent {agent}")
-        if killed := _kill_dead_agent(before.active):
-            log("interrupted_run", killed)
+        _kill_dead_agent(before.active, "interrupted_run", log)
     else:
         return
     _say(log, "interrupted_run", recover(previous, agent, reason), whose, reason)

@@ -3,7 +3,8 @@ loss), for the single loop's resume and the `--parallel` recovery: the
 session's write-ahead pid file is taken (session/pidfile.py: then an agent that has not started
 yet never will), and what is left of the agent's process group is SIGKILLed and awaited until
 no live process of it is left, so that nothing of it (a `task done` in flight, a commit) can
-land after the caller reads the backlog or fails the dead session's tasks.
+land after the caller reads the backlog or fails the dead session's tasks; what left the group
+is found by the session's tag in the pid file and SIGKILLed too (session/strays.py).
 
 Does not own the pid file handshake (session/pidfile.py), the run state (which sessions to stop
 and where their pid and pid file are recorded) or what is done with their tasks.
@@ -12,11 +13,13 @@ from __future__ import annotations
 
 import signal
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from ralphkit import procs
 from ralphkit.session import group
 from ralphkit.session import pidfile as session_pidfile
+from ralphkit.session import strays
 
 _GONE_WITHIN_S = 10.0          # a SIGKILLed process only outlives it stuck in the kernel
 
@@ -44,19 +47,26 @@ def _kill_group(pid: int | None, start: int | None) -> int | None:
     return pid
 
 
-def stop(pidfile: Path | str | None, pid: int | None, start: int | None) -> int | None:
+@dataclass(frozen=True)
+class Stopped:
+    group: int | None = None        # the process group SIGKILLed (now gone); None: none was left
+    strays: tuple[str, ...] = ()    # what had left it, killed too (strays.kill's)
+
+
+def stop(pidfile: Path | str | None, pid: int | None, start: int | None) -> Stopped:
     """Stop a dead run's session for good. pidfile: the pid file its state named before the
     agent started (None for a state written before pid files); pid/start: what the state
     saved after the start, if anything. The pid file wins: it is written before exec, so it
-    also names an agent started just before ralph.py died. Returns the process group that was
-    SIGKILLed (and is now gone), None when no agent ran or nothing of it was left."""
+    also names an agent started just before ralph.py died, and the session's tag."""
+    tag = ""
     if pidfile:
         taken = session_pidfile.take(Path(pidfile))
         if taken is None and not pid:
-            return None                              # its agent never ran and never will
+            return Stopped()                         # its agent never ran and never will
         if taken is not None:
-            pid, start = taken
-    return _kill_group(pid, start)
+            pid, start, tag = taken
+    group = _kill_group(pid, start)
+    return Stopped(group, tuple(strays.kill(tag, group or 0)) if tag else ())
 
 
-__all__ = ["stop"]
+__all__ = ["Stopped", "stop"]

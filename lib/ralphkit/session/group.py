@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
 from ralphkit.session import pidfile as session_pidfile
+from ralphkit.session import strays
 
 
 def signal_group(pgid: int, sig: int) -> bool:
@@ -54,12 +55,12 @@ def _die_with_parent() -> Callable[[], None] | None:
     return preexec
 
 
-def _preexec(pidfile: Path | None) -> Callable[[], None] | None:
+def _preexec(pidfile: Path | None, tag: str) -> Callable[[], None] | None:
     """The agent's preexec_fn: die with ralph.py, then (with a pid file) record its pid there
     before exec, or exit at once when a recovery came first (session/pidfile.py's handshake: a
     resumed run then knows the group even if ralph.py died before it saved the pid)."""
     steps = [step for step in (_die_with_parent(),
-                               pidfile and session_pidfile.child_claim(pidfile)) if step]
+                               pidfile and session_pidfile.child_claim(pidfile, tag)) if step]
     if not steps:
         return None
 
@@ -83,16 +84,18 @@ def _stdin_file(data: bytes | None) -> Iterator[int]:
 
 
 def spawn(argv: list[str], *, env: Mapping[str, str], cwd: Path | None,
-          stdin: bytes | None = None, pidfile: Path | None = None) -> subprocess.Popen:
+          stdin: bytes | None = None, pidfile: Path | None = None,
+          tag: str = "") -> subprocess.Popen:
     """Start the agent as the leader of a new process group (pgid = its pid); its stdout is a
-    non-blocking pipe. Raises OSError when it cannot be started."""
-    env = dict(env)
+    non-blocking pipe. tag: the session's (strays.py), in its environment and pid file.
+    Raises OSError when it cannot be started."""
+    env = {**env, strays.ENV: tag} if tag else dict(env)
     if cwd is not None:        # as a shell's cd would: opencode takes its project from $PWD,
         env["PWD"] = str(cwd)  # so a --parallel session would work in the main checkout
     with _stdin_file(stdin) as agent_stdin:
         proc = subprocess.Popen(argv, stdin=agent_stdin, stdout=subprocess.PIPE, stderr=None,
                                 env=env, process_group=0, bufsize=0, cwd=cwd,
-                                preexec_fn=_preexec(pidfile))
+                                preexec_fn=_preexec(pidfile, tag))
     os.set_blocking(proc.stdout.fileno(), False)
     return proc
 

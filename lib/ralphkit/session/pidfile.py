@@ -1,10 +1,11 @@
 """Owns the write-ahead handshake between a session's agent process and the recovery of its run
 (the single loop's resume, the `--parallel` recovery): ralph.py names a pid file in the run
 state BEFORE it starts the agent; the agent's child process, between fork and exec (so before
-the agent can start anything of its own), links "<pid> <start time>" there; the recovery of a
+the agent can start anything of its own), links "<pid> <start time or -> <tag>" there; the recovery of a
 dead run links "recovered" there. Whoever links first wins (a hard link never replaces a file):
 when the recovery wins, the agent never runs (its child exits before exec); when the agent won,
-the recovery knows the process group to kill even if ralph.py died before it saved the pid.
+the recovery knows the process group to kill even if ralph.py died before it saved the pid,
+and the session's tag (session/strays.py), which finds what left the group.
 Without this, a session started in the milliseconds before its ralph.py was killed was nowhere
 in the state, and its leftover shell finished its task unwatched (flaky kill-and-resume test).
 
@@ -39,15 +40,16 @@ def _link(path: Path, text: str) -> bool:
         os.unlink(tmp)
 
 
-def child_claim(path: Path) -> Callable[[], None]:
+def child_claim(path: Path, tag: str = "") -> Callable[[], None]:
     """A preexec_fn part: the agent's child records its pid (its process group: the pool
-    starts every agent as a group leader), or exits at once when the recovery came first."""
+    starts every agent as a group leader) and its session's tag, or exits at once when the
+    recovery came first."""
     path = Path(path)
 
     def claim() -> None:
         pid = os.getpid()
         try:
-            ours = _link(path, f"{pid} {procs.start_time(pid) or ''}\n")
+            ours = _link(path, f"{pid} {procs.start_time(pid) or '-'} {tag}".rstrip() + "\n")
         except OSError:
             os._exit(1)                    # cannot record it: never run an unrecorded agent
         if not ours:
@@ -55,9 +57,9 @@ def child_claim(path: Path) -> Callable[[], None]:
     return claim
 
 
-def take(path: Path) -> tuple[int, int | None] | None:
+def take(path: Path) -> tuple[int, int | None, str] | None:
     """For the recovery: None when no agent was (or ever will be) started for this pid file;
-    else (pid, start time or None) of the agent that was."""
+    else (pid, start time or None, its session's tag or "") of the agent that was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if _link(path, _RECOVERED):
@@ -65,7 +67,8 @@ def take(path: Path) -> tuple[int, int | None] | None:
     fields = path.read_text(encoding="utf-8").split()
     if not fields or not fields[0].isdigit():
         return None                        # "recovered" by an earlier recovery
-    return int(fields[0]), int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+    start = int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+    return int(fields[0]), start, fields[2] if len(fields) > 2 else ""
 
 
 __all__ = ["child_claim", "take"]

@@ -135,8 +135,7 @@ class Pool:
                                      "check that .ralph/ is writable") from None
         try:
             tag = strays.new_tag()
-            proc = group.spawn(argv, env={**env, strays.ENV: tag}, cwd=cwd, stdin=stdin,
-                               pidfile=pidfile)
+            proc = group.spawn(argv, env=env, cwd=cwd, stdin=stdin, pidfile=pidfile, tag=tag)
         except OSError as exc:
             log.close()
             log_path.unlink(missing_ok=True)            # no session, no log

@@ -60,11 +60,13 @@ def test_an_agent_whose_pid_file_the_recovery_took_first_never_runs(tmp_path, _r
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="start times need /proc")
-def test_an_agent_that_started_first_is_named_by_pid_and_start_time(tmp_path, _run):
+def test_an_agent_that_started_first_is_named_by_pid_start_time_and_tag(tmp_path, _run):
     pidfile = tmp_path / "session-001.pid"
-    result = _run(tmp_path, f"echo $$ > {tmp_path / 'pid'}", pidfile)    # exec keeps the pid
+    result = _run(tmp_path, f"echo $$ > {tmp_path / 'pid'}; "            # exec keeps the pid
+                  f"printf %s \"$RALPH_SESSION_TAG\" > {tmp_path / 'tag'}", pidfile)
     assert result.returncode == 0
-    pid, start = session_pidfile.take(pidfile)
+    pid, start, tag = session_pidfile.take(pidfile)
     assert pid == int((tmp_path / "pid").read_text())
     assert isinstance(start, int) and start > 0
-    assert session_pidfile.take(pidfile) == (pid, start)      # never replaced
+    assert tag and tag == (tmp_path / "tag").read_text()     # the session's, as its agent saw it
+    assert session_pidfile.take(pidfile) == (pid, start, tag)   # never replaced
