@@ -5,18 +5,16 @@ thresholds, and changes to `protect:` paths. Adding is never a finding: a new fi
 function or a new line in an existing file (a skip marker, a Python test defined again and a
 `return` above a test's assertions excepted). Findings name the file and the line (of the new
 file; of the old one for what was removed). Knows nothing of tasks or of what is done with the
-findings; patterns.py owns what the rules look for."""
+findings; patterns.py owns what the rules look for, diff_files.py reading the diff."""
 from __future__ import annotations
 
-import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Mapping
 
 from ralphkit import programs
-from ralphkit.verify import patterns
-
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+from ralphkit.verify import diff_files, patterns
+from ralphkit.verify.diff_files import DiffFile
 
 
 @dataclass(frozen=True)
@@ -35,71 +33,7 @@ class Finding:
         return asdict(self)
 
 
-@dataclass
-class _File:
-    old: str | None                # None: added
-    new: str | None                # None: deleted
-    removed: list[tuple[int, str]] = field(default_factory=list)   # (old line, text)
-    added: list[tuple[int, str]] = field(default_factory=list)     # (new line, text)
-    binary: bool = False
-    first_change: int | None = None     # new-side line of the first hunk that removes a line
-
-
-def _unquote(path: str) -> str:
-    if path.startswith('"') and path.endswith('"'):
-        return path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape") \
-            .encode("latin-1").decode("utf-8", "replace")
-    return path
-
-
-def _side(text: str) -> str | None:
-    text = _unquote(text.rstrip("\t"))
-    return None if text == "/dev/null" else text[2:]
-
-
-_HEADER = re.compile(r'^diff --git ("?a/.*?"?) ("?b/.*"?)$')
-
-
-def _parse(diff: str) -> list[_File]:
-    files: list[_File] = []
-    cur: _File | None = None
-    old_no = new_no = 0
-    for line in diff.split("\n"):
-        if line.startswith("diff --git "):
-            m = _HEADER.match(line)
-            a, b = (_unquote(m.group(1))[2:], _unquote(m.group(2))[2:]) if m else (None, None)
-            cur = _File(a, b)
-            files.append(cur)
-        elif cur is None:
-            continue
-        elif line.startswith("new file mode"):
-            cur.old = None
-        elif line.startswith("deleted file mode"):
-            cur.new = None
-        elif line.startswith("rename from "):
-            cur.old = _unquote(line[12:])
-        elif line.startswith("rename to "):
-            cur.new = _unquote(line[10:])
-        elif line.startswith("--- "):
-            cur.old = _side(line[4:])
-        elif line.startswith("+++ "):
-            cur.new = _side(line[4:])
-        elif line.startswith("Binary files "):
-            cur.binary = True
-        elif (m := _HUNK.match(line)):
-            old_no, new_no = int(m.group(1)), int(m.group(3))
-            if m.group(2) != "0" and cur.first_change is None:
-                cur.first_change = max(new_no, 1)
-        elif line.startswith("-"):
-            cur.removed.append((old_no, line[1:]))
-            old_no += 1
-        elif line.startswith("+"):
-            cur.added.append((new_no, line[1:]))
-            new_no += 1
-    return files
-
-
-def _switched_off(f: _File) -> list[Finding]:
+def _switched_off(f: DiffFile) -> list[Finding]:
     """What added (a new file, or lines) switches existing tests off without touching them."""
     found: list[Finding] = []
     if f.new is None:
@@ -116,7 +50,7 @@ def _switched_off(f: _File) -> list[Finding]:
     return found
 
 
-def _file_findings(f: _File, protect: tuple[str, ...], tree: Path) -> list[Finding]:
+def _file_findings(f: DiffFile, protect: tuple[str, ...], tree: Path) -> list[Finding]:
     found: list[Finding] = _switched_off(f)
     old, new = f.old, f.new
     if old is None:                                      # added: nothing else to find
@@ -164,7 +98,7 @@ def _file_findings(f: _File, protect: tuple[str, ...], tree: Path) -> list[Findi
     return found
 
 
-def _shadowed_tests(f: _File, path: str, tree: Path) -> list[Finding]:
+def _shadowed_tests(f: DiffFile, path: str, tree: Path) -> list[Finding]:
     """Existing Python tests that lines added beside them keep from running."""
     if not path.endswith(".py") or not f.added:
         return []
@@ -180,7 +114,7 @@ def _shadowed_tests(f: _File, path: str, tree: Path) -> list[Finding]:
                 "no longer run") for no, name in patterns.early_returns(lines) if no in added]
 
 
-def _threshold_findings(f: _File, path: str, tree: Path) -> list[Finding]:
+def _threshold_findings(f: DiffFile, path: str, tree: Path) -> list[Finding]:
     try:                     # coverageThreshold's members sit on lines of their own
         jest = "coverageThreshold" in (tree / path).read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -245,7 +179,7 @@ def hidden_paths(tree: Path, env: Mapping[str, str]) -> frozenset[str]:
 
 
 def _listed(tree: Path, protect: tuple[str, ...], env: Mapping[str, str],
-            hidden_before: frozenset[str]) -> tuple[list[Finding], list[_File]]:
+            hidden_before: frozenset[str]) -> tuple[list[Finding], list[DiffFile]]:
     """What no diff shows: test or protected files git was told not to look at since the
     diff's start (`update-index --skip-worktree` or `--assume-unchanged`: their changes are
     missing from every diff and from `dirty`), and new files the session left untracked that
@@ -257,7 +191,7 @@ def _listed(tree: Path, protect: tuple[str, ...], env: Mapping[str, str],
                 text = (Path(tree) / path).read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
-            untracked.append(_File(None, path, added=list(enumerate(text.split("\n"), 1))))
+            untracked.append(DiffFile(None, path, added=list(enumerate(text.split("\n"), 1))))
         elif _is_hidden(tag) and path not in hidden_before and (
                 patterns.is_test_path(path) or patterns.protected(path, protect)):
             how = "skip-worktree" if tag == "S" else "assume-unchanged"
@@ -276,11 +210,11 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
     diff = _git_diff(tree, base, env)
     if diff is None:
         return []
-    files = _parse(diff)
+    files = diff_files.parse(diff)
     marked = [f.new or f.old for f in files if f.binary and f.old and f.new
               and (patterns.is_test_path(f.old) or patterns.protected(f.old, protect))]
     if marked:                                   # `-diff` in .gitattributes: as text again
-        again = {f.new or f.old: f for f in _parse(_git_diff(tree, base, env, *marked,
+        again = {f.new or f.old: f for f in diff_files.parse(_git_diff(tree, base, env, *marked,
                                                                text=True) or "")}
         files = [again.get(f.new or f.old, f) if (f.new or f.old) in marked else f
                  for f in files]
