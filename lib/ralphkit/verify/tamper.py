@@ -3,12 +3,14 @@ uncommitted changes to tracked files), read for deleted or renamed-away test fil
 test functions and assertions, newly added skips and focus markers, lowered coverage
 thresholds, and changes to `protect:` paths. Adding is never a finding: a new file, a new test
 function or a new line in an existing file (a skip marker, a Python test defined again and a
-`return` above a test's assertions excepted). Findings name the file and the line (of the new
-file; of the old one for what was removed). Knows nothing of tasks or of what is done with the
+`return` above a test's assertions excepted). A test moved to another file the runner collects
+is not removed (its assertions moved with it), and what switches it off there is a finding
+even in a new file. Findings name the file and the line (of the new file; of the old one for
+what was removed). Knows nothing of tasks or of what is done with the
 findings; patterns.py owns what the rules look for, diff_files.py reading the diff."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Mapping
 
@@ -50,13 +52,51 @@ def _switched_off(f: DiffFile) -> list[Finding]:
     return found
 
 
-def _file_findings(f: DiffFile, protect: tuple[str, ...], tree: Path) -> list[Finding]:
+@dataclass
+class _Moves:
+    """What the diff adds to test files, by the file it is added to: a test function removed
+    from one file and added to another that is collected as well (not renamed_away) moved,
+    and so did an assertion removed in one and added in the other."""
+    tests: dict[str, set[str]] = field(default_factory=dict)        # name -> files
+    assertions: dict[str, set[str]] = field(default_factory=dict)   # stripped line -> files
+    into: set[str] = field(default_factory=set)                     # files a test moved to
+
+    @classmethod
+    def of(cls, files: list[DiffFile]) -> "_Moves":
+        moves = cls()
+        for f in files:
+            if f.new is None or not patterns.is_test_path(f.new):
+                continue
+            for _, text in f.added:
+                for name in patterns.test_names(text):
+                    moves.tests.setdefault(name, set()).add(f.new)
+                if patterns.is_assertion(text):
+                    moves.assertions.setdefault(text.strip(), set()).add(f.new)
+        return moves
+
+    def test_moved(self, name: str, old: str) -> bool:
+        to = _still_collected(self.tests.get(name, ()), old)
+        self.into.update(to)
+        return bool(to)
+
+    def assertion_moved(self, text: str, old: str) -> bool:
+        return bool(_still_collected(self.assertions.get(text.strip(), ()), old))
+
+
+def _still_collected(paths: set[str], old: str) -> list[str]:
+    """The files of `paths` other than `old` that a runner collects as it collected `old`."""
+    return [path for path in paths if path != old and not patterns.renamed_away(old, path)]
+
+
+def _file_findings(f: DiffFile, protect: tuple[str, ...], tree: Path,
+                   moves: _Moves) -> list[Finding]:
     found: list[Finding] = _switched_off(f)
     old, new = f.old, f.new
-    if old is None:                                      # added: nothing else to find
-        return found
+    if old is None:                      # added: only a test moved into it can be skipped
+        return found + (_added_skips(f, new, []) + _shadowed_tests(f, new, tree)
+                        if new in moves.into else [])
     if new is None:
-        if patterns.is_test_path(old):
+        if patterns.is_test_path(old) and not _moved_out(f, old, moves):
             found.append(Finding("deleted_test", old, None, "test file deleted"))
         elif patterns.protected(old, protect):
             found.append(Finding("protected_path", old, None, "protected file deleted"))
@@ -73,28 +113,44 @@ def _file_findings(f: DiffFile, protect: tuple[str, ...], tree: Path) -> list[Fi
         added_names = {n for _, text in f.added for n in patterns.test_names(text)}
         for no, text in f.removed:
             for name in patterns.test_names(text):
-                if name not in added_names:
+                if name not in added_names and not moves.test_moved(name, old):
                     found.append(Finding("removed_test", old, no,
                                          f"test function {name} removed"))
-            if patterns.is_assertion(text) and text.strip() not in added_text:
+            if (patterns.is_assertion(text) and text.strip() not in added_text
+                    and not moves.assertion_moved(text, old)):
                 found.append(Finding("removed_assertion", old, no,
                                      f"assertion removed or changed: {text.strip()[:120]}"))
     if new is not None and patterns.is_test_path(new):       # a skip only skips in test code
-        was = {}
-        for _, text in f.removed:
-            for marker in patterns.skips(text):
-                was[marker] = was.get(marker, 0) + 1
-        for no, text in f.added:
-            for marker in patterns.skips(text):
-                if was.get(marker, 0) > 0:
-                    was[marker] -= 1                     # moved, not added
-                else:
-                    found.append(Finding("added_skip", path, no, f"skip added: {marker}"))
+        found += _added_skips(f, path, f.removed)
         found += _shadowed_tests(f, path, tree)
     found += _threshold_findings(f, path, tree)
     if new is not None and patterns.protected(old, protect) and (f.removed or f.binary):
         found.append(Finding("protected_path", path, f.first_change,
                              "protected file changed (only additions are allowed)"))
+    return found
+
+
+def _moved_out(f: DiffFile, old: str, moves: _Moves) -> bool:
+    """A deleted test file whose every test function and assertion moved to other files."""
+    names = [n for _, text in f.removed for n in patterns.test_names(text)]
+    return bool(names) and all(moves.test_moved(n, old) for n in names) and all(
+        moves.assertion_moved(text, old) for _, text in f.removed
+        if patterns.is_assertion(text))
+
+
+def _added_skips(f: DiffFile, path: str, removed: list[tuple[int, str]]) -> list[Finding]:
+    """Skip markers added to the file, not moved within it (in `removed` as well)."""
+    was: dict[str, int] = {}
+    for _, text in removed:
+        for marker in patterns.skips(text):
+            was[marker] = was.get(marker, 0) + 1
+    found = []
+    for no, text in f.added:
+        for marker in patterns.skips(text):
+            if was.get(marker, 0) > 0:
+                was[marker] -= 1                         # moved, not added
+            else:
+                found.append(Finding("added_skip", path, no, f"skip added: {marker}"))
     return found
 
 
@@ -219,8 +275,11 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
         files = [again.get(f.new or f.old, f) if (f.new or f.old) in marked else f
                  for f in files]
     hidden, untracked = _listed(tree, protect, env, hidden_before)
-    return [finding for f in files + untracked
-            for finding in _file_findings(f, protect, tree)] + hidden
+    moves = _Moves.of(files)
+    # files a test moved into are read last: their skips count once the moves are known
+    ordered = sorted(files + untracked, key=lambda f: f.old is None)
+    return [finding for f in ordered for finding in _file_findings(f, protect, tree, moves)] \
+        + hidden
 
 
 __all__ = ["Finding", "scan", "hidden_paths"]

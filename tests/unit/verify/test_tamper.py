@@ -158,6 +158,45 @@ def test_moved_tests_and_returns_that_leave_assertions_running_are_not_findings(
     assert scan(path, base) == []
 
 
+TWO = "def test_two():\n    assert 2 == 2\n"
+
+
+@pytest.mark.parametrize("dest, text, expected", [
+    ("tests/test_b.py", TWO, []),
+    ("tests/test_b.py", "import pytest\n\n\n@pytest.mark.skip\n" + TWO,
+     ["tests/test_b.py:4: skip added: @pytest.mark.skip"]),
+    ("tests/test_b.py", "def test_two():\n    return\n    assert 2 == 2\n",
+     ["tests/test_b.py:2: return added in test_two: the assertions after it no longer run"]),
+    ("tests/test_b.py", "def test_two():\n    assert 2 == 3\n",
+     ["tests/test_a.py:10: assertion removed or changed: assert 2 == 2"]),
+    ("tests/helpers.py", TWO, ["tests/test_a.py:9: test function test_two removed",
+                               "tests/test_a.py:10: assertion removed or changed: assert 2 == 2"]),
+], ids=["moved", "moved-and-skipped", "moved-and-returned", "moved-and-changed",
+        "moved-out-of-collection"])
+def test_a_test_moved_to_another_collected_test_file_is_no_finding(repo, dest, text, expected):
+    """A test moved to another file still runs: no finding, unless it moved to a file no
+    runner collects, or was changed, skipped or cut short on the way."""
+    path, base = repo
+    edit(path, "tests/test_a.py", "\n\n" + TWO, "")
+    (path / dest).write_text(text)
+    git(path, "add", "-A", env=_clean_environ())
+    assert texts(scan(path, base)) == expected
+
+
+def test_a_test_file_split_into_others_is_no_finding_unless_something_stayed_behind(repo):
+    path, base = repo
+    env = _clean_environ()
+    one, two = PY_TEST.split("\n\n\n")[1], TWO
+    (path / "tests" / "test_one.py").write_text(one)
+    (path / "tests" / "test_two.py").write_text(two)
+    (path / "tests" / "test_a.py").unlink()
+    git(path, "add", "-A", env=env)
+    assert scan(path, base) == []
+    (path / "tests" / "test_two.py").unlink()
+    git(path, "add", "-A", env=env)
+    assert texts(scan(path, base)) == ["tests/test_a.py: test file deleted"]
+
+
 def test_deleted_and_renamed_away_test_files_are_findings_even_when_committed(repo):
     path, base = repo
     env = _clean_environ()
