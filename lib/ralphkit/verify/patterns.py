@@ -60,6 +60,10 @@ _SELECTION = re.compile(
 _THRESHOLD = re.compile(
     r"(?P<key>--cov-fail-under|fail[_-]under|--fail-under|min[_-]coverage|minimum_coverage"
     r"|--min-coverage)['\"]?\s*[=:\s]\s*['\"]?(?P<n>-?\d+(?:\.\d+)?)")
+# Where a comment starts in the files thresholds live in: `#` (INI, TOML, YAML, shell, a
+# Makefile), `;` at a line's start (INI), `//` (jest.config.js); `#` and `//` only at the start
+# or after a space, so `http://host` and `a#b` stay text.
+_COMMENT = re.compile(r"^\s*;|(?:^|\s)(?:#|//)")
 _JEST_THRESHOLD = re.compile(
     r"(?P<key>branches|functions|lines|statements)['\"]?\s*:\s*(?P<n>-?\d+(?:\.\d+)?)")
 
@@ -172,6 +176,8 @@ def skips(line: str) -> list[str]:
 
 
 def thresholds(line: str, jest: bool) -> list[tuple[str, float]]:
+    """The thresholds a line sets, its comment aside: a threshold commented out is removed."""
+    line = _COMMENT.split(line, 1)[0]
     found = [(m.group("key").lstrip("-").replace("-", "_"), float(m.group("n")))
              for m in _THRESHOLD.finditer(line)]
     if jest:

@@ -241,7 +241,14 @@ def test_a_test_renamed_within_tests_to_a_name_pytest_does_not_collect_is_a_find
      "lowered from 85 to 0"),
     ("package.json", '"lines": 80', '"lines": 10', "package.json:5: coverageThreshold.lines "
      "lowered from 80 to 10"),
-], ids=["fail_under", "fail_under-removed", "cov-fail-under", "jest"])
+    ("setup.cfg", "fail_under = 90", "# fail_under = 90", "setup.cfg:2: fail_under 90 removed"),
+    ("setup.cfg", "fail_under = 90", "; fail_under = 90", "setup.cfg:2: fail_under 90 removed"),
+    (".github/workflows/ci.yml", "pytest --cov", "pytest  # --cov",
+     ".github/workflows/ci.yml:1: cov_fail_under 85 removed"),
+    ("package.json", '"lines": 80', '// "lines": 80', "package.json:5: coverageThreshold.lines "
+     "80 removed"),
+], ids=["fail_under", "fail_under-removed", "cov-fail-under", "jest", "commented-out",
+        "ini-comment", "trailing-comment", "js-comment"])
 def test_lowered_thresholds_are_findings(repo, name, old, new, expected):
     path, base = repo
     edit(path, name, old, new)
