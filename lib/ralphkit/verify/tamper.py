@@ -1,21 +1,23 @@
 """Owns the tamper check: the diff of a tree from the commit at session start (committed and
 uncommitted changes to tracked files), read for deleted or renamed-away test files, removed
 test functions and assertions, newly added skips and focus markers, lowered coverage
-thresholds, and changes to `protect:` paths. Adding is never a finding: a new file, a new test
+thresholds, changed test scripts and make targets, and changes to `protect:` paths. Adding
+is never a finding: a new file, a new test
 function or a new line in an existing file (a skip marker, a Python test defined again and a
 `return` above a test's assertions excepted). A test moved to another file the runner collects
 is not removed (its assertions moved with it), and what switches it off there is a finding
 even in a new file. Findings name the file and the line (of the new file; of the old one for
-what was removed). Knows nothing of tasks or of what is done with the
-findings; patterns.py owns what the rules look for, diff_files.py reading the diff."""
+what was removed). Knows nothing of tasks or of what is done with the findings; patterns.py
+owns what the rules look for, diff_files.py reading the diff, moves.py telling a moved test,
+test_commands.py the rule on test scripts and make targets."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Mapping
 
 from ralphkit import programs
-from ralphkit.verify import diff_files, patterns
+from ralphkit.verify import diff_files, moves, patterns, test_commands
 from ralphkit.verify.diff_files import DiffFile
 
 
@@ -23,7 +25,8 @@ from ralphkit.verify.diff_files import DiffFile
 class Finding:
     kind: str            # deleted_test, renamed_test, removed_test, removed_assertion,
     path: str            # added_skip, lowered_threshold, protected_path, hidden_path,
-                         # shadowed_runner, narrowed_tests, redefined_test, early_return
+                         # shadowed_runner, narrowed_tests, redefined_test, early_return,
+                         # test_command
     line: int | None
     detail: str
 
@@ -52,51 +55,15 @@ def _switched_off(f: DiffFile) -> list[Finding]:
     return found
 
 
-@dataclass
-class _Moves:
-    """What the diff adds to test files, by the file it is added to: a test function removed
-    from one file and added to another that is collected as well (not renamed_away) moved,
-    and so did an assertion removed in one and added in the other."""
-    tests: dict[str, set[str]] = field(default_factory=dict)        # name -> files
-    assertions: dict[str, set[str]] = field(default_factory=dict)   # stripped line -> files
-    into: set[str] = field(default_factory=set)                     # files a test moved to
-
-    @classmethod
-    def of(cls, files: list[DiffFile]) -> "_Moves":
-        moves = cls()
-        for f in files:
-            if f.new is None or not patterns.is_test_path(f.new):
-                continue
-            for _, text in f.added:
-                for name in patterns.test_names(text):
-                    moves.tests.setdefault(name, set()).add(f.new)
-                if patterns.is_assertion(text):
-                    moves.assertions.setdefault(text.strip(), set()).add(f.new)
-        return moves
-
-    def test_moved(self, name: str, old: str) -> bool:
-        to = _still_collected(self.tests.get(name, ()), old)
-        self.into.update(to)
-        return bool(to)
-
-    def assertion_moved(self, text: str, old: str) -> bool:
-        return bool(_still_collected(self.assertions.get(text.strip(), ()), old))
-
-
-def _still_collected(paths: set[str], old: str) -> list[str]:
-    """The files of `paths` other than `old` that a runner collects as it collected `old`."""
-    return [path for path in paths if path != old and not patterns.renamed_away(old, path)]
-
-
-def _file_findings(f: DiffFile, protect: tuple[str, ...], tree: Path,
-                   moves: _Moves) -> list[Finding]:
+def _file_findings(f: DiffFile, protect: tuple[str, ...], tree: Path, moved: moves.Moves,
+                   olds: Mapping[str, str]) -> list[Finding]:
     found: list[Finding] = _switched_off(f)
     old, new = f.old, f.new
     if old is None:                      # added: only a test moved into it can be skipped
         return found + (_added_skips(f, new, []) + _shadowed_tests(f, new, tree)
-                        if new in moves.into else [])
+                        if new in moved.into else [])
     if new is None:
-        if patterns.is_test_path(old) and not _moved_out(f, old, moves):
+        if patterns.is_test_path(old) and not moves.moved_out(f, old, moved):
             found.append(Finding("deleted_test", old, None, "test file deleted"))
         elif patterns.protected(old, protect):
             found.append(Finding("protected_path", old, None, "protected file deleted"))
@@ -113,29 +80,24 @@ def _file_findings(f: DiffFile, protect: tuple[str, ...], tree: Path,
         added_names = {n for _, text in f.added for n in patterns.test_names(text)}
         for no, text in f.removed:
             for name in patterns.test_names(text):
-                if name not in added_names and not moves.test_moved(name, old):
+                if name not in added_names and not moved.test_moved(name, old):
                     found.append(Finding("removed_test", old, no,
                                          f"test function {name} removed"))
             if (patterns.is_assertion(text) and text.strip() not in added_text
-                    and not moves.assertion_moved(text, old)):
+                    and not moved.assertion_moved(text, old)):
                 found.append(Finding("removed_assertion", old, no,
                                      f"assertion removed or changed: {text.strip()[:120]}"))
     if new is not None and patterns.is_test_path(new):       # a skip only skips in test code
         found += _added_skips(f, path, f.removed)
         found += _shadowed_tests(f, path, tree)
     found += _threshold_findings(f, path, tree)
+    if new is not None and test_commands.applies(new):
+        found += [Finding("test_command", path, no, detail) for no, detail in
+                  test_commands.changes(f, _read(tree / new), olds.get(old))]
     if new is not None and patterns.protected(old, protect) and (f.removed or f.binary):
         found.append(Finding("protected_path", path, f.first_change,
                              "protected file changed (only additions are allowed)"))
     return found
-
-
-def _moved_out(f: DiffFile, old: str, moves: _Moves) -> bool:
-    """A deleted test file whose every test function and assertion moved to other files."""
-    names = [n for _, text in f.removed for n in patterns.test_names(text)]
-    return bool(names) and all(moves.test_moved(n, old) for n in names) and all(
-        moves.assertion_moved(text, old) for _, text in f.removed
-        if patterns.is_assertion(text))
 
 
 def _added_skips(f: DiffFile, path: str, removed: list[tuple[int, str]]) -> list[Finding]:
@@ -170,12 +132,17 @@ def _shadowed_tests(f: DiffFile, path: str, tree: Path) -> list[Finding]:
                 "no longer run") for no, name in patterns.early_returns(lines) if no in added]
 
 
-def _threshold_findings(f: DiffFile, path: str, tree: Path) -> list[Finding]:
-    try:                     # coverageThreshold's members sit on lines of their own
-        jest = "coverageThreshold" in (tree / path).read_text(encoding="utf-8", errors="replace")
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
-        jest = False
-    jest = jest or any("coverageThreshold" in text for _, text in f.removed + f.added)
+        return ""
+
+
+def _threshold_findings(f: DiffFile, path: str, tree: Path) -> list[Finding]:
+    # coverageThreshold's members sit on lines of their own
+    jest = "coverageThreshold" in _read(tree / path) or any(
+        "coverageThreshold" in text for _, text in f.removed + f.added)
     before: dict[str, tuple[int, float]] = {}
     for no, text in f.removed:
         for key, n in patterns.thresholds(text, jest):
@@ -210,6 +177,15 @@ def _git_diff(tree: Path, base: str, env: Mapping[str, str], *paths: str,
     except OSError:
         return None
     return done.stdout.decode("utf-8", "replace") if done.code == 0 else None
+
+
+def _git_show(tree: Path, base: str, path: str, env: Mapping[str, str]) -> str:
+    """The file at `path` as commit `base` has it ("" when it cannot be read)."""
+    try:
+        done = programs.run(["git", "show", f"{base}:{path}"], cwd=tree, env=env)
+    except OSError:
+        return ""
+    return done.stdout.decode("utf-8", "replace") if done.code == 0 else ""
 
 
 def _ls_files(tree: Path, env: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -275,11 +251,14 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
         files = [again.get(f.new or f.old, f) if (f.new or f.old) in marked else f
                  for f in files]
     hidden, untracked = _listed(tree, protect, env, hidden_before)
-    moves = _Moves.of(files)
+    moved = moves.Moves.of(files)
+    # a makefile as it was: which rule a removed line was in, which targets it had
+    olds = {f.old: _git_show(tree, base, f.old, env) for f in files
+            if f.old and f.new and test_commands.is_makefile(f.old)}
     # files a test moved into are read last: their skips count once the moves are known
     ordered = sorted(files + untracked, key=lambda f: f.old is None)
-    return [finding for f in ordered for finding in _file_findings(f, protect, tree, moves)] \
-        + hidden
+    return [finding for f in ordered
+            for finding in _file_findings(f, protect, tree, moved, olds)] + hidden
 
 
 __all__ = ["Finding", "scan", "hidden_paths"]

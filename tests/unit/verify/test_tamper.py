@@ -311,3 +311,44 @@ def test_a_new_conftest_with_fixtures_only_or_a_dropped_plugin_is_not_a_finding(
         "import pytest\n\n\n@pytest.fixture\ndef value():\n    return 1\n")
     (path / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider -q\n")
     assert scan(path, base) == []
+
+
+MAKEFILE = ".PHONY: test\n\ntest:\n\tpython -m pytest -q\n\nlint:\n\truff .\n"
+PACKAGE = '{\n  "scripts": {\n    "test": "node --test",\n    "lint": "eslint ."\n  }\n}\n'
+
+
+@pytest.fixture
+def scripted(repo) -> tuple[Path, str]:
+    """The repo with a Makefile and package.json scripts committed: (path, base)."""
+    path, _ = repo
+    env = _clean_environ()
+    (path / "Makefile").write_text(MAKEFILE)
+    (path / "web").mkdir()
+    (path / "web" / "package.json").write_text(PACKAGE)
+    git(path, "add", "-A", env=env)
+    git(path, "commit", "-qm", "scripts", env=env)
+    return path, git(path, "rev-parse", "HEAD", env=env).strip()
+
+
+@pytest.mark.parametrize("name, old, new, expected", [
+    ("web/package.json", '"test": "node --test"', '"test": "exit 0"',
+     ['web/package.json:3: test script changed: "test": "node --test",']),
+    ("web/package.json", '"lint": "eslint ."', '"lint": "eslint .",\n    "test": "exit 0"',
+     ["web/package.json:5: test script test defined again (the last one wins)"]),
+    ("Makefile", "\tpython -m pytest -q\n", "\t@exit 0\n\tpython -m pytest -q\n",
+     ["Makefile:4: make target test: its rule changed"]),
+    ("Makefile", "\tpython -m pytest -q\n", "",
+     ["Makefile:4: make target test: its rule changed"]),
+    ("Makefile", "\truff .\n", "\truff .\n\ntest:\n\t@true\n",
+     ["Makefile:9: make target test: its rule changed"]),
+    ("Makefile", "\truff .\n", "\truff check .\n\ntest-e2e:\n\tpytest e2e\n", []),
+    ("web/package.json", '"lint": "eslint ."', '"lint": "eslint src",\n    "test:e2e": "x"', []),
+], ids=["npm-changed", "npm-defined-again", "make-exit-added", "make-line-removed",
+        "make-rule-again", "new-target-and-other-rule", "new-script-and-other-script"])
+def test_changes_to_what_the_test_command_runs_are_findings(scripted, name, old, new,
+                                                              expected):
+    """`npm test` and `make test` run these: changing them changes what passing means.
+    New scripts and targets, and other ones, are no finding."""
+    path, base = scripted
+    edit(path, name, old, new)
+    assert texts(scan(path, base)) == expected
