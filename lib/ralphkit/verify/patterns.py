@@ -151,7 +151,7 @@ def early_returns(lines: list[str]) -> list[tuple[int, str]]:
         depth = len(m.group("indent").expandtabs())
         body = []
         for at in range(no, len(lines)):
-            text = lines[at]
+            text = lines[at].expandtabs()
             if not text.strip() or text.lstrip().startswith("#"):
                 continue
             indent = len(text) - len(text.lstrip())
