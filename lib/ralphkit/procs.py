@@ -1,6 +1,7 @@
 """Owns what ralph.py asks of the process table: whether a pid or a process group still
 exists, a process's start time (tells it from a later process that reused its pid), the boot
-id (start times count from boot), and the live members of a process group. The only reader of
+id (start times count from boot), the live members of a process group, and the processes
+whose environment holds a given entry. The only reader of
 /proc; Linux answers fully, elsewhere the /proc answers are None. Knows nothing of sessions,
 locks or what the processes are; never sends a signal that changes a process."""
 from __future__ import annotations
@@ -80,4 +81,28 @@ def group_members(pgid: int) -> list[int] | None:
     return live
 
 
-__all__ = ["pid_alive", "group_exists", "start_time", "boot_id", "group_members"]
+def carrying(entry: str) -> list[tuple[int, int, str]] | None:
+    """The processes whose environment holds `entry` (`NAME=value`), as (pid, process group,
+    command line); only this user's can be read (root's: all). None where /proc cannot tell."""
+    try:
+        names = os.listdir(_PROC)
+    except OSError:
+        return None
+    needle = entry.encode()
+    found = []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            if needle not in (_PROC / name / "environ").read_bytes().split(b"\0"):
+                continue
+            command = (_PROC / name / "cmdline").read_bytes()
+            pgid = os.getpgid(int(name))
+        except OSError:
+            continue                    # gone meanwhile, or another user's
+        found.append((int(name), pgid, command.replace(b"\0", b" ").decode("utf-8", "replace")
+                      .strip()))
+    return found
+
+
+__all__ = ["pid_alive", "group_exists", "start_time", "boot_id", "group_members", "carrying"]

@@ -3,7 +3,7 @@ no shell, stdin from /dev/null, and the environment and working directory given 
 caller, so a call sees the run's exports (ralph-cli.md s.9) wherever it runs. The exit code
 is data for the caller; a program that cannot be started raises OSError. A program that may
 start children of its own (a user's test command) runs in a process group of its own
-(`run_group`), which goes with it. Knows nothing of what the programs are. Agents run in
+(`run_group`), which goes with it, as does what it started outside that group (strays.py). Knows nothing of what the programs are. Agents run in
 session/ (process groups, pumps, timeouts)."""
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Mapping, Sequence
+
+from ralphkit import strays
 
 # Where a program's stdout or stderr goes.
 CAPTURE = subprocess.PIPE       # read into the result
@@ -77,10 +79,13 @@ def run_group(argv: Sequence[str], *, cwd: Path | str, env: Mapping[str, str],
     """Run argv in a process group of its own (never ralph.py's or an agent's), its stdout
     and stderr into output, for at most timeout seconds; then SIGTERM to the group and
     SIGKILL after kill_grace. Whatever it left running in its group is killed when it ends,
-    and an exception while waiting (a signal to ralph.py) stops the group first. The exit
-    code; None when the timeout ended it."""
-    proc = subprocess.Popen(list(argv), cwd=str(cwd), env=dict(env), stdin=subprocess.DEVNULL,
-                            stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+    and so is what it left outside the group (named in a last line of output); an exception
+    while waiting (a signal to ralph.py) stops the group first. The exit code; None when the
+    timeout ended it."""
+    tag = strays.new_tag()
+    proc = subprocess.Popen(list(argv), cwd=str(cwd), env={**env, strays.ENV: tag},
+                            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                            start_new_session=True)
     timed_out = False
     try:
         proc.wait(timeout=timeout)
@@ -91,6 +96,8 @@ def run_group(argv: Sequence[str], *, cwd: Path | str, env: Mapping[str, str],
             _stop_group(proc, kill_grace)
         else:
             _kill_group(proc.pid)
+        if left := strays.kill(tag, proc.pid):
+            output.write(f"\nralph: {strays.line(left, 'the command')}\n".encode())
     return None if timed_out else proc.returncode
 
 

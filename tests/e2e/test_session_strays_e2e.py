@@ -19,13 +19,14 @@ tid=$(if [ -n "$RALPH_FROZEN_IDS_FILE" ]; then cat "$RALPH_FROZEN_IDS_FILE";
       else "$RALPH_TASK_SCRIPT" claim | sed -n 's/^id: //p'; fi)
 """
 DONE = '"$RALPH_TASK_SCRIPT" done "$tid" >/dev/null\n'
-ACTION = TASK + """setsid sleep 600 </dev/null >/dev/null 2>&1 &
-echo $! > "$STRAY_PID"
-""" + DONE
+# The stray writes its pid once it has left the group (setsid), then becomes `sleep 600`.
+STRAY = """setsid sh -c 'echo $$ > "$STRAY_PID.tmp"; mv "$STRAY_PID.tmp" "$STRAY_PID";
+                  exec sleep 600' </dev/null >/dev/null 2>&1 &
+until [ -e "$STRAY_PID" ]; do sleep 0.01; done
+"""
+ACTION = TASK + STRAY + DONE
 HANG = TASK + """if [ ! -e "$STRAY_PID" ]; then
-    setsid sleep 600 </dev/null >/dev/null 2>&1 &
-    echo $! > "$STRAY_PID.tmp" && mv "$STRAY_PID.tmp" "$STRAY_PID"
-    exec sleep 600
+""" + STRAY + """    exec sleep 600
 fi
 """ + DONE
 
@@ -44,7 +45,7 @@ def stray_pid(git_repo, base_env, bin_dir, run_task, tmp_path) -> Iterator[Path]
 
 
 def assert_killed_and_said(repo: Path, stderr: str, stray: int) -> None:
-    assert not alive(stray)
+    wait_for(lambda: not alive(stray), timeout=5)        # SIGKILLed: gone once it has exited
     line = f"killed 1 process the agent left running outside its process group: {stray} sleep 600"
     assert line in stderr
     (run,) = (repo / ".ralph" / "runs").iterdir()

@@ -63,6 +63,24 @@ def test_a_group_program_runs_in_a_group_of_its_own_and_takes_what_it_left_along
              or psutil.Process(left).status() == psutil.STATUS_ZOMBIE)   # killed
 
 
+def test_what_a_group_program_started_outside_its_group_goes_too_and_is_named(tmp_path):
+    """A test suite's daemon (pg_ctl start, a server started with setsid) does not outlive
+    the command: killed after it, and named in the output's last line."""
+    with (tmp_path / "out").open("w+b") as out:
+        code = programs.run_group(
+            ["sh", "-c", "setsid sh -c 'echo $$ > bg; exec sleep 300' </dev/null >/dev/null 2>&1 &"
+                         " until [ -s bg ]; do sleep 0.01; done"],       # it left the group
+            cwd=tmp_path, env=os.environ, output=out, timeout=30, kill_grace=1)
+        out.seek(0)
+        said = out.read().decode()
+    left = int((tmp_path / "bg").read_text())
+    assert code == 0
+    wait_for(lambda: not psutil.pid_exists(left)
+             or psutil.Process(left).status() == psutil.STATUS_ZOMBIE)
+    assert said == (f"\nralph: killed 1 process the command left running outside its process "
+                    f"group: {left} sleep 300\n")
+
+
 def test_a_group_timeout_stops_the_whole_group_and_returns_none(tmp_path):
     with (tmp_path / "out").open("w+b") as out:
         code = programs.run_group(["sh", "-c", "trap '' TERM; sleep 300 & wait"], cwd=tmp_path,

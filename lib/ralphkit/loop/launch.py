@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-from ralphkit import workspace
+from ralphkit import strays, workspace
 from ralphkit.agents import adapters as agents
 from ralphkit.assign import mode as assign_mode
 from ralphkit.assign import session as assigned_session
@@ -22,7 +22,7 @@ from ralphkit.runs import leftovers, lifecycle
 from ralphkit.fleet import store as fleet_store
 from ralphkit.session import fresh_start
 from ralphkit.session import heartbeat
-from ralphkit.session import respawn, strays
+from ralphkit.session import respawn
 from ralphkit.session import run as session
 from ralphkit.backlog.answers import FAIL_REASON
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Mapping
 
+from ralphkit import strays
 from ralphkit.backlog import answers
-from ralphkit.session import dead, strays
+from ralphkit.session import dead
 from ralphkit.runs import state as run_state
 from ralphkit.parallel import worktrees
 

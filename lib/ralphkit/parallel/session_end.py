@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ralphkit import strays
 from ralphkit.assign import session as assigned_session
 from ralphkit.assign import task_files
 from ralphkit.backlog import answers
@@ -26,7 +27,7 @@ from ralphkit.parallel.book import Book
 from ralphkit.parallel.git import Git
 from ralphkit.runs import progress
 from ralphkit.runs import state as run_state
-from ralphkit.session import heartbeat, strays
+from ralphkit.session import heartbeat
 from ralphkit.session import watchdog
 from ralphkit.unattended import outcome, session_outcome
 

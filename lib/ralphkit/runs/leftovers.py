@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ralphkit import strays
 from ralphkit.errors import EXIT_INTERRUPTED as INTERRUPTED
 from ralphkit.runs import state as run_state
 from ralphkit.session import dead as dead_session
-from ralphkit.session import strays
 
 
 @dataclass

@@ -4,7 +4,7 @@ session's write-ahead pid file is taken (session/pidfile.py: then an agent that 
 yet never will), and what is left of the agent's process group is SIGKILLed and awaited until
 no live process of it is left, so that nothing of it (a `task done` in flight, a commit) can
 land after the caller reads the backlog or fails the dead session's tasks; what left the group
-is found by the session's tag in the pid file and SIGKILLed too (session/strays.py).
+is found by the session's tag in the pid file and SIGKILLed too (strays.py).
 
 Does not own the pid file handshake (session/pidfile.py), the run state (which sessions to stop
 and where their pid and pid file are recorded) or what is done with their tasks.
@@ -16,10 +16,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ralphkit import procs
+from ralphkit import procs, strays
 from ralphkit.session import group
 from ralphkit.session import pidfile as session_pidfile
-from ralphkit.session import strays
 
 _GONE_WITHIN_S = 10.0          # a SIGKILLed process only outlives it stuck in the kernel
 

@@ -13,8 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
+from ralphkit import strays
 from ralphkit.session import pidfile as session_pidfile
-from ralphkit.session import strays
 
 
 def signal_group(pgid: int, sig: int) -> bool:

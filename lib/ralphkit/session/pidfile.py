@@ -5,7 +5,7 @@ the agent can start anything of its own), links "<pid> <start time or -> <tag>" 
 recovery of a dead run links "recovered" there. Whoever links first wins (a hard link never
 replaces a file): when the recovery wins, the agent never runs (its child exits before exec);
 when the agent won, the recovery knows the process group to kill even if ralph.py died before
-it saved the pid, and the session's tag (session/strays.py), which finds what left the group.
+it saved the pid, and the session's tag (strays.py), which finds what left the group.
 Without this, a session started in the milliseconds before its ralph.py was killed was nowhere
 in the state, and its leftover shell finished its task unwatched (flaky kill-and-resume test).
 

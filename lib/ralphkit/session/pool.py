@@ -6,7 +6,7 @@ Signals keep s.16's meaning for all sessions together: the first SIGINT is forwa
 every group (the caller's callback prints the waiting message), a second SIGINT or a SIGTERM
 SIGKILLs every group. When a session's --session-timeout or --idle-timeout runs out, its group
 alone gets SIGTERM, then SIGKILL after the grace (the others run on). No process of a group
-outlives its session, nor does one that left the group (session/strays.py). A session's
+outlives its session, nor does one that left the group (strays.py). A session's
 heartbeat (fleet stores) is ticked on each turn.
 
 Does not own choosing tasks, worktrees, prompts or printing (renderers write to the stream
@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Mapping
 
+from ralphkit import strays
 from ralphkit.errors import EnvironmentFailure
-from ralphkit.session import group, strays
+from ralphkit.session import group
 from ralphkit.session import watchdog
 from ralphkit.signals import Guard
 

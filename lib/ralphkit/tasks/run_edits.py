@@ -5,12 +5,12 @@ result names its commit's id after a `--sync` rebase). Every write is one transa
 own argument rules (args.py) or the spec's own edits (edit.py)."""
 from __future__ import annotations
 
+from ralphkit.strays import ENV as SESSION_TAG
 from ralphkit.tasks import args as A
 from ralphkit.tasks import db, jsontext, queries as q
 from ralphkit.tasks.context import Ctx
 from ralphkit.tasks.errors import TaskError
 from ralphkit.tasks.git_files import object_id
-from ralphkit.session.strays import ENV as SESSION_TAG
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import _clean_environ, wait_for
+from conftest import _clean_environ
 from loophelp import alive
-from ralphkit.session import strays
+from ralphkit import strays
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(),
                                 reason="processes are found in /proc")
@@ -43,8 +43,9 @@ def test_only_the_tagged_processes_outside_the_group_are_killed():
             proc.wait()
 
 
-def test_the_notice_names_each_process():
+def test_the_notice_names_each_process_and_who_left_them():
     assert strays.line(["12 sleep 600"]) == (
         "killed 1 process the agent left running outside its process group: 12 sleep 600")
+    assert strays.line(["12 x"], "the command").startswith("killed 1 process the command left ")
     assert strays.line(["12 a", "13 b"]).startswith("killed 2 processes the agent left ")
     assert strays.line(["12 a", "13 b"]).endswith(": 12 a; 13 b")
