@@ -13,7 +13,7 @@ from typing import Any
 from ralphkit.report.model import STOP_KINDS, LimitWait, Report, Session, Task
 from ralphkit.unattended.outcome import NOT_AN_ATTEMPT
 
-_TASK_LOG_KINDS = ("task_held", "drift", "respawn", "assign")
+_TASK_LOG_KINDS = ("task_held", "drift", "respawn", "assign", "strays")
 # The `--sync` steps a reader must know of (docs/fleet.md): commits set aside by a conflict or
 # not on the shared branch yet, a session that started without the other machines' work, a
 # stash left behind. Fetches, rebases and pushes that worked are not news.

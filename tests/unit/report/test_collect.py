@@ -158,6 +158,8 @@ def test_holds_drift_scope_limit_waits_and_verification_land_on_their_task(ralph
     add("log", kind="usage_limit_wait", message="5-hour limit", resume_at="x")
     add("log", kind="task_held", task="t1", attempts=3, message="failed 3 times")
     add("log", kind="drift", message="task t2: 2 commit(s) touch files outside its scope")
+    add("log", kind="strays", task="t1", message="killed 1 process the agent left ...: 7 x")
+    add("log", kind="strays", message="killed 1 process the agent left ...: 8 y")
     add("scope_changed", changes=["task t3 added"], added=["t3"], removed=[])
     add("verify", task="t2", ok=False, exit_code=1)
     add("run_end", exit_code=6, reason="No progress: 3 failures in a row")
@@ -166,6 +168,8 @@ def test_holds_drift_scope_limit_waits_and_verification_land_on_their_task(ralph
     assert (t1.outcome, t1.hold_reason, t1.limit_waits, t1.tokens) == (
         "held", "failed 3 times", 1, 120)
     assert r.tasks["t2"].notices == ["drift: task t2: 2 commit(s) touch files outside its scope"]
+    assert t1.notices == ["strays: killed 1 process the agent left ...: 7 x"]   # --parallel's
+    assert r.notices == ["strays: killed 1 process the agent left ...: 8 y"]    # the run's
     assert r.tasks["t2"].verify == "failed (exit 1)"
     assert r.tasks["t3"].notices == ["scope: added"]
     assert r.stops == ["breaker: No progress: 3 failures in a row"]
