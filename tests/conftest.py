@@ -126,19 +126,27 @@ def any_store(request, base_env: dict[str, str], git_repo: Path):
     return PgStore(url)
 
 
-@pytest.fixture
-def git_repo(tmp_path: Path, base_env: dict[str, str]) -> Path:
-    """A git repo on branch main with an origin remote, one spec and one commit."""
-    repo = tmp_path / "repo"
+@pytest.fixture(scope="session")
+def _git_repo_template(tmp_path_factory) -> Path:
+    """git_repo as git made it, once per worker: each test gets a copy (four git processes
+    a test, over a thousand tests, were a few percent of the suite's CPU)."""
+    repo = tmp_path_factory.mktemp("template") / "repo"
     repo.mkdir()
-    git(repo, "init", "-q", "-b", "main", env=base_env)
-    git(repo, "remote", "add", "origin", "https://github.com/acme/widgets.git", env=base_env)
+    env = {**_clean_environ(), "HOME": str(repo.parent)}
+    git(repo, "init", "-q", "-b", "main", env=env)
+    git(repo, "remote", "add", "origin", "https://github.com/acme/widgets.git", env=env)
     (repo / "specs").mkdir()
     (repo / "specs" / "feature.md").write_text("# Feature\n\n- [ ] it works\n")
     (repo / "README.md").write_text("demo\n")
-    git(repo, "add", "-A", env=base_env)
-    git(repo, "commit", "-q", "-m", "initial", env=base_env)
+    git(repo, "add", "-A", env=env)
+    git(repo, "commit", "-q", "-m", "initial", env=env)
     return repo
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path, _git_repo_template: Path) -> Path:
+    """A git repo on branch main with an origin remote, one spec and one commit."""
+    return Path(shutil.copytree(_git_repo_template, tmp_path / "repo", symlinks=True))
 
 
 def install_stub(bin_dir: Path, name: str = "claude", stub: str = "claude") -> Path:
