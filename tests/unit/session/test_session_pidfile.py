@@ -70,3 +70,15 @@ def test_an_agent_that_started_first_is_named_by_pid_start_time_and_tag(tmp_path
     assert isinstance(start, int) and start > 0
     assert tag and tag == (tmp_path / "tag").read_text()     # the session's, as its agent saw it
     assert session_pidfile.take(pidfile) == (pid, start, tag)   # never replaced
+
+
+@pytest.mark.parametrize("text, taken", [
+    ("4242 123456\n", (4242, 123456, "")),                 # written before sessions had tags
+    ("4242 \n", (4242, None, "")),                         # and without a start time
+    ("4242 - 99-abc\n", (4242, None, "99-abc")),
+])
+def test_a_pid_file_an_older_ralph_py_wrote_is_read_as_well(tmp_path, text, taken):
+    """A run resumed by a newer ralph.py reads the pid file its dead session's agent wrote."""
+    pidfile = tmp_path / "session-001.pid"
+    pidfile.write_text(text)
+    assert session_pidfile.take(pidfile) == taken
