@@ -12,8 +12,8 @@ from ralphkit.verify.diff_files import DiffFile
 
 @dataclass
 class Moves:
-    """The test functions and assertions a diff adds, by the test files they are added to;
-    `into`: the files a test moved to, as found so far."""
+    """The test functions and assertions a diff adds, by the test files they are added to,
+    and the files a test removed elsewhere moved to (`into`)."""
     tests: dict[str, set[str]] = field(default_factory=dict)        # name -> files
     assertions: dict[str, set[str]] = field(default_factory=dict)   # stripped line -> files
     into: set[str] = field(default_factory=set)                     # files a test moved to
@@ -29,15 +29,20 @@ class Moves:
                     moves.tests.setdefault(name, set()).add(f.new)
                 if patterns.is_assertion(text):
                     moves.assertions.setdefault(text.strip(), set()).add(f.new)
+        for f in files:                     # a test gone from a test file, not re-added there
+            if f.old is None or not patterns.is_test_path(f.old):
+                continue
+            kept = {n for _, text in f.added for n in patterns.test_names(text)} if f.new else ()
+            for name in {n for _, text in f.removed for n in patterns.test_names(text)}:
+                if name not in kept:
+                    moves.into.update(_still_collected(moves.tests.get(name, set()), f.old))
         return moves
 
     def test_moved(self, name: str, old: str) -> bool:
-        to = _still_collected(self.tests.get(name, ()), old)
-        self.into.update(to)
-        return bool(to)
+        return bool(_still_collected(self.tests.get(name, set()), old))
 
     def assertion_moved(self, text: str, old: str) -> bool:
-        return bool(_still_collected(self.assertions.get(text.strip(), ()), old))
+        return bool(_still_collected(self.assertions.get(text.strip(), set()), old))
 
 
 def _still_collected(paths: set[str], old: str) -> list[str]:

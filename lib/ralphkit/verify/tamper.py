@@ -255,9 +255,7 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
     # a makefile as it was: which rule a removed line was in, which targets it had
     olds = {f.old: _git_show(tree, base, f.old, env) for f in files
             if f.old and f.new and test_commands.is_makefile(f.old)}
-    # files a test moved into are read last: their skips count once the moves are known
-    ordered = sorted(files + untracked, key=lambda f: f.old is None)
-    return [finding for f in ordered
+    return [finding for f in files + untracked
             for finding in _file_findings(f, protect, tree, moved, olds)] + hidden
 
 

@@ -62,12 +62,13 @@ def changes(f: DiffFile, new_text: str, old_text: str | None) -> list[tuple[int 
         return _npm_changes(f, new_text)
     new_rules = make_rule_lines(new_text.split("\n"))
     old_rules = make_rule_lines((old_text or "").split("\n"))
+    had = set(old_rules.values())
     changed: dict[str, int] = {}            # target -> the first line that says so
     for no, _ in f.removed:
         if no in old_rules:
             changed.setdefault(old_rules[no], no)
     for no, _ in f.added:
-        if new_rules.get(no) in set(old_rules.values()):     # a new target is an addition
+        if new_rules.get(no) in had:                        # a new target is an addition
             changed.setdefault(new_rules[no], no)
     return [(no, f"make target {target}: its rule changed") for target, no in changed.items()]
 
