@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+from typing import Sequence
 
 from ralphkit import procs
 
@@ -37,7 +38,7 @@ def kill(tag: str, group: int) -> list[str]:
     return killed
 
 
-def line(killed: list[str], who: str = "the agent") -> str:
+def line(killed: Sequence[str], who: str = "the agent") -> str:
     """The notice of the kill: `who` left them running."""
     what = "1 process" if len(killed) == 1 else f"{len(killed)} processes"
     return f"killed {what} {who} left running outside its process group: " + "; ".join(killed)

@@ -40,7 +40,7 @@ def _stop(entry: dict, tid: str, warn: Callable[[str], None]) -> None:
     what left its group is killed (named)."""
     stopped = dead.stop(entry.get("pidfile"), entry.get("pid"), entry.get("procStart"))
     if stopped.strays:
-        warn(f"[{tid}] {strays.line(list(stopped.strays))}")
+        warn(f"[{tid}] {strays.line(stopped.strays)}")
 
 
 def _settle(wt: worktrees.Worktree, task: dict, listed: bool, agent: str | None,

@@ -43,7 +43,7 @@ def _kill_dead_agent(active: dict[str, Any] | None, kind: str, log: Log) -> None
     if stopped.group is not None:
         log(kind, f"killed what was left of the dead run's agent (process group {stopped.group})")
     if stopped.strays:
-        log("strays", strays.line(list(stopped.strays)))
+        log("strays", strays.line(stopped.strays))
 
 
 def recover_dead(state: run_state.RunState, recover: Recover, log: Log) -> None:
