@@ -75,11 +75,21 @@ _TEST_NAME = re.compile(
     r"|(^|/)tests\.py$|[-_]test\.[cm]?js$|(^|/)test-[^/]*\.[cm]?js$|Tests?\.(java|kt|cs)$")
 
 
-# Python tests switched off by code added beside them: a test defined again under its name
-# (only the last definition runs) and a bare `return` at the top of a test's body.
+# Tests switched off by code added beside them: a Python test defined again under its name
+# (only the last definition runs) and a bare `return` at the top of a test's body, alone or
+# under a condition that always holds (`if True:`, `if (true) {`).
 _PY_TEST_DEF = re.compile(
     r"^(?P<indent>[ \t]*)(?:async\s+)?(?P<kind>def|class)\s+(?P<name>(?:test|Test)\w*)\b")
-_BARE_RETURN = re.compile(r"^[ \t]*return(?:\s+None)?\s*(?:#.*)?$")
+# A test whose body is the lines indented deeper than its first: pytest's def, a node or jest
+# callback opened at the end of its line, go's func.
+_BODY_DEF = (
+    re.compile(r"^(?P<indent>[ \t]*)(?:async\s+)?def\s+(?P<name>test\w*)\s*\("),
+    re.compile(r"^(?P<indent>[ \t]*)(?:it|test)\s*\(\s*(?P<q>['\"`])(?P<name>.+?)(?P=q)"
+               r".*\{\s*$"),
+    re.compile(r"^(?P<indent>[ \t]*)func\s+(?P<name>Test\w*)\s*\(.*\{\s*$"))
+_BARE_RETURN = re.compile(r"^[ \t]*return(?:\s+(?:None|undefined))?\s*;?\s*(?:(?:#|//).*)?$")
+_ALWAYS = re.compile(
+    r"^[ \t]*if\s*(?:(?:True|1)\s*:|\(\s*(?:true|1)\s*\)\s*\{?|true\s*\{)(?P<rest>.*)$")
 
 
 def is_test_path(path: str) -> bool:
@@ -139,20 +149,21 @@ def redefined_tests(lines: list[str], added: set[int],
     return found
 
 
-def early_returns(lines: list[str]) -> list[tuple[int, str]]:
-    """Bare `return`s at the top level of a Python test function's body with an assertion
-    after them in it: (the return's line, the test's name). The body is the lines indented
-    deeper than the `def` (comments and blank lines aside); its top level their least indent."""
+def early_returns(lines: list[str]) -> list[tuple[int, int, str]]:
+    """Bare `return`s at the top level of a test's body (_BODY_DEF), alone or under a
+    condition that always holds, with an assertion after them in it: (the statement's first
+    line, its last, the test's name). The body is the lines indented deeper than the test's
+    first line (comments and blank lines aside); its top level their least indent."""
     found = []
     for no, line in enumerate(lines, 1):
-        m = _PY_TEST_DEF.match(line)
-        if not m or m.group("kind") != "def":
+        m = next((m for rx in _BODY_DEF if (m := rx.match(line))), None)
+        if m is None:
             continue
         depth = len(m.group("indent").expandtabs())
         body = []
         for at in range(no, len(lines)):
             text = lines[at].expandtabs()
-            if not text.strip() or text.lstrip().startswith("#"):
+            if not text.strip() or text.lstrip().startswith(("#", "//")):
                 continue
             indent = len(text) - len(text.lstrip())
             if indent <= depth:
@@ -160,11 +171,27 @@ def early_returns(lines: list[str]) -> list[tuple[int, str]]:
             body.append((at + 1, indent, text))
         top = min((indent for _, indent, _ in body), default=0)
         for i, (at, indent, text) in enumerate(body):
-            if indent == top and _BARE_RETURN.match(text):
-                if any(is_assertion(rest) for _, _, rest in body[i + 1:]):
-                    found.append((at, m.group("name")))
-                break
+            if indent != top or (end := _returns(body, i)) is None:
+                continue
+            if any(is_assertion(rest) for _, _, rest in body[i + 1:]):
+                found.append((at, end, m.group("name")))
+            break
     return found
+
+
+def _returns(body: list[tuple[int, int, str]], i: int) -> int | None:
+    """The last line of the statement at body[i] when it always returns: a bare return, or one
+    on the line of a condition that always holds or first in its block. Else None."""
+    at, indent, text = body[i]
+    if _BARE_RETURN.match(text):
+        return at
+    if not (m := _ALWAYS.match(text)):
+        return None
+    if (rest := m.group("rest").strip().strip("{}").strip()):
+        return at if _BARE_RETURN.match(rest) else None
+    if i + 1 < len(body) and body[i + 1][1] > indent and _BARE_RETURN.match(body[i + 1][2]):
+        return body[i + 1][0]
+    return None
 
 
 def is_assertion(line: str) -> bool:

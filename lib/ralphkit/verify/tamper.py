@@ -117,19 +117,22 @@ def _added_skips(f: DiffFile, path: str, removed: list[tuple[int, str]]) -> list
 
 
 def _shadowed_tests(f: DiffFile, path: str, tree: Path) -> list[Finding]:
-    """Existing Python tests that lines added beside them keep from running."""
-    if not path.endswith(".py") or not f.added:
+    """Existing tests that lines added beside them keep from running."""
+    if not f.added:
         return []
     try:
         lines = (tree / path).read_text(encoding="utf-8", errors="replace").split("\n")
     except OSError:
         return []
     added = {no for no, _ in f.added}
-    return [Finding("redefined_test", path, no, f"test {name} defined again: the one at line "
-                    f"{first} no longer runs") for no, name, first in
-            patterns.redefined_tests(lines, added, [text for _, text in f.removed])] + [
-        Finding("early_return", path, no, f"return added in {name}: the assertions after it "
-                "no longer run") for no, name in patterns.early_returns(lines) if no in added]
+    found = [] if not path.endswith(".py") else [
+        Finding("redefined_test", path, no, f"test {name} defined again: the one at line "
+                f"{first} no longer runs") for no, name, first in
+        patterns.redefined_tests(lines, added, [text for _, text in f.removed])]
+    return found + [
+        Finding("early_return", path, first, f"return added in {name}: the assertions after "
+                "it no longer run") for first, last, name in patterns.early_returns(lines)
+        if added.intersection(range(first, last + 1))]
 
 
 def _read(path: Path) -> str:

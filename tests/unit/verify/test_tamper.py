@@ -103,8 +103,13 @@ def test_no_change_and_added_tests_are_never_findings(repo):
      "tests/test_a.py:13: test test_one defined again: the one at line 4 no longer runs"),
     ("    value = 1\n", "    return\n    value = 1\n",
      "tests/test_a.py:5: return added in test_one: the assertions after it no longer run"),
+    ("    value = 1\n", "    if True:\n        return\n    value = 1\n",
+     "tests/test_a.py:5: return added in test_one: the assertions after it no longer run"),
+    ("    value = 1\n", "    if 1: return None  # later\n    value = 1\n",
+     "tests/test_a.py:5: return added in test_one: the assertions after it no longer run"),
 ], ids=["assertion", "function", "mark-skip", "pytest-skip", "xfail", "pytestmark",
-        "SkipTest", "expectedFailure", "if-False", "del", "redefined", "early-return"])
+        "SkipTest", "expectedFailure", "if-False", "del", "redefined", "early-return",
+        "return-under-if-True", "return-under-if-1"])
 def test_weakened_python_tests_are_found_with_file_and_line(repo, old, new, expected):
     path, base = repo
     edit(path, "tests/test_a.py", old, new)
@@ -123,8 +128,12 @@ def test_weakened_python_tests_are_found_with_file_and_line(repo, old, new, expe
      "test/a.test.js:5: skip added: t.skip("),
     ("  assert.strictEqual(1 + 1, 2);\n", "  if (false) {\n  assert.strictEqual(1 + 1, 2);\n"
      "  }\n", "test/a.test.js:5: skip added: if (false)"),
+    ("  assert.strictEqual", "  return;\n  assert.strictEqual",
+     "test/a.test.js:5: return added in adds: the assertions after it no longer run"),
+    ("  assert.strictEqual", "  if (true) {\n    return;\n  }\n  assert.strictEqual",
+     "test/a.test.js:5: return added in adds: the assertions after it no longer run"),
 ], ids=["skip", "only", "skip-option", "assertion", "skip-option-not-first", "t-skip",
-        "if-false"])
+        "if-false", "early-return", "return-under-if-true"])
 def test_weakened_node_tests_are_found(repo, old, new, expected):
     path, base = repo
     edit(path, "test/a.test.js", old, new)
@@ -156,6 +165,42 @@ def test_moved_tests_and_returns_that_leave_assertions_running_are_not_findings(
         """)
     (path / "tests" / "test_a.py").write_text(text)
     assert scan(path, base) == []
+
+
+def test_returns_in_node_tests_that_leave_assertions_running_are_not_findings(repo):
+    """A return in a helper nested in a test, under a real condition or after the last
+    assertion, and a constant condition without a return, switch nothing off."""
+    path, base = repo
+    edit(path, "test/a.test.js", "  assert.strictEqual(1 + 1, 2);\n", textwrap.indent(
+        textwrap.dedent("""\
+            const check = (x) => {
+              return;
+              assert.ok(x);
+            };
+            if (process.env.SLOW) {
+              return;
+            }
+            if (true) {
+              check(1);
+            }
+            assert.strictEqual(1 + 1, 2);
+            return;
+            """), "  "))
+    assert scan(path, base) == []
+
+
+def test_a_return_added_at_the_top_of_a_go_test_is_a_finding(repo):
+    path, base = repo
+    env = _clean_environ()
+    (path / "calc_test.go").write_text('package calc\n\nimport "testing"\n\n'
+                                       'func TestAdd(t *testing.T) {\n\tif Add(1, 1) != 2 {\n'
+                                       '\t\tt.Errorf("wrong")\n\t}\n}\n')
+    git(path, "add", "-A", env=env)
+    git(path, "commit", "-qm", "go", env=env)
+    base = git(path, "rev-parse", "HEAD", env=env).strip()
+    edit(path, "calc_test.go", "\tif Add", "\tif true {\n\t\treturn\n\t}\n\tif Add")
+    assert texts(scan(path, base)) == [
+        "calc_test.go:6: return added in TestAdd: the assertions after it no longer run"]
 
 
 TWO = "def test_two():\n    assert 2 == 2\n"
