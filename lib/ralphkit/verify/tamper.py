@@ -1,15 +1,16 @@
 """Owns the tamper check: the diff of a tree from the commit at session start (committed and
 uncommitted changes to tracked files), read for deleted or renamed-away test files, removed
 test functions and assertions, newly added skips and focus markers, lowered coverage
-thresholds, changed test scripts and make targets, and changes to `protect:` paths. Adding
-is never a finding: a new file, a new test
-function or a new line in an existing file (a skip marker, a Python test defined again and a
-`return` above a test's assertions excepted). A test moved to another file the runner collects
-is not removed (its assertions moved with it), and what switches it off there is a finding
-even in a new file. Findings name the file and the line (of the new file; of the old one for
-what was removed). Knows nothing of tasks or of what is done with the findings; patterns.py
-owns what the rules look for, diff_files.py reading the diff, moves.py telling a moved test,
-test_commands.py the rule on test scripts and make targets."""
+thresholds, code taken out of coverage, changed test scripts and make targets, and changes to
+`protect:` paths. Adding is never a finding: a new file, a new test function or a new line in
+an existing file (a skip marker, a Python test defined again, a `return` above a test's
+assertions and a coverage exclusion excepted). A test moved to another file the runner
+collects is not removed (its assertions moved with it), and what switches it off there is a
+finding even in a new file. Findings name the file and the line (of the new file; of the old
+one for what was removed). Knows nothing of tasks or of what is done with the findings;
+patterns.py owns what the rules look for, diff_files.py reading the diff, moves.py telling a
+moved test, test_commands.py the rule on test scripts and make targets, coverage_exclusions.py
+the rule on code taken out of coverage."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ralphkit import programs
-from ralphkit.verify import diff_files, moves, patterns, test_commands
+from ralphkit.verify import coverage_exclusions, diff_files, moves, patterns, test_commands
 from ralphkit.verify.diff_files import DiffFile
 
 
@@ -26,7 +27,7 @@ class Finding:
     kind: str            # deleted_test, renamed_test, removed_test, removed_assertion,
     path: str            # added_skip, lowered_threshold, protected_path, hidden_path,
                          # shadowed_runner, narrowed_tests, redefined_test, early_return,
-                         # test_command
+                         # test_command, coverage_excluded
     line: int | None
     detail: str
 
@@ -255,11 +256,14 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
                  for f in files]
     hidden, untracked = _listed(tree, protect, env, hidden_before)
     moved = moves.Moves.of(files)
-    # a makefile as it was: which rule a removed line was in, which targets it had
-    olds = {f.old: _git_show(tree, base, f.old, env) for f in files
-            if f.old and f.new and test_commands.is_makefile(f.old)}
+    # a makefile as it was (which rule a removed line was in, which targets it had), and a
+    # coverage configuration (which exclusions it had)
+    olds = {f.old: _git_show(tree, base, f.old, env) for f in files if f.old and f.new and (
+        test_commands.is_makefile(f.old) or coverage_exclusions.is_config(f.old))}
+    excluded = [Finding("coverage_excluded", path, no, detail) for path, no, detail in
+                coverage_exclusions.changes(files, lambda path: _read(tree / path), olds)]
     return [finding for f in files + untracked
-            for finding in _file_findings(f, protect, tree, moved, olds)] + hidden
+            for finding in _file_findings(f, protect, tree, moved, olds)] + excluded + hidden
 
 
 __all__ = ["Finding", "scan", "hidden_paths"]

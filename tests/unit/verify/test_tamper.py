@@ -306,6 +306,56 @@ def test_raising_a_threshold_is_not_a_finding(repo):
     assert scan(path, base) == []
 
 
+@pytest.mark.parametrize("name, old, new, expected", [
+    ("src/app.py", "X = 1\n", "X = 1\n\n\ndef f():  # pragma: no cover\n    return 2\n",
+     "src/app.py:4: coverage exclusion added: # pragma: no cover"),
+    ("src/calc.js", None, "/* istanbul ignore next */\nfunction f() { return 1; }\n",
+     "src/calc.js:1: coverage exclusion added: istanbul ignore"),
+    ("setup.cfg", "[coverage:report]\n", "[coverage:run]\nomit =\n    src/app.py\n\n"
+     "[coverage:report]\n", "setup.cfg:3: coverage exclusion added: omit src/app.py"),
+    ("setup.cfg", "fail_under = 90\n", "fail_under = 90\nexclude_also =\n    def f\n",
+     "setup.cfg:4: coverage exclusion added: exclude_also def f"),
+    ("package.json", '"jest": {\n', '"jest": {\n    "coveragePathIgnorePatterns": ["/src/"],\n',
+     "package.json:3: coverage exclusion added: coveragePathIgnorePatterns /src/"),
+    ("pyproject.toml", None, '[tool.coverage.run]\nomit = [\n  "src/*",\n]\n',
+     "pyproject.toml:3: coverage exclusion added: omit src/*"),
+    (".nycrc.json", None, '{\n  "exclude": ["src/app.js"]\n}\n',
+     ".nycrc.json:2: coverage exclusion added: exclude src/app.js"),
+], ids=["pragma", "istanbul", "omit", "exclude_also", "jest", "pyproject", "nyc"])
+def test_code_taken_out_of_coverage_is_a_finding(repo, name, old, new, expected):
+    """A threshold holds however little is tested when the untested code is excluded."""
+    path, base = repo
+    if old is None:
+        (path / name).write_text(new)
+        git(path, "add", "-A", env=_clean_environ())
+    else:
+        edit(path, name, old, new)
+    assert texts(scan(path, base)) == [expected]
+
+
+def test_coverage_exclusions_moved_reformatted_removed_or_idiomatic_are_no_findings(repo):
+    path, base = repo
+    env = _clean_environ()
+    (path / "setup.cfg").write_text("[coverage:run]\nomit = src/a.py, src/b.py\n\n"
+                                    "[coverage:report]\nfail_under = 90\nexclude_also =\n"
+                                    "    def __repr__\n    raise NotImplementedError\n")
+    (path / "src" / "app.py").write_text("X = 1\n\n\ndef g():  # pragma: no cover\n"
+                                         "    return 2\n")
+    git(path, "commit", "-qam", "exclusions", env=env)
+    base = git(path, "rev-parse", "HEAD", env=env).strip()
+    (path / "setup.cfg").write_text("[coverage:run]\nomit =\n    src/b.py\n    src/a.py\n\n"
+                                    "[coverage:report]\nfail_under = 90\nexclude_also =\n"
+                                    "    def __repr__\n")
+    (path / "src" / "app.py").write_text("X = 1\n")
+    (path / "src" / "util.py").write_text("def g():  # pragma: no cover\n    return 2\n\n\n"
+                                          "if __name__ == '__main__':  # pragma: no cover\n"
+                                          "    g()\n")
+    (path / "README.md").write_text("Exclude a line with `# pragma: no cover` or "
+                                    "`/* istanbul ignore next */`.\n")
+    git(path, "add", "-A", env=env)
+    assert scan(path, base) == []
+
+
 def test_protected_paths_may_grow_but_not_change(repo):
     path, base = repo
     protect = (".github/**", "src/")
