@@ -183,6 +183,33 @@ def test_a_test_weakened_in_one_session_and_done_in_the_next_is_held(build, plan
     assert "tests/test_calc.py:9: assertion removed or changed: assert result == 4" in t["held"]
 
 
+def test_a_test_weakened_in_one_session_and_done_in_the_next_is_held_across_a_sync_rebase(
+        build, plan, project, run_task, tmp_path):
+    """The same in a fleet: between the two sessions, --sync rebases the first one's commit
+    onto another host's, which deleted a test file of its own. That deletion is not the
+    second session's; the weakening still is."""
+    (project / "tests" / "test_extra.py").write_text("def test_extra():\n    assert True\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "extra")
+    shared = tmp_path / "shared.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(shared))
+    git(project, "remote", "add", "fleet", str(shared))         # origin's URL names the scope
+    git(project, "push", "-q", "-u", "fleet", "main")
+    weaken = "sed -i '/assert result == 4/d' tests/test_calc.py\ngit commit -qam weaken\n"
+    another_host = (f"git clone -q {shared} {tmp_path / 'host2'}\ncd {tmp_path / 'host2'}\n"
+                    "git rm -q tests/test_extra.py\ngit commit -qm 'host2 drops its test'\n"
+                    "git push -q origin main\n")
+    sessions(plan, CLAIM + weaken + another_host, LAZY)
+    proc = build("-n", "2", "--sync", "--verify", PYTEST)
+    assert proc.returncode == 0, proc.stderr
+    assert "sync: main rebased onto fleet/main: 1 commit from fleet" in proc.stderr
+    assert not (project / "tests" / "test_extra.py").exists()
+    t = task(run_task)
+    assert t["status"] == "open"
+    assert t["held"] == ("tamper check: tests/test_calc.py:9: assertion removed or changed: "
+                         "assert result == 4")
+
+
 def test_a_test_file_hidden_from_git_before_the_run_is_no_finding(build, plan, project,
                                                                    run_task):
     """A sparse checkout marks the files outside its cone skip-worktree, and some people mark

@@ -57,11 +57,13 @@ class Gate:
 
     def session_starts(self) -> None:
         """A session starts. What one that marked nothing done changed is judged with the next
-        task done (a cheat split over sessions), unless commits came in since from a remote
-        branch (a --sync rebase, even a fast-forward): they are not a session's, so the diff
-        starts here."""
-        if not (self.span_open and self.head and not self._brought_in()):
+        task done (a cheat split over sessions). Commits that came in since from a remote
+        branch (a --sync rebase, even a fast-forward) are not a session's: the diff's start
+        takes them in, and what the sessions since the mark did stays in the diff."""
+        if not (self.span_open and self.head):
             self._mark()
+        elif self._brought_in() and not self._take_in():
+            self._mark()                        # git cannot tell them apart: start here
 
     def _brought_in(self) -> bool:
         """HEAD holds commits since the mark that a remote-tracking branch holds too."""
@@ -69,6 +71,24 @@ class Gate:
         every = gate.git(self.cwd, *since, env=self.env)
         return not every or every != gate.git(self.cwd, *since, "--not", "--remotes",
                                                env=self.env)
+
+    def _take_in(self) -> bool:
+        """Move the diff's start over what a remote brought in: the start as it was (base,
+        uncommitted changes of the mark included) merged with the newest remote commit in
+        HEAD (the parent of the oldest commit made here since the mark, else HEAD), as a
+        commit no ref names. False when git cannot merge them (a conflict, git < 2.38)."""
+        local = gate.git(self.cwd, "rev-list", "--reverse", "HEAD", f"^{self.head}", "--not",
+                         "--remotes", env=self.env).split()
+        onto = gate.git(self.cwd, "rev-parse", f"{local[0]}^" if local else "HEAD",
+                        env=self.env)
+        tree = gate.git(self.cwd, "merge-tree", "--write-tree", self.base, onto, env=self.env)
+        if not (onto and tree):
+            return False
+        base = gate.git(self.cwd, "commit-tree", tree.split()[0], "-p", onto, "-m",
+                        "ralph: the verify diff's start, remote commits taken in", env=self.env)
+        if base:
+            self.base, self.head = base, gate.git(self.cwd, "rev-parse", "HEAD", env=self.env)
+        return bool(base)
 
     # ------------------------------------------------------------------ reading
     def _tasks(self) -> list[dict]:

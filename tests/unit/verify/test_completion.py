@@ -160,6 +160,38 @@ def test_what_a_sync_rebase_brought_in_after_a_session_that_judged_nothing_is_no
     assert record(gate, "t1")["status"] == "done"
 
 
+def test_a_change_split_over_two_sessions_is_judged_across_a_sync_rebase(repo):
+    """The cheat split over two sessions in a fleet: the first weakens the test and commits,
+    marking nothing done; --sync then rebases it onto another host's commits (one removes
+    that host's own test); the second marks the task done. The weakening is still in the
+    second session's diff, the other host's removal is not; uncommitted changes made before
+    the first session are not either."""
+    env = _clean_environ()
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_x.py").write_text("def test_x():\n    assert 1 == 2\n")
+    (repo / "tests" / "test_other.py").write_text("def test_other():\n    assert True\n")
+    git(repo, "add", "-A", env=env)
+    git(repo, "commit", "-qm", "tests", env=env)
+    git(repo, "update-ref", "refs/remotes/origin/main", "HEAD", env=env)        # pushed
+    (repo / "ok").write_text("2\n")                  # left uncommitted before the run
+    gate = make_gate(repo, ["create|t1|One"], verify="true")
+    (repo / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
+    git(repo, "commit", "-qm", "session 1", "--", "tests/test_x.py", env=env)
+    assert gate.after_session([], "r") == ([], "r")                 # session 1: nothing done
+    git(repo, "checkout", "-q", "-b", "other", "origin/main", env=env)   # another host
+    git(repo, "rm", "-q", "tests/test_other.py", env=env)
+    git(repo, "commit", "-qm", "another host removes its test", env=env)
+    git(repo, "update-ref", "refs/remotes/origin/main", "HEAD", env=env)        # fetched
+    git(repo, "checkout", "-q", "main", env=env)
+    git(repo, "rebase", "-q", "--autostash", "origin/main", env=env)            # --sync
+    assert not (repo / "tests" / "test_other.py").exists()
+    gate.session_starts()                                             # session 2
+    finish(gate, "t1")
+    assert gate.after_session([], "r")[0] == ["t1"]
+    assert record(gate, "t1")["held"] == ("tamper check: tests/test_x.py:2: assertion removed "
+                                         "or changed: assert 1 == 2")
+
+
 def test_a_session_that_changes_its_own_verify_line_is_a_finding(repo):
     gate = make_gate(repo, ["create|t1|One|-d|verify: false"])
     env = gate.env
