@@ -165,7 +165,7 @@ def test_a_change_split_over_two_sessions_is_judged_across_a_sync_rebase(repo):
     marking nothing done; --sync then rebases it onto another host's commits (one removes
     that host's own test); the second marks the task done. The weakening is still in the
     second session's diff, the other host's removal is not; uncommitted changes made before
-    the first session are not either."""
+    the first session are not either. The run's git has no identity of its own here."""
     env = _clean_environ()
     (repo / "tests").mkdir()
     (repo / "tests" / "test_x.py").write_text("def test_x():\n    assert 1 == 2\n")
@@ -175,6 +175,9 @@ def test_a_change_split_over_two_sessions_is_judged_across_a_sync_rebase(repo):
     git(repo, "update-ref", "refs/remotes/origin/main", "HEAD", env=env)        # pushed
     (repo / "ok").write_text("2\n")                  # left uncommitted before the run
     gate = make_gate(repo, ["create|t1|One"], verify="true")
+    gate.env = {**{k: v for k, v in gate.env.items() if not k.startswith(("GIT_AUTHOR",
+                                                                           "GIT_COMMITTER"))},
+                "HOME": str(repo.parent)}
     (repo / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
     git(repo, "commit", "-qm", "session 1", "--", "tests/test_x.py", env=env)
     assert gate.after_session([], "r") == ([], "r")                 # session 1: nothing done
