@@ -65,6 +65,9 @@ def test_a_failing_session_blocks_its_task_with_the_reason(
     shown = flow("show", only)
     assert shown["status"] == "blocked"
     assert shown["blocked_reason"].strip() == "session exited without completing task"
+    # flowctl's own block: released with flowctl, so `task show` names no ralph command
+    held = run_ralph("task", "show", only, env={**flow.env, "RALPH_TASKS": "flowctl"}).stdout
+    assert "\nHeld:        session exited without completing task\n" in held
 
 
 def test_eight_concurrent_claims_take_each_task_exactly_once(flow, git_repo, base_env):

@@ -97,7 +97,8 @@ def test_a_hold_on_a_ticket_is_not_released_from_an_agent_session(run_ralph, tk_
     assert (proc.returncode, proc.stderr) == (1, "Error: _unhold is refused inside an agent "
                                               "session: a held task waits for a person (run "
                                               "`ralph task _unhold <id>` from your own shell)\n")
-    assert "\nHeld:        x\n" in run_ralph("task", "show", ticket, env=env).stdout
+    assert f"\nHeld:        x; release it with: ralph task _unhold {ticket}\n" in run_ralph(
+        "task", "show", ticket, env=env).stdout
     assert run_ralph("task", "_unhold", ticket, env=env).stdout == f"unheld {ticket}\n"
 
 

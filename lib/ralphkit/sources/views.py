@@ -26,7 +26,8 @@ def rows(listing: Listing, leases: Mapping[str, Lease], holds: Mapping[str, str]
                   "retry_count": task.retry_count, "deps": list(task.deps), "steps": None,
                   "result": task.extra.get("result"), "description": task.description,
                   "fail_reason": task.fail_reason, "created_at": task.created,
-                  "tags": list(task.tags), "held": held, "tool_status": task.tool_status}
+                  "tags": list(task.tags), "held": held, "tool_status": task.tool_status,
+                  "ralph_hold": task.id in holds}       # else the tool's own (flowctl blocked)
         record["blocked"] = any(dep not in tasks or tasks[dep].status != DONE
                                 for dep in task.deps)
         claimable = False
@@ -97,6 +98,8 @@ def show(r: dict, by_id: Mapping[str, dict], with_deps: bool) -> str:
         value = r.get(key)
         if always or (value not in (None, "", 0)):
             lines.append(f"{label + ':':<13}{'' if value is None else value}")
+            if key == "held" and r.get("ralph_hold"):     # as the embedded store says it
+                lines[-1] += f"; release it with: ralph task _unhold {r['id']}"
     if r["deps"]:
         lines += ["", "Dependencies:"]
         lines += [f"  {d} ({by_id[d]['status'] if d in by_id else 'missing'})"
