@@ -44,11 +44,16 @@ def repo(tmp_path: Path) -> tuple[Path, str]:
     for name, text in files.items():
         (path / name).parent.mkdir(parents=True, exist_ok=True)
         (path / name).write_text(text)
+    git(path, "init", "-q", "-b", "main", env=_clean_environ())
+    return path, commit(path, "base")
+
+
+def commit(path: Path, message: str) -> str:
+    """Commit every change in the tree; the new HEAD, a scan's base."""
     env = _clean_environ()
-    git(path, "init", "-q", "-b", "main", env=env)
     git(path, "add", "-A", env=env)
-    git(path, "commit", "-qm", "base", env=env)
-    return path, git(path, "rev-parse", "HEAD", env=env).strip()
+    git(path, "commit", "-qm", message, env=env)
+    return git(path, "rev-parse", "HEAD", env=env).strip()
 
 
 def edit(path: Path, name: str, old: str, new: str) -> None:
@@ -190,14 +195,11 @@ def test_returns_in_node_tests_that_leave_assertions_running_are_not_findings(re
 
 
 def test_a_return_added_at_the_top_of_a_go_test_is_a_finding(repo):
-    path, base = repo
-    env = _clean_environ()
+    path, _ = repo
     (path / "calc_test.go").write_text('package calc\n\nimport "testing"\n\n'
                                        'func TestAdd(t *testing.T) {\n\tif Add(1, 1) != 2 {\n'
                                        '\t\tt.Errorf("wrong")\n\t}\n}\n')
-    git(path, "add", "-A", env=env)
-    git(path, "commit", "-qm", "go", env=env)
-    base = git(path, "rev-parse", "HEAD", env=env).strip()
+    base = commit(path, "go")
     edit(path, "calc_test.go", "\tif Add", "\tif true {\n\t\treturn\n\t}\n\tif Add")
     assert texts(scan(path, base)) == [
         "calc_test.go:6: return added in TestAdd: the assertions after it no longer run"]
@@ -259,13 +261,10 @@ def test_test_files_named_as_node_and_django_collect_them_are_test_files(repo, n
     """node --test collects *_test.js, *-test.js and test-*.js wherever they are; Django's
     runner collects an app's tests.py."""
     path, _ = repo
-    env = _clean_environ()
     (path / name).parent.mkdir(parents=True, exist_ok=True)
     (path / name).write_text("assert(1)\n")
-    git(path, "add", "-A", env=env)
-    git(path, "commit", "-qm", "a test", env=env)
-    base = git(path, "rev-parse", "HEAD", env=env).strip()
-    git(path, "rm", "-q", name, env=env)
+    base = commit(path, "a test")
+    git(path, "rm", "-q", name, env=_clean_environ())
     assert texts(scan(path, base)) == [f"{name}: test file deleted"]
 
 
@@ -334,15 +333,13 @@ def test_code_taken_out_of_coverage_is_a_finding(repo, name, old, new, expected)
 
 
 def test_coverage_exclusions_moved_reformatted_removed_or_idiomatic_are_no_findings(repo):
-    path, base = repo
-    env = _clean_environ()
+    path, _ = repo
     (path / "setup.cfg").write_text("[coverage:run]\nomit = src/a.py, src/b.py\n\n"
                                     "[coverage:report]\nfail_under = 90\nexclude_also =\n"
                                     "    def __repr__\n    raise NotImplementedError\n")
     (path / "src" / "app.py").write_text("X = 1\n\n\ndef g():  # pragma: no cover\n"
                                          "    return 2\n")
-    git(path, "commit", "-qam", "exclusions", env=env)
-    base = git(path, "rev-parse", "HEAD", env=env).strip()
+    base = commit(path, "exclusions")
     (path / "setup.cfg").write_text("[coverage:run]\nomit =\n    src/b.py\n    src/a.py\n\n"
                                     "[coverage:report]\nfail_under = 90\nexclude_also =\n"
                                     "    def __repr__\n")
@@ -352,7 +349,7 @@ def test_coverage_exclusions_moved_reformatted_removed_or_idiomatic_are_no_findi
                                           "    g()\n")
     (path / "README.md").write_text("Exclude a line with `# pragma: no cover` or "
                                     "`/* istanbul ignore next */`.\n")
-    git(path, "add", "-A", env=env)
+    git(path, "add", "-A", env=_clean_environ())
     assert scan(path, base) == []
 
 
@@ -416,13 +413,10 @@ PACKAGE = '{\n  "scripts": {\n    "test": "node --test",\n    "lint": "eslint ."
 def scripted(repo) -> tuple[Path, str]:
     """The repo with a Makefile and package.json scripts committed: (path, base)."""
     path, _ = repo
-    env = _clean_environ()
     (path / "Makefile").write_text(MAKEFILE)
     (path / "web").mkdir()
     (path / "web" / "package.json").write_text(PACKAGE)
-    git(path, "add", "-A", env=env)
-    git(path, "commit", "-qm", "scripts", env=env)
-    return path, git(path, "rev-parse", "HEAD", env=env).strip()
+    return path, commit(path, "scripts")
 
 
 @pytest.mark.parametrize("name, old, new, expected", [
