@@ -1,9 +1,11 @@
 """Owns telling a test that moved from a test that was removed: what a diff adds to test files,
 by file; a test function removed from one file and added under its name to another that a
 runner collects as it collected the first (patterns.renamed_away) moved, and so did an
-assertion removed in one and added in the other. Knows nothing of findings (tamper.py)."""
+assertion removed in one and added in the other; a test renamed where it stands, its body
+left as it was, is still there. Knows nothing of findings (tamper.py)."""
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from ralphkit.verify import patterns
@@ -58,4 +60,17 @@ def moved_out(f: DiffFile, old: str, moves: Moves) -> bool:
         if patterns.is_assertion(text))
 
 
-__all__ = ["Moves", "moved_out"]
+def renamed_in_place(f: DiffFile, no: int) -> bool:
+    """The test defined at old line `no` was renamed where it stands: the line after it stays,
+    and right above that same line now is an added line defining a test under another name,
+    so the body runs as that test. A name no runner collects defines no test (test_names)."""
+    removed, added = sorted(n for n, _ in f.removed), sorted(n for n, _ in f.added)
+    if no + 1 in set(removed):
+        return False                                      # its first body line went too
+    kept_above = no - 1 - bisect_left(removed, no)       # unchanged lines above it
+    ends = set(added)
+    return any(n + 1 not in ends and n - 1 - bisect_left(added, n) == kept_above
+               and patterns.test_names(text) for n, text in f.added)
+
+
+__all__ = ["Moves", "moved_out", "renamed_in_place"]

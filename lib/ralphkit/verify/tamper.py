@@ -81,7 +81,8 @@ def _file_findings(f: DiffFile, protect: tuple[str, ...], tree: Path, moved: mov
         added_names = {n for _, text in f.added for n in patterns.test_names(text)}
         for no, text in f.removed:
             for name in patterns.test_names(text):
-                if name not in added_names and not moved.test_moved(name, old):
+                if name not in added_names and not moved.test_moved(name, old) \
+                        and not moves.renamed_in_place(f, no):
                     found.append(Finding("removed_test", old, no,
                                          f"test function {name} removed"))
             if (patterns.is_assertion(text) and text.strip() not in added_text

@@ -205,6 +205,30 @@ def test_a_return_added_at_the_top_of_a_go_test_is_a_finding(repo):
         "calc_test.go:6: return added in TestAdd: the assertions after it no longer run"]
 
 
+@pytest.mark.parametrize("name, old, new, expected", [
+    ("tests/test_a.py", "def test_two():", "def test_two_numbers_are_equal():", []),
+    ("tests/test_a.py", "def test_two():", "async def test_two_later():", []),
+    ("test/a.test.js", "test('adds',", "test('adds two numbers',", []),
+    ("tests/test_a.py", "def test_two():", "def check_two():",
+     ["tests/test_a.py:9: test function test_two removed"]),
+    ("tests/test_a.py", "def test_two():\n", "def helper():\n    pass\n\n\ndef test_new():\n",
+     []),
+    ("tests/test_a.py", "def test_two():\n", "def test_new():\n    pass\n\n\ndef helper():\n",
+     ["tests/test_a.py:9: test function test_two removed"]),
+    ("tests/test_a.py", "def test_two():\n    assert 2 == 2\n", "def test_new():\n    pass\n",
+     ["tests/test_a.py:9: test function test_two removed",
+      "tests/test_a.py:10: assertion removed or changed: assert 2 == 2"]),
+], ids=["python", "python-async", "node", "renamed-out-of-collection", "helper-above",
+        "body-given-to-a-helper", "body-replaced"])
+def test_a_test_renamed_in_place_is_no_finding_unless_its_body_no_longer_runs_as_a_test(
+        repo, name, old, new, expected):
+    """Renaming a test where it stands keeps its body running; a name the runner does not
+    collect, a helper put between the new name and the old body, or a new body, does not."""
+    path, base = repo
+    edit(path, name, old, new)
+    assert texts(scan(path, base)) == expected
+
+
 TWO = "def test_two():\n    assert 2 == 2\n"
 
 
