@@ -30,7 +30,8 @@ _ASSERTION = re.compile(
 
 # Newly added skips and focus markers (a `.only` silently drops every other test), and code
 # that switches a test off: a mark set without a decorator (`pytestmark = pytest.mark.skip`),
-# unittest's SkipTest and expectedFailure, a test's body under `if False:` (its asserts keep
+# unittest's SkipTest and expectedFailure, `__test__ = False` on a module or class, a test's
+# body under `if False:` (its asserts keep
 # their text, only their indent changes; `if (false) {` in JavaScript, `if false {` in Go and
 # Rust), a test deleted from its module by name.
 SKIP = re.compile(
@@ -41,7 +42,8 @@ SKIP = re.compile(
     r"|^\s*del\s+(?:test|Test)\w*"
     r"|\b(?:it|describe|test|suite|context)\.(?:skip|only|todo)\b|\bx(?:it|describe|test)\s*\("
     r"|\bf(?:it|describe)\s*\(|[{,]\s*(?:skip|only|todo)\s*:\s*(?!false)"
-    r"|\bt\.(?:skip|todo)\s*\(|\bt\.Skip(?:Now|f)?\s*\(|@Disabled\b|@Ignore\b|#\[ignore\b")
+    r"|\bt\.(?:skip|todo)\s*\(|\bt\.Skip(?:Now|f)?\s*\(|@Disabled\b|@Ignore\b|#\[ignore\b"
+    r"|\b__test__\s*=\s*False\b")                    # pytest and nose collect nothing there
 
 # What switches existing tests off without touching them, added anywhere it is read (a new
 # file too): a module named like the runner shadows it (`python -m pytest` imports ./pytest.py),
@@ -88,6 +90,10 @@ _BODY_DEF = (
                r".*\{\s*$"),
     re.compile(r"^(?P<indent>[ \t]*)func\s+(?P<name>Test\w*)\s*\(.*\{\s*$"))
 _BARE_RETURN = re.compile(r"^[ \t]*return(?:\s+(?:None|undefined))?\s*;?\s*(?:(?:#|//).*)?$")
+# A fixture is not collected as a test, whatever its name: `@pytest.fixture` put on a test
+# switches it off without a skip marker.
+_FIXTURE = re.compile(r"^[ \t]*@(?:pytest\.)?fixture\b")
+_DECORATOR = re.compile(r"^[ \t]*@")
 _ALWAYS = re.compile(
     r"^[ \t]*if\s*(?:(?:True|1)\s*:|\(\s*(?:true|1)\s*\)\s*\{?|true\s*\{)(?P<rest>.*)$")
 
@@ -194,6 +200,19 @@ def _returns(body: list[tuple[int, int, str]], i: int) -> int | None:
     return None
 
 
+def fixture_tests(lines: list[str]) -> list[tuple[int, str]]:
+    """Python tests made fixtures: (the `@pytest.fixture` line, the test's name) for each such
+    decorator whose function, below it and any other decorators, is named like a test."""
+    found = []
+    for no, line in enumerate(lines, 1):
+        if not _FIXTURE.match(line):
+            continue
+        below = next((text for text in lines[no:] if not _DECORATOR.match(text)), "")
+        if (m := _PY_TEST_DEF.match(below)) and m.group("kind") == "def":
+            found.append((no, m.group("name")))
+    return found
+
+
 def is_assertion(line: str) -> bool:
     return bool(_ASSERTION.search(line))
 
@@ -246,4 +265,4 @@ def protected(path: str, globs: tuple[str, ...]) -> bool:
 
 __all__ = ["is_test_path", "test_names", "is_assertion", "skips", "thresholds", "protected",
            "may_switch_off", "selections", "shadowed_runner", "redefined_tests",
-           "early_returns", "SKIP"]
+           "early_returns", "fixture_tests", "SKIP"]

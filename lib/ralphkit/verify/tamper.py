@@ -130,7 +130,10 @@ def _shadowed_tests(f: DiffFile, path: str, tree: Path) -> list[Finding]:
     found = [] if not path.endswith(".py") else [
         Finding("redefined_test", path, no, f"test {name} defined again: the one at line "
                 f"{first} no longer runs") for no, name, first in
-        patterns.redefined_tests(lines, added, [text for _, text in f.removed])]
+        patterns.redefined_tests(lines, added, [text for _, text in f.removed])] + [
+        Finding("added_skip", path, no, f"skip added: @pytest.fixture on {name} (a fixture "
+                "is not collected)") for no, name in patterns.fixture_tests(lines)
+        if no in added]
     return found + [
         Finding("early_return", path, first, f"return added in {name}: the assertions after "
                 "it no longer run") for first, last, name in patterns.early_returns(lines)

@@ -76,7 +76,8 @@ def test_no_change_and_added_tests_are_never_findings(repo):
     (path / "tests" / "test_new.py").write_text("import pytest\n\n\n@pytest.mark.skip\n"
                                                 "def test_new():\n    assert True\n")
     (path / "tests" / "test_a.py").write_text(PY_TEST + "\n\ndef test_three():\n"
-                                              "    assert 3 == 3\n")
+                                              "    assert 3 == 3\n\n\n@pytest.fixture\n"
+                                              "def client():\n    return 3\n")
     edit(path, "test/a.test.js", "});\n", "});\n\ntest('more', () => {\n"
          "  assert.ok(true);\n});\n")
     assert scan(path, base, ("tests/**", "test/**")) == []
@@ -112,9 +113,16 @@ def test_no_change_and_added_tests_are_never_findings(repo):
      "tests/test_a.py:5: return added in test_one: the assertions after it no longer run"),
     ("    value = 1\n", "    if 1: return None  # later\n    value = 1\n",
      "tests/test_a.py:5: return added in test_one: the assertions after it no longer run"),
+    ("def test_two", "@pytest.fixture\ndef test_two",
+     "tests/test_a.py:9: skip added: @pytest.fixture on test_two (a fixture is not collected)"),
+    ("def test_one", "@pytest.fixture(scope='module')\n@other\nasync def test_one",
+     "tests/test_a.py:4: skip added: @pytest.fixture on test_one (a fixture is not collected)"),
+    ("import pytest\n", "import pytest\n__test__ = False\n",
+     "tests/test_a.py:2: skip added: __test__ = False"),
 ], ids=["assertion", "function", "mark-skip", "pytest-skip", "xfail", "pytestmark",
         "SkipTest", "expectedFailure", "if-False", "del", "redefined", "early-return",
-        "return-under-if-True", "return-under-if-1"])
+        "return-under-if-True", "return-under-if-1", "fixture", "fixture-with-arguments",
+        "__test__"])
 def test_weakened_python_tests_are_found_with_file_and_line(repo, old, new, expected):
     path, base = repo
     edit(path, "tests/test_a.py", old, new)
