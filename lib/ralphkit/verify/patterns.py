@@ -48,14 +48,20 @@ SKIP = re.compile(
 # What switches existing tests off without touching them, added anywhere it is read (a new
 # file too): a module named like the runner shadows it (`python -m pytest` imports ./pytest.py),
 # a pytest hook rewrites outcomes or drops collected tests, options deselect, filter or ignore
-# tests (not `-p no:cacheprovider` and its like: dropping a plugin is common and honest). Read
-# in test configuration files and conftest.py only.
+# tests or only collect them, settings change which files, classes and functions are tests or
+# where they are looked for (not `-p no:cacheprovider` and its like: dropping a plugin is
+# common and honest). Read in test configuration files and conftest.py only; jest's in
+# package.json and jest.config.*.
 _RUNNER_MODULE = re.compile(r"(^|/)(?P<name>pytest|unittest|nose2?)\.py$")
 _CONFIG_FILE = re.compile(r"(^|/)(pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml|conftest\.py)$")
 _SELECTION = re.compile(
     r"--deselect\b|(?<![\w-])-k[\s=]|--ignore(?:-glob)?\b|\bcollect_ignore\w*\s*[=+]"
+    r"|--collect-only\b|(?<![\w-])--co\b"
+    r"|^\s*(?:python_(?:files|classes|functions)|testpaths|norecursedirs)\s*="
     r"|\bpytest_(?:runtest_makereport|collection_modifyitems|report_teststatus"
     r"|runtest_call|pyfunc_call|ignore_collect)\b")
+_JS_CONFIG_FILE = re.compile(r"(^|/)(package\.json|jest\.config\.[cm]?[jt]s(?:on)?)$")
+_JS_SELECTION = re.compile(r"\b(?:testPathIgnorePatterns|testMatch|testRegex|testNamePattern)\b")
 
 # Coverage and quality thresholds: (key, number). coverageThreshold's members are on lines
 # of their own, so its keys count only in files that mention coverageThreshold.
@@ -118,15 +124,16 @@ def shadowed_runner(path: str) -> str | None:
 def may_switch_off(path: str) -> bool:
     """A file whose mere presence or content can switch tests off (shadowed_runner,
     selections): read even when the session left it untracked."""
-    return bool(_RUNNER_MODULE.search(path) or _CONFIG_FILE.search(path))
+    return bool(_RUNNER_MODULE.search(path) or _CONFIG_FILE.search(path)
+                or _JS_CONFIG_FILE.search(path))
 
 
 def selections(path: str, line: str) -> list[str]:
     """What in a line of a test configuration file or conftest.py deselects, filters, ignores
-    or rewrites tests ([] in any other file)."""
-    if not _CONFIG_FILE.search(path):
-        return []
-    return [m.group(0).strip() for m in _SELECTION.finditer(line)]
+    or rewrites tests, or changes which are collected ([] in any other file)."""
+    rule = (_SELECTION if _CONFIG_FILE.search(path) else
+            _JS_SELECTION if _JS_CONFIG_FILE.search(path) else None)
+    return [m.group(0).strip() for m in rule.finditer(line)] if rule else []
 
 
 def test_names(line: str) -> list[str]:

@@ -418,7 +418,16 @@ def test_a_skip_like_option_in_application_code_is_not_a_finding(repo):
     ("setup.cfg", "[coverage:report]\nfail_under = 90\n[tool:pytest]\naddopts = -p no:warnings"
                   " -k 'not test_one'\n",
      "setup.cfg:4: test selection or outcome changed: -k"),
-], ids=["runner-shadowed", "report-hook", "deselect", "setup-cfg-k"])
+    ("pytest.ini", "[pytest]\npython_functions = check_*\n",
+     "pytest.ini:2: test selection or outcome changed: python_functions ="),
+    ("pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["docs"]\n',
+     "pyproject.toml:2: test selection or outcome changed: testpaths ="),
+    ("tox.ini", "[pytest]\naddopts = --collect-only\n",
+     "tox.ini:2: test selection or outcome changed: --collect-only"),
+    ("jest.config.js", "module.exports = {\n  testPathIgnorePatterns: ['/test/'],\n};\n",
+     "jest.config.js:2: test selection or outcome changed: testPathIgnorePatterns"),
+], ids=["runner-shadowed", "report-hook", "deselect", "setup-cfg-k", "python_functions",
+        "testpaths", "collect-only", "jest-ignore"])
 def test_added_files_or_lines_that_switch_existing_tests_off_are_findings(repo, name, text,
                                                                           expected):
     """Adding is never a finding, except what switches existing tests off without touching
