@@ -30,10 +30,10 @@ _ASSERTION = re.compile(
 
 # Newly added skips and focus markers (a `.only` silently drops every other test), and code
 # that switches a test off: a mark set without a decorator (`pytestmark = pytest.mark.skip`),
-# unittest's SkipTest and expectedFailure, `__test__ = False` on a module or class, a test's
-# body under `if False:` (its asserts keep
-# their text, only their indent changes; `if (false) {` in JavaScript, `if false {` in Go and
-# Rust), a test deleted from its module by name.
+# unittest's SkipTest and expectedFailure, `__test__ = False` on a module or class, go's
+# `//go:build ignore` on a file, a test's body under `if False:` (its asserts keep their text,
+# only their indent changes; `if (false) {` in JavaScript, `if false {` in Go and Rust), a
+# test deleted from its module by name.
 SKIP = re.compile(
     r"@?\bpytest\.mark\.(?:skip|skipif|xfail)\b|\bpytest\.(?:skip|xfail|importorskip)\s*\("
     r"|\bunittest\.skip\w*|@(?:unittest\.)?skip(?:If|Unless)?\b|\bself\.skipTest\s*\("
@@ -43,7 +43,8 @@ SKIP = re.compile(
     r"|\b(?:it|describe|test|suite|context)\.(?:skip|only|todo)\b|\bx(?:it|describe|test)\s*\("
     r"|\bf(?:it|describe)\s*\(|[{,]\s*(?:skip|only|todo)\s*:\s*(?!false)"
     r"|\bt\.(?:skip|todo)\s*\(|\bt\.Skip(?:Now|f)?\s*\(|@Disabled\b|@Ignore\b|#\[ignore\b"
-    r"|\b__test__\s*=\s*False\b")                    # pytest and nose collect nothing there
+    r"|\b__test__\s*=\s*False\b"                     # pytest and nose collect nothing there
+    r"|^//\s*(?:go:build|\+build)\s+ignore\b")        # go builds and tests nothing there
 
 # What switches existing tests off without touching them, added anywhere it is read (a new
 # file too): a module named like the runner shadows it (`python -m pytest` imports ./pytest.py),
@@ -55,11 +56,12 @@ SKIP = re.compile(
 _RUNNER_MODULE = re.compile(r"(^|/)(?P<name>pytest|unittest|nose2?)\.py$")
 _CONFIG_FILE = re.compile(r"(^|/)(pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml|conftest\.py)$")
 _SELECTION = re.compile(
-    r"--deselect\b|(?<![\w-])-k[\s=]|--ignore(?:-glob)?\b|\bcollect_ignore\w*\s*[=+]"
+    r"--deselect\b|(?<![\w-])-[km][\s=]|--ignore(?:-glob)?\b|\bcollect_ignore\w*\s*[=+]"
     r"|--collect-only\b|(?<![\w-])--co\b"
     r"|^\s*(?:python_(?:files|classes|functions)|testpaths|norecursedirs)\s*="
     r"|\bpytest_(?:runtest_makereport|collection_modifyitems|report_teststatus"
     r"|runtest_call|pyfunc_call|ignore_collect)\b")
+_RUNS_MODULE = re.compile(r"(?:^|[\s/\"'=])(?:python[\d.]*|py)\s+$")  # `python -m pytest`
 _JS_CONFIG_FILE = re.compile(r"(^|/)(package\.json|jest\.config\.[cm]?[jt]s(?:on)?)$")
 _JS_SELECTION = re.compile(r"\b(?:testPathIgnorePatterns|testMatch|testRegex|testNamePattern)\b")
 
@@ -133,7 +135,8 @@ def selections(path: str, line: str) -> list[str]:
     or rewrites tests, or changes which are collected ([] in any other file)."""
     rule = (_SELECTION if _CONFIG_FILE.search(path) else
             _JS_SELECTION if _JS_CONFIG_FILE.search(path) else None)
-    return [m.group(0).strip() for m in rule.finditer(line)] if rule else []
+    return [m.group(0).strip() for m in (rule.finditer(line) if rule else ())
+            if not (m.group(0).startswith("-m") and _RUNS_MODULE.search(line[:m.start()]))]
 
 
 def test_names(line: str) -> list[str]:

@@ -202,15 +202,22 @@ def test_returns_in_node_tests_that_leave_assertions_running_are_not_findings(re
     assert scan(path, base) == []
 
 
-def test_a_return_added_at_the_top_of_a_go_test_is_a_finding(repo):
+@pytest.mark.parametrize("old, new, expected", [
+    ("\tif Add", "\tif true {\n\t\treturn\n\t}\n\tif Add",
+     "calc_test.go:6: return added in TestAdd: the assertions after it no longer run"),
+    ("package calc", "//go:build ignore\n\npackage calc",
+     "calc_test.go:1: skip added: //go:build ignore"),
+    ("package calc", "// +build ignore\n\npackage calc",
+     "calc_test.go:1: skip added: // +build ignore"),
+], ids=["early-return", "build-ignore", "old-build-ignore"])
+def test_a_go_test_switched_off_is_a_finding(repo, old, new, expected):
     path, _ = repo
     (path / "calc_test.go").write_text('package calc\n\nimport "testing"\n\n'
                                        'func TestAdd(t *testing.T) {\n\tif Add(1, 1) != 2 {\n'
                                        '\t\tt.Errorf("wrong")\n\t}\n}\n')
     base = commit(path, "go")
-    edit(path, "calc_test.go", "\tif Add", "\tif true {\n\t\treturn\n\t}\n\tif Add")
-    assert texts(scan(path, base)) == [
-        "calc_test.go:6: return added in TestAdd: the assertions after it no longer run"]
+    edit(path, "calc_test.go", old, new)
+    assert texts(scan(path, base)) == [expected]
 
 
 @pytest.mark.parametrize("name, old, new, expected", [
@@ -426,8 +433,10 @@ def test_a_skip_like_option_in_application_code_is_not_a_finding(repo):
      "tox.ini:2: test selection or outcome changed: --collect-only"),
     ("jest.config.js", "module.exports = {\n  testPathIgnorePatterns: ['/test/'],\n};\n",
      "jest.config.js:2: test selection or outcome changed: testPathIgnorePatterns"),
+    ("pytest.ini", "[pytest]\naddopts = -m 'not slow'\n",
+     "pytest.ini:2: test selection or outcome changed: -m"),
 ], ids=["runner-shadowed", "report-hook", "deselect", "setup-cfg-k", "python_functions",
-        "testpaths", "collect-only", "jest-ignore"])
+        "testpaths", "collect-only", "jest-ignore", "markers"])
 def test_added_files_or_lines_that_switch_existing_tests_off_are_findings(repo, name, text,
                                                                           expected):
     """Adding is never a finding, except what switches existing tests off without touching
@@ -438,11 +447,13 @@ def test_added_files_or_lines_that_switch_existing_tests_off_are_findings(repo, 
     assert expected in texts(scan(path, base))
 
 
-def test_a_new_conftest_with_fixtures_only_or_a_dropped_plugin_is_not_a_finding(repo):
+def test_a_conftest_with_fixtures_a_dropped_plugin_or_python_m_is_not_a_finding(repo):
     path, base = repo
     (path / "tests" / "conftest.py").write_text(
         "import pytest\n\n\n@pytest.fixture\ndef value():\n    return 1\n")
     (path / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider -q\n")
+    (path / "tox.ini").write_text("[testenv]\ncommands = python -m pytest {posargs}\n"
+                                  "    python3.12 -m coverage report\n")
     assert scan(path, base) == []
 
 
