@@ -98,6 +98,9 @@ _BODY_DEF = (
                r".*\{\s*$"),
     re.compile(r"^(?P<indent>[ \t]*)func\s+(?P<name>Test\w*)\s*\(.*\{\s*$"))
 _BARE_RETURN = re.compile(r"^[ \t]*return(?:\s+(?:None|undefined))?\s*;?\s*(?:(?:#|//).*)?$")
+# A mark on a test, and a mark an `-m` expression excludes.
+_MARK = re.compile(r"\bpytest\.mark\.(?P<name>\w+)")
+_NOT_MARK = re.compile(r"\bnot\s+(?P<name>\w+)")
 # A fixture is not collected as a test, whatever its name: `@pytest.fixture` put on a test
 # switches it off without a skip marker.
 _FIXTURE = re.compile(r"^[ \t]*@(?:pytest\.)?fixture\b")
@@ -227,8 +230,20 @@ def is_assertion(line: str) -> bool:
     return bool(_ASSERTION.search(line))
 
 
-def skips(line: str) -> list[str]:
-    return [m.group(0).strip() for m in SKIP.finditer(line)]
+def skips(line: str, deselected: frozenset[str] = frozenset()) -> list[str]:
+    """The skip markers in a line; `deselected`: the marks the test configuration's `-m`
+    leaves out (deselected_markers), each as good as a skip."""
+    return [m.group(0).strip() for m in SKIP.finditer(line)] + [
+        f"pytest.mark.{m.group('name')} (left out by -m)" for m in _MARK.finditer(line)
+        if m.group("name") in deselected]
+
+
+def deselected_markers(config: list[str]) -> frozenset[str]:
+    """The marks a pytest configuration's `-m` leaves out: `addopts = -m "not slow and not
+    db"` gives slow and db."""
+    return frozenset(m.group("name") for line in config
+                     if any(s.startswith("-m") for s in selections("pytest.ini", line))
+                     for m in _NOT_MARK.finditer(line))
 
 
 def thresholds(line: str, jest: bool) -> list[tuple[str, float]]:
@@ -275,4 +290,4 @@ def protected(path: str, globs: tuple[str, ...]) -> bool:
 
 __all__ = ["is_test_path", "test_names", "is_assertion", "skips", "thresholds", "protected",
            "may_switch_off", "selections", "shadowed_runner", "redefined_tests",
-           "early_returns", "fixture_tests", "SKIP"]
+           "early_returns", "fixture_tests", "deselected_markers", "SKIP"]

@@ -13,7 +13,7 @@ moved test, test_commands.py the rule on test scripts and make targets, coverage
 the rule on code taken out of coverage."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Mapping
 
@@ -56,12 +56,21 @@ def _switched_off(f: DiffFile) -> list[Finding]:
     return found
 
 
-def _file_findings(f: DiffFile, protect: tuple[str, ...], tree: Path, moved: moves.Moves,
-                   olds: Mapping[str, str]) -> list[Finding]:
+@dataclass(frozen=True)
+class _Scan:
+    """What every file's rules may need of the whole scan."""
+    tree: Path
+    protect: tuple[str, ...]
+    moved: moves.Moves
+    olds: Mapping[str, str]                   # a file's text as the diff started, by old path
+    deselected: frozenset[str] = field(default_factory=frozenset)   # pytest's `-m "not x"`
+
+
+def _file_findings(f: DiffFile, s: _Scan) -> list[Finding]:
     found: list[Finding] = _switched_off(f)
-    old, new = f.old, f.new
+    old, new, tree, protect, moved = f.old, f.new, s.tree, s.protect, s.moved
     if old is None:                      # added: only a test moved into it can be skipped
-        return found + (_added_skips(f, new, []) + _shadowed_tests(f, new, tree)
+        return found + (_added_skips(f, new, [], s.deselected) + _shadowed_tests(f, new, tree)
                         if new in moved.into else [])
     if new is None:
         if patterns.is_test_path(old) and not moves.moved_out(f, old, moved):
@@ -90,27 +99,29 @@ def _file_findings(f: DiffFile, protect: tuple[str, ...], tree: Path, moved: mov
                 found.append(Finding("removed_assertion", old, no,
                                      f"assertion removed or changed: {text.strip()[:120]}"))
     if new is not None and patterns.is_test_path(new):       # a skip only skips in test code
-        found += _added_skips(f, path, f.removed)
+        found += _added_skips(f, path, f.removed, s.deselected)
         found += _shadowed_tests(f, path, tree)
     found += _threshold_findings(f, path, tree)
     if new is not None and test_commands.applies(new):
         found += [Finding("test_command", path, no, detail) for no, detail in
-                  test_commands.changes(f, _read(tree / new), olds.get(old))]
+                  test_commands.changes(f, _read(tree / new), s.olds.get(old))]
     if new is not None and patterns.protected(old, protect) and (f.removed or f.binary):
         found.append(Finding("protected_path", path, f.first_change,
                              "protected file changed (only additions are allowed)"))
     return found
 
 
-def _added_skips(f: DiffFile, path: str, removed: list[tuple[int, str]]) -> list[Finding]:
-    """Skip markers added to the file, not moved within it (in `removed` as well)."""
+def _added_skips(f: DiffFile, path: str, removed: list[tuple[int, str]],
+                 deselected: frozenset[str]) -> list[Finding]:
+    """Skip markers added to the file, not moved within it (in `removed` as well); a mark the
+    test configuration deselects is one."""
     was: dict[str, int] = {}
     for _, text in removed:
-        for marker in patterns.skips(text):
+        for marker in patterns.skips(text, deselected):
             was[marker] = was.get(marker, 0) + 1
     found = []
     for no, text in f.added:
-        for marker in patterns.skips(text):
+        for marker in patterns.skips(text, deselected):
             if was.get(marker, 0) > 0:
                 was[marker] -= 1                         # moved, not added
             else:
@@ -138,6 +149,10 @@ def _shadowed_tests(f: DiffFile, path: str, tree: Path) -> list[Finding]:
         Finding("early_return", path, first, f"return added in {name}: the assertions after "
                 "it no longer run") for first, last, name in patterns.early_returns(lines)
         if added.intersection(range(first, last + 1))]
+
+
+# Where pytest reads its options (`addopts`), at the top of the tree.
+_PYTEST_CONFIGS = ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 
 
 def _read(path: Path) -> str:
@@ -266,8 +281,10 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
         test_commands.is_makefile(f.old) or coverage_exclusions.is_config(f.old))}
     excluded = [Finding("coverage_excluded", path, no, detail) for path, no, detail in
                 coverage_exclusions.changes(files, lambda path: _read(tree / path), olds)]
+    config = [line for name in _PYTEST_CONFIGS for line in _read(tree / name).split("\n")]
+    scanned = _Scan(tree, protect, moved, olds, patterns.deselected_markers(config))
     return [finding for f in files + untracked
-            for finding in _file_findings(f, protect, tree, moved, olds)] + excluded + hidden
+            for finding in _file_findings(f, scanned)] + excluded + hidden
 
 
 __all__ = ["Finding", "scan", "hidden_paths"]

@@ -408,6 +408,17 @@ def test_an_unknown_base_gives_no_findings(repo):
     assert scan(path, "", ("**",)) == []
 
 
+def test_a_mark_the_test_configuration_deselects_is_a_skip(repo):
+    """With `-m "not slow"` in addopts, marking a test slow switches it off like a skip."""
+    path, _ = repo
+    (path / "pytest.ini").write_text('[pytest]\naddopts = -q -m "not slow and not db"\n')
+    base = commit(path, "markers")
+    edit(path, "tests/test_a.py", "def test_one", "@pytest.mark.fast\ndef test_one")
+    edit(path, "tests/test_a.py", "def test_two", "@pytest.mark.slow\ndef test_two")
+    assert texts(scan(path, base)) == [
+        "tests/test_a.py:10: skip added: pytest.mark.slow (left out by -m)"]
+
+
 def test_a_skip_like_option_in_application_code_is_not_a_finding(repo):
     path, base = repo
     edit(path, "src/app.py", "X = 1\n", "X = 1\nOPTIONS = { skip: True }\n")
