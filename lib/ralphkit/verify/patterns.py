@@ -1,6 +1,7 @@
-"""Owns what the tamper check looks for, as data: which paths are tests, which lines define a
-test, assert something, skip or focus a test, or set a coverage threshold, and the `protect:`
-glob syntax. Pure functions over paths and lines; knows nothing of git or of diffs."""
+"""Owns what the tamper check looks for, line by line, as data: which paths are tests, which
+lines define a test, assert something, skip or focus a test, select which tests run, or set a
+coverage threshold, and the `protect:` glob syntax. Pure functions over paths and lines;
+knows nothing of git or of diffs, or of a whole test's body (test_bodies.py)."""
 from __future__ import annotations
 
 import re
@@ -84,29 +85,9 @@ _TEST_NAME = re.compile(
     r"(^|/)test_[^/]*\.py$|_test\.(py|go)$|\.(test|spec)\.[cm]?[jt]sx?$|(^|/)test\.[cm]?js$"
     r"|(^|/)tests\.py$|[-_]test\.[cm]?js$|(^|/)test-[^/]*\.[cm]?js$|Tests?\.(java|kt|cs)$")
 
-
-# Tests switched off by code added beside them: a Python test defined again under its name
-# (only the last definition runs) and a bare `return` at the top of a test's body, alone or
-# under a condition that always holds (`if True:`, `if (true) {`).
-_PY_TEST_DEF = re.compile(
-    r"^(?P<indent>[ \t]*)(?:async\s+)?(?P<kind>def|class)\s+(?P<name>(?:test|Test)\w*)\b")
-# A test whose body is the lines indented deeper than its first: pytest's def, a node or jest
-# callback opened at the end of its line, go's func.
-_BODY_DEF = (
-    re.compile(r"^(?P<indent>[ \t]*)(?:async\s+)?def\s+(?P<name>test\w*)\s*\("),
-    re.compile(r"^(?P<indent>[ \t]*)(?:it|test)\s*\(\s*(?P<q>['\"`])(?P<name>.+?)(?P=q)"
-               r".*\{\s*$"),
-    re.compile(r"^(?P<indent>[ \t]*)func\s+(?P<name>Test\w*)\s*\(.*\{\s*$"))
-_BARE_RETURN = re.compile(r"^[ \t]*return(?:\s+(?:None|undefined))?\s*;?\s*(?:(?:#|//).*)?$")
 # A mark on a test, and a mark an `-m` expression excludes.
 _MARK = re.compile(r"\bpytest\.mark\.(?P<name>\w+)")
 _NOT_MARK = re.compile(r"\bnot\s+(?P<name>\w+)")
-# A fixture is not collected as a test, whatever its name: `@pytest.fixture` put on a test
-# switches it off without a skip marker.
-_FIXTURE = re.compile(r"^[ \t]*@(?:pytest\.)?fixture\b")
-_DECORATOR = re.compile(r"^[ \t]*@")
-_ALWAYS = re.compile(
-    r"^[ \t]*if\s*(?:(?:True|1)\s*:|\(\s*(?:true|1)\s*\)\s*\{?|true\s*\{)(?P<rest>.*)$")
 
 
 def is_test_path(path: str) -> bool:
@@ -144,86 +125,6 @@ def selections(path: str, line: str) -> list[str]:
 
 def test_names(line: str) -> list[str]:
     return [m.group("name") for rx in _TEST_DEF for m in [rx.search(line)] if m]
-
-
-def redefined_tests(lines: list[str], added: set[int],
-                    removed: list[str]) -> list[tuple[int, str, int]]:
-    """Python tests defined again at the same level by added lines, more times than before
-    (`removed`: the lines the change took out): (the last definition's line, the name, the
-    first definition's line). Python keeps only the last; the others never run."""
-    defs: dict[tuple[str, str], list[int]] = {}
-    for no, line in enumerate(lines, 1):
-        if m := _PY_TEST_DEF.match(line):
-            defs.setdefault((m.group("indent"), m.group("name")), []).append(no)
-    gone: dict[tuple[str, str], int] = {}
-    for line in removed:
-        if m := _PY_TEST_DEF.match(line):
-            key = (m.group("indent"), m.group("name"))
-            gone[key] = gone.get(key, 0) + 1
-    found = []
-    for key, nos in defs.items():
-        before = len([no for no in nos if no not in added]) + gone.get(key, 0)
-        if len(nos) > 1 and len(nos) > before:
-            found.append((nos[-1], key[1], nos[0]))
-    return found
-
-
-def early_returns(lines: list[str]) -> list[tuple[int, int, str]]:
-    """Bare `return`s at the top level of a test's body (_BODY_DEF), alone or under a
-    condition that always holds, with an assertion after them in it: (the statement's first
-    line, its last, the test's name). The body is the lines indented deeper than the test's
-    first line (comments and blank lines aside); its top level their least indent."""
-    found = []
-    for no, line in enumerate(lines, 1):
-        m = next((m for rx in _BODY_DEF if (m := rx.match(line))), None)
-        if m is None:
-            continue
-        depth = len(m.group("indent").expandtabs())
-        body = []
-        for at in range(no, len(lines)):
-            text = lines[at].expandtabs()
-            if not text.strip() or text.lstrip().startswith(("#", "//")):
-                continue
-            indent = len(text) - len(text.lstrip())
-            if indent <= depth:
-                break
-            body.append((at + 1, indent, text))
-        top = min((indent for _, indent, _ in body), default=0)
-        for i, (at, indent, text) in enumerate(body):
-            if indent != top or (end := _returns(body, i)) is None:
-                continue
-            if any(is_assertion(rest) for _, _, rest in body[i + 1:]):
-                found.append((at, end, m.group("name")))
-            break
-    return found
-
-
-def _returns(body: list[tuple[int, int, str]], i: int) -> int | None:
-    """The last line of the statement at body[i] when it always returns: a bare return, or one
-    on the line of a condition that always holds or first in its block. Else None."""
-    at, indent, text = body[i]
-    if _BARE_RETURN.match(text):
-        return at
-    if not (m := _ALWAYS.match(text)):
-        return None
-    if (rest := m.group("rest").strip().strip("{}").strip()):
-        return at if _BARE_RETURN.match(rest) else None
-    if i + 1 < len(body) and body[i + 1][1] > indent and _BARE_RETURN.match(body[i + 1][2]):
-        return body[i + 1][0]
-    return None
-
-
-def fixture_tests(lines: list[str]) -> list[tuple[int, str]]:
-    """Python tests made fixtures: (the `@pytest.fixture` line, the test's name) for each such
-    decorator whose function, below it and any other decorators, is named like a test."""
-    found = []
-    for no, line in enumerate(lines, 1):
-        if not _FIXTURE.match(line):
-            continue
-        below = next((text for text in lines[no:] if not _DECORATOR.match(text)), "")
-        if (m := _PY_TEST_DEF.match(below)) and m.group("kind") == "def":
-            found.append((no, m.group("name")))
-    return found
 
 
 def is_assertion(line: str) -> bool:
@@ -289,5 +190,4 @@ def protected(path: str, globs: tuple[str, ...]) -> bool:
 
 
 __all__ = ["is_test_path", "test_names", "is_assertion", "skips", "thresholds", "protected",
-           "may_switch_off", "selections", "shadowed_runner", "redefined_tests",
-           "early_returns", "fixture_tests", "deselected_markers", "SKIP"]
+           "may_switch_off", "selections", "shadowed_runner", "deselected_markers", "SKIP"]

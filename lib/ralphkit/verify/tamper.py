@@ -8,9 +8,10 @@ assertions and a coverage exclusion excepted). A test moved to another file the 
 collects is not removed (its assertions moved with it), and what switches it off there is a
 finding even in a new file. Findings name the file and the line (of the new file; of the old
 one for what was removed). Knows nothing of tasks or of what is done with the findings;
-patterns.py owns what the rules look for, diff_files.py reading the diff, moves.py telling a
-moved test, test_commands.py the rule on test scripts and make targets, coverage_exclusions.py
-the rule on code taken out of coverage."""
+patterns.py owns what the rules look for, test_bodies.py the tests added code keeps from
+running, diff_files.py reading the diff, moves.py telling a moved test, test_commands.py the
+rule on test scripts and make targets, coverage_exclusions.py the rule on code taken out of
+coverage."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -18,7 +19,8 @@ from pathlib import Path
 from typing import Mapping
 
 from ralphkit import programs
-from ralphkit.verify import coverage_exclusions, diff_files, moves, patterns, test_commands
+from ralphkit.verify import (coverage_exclusions, diff_files, moves, patterns, test_bodies,
+                             test_commands)
 from ralphkit.verify.diff_files import DiffFile
 
 
@@ -141,13 +143,13 @@ def _shadowed_tests(f: DiffFile, path: str, tree: Path) -> list[Finding]:
     found = [] if not path.endswith(".py") else [
         Finding("redefined_test", path, no, f"test {name} defined again: the one at line "
                 f"{first} no longer runs") for no, name, first in
-        patterns.redefined_tests(lines, added, [text for _, text in f.removed])] + [
+        test_bodies.redefined_tests(lines, added, [text for _, text in f.removed])] + [
         Finding("added_skip", path, no, f"skip added: @pytest.fixture on {name} (a fixture "
-                "is not collected)") for no, name in patterns.fixture_tests(lines)
+                "is not collected)") for no, name in test_bodies.fixture_tests(lines)
         if no in added]
     return found + [
         Finding("early_return", path, first, f"return added in {name}: the assertions after "
-                "it no longer run") for first, last, name in patterns.early_returns(lines)
+                "it no longer run") for first, last, name in test_bodies.early_returns(lines)
         if added.intersection(range(first, last + 1))]
 
 
