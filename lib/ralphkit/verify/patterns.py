@@ -57,7 +57,8 @@ SKIP = re.compile(
 _RUNNER_MODULE = re.compile(r"(^|/)(?P<name>pytest|unittest|nose2?)\.py$")
 _CONFIG_FILE = re.compile(r"(^|/)(pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml|conftest\.py)$")
 _SELECTION = re.compile(
-    r"--deselect\b|(?<![\w-])-[km][\s=]|--ignore(?:-glob)?\b|\bcollect_ignore\w*\s*[=+]"
+    r"--deselect\b|(?<![\w-])-[km](?=[\s=]|[\"']\s*,)|--ignore(?:-glob)?\b"
+    r"|\bcollect_ignore\w*\s*[=+]"
     r"|--collect-only\b|(?<![\w-])--co\b"
     r"|^\s*(?:python_(?:files|classes|functions)|testpaths|norecursedirs)\s*="
     r"|\bpytest_(?:runtest_makereport|collection_modifyitems|report_teststatus"
@@ -117,10 +118,15 @@ def may_switch_off(path: str) -> bool:
 def selections(path: str, line: str) -> list[str]:
     """What in a line of a test configuration file or conftest.py deselects, filters, ignores
     or rewrites tests, or changes which are collected ([] in any other file)."""
-    rule = (_SELECTION if _CONFIG_FILE.search(path) else
-            _JS_SELECTION if _JS_CONFIG_FILE.search(path) else None)
-    return [m.group(0).strip() for m in (rule.finditer(line) if rule else ())
-            if not (m.group(0).startswith("-m") and _RUNS_MODULE.search(line[:m.start()]))]
+    if _CONFIG_FILE.search(path):
+        return _pytest_selections(line)
+    return [m.group(0) for m in _JS_SELECTION.finditer(line)] if _JS_CONFIG_FILE.search(path) \
+        else []
+
+
+def _pytest_selections(line: str) -> list[str]:
+    return [m.group(0).strip() for m in _SELECTION.finditer(line)
+            if not (m.group(0) == "-m" and _RUNS_MODULE.search(line[:m.start()]))]
 
 
 def test_names(line: str) -> list[str]:
@@ -142,8 +148,7 @@ def skips(line: str, deselected: frozenset[str] = frozenset()) -> list[str]:
 def deselected_markers(config: list[str]) -> frozenset[str]:
     """The marks a pytest configuration's `-m` leaves out: `addopts = -m "not slow and not
     db"` gives slow and db."""
-    return frozenset(m.group("name") for line in config
-                     if any(s.startswith("-m") for s in selections("pytest.ini", line))
+    return frozenset(m.group("name") for line in config if "-m" in _pytest_selections(line)
                      for m in _NOT_MARK.finditer(line))
 
 

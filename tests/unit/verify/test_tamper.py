@@ -411,7 +411,8 @@ def test_an_unknown_base_gives_no_findings(repo):
 def test_a_mark_the_test_configuration_deselects_is_a_skip(repo):
     """With `-m "not slow"` in addopts, marking a test slow switches it off like a skip."""
     path, _ = repo
-    (path / "pytest.ini").write_text('[pytest]\naddopts = -q -m "not slow and not db"\n')
+    (path / "pyproject.toml").write_text('[tool.pytest.ini_options]\n'
+                                         'addopts = ["-q", "-m", "not slow and not db"]\n')
     base = commit(path, "markers")
     edit(path, "tests/test_a.py", "def test_one", "@pytest.mark.fast\ndef test_one")
     edit(path, "tests/test_a.py", "def test_two", "@pytest.mark.slow\ndef test_two")
