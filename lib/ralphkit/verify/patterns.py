@@ -29,7 +29,8 @@ _ASSERTION = re.compile(
     r"|\bt\.(?:Error|Errorf|Fatal|Fatalf|Fail)\b|\bassert(?:_eq|_ne)?!\s*\(|\.should\b"
     r"|\bassert(?:Equals?|True|False|That|Throws|NotNull|Null)\s*\(")
 
-# Newly added skips and focus markers (a `.only` silently drops every other test), and code
+# Newly added skips and focus markers (a `.only` silently drops every other test), jest's
+# `test.failing` and vitest's `test.fails` (they pass when the test fails), and code
 # that switches a test off: a mark set without a decorator (`pytestmark = pytest.mark.skip`),
 # unittest's SkipTest and expectedFailure, `__test__ = False` on a module or class, go's
 # `//go:build ignore` on a file, a test's body under `if False:` (its asserts keep their text,
@@ -41,7 +42,8 @@ SKIP = re.compile(
     r"|\bSkipTest\b|\bexpectedFailure\b|^\s*(?:if|while)\s+(?:False|0|None)\s*:"
     r"|^\s*(?:if|while)\s*(?:\(\s*(?:false|0|null|undefined)\s*\)|\s(?:false|0)\s*\{)"
     r"|^\s*del\s+(?:test|Test)\w*"
-    r"|\b(?:it|describe|test|suite|context)\.(?:skip|only|todo)\b|\bx(?:it|describe|test)\s*\("
+    r"|\b(?:it|describe|test|suite|context)(?:\.concurrent)?\.(?:skip|only|todo|failing|fails)\b"
+    r"|\bx(?:it|describe|test)\s*\("
     r"|\bf(?:it|describe)\s*\(|[{,]\s*(?:skip|only|todo)\s*:\s*(?!false)"
     r"|\bt\.(?:skip|todo)\s*\(|\bt\.Skip(?:Now|f)?\s*\(|@Disabled\b|@Ignore\b|#\[ignore\b"
     r"|\b__test__\s*=\s*False\b"                     # pytest and nose collect nothing there

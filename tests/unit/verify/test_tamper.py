@@ -145,8 +145,13 @@ def test_weakened_python_tests_are_found_with_file_and_line(repo, old, new, expe
      "test/a.test.js:5: return added in adds: the assertions after it no longer run"),
     ("  assert.strictEqual", "  if (true) {\n    return;\n  }\n  assert.strictEqual",
      "test/a.test.js:5: return added in adds: the assertions after it no longer run"),
+    ("test('adds'", "test.failing('adds'", "test/a.test.js:4: skip added: test.failing"),
+    ("test('adds'", "test.fails('adds'", "test/a.test.js:4: skip added: test.fails"),
+    ("test('adds'", "test.concurrent.skip('adds'",
+     "test/a.test.js:4: skip added: test.concurrent.skip"),
 ], ids=["skip", "only", "skip-option", "assertion", "skip-option-not-first", "t-skip",
-        "if-false", "early-return", "return-under-if-true"])
+        "if-false", "early-return", "return-under-if-true", "jest-failing", "vitest-fails",
+        "concurrent-skip"])
 def test_weakened_node_tests_are_found(repo, old, new, expected):
     path, base = repo
     edit(path, "test/a.test.js", old, new)
