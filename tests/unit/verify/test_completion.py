@@ -165,15 +165,16 @@ def test_a_change_split_over_two_sessions_is_judged_across_a_sync_rebase(repo):
     marking nothing done; --sync then rebases it onto another host's commits (one removes
     that host's own test); the second marks the task done. The weakening is still in the
     second session's diff, the other host's removal is not; uncommitted changes made before
-    the first session are not either. The run's git has no identity of its own here."""
+    the run are not either. The run's git has no identity of its own here."""
     env = _clean_environ()
     (repo / "tests").mkdir()
     (repo / "tests" / "test_x.py").write_text("def test_x():\n    assert 1 == 2\n")
     (repo / "tests" / "test_other.py").write_text("def test_other():\n    assert True\n")
+    (repo / "tests" / "test_kept.py").write_text("def test_kept():\n    assert 3 == 3\n")
     git(repo, "add", "-A", env=env)
     git(repo, "commit", "-qm", "tests", env=env)
     git(repo, "update-ref", "refs/remotes/origin/main", "HEAD", env=env)        # pushed
-    (repo / "ok").write_text("2\n")                  # left uncommitted before the run
+    (repo / "tests" / "test_kept.py").write_text("def test_kept():\n    pass\n")   # the user's
     gate = make_gate(repo, ["create|t1|One"], verify="true")
     gate.env = {**{k: v for k, v in gate.env.items() if not k.startswith(("GIT_AUTHOR",
                                                                            "GIT_COMMITTER"))},
