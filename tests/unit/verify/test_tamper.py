@@ -274,6 +274,41 @@ def test_a_test_moved_to_another_collected_test_file_is_no_finding(repo, dest, t
     assert texts(scan(path, base)) == expected
 
 
+@pytest.mark.parametrize("dest, text, expected", [
+    ("tests/test_b.py", "def test_two_is_two():\n    assert 2 == 2\n", []),
+    ("tests/test_b.py", "import pytest\n\n\n@pytest.mark.skip\ndef test_two_is_two():\n"
+                        "    assert 2 == 2\n",
+     ["tests/test_b.py:4: skip added: @pytest.mark.skip"]),
+    ("tests/test_b.py", "def test_two_is_two():\n    pass\n\n\ndef helper():\n"
+                        "    assert 2 == 2\n",
+     ["tests/test_a.py:9: test function test_two removed"]),
+    ("tests/helpers.py", "def test_two_is_two():\n    assert 2 == 2\n",
+     ["tests/test_a.py:9: test function test_two removed",
+      "tests/test_a.py:10: assertion removed or changed: assert 2 == 2"]),
+], ids=["python", "moved-renamed-and-skipped", "assertion-given-to-a-helper",
+        "out-of-collection"])
+def test_a_test_moved_to_another_file_under_a_new_name_is_no_finding(repo, dest, text,
+                                                                     expected):
+    """Moved and renamed at once: its assertions arrive in the body of a new test of a file
+    the runner collects. In a helper, or in a file no runner collects, it is removed; what
+    switches it off where it arrived is a finding."""
+    path, base = repo
+    edit(path, "tests/test_a.py", "\n\n" + TWO, "")
+    (path / dest).parent.mkdir(exist_ok=True)
+    (path / dest).write_text(text)
+    git(path, "add", "-A", env=_clean_environ())
+    assert texts(scan(path, base)) == expected
+
+
+def test_a_node_test_moved_to_another_file_under_a_new_name_is_no_finding(repo):
+    path, base = repo
+    (path / "test" / "a.test.js").write_text(JS_TEST.split("test('adds'")[0])
+    (path / "test" / "sum.test.js").write_text(JS_TEST.replace("test('adds'",
+                                                               "test('adds two numbers'"))
+    git(path, "add", "-A", env=_clean_environ())
+    assert scan(path, base) == []
+
+
 def test_a_test_file_split_into_others_is_no_finding_unless_something_stayed_behind(repo):
     path, base = repo
     env = _clean_environ()
