@@ -59,12 +59,13 @@ SKIP = re.compile(
 _RUNNER_MODULE = re.compile(r"(^|/)(?P<name>pytest|unittest|nose2?)\.py$")
 _CONFIG_FILE = re.compile(r"(^|/)(pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml|conftest\.py)$")
 _SELECTION = re.compile(
-    r"--deselect\b|(?<![\w-])-[km](?=[\s=]|[\"']\s*,)|--ignore(?:-glob)?\b"
+    r"--deselect\b|(?<![\w-])-[km](?=[\s=])|--ignore(?:-glob)?\b"
     r"|\bcollect_ignore\w*\s*[=+]"
     r"|--collect-only\b|(?<![\w-])--co\b"
     r"|^\s*(?:python_(?:files|classes|functions)|testpaths|norecursedirs)\s*="
     r"|\bpytest_(?:runtest_makereport|collection_modifyitems|report_teststatus"
     r"|runtest_call|pyfunc_call|ignore_collect)\b")
+_TOML_OPTION = re.compile(r"(?<![\w-])-[km](?=[\"']\s*,)")   # addopts = ["-m", "not slow"]
 _RUNS_MODULE = re.compile(r"(?:^|[\s/\"'=])(?:python[\d.]*|py)\s+$")  # `python -m pytest`
 _JS_CONFIG_FILE = re.compile(r"(^|/)(package\.json|jest\.config\.[cm]?[jt]s(?:on)?)$")
 _JS_SELECTION = re.compile(r"\b(?:testPathIgnorePatterns|testMatch|testRegex|testNamePattern)\b")
@@ -121,14 +122,19 @@ def selections(path: str, line: str) -> list[str]:
     """What in a line of a test configuration file or conftest.py deselects, filters, ignores
     or rewrites tests, or changes which are collected ([] in any other file)."""
     if _CONFIG_FILE.search(path):
-        return _pytest_selections(line)
+        return _pytest_selections(path, line)
     return [m.group(0) for m in _JS_SELECTION.finditer(line)] if _JS_CONFIG_FILE.search(path) \
         else []
 
 
-def _pytest_selections(line: str) -> list[str]:
-    return [m.group(0).strip() for m in _SELECTION.finditer(line)
-            if not (m.group(0) == "-m" and _RUNS_MODULE.search(line[:m.start()]))]
+def _pytest_selections(path: str, line: str) -> list[str]:
+    """A pyproject.toml's addopts may be a list: `"-m",` there is an option, in a
+    conftest.py's code an argument (`git commit -m`, `python -m`)."""
+    found = [m for m in _SELECTION.finditer(line)
+             if not (m.group(0) == "-m" and _RUNS_MODULE.search(line[:m.start()]))]
+    if path.endswith("pyproject.toml"):
+        found += _TOML_OPTION.finditer(line)
+    return [m.group(0).strip() for m in found]
 
 
 def test_names(line: str) -> list[str]:
@@ -147,10 +153,10 @@ def skips(line: str, deselected: frozenset[str] = frozenset()) -> list[str]:
         if m.group("name") in deselected]
 
 
-def deselected_markers(config: list[str]) -> frozenset[str]:
-    """The marks a pytest configuration's `-m` leaves out: `addopts = -m "not slow and not
-    db"` gives slow and db."""
-    return frozenset(m.group("name") for line in config if "-m" in _pytest_selections(line)
+def deselected_markers(path: str, config: list[str]) -> frozenset[str]:
+    """The marks the `-m` of a pytest configuration file leaves out: `addopts = -m "not slow
+    and not db"` gives slow and db."""
+    return frozenset(m.group("name") for line in config if "-m" in _pytest_selections(path, line)
                      for m in _NOT_MARK.finditer(line))
 
 

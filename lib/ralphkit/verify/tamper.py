@@ -283,8 +283,9 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
         test_commands.is_makefile(f.old) or coverage_exclusions.is_config(f.old))}
     excluded = [Finding("coverage_excluded", path, no, detail) for path, no, detail in
                 coverage_exclusions.changes(files, lambda path: _read(tree / path), olds)]
-    config = [line for name in _PYTEST_CONFIGS for line in _read(tree / name).split("\n")]
-    scanned = _Scan(tree, protect, moved, olds, patterns.deselected_markers(config))
+    deselected = frozenset().union(*(patterns.deselected_markers(
+        name, _read(tree / name).split("\n")) for name in _PYTEST_CONFIGS))
+    scanned = _Scan(tree, protect, moved, olds, deselected)
     return [finding for f in files + untracked
             for finding in _file_findings(f, scanned)] + excluded + hidden
 

@@ -502,7 +502,9 @@ def test_added_files_or_lines_that_switch_existing_tests_off_are_findings(repo, 
 def test_a_conftest_with_fixtures_a_dropped_plugin_or_python_m_is_not_a_finding(repo):
     path, base = repo
     (path / "tests" / "conftest.py").write_text(
-        "import pytest\n\n\n@pytest.fixture\ndef value():\n    return 1\n")
+        "import subprocess\n\nimport pytest\n\n\n@pytest.fixture\ndef value():\n"
+        "    subprocess.run(['git', 'commit', '-q', '-m', 'fixture'])\n"
+        "    subprocess.run(['python', '-m', 'pip', 'list'])\n    return 1\n")
     (path / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider -q\n")
     (path / "tox.ini").write_text("[testenv]\ncommands = python -m pytest {posargs}\n"
                                   "    python3.12 -m coverage report\n")
