@@ -58,21 +58,29 @@ def _switched_off(f: DiffFile) -> list[Finding]:
     return found
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Scan:
-    """What every file's rules may need of the whole scan."""
+    """What every file's rules may need of the whole scan, and the tree's files as read once
+    for all of them."""
     tree: Path
     protect: tuple[str, ...]
     moved: moves.Moves
     olds: Mapping[str, str]                   # a file's text as the diff started, by old path
-    deselected: frozenset[str] = field(default_factory=frozenset)   # pytest's `-m "not x"`
+    deselected: frozenset[str] = frozenset()  # the marks pytest's `-m "not x"` leaves out
+    texts: dict[str, str] = field(default_factory=dict)
+
+    def text(self, path: str) -> str:
+        """The file as the session left it ("" when it cannot be read)."""
+        if path not in self.texts:
+            self.texts[path] = _read(self.tree / path)
+        return self.texts[path]
 
 
 def _file_findings(f: DiffFile, s: _Scan) -> list[Finding]:
     found: list[Finding] = _switched_off(f)
-    old, new, tree, protect, moved = f.old, f.new, s.tree, s.protect, s.moved
+    old, new, protect, moved = f.old, f.new, s.protect, s.moved
     if old is None:                      # added: only a test moved into it can be skipped
-        return found + (_added_skips(f, new, [], s.deselected) + _shadowed_tests(f, new, tree)
+        return found + (_added_skips(f, new, [], s.deselected) + _shadowed_tests(f, new, s)
                         if new in moved.into else [])
     if new is None:
         if patterns.is_test_path(old) and not moves.moved_out(f, old, moved):
@@ -102,11 +110,11 @@ def _file_findings(f: DiffFile, s: _Scan) -> list[Finding]:
                                      f"assertion removed or changed: {text.strip()[:120]}"))
     if new is not None and patterns.is_test_path(new):       # a skip only skips in test code
         found += _added_skips(f, path, f.removed, s.deselected)
-        found += _shadowed_tests(f, path, tree)
-    found += _threshold_findings(f, path, tree)
+        found += _shadowed_tests(f, path, s)
+    found += _threshold_findings(f, path, s)
     if new is not None and test_commands.applies(new):
         found += [Finding("test_command", path, no, detail) for no, detail in
-                  test_commands.changes(f, _read(tree / new), s.olds.get(old))]
+                  test_commands.changes(f, s.text(new), s.olds.get(old))]
     if new is not None and patterns.protected(old, protect) and (f.removed or f.binary):
         found.append(Finding("protected_path", path, f.first_change,
                              "protected file changed (only additions are allowed)"))
@@ -131,14 +139,11 @@ def _added_skips(f: DiffFile, path: str, removed: list[tuple[int, str]],
     return found
 
 
-def _shadowed_tests(f: DiffFile, path: str, tree: Path) -> list[Finding]:
+def _shadowed_tests(f: DiffFile, path: str, s: _Scan) -> list[Finding]:
     """Existing tests that lines added beside them keep from running."""
     if not f.added:
         return []
-    try:
-        lines = (tree / path).read_text(encoding="utf-8", errors="replace").split("\n")
-    except OSError:
-        return []
+    lines = s.text(path).split("\n")
     added = {no for no, _ in f.added}
     found = [] if not path.endswith(".py") else [
         Finding("redefined_test", path, no, f"test {name} defined again: the one at line "
@@ -164,9 +169,9 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _threshold_findings(f: DiffFile, path: str, tree: Path) -> list[Finding]:
+def _threshold_findings(f: DiffFile, path: str, s: _Scan) -> list[Finding]:
     # coverageThreshold's members sit on lines of their own
-    jest = "coverageThreshold" in _read(tree / path) or any(
+    jest = "coverageThreshold" in s.text(path) or any(
         "coverageThreshold" in text for _, text in f.removed + f.added)
     before: dict[str, tuple[int, float]] = {}
     for no, text in f.removed:
@@ -281,11 +286,11 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
     # coverage configuration (which exclusions it had)
     olds = {f.old: _git_show(tree, base, f.old, env) for f in files if f.old and f.new and (
         test_commands.is_makefile(f.old) or coverage_exclusions.is_config(f.old))}
+    scanned = _Scan(tree, protect, moved, olds)
+    scanned.deselected = frozenset().union(*(patterns.deselected_markers(
+        name, scanned.text(name).split("\n")) for name in _PYTEST_CONFIGS))
     excluded = [Finding("coverage_excluded", path, no, detail) for path, no, detail in
-                coverage_exclusions.changes(files, lambda path: _read(tree / path), olds)]
-    deselected = frozenset().union(*(patterns.deselected_markers(
-        name, _read(tree / name).split("\n")) for name in _PYTEST_CONFIGS))
-    scanned = _Scan(tree, protect, moved, olds, deselected)
+                coverage_exclusions.changes(files, scanned.text, olds)]
     return [finding for f in files + untracked
             for finding in _file_findings(f, scanned)] + excluded + hidden
 
