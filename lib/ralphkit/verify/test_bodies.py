@@ -12,10 +12,9 @@ from ralphkit.verify.patterns import is_assertion
 # A Python test, function or class, at its indent.
 _PY_TEST_DEF = re.compile(
     r"^(?P<indent>[ \t]*)(?:async\s+)?(?P<kind>def|class)\s+(?P<name>(?:test|Test)\w*)\b")
-# A test whose body is the lines indented deeper than its first: pytest's def, a node or jest
-# callback opened at the end of its line, go's func.
+# Besides a Python test function: a test whose body is the lines indented deeper than its
+# first, a node or jest callback opened at the end of its line, go's func.
 _BODY_DEF = (
-    re.compile(r"^(?P<indent>[ \t]*)(?:async\s+)?def\s+(?P<name>test\w*)\s*\("),
     re.compile(r"^(?P<indent>[ \t]*)(?:it|test)\s*\(\s*(?P<q>['\"`])(?P<name>.+?)(?P=q)"
                r".*\{\s*$"),
     re.compile(r"^(?P<indent>[ \t]*)func\s+(?P<name>Test\w*)\s*\(.*\{\s*$"))
@@ -27,6 +26,12 @@ _ALWAYS = re.compile(
 # switches it off without a skip marker.
 _FIXTURE = re.compile(r"^[ \t]*@(?:pytest\.)?fixture\b")
 _DECORATOR = re.compile(r"^[ \t]*@")
+
+
+def _test_function(line: str) -> re.Match | None:
+    """A Python test function's definition (not a test class)."""
+    m = _PY_TEST_DEF.match(line)
+    return m if m and m.group("kind") == "def" else None
 
 
 def redefined_tests(lines: list[str], added: set[int],
@@ -52,13 +57,14 @@ def redefined_tests(lines: list[str], added: set[int],
 
 
 def early_returns(lines: list[str]) -> list[tuple[int, int, str]]:
-    """Bare `return`s at the top level of a test's body (_BODY_DEF), alone or under a
-    condition that always holds, with an assertion after them in it: (the statement's first
-    line, its last, the test's name). The body is the lines indented deeper than the test's
-    first line (comments and blank lines aside); its top level their least indent."""
+    """Bare `return`s at the top level of a test's body (a Python test function, _BODY_DEF),
+    alone or under a condition that always holds, with an assertion after them in it: (the
+    statement's first line, its last, the test's name). The body is the lines indented deeper
+    than the test's first line (comments and blank lines aside); its top level their least
+    indent."""
     found = []
     for no, line in enumerate(lines, 1):
-        m = next((m for rx in _BODY_DEF if (m := rx.match(line))), None)
+        m = _test_function(line) or next((m for rx in _BODY_DEF if (m := rx.match(line))), None)
         if m is None:
             continue
         depth = len(m.group("indent").expandtabs())
@@ -104,7 +110,7 @@ def fixture_tests(lines: list[str]) -> list[tuple[int, str]]:
         if not _FIXTURE.match(line):
             continue
         below = next((text for text in lines[no:] if not _DECORATOR.match(text)), "")
-        if (m := _PY_TEST_DEF.match(below)) and m.group("kind") == "def":
+        if m := _test_function(below):
             found.append((no, m.group("name")))
     return found
 
