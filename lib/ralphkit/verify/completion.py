@@ -62,23 +62,22 @@ class Gate:
         takes them in, and what the sessions since the mark did stays in the diff."""
         if not (self.span_open and self.head):
             self._mark()
-        elif self._brought_in() and not self._take_in():
+        elif (local := self._brought_in()) is not None and not self._take_in(local):
             self._mark()                        # git cannot tell them apart: start here
 
-    def _brought_in(self) -> bool:
-        """HEAD holds commits since the mark that a remote-tracking branch holds too."""
-        since = ("rev-list", "--count", "HEAD", f"^{self.head}")
-        every = gate.git(self.cwd, *since, env=self.env)
-        return not every or every != gate.git(self.cwd, *since, "--not", "--remotes",
-                                               env=self.env)
-
-    def _take_in(self) -> bool:
-        """Move the diff's start over what a remote brought in: the start as it was (base,
-        uncommitted changes of the mark included) merged with the newest remote commit in
-        HEAD (the parent of the oldest commit made here since the mark, else HEAD), as a
-        commit no ref names. False when git cannot merge them (a conflict, git < 2.38)."""
+    def _brought_in(self) -> list[str] | None:
+        """When HEAD holds commits since the mark that a remote-tracking branch holds too:
+        the ones made here (no remote holds them), oldest first. Else None."""
+        every = gate.git(self.cwd, "rev-list", "--count", "HEAD", f"^{self.head}", env=self.env)
         local = gate.git(self.cwd, "rev-list", "--reverse", "HEAD", f"^{self.head}", "--not",
                          "--remotes", env=self.env).split()
+        return local if not every.isdigit() or int(every) != len(local) else None
+
+    def _take_in(self, local: list[str]) -> bool:
+        """Move the diff's start over what a remote brought in: the start as it was (base,
+        uncommitted changes of the mark included) merged with the newest remote commit in
+        HEAD (the parent of the oldest commit made here since the mark, `local`, else HEAD), as
+        a commit no ref names. False when git cannot merge them (a conflict, git < 2.38)."""
         onto = gate.git(self.cwd, "rev-parse", f"{local[0]}^" if local else "HEAD",
                         env=self.env)
         tree = gate.git(self.cwd, "merge-tree", "--write-tree", self.base, onto, env=self.env)
