@@ -23,6 +23,10 @@ from ralphkit.verify import options as verify_options
 from ralphkit.verify import verdicts
 
 _HOLD_REASON_MAX = 1000
+# The author of the diff's start made over remote commits: no ref names that commit and nobody
+# reads its author, and one given here works where git has no user.email.
+_AUTHOR = {"GIT_AUTHOR_NAME": "ralph", "GIT_AUTHOR_EMAIL": "ralph@localhost",
+           "GIT_COMMITTER_NAME": "ralph", "GIT_COMMITTER_EMAIL": "ralph@localhost"}
 
 
 class Gate:
@@ -83,12 +87,9 @@ class Gate:
         tree = gate.git(self.cwd, "merge-tree", "--write-tree", self.base, onto, env=self.env)
         if not (onto and tree):
             return False
-        # no ref names it and nobody reads its author: one that works without user.email
-        who = {f"GIT_{role}_{key}": value for role in ("AUTHOR", "COMMITTER")
-               for key, value in (("NAME", "ralph"), ("EMAIL", "ralph@localhost"))}
         base = gate.git(self.cwd, "commit-tree", tree.split()[0], "-p", onto, "-m",
                         "ralph: the verify diff's start, remote commits taken in",
-                        env={**self.env, **who})
+                        env={**self.env, **_AUTHOR})
         if base:
             self.base, self.head = base, gate.git(self.cwd, "rev-parse", "HEAD", env=self.env)
         return bool(base)
