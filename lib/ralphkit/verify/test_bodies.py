@@ -1,8 +1,9 @@
-"""Owns reading a test file's lines, as the session left it, for existing tests that code
-added beside them keeps from running: a Python test defined again under its name (only the
-last definition runs), a bare `return` at the top of a test's body (alone or under a condition
-that always holds), a Python test made a fixture. Pure functions over lines; knows nothing of
-diffs (tamper.py says which lines were added) or of the per-line patterns (patterns.py)."""
+"""Owns reading a test file's lines, as the session left it: where each test's body ends, and
+the existing tests that code added beside them keeps from running: a Python test defined
+again under its name (only the last definition runs), a bare `return` at the top of a test's
+body (alone or under a condition that always holds), a Python test made a fixture. Pure
+functions over lines; knows nothing of diffs (tamper.py says which lines were added) or of the
+per-line patterns (patterns.py)."""
 from __future__ import annotations
 
 import re
@@ -56,13 +57,10 @@ def redefined_tests(lines: list[str], added: set[int],
     return found
 
 
-def early_returns(lines: list[str]) -> list[tuple[int, int, str]]:
-    """Bare `return`s at the top level of a test's body (a Python test function, _BODY_DEF),
-    alone or under a condition that always holds, with an assertion after them in it: (the
-    statement's first line, its last, the test's name). The body is the lines indented deeper
-    than the test's first line (comments and blank lines aside); its top level their least
-    indent."""
-    found = []
+def bodies(lines: list[str]):
+    """Each test of the file with its body: (its name, its definition's line, the body as
+    (line number, indent, text) of the lines indented deeper than the definition, comments and
+    blank lines aside). A test is a Python test function or one of _BODY_DEF."""
     for no, line in enumerate(lines, 1):
         m = _test_function(line) or next((m for rx in _BODY_DEF if (m := rx.match(line))), None)
         if m is None:
@@ -77,12 +75,21 @@ def early_returns(lines: list[str]) -> list[tuple[int, int, str]]:
             if indent <= depth:
                 break
             body.append((at + 1, indent, text))
+        yield m.group("name"), no, body
+
+
+def early_returns(lines: list[str]) -> list[tuple[int, int, str]]:
+    """Bare `return`s at the top level of a test's body (bodies), alone or under a condition
+    that always holds, with an assertion after them in it: (the statement's first line, its
+    last, the test's name). The body's top level is its least indent."""
+    found = []
+    for name, _, body in bodies(lines):
         top = min((indent for _, indent, _ in body), default=0)
         for i, (at, indent, text) in enumerate(body):
             if indent != top or (end := _returns(body, i)) is None:
                 continue
             if any(is_assertion(rest) for _, _, rest in body[i + 1:]):
-                found.append((at, end, m.group("name")))
+                found.append((at, end, name))
             break
     return found
 
@@ -115,4 +122,4 @@ def fixture_tests(lines: list[str]) -> list[tuple[int, str]]:
     return found
 
 
-__all__ = ["redefined_tests", "early_returns", "fixture_tests"]
+__all__ = ["redefined_tests", "bodies", "early_returns", "fixture_tests"]
