@@ -4,14 +4,12 @@ test functions and assertions, newly added skips and focus markers, lowered cove
 thresholds, code taken out of coverage, changed test scripts and make targets, and changes to
 `protect:` paths. Adding is never a finding: a new file, a new test function or a new line in
 an existing file (a skip marker, a Python test defined again, a `return` above a test's
-assertions and a coverage exclusion excepted). A test moved to another file the runner
-collects is not removed (its assertions moved with it), and what switches it off there is a
-finding even in a new file. Findings name the file and the line (of the new file; of the old
-one for what was removed). Knows nothing of tasks or of what is done with the findings;
-patterns.py owns what the rules look for, test_bodies.py the tests added code keeps from
-running, diff_files.py reading the diff, moves.py telling a moved test, test_commands.py the
-rule on test scripts and make targets, coverage_exclusions.py the rule on code taken out of
-coverage."""
+assertions, a coverage exclusion and a test's replacement of what it asserts on excepted). A
+test moved to another file the runner collects is not removed, and what switches it off there
+is a finding even in a new file. Findings name the file and the line (of the new file; of the
+old one for what was removed). Knows nothing of tasks or of what is done with the findings;
+the rules' reading is patterns.py's, test_bodies.py's, replaced_code.py's, moves.py's,
+test_commands.py's and coverage_exclusions.py's, the diff's diff_files.py's."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -19,8 +17,8 @@ from pathlib import Path
 from typing import Mapping
 
 from ralphkit import programs
-from ralphkit.verify import (coverage_exclusions, diff_files, moves, patterns, test_bodies,
-                             test_commands)
+from ralphkit.verify import (coverage_exclusions, diff_files, moves, patterns, replaced_code,
+                             test_bodies, test_commands)
 from ralphkit.verify.diff_files import DiffFile
 
 
@@ -29,7 +27,7 @@ class Finding:
     kind: str            # deleted_test, renamed_test, removed_test, removed_assertion,
     path: str            # added_skip, lowered_threshold, protected_path, hidden_path,
                          # shadowed_runner, narrowed_tests, redefined_test, early_return,
-                         # test_command, coverage_excluded
+                         # test_command, coverage_excluded, replaced_code
     line: int | None
     detail: str
 
@@ -140,7 +138,8 @@ def _added_skips(f: DiffFile, path: str, removed: list[tuple[int, str]],
 
 
 def _shadowed_tests(f: DiffFile, path: str, s: _Scan) -> list[Finding]:
-    """Existing tests that lines added beside them keep from running."""
+    """Existing tests that lines added beside them keep from running, or from testing the
+    code: a test that replaces the function it asserts on."""
     if not f.added:
         return []
     lines = s.text(path).split("\n")
@@ -155,7 +154,10 @@ def _shadowed_tests(f: DiffFile, path: str, s: _Scan) -> list[Finding]:
     return found + [
         Finding("early_return", path, first, f"return added in {name}: the assertions after "
                 "it no longer run") for first, last, name in test_bodies.early_returns(lines)
-        if added.intersection(range(first, last + 1))]
+        if added.intersection(range(first, last + 1))] + [
+        Finding("replaced_code", path, no, f"{name} replaced in {test}: its assertions check "
+                "the replacement, not the code") for no, test, name in
+        replaced_code.replaced(lines) if no in added]
 
 
 # Where pytest reads its options (`addopts`), at the top of the tree.

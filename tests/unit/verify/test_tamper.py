@@ -207,6 +207,65 @@ def test_returns_in_node_tests_that_leave_assertions_running_are_not_findings(re
     assert scan(path, base) == []
 
 
+@pytest.mark.parametrize("name, old, new, expected", [
+    ("tests/test_a.py", "    value = 1\n",
+     "    monkeypatch.setattr(app, 'one', lambda: 1)\n    value = app.one()\n",
+     "tests/test_a.py:5: one replaced in test_one: its assertions check the replacement, not "
+     "the code"),
+    ("tests/test_a.py", "def test_two():\n    assert 2 == 2\n",
+     "def test_two():\n    with mock.patch('src.app.double', return_value=2):\n"
+     "        assert double(1) == 2\n",
+     "tests/test_a.py:10: double replaced in test_two"),
+    ("tests/test_a.py", "def test_two():\n",
+     "@mock.patch.object(Calc, 'two', return_value=2)\ndef test_two(two):\n"
+     "    assert Calc().two() == 2\n",
+     "tests/test_a.py:9: two replaced in test_two"),
+    ("tests/test_a.py", "    value = 1\n",
+     "    mocker.patch.object(Calc, 'one', return_value=1)\n    calc = Calc()\n"
+     "    assert calc.one() == 1\n    value = 1\n",
+     "tests/test_a.py:5: one replaced in test_one"),
+    ("test/a.test.js", "  assert.strictEqual",
+     "  jest.spyOn(math, 'sum').mockReturnValue(2);\n  assert.strictEqual(math.sum(1, 1), 2);\n"
+     "  assert.strictEqual",
+     "test/a.test.js:5: sum replaced in adds"),
+    ("test/a.test.js", "  assert.strictEqual",
+     "  math.sum = vi.fn(() => 2);\n  expect(math.sum(1, 1)).toBe(2);\n  assert.strictEqual",
+     "test/a.test.js:5: sum replaced in adds"),
+], ids=["monkeypatch", "patch-in-with", "patch-object-decorator", "instance", "jest-spyon",
+        "assigned-vi-fn"])
+def test_a_test_made_to_check_a_replacement_of_the_code_is_found(repo, name, old, new,
+                                                                 expected):
+    """A test that replaces a function and then asserts on that function's result passes
+    whatever the code does."""
+    path, base = repo
+    edit(path, name, old, new)
+    assert any(t.startswith(expected) for t in texts(scan(path, base))), texts(scan(path, base))
+
+
+def test_replacing_a_dependency_or_spying_through_is_no_finding(repo):
+    """Replacing what the code under test calls, a spy that calls the real function, a mock's
+    own checks, a test client's `patch`, and a replacement after the last assertion leave the
+    assertions checking the code."""
+    path, base = repo
+    edit(path, "tests/test_a.py", "    value = 1\n", textwrap.indent(textwrap.dedent("""\
+        monkeypatch.setattr(subprocess, "run", fake_run)
+        mocker.patch("src.app.fetch", return_value=1)
+        assert cli.run(["x"]) == 0
+        code = cli.run(["y"])
+        assert code == 0
+        api.get.assert_called_once_with("x")
+        client.patch("double")
+        assert double(1) == 2
+        value = 1
+        """), "    "))
+    edit(path, "tests/test_a.py", "    assert 2 == 2\n",
+         "    assert 2 == 2\n    monkeypatch.setattr(calc, 'two', lambda: 2)\n")
+    edit(path, "test/a.test.js", "  assert.strictEqual(1 + 1, 2);\n",
+         "  jest.spyOn(math, 'sum');\n  assert.strictEqual(math.sum(1, 1), 2);\n"
+         "  assert.strictEqual(1 + 1, 2);\n")
+    assert scan(path, base) == []
+
+
 @pytest.mark.parametrize("old, new, expected", [
     ("\tif Add", "\tif true {\n\t\treturn\n\t}\n\tif Add",
      "calc_test.go:6: return added in TestAdd: the assertions after it no longer run"),
