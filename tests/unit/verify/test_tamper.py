@@ -210,20 +210,20 @@ def test_returns_in_node_tests_that_leave_assertions_running_are_not_findings(re
 @pytest.mark.parametrize("name, old, new, expected", [
     ("tests/test_a.py", "    value = 1\n",
      "    monkeypatch.setattr(app, 'one', lambda: 1)\n    value = app.one()\n",
-     "tests/test_a.py:5: one replaced in test_one: its assertions check the replacement, not "
+     "tests/test_a.py:7: one replaced in test_one: its assertions check the replacement, not "
      "the code"),
     ("tests/test_a.py", "def test_two():\n    assert 2 == 2\n",
      "def test_two():\n    with mock.patch('src.app.double', return_value=2):\n"
      "        assert double(1) == 2\n",
-     "tests/test_a.py:10: double replaced in test_two"),
+     "tests/test_a.py:12: double replaced in test_two"),
     ("tests/test_a.py", "def test_two():\n",
      "@mock.patch.object(Calc, 'two', return_value=2)\ndef test_two(two):\n"
      "    assert Calc().two() == 2\n",
-     "tests/test_a.py:9: two replaced in test_two"),
+     "tests/test_a.py:11: two replaced in test_two"),
     ("tests/test_a.py", "    value = 1\n",
      "    mocker.patch.object(Calc, 'one', return_value=1)\n    calc = Calc()\n"
      "    assert calc.one() == 1\n    value = 1\n",
-     "tests/test_a.py:5: one replaced in test_one"),
+     "tests/test_a.py:7: one replaced in test_one"),
     ("test/a.test.js", "  assert.strictEqual",
      "  jest.spyOn(math, 'sum').mockReturnValue(2);\n  assert.strictEqual(math.sum(1, 1), 2);\n"
      "  assert.strictEqual",
@@ -231,15 +231,27 @@ def test_returns_in_node_tests_that_leave_assertions_running_are_not_findings(re
     ("test/a.test.js", "  assert.strictEqual",
      "  math.sum = vi.fn(() => 2);\n  expect(math.sum(1, 1)).toBe(2);\n  assert.strictEqual",
      "test/a.test.js:5: sum replaced in adds"),
+    # a name the test file imports, replaced where the test looks it up
+    ("tests/test_a.py", "    value = 1\n",
+     "    monkeypatch.setattr(sys.modules[__name__], 'one', lambda: 1)\n    value = one()\n",
+     "tests/test_a.py:7: one replaced in test_one"),
+    ("tests/test_a.py", "    value = 1\n", "    one = lambda: 1\n    value = one()\n",
+     "tests/test_a.py:7: one replaced in test_one"),
+    ("tests/test_a.py", "    value = 1\n", "    def one():\n        return 1\n\n"
+     "    value = one()\n", "tests/test_a.py:7: one replaced in test_one"),
 ], ids=["monkeypatch", "patch-in-with", "patch-object-decorator", "instance", "jest-spyon",
-        "assigned-vi-fn"])
+        "assigned-vi-fn", "module-of-the-test", "name-bound-again", "nested-def"])
 def test_a_test_made_to_check_a_replacement_of_the_code_is_found(repo, name, old, new,
                                                                  expected):
     """A test that replaces a function and then asserts on that function's result passes
-    whatever the code does."""
+    whatever the code does (the Python test file imports `one` by name first)."""
     path, base = repo
+    if name == "tests/test_a.py":
+        edit(path, name, "import pytest\n", "import pytest\n\nfrom src.app import one\n")
+        base = commit(path, "the test imports one")
     edit(path, name, old, new)
-    assert any(t.startswith(expected) for t in texts(scan(path, base))), texts(scan(path, base))
+    found = texts(scan(path, base))
+    assert any(t.startswith(expected) for t in found), found
 
 
 def test_replacing_a_dependency_or_spying_through_is_no_finding(repo):
