@@ -262,6 +262,53 @@ def test_a_parallel_session_may_finish_its_task_through_current_task_json(
     assert git(git_repo, "ls-files", ".ralph", env=base_env) == ""   # never committed
 
 
+# p1's session tries to finish and to fail p2 while p2's session works on it, then does its own
+REACH_ACROSS = r"""
+tid=$(cat "$RALPH_FROZEN_IDS_FILE")
+wait_for() { i=0; while [ ! -e "$1" ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done; }
+if [ "$tid" = p1 ]; then
+  wait_for "$SYNC/p2-started"
+  "$RALPH_TASK_SCRIPT" done p2 --result '{"commit":"none"}' 2> "$SYNC/done.err"
+  echo $? > "$SYNC/done.rc"
+  "$RALPH_TASK_SCRIPT" fail p2 --reason "looks stuck" 2> "$SYNC/fail.err"
+  echo $? > "$SYNC/fail.rc"
+  echo "$RALPH_AGENT_ID" > "$SYNC/p1.agent"
+  touch "$SYNC/tried"
+else
+  echo "$RALPH_AGENT_ID" > "$SYNC/p2.agent"
+  touch "$SYNC/p2-started"
+  wait_for "$SYNC/tried"
+fi
+echo "$tid" >> "out-$tid.txt"
+git add -A >/dev/null && git commit -qm "work on $tid" >/dev/null
+"$RALPH_TASK_SCRIPT" done "$tid" >/dev/null
+"""
+
+
+def test_a_parallel_session_cannot_finish_or_fail_another_sessions_task(
+        run_ralph, run_task, setup, tmp_path):
+    """The sessions share the SQLite backlog, which has no fencing tokens: each presents its
+    agent's claims file, and a `done` or `fail` of a task another session's agent holds is
+    refused, writing nothing; that session goes on and finishes it."""
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    create(run_task, {"p1": "a", "p2": "b"})
+    proc = run_ralph("build", "--parallel", "2",
+                     env={**setup, "STUB_ACTION": REACH_ACROSS, "SYNC": str(sync)}, timeout=90)
+    assert proc.returncode == 0, proc.stderr
+    assert last_line(proc.stdout) == "All tasks complete. Exiting loop."
+    one, two = ((sync / f"p{n}.agent").read_text().strip() for n in (1, 2))
+    refusal = (f"Error: task 'p2' is held by agent '{two}', not by this session's agent "
+               f"'{one}': nothing written\n")
+    for step in ("done", "fail"):
+        assert (sync / f"{step}.rc").read_text() == "1\n"
+        assert (sync / f"{step}.err").read_text() == refusal
+    tasks = export(run_task)
+    assert [t["status"] for t in tasks.values()] == ["done", "done"]
+    assert (tasks["p2"]["retry_count"], tasks["p2"]["fail_reason"]) == (0, None)
+    assert tasks["p2"]["result"] is None          # its own `done`, not the refused one
+
+
 @pytest.mark.parametrize("assign", [False, True])
 def test_with_assign_a_parallel_runs_done_tasks_are_archived_with_their_sessions_commits(
         run_ralph, run_task, setup, git_repo, assign):

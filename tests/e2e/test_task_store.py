@@ -226,6 +226,29 @@ def test_bad_input_never_writes(run_task, db, args, stdin, code, error):
     assert dump(db) == before
 
 
+def test_a_sessions_done_or_fail_of_a_task_another_agent_holds_is_refused(run_task, db,
+                                                                          tmp_path):
+    """A session presents its agent's claims file (every agent of a --parallel run does): it
+    may not finish or fail the task another session's agent holds, on either store. A call
+    without one (a person at a terminal) is the spec's: no assignee check."""
+    def session(agent: str) -> dict[str, str]:
+        return {"RALPH_AGENT_ID": agent, "RALPH_CLAIMS_FILE": str(tmp_path / f"claims-{agent}")}
+
+    ok(run_task("create", "a", "A"))
+    ok(run_task("create", "b", "B"))
+    ok(run_task("claim", "a", env=session("one")))
+    before = dump(db)
+    for args in (["done", "a", "--result", '{"commit":"abc"}'], ["fail", "a", "--reason", "x"]):
+        fails(run_task(*args, env=session("two")), 1, "Error: task 'a' is held by agent 'one', "
+              "not by this session's agent 'two': nothing written\n")
+    assert dump(db) == before
+    fails(run_task("renew", "a", env=session("two")), 1,          # the spec's own check
+          "Error: agent 'two' is not the assignee of task 'a'\n")
+    assert ok(run_task("done", "a", env=session("one"))) == "done a\n"
+    ok(run_task("claim", "b", env=session("one")))
+    assert ok(run_task("fail", "b", env={"RALPH_AGENT_ID": "two"})) == "failed b\n"
+
+
 def test_expired_lease_written_by_waiting_is_taken_over(run_task, db):
     ok(run_task("create", "a", "A"))
     ok(run_task("claim", "--lease", "0", "--agent", "one"))

@@ -79,10 +79,12 @@ def claims_file(ralph_dir: Path, run_id: str, agent: str) -> Path:
 
 def as_agent(env: Mapping[str, str], ralph_dir: Path, run_id: str,
              agent: str) -> dict[str, str]:
-    """env for a task call made as `agent` of the run: its claims file presented, so a claim
-    made for it records its token there, and its `done`, `fail` and `renew` are refused once
-    another host holds the task."""
-    return {**env, "RALPH_CLAIMS_FILE": str(claims_file(ralph_dir, run_id, agent))}
+    """env for a task call made as `agent` of the run: its id, and its claims file presented,
+    so a claim made for it records its token there, its `done`, `fail` and `renew` are refused
+    once another host holds the task, and its `done` and `fail` of a task another agent holds
+    are refused."""
+    return {**env, "RALPH_CLAIMS_FILE": str(claims_file(ralph_dir, run_id, agent)),
+            "RALPH_AGENT_ID": agent}
 
 
 def beat_interval(lease_s: float) -> float:

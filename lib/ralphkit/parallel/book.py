@@ -106,14 +106,15 @@ class Book:
 
     # ------------------------------------------------------------------ task calls
     def call(self, *args: str, agent: str | None = None) -> tuple[bool, str]:
-        """A task call; with `agent`, as that agent: its claims file presented (fleet)."""
+        """A task call; with `agent`, as that agent: its claims file presented (agent_env)."""
         result = self.s.task.call(*args, env=self.agent_env(agent))
         return result.ok, result.output
 
     def agent_env(self, agent: str | None) -> dict[str, str]:
-        """The run's environment, with `agent`'s claims file on a fleet's store, so a claim
-        ralph makes for a session and the session's own `done` hold the same token."""
-        if not agent or not self.s.lease_s:
+        """The run's environment as `agent` (fleet_store.as_agent: its id, its claims file), so
+        a claim ralph makes for a session and the session's own `done` hold the same token,
+        and one session's `done` or `fail` of another's task is refused, on every store."""
+        if not agent:
             return self.s.env
         return fleet_store.as_agent(self.s.env, self.ralph_dir, self.state.run_id, agent)
 

@@ -120,6 +120,16 @@ def _active(conn, task, held: int | None) -> dict:
     return task
 
 
+def _held(ctx: Ctx, conn, task, held: int | None) -> dict:
+    """task, when it is active and the caller may finish it: it holds the task's claim (its
+    token, claims.py), or it presents no token for it and is not a session another agent's
+    task is out of bounds for (claims.other_holder)."""
+    task = _active(conn, task, held)
+    if held is None and (refusal := claims.other_holder(ctx.environ, task)):
+        raise refusal
+    return task
+
+
 def _fenced_update(conn, ctx: Ctx, task, held: int | None, sets: str, params: tuple) -> None:
     """UPDATE tasks SET sets of task, only while the caller's claim is still the task's: a
     claim taken meanwhile (another host, after the lease expired) refuses it, nothing written."""
@@ -180,8 +190,8 @@ def done(ctx: Ctx, argv: Sequence[str]) -> str:
         task = q.existing_task(conn, ctx.scope, slug)
         if held is not None and (task["status"], task["claim_version"]) == ("done", held):
             return  # this claim's `done` again: its answer was lost with the connection
-        _fenced_update(conn, ctx, _active(conn, task, held), held, "status = 'done', result = ?, "
-                       "updated_at = datetime('now')", (result,))
+        _fenced_update(conn, ctx, _held(ctx, conn, task, held), held,
+                       "status = 'done', result = ?, updated_at = datetime('now')", (result,))
     db.write(ctx.conn, act)
     return f"done {slug}\n"
 
@@ -193,7 +203,7 @@ def fail(ctx: Ctx, argv: Sequence[str]) -> str:
     held = _token(ctx, slug)
 
     def act(conn):
-        task = _active(conn, q.existing_task(conn, ctx.scope, slug), held)
+        task = _held(ctx, conn, q.existing_task(conn, ctx.scope, slug), held)
         _fenced_update(conn, ctx, task, held, "status = 'open', assignee = NULL, "
                        "lease_expires_at = NULL, retry_count = coalesce(retry_count, 0) + 1, "
                        "fail_reason = ?, updated_at = datetime('now')", (reason,))

@@ -4,7 +4,9 @@ gives when another host takes its task, and fencing tokens. Every claim bumps th
 `claim_version`; the claimer's token (slug and version) goes to `$RALPH_CLAIMS_FILE`, which a
 ralph run gives each agent; `renew`, `done` and `fail` present it, and a holder whose claim was
 superseded is refused and writes nothing. A call without a token (an operator at a
-terminal) is not fenced. The SQLite store has none of this (one machine, one run lock).
+terminal) is not fenced. A caller presenting a claims file without a token for the task (a
+session of ralph's, on the SQLite store too, which has no claim versions) may finish only a
+task its own agent holds (other_holder): the sessions of a `--parallel` run share a backlog.
 Does not own the commands (build_cmds.py) or the claimable predicate and its walks
 (queries.py)."""
 from __future__ import annotations
@@ -98,6 +100,17 @@ def token(environ: Mapping[str, str], cwd: str, slug: str) -> int | None:
     return found
 
 
+def other_holder(environ: Mapping[str, str], task) -> TaskError | None:
+    """The refusal of a session's `done` or `fail` (it presents a claims file, as every agent
+    of a `--parallel` run and of a fleet does) of an active task another agent holds; None
+    when the caller presents none or its agent holds the task."""
+    agent = environ.get("RALPH_AGENT_ID", "")
+    if not environ.get("RALPH_CLAIMS_FILE") or not task["assignee"] or task["assignee"] == agent:
+        return None
+    return TaskError(f"task '{task['slug']}' is held by agent '{task['assignee']}', not by this "
+                     f"session's agent '{agent}': nothing written")
+
+
 def superseded(conn, task, held: int) -> TaskError:
     """The refusal of a holder whose claim `held` is no longer the task's claim."""
     row = conn.execute("SELECT hostname FROM agents WHERE id = ?",
@@ -110,4 +123,4 @@ def superseded(conn, task, held: int) -> TaskError:
                      "nothing written")
 
 
-__all__ = ["claim", "record", "token", "superseded"]
+__all__ = ["claim", "record", "token", "other_holder", "superseded"]
