@@ -75,10 +75,10 @@ def replaced(lines: list[str]) -> list[tuple[int, str, str]]:
     found = []
     imported = _imported(lines)
     for test, first, body in test_bodies.bodies(lines):
-        above = first - 1
-        while above > 0 and _DECORATOR.match(lines[above - 1]):
-            above -= 1
-        tops = [(no, lines[no - 1]) for no in range(above, first)]
+        top = first                           # the first of the test's decorators
+        while top > 1 and _DECORATOR.match(lines[top - 2]):
+            top -= 1
+        tops = [(no, lines[no - 1]) for no in range(top, first)]
         for no, text in tops + [(at, text) for at, _, text in body]:
             if (replacement := _replacement(text, imported)) and _checked(body, no, *replacement):
                 found.append((no, test, replacement[0]))
@@ -89,28 +89,27 @@ def _checked(body: list[tuple[int, int, str]], since: int, name: str,
              owner: str | None) -> bool:
     """Whether an assertion of the body after line `since` checks what `name` returns: calls
     it, or names a variable a call of it was assigned to (`result = calc.add(1, 2)`)."""
+    held = set()                              # the owner and the test's instances of it
+    if owner is not None:
+        made = re.compile(rf"^\s*(?:(?:const|let|var)\s+)?(?P<var>[\w$]+)\s*=\s*(?:new\s+)?"
+                          rf"(?:[\w$.]*\.)?{re.escape(owner)}\s*\(")
+        held = {owner} | {m.group("var") for _, _, text in body if (m := made.match(text))}
     results: set[str] = set()
     for at, _, text in body:
         if at <= since:
             continue
         if is_assertion(text):
-            if _calls(text, name, owner, body) or any(
+            if _calls(text, name, held) or any(
                     re.search(rf"(?<![\w$.]){re.escape(var)}(?![\w$])", text) for var in results):
                 return True
-        elif (m := _ASSIGNED.match(text)) and _calls(text, name, owner, body):
+        elif (m := _ASSIGNED.match(text)) and _calls(text, name, held):
             results.add(m.group("var"))
     return False
 
 
-def _calls(line: str, name: str, owner: str | None,
-           body: list[tuple[int, int, str]]) -> bool:
-    """Whether the line calls `name` as the function `owner` held (None: unknown, so only a
-    bare call is that function)."""
-    held = set()
-    if owner is not None:
-        made = re.compile(rf"^\s*(?:(?:const|let|var)\s+)?(?P<var>[\w$]+)\s*=\s*(?:new\s+)?"
-                          rf"(?:[\w$.]*\.)?{re.escape(owner)}\s*\(")
-        held = {owner} | {m.group("var") for _, _, text in body if (m := made.match(text))}
+def _calls(line: str, name: str, held: set[str]) -> bool:
+    """Whether the line calls `name` bare or on one of `held` (empty when the owner is
+    unknown: only a bare call is that function then)."""
     for m in re.finditer(rf"(?<![\w$]){re.escape(name)}\s*\(", line):
         before = line[:m.start()]
         if not before.rstrip().endswith("."):
