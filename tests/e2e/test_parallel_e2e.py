@@ -309,6 +309,25 @@ def test_a_parallel_session_cannot_finish_or_fail_another_sessions_task(
     assert tasks["p2"]["result"] is None          # its own `done`, not the refused one
 
 
+def test_a_task_its_session_deleted_instead_of_finishing_is_named_not_counted_done(
+        run_ralph, run_task, setup, git_repo):
+    delete_p2 = ('tid=$(cat "$RALPH_FROZEN_IDS_FILE")\n'
+                 '[ "$tid" = p2 ] && "$RALPH_TASK_SCRIPT" delete p2 >/dev/null && exit 0\n'
+                 + ACTION)
+    create(run_task, {"p1": "a", "p2": "b"})
+    proc = run_ralph("build", "--parallel", "2", env={**setup, "STUB_ACTION": delete_p2},
+                     timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    line = "task p2: deleted by the session's agent, not finished (nothing verified it)"
+    assert f"[p2] {line}\n" in proc.stderr
+    assert "[p2] deleted: the session left the task deleted\n" in proc.stdout
+    [run] = (git_repo / ".ralph" / "runs").iterdir()
+    logged = [e for e in read_jsonl(run / "events.jsonl") if e.get("kind") == "deleted"]
+    assert [(e["task"], e["message"]) for e in logged] == [("p2", line)]
+    tasks = {t["id"]: t for t in json.loads(run_ralph("report", "--json").stdout)["tasks"]}
+    assert (tasks["p1"]["outcome"], tasks["p2"]["outcome"]) == ("done", "deleted")
+
+
 @pytest.mark.parametrize("assign", [False, True])
 def test_with_assign_a_parallel_runs_done_tasks_are_archived_with_their_sessions_commits(
         run_ralph, run_task, setup, git_repo, assign):

@@ -93,6 +93,32 @@ TWO_TASKS = """\
 """
 
 
+DELETES_ITS_TASK = """\
+#!/bin/sh
+id=$("$RALPH_TASK_SCRIPT" claim | sed -n 's/^id: //p' | head -1)
+[ "$id" = "t2" ] && "$RALPH_TASK_SCRIPT" delete t2 > /dev/null && exit 0
+"$RALPH_TASK_SCRIPT" done "$id" --result '{"commit":"abc1234def0"}' > /dev/null
+"""
+
+
+def test_a_task_the_agent_deleted_instead_of_finishing_is_named_and_reported(
+        git_repo, run_ralph, backlog, bin_dir):
+    """Deleting its task ends the backlog as surely as finishing it, without the work and past
+    any verification: the session's end says so, and the report shows the task deleted."""
+    (bin_dir / "claude").write_text(DELETES_ITS_TASK)
+    proc = run_ralph("build", "-n", "5")
+    assert proc.returncode == 0, proc.stderr
+    line = "task t2: deleted by the session's agent, not finished (nothing verified it)"
+    assert line + "\n" in proc.stderr and line not in proc.stdout
+    [logged] = [e for e in events(git_repo) if e.get("kind") == "deleted"]
+    assert (logged["task"], logged["message"]) == ("t2", line)
+    tasks = {t["id"]: t for t in json.loads(run_ralph("report", "--json").stdout)["tasks"]}
+    assert (tasks["t1"]["outcome"], tasks["t2"]["outcome"]) == ("done", "deleted")
+    assert tasks["t2"]["notices"] == [f"deleted: {line}"]
+    md = (run_dir(git_repo) / "report.md").read_text()
+    assert "| t2 | Second, failing | deleted |" in md
+
+
 def test_a_session_that_took_two_tasks_and_finished_one_is_told_task_by_task(
         git_repo, run_ralph, backlog, bin_dir):
     """The session's end names which task ended how: the report does not give the finished

@@ -1,7 +1,8 @@
 """Owns reading the task CLI's answers (ralph-cli.md s.9, s.15; task-cli.md s.8, s.9.9): the
 scope lines of `_get-scope`, the slugs of `list --markdown`, the open/active counts of
-`plan-status`, whole task records from `_export-json`, `show` and markdown-KV; and the one
-reason the loop gives `task fail` for a session that did not finish its task. Pure functions
+`plan-status`, whole task records from `_export-json`, `show` and markdown-KV; the one
+reason the loop gives `task fail` for a session that did not finish its task, and the notice
+for a task the session's agent deleted instead (both loops). Pure functions
 over text, which is split on "\n" only (never splitlines(): a title or description may hold
 U+2028 and other characters splitlines() breaks on). Knows nothing of how the calls are made.
 
@@ -27,6 +28,7 @@ import re
 from dataclasses import dataclass
 
 FAIL_REASON = "session exited without completing task"     # ralph-cli.md s.15.5
+DELETED_NOTICE = "task {}: deleted by the session's agent, not finished (nothing verified it)"
 
 _INTS = ("priority", "retry_count")
 

@@ -82,10 +82,11 @@ class RunContext:
     def session_stem(self) -> str:
         return f"{self.run_stamp}-{os.getpid()}-{self.mode}-{self.sessions:03d}"
 
-    def notice(self, kind: str, message: str) -> None:
-        """A feature's notice: stderr (stdout stays ralph.sh's) and a `log` event."""
+    def notice(self, kind: str, message: str, task: str | None = None) -> None:
+        """A feature's notice: stderr (stdout stays ralph.sh's) and a `log` event (naming the
+        task it is about, when given)."""
         self.warn(message)
-        self.record("log", kind=kind, message=message)
+        self.record("log", kind=kind, message=message, **({"task": task} if task else {}))
 
     def record(self, event: str, **fields: object) -> None:
         """One line of this run's events.jsonl."""

@@ -24,7 +24,7 @@ from ralphkit.session import fresh_start
 from ralphkit.session import heartbeat
 from ralphkit.session import respawn
 from ralphkit.session import run as session
-from ralphkit.backlog.answers import FAIL_REASON
+from ralphkit.backlog.answers import DELETED_NOTICE, FAIL_REASON
 
 WAITING = "Waiting for {agent} to finish cleanup... Press Ctrl+C again to force quit."
 # Flags a --parallel run has no use for (docs/parallel.md), and why.
@@ -103,11 +103,15 @@ def record_session(ctx: RunContext, result: session.SessionResult, failed: list[
     """The session's outcome in the run state and progress record. The tasks are read back
     (read-only, no task call): those the crash-safety step (or a feature) failed, those this
     agent marked done since the session started, and those a `task fail` of the agent put back
-    (the build skill's way to give up: a failed attempt with the agent's reason)."""
+    (the build skill's way to give up: a failed attempt with the agent's reason). A task of
+    this agent's it deleted instead is a notice."""
     completed, gave_up = [], {}
     if ctx.agent_id and ctx.task.embedded:
         completed = backlog_readonly.finished_by(ctx.agent_id, ctx.run.session_since,
                                                  environ=ctx.env, cwd=ctx.cwd)
+        for slug in backlog_readonly.deleted_by(ctx.agent_id, ctx.run.session_since,
+                                                environ=ctx.env, cwd=ctx.cwd):
+            ctx.notice("deleted", DELETED_NOTICE.format(slug), task=slug)   # never silent
     if _reads_back(ctx):
         gave_up = {slug: why for slug, why in backlog_readonly.failed_since(
             ctx.run.retries_before, ctx.run.session_since, environ=ctx.env,

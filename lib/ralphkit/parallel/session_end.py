@@ -156,6 +156,9 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
         prior = x.task.get("retry_count")                            # (the record counts it)
     else:
         ok, message = status == "deleted", f"the session left the task {status}"
+        if status == "deleted":                       # not done, never verified: never silent
+            book.s.warn(f"[{tid}] {answers.DELETED_NOTICE.format(tid)}")
+            book.event("log", kind="deleted", task=tid, message=answers.DELETED_NOTICE.format(tid))
     if attempt and how.kind not in outcome.NOT_AN_ATTEMPT:
         held = book.s.night.attempt_failed(tid, message, prior)
     try:
@@ -165,16 +168,18 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     book.free_agents.append(x.agent)
     book.state.iteration += 1                      # sessions ended, as the loop's k
     entry = {"task": tid, "at": run_state.utc_now(), "agent": x.agent, "n": x.n,
-             "branch": x.wt.branch, "exit_code": result.returncode}
+             "branch": x.wt.branch, "exit_code": result.returncode,
+             **({"outcome": "deleted"} if status == "deleted" else {})}
     (book.state.completed if ok else book.state.failed).append(
         entry if ok else {**entry, "reason": message})
     summary = result.summary
     resume = {"resume_at": hit.reset_at.isoformat()} if hit and hit.reset_at else {}
     stopped = result.interrupted and not ok          # as the single loop: no failure counted
     progress.keep_outcome(book.state, x.n, how.kind, how.detail, not ok)   # for progress.md
+    ended = ("deleted" if status == "deleted" else "completed" if ok
+             else "interrupted" if stopped else "failed")
     book.event("session_end", n=x.n, task=tid, exit_code=result.returncode,
-               duration_s=round(time.monotonic() - x.clock, 3),
-               outcome="completed" if ok else "interrupted" if stopped else "failed",
+               duration_s=round(time.monotonic() - x.clock, 3), outcome=ended,
                reason=message, **{"class": how.kind, "detail": how.detail,
                                   "counts_as_failure": how.counts_as_failure and not stopped},
                **resume,
@@ -183,7 +188,7 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     book.save()
     if x.pidfile:
         x.pidfile.unlink(missing_ok=True)
-    book.s.say(f"[{tid}] {'done' if ok else 'interrupted' if stopped else 'failed'}: {message}")
+    book.s.say(f"[{tid}] {'done' if ended == 'completed' else ended}: {message}")
     return outcome.Outcome(how.kind, message, not ok and not stopped), how, hit
 
 

@@ -13,7 +13,7 @@ from ralphkit.report.model import Report, Task
 
 MAX_POINTS = 240
 MAX_BARS = 48
-_RANK = {"failed": 0, "held": 1, "running": 2, "not finished": 3, "done": 4}
+_RANK = {"failed": 0, "held": 1, "deleted": 2, "running": 3, "not finished": 4, "done": 5}
 
 
 def _thin(items: list, limit: int) -> list:
@@ -59,10 +59,10 @@ def per_hour(report: Report, limit: int = MAX_BARS) -> tuple[float, list[Counter
 
 
 def ordered_tasks(report: Report) -> list[Task]:
-    """What needs a look first: failed, held, running, unfinished, then done; each in the
-    order the run met them."""
+    """What needs a look first: failed, held, deleted, running, unfinished, then done; each
+    in the order the run met them."""
     tasks = list(report.tasks.values())
-    return sorted(tasks, key=lambda t: _RANK.get(t.outcome, 3))
+    return sorted(tasks, key=lambda t: _RANK.get(t.outcome, _RANK["not finished"]))
 
 
 def sparkline(values: list[float], width: int = 48) -> str:

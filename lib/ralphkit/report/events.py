@@ -189,6 +189,10 @@ class Builder:
         elif kind == "task_held" and task_id:
             task = self.task(task_id)
             task.outcome, task.hold_reason = "held", message
+        elif kind == "deleted" and task_id:
+            task = self.task(task_id)
+            task.outcome = "deleted"
+            task.notices.append(f"{kind}: {message}")
         elif kind == "stop":
             self.r.stops.append(message)
         elif kind in ("resume", "interrupted_run") and task_id:

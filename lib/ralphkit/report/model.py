@@ -40,7 +40,7 @@ class Task:
     id: str
     title: str | None = None
     status: str | None = None           # in the backlog now: open, active, done ...
-    outcome: str = "not finished"       # done, failed, held, running, not finished
+    outcome: str = "not finished"       # done, failed, held, deleted, running, not finished
     attempts: int = 0
     commits: list[str] = field(default_factory=list)
     cost_usd: float = 0.0

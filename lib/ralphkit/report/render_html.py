@@ -35,6 +35,7 @@ th,td{border:1px solid #ddd;padding:4px 6px;text-align:left;vertical-align:top}
 td.n{text-align:right;white-space:nowrap}th{background:#eee;position:sticky;top:0}
 tr.failed td:first-child{border-left:4px solid #c62828}
 tr.held td:first-child{border-left:4px solid #ef6c00}
+tr.deleted td:first-child{border-left:4px solid #6d4c41}
 tr.done td:first-child{border-left:4px solid #2e7d32}
 .why{max-width:420px;overflow-wrap:anywhere}.note{color:#666;font-size:.85em}
 ul{padding-left:1.2em}
