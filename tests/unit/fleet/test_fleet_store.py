@@ -38,8 +38,10 @@ def test_each_agent_has_its_own_claims_file_in_the_run_directory(tmp_path: Path)
     runs = tmp_path / "runs" / "r1"
     assert store.claims_file(tmp_path, "r1", "8f3e") == runs / "claims-8f3e.txt"
     assert store.claims_file(tmp_path, "r1", "a/../b") == runs / "claims-a_.._b.txt"
-    assert store.as_agent({"A": "1"}, tmp_path, "r1", "8f3e") == {
-        "A": "1", "RALPH_CLAIMS_FILE": str(runs / "claims-8f3e.txt")}
+    # a call as the agent: its claims file and its id (a call made for another agent's
+    # session, as the run's crash-safety `fail` is, is that agent's)
+    assert store.as_agent({"A": "1", "RALPH_AGENT_ID": "run"}, tmp_path, "r1", "8f3e") == {
+        "A": "1", "RALPH_CLAIMS_FILE": str(runs / "claims-8f3e.txt"), "RALPH_AGENT_ID": "8f3e"}
 
 
 @pytest.mark.parametrize("lease,interval", [(3, 1), (600, 200), (3600, 200), (90, 30)])
