@@ -326,6 +326,8 @@ def test_a_task_its_session_deleted_instead_of_finishing_is_named_not_counted_do
     assert [(e["task"], e["message"]) for e in logged] == [("p2", line)]
     tasks = {t["id"]: t for t in json.loads(run_ralph("report", "--json").stdout)["tasks"]}
     assert (tasks["p1"]["outcome"], tasks["p2"]["outcome"]) == ("done", "deleted")
+    assert json.loads(run_ralph("status", "--json").stdout)["completed"] == 1
+    assert "- Completed: 1\n" in (git_repo / ".ralph" / "progress.md").read_text()
 
 
 @pytest.mark.parametrize("assign", [False, True])

@@ -66,7 +66,7 @@ def read_status(ralph_dir: Path, named: str | None = None) -> dict[str, Any]:
         "iteration": state.iteration if state else None,
         "maxIterations": state.max_iterations if state else None,
         "sessionsStarted": state.sessions_started if state else None,
-        "completed": len(state.completed) if state else None,
+        "completed": len(state.tasks_done()) if state else None,
         "failed": len(state.failed) if state else None,
         "currentTask": active.get("task") if active else None,
         "active": active,

@@ -33,7 +33,7 @@ def _apply_state(r: Report, state: run_state.RunState, running: bool) -> None:
         r.ended = _same_moment(epoch(state.ended_at), r.ended) or r.ended
     else:
         r.status, r.ended = ("running" if running else "interrupted"), None
-    done = {e["task"] for e in state.completed if e.get("outcome") != "deleted"}
+    done = {e["task"] for e in state.tasks_done()}
     for task_id in done:
         task = r.tasks.get(task_id) or r.tasks.setdefault(task_id, Task(task_id))
         task.outcome = "done"

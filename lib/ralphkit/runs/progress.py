@@ -103,7 +103,7 @@ def render_progress(state: RunState) -> str:
         f"- Updated: {state.updated_at or state.started_at}",
         f"- Iteration: {limit}",
         f"- Sessions started: {state.sessions_started}",
-        f"- Completed: {len(state.completed)}",
+        f"- Completed: {len(state.tasks_done())}",
         f"- Failed: {len(state.failed)}",
     ]
     if state.resume_at:

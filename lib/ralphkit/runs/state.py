@@ -74,6 +74,12 @@ class RunState:
                 self.failed.append({**entry, "reason": reason or "failed"})
         self.active = None
 
+    def tasks_done(self) -> list[dict[str, Any]]:
+        """The completed entries whose task ended done: a --parallel session whose agent
+        deleted its task is among the completed ones (`outcome: deleted`: no failed attempt),
+        but its task is not done."""
+        return [e for e in self.completed if e.get("outcome") != "deleted"]
+
     def finish(self, exit_code: int, reason: str) -> None:
         self.ended_at, self.exit_code, self.exit_reason = utc_now(), exit_code, reason
         self.active = None
