@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import treehash
-from conftest import TASK, git
+from conftest import TASK, git, run_process
 from sourcehelp import (FLOWCTL, agent_env, claims, commit_all, flowctl_launcher,  # noqa: F401
                         tool)
 
@@ -85,6 +85,29 @@ def test_eight_concurrent_claims_take_each_task_exactly_once(flow, git_repo, bas
     assert sorted(won) == sorted(ids), [err for _, err in outs]
     assert sorted(p.returncode for p in procs) == [0] * 3 + [2] * 5
     assert set(statuses(flow).values()) == {"in_progress"}
+
+
+def test_a_sessions_done_or_fail_of_a_task_another_agent_holds_is_refused(
+        flow, git_repo, base_env, tmp_path):
+    """As on the embedded store (docs/parallel.md): a call presenting a claims file, as each
+    --parallel session's does, may not finish or fail a task another agent holds."""
+    tid = add(flow, "First")
+
+    def task(*args: str, agent: str) -> subprocess.CompletedProcess:
+        env = {**base_env, **flow.env, "RALPH_TASKS": "flowctl", "RALPH_AGENT_ID": agent,
+               "RALPH_CLAIMS_FILE": str(tmp_path / f"claims-{agent}")}
+        return run_process([sys.executable, str(TASK), *args], cwd=git_repo, env=env,
+                           timeout=300)
+
+    assert task("claim", tid, agent="one").returncode == 0
+    for args in (["done", tid, "--result", '{"commit":"abc"}'], ["fail", tid]):
+        proc = task(*args, agent="two")
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+            f"Error: task '{tid}' is held by agent 'one', not by this session's agent "
+            "'two': nothing written\n"))
+    assert statuses(flow) == {tid: "in_progress"}
+    assert task("done", tid, "--result", '{"commit":"abc"}', agent="one").returncode == 0
+    assert statuses(flow) == {tid: "done"}
 
 
 def test_a_frozen_scope_names_a_task_added_mid_run_and_dry_run_writes_nothing(

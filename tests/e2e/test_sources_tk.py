@@ -145,6 +145,28 @@ def test_eight_concurrent_claims_take_each_ticket_exactly_once(tk_repo, git_repo
     assert all(status(tk_repo, tid) == "in_progress" for tid in ids)
 
 
+def test_a_sessions_done_or_fail_of_a_ticket_another_agent_holds_is_refused(
+        tk_repo, git_repo, base_env, tmp_path):
+    """As on the embedded store (docs/parallel.md): a call presenting a claims file, as each
+    --parallel session's does, may not finish or fail a ticket another agent holds."""
+    ticket = tk_repo("create", "First")
+
+    def task(*args: str, agent: str) -> subprocess.CompletedProcess:
+        env = {**base_env, "RALPH_TASKS": "tk", "RALPH_AGENT_ID": agent,
+               "RALPH_CLAIMS_FILE": str(tmp_path / f"claims-{agent}")}
+        return run_process([sys.executable, str(TASK), *args], cwd=git_repo, env=env)
+
+    assert task("claim", ticket, agent="one").returncode == 0
+    for args in (["done", ticket, "--result", '{"commit":"abc"}'], ["fail", ticket]):
+        proc = task(*args, agent="two")
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+            f"Error: task '{ticket}' is held by agent 'one', not by this session's agent "
+            "'two': nothing written\n"))
+    assert status(tk_repo, ticket) == "in_progress"
+    assert task("done", ticket, agent="one").stdout == f"done {ticket}\n"
+    assert status(tk_repo, ticket) == "closed"
+
+
 def test_a_frozen_scope_names_a_ticket_added_mid_run(
         run_ralph, tk_repo, git_repo, base_env, agent_env, tmp_path):
     first = tk_repo("create", "First")

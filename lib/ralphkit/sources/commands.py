@@ -16,6 +16,7 @@ from ralphkit.sources import views
 from ralphkit.sources.base import ACTIVE, DONE, OPEN, Source, SourceError
 from ralphkit.sources.leases import Agents, Lease, Leases
 from ralphkit.tasks import args as A
+from ralphkit.tasks import claims
 from ralphkit.tasks import markdown as md
 from ralphkit.tasks.errors import TaskError, not_found
 
@@ -124,6 +125,15 @@ def _active(b: Backlog, task_id: str) -> dict:
     return r
 
 
+def _held(b: Backlog, task_id: str) -> dict:
+    """The task, when it is active and the caller may finish or fail it: not a session's call
+    on a task another agent holds (claims.other_holder), as on the embedded store."""
+    r = _active(b, task_id)
+    if refusal := claims.other_holder(b.environ, task_id, r["assignee"]):
+        raise refusal
+    return r
+
+
 def renew(b: Backlog, argv: Sequence[str]) -> str:
     task_id, rest = A.optional_id(argv)
     parsed = A.flags(rest, values=("--lease", "--agent"))
@@ -159,7 +169,7 @@ def done(b: Backlog, argv: Sequence[str]) -> str:
             result = None
         if not isinstance(result, dict) or result.get("commit") in (None, False):
             raise TaskError("result JSON must include a 'commit' key")
-    r = _active(b, task_id)
+    r = _held(b, task_id)
     agent = r["assignee"] or b.environ.get("RALPH_AGENT_ID", "")
     summary = (result or {}).get("summary") or (md.compact(result) if result else "")
     if b.source.name == "flowctl":
@@ -172,7 +182,7 @@ def done(b: Backlog, argv: Sequence[str]) -> str:
 def fail(b: Backlog, argv: Sequence[str]) -> str:
     task_id, rest = _id(argv, 'ralph task fail <id> [--reason "<text>"]')
     reason = A.flags(rest, values=("--reason",)).get("--reason", "")
-    _active(b, task_id)
+    _held(b, task_id)
     b.tool(b.source.release, task_id, reason)
     b.leases.drop(task_id)
     return f"failed {task_id}\n"

@@ -125,7 +125,8 @@ def _held(ctx: Ctx, conn, task, held: int | None) -> dict:
     token, claims.py), or it presents no token for it and is not a session another agent's
     task is out of bounds for (claims.other_holder)."""
     task = _active(conn, task, held)
-    if held is None and (refusal := claims.other_holder(ctx.environ, task)):
+    if held is None and (refusal := claims.other_holder(ctx.environ, task["slug"],
+                                                         task["assignee"])):
         raise refusal
     return task
 

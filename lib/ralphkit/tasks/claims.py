@@ -100,15 +100,16 @@ def token(environ: Mapping[str, str], cwd: str, slug: str) -> int | None:
     return found
 
 
-def other_holder(environ: Mapping[str, str], task) -> TaskError | None:
+def other_holder(environ: Mapping[str, str], slug: str, holder: str | None) -> TaskError | None:
     """The refusal of a session's `done` or `fail` (it presents a claims file, as every agent
-    of a `--parallel` run and of a fleet does) of an active task another agent holds; None
-    when the caller presents none or its agent holds the task."""
+    of a `--parallel` run and of a fleet does) of active task `slug`, which agent `holder`
+    holds, when that is another agent; None when the caller presents none or holds it. Every
+    store and task source asks it."""
     agent = environ.get("RALPH_AGENT_ID", "")
-    if not environ.get("RALPH_CLAIMS_FILE") or not task["assignee"] or task["assignee"] == agent:
+    if not environ.get("RALPH_CLAIMS_FILE") or not holder or holder == agent:
         return None
-    return TaskError(f"task '{task['slug']}' is held by agent '{task['assignee']}', not by this "
-                     f"session's agent '{agent}': nothing written")
+    return TaskError(f"task '{slug}' is held by agent '{holder}', not by this session's agent "
+                     f"'{agent}': nothing written")
 
 
 def superseded(conn, task, held: int) -> TaskError:
