@@ -23,8 +23,8 @@ _MOCK = r"(?<![\w.])(?:(?:mocker|mock|unittest\.mock)\.)?"
 _OBJECT = r"(?P<target>[^,'\"`]+?)\s*,\s*" + _Q + r"(?P<name>\w+)(?P=q)"   # (calc, "add"
 _PATH = r"f?" + _Q + r"(?P<target>[^'\"`]*)\.(?P<name>\w+)(?P=q)"          # ("app.calc.add"
 # Each gives the replaced function's name and what held it (`target`: a module, class or
-# object, named in full: `self.calc`, "app.calc"); a name the test file imports bound again
-# in a test is read by _IMPORTS and _REBOUND.
+# object, named in full: `self.calc`, "app.calc"); a name the test file imports (_IMPORTS)
+# bound again in a test is read by _ASSIGNED and _DEFINED.
 _REPLACEMENTS = (
     re.compile(r"\bmonkeypatch\.setattr\(\s*" + _OBJECT),
     re.compile(r"\bmonkeypatch\.setattr\(\s*" + _PATH),
@@ -37,11 +37,10 @@ _REPLACEMENTS = (
 )
 _DOTTED = re.compile(r"(?:[\w$]+\.)*(?P<last>[\w$]+)")
 # Names a test file imports (`from calc import add, sub as minus`, `import { add } from`,
-# `const { add } = require(`), and a test's own binding of one of them.
+# `const { add } = require(`).
 _IMPORTS = (re.compile(r"^\s*from\s+[\w.]+\s+import\s+\(?(?P<names>[^#)]*)"),
             re.compile(r"^\s*(?:import|(?:const|let|var))\s*\{(?P<names>[^}]*)\}\s*(?:from|=)"))
-_REBOUND = (r"^\s*(?:(?:const|let|var)\s+)?{name}\s*=(?!=)",
-            r"^\s*(?:async\s+)?(?:def|function)\s+{name}\s*\(")
+_DEFINED = re.compile(r"^\s*(?:async\s+)?(?:def|function)\s+(?P<var>[\w$]+)\s*\(")
 _DECORATOR = re.compile(r"^[ \t]*@")
 _ASSIGNED = re.compile(r"^\s*(?:(?:const|let|var)\s+)?(?P<var>[\w$]+)\s*=(?!=)")
 _OWNER_BEFORE = re.compile(r"(?:(?P<owner>[\w$]+)\s*|(?P<made>[\w$]+)\s*\([^()]*\)\s*)\.\s*$")
@@ -64,8 +63,8 @@ def _replacement(text: str, imported: set[str]) -> tuple[str, str | None] | None
     for m in (m for rx in _REPLACEMENTS if (m := rx.search(text))):
         owner = _DOTTED.fullmatch((m.groupdict().get("target") or "").strip())
         return m.group("name"), owner.group("last") if owner else None
-    return next(((name, None) for name in imported for rx in _REBOUND
-                 if re.match(rx.format(name=re.escape(name)), text)), None)
+    bound = _ASSIGNED.match(text) or _DEFINED.match(text)
+    return (bound.group("var"), None) if bound and bound.group("var") in imported else None
 
 
 def replaced(lines: list[str]) -> list[tuple[int, str, str]]:
