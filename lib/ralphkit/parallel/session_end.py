@@ -157,8 +157,9 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     else:
         ok, message = status == "deleted", f"the session left the task {status}"
         if status == "deleted":                       # not done, never verified: never silent
-            book.s.warn(f"[{tid}] {answers.DELETED_NOTICE.format(tid)}")
-            book.event("log", kind="deleted", task=tid, message=answers.DELETED_NOTICE.format(tid))
+            notice = answers.DELETED_NOTICE.format(tid)
+            book.s.warn(f"[{tid}] {notice}")
+            book.event("log", kind="deleted", task=tid, message=notice)
     if attempt and how.kind not in outcome.NOT_AN_ATTEMPT:
         held = book.s.night.attempt_failed(tid, message, prior)
     try:
