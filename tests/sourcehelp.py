@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
-from conftest import ROOT, git, install_stub
+from conftest import ROOT, TASK, git, install_stub, run_process
 
 VENDOR = Path(os.environ.get("RALPH_VENDOR_DIR") or ROOT.parent / "shared" / "vendor")
 TK = VENDOR / "ticket" / "tk"
@@ -77,3 +79,25 @@ def agent_env(bin_dir: Path, tmp_path: Path) -> dict[str, str]:
 def claims(tmp_path: Path) -> list[str]:
     path = tmp_path / "claims.txt"
     return path.read_text().split() if path.exists() else []
+
+
+def as_sessions(env: dict[str, str], repo: Path, claims_dir: Path,
+                timeout: float = 60) -> Callable[..., subprocess.CompletedProcess]:
+    """The task CLI run as a ralph session's agent runs it: task(*args, agent=...) with that
+    agent's id and claims file (claims_dir/claims-<agent>) over env."""
+    def task(*args: str, agent: str) -> subprocess.CompletedProcess:
+        session = {"RALPH_AGENT_ID": agent,
+                   "RALPH_CLAIMS_FILE": str(claims_dir / f"claims-{agent}")}
+        return run_process([sys.executable, str(TASK), *args], cwd=repo, env={**env, **session},
+                           timeout=timeout)
+    return task
+
+
+def assert_another_agents_calls_refused(task: Callable[..., subprocess.CompletedProcess],
+                                        tid: str) -> None:
+    """Held by agent one, the task is neither finished nor failed by agent two's session."""
+    for args in (["done", tid, "--result", '{"commit":"abc"}'], ["fail", tid]):
+        proc = task(*args, agent="two")
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
+            f"Error: task '{tid}' is held by agent 'one', not by this session's agent "
+            "'two': nothing written\n"))

@@ -11,9 +11,10 @@ import sys
 import pytest
 
 import treehash
-from conftest import TASK, git, run_process
-from sourcehelp import (FLOWCTL, agent_env, claims, commit_all, flowctl_launcher,  # noqa: F401
-                        tool)
+from conftest import TASK, git
+from sourcehelp import (FLOWCTL, agent_env, as_sessions,  # noqa: F401
+                        assert_another_agents_calls_refused, claims, commit_all,
+                        flowctl_launcher, tool)
 
 
 @pytest.fixture
@@ -92,19 +93,10 @@ def test_a_sessions_done_or_fail_of_a_task_another_agent_holds_is_refused(
     """As on the embedded store (docs/parallel.md): a call presenting a claims file, as each
     --parallel session's does, may not finish or fail a task another agent holds."""
     tid = add(flow, "First")
-
-    def task(*args: str, agent: str) -> subprocess.CompletedProcess:
-        env = {**base_env, **flow.env, "RALPH_TASKS": "flowctl", "RALPH_AGENT_ID": agent,
-               "RALPH_CLAIMS_FILE": str(tmp_path / f"claims-{agent}")}
-        return run_process([sys.executable, str(TASK), *args], cwd=git_repo, env=env,
-                           timeout=300)
-
+    task = as_sessions({**base_env, **flow.env, "RALPH_TASKS": "flowctl"}, git_repo, tmp_path,
+                       timeout=300)
     assert task("claim", tid, agent="one").returncode == 0
-    for args in (["done", tid, "--result", '{"commit":"abc"}'], ["fail", tid]):
-        proc = task(*args, agent="two")
-        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
-            f"Error: task '{tid}' is held by agent 'one', not by this session's agent "
-            "'two': nothing written\n"))
+    assert_another_agents_calls_refused(task, tid)
     assert statuses(flow) == {tid: "in_progress"}
     assert task("done", tid, "--result", '{"commit":"abc"}', agent="one").returncode == 0
     assert statuses(flow) == {tid: "done"}

@@ -9,7 +9,8 @@ import pytest
 
 import treehash
 from conftest import TASK, install_stub, read_jsonl, run_process
-from sourcehelp import TK, agent_env, claims, commit_all, need, tool  # noqa: F401 (fixture)
+from sourcehelp import (TK, agent_env, as_sessions,  # noqa: F401 (agent_env: a fixture)
+                        assert_another_agents_calls_refused, claims, commit_all, need, tool)
 
 
 @pytest.fixture
@@ -150,18 +151,9 @@ def test_a_sessions_done_or_fail_of_a_ticket_another_agent_holds_is_refused(
     """As on the embedded store (docs/parallel.md): a call presenting a claims file, as each
     --parallel session's does, may not finish or fail a ticket another agent holds."""
     ticket = tk_repo("create", "First")
-
-    def task(*args: str, agent: str) -> subprocess.CompletedProcess:
-        env = {**base_env, "RALPH_TASKS": "tk", "RALPH_AGENT_ID": agent,
-               "RALPH_CLAIMS_FILE": str(tmp_path / f"claims-{agent}")}
-        return run_process([sys.executable, str(TASK), *args], cwd=git_repo, env=env)
-
+    task = as_sessions({**base_env, "RALPH_TASKS": "tk"}, git_repo, tmp_path)
     assert task("claim", ticket, agent="one").returncode == 0
-    for args in (["done", ticket, "--result", '{"commit":"abc"}'], ["fail", ticket]):
-        proc = task(*args, agent="two")
-        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (
-            f"Error: task '{ticket}' is held by agent 'one', not by this session's agent "
-            "'two': nothing written\n"))
+    assert_another_agents_calls_refused(task, ticket)
     assert status(tk_repo, ticket) == "in_progress"
     assert task("done", ticket, agent="one").stdout == f"done {ticket}\n"
     assert status(tk_repo, ticket) == "closed"
