@@ -285,6 +285,31 @@ def test_a_run_killed_after_its_last_task_before_the_push_pushes_it_when_resumed
     assert (events[2]["tasks"], events[2]["commits"]) == (["t01"], 1)
 
 
+def test_a_new_run_pushes_the_finished_task_an_earlier_run_could_not_push(pair):
+    pair.create("t01")
+    hook = pair.origin / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'origin: read-only tonight' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    first = pair.ralph(0, "build", "--sync")
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.count("sync: push of main to origin/main failed: ") == 2   # + the end's
+    assert pair.tasks()["t01"]["status"] == "done" and pair.origin_subjects() == ["initial"]
+    hook.unlink()
+    proc = pair.ralph(0, "build", "--sync")                   # a new run: nothing left to do
+    assert proc.returncode == 0, proc.stderr
+    assert last_line(proc.stdout) == "No tasks available. Exiting loop."
+    assert pair.origin_subjects() == ["t01: work", "initial"]
+    assert ("sync: main holds 1 commit (task t01) that origin/main lacks, left unpushed by an "
+            "earlier run; it goes with the next push\n") in proc.stderr
+    head = pair.origin_git("rev-parse", "main")
+    assert (f"sync: pushed main to origin/main: 1 commit (task t01), head {head[:12]}\n"
+            in proc.stderr)
+    runs = [[e["action"] for e in read_jsonl(path) if e["event"] == "sync"]
+            for path in pair.clones[0].glob(".ralph/runs/*/events.jsonl")]
+    assert sorted(runs) == [["start", "push_failed", "push_failed"],
+                            ["start", "unpushed", "pushed"]]
+
+
 def test_a_resumed_run_s_push_of_what_its_dead_run_left_renames_the_rebased_commit(pair):
     pair.create("t01")
     other = pair.other_machine_pushes(1, "other.txt", "host2 meanwhile")

@@ -268,9 +268,9 @@ class Sync(Feature):
 
     def __init__(self, ctx: RunContext):
         from ralphkit.sync import runner                # only a --sync run pays for it
-        self.ctx, self.reason, env = ctx, "", ctx.env
+        self.ctx, self.reason, env, build = ctx, "", ctx.env, ctx.mode == "build"
         self.runner = runner.start(ctx.sync_target(), env, ctx.task.bound(env), ctx.agent_id,
-                                   self.report, carry=ctx.mode == "build" and ctx.run.resumed)
+                                   self.report, carry=build, resumed=ctx.run.resumed)
 
     def report(self, line: str, fields: dict) -> None:
         self.ctx.warn(line)                             # stderr: stdout stays ralph.sh's

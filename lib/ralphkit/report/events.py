@@ -17,7 +17,7 @@ _TASK_LOG_KINDS = ("task_held", "drift", "respawn", "assign", "strays")
 # The `--sync` steps a reader must know of (docs/fleet.md): commits set aside by a conflict or
 # not on the shared branch yet, a session that started without the other machines' work, a
 # stash left behind. Fetches, rebases and pushes that worked are not news.
-# what went wrong, and what a resumed run found its interrupted run had left unpushed
+# what went wrong, and what a run found an interrupted or earlier run had left unpushed
 _SYNC_NOTICES = ("conflict", "push_gave_up", "push_failed", "fetch_failed", "rebase_failed",
                  "stash_kept", "unpushed")
 

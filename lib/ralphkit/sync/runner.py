@@ -7,8 +7,8 @@ conflict keeps the commits on `ralph/sync/<host>-<agent>/<task>`, resets the wor
 the remote's and reopens those tasks with a reason naming that branch. At the run's end, what is
 still not pushed gets up to END_RETRIES retries. A resumed run starts owing what its branch
 holds and the shared branch lacks (`carry`): commits of the run before it stopped that no push
-took. A pushed task whose result names a commit a rebase replaced gets the new id there
-(`_recommit`). Each step is reported as one line with its event fields; never prints. Knows
+took; a new run, those of them a done task's result names. A pushed task whose result names
+a commit a rebase replaced gets the new id there (`_recommit`). Each step is reported as one line with its event fields; never prints. Knows
 nothing of the loop's order, of runs (the caller says when to `carry`) or of git's commands
 (branch)."""
 from __future__ import annotations
@@ -130,10 +130,14 @@ class Runner:
         if self.pending or self.carried:
             self._push(END_RETRIES)
 
-    def carry(self) -> None:
-        """A resumed build run: what its branch holds and the shared branch (as last fetched)
-        lacks is owed now. A session's agent committed and marked its task done, then ralph.py
-        was killed before the push, and `pending` died with it. Pushed after the next fetch and
+    def carry(self, resumed: bool) -> None:
+        """A build run's start: what its branch holds and the shared branch (as last fetched)
+        lacks is owed now, in a resumed run all of it (a session's agent committed and marked
+        its task done, then ralph.py was killed before the push, and `pending` died with it),
+        in a new run when a done task's result names one of those commits (an earlier run's
+        pushes failed to its end: the store says done, and no session of this run may come
+        to push it; a person's own commits wait for a finished task, as ever). Pushed after
+        the next fetch and
         rebase (before_session), else at the run's end; like any push, it takes every such
         commit. Named by the done tasks whose result names one of them, so a rebase's new ids
         reach those results (_recommit)."""
@@ -148,10 +152,13 @@ class Runner:
         # an agent may record an abbreviation; git's shortest is 4 hex digits
         self.pending = list(dict.fromkeys(slug for sha in commits for slug, named in done
                                           if len(named) >= 4 and sha.startswith(named)))
+        if not (resumed or self.pending):
+            return
         self.carried = True
         named = f" ({_tasks(self.pending)})" if self.pending else ""
+        by = "when the run stopped" if resumed else "by an earlier run"
         self._say(f"sync: {t.branch} holds {_commits(len(commits))}{named} that {t.shared} "
-                  f"lacks, left unpushed when the run stopped; "
+                  f"lacks, left unpushed {by}; "
                   f"{'it goes' if len(commits) == 1 else 'they go'} with the next push",
                   "unpushed", tasks=list(self.pending), commits=len(commits))
 
@@ -263,14 +270,14 @@ class Runner:
 
 
 def start(target: branch.Target, env: Mapping[str, str], task_call: task_client.TaskCall,
-          agent: str, report: Report, carry: bool = False) -> Runner:
+          agent: str, report: Report, carry: bool = False, resumed: bool = False) -> Runner:
     """The run's sync on `target` (branch.resolve's, resolved once for the run), announced.
-    carry: a resumed build run, which owes what the run left unpushed when it stopped (plan
-    mode never pushes; a new run's unpushed commits wait for its first finished task)."""
+    carry: a build run, which owes what an earlier run left unpushed (Runner.carry; plan mode
+    never pushes); resumed: that run was this one, stopped."""
     runner = Runner(target, branch.git_for(env), task_call, agent, report, host_name(env))
     runner._say(f"sync: {runner.target.branch} follows {runner.target.shared}", "start")
     if carry:
-        runner.carry()
+        runner.carry(resumed)
     return runner
 
 

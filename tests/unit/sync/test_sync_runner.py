@@ -30,12 +30,14 @@ def fleet(tmp_path: Path, base_env: dict, bin_dir: Path) -> Fleet:
 class Run:
     """One runner on machine 0, its lines, and the backlog as its agent sees it."""
 
-    def __init__(self, fleet: Fleet, agent: str = "a1", carry: bool = False):
+    def __init__(self, fleet: Fleet, agent: str = "a1", carry: bool = False,
+                 resumed: bool = False):
         self.fleet, self.agent, self.lines = fleet, agent, []
         env = fleet.env_for(0, RALPH_AGENT_ID=agent)
         call = task_calls.resolve(ROOT, env).bound(env)
         self.runner = runner.start(branch.resolve(fleet.clones[0], env), env, call, agent,
-                                   lambda line, fields: self.lines.append((line, fields)), carry)
+                                   lambda line, fields: self.lines.append((line, fields)), carry,
+                                   resumed)
 
     def finish(self, tid: str, file: str | None = None, text: str | None = None) -> None:
         """What a session's agent does: claim, commit, done."""
@@ -194,7 +196,7 @@ def test_a_resumed_run_owes_what_its_branch_holds_and_the_end_pushes_it(fleet):
     short = fleet.git(0, "rev-parse", "--short", "HEAD")      # an agent may record this
     assert fleet.task("done", "t1", "--result", f'{{"commit":"{short}"}}').returncode == 0
     fleet.git(0, "commit", "-q", "--allow-empty", "-m", "no task's")
-    run = Run(fleet, carry=True)
+    run = Run(fleet, carry=True, resumed=True)
     assert run.actions() == ["start", "unpushed"]
     assert run.lines[-1][0] == ("sync: main holds 2 commits (task t1) that origin/main lacks, "
                                 "left unpushed when the run stopped; they go with the next push")
@@ -206,8 +208,30 @@ def test_a_resumed_run_owes_what_its_branch_holds_and_the_end_pushes_it(fleet):
     assert not run.runner.carried
 
 
-def test_a_resumed_run_whose_branch_origin_has_owes_nothing(fleet):
+def test_a_new_run_owes_the_commits_a_done_task_names_and_the_end_pushes_them(fleet):
+    assert fleet.task("claim", "t1", "--agent", "earlier").returncode == 0
+    fleet.commit(0, "work-t1.txt", "t1\n", message="t1: work")
+    head = fleet.git(0, "rev-parse", "HEAD")
+    assert fleet.task("done", "t1", "--result", f'{{"commit":"{head}"}}').returncode == 0
     run = Run(fleet, carry=True)
+    assert run.actions() == ["start", "unpushed"]
+    assert run.lines[-1][0] == ("sync: main holds 1 commit (task t1) that origin/main lacks, "
+                                "left unpushed by an earlier run; it goes with the next push")
+    assert run.runner.pending == ["t1"] and run.runner.carried
+    run.runner.end()                                        # no session ran
+    assert run.actions()[-1] == "pushed" and fleet.origin_subjects() == ["t1: work", "initial"]
+
+
+def test_a_new_run_does_not_owe_a_person_s_own_commits(fleet):
+    fleet.commit(0, "notes.txt", "mine\n")                  # no done task names it
+    run = Run(fleet, carry=True)
+    assert run.actions() == ["start"] and not run.runner.carried and not run.runner.pending
+    run.runner.end()
+    assert run.actions() == ["start"] and fleet.origin_subjects() == ["initial"]
+
+
+def test_a_resumed_run_whose_branch_origin_has_owes_nothing(fleet):
+    run = Run(fleet, carry=True, resumed=True)
     assert run.actions() == ["start"] and not run.runner.carried
     run.runner.end()
     assert run.actions() == ["start"]
