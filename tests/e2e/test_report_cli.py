@@ -119,6 +119,53 @@ def test_a_task_the_agent_deleted_instead_of_finishing_is_named_and_reported(
     assert "| t2 | Second, failing | deleted |" in md
 
 
+DELETES_ANOTHER_TASK = """\
+#!/bin/sh
+id=$("$RALPH_TASK_SCRIPT" claim | sed -n 's/^id: //p' | head -1)
+"$RALPH_TASK_SCRIPT" delete t2 > /dev/null
+"$RALPH_TASK_SCRIPT" done "$id" --result '{"commit":"abc1234def0"}' > /dev/null
+"""
+
+
+def test_a_task_nobody_held_deleted_during_a_build_session_is_named_and_reported(
+        git_repo, run_ralph, backlog, bin_dir):
+    """The agent finishes t1 and deletes t2, which it never claimed: the backlog is empty and
+    the run ends "complete", but t2's work was never done; the session's end says so."""
+    (bin_dir / "claude").write_text(DELETES_ANOTHER_TASK)
+    proc = run_ralph("build", "-n", "5")
+    assert proc.returncode == 0, proc.stderr
+    line = "task t2: deleted during the session, not done (it was not the session's task)"
+    assert proc.stderr.count(line + "\n") == 1 and line not in proc.stdout
+    [logged] = [e for e in events(git_repo) if e.get("kind") == "deleted"]
+    assert (logged["task"], logged["message"]) == ("t2", line)
+    tasks = {t["id"]: t for t in json.loads(run_ralph("report", "--json").stdout)["tasks"]}
+    assert (tasks["t1"]["outcome"], tasks["t2"]["outcome"]) == ("done", "deleted")
+
+
+def test_a_frozen_scope_s_task_deleted_by_the_last_session_is_named_too(git_repo, run_ralph,
+                                                                         backlog, bin_dir):
+    """The frozen scope names a removed task before the next session; the deletion emptied
+    the backlog, so there is none: only the session's end can say it."""
+    (bin_dir / "claude").write_text(DELETES_ANOTHER_TASK)
+    proc = run_ralph("build", "-n", "5", "--freeze-scope")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("task t2: deleted during the session, not done (it was not the "
+                             "session's task)\n") == 1
+
+
+def test_a_plan_session_that_deletes_a_task_is_not_told_it(git_repo, run_ralph, run_task,
+                                                           backlog, bin_dir):
+    """Planning prunes the backlog by design: only a build session's deletions are named."""
+    (bin_dir / "claude").write_text('#!/bin/sh\n"$RALPH_TASK_SCRIPT" delete t2 > /dev/null\n')
+    proc = run_ralph("plan", "-n", "1")
+    assert proc.returncode == 0, proc.stderr
+    status = {t["id"]: t["status"] for t in map(json.loads, run_task("_export-json").stdout
+                                                .splitlines())}
+    assert status == {"t1": "open", "t2": "deleted"}
+    assert "deleted" not in proc.stderr
+    assert not [e for e in events(git_repo) if e.get("kind") == "deleted"]
+
+
 def test_a_session_that_took_two_tasks_and_finished_one_is_told_task_by_task(
         git_repo, run_ralph, backlog, bin_dir):
     """The session's end names which task ended how: the report does not give the finished

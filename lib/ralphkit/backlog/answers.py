@@ -29,6 +29,9 @@ from dataclasses import dataclass
 
 FAIL_REASON = "session exited without completing task"     # ralph-cli.md s.15.5
 DELETED_NOTICE = "task {}: deleted by the session's agent, not finished (nothing verified it)"
+# A task nobody in the session held, deleted during it: the backlog shrank without the work.
+DELETED_UNHELD_NOTICE = ("task {}: deleted during the session, not done (it was not the "
+                         "session's task)")
 
 _INTS = ("priority", "retry_count")
 

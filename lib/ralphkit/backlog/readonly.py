@@ -180,13 +180,13 @@ def finished_by(agent_id: str, since_utc: str, *, environ: Mapping[str, str],
         "AND updated_at >= ? ORDER BY updated_at, slug", (agent_id, since_utc), environ, cwd)]
 
 
-def deleted_by(agent_id: str, since_utc: str, *, environ: Mapping[str, str],
-               cwd: Path) -> list[str]:
-    """Slugs of the tasks this agent held that were deleted at or after since_utc (a `task
-    delete` keeps the assignee), oldest first; [] when unknown."""
-    return [row[0] for row in _select(
-        "SELECT slug FROM tasks WHERE status = 'deleted' AND assignee = ? "
-        "AND deleted_at >= ? ORDER BY deleted_at, slug", (agent_id, since_utc), environ, cwd)]
+def deleted_since(since_utc: str, *, environ: Mapping[str, str],
+                  cwd: Path) -> list[tuple[str, str | None]]:
+    """(slug, assignee) of each task deleted at or after since_utc (a `task delete` keeps the
+    assignee: the agent that held it, if any), oldest first; [] when unknown."""
+    return [(row[0], row[1]) for row in _select(
+        "SELECT slug, assignee FROM tasks WHERE status = 'deleted' AND deleted_at >= ? "
+        "ORDER BY deleted_at, slug", (since_utc,), environ, cwd)]
 
 
 def retry_counts(*, environ: Mapping[str, str], cwd: Path) -> dict[str, int]:
@@ -207,5 +207,5 @@ def failed_since(before: Mapping[str, int], since_utc: str, *, environ: Mapping[
             if (retries or 0) > before.get(row_id, 0)}
 
 
-__all__ = ["ReadResult", "call", "deleted_by", "failed_since", "finished_by", "retry_counts",
+__all__ = ["ReadResult", "call", "deleted_since", "failed_since", "finished_by", "retry_counts",
            "db_path"]

@@ -24,7 +24,7 @@ from ralphkit.session import fresh_start
 from ralphkit.session import heartbeat
 from ralphkit.session import respawn
 from ralphkit.session import run as session
-from ralphkit.backlog.answers import DELETED_NOTICE, FAIL_REASON
+from ralphkit.backlog.answers import DELETED_NOTICE, DELETED_UNHELD_NOTICE, FAIL_REASON
 
 WAITING = "Waiting for {agent} to finish cleanup... Press Ctrl+C again to force quit."
 # Flags a --parallel run has no use for (docs/parallel.md), and why.
@@ -98,20 +98,33 @@ def _reads_back(ctx: RunContext) -> bool:
     return bool(ctx.agent_id and ctx.task.embedded and not ctx.fleet())
 
 
+def _deleted(ctx: RunContext) -> None:
+    """Name each task deleted during the session: the backlog shrank without the work and
+    nothing verified it (never silent). One this agent held: its agent deleted it instead of
+    finishing it. In a build run, one nobody in the session held, too, unless other hosts (a
+    fleet's store) may have deleted it; a frozen scope names it as well, but only before a
+    next session, and a run whose backlog the deletion emptied has none."""
+    others = ctx.mode == "build" and _reads_back(ctx)
+    for slug, holder in backlog_readonly.deleted_since(ctx.run.session_since, environ=ctx.env,
+                                                       cwd=ctx.cwd):
+        if holder == ctx.agent_id:
+            ctx.notice("deleted", DELETED_NOTICE.format(slug), task=slug)
+        elif others:
+            ctx.notice("deleted", DELETED_UNHELD_NOTICE.format(slug), task=slug)
+
+
 def record_session(ctx: RunContext, result: session.SessionResult, failed: list[str] = (),
                    reason: str = FAIL_REASON) -> None:
     """The session's outcome in the run state and progress record. The tasks are read back
     (read-only, no task call): those the crash-safety step (or a feature) failed, those this
     agent marked done since the session started, and those a `task fail` of the agent put back
-    (the build skill's way to give up: a failed attempt with the agent's reason). A task of
-    this agent's it deleted instead is a notice."""
+    (the build skill's way to give up: a failed attempt with the agent's reason). A task
+    deleted during the session is a notice (_deleted)."""
     completed, gave_up = [], {}
     if ctx.agent_id and ctx.task.embedded:
         completed = backlog_readonly.finished_by(ctx.agent_id, ctx.run.session_since,
                                                  environ=ctx.env, cwd=ctx.cwd)
-        for slug in backlog_readonly.deleted_by(ctx.agent_id, ctx.run.session_since,
-                                                environ=ctx.env, cwd=ctx.cwd):
-            ctx.notice("deleted", DELETED_NOTICE.format(slug), task=slug)   # never silent
+        _deleted(ctx)
     if _reads_back(ctx):
         gave_up = {slug: why for slug, why in backlog_readonly.failed_since(
             ctx.run.retries_before, ctx.run.session_since, environ=ctx.env,
