@@ -151,3 +151,43 @@ def test_a_session_merged_just_before_ralph_is_killed_is_not_run_again(
     _assert_merged_once_and_clean(again, run_task, git_repo, base_env, "merged")
     assert len(intervals(tmp_path)["merged"]) == 1
     assert "[merged] recovered from the interrupted run: merged (already merged)" in again.stderr
+
+
+# The agent deletes its task instead of doing it, then blocks on the gate (never opened).
+DELETES = r"""
+tid=$(cat "$RALPH_FROZEN_IDS_FILE")
+"$RALPH_TASK_SCRIPT" delete "$tid" >/dev/null
+mkdir "$MARKS/deleted-$tid"
+read _ < "$MARKS/gate"
+"""
+
+
+def test_a_task_its_session_deleted_before_ralph_is_killed_is_named_on_resume(
+        run_task, recovery_env, git_repo, base_env, tmp_path):
+    create(run_task, {"gone": "a"})
+    env = {**recovery_env, "STUB_ACTION": DELETES}
+    proc = _start(git_repo, env)
+    try:
+        wait_for(lambda: (tmp_path / "marks" / "deleted-gone").exists(), timeout=30)
+    finally:
+        _kill(proc)
+    again = _resume(git_repo, env)
+    assert again.returncode == 0, again.stderr
+    notice = "task gone: deleted by the session's agent, not finished (nothing verified it)"
+    assert f"[gone] {notice}\n" in again.stderr
+    assert ("[gone] recovered from the interrupted run: the session left the task deleted\n"
+            in again.stderr)
+    assert "ralph.py died" not in again.stderr
+    assert export(run_task)["gone"]["status"] == "deleted"
+    (events,) = (git_repo / ".ralph" / "runs").glob("*/events.jsonl")
+    logged = [json.loads(line) for line in events.read_text().splitlines()]
+    assert [(e["task"], e["message"]) for e in logged if e.get("kind") == "deleted"] == [
+        ("gone", notice)]
+    report = json.loads(subprocess.run([sys.executable, str(RALPH), "report", "--json"],
+                                       cwd=git_repo, env=env, capture_output=True, text=True,
+                                       check=True).stdout)
+    assert {t["id"]: t["outcome"] for t in report["tasks"]} == {"gone": "deleted"}
+    status = json.loads(subprocess.run([sys.executable, str(RALPH), "status", "--json"],
+                                       cwd=git_repo, env=env, capture_output=True, text=True,
+                                       check=True).stdout)
+    assert status["completed"] == 0, status

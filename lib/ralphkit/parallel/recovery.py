@@ -6,7 +6,8 @@ backlog read. Each task the dead run touched (a listed session, or a branch
 in its worktree's current-task.json is marked done first; with --assign a task done is
 archived): `done` with commits the run's branch lacks is judged by the verify gate when it is on
 (ralph.py may have died during its check) and merged back (or re-opened, branch kept, when
-either fails), `done` with nothing left to merge is completed, `active` goes back to open;
+either fails), `done` with nothing left to merge is completed, `active` goes back to open,
+`deleted` (its agent deleted it instead of finishing it) is named as a session's end names it;
 whatever the dead run's agent ids still hold is failed and they are deregistered; the run's
 worktrees are removed. A task never ends done while its branch holds unmerged work, and nothing
 runs twice.
@@ -27,6 +28,7 @@ from ralphkit.runs import state as run_state
 from ralphkit.parallel import worktrees
 
 DIED_REASON = "ralph.py died during this session"
+LEFT_DELETED = "the session left the task deleted"      # as a session's end says it
 # (worktree, its session's agent, the task's record) -> the record once the session's end
 # is settled: marked done from its current-task.json, archived (session_end.assigned_end)
 SessionEnd = Callable[[worktrees.Worktree, "str | None", dict], dict]
@@ -64,6 +66,8 @@ def _settle(wt: worktrees.Worktree, task: dict, listed: bool, agent: str | None,
         return land(wt, task)                        # verified, then merged; else re-opened
     if not listed:
         return None                                  # its next attempt keeps the branch (@n)
+    if status == "deleted":
+        return True, LEFT_DELETED
     if status == "active":
         call("fail", wt.task, "--reason", DIED_REASON, agent=agent)
     return False, DIED_REASON
@@ -71,10 +75,12 @@ def _settle(wt: worktrees.Worktree, task: dict, listed: bool, agent: str | None,
 
 def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run_branch: str,
             export: Callable[[], dict[str, dict]], call: Callable[..., tuple[bool, str]],
-            land: Land, session_end: SessionEnd, warn: Callable[[str], None]) -> None:
+            land: Land, session_end: SessionEnd, warn: Callable[[str], None],
+            deleted: Callable[[str], None]) -> None:
     """Finish what the dead run (state.extra.parallel) left: its sessions and its branches.
     env: the run's environment, for git. session_end: the file protocol and the archive of a
-    normal session's end (session_end.assigned_end), for the sessions the state lists."""
+    normal session's end (session_end.assigned_end), for the sessions the state lists.
+    deleted: names a task its session's agent deleted (session_end.name_deleted)."""
     info = state.extra.get("parallel", {})
     base = info.get("runBranch") or run_branch
     sessions = info.get("sessions") or []
@@ -103,11 +109,14 @@ def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run
         if settled is None:
             continue
         ok, reason = settled
+        gone = reason == LEFT_DELETED
+        if gone:
+            deleted(tid)
         (state.completed if ok else state.failed).append(
             {"task": tid, "at": run_state.utc_now(), "branch": wt.branch,
-             **({} if ok else {"reason": reason})})
+             **({"outcome": "deleted"} if gone else {} if ok else {"reason": reason})})
         warn(f"[{tid}] recovered from the interrupted run: "
-             + (f"merged ({reason})" if ok else reason))
+             + (f"merged ({reason})" if ok and not gone else reason))
     for agent in info.get("agents") or []:              # whatever the dead agents still hold
         if not agent:
             continue
@@ -122,4 +131,4 @@ def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run
              "interrupted run")
 
 
-__all__ = ["recover", "DIED_REASON", "Land", "SessionEnd"]
+__all__ = ["recover", "DIED_REASON", "LEFT_DELETED", "Land", "SessionEnd"]

@@ -61,7 +61,8 @@ class ParallelBuild:
                              land=lambda wt, record: session_end.land_recovered(book, wt, record),
                              session_end=lambda wt, agent, record: session_end.assigned_end(
                                  book, wt, agent, record),
-                             warn=self._recovered)
+                             warn=self._recovered,
+                             deleted=lambda tid: session_end.name_deleted(book, tid))
         book.save()
         book.event("log", kind="parallel", message=f"{self.s.parallel} slots, merge "
                                                    f"{self.s.merge}, into {self.s.run_branch}")

@@ -70,6 +70,14 @@ def _recommit(book: Book, git: Git, wt: worktrees.Worktree, commit: str, before:
                            f"the rebase (it was {old[:12]})")
 
 
+def name_deleted(book: Book, tid: str) -> None:
+    """Its session's agent deleted the task instead of finishing it: not done, never verified,
+    never silent (a session's end, or the recovery of one a dead run left)."""
+    notice = answers.DELETED_NOTICE.format(tid)
+    book.s.warn(f"[{tid}] {notice}")
+    book.event("log", kind="deleted", task=tid, message=notice)
+
+
 def land(book: Book, wt: worktrees.Worktree, record: dict) -> tuple[bool, str, bool]:
     """A task done in its worktree: judged there by the verify gate when it is on, merged when
     the verdict lets it (docs/verify.md). (landed, message, a failed attempt: a reopen by the
@@ -156,10 +164,8 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
         prior = x.task.get("retry_count")                            # (the record counts it)
     else:
         ok, message = status == "deleted", f"the session left the task {status}"
-        if status == "deleted":                       # not done, never verified: never silent
-            notice = answers.DELETED_NOTICE.format(tid)
-            book.s.warn(f"[{tid}] {notice}")
-            book.event("log", kind="deleted", task=tid, message=notice)
+        if status == "deleted":
+            name_deleted(book, tid)
     if attempt and how.kind not in outcome.NOT_AN_ATTEMPT:
         held = book.s.night.attempt_failed(tid, message, prior)
     try:
