@@ -214,7 +214,7 @@ def test_returns_in_node_tests_that_leave_assertions_running_are_not_findings(re
      "the code"),
     ("tests/test_a.py", "def test_two():\n    assert 2 == 2\n",
      "def test_two():\n    with mock.patch('src.app.double', return_value=2):\n"
-     "        assert double(1) == 2\n",
+     "        assert app.double(1) == 2\n",
      "tests/test_a.py:12: double replaced in test_two"),
     ("tests/test_a.py", "def test_two():\n",
      "@mock.patch.object(Calc, 'two', return_value=2)\ndef test_two(two):\n"
@@ -254,12 +254,109 @@ def test_a_test_made_to_check_a_replacement_of_the_code_is_found(repo, name, old
     assert any(t.startswith(expected) for t in found), found
 
 
+MATH_FACTORY = ("jest.mock('../src/math', () => ({\n  ...jest.requireActual('../src/math'),\n"
+                "  sum: jest.fn(() => 2),\n}));\n")
+
+
+@pytest.mark.parametrize("imports, added, new, expected", [
+    # the module the test imports, replaced by a mock factory of the file (jest hoists it)
+    ("const { sum } = require('../src/math');\n", MATH_FACTORY,
+     "  assert.strictEqual(sum(1, 1), 2);", "test/a.test.js:6: sum replaced in adds"),
+    ("import { sum as add } from '../src/math.js';\n",
+     "vi.mock('../src/math', () => ({ sum: vi.fn(() => 2) }));\n",
+     "  expect(add(1, 1)).toBe(2);", "test/a.test.js:4: add replaced in adds"),
+    ("import * as math from '../src/math';\n", MATH_FACTORY.replace("jest.", "vi."),
+     "  expect(math.sum(1, 1)).toBe(2);", "test/a.test.js:6: sum replaced in adds"),
+    # an automocked module's function given a result in the test
+    ("import { sum } from '../src/math';\njest.mock('../src/math');\n", "",
+     "  sum.mockReturnValue(2);\n  expect(sum(1, 1)).toBe(2);",
+     "test/a.test.js:7: sum replaced in adds"),
+    ("import { sum } from '../src/math';\nvi.mock('../src/math');\n", "",
+     "  vi.mocked(sum).mockReturnValueOnce(2);\n  expect(sum(1, 1)).toBe(2);",
+     "test/a.test.js:7: sum replaced in adds"),
+], ids=["jest-mock-factory", "vi-mock-factory-one-line", "namespace-import", "automock",
+        "vi-mocked"])
+def test_a_node_test_made_to_check_a_mocked_module_s_function_is_found(repo, imports, added,
+                                                                      new, expected):
+    """The test file imported the module before; the change mocks its function (a module
+    factory, or a result given to an automock) and asserts on what that function returns."""
+    path, _ = repo
+    header = "const assert = require('node:assert');\n"
+    edit(path, "test/a.test.js", header, header + imports)
+    base = commit(path, "the test imports the module")
+    edit(path, "test/a.test.js", header + imports, header + imports + added)
+    edit(path, "test/a.test.js", "  assert.strictEqual(1 + 1, 2);",
+         new + "\n  assert.strictEqual(1 + 1, 2);")
+    found = texts(scan(path, base))
+    assert any(t.startswith(expected) for t in found), found
+
+
+@pytest.mark.parametrize("imports, added, new", [
+    # the code under test (cart) is asserted on; its dependency (math) is mocked
+    ("const { sum } = require('../src/math');\nconst { total } = require('../src/cart');\n",
+     MATH_FACTORY, "  assert.strictEqual(total([1, 1]), 2);"),
+    # the name the assertion calls is imported from another module than the one mocked
+    ("import { sum } from '../src/real-math';\n", MATH_FACTORY,
+     "  expect(sum(1, 1)).toBe(2);"),
+    # a mock the test made itself, given a result, is no code of the project
+    ("", "", "  const cb = jest.fn();\n  cb.mockReturnValue(3);\n  expect(cb()).toBe(3);"),
+    # a mocked dependency's result, the code under test asserted on
+    ("import { sum } from '../src/math';\nimport { total } from '../src/cart';\n"
+     "jest.mock('../src/math');\n", "",
+     "  sum.mockReturnValue(2);\n  expect(total([1, 1])).toBe(2);\n"
+     "  expect(sum).toHaveBeenCalledWith(1, 1);"),
+    # a dependency's function of the same name as the code under test's
+    ("import * as tc from '@actions/tool-cache';\nimport { find } from '../src/install';\n"
+     "jest.mock('@actions/tool-cache');\n", "",
+     "  (tc.find as jest.Mock).mockReturnValue('/opt');\n  expect(find('3.12')).toBe('/opt');"),
+    # a handle on the mocked module's function, checked for the calls the code made
+    ("import * as github from '@actions/github';\nimport { download } from '../src/dl';\n",
+     "jest.mock('@actions/github', () => ({\n  getOctokit: jest.fn(),\n}));\n",
+     "  const octokit = github.getOctokit('token');\n  download();\n"
+     "  expect(octokit).toHaveBeenCalledWith('x');"),
+], ids=["dependency-factory", "other-module", "own-mock", "dependency-automock",
+        "same-name-elsewhere", "calls-checked"])
+def test_a_node_test_mocking_a_dependency_is_no_finding(repo, imports, added, new):
+    path, base = repo
+    header = "const assert = require('node:assert');\n"
+    if imports:
+        edit(path, "test/a.test.js", header, header + imports)
+        base = commit(path, "the test imports the modules")
+    edit(path, "test/a.test.js", header + imports, header + imports + added)
+    edit(path, "test/a.test.js", "  assert.strictEqual(1 + 1, 2);",
+         new + "\n  assert.strictEqual(1 + 1, 2);")
+    assert scan(path, base) == []
+
+
+@pytest.mark.parametrize("imports, new", [
+    ("import src.app as a\n", "    monkeypatch.setattr('src.app.one', lambda: 1)\n"
+                              "    assert a.one() == 1\n"),
+    ("from src import app as a\n", "    mocker.patch('src.app.one', return_value=1)\n"
+                                   "    value = a.one()\n    assert value == 1\n"),
+    ("from src.app import (\n    zero,\n    one,\n)\n", "    one = lambda: 1\n"
+                                                        "    assert one() == 1\n"),
+], ids=["module-alias", "from-import-alias", "multi-line-import"])
+def test_a_python_test_replacing_what_it_imports_under_another_name_is_found(repo, imports,
+                                                                             new):
+    path, _ = repo
+    edit(path, "tests/test_a.py", "import pytest\n", "import pytest\n" + imports)
+    base = commit(path, "the test imports the module")
+    edit(path, "tests/test_a.py", "    value = 1\n", new + "    value = 1\n")
+    found = texts(scan(path, base))
+    assert any(" one replaced in test_one: " in t for t in found), found
+
+
 def test_replacing_a_dependency_or_spying_through_is_no_finding(repo):
     """Replacing what the code under test calls, a spy that calls the real function, a mock's
-    own checks, a test client's `patch`, and a replacement after the last assertion leave the
+    own checks, a test client's `patch`, a replacement after the last assertion, and one on a
+    module the test imported the function from by name (Python keeps the original) leave the
     assertions checking the code."""
     path, base = repo
+    edit(path, "tests/test_a.py", "import pytest\n", "import pytest\n\nfrom src.app import one\n")
+    base = commit(path, "the test imports one")
     edit(path, "tests/test_a.py", "    value = 1\n", textwrap.indent(textwrap.dedent("""\
+        monkeypatch.setattr(app, "one", lambda: 2)
+        assert one() == 1
         monkeypatch.setattr(subprocess, "run", fake_run)
         mocker.patch("src.app.fetch", return_value=1)
         assert cli.run(["x"]) == 0
