@@ -26,6 +26,11 @@ _ALWAYS = re.compile(
 # A fixture is not collected as a test, whatever its name: `@pytest.fixture` put on a test
 # switches it off without a skip marker.
 _FIXTURE = re.compile(r"^[ \t]*@(?:pytest\.)?fixture\b")
+# A block whose first statement always runs when the line before it did: what returns there
+# returns from the test. Not `with pytest.raises(...)` (or warns, assertRaises): leaving it
+# without the exception fails the test.
+_ALWAYS_ENTERED = re.compile(r"^[ \t]*(?:(?:async\s+)?with\b(?!.*(?:[Rr]aises|[Ww]arns)).*:"
+                             r"|try\s*(?::|\{))\s*(?:#.*)?$")
 _DECORATOR = re.compile(r"^[ \t]*@")
 
 
@@ -79,14 +84,21 @@ def bodies(lines: list[str]):
 
 
 def early_returns(lines: list[str]) -> list[tuple[int, int, str]]:
-    """Bare `return`s at the top level of a test's body (bodies), alone or under a condition
-    that always holds, with an assertion after them in it: (the statement's first line, its
-    last, the test's name). The body's top level is its least indent."""
+    """Bare `return`s that always run in a test's body (bodies): at its top level (its least
+    indent) or in blocks always entered (`with`, `try`), alone or under a condition that always
+    holds, with an assertion after them in it: (the statement's first line, its last, the
+    test's name)."""
     found = []
     for name, _, body in bodies(lines):
         top = min((indent for _, indent, _ in body), default=0)
+        enclosing: list[tuple[int, bool]] = []     # (indent, always entered) of the blocks
         for i, (at, indent, text) in enumerate(body):
-            if indent != top or (end := _returns(body, i)) is None:
+            while enclosing and enclosing[-1][0] >= indent:
+                enclosing.pop()
+            runs = indent == top or (enclosing and enclosing[0][0] == top
+                                     and all(always for _, always in enclosing))
+            enclosing.append((indent, bool(_ALWAYS_ENTERED.match(text))))
+            if not runs or (end := _returns(body, i)) is None:
                 continue
             if any(is_assertion(rest) for _, _, rest in body[i + 1:]):
                 found.append((at, end, name))

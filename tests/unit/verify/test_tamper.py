@@ -119,10 +119,16 @@ def test_no_change_and_added_tests_are_never_findings(repo):
      "tests/test_a.py:4: skip added: @pytest.fixture on test_one (a fixture is not collected)"),
     ("import pytest\n", "import pytest\n__test__ = False\n",
      "tests/test_a.py:2: skip added: __test__ = False"),
+    ("    value = 1\n", "    with open(__file__) as f:\n        return\n    value = 1\n",
+     "tests/test_a.py:6: return added in test_one: the assertions after it no longer run"),
+    ("    value = 1\n    assert value == 1\n", "    value = 1\n    try:\n"
+     "        with mock.patch('os.getcwd'):\n            if True:\n                return\n"
+     "            assert value == 1\n    finally:\n        pass\n",
+     "tests/test_a.py:8: return added in test_one: the assertions after it no longer run"),
 ], ids=["assertion", "function", "mark-skip", "pytest-skip", "xfail", "pytestmark",
         "SkipTest", "expectedFailure", "if-False", "del", "redefined", "early-return",
         "return-under-if-True", "return-under-if-1", "fixture", "fixture-with-arguments",
-        "__test__"])
+        "__test__", "return-in-with", "return-in-try-and-with"])
 def test_weakened_python_tests_are_found_with_file_and_line(repo, old, new, expected):
     path, base = repo
     edit(path, "tests/test_a.py", old, new)
@@ -159,8 +165,9 @@ def test_weakened_node_tests_are_found(repo, old, new, expected):
 
 
 def test_moved_tests_and_returns_that_leave_assertions_running_are_not_findings(repo):
-    """A test moved within its file is defined once; a return under a condition, in a helper
-    nested in a test or after the last assertion switches nothing off for good."""
+    """A test moved within its file is defined once; a return under a condition (also in a
+    `with` block), in a loop, in a helper nested in a test or after the last assertion
+    switches nothing off for good."""
     path, base = repo
     one = "def test_one():\n    value = 1\n    assert value == 1\n"
     text = PY_TEST.replace(one, "") + textwrap.dedent("""\
@@ -172,6 +179,14 @@ def test_moved_tests_and_returns_that_leave_assertions_running_are_not_findings(
                 assert x
             value = 1
             if value > 1:
+                return
+            with open(__file__) as f:
+                if f.closed:
+                    return
+                for line in f:
+                    return
+                with_helper = lambda: 1
+            with pytest.raises(ValueError):
                 return
             assert value == 1
             return
