@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from ralphkit.verify import patterns
 from ralphkit.verify.diff_files import DiffFile
 
 _MARKER = re.compile(r"(?P<py>#\s*pragma:?\s*no\s*(?:cover|branch))\b"
@@ -25,10 +26,12 @@ _MARKER = re.compile(r"(?P<py>#\s*pragma:?\s*no\s*(?:cover|branch))\b"
 _PROSE = re.compile(r"\.(?:md|rst|txt|adoc)$")     # documentation may quote a marker
 _IDIOM = re.compile(r"""^\s*if\s+(?:__name__\s*==\s*["']__main__["']|(?:typing\.)?TYPE_CHECKING)"""
                     r"\s*:")
-_INI = re.compile(r"(^|/)(?:\.coveragerc|setup\.cfg|tox\.ini)$")
-_CONFIG = re.compile(r"(^|/)(?:pyproject\.toml|package\.json|jest\.config\.[cm]?[jt]s(?:on)?)$")
-_JS_CONFIG = re.compile(r"(^|/)(?:\.nycrc(?:\.json|\.ya?ml)?|\.c8rc(?:\.json)?"
-                        r"|vitest\.config\.[cm]?[jt]s)$")
+# coverage.py's own files, not pytest's (coverage.py reads .coveragerc, never pytest.ini): the
+# INI ones, then pyproject.toml with jest's (quoted entries); the last ones give `exclude`.
+_INI = patterns.file_named(r"\.coveragerc", r"setup\.cfg", r"tox\.ini")
+_CONFIG = patterns.file_named(r"pyproject\.toml", patterns.JEST_CONFIGS)
+_JS_CONFIG = patterns.file_named(r"\.nycrc(?:\.json|\.ya?ml)?", r"\.c8rc(?:\.json)?",
+                                 patterns.VITEST_CONFIGS)
 _KEYS = frozenset({"omit", "exclude_lines", "exclude_also", "coveragePathIgnorePatterns"})
 _KEY = re.compile(r"""^\s*["']?(?P<key>[A-Za-z_][\w.-]*)["']?\s*(?:=|:(?!:))\s*(?P<value>.*)$""")
 _QUOTED = re.compile(r"""(["'])((?:\\.|(?!\1).)*)\1""")

@@ -1,7 +1,8 @@
 """Owns what the tamper check looks for, line by line, as data: which paths are tests, which
 lines define a test, assert something, skip or focus a test, select which tests run, or set a
-coverage threshold, and the `protect:` glob syntax. Pure functions over paths and lines;
-knows nothing of git or of diffs, or of a whole test's body (test_bodies.py)."""
+coverage threshold, which files configure the test runners, and the `protect:` glob syntax.
+Pure functions over paths and lines; knows nothing of git or of diffs, or of a whole test's
+body (test_bodies.py)."""
 from __future__ import annotations
 
 import re
@@ -54,10 +55,26 @@ SKIP = re.compile(
 # a pytest hook rewrites outcomes or drops collected tests, options deselect, filter or ignore
 # tests or only collect them, settings change which files, classes and functions are tests or
 # where they are looked for (not `-p no:cacheprovider` and its like: dropping a plugin is
-# common and honest). Read in test configuration files and conftest.py only; jest's in
-# package.json and jest.config.*.
+# common and honest). Read in test configuration files and conftest.py only; jest's (and
+# vitest's testNamePattern) in the JavaScript runners' configuration files.
 _RUNNER_MODULE = re.compile(r"(^|/)(?P<name>pytest|unittest|nose2?)\.py$")
-_CONFIG_FILE = re.compile(r"(^|/)(pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml|conftest\.py)$")
+
+# The files the runners read their configuration from, named once for every rule that reads
+# them: pytest's options files (in the order pytest looks for them); jest's package.json (its
+# "jest" key) and jest.config.*; vitest's vitest.config.*. Other tools' files that happen to
+# share a name (coverage.py reads setup.cfg, tox.ini and pyproject.toml) are listed by their
+# own rule, for their own reason.
+PYTEST_CONFIGS = ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+JEST_CONFIGS = r"package\.json|jest\.config\.[cm]?[jt]s(?:on)?"
+VITEST_CONFIGS = r"vitest\.config\.[cm]?[jt]s"
+
+
+def file_named(*names: str) -> re.Pattern:
+    """A pattern matching a path whose file name is one of `names` (regex alternatives)."""
+    return re.compile(r"(^|/)(?:" + "|".join(names) + r")$")
+
+
+_CONFIG_FILE = file_named(*map(re.escape, PYTEST_CONFIGS), r"conftest\.py")
 _SELECTION = re.compile(
     r"--deselect\b|(?<![\w-])-[km](?=[\s=])|--ignore(?:-glob)?\b"
     r"|\bcollect_ignore\w*\s*[=+]"
@@ -67,7 +84,7 @@ _SELECTION = re.compile(
     r"|runtest_call|pyfunc_call|ignore_collect)\b")
 _TOML_OPTION = re.compile(r"(?<![\w-])-[km](?=[\"']\s*,)")   # addopts = ["-m", "not slow"]
 _RUNS_MODULE = re.compile(r"(?:^|[\s/\"'=])(?:python[\d.]*|py)\s+$")  # `python -m pytest`
-_JS_CONFIG_FILE = re.compile(r"(^|/)(package\.json|jest\.config\.[cm]?[jt]s(?:on)?)$")
+_JS_CONFIG_FILE = file_named(JEST_CONFIGS, VITEST_CONFIGS)
 _JS_SELECTION = re.compile(r"\b(?:testPathIgnorePatterns|testMatch|testRegex|testNamePattern)\b")
 
 # Coverage and quality thresholds: (key, number). coverageThreshold's members are on lines
@@ -203,4 +220,5 @@ def protected(path: str, globs: tuple[str, ...]) -> bool:
 
 
 __all__ = ["is_test_path", "test_names", "is_assertion", "skips", "thresholds", "protected",
-           "may_switch_off", "selections", "shadowed_runner", "deselected_markers", "SKIP"]
+           "may_switch_off", "selections", "shadowed_runner", "deselected_markers", "SKIP",
+           "PYTEST_CONFIGS", "JEST_CONFIGS", "VITEST_CONFIGS", "file_named"]

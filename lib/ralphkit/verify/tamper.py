@@ -160,10 +160,6 @@ def _shadowed_tests(f: DiffFile, path: str, s: _Scan) -> list[Finding]:
         replaced_code.replaced(lines) if no in added]
 
 
-# Where pytest reads its options (`addopts`), at the top of the tree.
-_PYTEST_CONFIGS = ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
-
-
 def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8", errors="replace")
@@ -289,8 +285,10 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
     olds = {f.old: _git_show(tree, base, f.old, env) for f in files if f.old and f.new and (
         test_commands.is_makefile(f.old) or coverage_exclusions.is_config(f.old))}
     scanned = _Scan(tree, protect, moved, olds)
+    # the marks `-m` leaves out, from pytest's options files at the top of the tree, where
+    # pytest reads them (its rules read those files in any folder: a folder may be a rootdir)
     scanned.deselected = frozenset().union(*(patterns.deselected_markers(
-        name, scanned.text(name).split("\n")) for name in _PYTEST_CONFIGS))
+        name, scanned.text(name).split("\n")) for name in patterns.PYTEST_CONFIGS))
     excluded = [Finding("coverage_excluded", path, no, detail) for path, no, detail in
                 coverage_exclusions.changes(files, scanned.text, olds)]
     return [finding for f in files + untracked

@@ -670,8 +670,10 @@ def test_a_skip_like_option_in_application_code_is_not_a_finding(repo):
      "jest.config.js:2: test selection or outcome changed: testPathIgnorePatterns"),
     ("pytest.ini", "[pytest]\naddopts = -m 'not slow'\n",
      "pytest.ini:2: test selection or outcome changed: -m"),
+    ("vitest.config.ts", "export default {\n  test: { testNamePattern: 'adds' },\n};\n",
+     "vitest.config.ts:2: test selection or outcome changed: testNamePattern"),
 ], ids=["runner-shadowed", "report-hook", "deselect", "setup-cfg-k", "python_functions",
-        "testpaths", "collect-only", "jest-ignore", "markers"])
+        "testpaths", "collect-only", "jest-ignore", "markers", "vitest-name-pattern"])
 def test_added_files_or_lines_that_switch_existing_tests_off_are_findings(repo, name, text,
                                                                           expected):
     """Adding is never a finding, except what switches existing tests off without touching
