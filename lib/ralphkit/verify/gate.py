@@ -40,9 +40,14 @@ class Check:
     def passed(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
 
+    @property
+    def ran_at(self) -> str:
+        """The commit it ran at, as the report line and a fail reason both name it."""
+        return f"at {self.commit[:12] or 'no commit'}"
+
     def summary(self) -> str:
         """One line: what ran where and how it ended."""
-        at = f"at {self.commit[:12] or 'no commit'}{' (uncommitted changes)' if self.dirty else ''}"
+        at = f"{self.ran_at}{' (uncommitted changes)' if self.dirty else ''}"
         if self.timed_out:
             how = f"timed out after {self.timeout_s:g}s"
         elif self.error:

@@ -56,7 +56,10 @@ def line(v: Verdict) -> str:
 
 
 def failure(check: gate.Check, recheck: bool) -> str:
-    at = f"at {check.commit[:12] or 'no commit'}"
+    """The fail reason of a check that failed. Not Check.summary: a reason leads with what went
+    wrong (`verify failed:`, the first line a report and the next session show) and gives the
+    output's tail; the summary is the report line of a check that passed."""
+    at = check.ran_at
     again = " on re-check (the tree moved since it passed)" if recheck else ""
     if check.timed_out:
         head = f"verify timed out{again}: `{check.command}` ran longer than {check.timeout_s:g}s {at}"
