@@ -8,6 +8,7 @@ before a run may call itself complete. Knows nothing of the loop's order (loop.f
 parallel's session_end and run call in), of git beyond HEAD, or of printing."""
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -132,6 +133,8 @@ class Gate:
         since = getattr(self.run, "session_since", "") or ""
         reopened: list[verdicts.Verdict] = []
         judged = len(self.judged)
+        # one diff for every task the session marked done, read before any verify command runs
+        diff_findings = functools.cache(lambda: self._scan(self.cwd, self.base, self.hidden))
         for t in tasks:
             key = (t["id"], str(t.get("updated_at")), str(t.get("retry_count")))
             fresh = str(t.get("updated_at")) >= since or t["id"] in self.unjudged
@@ -139,7 +142,7 @@ class Gate:
                 continue
             self.judged.add(key)
             self.unjudged.discard(t["id"])
-            verdict = self.judge(t, self.cwd, self.base, self.hidden)
+            verdict = self.judge(t, self.cwd, diff_findings)
             if verdict is not None and not verdict.ok:
                 reopened.append(verdict)
         if not reopened:
@@ -155,10 +158,11 @@ class Gate:
         return [*failed, *slugs], (reopened[0].reason.split("\n", 1)[0] if reopened else reason)
 
     # ------------------------------------------------------------------ one task
-    def judge(self, record: dict, tree: Path, base: str | Callable[[], str],
-              hidden: frozenset[str] = frozenset()) -> verdicts.Verdict | None:
-        """Verify one done task in tree (its diff from base; `hidden`: hidden from git then),
-        act on the verdict. None when the gate does not apply (no command, nothing to protect)."""
+    def judge(self, record: dict, tree: Path,
+              diff_findings: Callable[[], list[tamper.Finding]]) -> verdicts.Verdict | None:
+        """Verify one done task in tree (diff_findings: the tamper findings of the session's
+        diff, read only when needed), act on the verdict. None when the gate does not apply
+        (no command, nothing to protect)."""
         slug = record["id"]
         own = verify_options.task_command(record.get("description")) or ""
         start = self.lines.get(slug)            # None: the task was created during the session
@@ -166,9 +170,7 @@ class Gate:
         command = (own if start is None else start) or self.opts.command
         if not (command or self.opts.protect or changed):
             return None
-        base = base() if callable(base) else base
-        findings = [] if self.opts.tamper == "off" else tamper.scan(
-            tree, base, self.opts.protect, env=self.env, hidden_before=hidden)
+        findings = list(diff_findings())        # a copy: they may serve other tasks too
         if changed:
             findings.append(tamper.Finding("verify_line", f"task {slug}", None,
                                            "its verify: line changed during the session"))
@@ -181,9 +183,14 @@ class Gate:
     def judge_worktree(self, record: dict, wt: Any) -> verdicts.Verdict | None:
         """--parallel: judge a task in its worktree before its branch is merged; the
         session's diff is taken from the fork point of the run's branch."""
-        return self.judge(record, wt.path,
-                          lambda: gate.git(wt.path, "merge-base", "HEAD", wt.base_branch,
-                                           env=self.env))
+        return self.judge(record, wt.path, lambda: self._scan(wt.path, gate.git(
+            wt.path, "merge-base", "HEAD", wt.base_branch, env=self.env)))
+
+    def _scan(self, tree: Path, base: str, hidden: frozenset[str] = frozenset()
+              ) -> list[tamper.Finding]:
+        """The tamper findings of tree's diff from base (`hidden`: hidden from git then)."""
+        return [] if self.opts.tamper == "off" else tamper.scan(
+            tree, base, self.opts.protect, env=self.env, hidden_before=hidden)
 
     def _act(self, v: verdicts.Verdict) -> None:
         if v.ok:

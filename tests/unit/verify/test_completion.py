@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import ROOT, _clean_environ, git, read_jsonl
+from ralphkit import programs
 from ralphkit.backlog import calls as task_calls
 from ralphkit.runs import progress
 from ralphkit.runs import state as run_state
@@ -117,6 +118,45 @@ def test_changes_left_in_the_tree_before_the_session_are_not_its_own(repo):
     assert gate.task.call("_reopen", "t1", "--reason", "again", env=gate.env).ok
     finish(gate, "t1")
     assert gate.after_session([], "r")[0] == ["t1"]                   # now it is held
+
+
+def test_a_session_that_marked_two_tasks_done_has_its_diff_read_once_for_both(repo,
+                                                                             monkeypatch):
+    """Both tasks answer for the one diff of the session, read before anything is verified;
+    a finding of one task alone (its own verify: line changed) stays that task's."""
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_x.py").write_text("def test_x():\n    assert 1 == 1\n")
+    git(repo, "add", "-A", env=_clean_environ())
+    git(repo, "commit", "-qm", "tests", env=_clean_environ())
+    gate = make_gate(repo, ["create|t1|One|-d|verify: true", "create|t2|Two"], verify="true")
+    assert gate.task.call("update", "t1", "--description", "verify: :", env=gate.env).ok
+    (repo / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
+    finish(gate, "t1")
+    finish(gate, "t2")
+    diffs, run = [], programs.run
+    monkeypatch.setattr(programs, "run", lambda argv, **kw: run(argv, **kw) if "diff" not in argv
+                        else diffs.append(argv) or run(argv, **kw))
+    assert sorted(gate.after_session([], "r")[0]) == ["t1", "t2"]
+    assert len(diffs) == 1
+    found = "tests/test_x.py:2: assertion removed or changed: assert 1 == 1"
+    assert record(gate, "t1")["held"] == (
+        f"tamper check: {found}; task t1: its verify: line changed during the session")
+    assert record(gate, "t2")["held"] == f"tamper check: {found}"
+
+
+def test_what_a_verify_command_changes_is_no_later_task_s_finding(repo):
+    """The verify command runs after the session (a formatter before the tests, say): what it
+    changes is not the session's, for the second task it marked done as for the first."""
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_x.py").write_text("def test_x():\n    assert 1 == 1\n")
+    git(repo, "add", "-A", env=_clean_environ())
+    git(repo, "commit", "-qm", "tests", env=_clean_environ())
+    gate = make_gate(repo, ["create|t1|One", "create|t2|Two"],
+                     verify="sed -i 's/1 == 1/1==1/' tests/test_x.py")
+    finish(gate, "t1")
+    finish(gate, "t2")
+    assert gate.after_session([], "r") == ([], "r")
+    assert [record(gate, slug)["status"] for slug in ("t1", "t2")] == ["done", "done"]
 
 
 def test_a_change_made_in_a_session_that_marked_nothing_done_is_judged_with_the_next(repo):
