@@ -60,13 +60,15 @@ SKIP = re.compile(
 _RUNNER_MODULE = re.compile(r"(^|/)(?P<name>pytest|unittest|nose2?)\.py$")
 
 # The files the runners read their configuration from, named once for every rule that reads
-# them: pytest's options files (in the order pytest looks for them); jest's package.json (its
-# "jest" key) and jest.config.*; vitest's vitest.config.*. Other tools' files that happen to
-# share a name (coverage.py reads setup.cfg, tox.ini and pyproject.toml) are listed by their
-# own rule, for their own reason.
-PYTEST_CONFIGS = ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+# them: pytest's options files (in the order pytest looks for them; pytest.toml since pytest
+# 9); jest's package.json (its "jest" key) and jest.config.*; vitest's vitest.config.* and
+# vite.config.* (its `test` key). Other tools' files that happen to share a name (coverage.py
+# reads setup.cfg, tox.ini and pyproject.toml) are listed by their own rule, for their own
+# reason.
+PYTEST_CONFIGS = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml",
+                  "tox.ini", "setup.cfg")
 JEST_CONFIGS = r"package\.json|jest\.config\.[cm]?[jt]s(?:on)?"
-VITEST_CONFIGS = r"vitest\.config\.[cm]?[jt]s"
+VITEST_CONFIGS = r"vite(?:st)?\.config\.[cm]?[jt]s"
 
 
 def file_named(*names: str) -> re.Pattern:
@@ -85,6 +87,7 @@ _SELECTION = re.compile(
 _TOML_OPTION = re.compile(r"(?<![\w-])-[km](?=[\"']\s*,)")   # addopts = ["-m", "not slow"]
 _RUNS_MODULE = re.compile(r"(?:^|[\s/\"'=])(?:python[\d.]*|py)\s+$")  # `python -m pytest`
 _JS_CONFIG_FILE = file_named(JEST_CONFIGS, VITEST_CONFIGS)
+_VITEST_CONFIG_FILE = file_named(VITEST_CONFIGS)
 _JS_SELECTION = re.compile(r"\b(?:testPathIgnorePatterns|testMatch|testRegex|testNamePattern)\b")
 
 # Coverage and quality thresholds: (key, number). coverageThreshold's members are on lines
@@ -149,7 +152,7 @@ def _pytest_selections(path: str, line: str) -> list[str]:
     conftest.py's code an argument (`git commit -m`, `python -m`)."""
     found = [m for m in _SELECTION.finditer(line)
              if not (m.group(0) == "-m" and _RUNS_MODULE.search(line[:m.start()]))]
-    if path.endswith("pyproject.toml"):
+    if path.endswith(".toml"):
         found += _TOML_OPTION.finditer(line)
     return [m.group(0).strip() for m in found]
 
@@ -177,13 +180,25 @@ def deselected_markers(path: str, config: list[str]) -> frozenset[str]:
                      for m in _NOT_MARK.finditer(line))
 
 
-def thresholds(line: str, jest: bool) -> list[tuple[str, float]]:
-    """The thresholds a line sets, its comment aside: a threshold commented out is removed."""
+def threshold_block(path: str, texts: list[str]) -> str | None:
+    """The block whose members (`lines: 80`, on lines of their own) are thresholds in this
+    file, as findings name it: jest's coverageThreshold, vitest's coverage.thresholds (in its
+    configuration file); None."""
+    if any("coverageThreshold" in text for text in texts):
+        return "coverageThreshold"
+    if _VITEST_CONFIG_FILE.search(path) and any("thresholds" in text for text in texts):
+        return "coverage.thresholds"
+    return None
+
+
+def thresholds(line: str, block: str | None) -> list[tuple[str, float]]:
+    """The thresholds a line sets, its comment aside: a threshold commented out is removed.
+    block: threshold_block's, whose members the line may set."""
     line = _COMMENT.split(line, 1)[0]
     found = [(m.group("key").lstrip("-").replace("-", "_"), float(m.group("n")))
              for m in _THRESHOLD.finditer(line)]
-    if jest:
-        found += [(f"coverageThreshold.{m.group('key')}", float(m.group("n")))
+    if block:
+        found += [(f"{block}.{m.group('key')}", float(m.group("n")))
                   for m in _JEST_THRESHOLD.finditer(line)]
     return found
 
@@ -221,4 +236,4 @@ def protected(path: str, globs: tuple[str, ...]) -> bool:
 
 __all__ = ["is_test_path", "test_names", "is_assertion", "skips", "thresholds", "protected",
            "may_switch_off", "selections", "shadowed_runner", "deselected_markers", "SKIP",
-           "PYTEST_CONFIGS", "JEST_CONFIGS", "VITEST_CONFIGS", "file_named"]
+           "PYTEST_CONFIGS", "JEST_CONFIGS", "VITEST_CONFIGS", "file_named", "threshold_block"]

@@ -168,16 +168,14 @@ def _read(path: Path) -> str:
 
 
 def _threshold_findings(f: DiffFile, path: str, s: _Scan) -> list[Finding]:
-    # coverageThreshold's members sit on lines of their own
-    jest = "coverageThreshold" in s.text(path) or any(
-        "coverageThreshold" in text for _, text in f.removed + f.added)
+    block = patterns.threshold_block(path, [s.text(path)] + [t for _, t in f.removed + f.added])
     before: dict[str, tuple[int, float]] = {}
     for no, text in f.removed:
-        for key, n in patterns.thresholds(text, jest):
+        for key, n in patterns.thresholds(text, block):
             before[key] = (no, n)
     after: dict[str, tuple[int, float]] = {}
     for no, text in f.added:
-        for key, n in patterns.thresholds(text, jest):
+        for key, n in patterns.thresholds(text, block):
             after[key] = (no, n)
     found = []
     for key, (old_no, n) in before.items():

@@ -553,12 +553,31 @@ def test_a_test_renamed_within_tests_to_a_name_pytest_does_not_collect_is_a_find
      ".github/workflows/ci.yml:1: cov_fail_under 85 removed"),
     ("package.json", '"lines": 80', '// "lines": 80', "package.json:5: coverageThreshold.lines "
      "80 removed"),
+    ("vitest.config.ts", "lines: 80", "lines: 40",
+     "vitest.config.ts:4: coverage.thresholds.lines lowered from 80 to 40"),
+    ("vitest.config.ts", "      functions: 75,\n", "",
+     "vitest.config.ts:5: coverage.thresholds.functions 75 removed"),
 ], ids=["fail_under", "fail_under-removed", "cov-fail-under", "jest", "commented-out",
-        "ini-comment", "trailing-comment", "js-comment"])
+        "ini-comment", "trailing-comment", "js-comment", "vitest", "vitest-removed"])
 def test_lowered_thresholds_are_findings(repo, name, old, new, expected):
     path, base = repo
+    if name == "vitest.config.ts":
+        (path / name).write_text(VITEST_CONFIG)
+        base = commit(path, "vitest's thresholds")
     edit(path, name, old, new)
     assert expected in texts(scan(path, base))
+
+
+VITEST_CONFIG = textwrap.dedent("""\
+    export default defineConfig({
+      test: {
+        coverage: { provider: 'v8', thresholds: {
+          lines: 80,
+          functions: 75,
+        } },
+      },
+    });
+""")
 
 
 def test_raising_a_threshold_is_not_a_finding(repo):
@@ -672,8 +691,16 @@ def test_a_skip_like_option_in_application_code_is_not_a_finding(repo):
      "pytest.ini:2: test selection or outcome changed: -m"),
     ("vitest.config.ts", "export default {\n  test: { testNamePattern: 'adds' },\n};\n",
      "vitest.config.ts:2: test selection or outcome changed: testNamePattern"),
+    (".pytest.ini", "[pytest]\naddopts = --deselect tests/test_a.py::test_one\n",
+     ".pytest.ini:2: test selection or outcome changed: --deselect"),
+    ("pytest.toml", '[pytest]\naddopts = ["-k", "not test_one"]\n',
+     "pytest.toml:2: test selection or outcome changed: -k"),
+    ("vite.config.mts", "export default defineConfig({\n  test: { testNamePattern: 'adds' },\n"
+                        "});\n",
+     "vite.config.mts:2: test selection or outcome changed: testNamePattern"),
 ], ids=["runner-shadowed", "report-hook", "deselect", "setup-cfg-k", "python_functions",
-        "testpaths", "collect-only", "jest-ignore", "markers", "vitest-name-pattern"])
+        "testpaths", "collect-only", "jest-ignore", "markers", "vitest-name-pattern",
+        "hidden-pytest-ini", "pytest-toml", "vite-config"])
 def test_added_files_or_lines_that_switch_existing_tests_off_are_findings(repo, name, text,
                                                                           expected):
     """Adding is never a finding, except what switches existing tests off without touching
