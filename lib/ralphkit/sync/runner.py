@@ -8,9 +8,9 @@ the remote's and reopens those tasks with a reason naming that branch. At the ru
 still not pushed gets up to END_RETRIES retries. A resumed run starts owing what its branch
 holds and the shared branch lacks (`carry`): commits of the run before it stopped that no push
 took; a new run, those of them a done task's result names. A pushed task whose result names
-a commit a rebase replaced gets the new id there (`_recommit`). Each step is reported as one line with its event fields; never prints. Knows
-nothing of the loop's order, of runs (the caller says when to `carry`) or of git's commands
-(branch)."""
+a commit a rebase replaced gets the new id there (`_recommit`). Each step is reported as one
+line with its event fields; never prints. Knows nothing of the loop's order, of runs (the
+caller says when to `carry`) or of git's commands (branch)."""
 from __future__ import annotations
 
 import random
