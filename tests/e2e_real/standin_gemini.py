@@ -1,0 +1,129 @@
+"""A scripted stand-in for the Gemini API on 127.0.0.1, for the real `gemini` CLI.
+
+The CLI is pointed at it with GOOGLE_GEMINI_BASE_URL, with API-key auth (GEMINI_API_KEY, any
+value; the key arrives as `x-goog-api-key`). It is standin.py's StandIn (server, recording,
+`brain(request, n)` for the agent's turns) speaking the Gemini API as gemini 0.61 uses it:
+
+- `POST /v1beta/models/<model>:streamGenerateContent?alt=sse`: requests that declare tools
+  (`tools[].functionDeclarations`) are the agent's turns, answered by the brain (Text, Tool
+  or Fail) as SSE `data:` chunks of GenerateContentResponse: the text, then a `functionCall`
+  part; the last chunk carries `finishReason: STOP` and `usageMetadata`. The CLI sends the
+  tool's result back as a `functionResponse` part (`function_responses`).
+- `POST .../<model>:generateContent`: side questions that ask for JSON by a
+  `responseJsonSchema`; before each turn the model router asks a light model for a
+  complexity score. They get an object filled from that schema (`_fill`).
+- `POST .../<model>:countTokens`: a count (the CLI asks only for media and long histories).
+
+Errors are the Gemini API's `{"error": {"code", "message", "status"}}` (Fail.kind is the
+status, e.g. RESOURCE_EXHAUSTED).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from standin import Fail, StandIn, Text, Tool
+
+SHELL = "run_shell_command"      # gemini's shell tool: bash -c <command>
+USAGE = {"promptTokenCount": 20, "candidatesTokenCount": 12, "totalTokenCount": 32}
+
+
+def shell(command: str, text: str = "") -> Tool:
+    return Tool(SHELL, {"command": command, "description": "run"}, text)
+
+
+class GeminiStandIn(StandIn):
+    """StandIn's server and recording; the answers in the Gemini API's shapes."""
+
+    def _handler(self) -> type:
+        standin = self
+
+        class Handler(super()._handler()):
+            def do_POST(self) -> None:
+                size = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(size) if size else b""
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {}
+                with standin._lock:
+                    standin.requests.append({"path": self.path, "headers": dict(self.headers),
+                                             "body": body})
+                method = self.path.split("?")[0].rsplit(":", 1)[-1]
+                if method == "countTokens":
+                    return self._json(200, {"totalTokens": 100})
+                if method == "generateContent":
+                    return self._json(200, _response([{"text": json.dumps(_fill(body))}]))
+                if method != "streamGenerateContent":
+                    return self._json(404, _error(404, "NOT_FOUND", f"no {self.path}"))
+                answer = standin._answer(body)
+                if isinstance(answer, Fail):
+                    return self._json(answer.status, _error(answer.status, answer.kind,
+                                                            answer.message), answer.headers)
+                self._sse(_chunks(answer))
+
+            def _sse(self, chunks: list[dict]) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for chunk in chunks:
+                    data = f"data: {json.dumps(chunk)}\r\n\r\n".encode()
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+
+        return Handler
+
+
+def _chunks(answer: Any) -> list[dict]:
+    """The stream of one answer: its text, then the function call, the last chunk with the
+    finish reason and usage (the CLI retries a stream that ends without a finish reason)."""
+    parts = []
+    if isinstance(answer, (Text, Tool)) and answer.text:
+        parts.append({"text": answer.text})
+    if isinstance(answer, Tool):
+        parts.append({"functionCall": {"name": answer.name, "args": answer.input}})
+    chunks = [_response([part]) for part in parts[:-1]]
+    last = _response(parts[-1:])
+    last["candidates"][0]["finishReason"] = "STOP"
+    last["usageMetadata"] = USAGE
+    return [*chunks, last]
+
+
+def _response(parts: list[dict]) -> dict:
+    return {"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}],
+            "modelVersion": "standin"}
+
+
+def _error(code: int, status: str, message: str) -> dict:
+    return {"error": {"code": code, "message": message, "status": status}}
+
+
+def _fill(body: dict) -> Any:
+    """A value of the JSON schema the request asks for: each required property with its first
+    enum value, or an empty string, 1, false, [] or {} by type. The router then scores the
+    task as simple (`complexity_score` 1) and picks its flash model; the next-speaker check,
+    when the CLI makes it, hears that the user speaks next."""
+    schema = body.get("generationConfig", {}).get("responseJsonSchema") or {}
+    return _value(schema)
+
+
+def _value(schema: dict) -> Any:
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {name: _value(props.get(name, {})) for name in schema.get("required", props)}
+    return {"string": "", "integer": 1, "number": 1, "boolean": False, "array": []}.get(kind)
+
+
+def function_responses(body: dict) -> list[dict]:
+    """The `response` of every functionResponse part the CLI sent back, oldest first."""
+    return [part["functionResponse"].get("response", {})
+            for content in body.get("contents", []) for part in content.get("parts", [])
+            if isinstance(part, dict) and "functionResponse" in part]
+
+
+__all__ = ["GeminiStandIn", "Text", "Tool", "Fail", "shell", "function_responses", "SHELL"]
