@@ -46,7 +46,8 @@ needs_clis = pytest.mark.skipif(missing_reason() is not None, reason=missing_rea
 
 
 def real_env(base_env: dict[str, str], home: Path, **extra: str) -> dict[str, str]:
-    """base_env with the pinned CLIs first on PATH and the quiet switches."""
+    """base_env with the pinned CLIs first on PATH, the quiet switches and a private HOME and
+    temp directory."""
     env = {k: v for k, v in base_env.items()
            if not k.upper().endswith("_PROXY") and not k.startswith(("ANTHROPIC_", "OPENAI_",
                                                                      "GEMINI_", "GOOGLE_"))}
@@ -56,6 +57,10 @@ def real_env(base_env: dict[str, str], home: Path, **extra: str) -> dict[str, st
     env["XDG_CONFIG_HOME"] = str(home / ".config")
     env["XDG_DATA_HOME"] = str(home / ".local" / "share")
     env["XDG_CACHE_HOME"] = str(home / ".cache")
+    # gemini writes an error report to the temp directory at each failed API call: kept in
+    # the test's own tree, never in the machine's /tmp
+    (home / "tmp").mkdir(parents=True, exist_ok=True)
+    env["TMPDIR"] = str(home / "tmp")
     env.update(extra)
     return env
 
