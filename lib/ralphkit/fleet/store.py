@@ -13,7 +13,7 @@ from typing import Mapping
 from ralphkit.errors import UsageError
 from ralphkit.runs import state as run_state
 from ralphkit.session import heartbeat as session_heartbeat
-from ralphkit.sources import registry
+from ralphkit.sources import choice
 from ralphkit.tasks import store_url
 
 # The task CLI's `claim` lease without --lease (tasks/args.py): an agent's own claim lasts
@@ -22,11 +22,11 @@ CLAIM_DEFAULT_LEASE_S = 600
 
 
 def check(environ: Mapping[str, str]) -> None:
-    """The store the task CLI will open (RALPH_TASKS_DB) is one it knows, and a PostgreSQL
+    """The store the task CLI will open (sources.choice) is one it knows, and a PostgreSQL
     store has its driver; else UsageError (exit 1) before the first write."""
-    if registry.is_source(environ.get("RALPH_TASKS", "")):
+    value = choice.store_in(environ)
+    if value is None:
         return                                   # a source answers: RALPH_TASKS_DB is unused
-    value = environ.get("RALPH_TASKS_DB", "")
     kind = store_url.scheme(value)
     if kind is None:
         return                                   # a SQLite file (or the default one)
@@ -59,10 +59,8 @@ def _probe(value: str) -> None:
 def url(environ: Mapping[str, str]) -> str | None:
     """The PostgreSQL store a run with this environment uses, else None (a SQLite file, a
     task source). Only then are there claims files and heartbeats."""
-    if registry.is_source(environ.get("RALPH_TASKS", "")):
-        return None
-    value = environ.get("RALPH_TASKS_DB", "")
-    return value if store_url.is_postgres(value) else None
+    value = choice.store_in(environ)
+    return value if value is not None and store_url.is_postgres(value) else None
 
 
 def shown(value: str) -> str:

@@ -14,22 +14,11 @@ from typing import Mapping
 
 from ralphkit.errors import UsageError
 from ralphkit.sources.base import Source, SourceError
+from ralphkit.sources.choice import DEFAULT, is_source, is_store
 
-DEFAULT = "sqlite"
 SOURCES = {"tk": ("ralphkit.sources.tk", "TkSource"),
            "flowctl": ("ralphkit.sources.flowctl", "FlowctlSource")}
 NAMES = (DEFAULT, *SOURCES)
-
-
-def is_source(name: str | None) -> bool:
-    """True when `name` (RALPH_TASKS) selects a source rather than the embedded store."""
-    return bool(name) and name != DEFAULT and not is_store(name)
-
-
-def is_store(name: str | None) -> bool:
-    """True when `name` is a store URL (`scheme://...`): the embedded task CLI answers."""
-    from ralphkit.tasks import store_url
-    return bool(name) and store_url.scheme(name) is not None
 
 
 def open_source(name: str, environ: Mapping[str, str], cwd: Path) -> Source:

@@ -17,8 +17,9 @@ URL = "postgresql://ralph:hunter2@db/tasks"
     ({"RALPH_TASKS_DB": "postgres://db/t"}, "postgres://db/t"),
     ({"RALPH_TASKS_DB": URL, "RALPH_TASKS": "tk"}, None),       # a source answers instead
     ({"RALPH_TASKS_DB": URL, "RALPH_TASKS": "sqlite"}, URL),
+    ({"RALPH_TASKS_DB": URL, "RALPH_TASKS": "postgres://db/t"}, "postgres://db/t"),  # it wins
     ({"RALPH_TASKS_DB": "shared/tasks.db"}, None),
-    ({}, None)], ids=["url", "postgres", "source", "sqlite-name", "file", "none"])
+    ({}, None)], ids=["url", "postgres", "source", "sqlite-name", "setting-url", "file", "none"])
 def test_the_fleet_store_is_a_postgresql_url_in_ralph_tasks_db(environ, expected):
     assert store.url(environ) == expected
 
