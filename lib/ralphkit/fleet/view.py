@@ -15,21 +15,22 @@ from ralphkit.fleet import store as fleet_store
 from ralphkit.tasks import store_url
 
 
-def _configured(environ: Mapping[str, str], repo: Path) -> str | None:
+def _setting(environ: Mapping[str, str], repo: Path) -> str:
+    """The `tasks` setting a run started here would take: the environment's, then ralph.yml's."""
     from ralphkit.config import settings
     from ralphkit.errors import UsageError
     try:
-        tasks = settings.load("build", {}, environ, repo).tasks
+        return settings.load("build", {}, environ, repo).tasks
     except UsageError:                    # a bad ralph.yml is `ralph build`'s to report
-        tasks = environ.get("RALPH_TASKS", "")
-    return tasks if store_url.is_postgres(tasks) else None
+        return environ.get("RALPH_TASKS", "")
 
 
 def named_store(environ: Mapping[str, str], repo: Path) -> str:
     """The PostgreSQL store this environment names, as a run started here would take it
-    (docs/fleet.md): the `tasks` setting's URL (the environment, then ralph.yml, which this
-    reads), else RALPH_TASKS_DB; "" when it names none."""
-    return _configured(environ, repo) or fleet_store.url(environ) or ""
+    (docs/fleet.md): the run exports the `tasks` setting (the environment, then ralph.yml,
+    which this reads) as RALPH_TASKS, so its URL wins, RALPH_TASKS_DB counts only while it is
+    sqlite and a source uses neither; "" when it names none."""
+    return fleet_store.url({**environ, "RALPH_TASKS": _setting(environ, repo)}) or ""
 
 
 def store(environ: Mapping[str, str], repo: Path, recorded: dict | None,

@@ -18,9 +18,10 @@ B = "postgresql://ralph@b/y"
     ({"RALPH_TASKS_DB": B}, A, A),
     ({"RALPH_TASKS": "sqlite", "RALPH_TASKS_DB": B}, A, B),
     ({"RALPH_TASKS": "tk", "RALPH_TASKS_DB": B}, None, ""),
+    ({"RALPH_TASKS_DB": B}, "tk", ""),
     ({"RALPH_TASKS_DB": "shared/tasks.db"}, None, ""),
 ], ids=["tasks-db", "tasks", "tasks-over-tasks-db", "ralph-yml-over-tasks-db",
-        "tasks-sqlite-over-ralph-yml", "source", "file"])
+        "tasks-sqlite-over-ralph-yml", "source", "ralph-yml-source", "file"])
 def test_the_fleet_shown_is_of_the_store_a_run_started_here_would_use(tmp_path: Path, environ,
                                                                       yml, expected):
     if yml is not None:
