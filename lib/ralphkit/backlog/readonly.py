@@ -3,12 +3,13 @@
 tasks an agent finished or gave up during a session (for the progress record and
 --max-attempts, without a task call the spec does not list). Never creates .ralph/, the
 database, or its -wal/-shm files: a database without a -wal file is opened `immutable` (no
-lock, no -shm), one with a -wal file (a run is using it) `mode=ro`. A PostgreSQL store
-(RALPH_TASKS_DB=postgresql://...) is read in read-only transactions and never migrated (a store
-without ralph's tables reads as not there yet), waiting at most 10 s for a lost server; its
-connection is kept for the process's next read, as the task CLI keeps its own (a runner reads
-the store after every session). Uses the task CLI's own queries and rendering; does not own
-them, nor any write. Never prints."""
+lock, no -shm), one with a -wal file (a run is using it) `mode=ro`. The store read is the one
+the embedded task CLI opens with the same environment (sources.choice); under a task source
+there is none, and nothing is read. A PostgreSQL store is read in read-only transactions and
+never migrated (a store without ralph's tables reads as not there yet), waiting at most 10 s
+for a lost server; its connection is kept for the process's next read, as the task CLI keeps
+its own (a runner reads the store after every session). Uses the task CLI's own queries and
+rendering; does not own them, nor any write. Never prints."""
 from __future__ import annotations
 
 import io
@@ -40,16 +41,9 @@ def _seconds(text: str) -> float:
         return _READ_RETRY_S                 # the task CLI names a bad value; here: the default
 
 
-def _store(environ: Mapping[str, str]) -> str | None:
-    """The PostgreSQL store RALPH_TASKS_DB names, else None (a SQLite file)."""
-    from ralphkit.sources import registry
-    value = environ.get("RALPH_TASKS_DB", "")
-    return value if registry.is_store(value) else None
-
-
-def _db_path(git) -> Path:
-    """tasks/db.locate() without its mkdir and .gitignore (task-cli.md s.3)."""
-    explicit = git.environ.get("RALPH_TASKS_DB", "")
+def _db_path(git, explicit: str) -> Path:
+    """tasks/db.locate() without its mkdir and .gitignore (task-cli.md s.3); explicit: the
+    file RALPH_TASKS_DB names, "" for the default one."""
     if explicit:
         return Path(git.cwd) / explicit
     return Path(git.toplevel()) / ".ralph" / "tasks.db"
@@ -57,14 +51,16 @@ def _db_path(git) -> Path:
 
 def db_path(environ: Mapping[str, str], cwd: Path) -> Path | None:
     """Where the embedded task CLI run in `cwd` with `environ` keeps its database (s.3), or
-    None outside a git repository or for a server (no file). Creates nothing (scope.cache
-    stats it)."""
+    None outside a git repository, for a server (no file) or under a task source (no embedded
+    store). Creates nothing (scope.cache stats it)."""
+    from ralphkit.sources import choice
     from ralphkit.tasks.errors import TaskError
     from ralphkit.tasks.git_scope import Git
-    if _store(environ) is not None:
+    store = choice.store_in(environ)
+    if store is None or choice.is_store(store):
         return None
     try:
-        return _db_path(Git(str(cwd), environ))
+        return _db_path(Git(str(cwd), environ), store)
     except TaskError:
         return None
 
@@ -77,22 +73,26 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 
 def _open(environ: Mapping[str, str], cwd: Path):
-    """(connection or None, ReadResult stub): the store opened read-only; None with the
-    result to return when there is nothing to read (no file, no tables) or it failed."""
+    """(connection or None, ReadResult stub): the store the embedded task CLI opens with this
+    environment (sources.choice) opened read-only; None with the result to return when there
+    is nothing to read (a task source's backlog, no file, no tables) or it failed."""
+    from ralphkit.sources import choice
     from ralphkit.tasks import store_url
     from ralphkit.tasks.errors import TaskError
     from ralphkit.tasks.git_scope import Git
-    url = _store(environ)
-    if url is not None:
-        shown = store_url.redact(url)
-        if not store_url.is_postgres(url):
-            return None, ReadResult(False, f"Error: {store_url.unknown_scheme_message(url)}",
+    store = choice.store_in(environ)
+    if store is None:                        # a task source keeps its own backlog
+        return None, ReadResult(True, "", None, False)
+    if choice.is_store(store):
+        shown = store_url.redact(store)
+        if not store_url.is_postgres(store):
+            return None, ReadResult(False, f"Error: {store_url.unknown_scheme_message(store)}",
                                     None, False, shown)
         from ralphkit.tasks import pg, pg_schema
         given = environ.get("RALPH_STORE_RETRY", "")
         retry = given if given and _seconds(given) < _READ_RETRY_S else f"{_READ_RETRY_S:g}"
         try:
-            conn = pg.connect(url, {**environ, "RALPH_STORE_RETRY": retry}, lambda line: None,
+            conn = pg.connect(store, {**environ, "RALPH_STORE_RETRY": retry}, lambda line: None,
                               migrate=False)
         except TaskError as err:
             return None, ReadResult(False, err.lines().strip(), None, True, shown)
@@ -101,7 +101,7 @@ def _open(environ: Mapping[str, str], cwd: Path):
             return None, ReadResult(True, "", None, False, shown)
         return conn, ReadResult(True, "", None, True, shown)
     try:
-        path = _db_path(Git(str(cwd), environ))
+        path = _db_path(Git(str(cwd), environ), store)
     except TaskError as err:
         return None, ReadResult(False, err.lines().strip(), None, False)
     if not path.exists():

@@ -83,7 +83,7 @@ class ListingCache:
     values a caller computed from that very listing (valid while it is reused); `digest`
     is the store fingerprint's digest paired with it (None: not paired)."""
 
-    where: tuple | None = None            # (cwd, RALPH_TASKS_DB) the db path was found for
+    where: tuple | None = None            # (cwd, RALPH_TASKS, RALPH_TASKS_DB): db was found for
     db: str | None = None
     key: tuple | None = None              # (db, scope repo, scope branch) of the listing
     sig: tuple | None = None              # None: racy or unknown, never equal to a signature
@@ -92,7 +92,7 @@ class ListingCache:
     digest: str | None = None
 
     def _db(self, env: Mapping[str, str]) -> str | None:
-        where = (os.getcwd(), env.get("RALPH_TASKS_DB", ""))
+        where = (os.getcwd(), env.get("RALPH_TASKS", ""), env.get("RALPH_TASKS_DB", ""))
         if where != self.where:         # git rev-parse once per cwd, not once per check
             path = backlog_readonly.db_path(env, Path(where[0]))
             self.where, self.db = where, (str(path) if path is not None else None)
