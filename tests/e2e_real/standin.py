@@ -88,112 +88,117 @@ class StandIn:
             self.turns += 1
         return self.brain(body, n)
 
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    def stall(self, handler: "Handler") -> None:
+        """Hold the open stream until the server stops, then drop the connection."""
+        self._stop.wait()
+        handler.close_connection = True
+
+    def respond(self, handler: "Handler", path: str, body: dict) -> None:
+        """Answer one POST: the Messages API. Another API's stand-in overrides this."""
+        if not path.endswith("/v1/messages"):
+            if path.endswith("/count_tokens"):
+                return handler.send_json(200, {"input_tokens": 100})
+            return handler.send_json(404, {"type": "error", "error": {
+                "type": "not_found_error", "message": "not here"}})
+        answer = self._answer(body)
+        if isinstance(answer, Fail):
+            return handler.send_json(answer.status, {"type": "error", "error": {
+                "type": answer.kind, "message": answer.message}}, answer.headers)
+        blocks = []
+        if isinstance(answer, Text):
+            blocks = [{"type": "text", "text": answer.text}]
+        elif isinstance(answer, Tool):
+            if answer.text:
+                blocks.append({"type": "text", "text": answer.text})
+            blocks.append({"type": "tool_use", "id": f"toolu_{self.next_id():06d}",
+                           "name": answer.name, "input": answer.input})
+        stop = "tool_use" if isinstance(answer, Tool) else "end_turn"
+        if not body.get("stream"):
+            return handler.send_json(200, _message(blocks, stop))
+        handler.start_stream()
+        handler.event("message_start", {"type": "message_start", "message": _message([], None)})
+        if isinstance(answer, Stall):
+            return self.stall(handler)
+        for index, block in enumerate(blocks):
+            if block["type"] == "text":
+                start = {"type": "text", "text": ""}
+                delta = {"type": "text_delta", "text": block["text"]}
+            else:
+                start = {**block, "input": {}}
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+            handler.event("content_block_start", {"type": "content_block_start",
+                                                  "index": index, "content_block": start})
+            handler.event("content_block_delta", {"type": "content_block_delta",
+                                                  "index": index, "delta": delta})
+            handler.event("content_block_stop", {"type": "content_block_stop", "index": index})
+        handler.event("message_delta", {
+            "type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 12}})
+        handler.event("message_stop", {"type": "message_stop"})
+        handler.end_stream()
+
     def _handler(self) -> type:
-        standin = self
+        return type("BoundHandler", (Handler,), {"standin": self})
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
 
-            def log_message(self, *args: object) -> None:
-                pass
+class Handler(BaseHTTPRequestHandler):
+    """Records every POST and hands it to its StandIn; writes JSON answers and chunked SSE."""
+    protocol_version = "HTTP/1.1"
+    standin: StandIn
 
-            def do_GET(self) -> None:
-                self._json(200 if self.path.rstrip("/") == "" else 404, {})
+    def log_message(self, *args: object) -> None:
+        pass
 
-            def do_HEAD(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+    def do_GET(self) -> None:
+        self.send_json(200 if self.path.rstrip("/") == "" else 404, {})
 
-            def do_POST(self) -> None:
-                size = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(size) if size else b""
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = {}
-                with standin._lock:
-                    standin.requests.append({"path": self.path, "headers": dict(self.headers),
-                                             "body": body})
-                if not self.path.split("?")[0].endswith("/v1/messages"):
-                    if self.path.split("?")[0].endswith("/count_tokens"):
-                        return self._json(200, {"input_tokens": 100})
-                    return self._json(404, {"type": "error", "error": {
-                        "type": "not_found_error", "message": "not here"}})
-                answer = standin._answer(body)
-                if isinstance(answer, Fail):
-                    return self._json(answer.status, {"type": "error", "error": {
-                        "type": answer.kind, "message": answer.message}}, answer.headers)
-                blocks = []
-                if isinstance(answer, Text):
-                    blocks = [{"type": "text", "text": answer.text}]
-                elif isinstance(answer, Tool):
-                    if answer.text:
-                        blocks.append({"type": "text", "text": answer.text})
-                    blocks.append({"type": "tool_use", "id": f"toolu_{next(standin._ids):06d}",
-                                   "name": answer.name, "input": answer.input})
-                stop = "tool_use" if isinstance(answer, Tool) else "end_turn"
-                if body.get("stream"):
-                    self._stream(blocks, stop, stall=isinstance(answer, Stall))
-                else:
-                    self._json(200, _message(blocks, stop))
+    def do_HEAD(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
-            def _json(self, status: int, payload: dict, headers: dict | None = None) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("request-id", f"req_{next(standin._ids)}")
-                for key, value in (headers or {}).items():
-                    self.send_header(key, str(value))
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+    def do_POST(self) -> None:
+        size = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(size) if size else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        with self.standin._lock:
+            self.standin.requests.append({"path": self.path, "headers": dict(self.headers),
+                                          "body": body})
+        self.standin.respond(self, self.path.split("?")[0], body)
 
-            def _event(self, name: str, payload: dict) -> None:
-                data = f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                self.wfile.flush()
+    def send_json(self, status: int, payload: dict, headers: dict | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("request-id", f"req_{self.standin.next_id()}")
+        for key, value in (headers or {}).items():
+            self.send_header(key, str(value))
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
-            def _stream(self, blocks: list[dict], stop: str, stall: bool) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.send_header("request-id", f"req_{next(standin._ids)}")
-                self.end_headers()
-                start = _message([], None)
-                self._event("message_start", {"type": "message_start", "message": start})
-                if stall:
-                    standin._stop.wait()
-                    self.close_connection = True
-                    return
-                for index, block in enumerate(blocks):
-                    if block["type"] == "text":
-                        self._event("content_block_start", {
-                            "type": "content_block_start", "index": index,
-                            "content_block": {"type": "text", "text": ""}})
-                        self._event("content_block_delta", {
-                            "type": "content_block_delta", "index": index,
-                            "delta": {"type": "text_delta", "text": block["text"]}})
-                    else:
-                        self._event("content_block_start", {
-                            "type": "content_block_start", "index": index,
-                            "content_block": {**block, "input": {}}})
-                        self._event("content_block_delta", {
-                            "type": "content_block_delta", "index": index,
-                            "delta": {"type": "input_json_delta",
-                                      "partial_json": json.dumps(block["input"])}})
-                    self._event("content_block_stop", {"type": "content_block_stop",
-                                                       "index": index})
-                self._event("message_delta", {
-                    "type": "message_delta",
-                    "delta": {"stop_reason": stop, "stop_sequence": None},
-                    "usage": {"output_tokens": 12}})
-                self._event("message_stop", {"type": "message_stop"})
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
+    def start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("request-id", f"req_{self.standin.next_id()}")
+        self.end_headers()
 
-        return Handler
+    def event(self, name: str, payload: dict) -> None:
+        data = f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def end_stream(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
 
 def _message(content: list, stop: str | None) -> dict:
