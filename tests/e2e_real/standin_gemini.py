@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from standin import Fail, StandIn, Text, Tool
+from standin import Fail, Handler, StandIn, Text, Tool
 
 SHELL = "run_shell_command"      # gemini's shell tool: bash -c <command>
 USAGE = {"promptTokenCount": 20, "candidatesTokenCount": 12, "totalTokenCount": 32}
@@ -35,45 +35,23 @@ def shell(command: str, text: str = "") -> Tool:
 class GeminiStandIn(StandIn):
     """StandIn's server and recording; the answers in the Gemini API's shapes."""
 
-    def _handler(self) -> type:
-        standin = self
-
-        class Handler(super()._handler()):
-            def do_POST(self) -> None:
-                size = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(size) if size else b""
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = {}
-                with standin._lock:
-                    standin.requests.append({"path": self.path, "headers": dict(self.headers),
-                                             "body": body})
-                method = self.path.split("?")[0].rsplit(":", 1)[-1]
-                if method == "countTokens":
-                    return self._json(200, {"totalTokens": 100})
-                if method == "generateContent":
-                    return self._json(200, _response([{"text": json.dumps(_fill(body))}]))
-                if method != "streamGenerateContent":
-                    return self._json(404, _error(404, "NOT_FOUND", f"no {self.path}"))
-                answer = standin._answer(body)
-                if isinstance(answer, Fail):
-                    return self._json(answer.status, _error(answer.status, answer.kind,
-                                                            answer.message), answer.headers)
-                self._sse(_chunks(answer))
-
-            def _sse(self, chunks: list[dict]) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                for chunk in chunks:
-                    data = f"data: {json.dumps(chunk)}\r\n\r\n".encode()
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
-
-        return Handler
+    def respond(self, handler: Handler, path: str, body: dict) -> None:
+        method = path.rsplit(":", 1)[-1]
+        if method == "countTokens":
+            return handler.send_json(200, {"totalTokens": 100})
+        if method == "generateContent":
+            return handler.send_json(200, _response([{"text": json.dumps(_fill(body))}]))
+        if method != "streamGenerateContent":
+            return handler.send_json(404, _error(404, "NOT_FOUND", f"no {path}"))
+        answer = self._answer(body)
+        if isinstance(answer, Fail):
+            return handler.send_json(answer.status, _error(answer.status, answer.kind,
+                                                           answer.message), answer.headers)
+        handler.start_stream()
+        for chunk in _chunks(answer):          # `data:` lines only: the API names no events
+            data = f"data: {json.dumps(chunk)}\r\n\r\n".encode()
+            handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        handler.end_stream()
 
 
 def _chunks(answer: Any) -> list[dict]:
