@@ -1,13 +1,13 @@
 """Black-box, with the real pi, opencode, codex and gemini CLIs (pinned in package.json): the
 argv ralph.py builds for each is accepted (no usage error: the CLI gets as far as calling its
-model API, which is a stand-in on 127.0.0.1), and pi, opencode and gemini run a whole build
-session through a scripted stand-in: pi and opencode through the Anthropic Messages one of the
-claude tests, gemini through one of the Gemini API (standin_gemini.py). codex (OpenAI
-Responses API) is pointed at the Messages stand-in too, which answers it 404: its session
-fails after the argv was accepted (docs/agents.md says why it is not driven further)."""
+model API, which is a stand-in on 127.0.0.1), and each runs a whole build session through a
+scripted stand-in: pi and opencode through the Anthropic Messages one of the claude tests,
+codex through one of the OpenAI Responses API (standin_responses.py), gemini through one of
+the Gemini API (standin_gemini.py)."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,7 @@ import pytest
 from realcli import events, needs_clis, real_env, tasks_of
 from standin import MODEL, StandIn, Text, Tool, tool_results
 from standin_gemini import GeminiStandIn, function_responses, shell
+from standin_responses import MODEL as CODEX_MODEL, ResponsesStandIn, function_outputs
 
 pytestmark = [needs_clis, pytest.mark.timeout(240)]
 
@@ -79,10 +80,12 @@ def configure_opencode(home: Path, url: str) -> dict[str, str]:
 
 
 def configure_codex(home: Path, url: str) -> dict[str, str]:
+    """A Responses API provider at the stand-in, as the default, with a model codex knows
+    (for any other name codex says first that it has no metadata for the model)."""
     codex = home / ".codex"
     codex.mkdir(parents=True)
     (codex / "config.toml").write_text(
-        f'model = "gpt-5-codex"\nmodel_provider = "standin"\n'
+        f'model = "{CODEX_MODEL}"\nmodel_provider = "standin"\n'
         f'[model_providers.standin]\nname = "standin"\nbase_url = "{url}/v1"\n'
         f'env_key = "STANDIN_KEY"\nwire_api = "responses"\nrequest_max_retries = 0\n'
         f'stream_max_retries = 0\nsupports_websockets = false\n')
@@ -119,16 +122,36 @@ def test_a_whole_build_session_through_the_stand_in(one_task, run_ralph, run_tas
     assert [e["class"] for e in events(one_task, "session_end")] == ["success"]
 
 
-@pytest.mark.parametrize("agent,configure,path", [
-    ("codex", configure_codex, "/v1/responses")], ids=["codex"])
-def test_the_argv_is_accepted_and_the_cli_calls_its_api_on_loopback(
-        one_task, run_ralph, base_env, home, agent, configure, path):
-    with StandIn(worker) as api:
-        extra = configure(home, api.url)
-        proc = run_ralph("build", "--agent", agent, "--danger", "-n", "1",
-                         "--session-timeout", "60",
-                         env=real_env(base_env, home, PWD=str(one_task), **extra),
-                         timeout=200)
+def codex_worker(body: dict, n: int):
+    """codex 0.169's shell tool is `exec_command`, the command its argument `cmd`."""
+    if function_outputs(body):
+        return Text("Task finished.")
+    return Tool("exec_command", {"cmd": WORK}, "Working on the task.")
+
+
+def test_codex_runs_a_whole_build_session_through_a_responses_stand_in(
+        one_task, run_ralph, run_task, base_env, home):
+    with ResponsesStandIn(codex_worker) as api:
+        extra = configure_codex(home, api.url)
+        proc = run_ralph("build", "--agent", "codex", "--danger", "-n", "2",
+                         env=real_env(base_env, home, PWD=str(one_task), **extra), timeout=200)
     assert proc.returncode == 0, proc.stderr
-    assert not any(word in proc.stderr + proc.stdout for word in USAGE_ERRORS), proc.stderr
-    assert any(r["path"].startswith(path) for r in api.requests), api.requests
+    assert not any(word in proc.stderr for word in USAGE_ERRORS), proc.stderr
+    assert "\nAll tasks complete. Exiting loop.\n" in proc.stdout, proc.stdout
+    assert tasks_of(run_task)["a"]["status"] == "done"
+    assert (one_task / "work-a.txt").read_text() == "built a\n"
+    log = subprocess.run(["git", "log", "--format=%s", "-1", "--", "work-a.txt"], cwd=one_task,
+                         text=True, capture_output=True, check=True).stdout
+    assert log == "Build a\n"
+    assert "Working on the task." in proc.stdout and "Task finished." in proc.stdout
+    assert "\u26a0" not in proc.stdout                       # no warning from codex
+    first, second = api.agent_turns()
+    assert first["headers"]["authorization"] == "Bearer sk-test"
+    shell = next(t for t in first["body"]["tools"] if t.get("name") == "exec_command")
+    assert shell["parameters"]["required"] == ["cmd"]
+    assert "Process exited with code 0" in function_outputs(second["body"])[0]
+    # codex sums the usage of the turn's two responses; ralph records that sum.
+    [end] = events(one_task, "session_end")
+    assert (end["class"], end["tokens_in"], end["tokens_out"]) == ("success", 40, 24)
+    assert "tokens: in 40, out 24" in proc.stdout
+
