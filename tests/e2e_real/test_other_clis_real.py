@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from realcli import events, needs_clis, real_env, tasks_of
-from standin import MODEL, StandIn, Text, Tool, tool_results
+from standin import MODEL, Fail, StandIn, Text, Tool, tool_results
 from standin_gemini import GeminiStandIn, function_responses, shell
 from standin_responses import MODEL as CODEX_MODEL, ResponsesStandIn, function_outputs
 
@@ -155,3 +155,24 @@ def test_codex_runs_a_whole_build_session_through_a_responses_stand_in(
     assert (end["class"], end["tokens_in"], end["tokens_out"]) == ("success", 40, 24)
     assert "tokens: in 40, out 24" in proc.stdout
 
+
+
+def test_a_codex_usage_limit_is_waited_out_and_the_run_resumes(one_task, run_ralph, run_task,
+                                                               base_env, home):
+    def limited(body: dict, n: int):
+        if n == 0:      # no resets_at: codex names no time, ralph waits its default wait
+            return Fail(429, "usage_limit_reached", "The usage limit has been reached")
+        return codex_worker(body, n)
+
+    with ResponsesStandIn(limited) as api:
+        extra = configure_codex(home, api.url)
+        proc = run_ralph("build", "--agent", "codex", "--danger", "-n", "2",
+                         "--limit-default-wait", "1s", "--limit-wait-margin", "0",
+                         env=real_env(base_env, home, PWD=str(one_task), **extra), timeout=200)
+    assert proc.returncode == 0, proc.stderr
+    limit = "You\u2019ve hit your usage limit. Try again later."
+    assert proc.stdout.count(limit) == 1, proc.stdout           # codex prints it twice
+    assert "Usage limit: waiting until " in proc.stdout, proc.stdout
+    assert "Usage limit: wait over, resuming" in proc.stdout
+    assert [e["class"] for e in events(one_task, "session_end")] == ["usage_limit", "success"]
+    assert tasks_of(run_task)["a"]["status"] == "done"

@@ -18,11 +18,14 @@ from ralphkit.agents.summary import (LAST_TEXT_CHARS, JsonLinesRenderer, done_li
 class CodexRenderer(JsonLinesRenderer):
     """`codex exec --json`: thread/turn/item events. Agent messages are shown as text,
     commands, file changes, MCP calls and searches as tool lines, `turn.completed` as the end
-    line with its token usage; `turn.failed` and `error` as warnings (and error_texts)."""
+    line with its token usage; `turn.failed` and `error` as warnings (and error_texts).
+    codex prints a failure twice, as an `error` event and then as `turn.failed`: it is shown
+    once, and is the session's result text, where a usage-limit message is looked for."""
 
     def __init__(self, out: BinaryIO, **kw: Any) -> None:
         super().__init__(out, **kw)
         self._shown: set[str] = set()
+        self._last_error: Any = None
 
     def _event(self, kind: str, event: dict) -> str:
         s = self._s
@@ -40,9 +43,12 @@ class CodexRenderer(JsonLinesRenderer):
             s.num_turns = (s.num_turns or 0) + 1
             s.result_subtype, s.is_error = "error", True
             message = error.get("message") if isinstance(error, dict) else error
-            return self._error(message) + done_line("error")
+            s.result_text = field_text(message) or None
+            shown = "" if message == self._last_error else self._error(message)
+            return shown + done_line("error")
         if kind == "error":
-            return self._error(event.get("message"))
+            self._last_error = event.get("message")
+            return self._error(self._last_error)
         return ""
 
     def _item(self, item: dict, completed: bool) -> str:

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import tracemalloc
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from ralphkit.agents import claude_render as render
 from ralphkit.agents.summary import PlainRenderer
 from ralphkit.agents.streams import CodexRenderer, GeminiRenderer, OpencodeRenderer, PiRenderer
 from ralphkit.errors import UsageError
+from ralphkit.unattended import usage_limits
 
 NASTY = "/ralph-build it's \"quoted\" $(rm -rf /) `x` \\back\\slash\nsecond line\n\ttab --flag"
 
@@ -377,6 +379,24 @@ def test_codex_turn_failure_is_an_error_result_with_its_message_kept_for_limit_d
     s = renderer.summary
     assert s.is_error is True and s.result_subtype == "error"
     assert s.error_texts == ["stream disconnected", "You've hit your usage limit."]
+
+
+def test_a_failed_codex_turn_is_shown_once_and_its_usage_limit_is_recognised():
+    """Exactly what codex 0.169 prints when its API answers 429 `usage_limit_reached`: the
+    message as an `error` event, then again as `turn.failed` (exit 1)."""
+    limit = "You\u2019ve hit your usage limit. Try again later."
+    out = io.BytesIO()
+    renderer = CodexRenderer(out)
+    renderer.feed(_jsonl({"type": "thread.started", "thread_id": "01a21927-520e-7022"},
+                         {"type": "turn.started"},
+                         {"type": "error", "message": limit},
+                         {"type": "turn.failed", "error": {"message": limit}}))
+    renderer.close()
+    assert out.getvalue().decode() == f"\n\u26a0 {limit}\n\n\u2501\u2501 Done (error) \u2501\u2501\n"
+    s = renderer.summary
+    assert (s.result_subtype, s.is_error, s.result_text) == ("error", True, limit)
+    hit = usage_limits.detect(s, "", datetime.now(timezone.utc))
+    assert hit is not None and (hit.kind, hit.message) == (usage_limits.LIMIT, limit)
 
 
 def test_amp_stream_json_is_rendered_by_the_claude_renderer():
