@@ -4,11 +4,12 @@ codex is pointed at it by a model provider in $CODEX_HOME/config.toml (`base_url
 `wire_api = "responses"`). StandIn's server, recording and scripting are reused: `brain(request,
 n)` returns Text, Tool (a function call: name, arguments), Fail (an HTTP error whose `kind` is
 the error's `code`, which codex reads: `usage_limit_reached`, `insufficient_quota`, ...) or
-Stall; `requests` keeps every request. `POST /v1/responses` is answered with the API's SSE: `response.created`, then for
-each output item `response.output_item.added`, its deltas (`response.output_text.delta` for a
-message, `response.function_call_arguments.delta/done` for a function call),
-`response.output_item.done` with the whole item, and `response.completed` with the usage.
-codex acts on the items of `output_item.done` and ends the turn at `response.completed`.
+Stall; `requests` keeps every request. `POST /v1/responses` is answered with the API's SSE:
+`response.created`, then for each output item `response.output_item.added`, its deltas
+(`response.output_text.delta` for a message, `response.function_call_arguments.delta/done` for
+a function call), `response.output_item.done` with the whole item, and `response.completed`
+with the usage. codex acts on the items of `output_item.done` and ends the request at
+`response.completed`.
 """
 from __future__ import annotations
 

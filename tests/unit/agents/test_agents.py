@@ -392,7 +392,8 @@ def test_a_failed_codex_turn_is_shown_once_and_its_usage_limit_is_recognised():
                          {"type": "error", "message": limit},
                          {"type": "turn.failed", "error": {"message": limit}}))
     renderer.close()
-    assert out.getvalue().decode() == f"\n\u26a0 {limit}\n\n\u2501\u2501 Done (error) \u2501\u2501\n"
+    assert out.getvalue().decode() == (f"\n\u26a0 {limit}\n"
+                                       "\n\u2501\u2501 Done (error) \u2501\u2501\n")
     s = renderer.summary
     assert (s.result_subtype, s.is_error, s.result_text) == ("error", True, limit)
     hit = usage_limits.detect(s, "", datetime.now(timezone.utc))
