@@ -110,6 +110,8 @@ def test_each_backend_runs_its_cli_with_its_argv_and_renders_its_stream(
     assert _rendered(proc.stdout) == rendered
     logs = list((git_repo / ".ralph" / "logs").iterdir())
     assert [p.read_text() for p in logs] == [stream]          # the raw stream, byte for byte
+    (events,) = (git_repo / ".ralph" / "runs").glob("*/events.jsonl")
+    assert [e["agent"] for e in read_jsonl(events) if e["event"] == "session_start"] == [name]
 
 
 @pytest.mark.parametrize("name,extra", [

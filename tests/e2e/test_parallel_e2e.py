@@ -132,13 +132,18 @@ def test_a_conflicting_pair_ends_with_one_merged_and_one_failed_with_its_branch_
 
 
 def test_max_iterations_counts_sessions_started_across_all_slots(run_ralph, run_task, setup,
-                                                                 tmp_path):
+                                                                 tmp_path, git_repo):
     create(run_task, {f"m{i}": f"c{i}" for i in range(5)})
     proc = run_ralph("build", "--parallel", "2", "-n", "3", env=setup, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert last_line(proc.stdout) == "Reached max iterations: 3"
     assert len(intervals(tmp_path)) == 3
-    assert sorted(t["status"] for t in export(run_task).values()) == ["done"] * 3 + ["open"] * 2
+    tasks = export(run_task)
+    assert sorted(t["status"] for t in tasks.values()) == ["done"] * 3 + ["open"] * 2
+    (events,) = (git_repo / ".ralph" / "runs").glob("*/events.jsonl")
+    started = [e for e in read_jsonl(events) if e["event"] == "session_start"]
+    assert [e["agent"] for e in started] == ["claude"] * 3          # the agent CLI
+    assert all(e["agent_id"] == tasks[e["task"]]["assignee"] for e in started)
 
 
 def session_prompts(log) -> dict[str, str]:

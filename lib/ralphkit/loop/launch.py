@@ -59,7 +59,7 @@ def run_session(ctx: RunContext, command: str, prompt: Prompt) -> session.Sessio
     argv += fresh_start.session_resume_args(ctx.options.continue_session, fresh)
     log_path = workspace.ralph_subdir(ctx.cwd, "logs") / f"{ctx.session_stem()}.jsonl"
     pidfile = lifecycle.begin_session(ctx.run, task=prompt.task, log=log_path,
-                                      agent=ctx.agent_id)
+                                      agent=ctx.agent_id, cli=adapter.name)
     if _reads_back(ctx):                      # what a `task fail` during the session changes
         ctx.run.retries_before = backlog_readonly.retry_counts(environ=ctx.env, cwd=ctx.cwd)
     ctx.stdout.flush()

@@ -77,8 +77,8 @@ def start(book: Book, task: dict, template: str | None) -> Session | None:
                                  book.starting["startedAt"], pidfile)
     book.starting = None
     s.say(f"[{tid}] started: agent {agent}, branch {wt.branch}")
-    book.event("session_start", n=book.state.sessions_started, task=tid, agent=agent,
-               branch=wt.branch, log=str(log))
+    book.event("session_start", n=book.state.sessions_started, task=tid,
+               agent=s.adapter.name, agent_id=agent, branch=wt.branch, log=str(log))
     book.save()
     return book.sessions[tid]
 

@@ -133,11 +133,12 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
     return run
 
 
-def begin_session(run: Run, *, task: str | None, log: Path, agent: str) -> Path:
+def begin_session(run: Run, *, task: str | None, log: Path, agent: str, cli: str) -> Path:
     """Before the agent starts: the state names the active session (and the agent id, so a
     resumed run can release what this agent holds) and the pid file its agent links its pid
     into before exec (session_pidfile), returned for session.run: a kill -9 of ralph.py
-    between the agent's start and agent_started leaves its process group known."""
+    between the agent's start and agent_started leaves its process group known. cli: the
+    agent CLI that runs (`claude`, `codex`, ...), for the session_start event."""
     run.session_clock = time.monotonic()
     run.session_since = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
     run.state.begin_session(task, None, str(log), agent=agent or None)
@@ -147,7 +148,8 @@ def begin_session(run: Run, *, task: str | None, log: Path, agent: str) -> Path:
         run.state.extra["agentId"] = agent
     run_state.save(run.ralph_dir, run.state)        # write-ahead: saved before the start
     progress.append_event(run.ralph_dir, run.state.run_id, "session_start",
-                          n=run.state.sessions_started, task=task, agent="claude", log=str(log))
+                          n=run.state.sessions_started, task=task, agent=cli,
+                          **({"agent_id": agent} if agent else {}), log=str(log))
     progress.write_progress(run.ralph_dir, run.state)
     return pidfile
 
