@@ -156,7 +156,6 @@ def test_codex_runs_a_whole_build_session_through_a_responses_stand_in(
     assert "tokens: in 40, out 24" in proc.stdout
 
 
-
 def test_a_codex_usage_limit_is_waited_out_and_the_run_resumes(one_task, run_ralph, run_task,
                                                                base_env, home):
     def limited(body: dict, n: int):
@@ -176,3 +175,21 @@ def test_a_codex_usage_limit_is_waited_out_and_the_run_resumes(one_task, run_ral
     assert "Usage limit: wait over, resuming" in proc.stdout
     assert [e["class"] for e in events(one_task, "session_end")] == ["usage_limit", "success"]
     assert tasks_of(run_task)["a"]["status"] == "done"
+
+
+def test_a_key_codex_is_refused_stops_the_run_with_exit_9(one_task, run_ralph, run_task,
+                                                           base_env, home):
+    """codex ends the turn on a 401 (no retry): the first session is an authentication
+    failure, and the run stops instead of starting the next one into the same refusal."""
+    with ResponsesStandIn(lambda body, n: Fail(401, "invalid_api_key",
+                                               "Incorrect API key provided")) as api:
+        extra = configure_codex(home, api.url)
+        proc = run_ralph("build", "--agent", "codex", "--danger", "-n", "3",
+                         env=real_env(base_env, home, PWD=str(one_task), **extra), timeout=200)
+    assert proc.returncode == 9, proc.stdout
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: authentication failed: unexpected status 401 ") and (
+        "log in again (`codex login`) or fix the API key" in last), last
+    assert [e["class"] for e in events(one_task, "session_end")] == ["auth_failure"]
+    assert tasks_of(run_task)["a"]["status"] == "open"
+    assert len(api.agent_turns()) == 1

@@ -147,8 +147,9 @@ class ParallelBuild:
         self.book.save()
         if lost := lifecycle.lock_lost(self.s.run, self.book.state.iteration):
             self.stop = self.stop or lost                   # no new session; exit 8 at the end
-        elif stop := session_outcome.stop_error(how):           # a rejected key, root, disabled:
-            self.stop = self.stop or stop                   # no new session; exit 9/10/7 at the end
+        elif stop := session_outcome.stop_error(how, self.s.adapter.name):
+            # a rejected key, root refused, a disabled account: no new session; exit 9/10/7
+            self.stop = self.stop or stop
         elif tripped:           # no new session; exit 5/6 at the end, with the figures of
             self.verdict = tripped                          # the sessions that ended since
         elif how.kind == outcome.USAGE_LIMIT:

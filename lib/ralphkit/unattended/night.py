@@ -176,7 +176,7 @@ class Night:
         verdict = self.guards.after_session(out, cost, self._fingerprint(counts_text) if need else "",
                                             self._head() if need else None)
         self._save()
-        stop = stop_error(out)
+        stop = stop_error(out, str(self.state.options.get("agent") or "claude"))
         if stop is not None:
             raise stop
         if verdict is not None:

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 import pytest
 
 from ralphkit.unattended.outcome import PRECEDENCE, Outcome, classify, root_refusal
+from ralphkit.unattended.session_outcome import stop_error
 from ralphkit.unattended.usage_limits import DISABLED, LIMIT, LimitHit
 
 RESET = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
@@ -53,6 +54,11 @@ CASES = [
         'Failed to authenticate. API Error: 401 {"type":"error","error":{"type":'
         '"authentication_error","message":"OAuth token has expired."}}'))),
      "auth_failure", True, None),
+    ("codex-401", dict(returncode=1, summary=summary(is_error=True, result=(
+        "unexpected status 401 Unauthorized: Incorrect API key provided, url: "
+        "http://127.0.0.1:1/v1/responses"))),
+     "auth_failure", True, "authentication failed: unexpected status 401 Unauthorized: "
+     "Incorrect API key provided, url: http://127.0.0.1:1/v1/responses"),
     ("auth-on-stderr", dict(returncode=1, summary=None,
                             stderr_tail="warming up\nMissing API key · Run /login\n"),
      "auth_failure", True, "authentication failed: Missing API key · Run /login"),
@@ -153,3 +159,14 @@ def test_a_login_the_cli_was_retrying_beats_the_signal_that_stopped_it():
     line = "API retry 1/10: 401 authentication_failed; next attempt in 0.6s"
     out = classify(-15, {"auth_error": line, "events_seen": {"lines": 2}})
     assert (out.kind, out.detail) == ("auth_failure", f"authentication failed: {line}")
+
+
+@pytest.mark.parametrize("agent,how", [
+    ("claude", "log in again (`claude /login`) or fix the API key (ANTHROPIC_API_KEY)"),
+    ("codex", "log in again (`codex login`) or fix the API key (OPENAI_API_KEY"),
+    ("gemini", "log in again (`gemini`, then /auth) or fix the API key (GEMINI_API_KEY)"),
+    ("pi", "log in again or fix the agent's API key, then start the run again"),
+], ids=["claude", "codex", "gemini", "other"])
+def test_a_rejected_key_stops_the_run_telling_how_that_agent_logs_in(agent, how):
+    error = stop_error(Outcome("auth_failure", "authentication failed: 401", True), agent)
+    assert error.exit_code == 9 and how in str(error), str(error)
