@@ -193,3 +193,19 @@ def test_a_key_codex_is_refused_stops_the_run_with_exit_9(one_task, run_ralph, r
     assert [e["class"] for e in events(one_task, "session_end")] == ["auth_failure"]
     assert tasks_of(run_task)["a"]["status"] == "open"
     assert len(api.agent_turns()) == 1
+
+
+def test_a_key_gemini_is_refused_stops_the_run_with_exit_9(one_task, run_ralph, run_task,
+                                                            base_env, home):
+    """The Gemini API answers a bad key 400 INVALID_ARGUMENT `API key not valid`."""
+    with GeminiStandIn(lambda body, n: Fail(400, "INVALID_ARGUMENT", "API key not valid. "
+                                            "Please pass a valid API key.")) as api:
+        extra = configure_gemini(home, api.url)
+        proc = run_ralph("build", "--agent", "gemini", "--danger", "-n", "3",
+                         env=real_env(base_env, home, PWD=str(one_task), **extra), timeout=200)
+    assert proc.returncode == 9, proc.stdout + proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: authentication failed: ") and (
+        "log in again (`gemini`, then /auth) or fix the API key" in last), last
+    assert [e["class"] for e in events(one_task, "session_end")] == ["auth_failure"]
+    assert tasks_of(run_task)["a"]["status"] == "open"

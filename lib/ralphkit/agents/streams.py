@@ -128,7 +128,10 @@ class GeminiRenderer(JsonLinesRenderer):
             stats = event.get("stats") if isinstance(event.get("stats"), dict) else {}
             self._add_tokens(stats.get("input_tokens"), stats.get("output_tokens"))
             error = event.get("error")
-            warn = self._error(error.get("message")) if isinstance(error, dict) else ""
+            warn = ""
+            if isinstance(error, dict):     # the session's result: a refused key, a limit
+                warn = self._error(error.get("message"))
+                s.result_text = field_text(error.get("message")) or s.result_text
             return warn + done_line(status, tokens=(s.input_tokens, s.output_tokens))
         return ""
 

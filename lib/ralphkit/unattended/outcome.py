@@ -43,11 +43,13 @@ ROOT_REFUSAL_TEXT = ("--dangerously-skip-permissions cannot be used with root/su
 # Claude Code's authentication errors (wordings from public issue threads, 1.0-2.1):
 # "Invalid API key · Please run /login", "Missing API key · Run /login", "Failed to
 # authenticate. API Error: 401 {...authentication_error...OAuth token has expired...}";
-# codex's failed turn on a refused key (0.169): "unexpected status 401 Unauthorized: ...".
+# codex's failed turn on a refused key (0.169): "unexpected status 401 Unauthorized: ...";
+# gemini's (0.61): '[API Error: {"error":{"code":400,"message":"API key not valid. ...'.
 _AUTH_RE = re.compile(
     r"^\s*(?:⎿\s*)?(?:Error:\s*)?(?:invalid api key|missing api key|failed to authenticate"
     r"|oauth token has expired|invalid authentication credentials|not logged in"
     r"|please run /login|api error:\s*401|unexpected status 401\b)"
+    r"|^\s*\[api error:.*(?:api key not valid|\bapi_key_invalid\b|\"code\":\s*401\b)"
     r"|^\s*(?:⎿\s*)?api error.*\bauthentication_error\b",
     re.I | re.M)
 

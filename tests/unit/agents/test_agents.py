@@ -16,6 +16,7 @@ from ralphkit.agents import adapters as agents
 from ralphkit.agents import claude_render as render
 from ralphkit.agents.summary import PlainRenderer
 from ralphkit.agents.streams import CodexRenderer, GeminiRenderer, OpencodeRenderer, PiRenderer
+from ralphkit.unattended.outcome import classify
 from ralphkit.errors import UsageError
 from ralphkit.unattended import usage_limits
 
@@ -379,6 +380,23 @@ def test_codex_turn_failure_is_an_error_result_with_its_message_kept_for_limit_d
     s = renderer.summary
     assert s.is_error is True and s.result_subtype == "error"
     assert s.error_texts == ["stream disconnected", "You've hit your usage limit."]
+
+
+def test_a_failed_gemini_turn_is_the_session_s_result_and_a_refused_key_is_an_auth_failure():
+    """Exactly what gemini 0.61 prints when its API refuses the key (400 INVALID_ARGUMENT)."""
+    message = ('[API Error: {"error":{"code":400,"message":"API key not valid. Please pass a '
+               'valid API key.","status":"INVALID_ARGUMENT"}}]')
+    renderer = GeminiRenderer(io.BytesIO())
+    renderer.feed(_jsonl(
+        {"type": "init", "session_id": "8bd2dc5e", "model": "auto"},
+        {"type": "message", "role": "user", "content": "/ralph-build"},
+        {"type": "result", "status": "error", "error": {"type": "unknown", "message": message},
+         "stats": {"total_tokens": 0, "input_tokens": 0, "output_tokens": 0, "tool_calls": 0}}))
+    renderer.close()
+    s = renderer.summary
+    assert (s.result_subtype, s.is_error, s.result_text) == ("error", True, message)
+    out = classify(1, s)
+    assert (out.kind, out.detail) == ("auth_failure", f"authentication failed: {message}")
 
 
 def test_a_failed_codex_turn_is_shown_once_and_its_usage_limit_is_recognised():
