@@ -97,8 +97,9 @@ def banner(ctx: RunContext) -> None:
              f"Mode:   {ctx.mode}",
              f"Prompt: /ralph-{ctx.mode}",
              f"Branch: {ctx.branch}",
-             "Safe:   " + ("NO (--dangerously-skip-permissions)" if opts.danger else "yes"),
-             f"Backend: {ctx.backend}"]
+             "Safe:   " + (f"NO ({ctx.adapter.danger_shown})" if opts.danger else "yes"),
+             # s.10's backend is claude's (anthropic, bedrock); another agent names itself
+             f"Backend: {ctx.backend if ctx.adapter.name == 'claude' else ctx.adapter.name}"]
     if (store := fleet_store.url(ctx.env)) is not None:      # a fleet's store, never its password
         lines.append(f"Tasks:  {fleet_store.shown(store)}")
     if ctx.agent_id:

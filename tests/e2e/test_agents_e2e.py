@@ -114,21 +114,26 @@ def test_each_backend_runs_its_cli_with_its_argv_and_renders_its_stream(
     assert [e["agent"] for e in read_jsonl(events) if e["event"] == "session_start"] == [name]
 
 
-@pytest.mark.parametrize("name,extra", [
-    ("claude", ["--dangerously-skip-permissions", "--model", "gpt-x"]),
-    ("codex", ["--dangerously-bypass-approvals-and-sandbox", "-m", "gpt-x"]),
-    ("pi", ["--model", "gpt-x"]),
-    ("gemini", ["--yolo", "-m", "gpt-x"]),
-    ("opencode", ["-m", "gpt-x"]),
+@pytest.mark.parametrize("name,extra,safe", [
+    ("claude", ["--dangerously-skip-permissions", "--model", "gpt-x"],
+     "--dangerously-skip-permissions"),
+    ("codex", ["--dangerously-bypass-approvals-and-sandbox", "-m", "gpt-x"],
+     "--dangerously-bypass-approvals-and-sandbox"),
+    ("pi", ["--model", "gpt-x"], "nothing to skip: the agent asks no permissions"),
+    ("gemini", ["--yolo", "-m", "gpt-x"], "--yolo --skip-trust"),
+    ("opencode", ["-m", "gpt-x"], 'OPENCODE_PERMISSION={"*":"allow"}'),
 ], ids=["claude", "codex", "pi", "gemini", "opencode"])
 def test_danger_and_model_are_spelled_the_way_each_cli_wants(
-        run_ralph, tasks, tmp_path, bin_dir, name, extra):
+        run_ralph, tasks, tmp_path, bin_dir, name, extra, safe):
     proc, calls = _run(run_ralph, tasks, tmp_path, bin_dir, name, "", "--agent", name,
                        "--danger", "--model", "gpt-x")
     assert proc.returncode == 0, proc.stderr
     argv = calls[0]["argv"]
     assert [a for a in argv if a in extra] == [a for a in extra]
     assert "Model:  gpt-x (gpt-x)\n" in proc.stdout
+    # the banner names what --danger gave this CLI, and an agent other than claude itself
+    backend = "anthropic" if name == "claude" else name
+    assert f"Safe:   NO ({safe})\nBackend: {backend}\n" in proc.stdout, proc.stdout
     if name == "opencode":
         assert calls[0]["env"]["OPENCODE_PERMISSION"] == '{"*":"allow"}'
 

@@ -85,6 +85,13 @@ class AgentAdapter:
         """Bytes to write to the agent's stdin, or None for /dev/null (s.11)."""
         return prompt.encode("utf-8", "surrogateescape") if self.prompt_on_stdin else None
 
+    @property
+    def danger_shown(self) -> str:
+        """What --danger gives this CLI, as the banner's `Safe:` line names it (s.10: claude's
+        `--dangerously-skip-permissions`)."""
+        given = [*self.danger_args, *(f"{k}={v}" for k, v in self.danger_env.items())]
+        return " ".join(given) or "nothing to skip: the agent asks no permissions"
+
     def env(self, *, danger: bool = False) -> dict[str, str]:
         """Variables to add to the agent's environment (on top of ralph.py's, s.11)."""
         return dict(self.danger_env) if danger else {}
