@@ -35,11 +35,13 @@ class Tool:
 
 @dataclass
 class Fail:
-    """An HTTP error: status, JSON error type and message, extra headers."""
+    """An HTTP error: status, JSON error type and message, extra headers, and more members of
+    the error object where an API has them (the Responses API's `resets_at`)."""
     status: int
     kind: str
     message: str
     headers: dict = field(default_factory=dict)
+    error: dict = field(default_factory=dict)
 
 
 @dataclass

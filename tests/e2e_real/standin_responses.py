@@ -33,8 +33,9 @@ class ResponsesStandIn(StandIn):
             return handler.send_json(404, _error("not_found", "not here"))
         answer = self._answer(body)
         if isinstance(answer, Fail):
-            return handler.send_json(answer.status, _error(answer.kind, answer.message),
-                                     answer.headers)
+            payload = _error(answer.kind, answer.message)
+            payload["error"].update(answer.error)
+            return handler.send_json(answer.status, payload, answer.headers)
         response_id = f"resp_{self.next_id():06d}"
         handler.start_stream()
         seq = itertools.count()

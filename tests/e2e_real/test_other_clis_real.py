@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -173,6 +175,36 @@ def test_a_codex_usage_limit_is_waited_out_and_the_run_resumes(one_task, run_ral
     assert proc.stdout.count(limit) == 1, proc.stdout           # codex prints it twice
     assert "Usage limit: waiting until " in proc.stdout, proc.stdout
     assert "Usage limit: wait over, resuming" in proc.stdout
+    assert [e["class"] for e in events(one_task, "session_end")] == ["usage_limit", "success"]
+    assert tasks_of(run_task)["a"]["status"] == "done"
+
+
+def test_the_reset_time_codex_names_is_the_one_waited_for(one_task, run_ralph, run_task,
+                                                          base_env, home):
+    """With the API's `resets_at`, codex says `... or try again at 6:40 PM.` (local time):
+    ralph waits until then, not its default wait (an hour here, longer than the cap: exit 5
+    if the time were not read)."""
+    resets_at = int(time.time()) + 2
+
+    def limited(body: dict, n: int):
+        if n == 0:
+            return Fail(429, "usage_limit_reached", "The usage limit has been reached",
+                        error={"resets_at": resets_at, "plan_type": "plus"})
+        return codex_worker(body, n)
+
+    with ResponsesStandIn(limited) as api:
+        extra = configure_codex(home, api.url)
+        proc = run_ralph("build", "--agent", "codex", "--danger", "-n", "2",
+                         "--limit-default-wait", "1h", "--max-limit-wait", "10m",
+                         "--limit-wait-margin", "0",
+                         env=real_env(base_env, home, PWD=str(one_task), TZ="UTC", **extra),
+                         timeout=200)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    reset = datetime.fromtimestamp(resets_at, timezone.utc).replace(second=0)
+    said = f"try again at {reset.strftime('%I:%M %p').lstrip('0')}."
+    assert said in proc.stdout, proc.stdout
+    [wait] = [e for e in events(one_task, "log") if e.get("kind") == "usage_limit_wait"]
+    assert datetime.fromisoformat(wait["resume_at"]) == reset
     assert [e["class"] for e in events(one_task, "session_end")] == ["usage_limit", "success"]
     assert tasks_of(run_task)["a"]["status"] == "done"
 

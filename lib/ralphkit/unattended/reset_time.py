@@ -1,7 +1,8 @@
 """Owns turning the reset phrase of a usage-limit message into an absolute, aware datetime:
 "resets 12pm", "resets 9:30pm", "resets 3am (Europe/Berlin)", "resets Apr 23 at 4pm
 (America/Recife)", "resets Jan 21, 5am (Etc/GMT-9)", "Your limit will reset at 5pm
-(Europe/Warsaw)", and the old "usage limit reached|1762952400" epoch form. Knows nothing of
+(Europe/Warsaw)", codex's "try again at 6:40 PM" and "try again at Sep 26th, 2026 3:05 PM"
+(local time), and the old "usage limit reached|1762952400" epoch form. Knows nothing of
 where the message came from (usage_limits) or of waiting (limit_wait)."""
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 _MONTHS = {m: i for i, m in enumerate(
     ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], 1)}
 
-# "resets" / "reset at" / "will reset at", then an optional "Apr 23," / "Apr 23 at", then
-# the clock time (12h with am/pm, or 24h), then an optional "(Zone/Name)".
+# "resets" / "reset at" / "will reset at" / "try again at", then an optional "Apr 23," /
+# "Apr 23 at" / "Sep 26th, 2026", then the clock time (12h with am/pm, or 24h), then an
+# optional "(Zone/Name)".
 _RESET = re.compile(
-    r"\breset(?:s)?\s+(?:at\s+|on\s+)?"
+    r"(?:\breset(?:s)?\s+(?:at\s+|on\s+)?|\btry\s+again\s+at\s+)"
     r"(?:(?P<mon>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(?P<day>\d{1,2})"
-    r"(?:st|nd|rd|th)?,?\s+(?:at\s+)?)?"
+    r"(?:st|nd|rd|th)?,?\s+(?:(?P<year>\d{4}),?\s+)?(?:at\s+)?)?"
     r"(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s*(?P<ampm>[ap]\.?m\.?)?"
     r"(?:\s*\((?P<tz>[^()]+)\))?",
     re.IGNORECASE)
@@ -66,8 +68,9 @@ def parse_reset(text: str, now: datetime, *, local_tz: tzinfo | None = None) -> 
     `now` must be aware. A clock time alone means its next occurrence after `now` (tomorrow
     when already past today; one that passed under 10 minutes ago is the reset that just
     happened and is returned as is) in the named zone, else in `local_tz` (default: system local
-    time). A month and day mean that date this year, or next year when that is over 180 days
-    past; a date-bearing reset that just passed is returned as is (no wait)."""
+    time). A month and day mean that date in the year given, else this year, or next year when
+    that is over 180 days past; a date-bearing reset that just passed is returned as is (no
+    wait)."""
     if now.tzinfo is None:
         raise ValueError("now must be an aware datetime")
     epoch = _EPOCH.search(text)
@@ -92,9 +95,10 @@ def parse_reset(text: str, now: datetime, *, local_tz: tzinfo | None = None) -> 
     clock = time(hour, minute)
     if match.group("mon"):
         month = _MONTHS[match.group("mon").lower()[:3]]
+        year = int(match.group("year") or today.year)
         try:
-            candidate = _at(date(today.year, month, int(match.group("day"))), clock, zone)
-            if candidate < now - _PAST_DATE_SLACK:
+            candidate = _at(date(year, month, int(match.group("day"))), clock, zone)
+            if not match.group("year") and candidate < now - _PAST_DATE_SLACK:
                 candidate = _at(date(today.year + 1, month, int(match.group("day"))), clock, zone)
         except ValueError:      # Feb 30 and the like
             return None

@@ -53,6 +53,12 @@ WORDINGS = [
      datetime(2026, 11, 22, 17, 0, tzinfo=ZoneInfo("Europe/Warsaw"))),
     ("Claude AI usage limit reached|1795428000", datetime.fromtimestamp(1795428000, UTC)),
     ("Weekly limit reached ∙ resets 9pm", datetime(2026, 11, 22, 21, 0, tzinfo=UTC)),
+    # codex 0.169 (a ChatGPT plan's limit): the reset in local time, the date when not today
+    ("You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit "
+     "https://chatgpt.com/codex/settings/usage to purchase more credits or try again at "
+     "9:40 PM.", datetime(2026, 11, 22, 21, 40, tzinfo=UTC)),
+    ("You’ve hit your usage limit. Try again at Nov 28th, 2026 3:05 PM.",
+     datetime(2026, 11, 28, 15, 5, tzinfo=UTC)),
 ]
 
 
@@ -259,6 +265,9 @@ RESETS = [
     ("resets 10am", NOW + timedelta(minutes=4), datetime(2026, 11, 22, 10, 0, tzinfo=UTC)),
     ("resets 11:55pm", datetime(2026, 11, 23, 0, 2, tzinfo=UTC),
      datetime(2026, 11, 22, 23, 55, tzinfo=UTC)),
+    ("or try again at 6:40 PM.", NOW, datetime(2026, 11, 22, 18, 40, tzinfo=UTC)),
+    ("Try again at Jan 2nd, 2027 3:05 AM.", NOW, datetime(2027, 1, 2, 3, 5, tzinfo=UTC)),
+    ("Try again at Nov 2nd, 2027 3:05 AM.", NOW, datetime(2027, 11, 2, 3, 5, tzinfo=UTC)),
 ]
 
 
@@ -266,7 +275,8 @@ RESETS = [
     "noon-later-today", "midnight-rolls-to-tomorrow", "minutes", "morning-already-past-is-tomorrow",
     "zone-berlin-tomorrow", "zone-seoul-past-is-tomorrow", "zone-seoul-later-today", "24h-clock",
     "date-in-january-is-next-year", "date-with-at", "unknown-zone-falls-back-to-local",
-    "just-passed-is-now-not-tomorrow", "just-passed-before-midnight"])
+    "just-passed-is-now-not-tomorrow", "just-passed-before-midnight", "codex-today",
+    "codex-with-date-and-year", "codex-year-far-ahead"])
 def test_reset_phrases_become_the_next_absolute_reset_time(text, now, expected):
     got = parse_reset(text, now, local_tz=UTC)
     assert got == expected and got.tzinfo is not None
