@@ -210,20 +210,18 @@ def _message(content: list, stop: str | None) -> dict:
                       "cache_read_input_tokens": 0}}
 
 
+def text_of(content: object) -> str:
+    """A tool result's text: a string as it is, or the text of a list of content parts."""
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content)
+
+
 def tool_results(body: dict) -> list[str]:
     """The text of every tool_result the CLI sent back in this request, oldest first."""
-    out = []
-    for message in body.get("messages", []):
-        content = message.get("content")
-        if not isinstance(content, list):
-            continue
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "tool_result":
-                inner = block.get("content")
-                if isinstance(inner, list):
-                    inner = "".join(b.get("text", "") for b in inner if isinstance(b, dict))
-                out.append(str(inner))
-    return out
+    return [text_of(block.get("content")) for message in body.get("messages", [])
+            if isinstance(message.get("content"), list) for block in message["content"]
+            if isinstance(block, dict) and block.get("type") == "tool_result"]
 
 
 def first_user_text(body: dict) -> str:
@@ -238,5 +236,5 @@ def first_user_text(body: dict) -> str:
     return ""
 
 
-__all__ = ["StandIn", "Text", "Tool", "Fail", "Stall", "bash", "tool_results",
+__all__ = ["StandIn", "Text", "Tool", "Fail", "Stall", "bash", "tool_results", "text_of",
            "first_user_text", "MODEL"]

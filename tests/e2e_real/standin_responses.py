@@ -17,7 +17,7 @@ import itertools
 import json
 from typing import Any
 
-from standin import Fail, Handler, StandIn, Stall, Text, Tool
+from standin import Fail, Handler, StandIn, Stall, Text, Tool, text_of
 
 MODEL = "gpt-5.5"
 USAGE = {"input_tokens": 20, "input_tokens_details": {"cached_tokens": 0},
@@ -104,14 +104,8 @@ def _error(code: str, message: str) -> dict:
 
 def function_outputs(body: dict) -> list[str]:
     """The output of every function call codex sent back in this request, oldest first."""
-    out = []
-    for item in body.get("input", []):
-        if isinstance(item, dict) and item.get("type") == "function_call_output":
-            output = item.get("output")
-            if isinstance(output, list):
-                output = "".join(p.get("text", "") for p in output if isinstance(p, dict))
-            out.append(str(output))
-    return out
+    return [text_of(item.get("output")) for item in body.get("input", [])
+            if isinstance(item, dict) and item.get("type") == "function_call_output"]
 
 
 __all__ = ["ResponsesStandIn", "function_outputs", "MODEL"]
