@@ -59,6 +59,7 @@ WORDINGS = [
      "9:40 PM.", datetime(2026, 11, 22, 21, 40, tzinfo=UTC)),
     ("You’ve hit your usage limit. Try again at Nov 28th, 2026 3:05 PM.",
      datetime(2026, 11, 28, 15, 5, tzinfo=UTC)),
+    ("You’ve hit your usage limit. Try again later.", None),
 ]
 
 
