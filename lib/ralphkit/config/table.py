@@ -62,16 +62,14 @@ def _unattended(name: str, kind: str, default: Any, help: str, line: str, **more
     return _row(name, kind, default, "unattended", help, line, needs=needs, **more)
 
 
-_SOURCES = ("sqlite", "tk", "flowctl")
-
-
 def _task_store(value: str) -> str | None:
     """--tasks: a source name, or a store URL whose scheme is known (postgresql://)."""
+    from ralphkit.sources.registry import NAMES
     from ralphkit.tasks import store_url
     kind = store_url.scheme(value)
-    if kind in store_url.POSTGRES_SCHEMES or (kind is None and value in _SOURCES):
+    if kind in store_url.POSTGRES_SCHEMES or (kind is None and value in NAMES):
         return None
-    return "sqlite, tk, flowctl or a postgresql:// URL"
+    return f"{', '.join(NAMES)} or a postgresql:// URL"
 
 
 SETTINGS: tuple[Setting, ...] = (
