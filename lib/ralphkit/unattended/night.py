@@ -37,6 +37,7 @@ class Night:
         """log_dir: where the session logs go (./.ralph/logs, s.20.3), rotated before each."""
         self.cfg, self.run, self.task, self.env, self.log_dir = cfg, run, task, env, log_dir
         self.ralph_dir, self.state = run.ralph_dir, run.state
+        self.agent = str(self.state.options.get("agent") or "claude")   # the CLI that runs
         self.guard, self.say, self.warn = guard, say, warn
         saved = self.state.extra.get("guards")
         self.guards = (guards.Guards.from_dict(cfg.limits, saved) if isinstance(saved, dict)
@@ -115,11 +116,9 @@ class Night:
     def _classify(self, result: Any) -> tuple[outcome.Outcome, Any]:
         """classify_session's answer, once per session (is_attempt, then after_session)."""
         if self._classified[0] is not result:
-            options = self.state.options
             self._classified = (result, *classify_session(
-                result, danger=bool(options.get("danger")),
-                agent=str(options.get("agent") or "claude"), env=self.env,
-                session_s=self.cfg.session_s, idle_s=self.cfg.idle_s,
+                result, danger=bool(self.state.options.get("danger")), agent=self.agent,
+                env=self.env, session_s=self.cfg.session_s, idle_s=self.cfg.idle_s,
                 default_wait_s=self.cfg.default_wait_s))
         return self._classified[1], self._classified[2]
 
@@ -176,7 +175,7 @@ class Night:
         verdict = self.guards.after_session(out, cost, self._fingerprint(counts_text) if need else "",
                                             self._head() if need else None)
         self._save()
-        stop = stop_error(out, str(self.state.options.get("agent") or "claude"))
+        stop = stop_error(out, self.agent)
         if stop is not None:
             raise stop
         if verdict is not None:
