@@ -34,6 +34,9 @@ MAX_ARG_BYTES = 131072 - 1
 # Slots in a template: replaced by the prompt, the danger/safe flags, the model flags and the
 # caller's extra arguments; any other token is copied as is.
 PROMPT, DANGER, MODEL, EXTRA = "{prompt}", "{danger}", "{model}", "{extra}"
+# How to log an agent CLI in again after its key was refused (the exit-9 line), when its
+# adapter does not know better.
+ANY_LOGIN = "or fix the agent's API key"
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class AgentAdapter:
     danger_env: Mapping[str, str] = field(default_factory=dict)
     reports: frozenset[str] = frozenset()
     notes: str = ""
+    login: str = ANY_LOGIN          # how to log in again and the key it reads (exit 9)
 
     @property
     def prompt_on_stdin(self) -> bool:
@@ -109,7 +113,7 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
         "claude", ("claude",),
         ("-p", PROMPT, "--output-format=stream-json", "--verbose", DANGER, MODEL, EXTRA),
         render.StreamRenderer, danger_args=("--dangerously-skip-permissions",),
-        reports=_CLAUDE_FACTS),
+        reports=_CLAUDE_FACTS, login="(`claude /login`) or fix the API key (ANTHROPIC_API_KEY)"),
     # pi runs tools without asking, so --danger adds nothing. pi 0.73 rejects `--` ("Error:
     # Unknown option: --") and reads an argument starting with '-' as an option and one with
     # '@' as a file to attach, so the prompt goes on stdin, which print mode (-p) reads.
@@ -125,7 +129,9 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
         agent_streams.CodexRenderer,
         danger_args=("--dangerously-bypass-approvals-and-sandbox",),
         safe_args=("--sandbox", "workspace-write"), model_args=("-m", MODEL),
-        reports=frozenset({"turns", "tokens", "result", "errors"})),
+        reports=frozenset({"turns", "tokens", "result", "errors"}),
+        login="(`codex login`) or fix the API key (OPENAI_API_KEY, or the model provider's "
+              "env_key)"),
     # amp's --stream-json is Claude Code's stream-json: the s.12 renderer reads it. The prompt
     # must follow --execute directly (amp reads it as that option's value).
     AgentAdapter(
@@ -146,7 +152,8 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
         ("-p", PROMPT, "--output-format=stream-json", DANGER, MODEL, EXTRA),
         agent_streams.GeminiRenderer, danger_args=("--yolo", "--skip-trust"),
         model_args=("-m", MODEL),
-        reports=frozenset({"tokens", "result", "errors"})),
+        reports=frozenset({"tokens", "result", "errors"}),
+        login="(`gemini`, then /auth) or fix the API key (GEMINI_API_KEY)"),
 )}
 
 KNOWN_AGENTS: tuple[str, ...] = tuple(sorted([*_TABLE, "command"]))
@@ -189,6 +196,12 @@ def get_adapter(name: str, agent_cmd: str | None = None) -> AgentAdapter:
     return adapter
 
 
+def login_hint(name: str) -> str:
+    """How agent `name` (`--agent`) is logged in again, as the exit-9 line says it."""
+    adapter = _TABLE.get(name)
+    return adapter.login if adapter is not None else ANY_LOGIN
+
+
 def prompt_fits(prompt: str) -> bool:
     return len(prompt.encode("utf-8", "surrogateescape")) <= MAX_ARG_BYTES
 
@@ -207,4 +220,4 @@ def spill_prompt(command: str, data: str, path: Path) -> str:
 
 
 __all__ = ["AgentAdapter", "KNOWN_AGENTS", "get_adapter",
-           "AGENT", "prompt_fits", "spill_prompt"]
+           "AGENT", "prompt_fits", "spill_prompt", "login_hint", "ANY_LOGIN"]

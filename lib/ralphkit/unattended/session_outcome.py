@@ -9,6 +9,7 @@ import os
 from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping
 
+from ralphkit.agents import adapters
 from ralphkit.errors import AuthFailed, RalphError, RootRefused, UsageDisabled
 from ralphkit.unattended import outcome, usage_limits
 
@@ -30,22 +31,15 @@ def classify_session(result: Any, *, danger: bool, agent: str, env: Mapping[str,
                             idle_timeout_s=idle_s, root_refused=refused), hit
 
 
-# How to log each agent CLI in again, and the key it reads by default.
-_LOGIN = {"claude": "(`claude /login`) or fix the API key (ANTHROPIC_API_KEY)",
-          "codex": "(`codex login`) or fix the API key (OPENAI_API_KEY, or the model "
-                   "provider's env_key)",
-          "gemini": "(`gemini`, then /auth) or fix the API key (GEMINI_API_KEY)"}
-
-
-def stop_error(out: outcome.Outcome, agent: str = "claude") -> RalphError | None:
+def stop_error(out: outcome.Outcome, agent: str) -> RalphError | None:
     """The error that ends the run after a session of `agent` (the CLI) that ended this way
     (exit 7, 9 or 10): waiting or another session cannot help; a person must act. None: the
     run goes on."""
     if out.kind == outcome.USAGE_DISABLED:
         return UsageDisabled(out.detail)
     if out.kind == outcome.AUTH_FAILURE:
-        how = _LOGIN.get(agent, "or fix the agent's API key")
-        return AuthFailed(f"{out.detail}; log in again {how}, then start the run again")
+        return AuthFailed(f"{out.detail}; log in again {adapters.login_hint(agent)}, then "
+                          "start the run again")
     if out.kind == outcome.ROOT_REFUSED:
         return RootRefused(f"{out.detail}; in a container or VM you trust, set IS_SANDBOX=1 "
                            "(IS_SANDBOX=1 ralph build --danger), else run ralph as a user "
