@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import sqlite3
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping
 from urllib.parse import quote
@@ -171,6 +172,12 @@ def _select(sql: str, params: tuple, environ: Mapping[str, str], cwd: Path) -> l
         db.release(conn)
 
 
+def since_now() -> str:
+    """Now, as the reads below take their since_utc: SQLite's datetime('now'), which stamps a
+    task's updated_at and deleted_at, so a read compares the store's own text."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
 def finished_by(agent_id: str, since_utc: str, *, environ: Mapping[str, str],
                 cwd: Path) -> list[str]:
     """Slugs of the tasks this agent marked done at or after since_utc ('YYYY-mm-dd HH:MM:SS',
@@ -208,4 +215,4 @@ def failed_since(before: Mapping[str, int], since_utc: str, *, environ: Mapping[
 
 
 __all__ = ["ReadResult", "call", "deleted_since", "failed_since", "finished_by", "retry_counts",
-           "db_path"]
+           "since_now", "db_path"]

@@ -11,11 +11,11 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
 from ralphkit import procs
+from ralphkit.backlog import readonly as backlog_readonly
 from ralphkit.runs import leftovers, progress
 from ralphkit.runs import lock as run_lock
 from ralphkit.runs import state as run_state
@@ -140,7 +140,7 @@ def begin_session(run: Run, *, task: str | None, log: Path, agent: str, cli: str
     between the agent's start and agent_started leaves its process group known. cli: the
     agent CLI that runs (`claude`, `codex`, ...), for the session_start event."""
     run.session_clock = time.monotonic()
-    run.session_since = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    run.session_since = backlog_readonly.since_now()
     run.state.begin_session(task, None, str(log), agent=agent or None)
     pidfile = _run_dir(run) / f"session-{run.state.sessions_started:03d}.pid"
     run.state.active["pidfile"] = str(pidfile)
