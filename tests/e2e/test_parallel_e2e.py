@@ -335,6 +335,35 @@ def test_a_task_its_session_deleted_instead_of_finishing_is_named_not_counted_do
     assert "- Completed: 1\n" in (git_repo / ".ralph" / "progress.md").read_text()
 
 
+# p2's agent deletes its own task, then waits until p1's session has ended: that end reads
+# the backlog while the deleted task is still a running session's.
+DELETES_ITS_OWN_LATE = r"""
+tid=$(cat "$RALPH_FROZEN_IDS_FILE")
+if [ "$tid" = p2 ]; then
+  "$RALPH_TASK_SCRIPT" delete p2 >/dev/null; touch "$SYNC/deleted"
+  i=0; until grep -qs '"session_end"' "$RUNS"/*/events.jsonl || [ $i -ge 600 ]; do
+    sleep 0.05; i=$((i + 1)); done
+  exit 0
+fi
+i=0; while [ ! -e "$SYNC/deleted" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+""" + ACTION
+
+
+def test_a_task_its_session_deleted_is_named_once_by_its_own_end_not_by_another_sessions(
+        run_ralph, run_task, setup, git_repo, tmp_path):
+    create(run_task, {"p1": "a", "p2": "b"})
+    proc = run_ralph("build", "--parallel", "2",
+                     env={**setup, "STUB_ACTION": DELETES_ITS_OWN_LATE, "SYNC": str(tmp_path),
+                          "RUNS": str(git_repo / ".ralph" / "runs")}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.index("[p1] done: ") < proc.stdout.index("[p2] deleted: ")
+    line = "task p2: deleted by the session's agent, not finished (nothing verified it)"
+    assert proc.stderr.count("task p2: ") == 1 and f"[p2] {line}\n" in proc.stderr
+    [run] = (git_repo / ".ralph" / "runs").iterdir()
+    logged = [e for e in read_jsonl(run / "events.jsonl") if e.get("kind") == "deleted"]
+    assert [(e["task"], e["message"]) for e in logged] == [("p2", line)]
+
+
 @pytest.mark.parametrize("assign", [False, True])
 def test_with_assign_a_parallel_runs_done_tasks_are_archived_with_their_sessions_commits(
         run_ralph, run_task, setup, git_repo, assign):
