@@ -335,6 +335,40 @@ def test_a_task_its_session_deleted_instead_of_finishing_is_named_not_counted_do
     assert "- Completed: 1\n" in (git_repo / ".ralph" / "progress.md").read_text()
 
 
+# p1's agent deletes `dup`, which no session claimed (it waits for p1, its dependency); p2's
+# agent finishes only after the deletion, so both sessions' ends read the backlog after it.
+DELETES_A_DUPLICATE = r"""
+tid=$(cat "$RALPH_FROZEN_IDS_FILE")
+if [ "$tid" = p1 ]; then "$RALPH_TASK_SCRIPT" delete dup >/dev/null; touch "$SYNC/deleted"; fi
+i=0; while [ ! -e "$SYNC/deleted" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+""" + ACTION
+
+
+def test_a_task_no_session_held_deleted_during_a_parallel_run_is_named_once_and_reported(
+        run_ralph, run_task, setup, git_repo, tmp_path):
+    """The run ends "All tasks complete" with `dup` never done: the first session's end that
+    reads the backlog after the deletion says so, once, as the single loop's session end."""
+    create(run_task, {"p1": "a", "p2": "b"})
+    assert run_task("create", "dup", "Task dup", "-c", "component:c", "--deps", "p1"
+                    ).returncode == 0
+    proc = run_ralph("build", "--parallel", "2",
+                     env={**setup, "STUB_ACTION": DELETES_A_DUPLICATE, "SYNC": str(tmp_path)},
+                     timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert last_line(proc.stdout) == "All tasks complete. Exiting loop."
+    line = "task dup: deleted during the session, not done (it was not the session's task)"
+    assert proc.stderr.count(line) == 1 and f"\n{line}\n" in f"\n{proc.stderr}"
+    assert line not in proc.stdout
+    assert "deleted by the session's agent" not in proc.stderr
+    [run] = (git_repo / ".ralph" / "runs").iterdir()
+    logged = [e for e in read_jsonl(run / "events.jsonl") if e.get("kind") == "deleted"]
+    assert [(e["task"], e["message"]) for e in logged] == [("dup", line)]
+    tasks = {t["id"]: t for t in json.loads(run_ralph("report", "--json").stdout)["tasks"]}
+    assert {tid: t["outcome"] for tid, t in tasks.items()} == {
+        "p1": "done", "p2": "done", "dup": "deleted"}
+    assert json.loads(run_ralph("status", "--json").stdout)["completed"] == 2
+
+
 # p2's agent deletes its own task, then waits until p1's session has ended: that end reads
 # the backlog while the deleted task is still a running session's.
 DELETES_ITS_OWN_LATE = r"""

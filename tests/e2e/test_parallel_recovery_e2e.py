@@ -191,3 +191,56 @@ def test_a_task_its_session_deleted_before_ralph_is_killed_is_named_on_resume(
                                        cwd=git_repo, env=env, capture_output=True, text=True,
                                        check=True).stdout)
     assert status["completed"] == 0, status
+
+
+# On its first attempt, the agent of $DELETER deletes `dup` (which waits for it, its
+# dependency, and no session claims); p2's agent blocks on the gate (never opened).
+DELETES_DUP = r"""
+tid=$(cat "$RALPH_FROZEN_IDS_FILE")
+if mkdir "$MARKS/first-$tid" 2>/dev/null; then
+  if [ "$tid" = "$DELETER" ]; then
+    "$RALPH_TASK_SCRIPT" delete dup >/dev/null; mkdir "$MARKS/deleted"
+  fi
+  if [ "$tid" = p2 ]; then read _ < "$MARKS/gate"; fi
+fi
+echo "$tid" >> "out-$tid.txt"
+git add -A >/dev/null && git commit -qm "work on $tid" >/dev/null
+"$RALPH_TASK_SCRIPT" done "$tid" >/dev/null
+"""
+
+
+def _named(git_repo) -> list[str]:
+    paths = list((git_repo / ".ralph" / "runs").glob("*/state.json"))
+    state = json.loads(paths[0].read_text()) if paths else {}
+    return state.get("extra", {}).get("parallel", {}).get("deletionsNamed", [])
+
+
+@pytest.mark.parametrize("deleter", ["p1", "p2"], ids=["named-before-the-kill", "named-on-resume"])
+def test_a_task_no_session_held_deleted_before_ralph_is_killed_is_named_once_across_the_resume(
+        run_task, recovery_env, git_repo, base_env, tmp_path, deleter):
+    """p1's session ends after its agent deleted `dup`: named then, and kept in the run state,
+    so the resume does not name it again. p2's session is killed with ralph.py after its agent
+    deleted `dup`: the resume names it, once, though p2's next session ends after it."""
+    create(run_task, {"p1": "a", "p2": "b"} if deleter == "p1" else {"p2": "b"})
+    assert run_task("create", "dup", "Task dup", "-c", "component:c", "--deps", deleter
+                    ).returncode == 0
+    env = {k: v for k, v in recovery_env.items() if k != "RALPH_TASK_CMD"}   # ralph's own store
+    env = {**env, "STUB_ACTION": DELETES_DUP, "DELETER": deleter}
+    proc = _start(git_repo, env)
+    try:
+        wait_for(lambda: (tmp_path / "marks" / "first-p2").exists()
+                 and (_named(git_repo) if deleter == "p1"
+                      else (tmp_path / "marks" / "deleted").exists()), timeout=30)
+    finally:
+        _kill(proc)
+    again = _resume(git_repo, env)
+    assert again.returncode == 0, again.stderr
+    assert last_line(again.stdout) == "All tasks complete. Exiting loop."
+    line = "task dup: deleted during the session, not done (it was not the session's task)"
+    assert again.stderr.count(line) == (0 if deleter == "p1" else 1), again.stderr
+    (events,) = (git_repo / ".ralph" / "runs").glob("*/events.jsonl")
+    logged = [json.loads(line) for line in events.read_text().splitlines()]
+    assert [(e["task"], e["message"]) for e in logged if e.get("kind") == "deleted"] == [
+        ("dup", line)]
+    assert {tid: t["status"] for tid, t in export(run_task).items()} == {
+        **({"p1": "done"} if deleter == "p1" else {}), "p2": "done", "dup": "deleted"}

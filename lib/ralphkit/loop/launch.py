@@ -98,13 +98,20 @@ def _reads_back(ctx: RunContext) -> bool:
     return bool(ctx.agent_id and ctx.task.embedded and not ctx.fleet())
 
 
+def _names_unheld(ctx: RunContext) -> bool:
+    """A task nobody in the run's sessions held, deleted during them, is named: in a build run
+    (a plan session prunes by design) that reads its store back, not a fleet's, where another
+    host may have deleted it."""
+    return ctx.mode == "build" and _reads_back(ctx)
+
+
 def _deleted(ctx: RunContext) -> None:
     """Name each task deleted during the session: the backlog shrank without the work and
     nothing verified it (never silent). One this agent held: its agent deleted it instead of
     finishing it. In a build run, one nobody in the session held, too, unless other hosts (a
     fleet's store) may have deleted it; a frozen scope names it as well, but only before a
     next session, and a run whose backlog the deletion emptied has none."""
-    others = ctx.mode == "build" and _reads_back(ctx)
+    others = _names_unheld(ctx)
     for slug, holder in backlog_readonly.deleted_since(ctx.run.session_since, environ=ctx.env,
                                                        cwd=ctx.cwd):
         if holder == ctx.agent_id:
@@ -175,6 +182,7 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
         prompt=prompt,                                                     # --prompt '/tf {id}'
         import_inbox=assign.before_session if assign else None,           # --assign: the inbox
         write_task_files=assign is not None,                               # and task files
+        name_unheld=_names_unheld(ctx),                 # a task no session held, deleted
         template=None if prompt else assign_mode.anti_drift_template(      # read in validate
             opts, find_repo_root(ctx.cwd))))
 

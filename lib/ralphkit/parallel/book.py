@@ -1,8 +1,8 @@
 """Owns the shared record of one `--parallel N` run: what ralph.py hands it (Setup), its live
 sessions and free agent ids, the task calls over the run's environment, and writing the
-record down (the run state, where `active` lists every session for a recovery, progress.md
-and events). Knows nothing of starting or ending a session (launch, session_end) or of the
-order of things (run)."""
+record down (the run state, where `active` lists every session for a recovery and the
+deletions already named are kept, progress.md and events). Knows nothing of starting or
+ending a session (launch, session_end) or of the order of things (run)."""
 from __future__ import annotations
 
 import time
@@ -13,6 +13,7 @@ from typing import Any, BinaryIO, Callable
 from ralphkit import procs
 from ralphkit.agents import adapters
 from ralphkit.backlog import client
+from ralphkit.backlog import readonly as backlog_readonly
 from ralphkit.backlog.calls import TaskCommand
 from ralphkit.fleet import store as fleet_store
 from ralphkit.parallel import worktrees
@@ -68,6 +69,10 @@ class Setup:
     # the task files: backlog.json at each peek, a task done archived in .ralph/completed/.
     import_inbox: Callable[[], object] | None = None
     write_task_files: bool = False
+    # A task none of the run's sessions held, deleted while they ran, is named (as the single
+    # loop names it): a build run over ralph's own store read back, not a fleet's store, where
+    # another host may have deleted it (loop.launch._names_unheld).
+    name_unheld: bool = False
 
 
 @dataclass
@@ -103,6 +108,11 @@ class Book:
         self.starting: dict | None = None        # the session being started (write-ahead)
         self.pool: session_pool.Pool | None = None
         self.export_warned = False
+        # The deletions read since the run began (session_end.name_unheld), and those named
+        # already: in the run state, so a resumed run names none of them again.
+        kept = self.state.extra.get("parallel") or {}
+        self.deletions_since: str = kept.get("deletionsSince") or backlog_readonly.since_now()
+        self.deletions_named: set[str] = set(kept.get("deletionsNamed") or [])
 
     # ------------------------------------------------------------------ task calls
     def call(self, *args: str, agent: str | None = None) -> tuple[bool, str]:
@@ -153,7 +163,9 @@ class Book:
         st.extra["parallel"] = {"slots": self.s.parallel, "runBranch": self.s.run_branch,
                                 "merge": self.s.merge,
                                 "agents": [self.s.first_agent, *self.extra_agents],
-                                "sessions": (st.active or {}).get("sessions", [])}
+                                "sessions": (st.active or {}).get("sessions", []),
+                                "deletionsSince": self.deletions_since,
+                                "deletionsNamed": sorted(self.deletions_named)}
         run_state.save(self.ralph_dir, st)
         progress.write_progress(self.ralph_dir, st)
 

@@ -63,6 +63,7 @@ class ParallelBuild:
                                  book, wt, agent, record),
                              warn=self._recovered,
                              deleted=lambda tid: session_end.name_deleted(book, tid))
+            session_end.name_unheld(book)        # deleted while the dead run's sessions ran
         book.save()
         book.event("log", kind="parallel", message=f"{self.s.parallel} slots, merge "
                                                    f"{self.s.merge}, into {self.s.run_branch}")

@@ -7,10 +7,11 @@ is counted as an attempt) and merged back into the run's branch (a failed merge 
 task with the reason and keeps the branch), `active` is failed (s.15.5, or with the timeout
 that ended it) and counted as an attempt (--max-attempts holds it, unattended.night; not when
 Ctrl+C or SIGTERM stopped the run: the session ends interrupted), as is a task the agent put
-back itself with `task fail` (the build skill's way to give up), anything
-else is recorded as left; then its worktree goes, its agent id is free again, and the run
-state, the session_end event and the user's line record it. Knows nothing of the breaker, the
-budgets, the usage-limit wait or of what runs next (run)."""
+back itself with `task fail` (the build skill's way to give up), anything else is recorded as
+left; a task none of the run's sessions held, deleted meanwhile, is named once per run; then
+its worktree goes, its agent id is free again, and the run state, the session_end event and
+the user's line record it. Knows nothing of the breaker, the budgets, the usage-limit wait or
+of what runs next (run)."""
 from __future__ import annotations
 
 import time
@@ -20,6 +21,7 @@ from ralphkit import strays
 from ralphkit.assign import session as assigned_session
 from ralphkit.assign import task_files
 from ralphkit.backlog import answers
+from ralphkit.backlog import readonly as backlog_readonly
 from ralphkit.backlog.answers import FAIL_REASON
 from ralphkit.errors import RalphError
 from ralphkit.parallel import worktrees
@@ -76,6 +78,26 @@ def name_deleted(book: Book, tid: str) -> None:
     notice = answers.DELETED_NOTICE.format(tid)
     book.s.warn(f"[{tid}] {notice}")
     book.event("log", kind="deleted", task=tid, message=notice)
+    book.deletions_named.add(tid)                  # never named again as unheld
+
+
+def name_unheld(book: Book) -> None:
+    """Each task deleted since the run began that none of its sessions held (an agent deleting
+    a duplicate it never claimed, say): not done, though the run may end "All tasks complete",
+    so it is named once per run, as the single loop's session end names it. Only where the
+    run reads ralph's own store back (Setup.name_unheld). No `[tid]` prefix: no session of
+    the run had that task, and which session deleted it is not known."""
+    if not book.s.name_unheld:
+        return
+    ours = {agent for agent in (book.s.first_agent, *book.extra_agents) if agent}
+    for tid, holder in backlog_readonly.deleted_since(book.deletions_since, environ=book.s.env,
+                                                      cwd=book.s.cwd):
+        if tid in book.deletions_named or holder in ours:
+            continue                   # named, or its session's end names it (name_deleted)
+        notice = answers.DELETED_UNHELD_NOTICE.format(tid)
+        book.s.warn(notice)
+        book.event("log", kind="deleted", task=tid, message=notice)
+        book.deletions_named.add(tid)
 
 
 def land(book: Book, wt: worktrees.Worktree, record: dict) -> tuple[bool, str, bool]:
@@ -166,6 +188,7 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
         ok, message = status == "deleted", f"the session left the task {status}"
         if status == "deleted":
             name_deleted(book, tid)
+    name_unheld(book)               # the store's first read since this session's agent ran
     if attempt and how.kind not in outcome.NOT_AN_ATTEMPT:
         held = book.s.night.attempt_failed(tid, message, prior)
     try:
@@ -199,4 +222,5 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     return outcome.Outcome(how.kind, message, not ok and not stopped), how, hit
 
 
-__all__ = ["finish", "land", "land_recovered", "merge", "FAIL_REASON"]
+__all__ = ["finish", "land", "land_recovered", "merge", "name_deleted", "name_unheld",
+           "FAIL_REASON"]
