@@ -18,6 +18,7 @@ task calls (the caller's `call`/`export`) or printing (`warn`).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -28,13 +29,21 @@ from ralphkit.runs import state as run_state
 from ralphkit.parallel import worktrees
 
 DIED_REASON = "ralph.py died during this session"
-LEFT_DELETED = "the session left the task deleted"      # as a session's end says it
 # (worktree, its session's agent, the task's record) -> the record once the session's end
 # is settled: marked done from its current-task.json, archived (session_end.assigned_end)
 SessionEnd = Callable[[worktrees.Worktree, "str | None", dict], dict]
 # (worktree, the done task's record) -> (merged, why): judged by the verify gate when it is
 # on, then merged, or re-opened (session_end.land_recovered)
 Land = Callable[[worktrees.Worktree, dict], "tuple[bool, str]"]
+
+
+@dataclass(frozen=True)
+class Settled:
+    """How a task the dead run touched ends: completed (merged, or nothing left to merge) or
+    failed with the reason; deleted: its session's agent deleted it (named, not merged)."""
+    completed: bool
+    reason: str
+    deleted: bool = False
 
 
 def _stop(entry: dict, tid: str, warn: Callable[[str], None]) -> None:
@@ -47,8 +56,8 @@ def _stop(entry: dict, tid: str, warn: Callable[[str], None]) -> None:
 
 def _settle(wt: worktrees.Worktree, task: dict, listed: bool, agent: str | None,
             land: Land, session_end: SessionEnd, call: Callable[..., tuple[bool, str]],
-            env: Mapping[str, str]) -> tuple[bool, str] | None:
-    """(completed, reason) for a task the dead run touched; None when there is nothing to
+            env: Mapping[str, str]) -> Settled | None:
+    """How a task the dead run touched ends; None when there is nothing to
     settle: a branch of a task that is not done and had no listed session, or a listed
     session's task that another agent holds or finished (on a fleet's store, another host
     took it once the dead session's lease ran out: the dead session's branch is not merged,
@@ -62,15 +71,15 @@ def _settle(wt: worktrees.Worktree, task: dict, listed: bool, agent: str | None,
     if status == "done":
         merged = worktrees.branch_merged(wt, env=env)
         if merged is None or merged:                 # nothing of it is left outside the run's
-            return True, "already merged"            # branch (as a normal finish: no commits)
-        return land(wt, task)                        # verified, then merged; else re-opened
+            return Settled(True, "already merged")   # branch (as a normal finish: no commits)
+        return Settled(*land(wt, task))              # verified, then merged; else re-opened
     if not listed:
         return None                                  # its next attempt keeps the branch (@n)
     if status == "deleted":
-        return True, LEFT_DELETED
+        return Settled(True, "the session left the task deleted", deleted=True)
     if status == "active":
         call("fail", wt.task, "--reason", DIED_REASON, agent=agent)
-    return False, DIED_REASON
+    return Settled(False, DIED_REASON)
 
 
 def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run_branch: str,
@@ -104,19 +113,17 @@ def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run
         if tid and tid not in touched and branch not in recorded:
             touched[tid] = (worktrees.planned(cwd, state.run_id, tid, base, env=env), False, None)
     for tid, (wt, listed, agent) in touched.items():
-        settled = _settle(wt, tasks.get(tid) or {}, listed, agent, land, session_end, call,
-                          env)
-        if settled is None:
+        end = _settle(wt, tasks.get(tid) or {}, listed, agent, land, session_end, call, env)
+        if end is None:
             continue
-        ok, reason = settled
-        gone = reason == LEFT_DELETED
-        if gone:
+        if end.deleted:
             deleted(tid)
-        (state.completed if ok else state.failed).append(
+        (state.completed if end.completed else state.failed).append(
             {"task": tid, "at": run_state.utc_now(), "branch": wt.branch,
-             **({"outcome": "deleted"} if gone else {} if ok else {"reason": reason})})
+             **({"outcome": "deleted"} if end.deleted else {} if end.completed
+                else {"reason": end.reason})})
         warn(f"[{tid}] recovered from the interrupted run: "
-             + (f"merged ({reason})" if ok and not gone else reason))
+             + (f"merged ({end.reason})" if end.completed and not end.deleted else end.reason))
     for agent in info.get("agents") or []:              # whatever the dead agents still hold
         if not agent:
             continue
@@ -131,4 +138,4 @@ def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run
              "interrupted run")
 
 
-__all__ = ["recover", "DIED_REASON", "LEFT_DELETED", "Land", "SessionEnd"]
+__all__ = ["recover", "DIED_REASON", "Land", "Settled", "SessionEnd"]
