@@ -12,16 +12,21 @@ import functools
 import json
 import re
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ralphkit.assign.task_files import safe_name
 from ralphkit.atomic_file import write_atomic
 from ralphkit.backlog import client as task_client
 from ralphkit.backlog.calls import TaskCommand
 from ralphkit.runs import progress
-from ralphkit.verify import gate, tamper
+from ralphkit.verify import gate
 from ralphkit.verify import options as verify_options
 from ralphkit.verify import verdicts
+
+if TYPE_CHECKING:
+    # The tamper check's rules (some fifty regexes, Python's ast) are imported where a run
+    # reads a diff, not at every start of ralph: most runs verify nothing.
+    from ralphkit.verify import tamper
 
 _HOLD_REASON_MAX = 1000
 # The author of the diff's start made over remote commits: no ref names that commit and nobody
@@ -58,7 +63,8 @@ class Gate:
             self.head = gate.git(self.cwd, "rev-parse", "HEAD", env=self.env)
             self.base = gate.git(self.cwd, "stash", "create", env=self.env) or self.head
             if self.opts.tamper != "off":               # only the tamper check reads it
-                self.hidden = tamper.hidden_paths(self.cwd, self.env)
+                from ralphkit.verify.tamper import hidden_paths
+                self.hidden = hidden_paths(self.cwd, self.env)
 
     def session_starts(self) -> None:
         """A session starts. What one that marked nothing done changed is judged with the next
@@ -172,8 +178,9 @@ class Gate:
             return None
         findings = list(diff_findings())        # a copy: they may serve other tasks too
         if changed:
-            findings.append(tamper.Finding("verify_line", f"task {slug}", None,
-                                           "its verify: line changed during the session"))
+            from ralphkit.verify.tamper import Finding
+            findings.append(Finding("verify_line", f"task {slug}", None,
+                                    "its verify: line changed during the session"))
         check = gate.run(command, tree, self.env, self.opts.timeout_s) if command else None
         verdict = verdicts.decide(slug, check, findings, self.opts.tamper, tree=str(tree))
         self._act(verdict)
@@ -189,8 +196,10 @@ class Gate:
     def _scan(self, tree: Path, base: str, hidden: frozenset[str] = frozenset()
               ) -> list[tamper.Finding]:
         """The tamper findings of tree's diff from base (`hidden`: hidden from git then)."""
-        return [] if self.opts.tamper == "off" else tamper.scan(
-            tree, base, self.opts.protect, env=self.env, hidden_before=hidden)
+        if self.opts.tamper == "off":
+            return []
+        from ralphkit.verify.tamper import scan
+        return scan(tree, base, self.opts.protect, env=self.env, hidden_before=hidden)
 
     def _act(self, v: verdicts.Verdict) -> None:
         if v.ok:

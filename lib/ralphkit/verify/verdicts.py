@@ -5,8 +5,10 @@ or of when the gate judges (verify.completion)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ralphkit.verify import gate, tamper
+if TYPE_CHECKING:                       # annotations only (verify.completion loads tamper)
+    from ralphkit.verify import gate, tamper
 
 FAILED = ("failed", "timeout", "held")
 
