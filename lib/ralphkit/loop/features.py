@@ -15,7 +15,6 @@ from ralphkit.assign.choice import dispatch_prompt
 from ralphkit.backlog import answers
 from ralphkit.config.settings import find_repo_root
 from ralphkit.loop.context import RunContext
-from ralphkit.scope import freeze as scope_run
 from ralphkit.unattended.night import Night
 from ralphkit.verify import completion
 
@@ -119,15 +118,27 @@ class Unattended(Feature):
 
 
 class ScopeFreeze(Feature):
-    """FREEZE_SCOPE: the frozen scope checked before every session; each change named once,
-    STOP_ON_SCOPE_CHANGE stops the run (exit 4). A build run ends when every frozen task is
-    done; a plan run goes on."""
+    """FREEZE_SCOPE: the scope snapshot at run start (a resumed run keeps its own), checked
+    before every session; each change named once, STOP_ON_SCOPE_CHANGE stops the run (exit 4).
+    A build run ends when every frozen task is done; a plan run goes on."""
 
-    def __init__(self, ctx: RunContext, freeze: scope_run.Freeze):
-        self.ctx, self.freeze = ctx, freeze
+    def __init__(self, ctx: RunContext):
+        from ralphkit.scope import freeze as scope_run  # only a run with it on pays for it
+        opts, self.ctx = ctx.options, ctx
+        self.freeze = scope_run.start(ctx.task, ctx.env, ctx.run.ralph_dir, ctx.run.state,
+                                      find_repo_root(ctx.cwd),
+                                      stop_on_change=opts.stop_on_scope_change,
+                                      watch_specs=opts.scope_watch)
+        ctx.export("RALPH_FROZEN_IDS_FILE", str(self.freeze.ids_file))   # task calls, agent
+        snap = self.freeze.snapshot
+        kept = "frozen" if snap.created else f"kept from {snap.frozen_at}"
+        ctx.warn(f"Scope {kept}: {len(snap.task_ids)} tasks ({self.freeze.run_dir}/scope.json)")
+        for line in snap.warnings:
+            ctx.warn(f"Warning: scope: {line}")
 
     def check(self) -> bool:
         """True when every frozen task is done."""
+        from ralphkit.scope import freeze as scope_run
         ctx = self.ctx
         found = scope_run.check(self.freeze, ctx.task, ctx.env)
         if found.report is None:
@@ -139,6 +150,7 @@ class ScopeFreeze(Feature):
         return found.target_done
 
     def target_met(self) -> bool:
+        from ralphkit.scope import freeze as scope_run
         return scope_run.target_met(self.freeze, self.ctx.task, self.ctx.env)
 
     def before_session(self) -> str | None:
@@ -147,21 +159,9 @@ class ScopeFreeze(Feature):
 
 
 def scope_freeze(ctx: RunContext) -> ScopeFreeze | None:
-    """At run start: snapshot the scope (a resumed run keeps its own); from here every task
-    call and the agent see only the frozen ids (RALPH_FROZEN_IDS_FILE). None when off."""
+    """Scope freeze for this run, or None when off (then no extra task call)."""
     opts = ctx.options                   # CLI > env > ralph.yml; a resume: persisted
-    if not (opts.freeze_scope or opts.stop_on_scope_change):   # off: no extra task call
-        return None
-    freeze = scope_run.start(ctx.task, ctx.env, ctx.run.ralph_dir, ctx.run.state,
-                             find_repo_root(ctx.cwd), stop_on_change=opts.stop_on_scope_change,
-                             watch_specs=opts.scope_watch)
-    ctx.export("RALPH_FROZEN_IDS_FILE", str(freeze.ids_file))
-    snap = freeze.snapshot
-    kept = "frozen" if snap.created else f"kept from {snap.frozen_at}"
-    ctx.warn(f"Scope {kept}: {len(snap.task_ids)} tasks ({freeze.run_dir}/scope.json)")
-    for line in snap.warnings:
-        ctx.warn(f"Warning: scope: {line}")
-    return ScopeFreeze(ctx, freeze)
+    return ScopeFreeze(ctx) if opts.freeze_scope or opts.stop_on_scope_change else None
 
 
 class Verify(Feature):
