@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 _MONTHS = {m: i for i, m in enumerate(
     ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], 1)}
@@ -49,6 +48,7 @@ def _zone(name: str | None, local_tz: tzinfo | None) -> tzinfo | None:
     """The named IANA zone, else the local zone (None = system local time). An unknown zone
     name falls back to local time rather than dropping the reset time."""
     if name:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # a named zone is rare: not at start
         try:
             return ZoneInfo(name.strip())
         except (ZoneInfoNotFoundError, ValueError):
