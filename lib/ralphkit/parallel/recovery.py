@@ -57,12 +57,12 @@ def _stop(entry: dict, tid: str, warn: Callable[[str], None]) -> None:
 def _settle(wt: worktrees.Worktree, task: dict, listed: bool, agent: str | None,
             land: Land, session_end: SessionEnd, call: Callable[..., tuple[bool, str]],
             env: Mapping[str, str]) -> Settled | None:
-    """How a task the dead run touched ends; None when there is nothing to
-    settle: a branch of a task that is not done and had no listed session, or a listed
-    session's task that another agent holds or finished (on a fleet's store, another host
-    took it once the dead session's lease ran out: the dead session's branch is not merged,
-    its task not failed). agent: the listed session's; its `fail` is made as that agent, so a
-    task taken between the export and the `fail` is refused, not failed."""
+    """How a task the dead run touched ends; None when there is nothing to settle: a branch
+    of a task that is not done and had no listed session, or a listed session's task that
+    another agent holds or finished (on a fleet's store, another host took it once the dead
+    session's lease ran out: the dead session's branch is not merged, its task not failed).
+    agent: the listed session's; its `fail` is made as that agent, so a task taken between
+    the export and the `fail` is refused, not failed."""
     if listed and agent and task.get("assignee") not in (None, agent):
         return None
     status = task.get("status")
