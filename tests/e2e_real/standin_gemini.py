@@ -15,7 +15,10 @@ value; the key arrives as `x-goog-api-key`). It is standin.py's StandIn (server,
 - `POST .../<model>:countTokens`: a count (the CLI asks only for media and long histories).
 
 Errors are the Gemini API's `{"error": {"code", "message", "status"}}` (Fail.kind is the
-status, e.g. RESOURCE_EXHAUSTED).
+status, e.g. RESOURCE_EXHAUSTED), with Fail.error's members added (`details`). `quota_exceeded`
+is the 429 RESOURCE_EXHAUSTED of a spent free-tier request quota, per minute or per day, as
+Google sends it: the message (`... Please retry in 37.5s.`), then QuotaFailure (whose
+`quotaId` tells gemini which quota it is), Help and RetryInfo (`retryDelay`) details.
 """
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ from standin import Fail, Handler, StandIn, Text, Tool
 
 SHELL = "run_shell_command"      # gemini's shell tool: bash -c <command>
 USAGE = {"promptTokenCount": 20, "candidatesTokenCount": 12, "totalTokenCount": 32}
+QUOTA_METRIC = "generativelanguage.googleapis.com/generate_content_free_tier_requests"
+QUOTA_MODEL = "gemini-2.5-flash"
 
 
 def shell(command: str, text: str = "") -> Tool:
@@ -45,8 +50,9 @@ class GeminiStandIn(StandIn):
             return handler.send_json(404, _error(404, "NOT_FOUND", f"no {path}"))
         answer = self._answer(body)
         if isinstance(answer, Fail):
-            return handler.send_json(answer.status, _error(answer.status, answer.kind,
-                                                           answer.message), answer.headers)
+            payload = _error(answer.status, answer.kind, answer.message)
+            payload["error"].update(answer.error)
+            return handler.send_json(answer.status, payload, answer.headers)
         handler.start_stream()
         for chunk in _chunks(answer):          # `data:` lines only: the API names no events
             data = f"data: {json.dumps(chunk)}\r\n\r\n".encode()
@@ -78,6 +84,32 @@ def _error(code: int, status: str, message: str) -> dict:
     return {"error": {"code": code, "message": message, "status": status}}
 
 
+def quota_exceeded(per: str = "minute", retry_s: float | None = 37.5) -> Fail:
+    """The API's answer when the free tier's requests per `per` ("minute" or "day") of the
+    model are spent; `retry_s`: the wait it names, in the message and (whole seconds) as
+    RetryInfo, or None for no wait named."""
+    quota_id = f"GenerateRequestsPer{per.capitalize()}PerProjectPerModel-FreeTier"
+    limit = {"minute": 10, "day": 250}[per]
+    message = ("You exceeded your current quota, please check your plan and billing details. "
+               "For more information on this error, head to: https://ai.google.dev/gemini-api/"
+               "docs/rate-limits. To monitor your current usage, head to: https://ai.dev/"
+               f"rate-limit. \n* Quota exceeded for metric: {QUOTA_METRIC}, limit: {limit}, "
+               f"model: {QUOTA_MODEL}")
+    details = [
+        {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{
+            "quotaMetric": QUOTA_METRIC, "quotaId": quota_id,
+            "quotaDimensions": {"location": "global", "model": QUOTA_MODEL},
+            "quotaValue": str(limit)}]},
+        {"@type": "type.googleapis.com/google.rpc.Help", "links": [{
+            "description": "Learn more about Gemini API quotas",
+            "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]}]
+    if retry_s is not None:
+        message += f"\nPlease retry in {retry_s:g}s."
+        details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                        "retryDelay": f"{int(retry_s)}s"})
+    return Fail(429, "RESOURCE_EXHAUSTED", message, error={"details": details})
+
+
 def _fill(body: dict) -> Any:
     """A value of the JSON schema the request asks for: each required property with its first
     enum value, or an empty string, 1, false, [] or {} by type. The router then scores the
@@ -104,4 +136,5 @@ def function_responses(body: dict) -> list[dict]:
             if isinstance(part, dict) and "functionResponse" in part]
 
 
-__all__ = ["GeminiStandIn", "Text", "Tool", "Fail", "shell", "function_responses", "SHELL"]
+__all__ = ["GeminiStandIn", "Text", "Tool", "Fail", "shell", "function_responses",
+           "quota_exceeded", "SHELL"]

@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
 from realcli import events, needs_clis, real_env, tasks_of
 from standin import MODEL, Fail, StandIn, Text, Tool, tool_results
-from standin_gemini import GeminiStandIn, function_responses, shell
+from standin_gemini import GeminiStandIn, function_responses, quota_exceeded, shell
 from standin_responses import MODEL as CODEX_MODEL, ResponsesStandIn, function_outputs
 
 pytestmark = [needs_clis, pytest.mark.timeout(240)]
@@ -94,13 +94,14 @@ def configure_codex(home: Path, url: str) -> dict[str, str]:
     return {"CODEX_HOME": str(codex), "STANDIN_KEY": "sk-test"}
 
 
-def configure_gemini(home: Path, url: str) -> dict[str, str]:
-    """API-key auth (no Google login), the Gemini API at the stand-in."""
+def configure_gemini(home: Path, url: str, **general: object) -> dict[str, str]:
+    """API-key auth (no Google login), the Gemini API at the stand-in; `general`: more of
+    gemini's `general` settings (`maxAttempts`)."""
     gemini = home / ".gemini"
     gemini.mkdir(parents=True)
     (gemini / "settings.json").write_text(json.dumps({
         "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "telemetry": {"enabled": False}, "general": {"disableAutoUpdate": True}}))
+        "telemetry": {"enabled": False}, "general": {"disableAutoUpdate": True, **general}}))
     return {"GEMINI_API_KEY": "test-key", "GOOGLE_GEMINI_BASE_URL": url}
 
 
@@ -221,3 +222,76 @@ def test_a_key_gemini_is_refused_stops_the_run_with_exit_9(one_task, run_ralph, 
         "log in again (`gemini`, then /auth) or fix the API key" in last), last
     assert [e["class"] for e in events(one_task, "session_end")] == ["auth_failure"]
     assert tasks_of(run_task)["a"]["status"] == "open"
+
+
+def limit_wait(repo: Path) -> timedelta:
+    """How long after it was logged the run's one usage-limit wait was to end."""
+    [wait] = [e for e in events(repo, "log") if e.get("kind") == "usage_limit_wait"]
+    logged = datetime.fromisoformat(wait["ts"].replace("Z", "+00:00"))
+    return datetime.fromisoformat(wait["resume_at"]) - logged
+
+
+def test_a_gemini_quota_per_minute_is_waited_out_for_the_time_the_api_names(
+        one_task, run_ralph, run_task, base_env, home):
+    """The API's 429 RESOURCE_EXHAUSTED names a wait (`Please retry in 2.5s.`, RetryInfo 2s).
+    gemini retries it itself, up to its `general.maxAttempts` (2 here; 10 by default, about
+    four minutes of backoff), then ends the session with `[API Error: ...]` and exit 173: the
+    session is a usage limit, its message shown once, and ralph waits the time the API named,
+    not its default wait (an hour here, beyond the cap: exit 5 if the time were not read)."""
+    def limited(body: dict, n: int):
+        return quota_exceeded("minute", retry_s=2.5) if n < 2 else gemini_worker(body, n)
+
+    with GeminiStandIn(limited) as api:
+        extra = configure_gemini(home, api.url, maxAttempts=2)
+        proc = run_ralph("build", "--agent", "gemini", "--danger", "-n", "2",
+                         "--limit-default-wait", "1h", "--max-limit-wait", "10m",
+                         "--limit-wait-margin", "0",
+                         env=real_env(base_env, home, PWD=str(one_task), **extra), timeout=200)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("[API Error: You exceeded your current quota") == 1, proc.stdout
+    assert "Please retry in 2.5s.\nSuggested retry after 2s.]" in proc.stdout
+    assert timedelta(seconds=2) < limit_wait(one_task) <= timedelta(seconds=3)
+    assert [e["class"] for e in events(one_task, "session_end")] == ["usage_limit", "success"]
+    assert tasks_of(run_task)["a"]["status"] == "done"
+    assert len(api.agent_turns()) == 4                  # 2 refused, then the session's 2 turns
+
+
+def test_a_spent_gemini_daily_quota_is_waited_out_for_the_default_wait(
+        one_task, run_ralph, run_task, base_env, home):
+    """A daily quota (its QuotaFailure's quotaId says PerDay): gemini does not retry it and
+    names no time (`You have exhausted your daily quota on this model.`, exit 173), so ralph
+    waits --limit-default-wait, then runs the task."""
+    def limited(body: dict, n: int):
+        return quota_exceeded("day") if n == 0 else gemini_worker(body, n)
+
+    with GeminiStandIn(limited) as api:
+        extra = configure_gemini(home, api.url)
+        proc = run_ralph("build", "--agent", "gemini", "--danger", "-n", "2",
+                         "--limit-default-wait", "2s", "--max-limit-wait", "10m",
+                         "--limit-wait-margin", "0",
+                         env=real_env(base_env, home, PWD=str(one_task), **extra), timeout=200)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = "[API Error: You have exhausted your daily quota on this model.]"
+    assert proc.stdout.count(said) == 1, proc.stdout
+    assert timedelta(seconds=1) < limit_wait(one_task) <= timedelta(seconds=2)
+    assert [e["class"] for e in events(one_task, "session_end")] == ["usage_limit", "success"]
+    assert tasks_of(run_task)["a"]["status"] == "done"
+    assert len(api.agent_turns()) == 3                  # 1 refused, not retried, then 2 turns
+
+
+def test_a_per_minute_quota_gemini_outwaits_itself_is_no_usage_limit(
+        one_task, run_ralph, run_task, base_env, home):
+    """gemini waits a per-minute quota out itself (the longer of the API's wait and its own
+    5 s backoff) and asks again: one session, a success, nothing for ralph to wait."""
+    def limited(body: dict, n: int):
+        return quota_exceeded("minute", retry_s=1) if n == 0 else gemini_worker(body, n)
+
+    with GeminiStandIn(limited) as api:
+        extra = configure_gemini(home, api.url)
+        proc = run_ralph("build", "--agent", "gemini", "--danger", "-n", "2",
+                         env=real_env(base_env, home, PWD=str(one_task), **extra), timeout=200)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "\u26a0" not in proc.stdout and "Usage limit" not in proc.stderr
+    assert [e["class"] for e in events(one_task, "session_end")] == ["success"]
+    assert tasks_of(run_task)["a"]["status"] == "done"
+    assert len(api.agent_turns()) == 3
