@@ -2,8 +2,9 @@
 "resets 12pm", "resets 9:30pm", "resets 3am (Europe/Berlin)", "resets Apr 23 at 4pm
 (America/Recife)", "resets Jan 21, 5am (Etc/GMT-9)", "Your limit will reset at 5pm
 (Europe/Warsaw)", codex's "try again at 6:40 PM" and "try again at Sep 26th, 2026 3:05 PM"
-(local time), and the old "usage limit reached|1762952400" epoch form. Knows nothing of
-where the message came from (usage_limits) or of waiting (limit_wait)."""
+(local time), and the old "usage limit reached|1762952400" epoch form; and the wait Google's
+APIs name instead of a time, "Please retry in 37.5s." and gemini's "Suggested retry after 37s."
+Knows nothing of where the message came from (usage_limits) or of waiting (limit_wait)."""
 from __future__ import annotations
 
 import re
@@ -24,6 +25,10 @@ _RESET = re.compile(
     re.IGNORECASE)
 # Claude Code before 1.0.x printed the reset as epoch seconds after a pipe.
 _EPOCH = re.compile(r"limit reached\|(?P<epoch>\d{9,13})\b", re.IGNORECASE)
+# A wait from now, in a Google API's 429 message and gemini's reading of its RetryInfo
+# (durations in seconds or milliseconds, as RetryInfo's retryDelay is written).
+_RETRY_IN = re.compile(r"\bretry\s+(?:in|after)\s+(?P<amount>\d+(?:\.\d+)?)\s*(?P<unit>ms|s)\b",
+                       re.IGNORECASE)
 # A date-bearing reset more than this far in the past is read as next year's (Dec -> Jan).
 _PAST_DATE_SLACK = timedelta(days=180)
 # A clock time that passed less than this long ago is the reset that just happened (the
@@ -112,4 +117,13 @@ def parse_reset(text: str, now: datetime, *, local_tz: tzinfo | None = None) -> 
     return candidate
 
 
-__all__ = ["parse_reset", "from_epoch"]
+def retry_after(text: str, now: datetime) -> datetime | None:
+    """`now` plus the longest wait `text` names ("Please retry in 37.5s.", "Suggested retry
+    after 37s."), or None when it names none. The longest, as a message may give the API's
+    exact wait and a rounded one."""
+    waits = [float(m.group("amount")) / (1000.0 if m.group("unit").lower() == "ms" else 1.0)
+             for m in _RETRY_IN.finditer(text)]
+    return now + timedelta(seconds=max(waits)) if waits else None
+
+
+__all__ = ["parse_reset", "retry_after", "from_epoch"]

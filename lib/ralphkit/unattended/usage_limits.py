@@ -22,7 +22,15 @@ Messages are searched only in what the agent itself said (the result text, the t
 assistant events) and in the agent's stderr, never in tool input or tool output. A message
 counts only at the start of a line (after blanks, "⎿", "Error:" or "API Error: <code>"), or
 anywhere inside an "API Error" line, so an agent that quotes the wording mid-sentence does
-not stop the run."""
+not stop the run.
+
+gemini (0.61) ends a session on a 429 it gave up on (a quota per minute after its own
+retries, one per day at once) with the API's message as '[API Error: <message>]' and, on a
+line of its own, advice it gives for a 429 and nothing else (errorParsing.js,
+RATE_LIMIT_ERROR_MESSAGE_*): "Please wait and try again later. To increase your limits, request
+a quota increase through AI Studio, or switch to another /auth method" (Vertex AI in place of
+AI Studio). Such an error is a limit, its first line the message, and the wait it names
+("Please retry in 37.5s.", "Suggested retry after 37s.") the reset; a daily quota names none."""
 from __future__ import annotations
 
 import re
@@ -30,7 +38,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Any, Iterable
 
-from ralphkit.unattended.reset_time import from_epoch, parse_reset
+from ralphkit.unattended.reset_time import from_epoch, parse_reset, retry_after
 
 LIMIT = "limit"
 DISABLED = "disabled"
@@ -47,6 +55,9 @@ _LIMIT_RE = re.compile(
     rf"|you{_APOS}ve\s+reached\s+your\s+(?:[\w-]+\s+){{0,3}}limit)",
     re.I)
 _API_ERROR_LINE = re.compile(r"^\s*(?:⎿\s*)?API\s+Error", re.I)
+_GEMINI_ERROR = "[API Error:"
+_GEMINI_429_RE = re.compile(r"^please\s+wait\s+and\s+try\s+again\s+later\.\s+to\s+increase\s+"
+                            r"your\s+limits", re.I | re.M)
 
 
 @dataclass(frozen=True)
@@ -103,6 +114,14 @@ def _matching_line(pattern: re.Pattern, texts: Iterable[str]) -> str | None:
     return None
 
 
+def _gemini_429(texts: Iterable[str]) -> tuple[str, str] | None:
+    """gemini's error ending a session on a 429: its first line, and the whole error."""
+    for text in texts:
+        if text.startswith(_GEMINI_ERROR) and _GEMINI_429_RE.search(text):
+            return text.splitlines()[0].strip()[:300], text
+    return None
+
+
 def _structural(events: Iterable[Any]) -> tuple[dict, dict] | None:
     """The last rejected rate_limit_event and its info dict, or None."""
     found = None
@@ -135,9 +154,12 @@ def detect(summary: Any, stderr_tail: str, now: datetime, *,
         if line:
             return LimitHit(DISABLED, None, line, source, reset_known=False)
     structural = _structural(_field(summary, "rate_limit_events") or [])
-    text_line, text_source = None, None
+    text_line, said, text_source = None, "", None     # said: where the reset is read
     for source, pool in (("text", texts), ("stderr", stderr_lines)):
         text_line = _matching_line(_LIMIT_RE, pool)
+        said = text_line or ""
+        if text_line is None:
+            text_line, said = _gemini_429(pool) or (None, "")
         if text_line:
             text_source = source
             break
@@ -152,7 +174,7 @@ def detect(summary: Any, stderr_tail: str, now: datetime, *,
             reset_value = info.get("overageResetsAt", reset_value)   # extra usage ran out
         reset_at = from_epoch(reset_value) if reset_value is not None else None
     if reset_at is None and text_line:
-        reset_at = parse_reset(text_line, now, local_tz=local_tz)
+        reset_at = parse_reset(said, now, local_tz=local_tz) or retry_after(said, now)
     message = text_line or f"rate_limit_event: status rejected ({limit_type or 'unknown limit'})"
     source = "event" if structural is not None else text_source
     if reset_at is None:

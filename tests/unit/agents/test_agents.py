@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 import tracemalloc
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -416,6 +416,44 @@ def test_a_failed_codex_turn_is_shown_once_and_its_usage_limit_is_recognised():
     assert (s.result_subtype, s.is_error, s.result_text) == ("error", True, limit)
     hit = usage_limits.detect(s, "", datetime.now(timezone.utc))
     assert hit is not None and (hit.kind, hit.message) == (usage_limits.LIMIT, limit)
+
+
+# What gemini 0.61 prints, exactly, when the Gemini API answers 429 RESOURCE_EXHAUSTED for a
+# spent free-tier quota: per minute, once its own attempts ran out; per day, at once (exit 173).
+GEMINI_ADVICE = ("Please wait and try again later. To increase your limits, request a quota "
+                 "increase through AI Studio, or switch to another /auth method")
+GEMINI_PER_MINUTE = (
+    "[API Error: You exceeded your current quota, please check your plan and billing details. "
+    "For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-"
+    "limits. To monitor your current usage, head to: https://ai.dev/rate-limit. \n* Quota "
+    "exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, "
+    "limit: 10, model: gemini-2.5-flash\nPlease retry in 2.5s.\nSuggested retry after 2s.]\n"
+    + GEMINI_ADVICE)
+GEMINI_PER_DAY = ("[API Error: You have exhausted your daily quota on this model.]\n"
+                  + GEMINI_ADVICE)
+
+
+@pytest.mark.parametrize("message, wait", [(GEMINI_PER_MINUTE, 2.5), (GEMINI_PER_DAY, None)],
+                         ids=["per-minute-names-its-wait", "per-day-names-none"])
+def test_a_gemini_session_ended_by_a_spent_quota_is_a_usage_limit_shown_once(message, wait):
+    out = io.BytesIO()
+    renderer = GeminiRenderer(out)
+    renderer.feed(_jsonl(
+        {"type": "init", "session_id": "0c1ae2ea", "model": "auto"},
+        {"type": "message", "role": "user", "content": "/ralph-build"},
+        {"type": "result", "status": "error", "error": {"type": "unknown", "message": message},
+         "stats": {"total_tokens": 0, "input_tokens": 0, "output_tokens": 0, "tool_calls": 0}}))
+    renderer.close()
+    assert out.getvalue().decode().count("[API Error:") == 1
+    now = datetime.now(timezone.utc)
+    hit = usage_limits.detect(renderer.summary, "", now)
+    assert (hit.kind, hit.message) == (usage_limits.LIMIT, message.splitlines()[0].strip())
+    if wait is None:
+        assert hit.reset_known is False
+    else:
+        assert hit.reset_at == now + timedelta(seconds=wait) and hit.reset_known is True
+    out = classify(173, renderer.summary, limit_hit=hit)
+    assert (out.kind, out.counts_as_failure) == ("usage_limit", False)
 
 
 def test_amp_stream_json_is_rendered_by_the_claude_renderer():

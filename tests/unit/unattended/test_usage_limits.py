@@ -14,7 +14,7 @@ import pytest
 from conftest import STUBS
 from ralphkit.agents import claude_render as render
 from ralphkit.unattended import usage_limits
-from ralphkit.unattended.reset_time import parse_reset
+from ralphkit.unattended.reset_time import parse_reset, retry_after
 from ralphkit.unattended.usage_limits import DISABLED, LIMIT, LimitHit, detect
 
 UTC = timezone.utc
@@ -97,6 +97,36 @@ def test_a_limit_message_on_stderr_is_a_limit_hit_from_stderr():
     "Limit reached for retries in the HTTP client; I raised it to 5.",
 ], ids=["quoted-mid-sentence", "mentioned-mid-line", "unrelated", "other-limit-at-line-start"])
 def test_an_agent_talking_about_limits_is_not_a_limit_hit(text):
+    assert detect(summary(result_text=text, assistant=text), "", NOW) is None
+
+
+GEMINI_ADVICE = ("Please wait and try again later. To increase your limits, request a quota "
+                 "increase through {}, or switch to another /auth method")
+
+
+@pytest.mark.parametrize("text,reset", [
+    ("[API Error: You exceeded your current quota, please check your plan and billing details."
+     "\n* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_"
+     "tier_requests, limit: 10, model: gemini-2.5-flash\nPlease retry in 37.5s.\nSuggested "
+     "retry after 37s.]\n" + GEMINI_ADVICE.format("AI Studio"), NOW + timedelta(seconds=37.5)),
+    ("[API Error: You have exhausted your daily quota on this model.]\n"
+     + GEMINI_ADVICE.format("AI Studio"), None),
+    ("[API Error: Resource exhausted. Please try again later.]\n"
+     + GEMINI_ADVICE.format("Vertex"), None),
+], ids=["per-minute-with-its-wait", "per-day", "vertex"])
+def test_gemini_ending_a_session_on_a_429_is_a_limit_its_first_line_the_message(text, reset):
+    hit = detect(summary(result_text=text), "", NOW)
+    assert (hit.kind, hit.source, hit.message) == (LIMIT, "text", text.splitlines()[0])
+    assert hit.reset_at == (reset or NOW + timedelta(minutes=30))
+    assert hit.reset_known is (reset is not None)
+
+
+@pytest.mark.parametrize("text", [
+    '[API Error: {"error":{"code":400,"message":"API key not valid. Please pass a valid API '
+    'key.","status":"INVALID_ARGUMENT"}}]',
+    "gemini said:\n" + GEMINI_ADVICE.format("AI Studio"),
+], ids=["gemini-error-that-is-no-429", "the-advice-quoted-by-an-agent"])
+def test_no_gemini_429_no_limit(text):
     assert detect(summary(result_text=text, assistant=text), "", NOW) is None
 
 
@@ -281,6 +311,17 @@ RESETS = [
 def test_reset_phrases_become_the_next_absolute_reset_time(text, now, expected):
     got = parse_reset(text, now, local_tz=UTC)
     assert got == expected and got.tzinfo is not None
+
+
+@pytest.mark.parametrize("text,seconds", [
+    ("Please retry in 37.753595579s.", 37.753595579), ("Suggested retry after 37s.", 37),
+    ("Please retry in 37.5s.\nSuggested retry after 37s.]", 37.5),
+    ("Please retry in 250ms.", 0.25), ("retry in 5 minutes", None), ("no wait here", None),
+], ids=["google-message", "gemini-retry-info", "the-longer-of-both", "milliseconds",
+        "not-google-s-form", "none"])
+def test_a_wait_google_names_is_read_from_now(text, seconds):
+    expected = None if seconds is None else NOW + timedelta(seconds=seconds)
+    assert retry_after(text, NOW) == expected
 
 
 @pytest.mark.parametrize("text", ["no time here", "resets 13pm", "resets 5", "resets 25:00",
