@@ -28,8 +28,8 @@ gemini (0.61) ends a session on a 429 it gave up on (a quota per minute after it
 retries, one per day at once) with the API's message as '[API Error: <message>]' and, on a
 line of its own, advice it gives for a 429 and nothing else (errorParsing.js,
 RATE_LIMIT_ERROR_MESSAGE_*): "Please wait and try again later. To increase your limits, request
-a quota increase through AI Studio, or switch to another /auth method" (Vertex AI in place of
-AI Studio). Such an error is a limit, its first line the message, and the wait it names
+a quota increase through AI Studio, or switch to another /auth method" ("through Vertex" on
+Vertex AI). Such an error is a limit, its first line the message, and the wait it names
 ("Please retry in 37.5s.", "Suggested retry after 37s.") the reset; a daily quota names none."""
 from __future__ import annotations
 
