@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 AGENTS_DIR = Path(os.environ.get("RALPH_AGENTS_DIR", ROOT / ".agents"))
 AGENTS_BIN = AGENTS_DIR / "node_modules" / ".bin"
-CLIS = ("claude", "codex", "gemini", "opencode", "pi")
+CLIS = ("claude", "codex", "gemini", "opencode", "pi", "amp")
 
 # What makes the CLIs stay quiet on the network (each CLI's documented switches).
 QUIET = {
@@ -25,8 +25,8 @@ QUIET = {
     "GEMINI_TELEMETRY_ENABLED": "false", "GEMINI_CLI_DISABLE_AUTO_UPDATE": "true",
     "OPENCODE_DISABLE_AUTOUPDATE": "true", "OPENCODE_DISABLE_SHARE": "true",
     "OPENCODE_DISABLE_LSP_DOWNLOAD": "true", "OPENCODE_DISABLE_MODELS_FETCH": "true",
-    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "true", "PI_OFFLINE": "1", "NO_UPDATE_NOTIFIER": "1",
-    "NO_COLOR": "1", "CI": "1",
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "true", "PI_OFFLINE": "1", "AMP_SKIP_UPDATE_CHECK": "1",
+    "NO_UPDATE_NOTIFIER": "1", "NO_COLOR": "1", "CI": "1",
 }
 
 
@@ -50,7 +50,8 @@ def real_env(base_env: dict[str, str], home: Path, **extra: str) -> dict[str, st
     temp directory."""
     env = {k: v for k, v in base_env.items()
            if not k.upper().endswith("_PROXY") and not k.startswith(("ANTHROPIC_", "OPENAI_",
-                                                                     "GEMINI_", "GOOGLE_"))}
+                                                                     "GEMINI_", "GOOGLE_",
+                                                                     "AMP_"))}
     env.update(QUIET)
     env["PATH"] = f"{AGENTS_BIN}{os.pathsep}{env['PATH']}"
     env["HOME"] = str(home)
