@@ -634,6 +634,172 @@ def test_coverage_exclusions_moved_reformatted_removed_or_idiomatic_are_no_findi
     assert scan(path, base) == []
 
 
+VITEST_SELECTION = textwrap.dedent("""\
+    import { configDefaults, defineConfig } from 'vitest/config'
+
+    export default defineConfig({
+      optimizeDeps: { exclude: ['fsevents'] },
+      test: {
+        include: ['src/**/*.test.ts'],
+        exclude: [...configDefaults.exclude],
+        coverage: {
+          include: ['src/**'],
+          exclude: ['src/generated/**'],
+        },
+      },
+    })
+""")
+
+
+@pytest.fixture
+def vitest_repo(repo) -> tuple[Path, str]:
+    """The repo with a vitest configuration and tests under src/ committed: (path, base)."""
+    path, _ = repo
+    (path / "vitest.config.ts").write_text(VITEST_SELECTION)
+    for name in ("src/hard.test.ts", "src/easy/sum.test.ts", "src/hard.ts"):
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text("export {}\n")
+    return path, commit(path, "vitest")
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("[...configDefaults.exclude]", "[...configDefaults.exclude, 'src/hard.test.ts']",
+     "vitest.config.ts:7: test selection or outcome changed: test.exclude src/hard.test.ts"),
+    ("    exclude: [...configDefaults.exclude],\n", "    exclude: [\n"
+     "      ...configDefaults.exclude,\n      '**/hard*',\n    ],\n",
+     "vitest.config.ts:9: test selection or outcome changed: test.exclude **/hard*"),
+    ("'src/**/*.test.ts'", "'src/easy/**/*.test.ts'", "vitest.config.ts:6: test selection or "
+     "outcome changed: test.include src/**/*.test.ts removed"),
+    ("['src/**/*.test.ts']", "easyTests", "vitest.config.ts:6: test selection or outcome "
+     "changed: test.include src/**/*.test.ts removed"),
+    ("  test: {\n", "  test: {\n    dir: 'src/easy',\n",
+     "vitest.config.ts:6: test selection or outcome changed: test.dir src/easy"),
+    ("  test: {\n", "  test: {\n    typecheck: { enabled: true, exclude: ['src/hard*'] },\n",
+     "vitest.config.ts:6: test selection or outcome changed: test.typecheck.exclude src/hard*"),
+    ("['src/generated/**']", "['src/generated/**', 'src/hard.ts']",
+     "vitest.config.ts:10: coverage exclusion added: coverage.exclude src/hard.ts"),
+    ("['src/**']", "['src/easy/**']",
+     "vitest.config.ts:9: coverage exclusion added: coverage.include src/** removed"),
+], ids=["exclude", "exclude-own-line", "include-narrowed", "include-from-code", "dir-added",
+        "typecheck-exclude", "coverage-exclude", "coverage-include-narrowed"])
+def test_vitest_tests_left_out_by_its_configuration_are_findings(vitest_repo, old, new,
+                                                                expected):
+    """vitest's `test` block selects the test files that run (include, exclude, dir), its
+    `coverage` block what coverage measures: an exclude added under `test` switches tests
+    off, it does not take code out of coverage."""
+    path, base = vitest_repo
+    edit(path, "vitest.config.ts", old, new)
+    assert texts(scan(path, base)) == [expected]
+
+
+@pytest.mark.parametrize("old, new", [
+    ("'src/**/*.test.ts'", "'src/**/*.test.ts', 'tests/**/*.test.ts'"),
+    ("'src/**/*.test.ts'", "'src/**/*.{test,spec}.ts'"),
+    ("'src/**/*.test.ts'", "'./src/**/*.test.[jt]s?(x)'"),
+    ("'src/**/*.test.ts'", "'**/*.test.ts'"),
+    ("    include: ['src/**/*.test.ts'],\n", "    include: [\n      'src/**/*.test.ts',\n"
+     "    ],\n"),
+    ("  optimizeDeps: { exclude: ['fsevents'] },\n",
+     "  optimizeDeps: {\n    exclude: ['fsevents', 'lightningcss'],\n  },\n"),
+    ("  test: {\n", "  test: {\n    server: { deps: { inline: ['redux'] } },\n"
+     "    benchmark: { include: ['bench/**'], exclude: ['src/**'] },\n"),
+    ("['src/generated/**']", "[]"),
+    ("['src/**']", "['src/**', 'lib/**']"),
+    ("      exclude: ['src/generated/**'],\n", ""),
+    ("    include: ['src/**/*.test.ts'],\n    exclude: [...configDefaults.exclude],\n",
+     "    exclude: [...configDefaults.exclude],\n    include: ['src/**/*.test.ts'],\n"),
+    ("    include: ['src/**/*.test.ts'],\n", ""),
+    ("['src/generated/**']", "['src/generated/**', 'src/**/*.test.ts', '**/*.d.ts']"),
+    ("// comment", ""),
+], ids=["include-grows", "include-widened", "include-widened-extglob", "include-anywhere",
+        "include-reformatted", "optimize-deps", "other-blocks", "coverage-exclude-removed",
+        "coverage-include-grows", "coverage-exclude-line-removed", "settings-moved",
+        "include-left-to-the-default", "coverage-exclude-tests-and-declarations",
+        "commented-out"])
+def test_vitest_selections_widened_or_moved_and_other_settings_are_no_findings(vitest_repo,
+                                                                              old, new):
+    path, base = vitest_repo
+    if old == "// comment":
+        (path / "vitest.config.ts").write_text(VITEST_SELECTION.replace(
+            "  test: {", "  // test: { exclude: ['src/hard.test.ts'] }\n  test: {"))
+    else:
+        edit(path, "vitest.config.ts", old, new)
+    assert scan(path, base) == []
+
+
+def test_a_vitest_projects_list_made_shorter_is_a_finding(vitest_repo):
+    """`projects` names the configurations vitest runs: one dropped drops its tests, one added
+    (here an inline project) is no finding."""
+    path, _ = vitest_repo
+    edit(path, "vitest.config.ts", "  test: {\n", "  test: {\n    projects: ['packages/*'],\n")
+    base = commit(path, "projects")
+    edit(path, "vitest.config.ts", "['packages/*']", "['packages/*', { test: { name: 'unit' } }]")
+    assert scan(path, base) == []
+    edit(path, "vitest.config.ts", "'packages/*',", "'packages/easy',")
+    assert texts(scan(path, base)) == ["vitest.config.ts:6: test selection or outcome changed: "
+                                       "test.projects packages/* removed"]
+
+
+def test_vitest_excluding_tests_the_diff_adds_is_no_finding(vitest_repo):
+    """Playwright's end-to-end tests, new in the diff, kept out of vitest's run: no test of
+    the start commit is switched off. Excluding ones that were there is a finding."""
+    path, base = vitest_repo
+    (path / "e2e").mkdir()
+    (path / "e2e" / "login.spec.ts").write_text("import { test } from '@playwright/test'\n")
+    edit(path, "vitest.config.ts", "[...configDefaults.exclude]",
+         "[...configDefaults.exclude, 'e2e/**']")
+    git(path, "add", "-A", env=_clean_environ())
+    assert scan(path, base) == []
+    base = commit(path, "playwright")
+    edit(path, "vitest.config.ts", "'e2e/**'", "'e2e/**', 'src/easy/**'")
+    assert texts(scan(path, base)) == [
+        "vitest.config.ts:7: test selection or outcome changed: test.exclude src/easy/**"]
+
+
+def test_a_vitest_dir_widened_or_removed_is_no_finding(vitest_repo):
+    """`dir` is where vitest looks for test files: a parent of the old one, or none (the
+    root), looks in more places."""
+    path, _ = vitest_repo
+    edit(path, "vitest.config.ts", "  test: {\n", "  test: {\n    dir: './src/easy',\n")
+    base = commit(path, "dir")
+    edit(path, "vitest.config.ts", "'./src/easy'", "path.join(import.meta.dirname, 'src')")
+    assert scan(path, base) == []
+    edit(path, "vitest.config.ts", "    dir: path.join(import.meta.dirname, 'src'),\n", "")
+    assert scan(path, base) == []
+    edit(path, "vitest.config.ts", "  test: {\n", "  test: {\n    dir: 'lib',\n")
+    assert texts(scan(path, base)) == [
+        "vitest.config.ts:6: test selection or outcome changed: test.dir lib"]
+
+
+def test_a_vitest_dir_that_holds_every_test_of_its_folder_is_no_finding(vitest_repo):
+    path, _ = vitest_repo
+    for name, text in [("web/tests/app.test.ts", "export {}\n"), ("web/scripts/build.ts", ""),
+                       ("web/vitest.config.ts", "export default {\n  test: {\n  },\n}\n")]:
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    base = commit(path, "web")
+    edit(path, "web/vitest.config.ts", "  test: {\n", "  test: {\n    dir: 'tests',\n")
+    assert scan(path, base) == []
+    edit(path, "web/vitest.config.ts", "'tests'", "'tests/unit'")
+    assert texts(scan(path, base)) == [
+        "web/vitest.config.ts:3: test selection or outcome changed: test.dir tests/unit"]
+
+
+def test_a_new_vitest_project_excluding_existing_tests_is_a_finding(vitest_repo):
+    """A config the session adds is read as well (its `test` in a `projects` list), even
+    left untracked."""
+    path, _ = vitest_repo
+    (path / "web" / "src").mkdir(parents=True)
+    (path / "web" / "src" / "hard.test.ts").write_text("export {}\n")
+    base = commit(path, "web")
+    (path / "web" / "vite.config.mts").write_text(
+        "export default defineConfig(({ mode }) => ({\n  test: {\n    projects: [{\n"
+        "      extends: true,\n      test: { name: 'unit', exclude: ['src/hard.test.ts'] },\n"
+        "    }],\n  },\n}))\n")
+    assert texts(scan(path, base)) == ["web/vite.config.mts:5: test selection or outcome "
+                                       "changed: test.exclude src/hard.test.ts"]
+
+
 def test_protected_paths_may_grow_but_not_change(repo):
     path, base = repo
     protect = (".github/**", "src/")
@@ -721,6 +887,8 @@ def test_a_conftest_with_fixtures_a_dropped_plugin_or_python_m_is_not_a_finding(
     (path / "tox.ini").write_text("[testenv]\ncommands = python -m pytest {posargs}\n"
                                   "    python3.12 -m coverage report\n")
     assert scan(path, base) == []
+
+
 
 
 MAKEFILE = ".PHONY: test\n\ntest:\n\tpython -m pytest -q\n\nlint:\n\truff .\n"
