@@ -8,9 +8,11 @@ instead. Findings:
   "__main__":`, `if TYPE_CHECKING:`: lines coverage.py's documentation suggests excluding);
 - an entry added to an exclusion setting of a coverage configuration file: coverage.py's
   `omit`, `exclude_lines` and `exclude_also` (.coveragerc, setup.cfg, tox.ini, pyproject.toml),
-  jest's `coveragePathIgnorePatterns` (package.json, jest.config.*), and `exclude` in nyc's,
-  c8's and vitest's files. Entries are compared with the file as the diff started, so an entry
-  moved or a list reformatted is none.
+  jest's `coveragePathIgnorePatterns` (package.json, jest.config.*), `exclude` in nyc's and
+  c8's files, and in vitest's `coverage.exclude`, or an entry of its `coverage.include` dropped
+  (vitest_config.py reads its blocks: an `exclude` under `test` selects tests, tamper.py's).
+  Entries are compared with the file as the diff started, so an entry moved or a list
+  reformatted is none.
 Pure functions over the diff's files and texts; knows nothing of git (tamper.py reads both
 sides)."""
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from ralphkit.verify import patterns
+from ralphkit.verify import patterns, vitest_config
 from ralphkit.verify.diff_files import DiffFile
 
 _MARKER = re.compile(r"(?P<py>#\s*pragma:?\s*no\s*(?:cover|branch))\b"
@@ -30,8 +32,7 @@ _IDIOM = re.compile(r"""^\s*if\s+(?:__name__\s*==\s*["']__main__["']|(?:typing\.
 # INI ones, then pyproject.toml with jest's (quoted entries); the last ones give `exclude`.
 _INI = patterns.file_named(r"\.coveragerc", r"setup\.cfg", r"tox\.ini")
 _CONFIG = patterns.file_named(r"pyproject\.toml", patterns.JEST_CONFIGS)
-_JS_CONFIG = patterns.file_named(r"\.nycrc(?:\.json|\.ya?ml)?", r"\.c8rc(?:\.json)?",
-                                 patterns.VITEST_CONFIGS)
+_JS_CONFIG = patterns.file_named(r"\.nycrc(?:\.json|\.ya?ml)?", r"\.c8rc(?:\.json)?")
 _KEYS = frozenset({"omit", "exclude_lines", "exclude_also", "coveragePathIgnorePatterns"})
 _KEY = re.compile(r"""^\s*["']?(?P<key>[A-Za-z_][\w.-]*)["']?\s*(?:=|:(?!:))\s*(?P<value>.*)$""")
 _QUOTED = re.compile(r"""(["'])((?:\\.|(?!\1).)*)\1""")
@@ -41,7 +42,8 @@ _TABLE = re.compile(r"^\s*\[\[?[\w.\-\"' ]+\]\]?\s*$")        # TOML's [tool.cov
 
 def is_config(path: str) -> bool:
     """A coverage configuration file this rule reads (its old text too)."""
-    return bool(_INI.search(path) or _CONFIG.search(path) or _JS_CONFIG.search(path))
+    return bool(_INI.search(path) or _CONFIG.search(path) or _JS_CONFIG.search(path)
+                or vitest_config.is_config(path))
 
 
 def settings(path: str, lines: list[str]) -> dict[int, tuple[str, list[str]]]:
@@ -86,6 +88,11 @@ def changes(files: list[DiffFile], read_new: Callable[[str], str],
                     and not _IDIOM.match(text):
                 found.append((f.new, no, "coverage exclusion added: "
                               f"{m.group('py') or m.group('js')}"))
+        if vitest_config.is_config(f.new):       # also an include's entry dropped, no line added
+            found += [(c.path, c.line, f"coverage exclusion added: {c.what}") for c in
+                      vitest_config.changes(f, read_new(f.new), olds.get(f.old or "") or "")
+                      if c.setting.startswith("coverage.")]
+            continue
         if not is_config(f.new) or not f.added:
             continue
         had = {(key, entry) for key, entries in

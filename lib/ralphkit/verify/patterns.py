@@ -204,7 +204,9 @@ def thresholds(line: str, block: str | None) -> list[tuple[str, float]]:
 
 
 @lru_cache(maxsize=256)
-def _glob_rx(glob: str) -> re.Pattern:
+def glob_rx(glob: str) -> re.Pattern:
+    """A glob as a regular expression matching a whole path: `**/` and `**` cross folders,
+    `*` and `?` do not."""
     out, i = [], 0
     while i < len(glob):
         if glob.startswith("**/", i):
@@ -227,13 +229,14 @@ def protected(path: str, globs: tuple[str, ...]) -> bool:
         glob = glob[2:] if glob.startswith("./") else glob
         if glob.endswith("/"):
             glob += "**"
-        if _glob_rx(glob).match(path):
+        if glob_rx(glob).match(path):
             return True
-        if "/" not in glob and _glob_rx(glob).match(path.rsplit("/", 1)[-1]):
+        if "/" not in glob and glob_rx(glob).match(path.rsplit("/", 1)[-1]):
             return True
     return False
 
 
 __all__ = ["is_test_path", "test_names", "is_assertion", "skips", "thresholds", "protected",
            "may_switch_off", "selections", "shadowed_runner", "deselected_markers", "SKIP",
-           "PYTEST_CONFIGS", "JEST_CONFIGS", "VITEST_CONFIGS", "file_named", "threshold_block"]
+           "PYTEST_CONFIGS", "JEST_CONFIGS", "VITEST_CONFIGS", "file_named", "threshold_block",
+           "glob_rx"]

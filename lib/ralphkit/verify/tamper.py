@@ -9,16 +9,18 @@ test moved to another file the runner collects is not removed, and what switches
 is a finding even in a new file. Findings name the file and the line (of the new file; of the
 old one for what was removed). Knows nothing of tasks or of what is done with the findings;
 the rules' reading is patterns.py's, test_bodies.py's, replaced_code.py's, moves.py's,
-test_commands.py's and coverage_exclusions.py's, the diff's diff_files.py's."""
+test_commands.py's, coverage_exclusions.py's and vitest_config.py's, the diff's
+diff_files.py's."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Mapping
 
 from ralphkit import programs
 from ralphkit.verify import (coverage_exclusions, diff_files, moves, patterns, replaced_code,
-                             test_bodies, test_commands)
+                             test_bodies, test_commands, vitest_config)
 from ralphkit.verify.diff_files import DiffFile
 
 
@@ -205,10 +207,10 @@ def _git_diff(tree: Path, base: str, env: Mapping[str, str], *paths: str,
     return done.stdout.decode("utf-8", "replace") if done.code == 0 else None
 
 
-def _git_show(tree: Path, base: str, path: str, env: Mapping[str, str]) -> str:
-    """The file at `path` as commit `base` has it ("" when it cannot be read)."""
+def _git_out(tree: Path, env: Mapping[str, str], *args: str) -> str:
+    """What a git command that reads prints ("" when it fails)."""
     try:
-        done = programs.run(["git", "show", f"{base}:{path}"], cwd=tree, env=env)
+        done = programs.run(["git", *args], cwd=tree, env=env)
     except OSError:
         return ""
     return done.stdout.decode("utf-8", "replace") if done.code == 0 else ""
@@ -216,14 +218,9 @@ def _git_show(tree: Path, base: str, path: str, env: Mapping[str, str]) -> str:
 
 def _ls_files(tree: Path, env: Mapping[str, str]) -> list[tuple[str, str]]:
     """(tag, path) of every tracked and untracked file, from one `git ls-files -v`."""
-    try:
-        done = programs.run(["git", "ls-files", "-v", "--cached", "--others",
-                             "--exclude-standard", "-z"], cwd=tree, env=env)
-    except OSError:
-        return []
-    return [(tag, path) for tag, _, path in (entry.partition(" ") for entry in
-                                             done.stdout.decode("utf-8", "replace").split("\0"))
-            if path]
+    listed = _git_out(tree, env, "ls-files", "-v", "--cached", "--others", "--exclude-standard",
+                      "-z")
+    return [(tag, path) for tag, _, path in (e.partition(" ") for e in listed.split("\0")) if path]
 
 
 def _is_hidden(tag: str) -> bool:
@@ -279,9 +276,10 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
     hidden, untracked = _listed(tree, protect, env, hidden_before)
     moved = moves.Moves.of(files)
     # a makefile as it was (which rule a removed line was in, which targets it had), and a
-    # coverage configuration (which exclusions it had)
-    olds = {f.old: _git_show(tree, base, f.old, env) for f in files if f.old and f.new and (
-        test_commands.is_makefile(f.old) or coverage_exclusions.is_config(f.old))}
+    # coverage or vitest configuration (which exclusions and test selections it had)
+    olds = {f.old: _git_out(tree, env, "show", f"{base}:{f.old}") for f in files
+            if f.old and f.new and (test_commands.is_makefile(f.old)
+                                    or coverage_exclusions.is_config(f.old))}
     scanned = _Scan(tree, protect, moved, olds)
     # the marks `-m` leaves out, from pytest's options files at the top of the tree, where
     # pytest reads them (its rules read those files in any folder: a folder may be a rootdir)
@@ -289,8 +287,13 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
         name, scanned.text(name).split("\n")) for name in patterns.PYTEST_CONFIGS))
     excluded = [Finding("coverage_excluded", path, no, detail) for path, no, detail in
                 coverage_exclusions.changes(files, scanned.text, olds)]
+    existed = cache(lambda: _git_out(tree, env, "ls-tree", "-r", "-z", "--name-only", base)
+                    .split("\0"))                     # the files an exclude may switch off
+    narrowed = [Finding("narrowed_tests", path, no, f"test selection or outcome changed: {what}")
+                for path, no, what in vitest_config.selections(files + untracked, scanned.text,
+                                                               olds, existed)]
     return [finding for f in files + untracked
-            for finding in _file_findings(f, scanned)] + excluded + hidden
+            for finding in _file_findings(f, scanned)] + narrowed + excluded + hidden
 
 
 __all__ = ["Finding", "scan", "hidden_paths"]
