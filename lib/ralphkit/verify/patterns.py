@@ -56,7 +56,10 @@ SKIP = re.compile(
 # tests or only collect them, settings change which files, classes and functions are tests or
 # where they are looked for (not `-p no:cacheprovider` and its like: dropping a plugin is
 # common and honest). Read in test configuration files and conftest.py only; jest's (and
-# vitest's testNamePattern) in the JavaScript runners' configuration files.
+# vitest's testNamePattern) in the JavaScript runners' configuration files: with jest's
+# `roots` (where tests are looked for) and `modulePathIgnorePatterns` (a file it matches is
+# not found, as a test either), the latter a key only, `roots` being a word too. vitest's
+# include, exclude and dir are vitest_config.py's (which block a key is in matters there).
 _RUNNER_MODULE = re.compile(r"(^|/)(?P<name>pytest|unittest|nose2?)\.py$")
 
 # The files the runners read their configuration from, named once for every rule that reads
@@ -88,7 +91,8 @@ _TOML_OPTION = re.compile(r"(?<![\w-])-[km](?=[\"']\s*,)")   # addopts = ["-m", 
 _RUNS_MODULE = re.compile(r"(?:^|[\s/\"'=])(?:python[\d.]*|py)\s+$")  # `python -m pytest`
 _JS_CONFIG_FILE = file_named(JEST_CONFIGS, VITEST_CONFIGS)
 _VITEST_CONFIG_FILE = file_named(VITEST_CONFIGS)
-_JS_SELECTION = re.compile(r"\b(?:testPathIgnorePatterns|testMatch|testRegex|testNamePattern)\b")
+_JS_SELECTION = re.compile(r"\b(?P<key>testPathIgnorePatterns|testMatch|testRegex|testNamePattern"
+                           r"|modulePathIgnorePatterns)\b|(?:^|[{,])\s*[\"']?roots[\"']?\s*:")
 
 # Coverage and quality thresholds: (key, number). coverageThreshold's members are on lines
 # of their own, so its keys count only in files that mention coverageThreshold.
@@ -143,8 +147,9 @@ def selections(path: str, line: str) -> list[str]:
     or rewrites tests, or changes which are collected ([] in any other file)."""
     if _CONFIG_FILE.search(path):
         return _pytest_selections(path, line)
-    return [m.group(0) for m in _JS_SELECTION.finditer(line)] if _JS_CONFIG_FILE.search(path) \
-        else []
+    if _JS_CONFIG_FILE.search(path):
+        return [m.group("key") or "roots" for m in _JS_SELECTION.finditer(line)]
+    return []
 
 
 def _pytest_selections(path: str, line: str) -> list[str]:

@@ -864,9 +864,15 @@ def test_a_skip_like_option_in_application_code_is_not_a_finding(repo):
     ("vite.config.mts", "export default defineConfig({\n  test: { testNamePattern: 'adds' },\n"
                         "});\n",
      "vite.config.mts:2: test selection or outcome changed: testNamePattern"),
+    ("jest.config.js", "module.exports = {\n  roots: ['<rootDir>/src/easy'],\n};\n",
+     "jest.config.js:2: test selection or outcome changed: roots"),
+    ("jest.config.ts", "export default {\n  modulePathIgnorePatterns: ['<rootDir>/src/hard'],"
+                       "\n};\n",
+     "jest.config.ts:2: test selection or outcome changed: modulePathIgnorePatterns"),
 ], ids=["runner-shadowed", "report-hook", "deselect", "setup-cfg-k", "python_functions",
         "testpaths", "collect-only", "jest-ignore", "markers", "vitest-name-pattern",
-        "hidden-pytest-ini", "pytest-toml", "vite-config"])
+        "hidden-pytest-ini", "pytest-toml", "vite-config", "jest-roots",
+        "jest-module-path-ignore"])
 def test_added_files_or_lines_that_switch_existing_tests_off_are_findings(repo, name, text,
                                                                           expected):
     """Adding is never a finding, except what switches existing tests off without touching
@@ -889,6 +895,12 @@ def test_a_conftest_with_fixtures_a_dropped_plugin_or_python_m_is_not_a_finding(
     assert scan(path, base) == []
 
 
+
+def test_the_word_roots_in_a_package_json_s_text_is_not_a_finding(repo):
+    path, base = repo
+    edit(path, "package.json", '{\n', '{\n  "description": "grass roots: tests",\n'
+         '  "keywords": ["roots", "testing"],\n')
+    assert scan(path, base) == []
 
 
 MAKEFILE = ".PHONY: test\n\ntest:\n\tpython -m pytest -q\n\nlint:\n\truff .\n"
