@@ -800,6 +800,143 @@ def test_a_new_vitest_project_excluding_existing_tests_is_a_finding(vitest_repo)
                                        "changed: test.exclude src/hard.test.ts"]
 
 
+JEST_CONFIG = textwrap.dedent("""\
+    module.exports = {
+      roots: [
+        '<rootDir>/src',
+        '<rootDir>/test',
+      ],
+      testMatch: [
+        '**/*.test.js',
+        '**/*.test.ts',
+      ],
+      testPathIgnorePatterns: [
+        '/node_modules/',
+      ],
+      collectCoverageFrom: [
+        'src/**/*.ts',
+      ],
+      coveragePathIgnorePatterns: [
+        '/node_modules/',
+      ],
+    };
+""")
+
+
+@pytest.fixture
+def jest_repo(repo) -> tuple[Path, str]:
+    """The repo with a jest configuration of multi-line lists and tests under src/ committed:
+    (path, base)."""
+    path, _ = repo
+    (path / "jest.config.js").write_text(JEST_CONFIG)
+    for name in ("src/hard/x.test.ts", "src/easy/sum.test.ts", "src/hard.ts"):
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text("export {}\n")
+    return path, commit(path, "jest")
+
+
+@pytest.mark.parametrize("name, old, new, expected", [
+    ("jest.config.js", "    '/node_modules/',\n  ],\n  collectCoverageFrom",
+     "    '/node_modules/',\n    '/src/hard/',\n  ],\n  collectCoverageFrom",
+     "jest.config.js:12: test selection or outcome changed: testPathIgnorePatterns /src/hard/"),
+    ("jest.config.js", "  collectCoverageFrom: [\n", "  modulePathIgnorePatterns: [\n"
+     "    '<rootDir>/src/hard',\n  ],\n  collectCoverageFrom: [\n",
+     "jest.config.js:15: test selection or outcome changed: modulePathIgnorePatterns "
+     "<rootDir>/src/hard"),
+    ("jest.config.js", "    '**/*.test.ts',\n", "",
+     "jest.config.js:8: test selection or outcome changed: testMatch **/*.test.ts removed"),
+    ("jest.config.js", "'**/*.test.ts'", "'src/easy/**/*.test.ts'",
+     "jest.config.js:8: test selection or outcome changed: testMatch **/*.test.ts removed"),
+    ("jest.config.js", "    '**/*.test.ts',\n", "    '**/*.test.ts',\n    '!**/hard/**',\n",
+     "jest.config.js:9: test selection or outcome changed: testMatch !**/hard/**"),
+    ("jest.config.js", "    '<rootDir>/src',\n", "",
+     "jest.config.js:3: test selection or outcome changed: roots <rootDir>/src removed"),
+    ("jest.config.js", "'<rootDir>/src'", "'<rootDir>/src/easy'",
+     "jest.config.js:3: test selection or outcome changed: roots <rootDir>/src removed"),
+    ("package.json", '"jest": {\n', '"jest": {\n    "testRegex": "easy",\n',
+     "package.json:3: test selection or outcome changed: testRegex easy"),
+    ("package.json", '"jest": {\n',
+     '"jest": {\n    "testPathIgnorePatterns": ["/node_modules/", "/test/"],\n',
+     "package.json:3: test selection or outcome changed: testPathIgnorePatterns /test/"),
+    ("jest.config.js", "    '/node_modules/',\n  ],\n};", "    '/node_modules/',\n"
+     "    '/src/hard',\n  ],\n};",
+     "jest.config.js:18: coverage exclusion added: coveragePathIgnorePatterns /src/hard"),
+    ("jest.config.js", "    'src/**/*.ts',\n", "    'src/**/*.ts',\n    '!src/hard.ts',\n",
+     "jest.config.js:15: coverage exclusion added: collectCoverageFrom !src/hard.ts"),
+], ids=["ignore-own-line", "module-path-ignore-block", "test-match-line-removed",
+        "test-match-narrowed", "test-match-negation", "roots-line-removed", "roots-narrowed",
+        "test-regex", "ignore-one-line-once", "coverage-ignore-own-line",
+        "collect-coverage-negation"])
+def test_jest_tests_left_out_by_its_configuration_are_findings(jest_repo, name, old, new,
+                                                              expected):
+    """jest's settings are read by block, in jest.config.* and package.json's "jest" object:
+    an entry added on a line of its own, or a line of a list removed, changes which tests run
+    or what coverage measures as much as a line that names the setting; reported once."""
+    path, base = jest_repo
+    edit(path, name, old, new)
+    assert texts(scan(path, base)) == [expected]
+
+
+@pytest.mark.parametrize("old, new", [
+    ("    '/node_modules/',\n  ],\n  collectCoverageFrom",
+     "    '/node_modules/',\n    '/dist/',\n    '<rootDir>/build/',\n  ],\n  collectCoverageFrom"),
+    ("    '<rootDir>/test',\n", "    '<rootDir>/test',\n    '<rootDir>/lib',\n"),
+    ("'**/*.test.ts'", "'**/*.test.{ts,tsx}'"),
+    ("  testPathIgnorePatterns: [\n    '/node_modules/',\n  ],\n",
+     "  testPathIgnorePatterns: ['/node_modules/'],\n"),
+    ("    '<rootDir>/src',\n    '<rootDir>/test',\n",
+     "    '<rootDir>/test',\n    '<rootDir>/src',\n"),
+    ("  roots: [\n    '<rootDir>/src',\n    '<rootDir>/test',\n  ],\n", ""),
+    ("    '/node_modules/',\n  ],\n};", "    '/node_modules/',\n    '/test/',\n  ],\n};"),
+    ("    'src/**/*.ts',\n", "    'src/**/*.ts',\n    'lib/**/*.ts',\n    '!src/**/*.d.ts',\n"),
+], ids=["ignore-build-output", "root-added", "test-match-widened", "list-reformatted",
+        "entries-moved", "roots-left-to-the-default", "coverage-ignore-tests",
+        "collect-coverage-grows"])
+def test_jest_selections_widened_moved_or_of_build_output_are_no_findings(jest_repo, old, new):
+    """An ignore pattern that matches no test of the start commit (build output, `/dist/`)
+    switches none off; a root added or a list reformatted narrows nothing."""
+    path, base = jest_repo
+    edit(path, "jest.config.js", old, new)
+    assert scan(path, base) == []
+
+
+def test_jest_ignoring_tests_the_diff_adds_or_a_new_package_s_config_is_no_finding(jest_repo):
+    """Playwright's tests, new in the diff, kept out of jest's run; a new package with its own
+    jest configuration: no test of the start commit is switched off."""
+    path, base = jest_repo
+    for name, text in [("e2e/login.spec.ts", "import { test } from '@playwright/test'\n"),
+                       ("packages/web/src/a.test.ts", "export {}\n"),
+                       ("packages/web/jest.config.js", "module.exports = {\n  roots: "
+                        "['<rootDir>/src'],\n  testPathIgnorePatterns: ['/node_modules/', "
+                        "'/dist/'],\n  coveragePathIgnorePatterns: ['/generated/'],\n};\n")]:
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    edit(path, "jest.config.js", "    '/node_modules/',\n  ],\n  collectCoverageFrom",
+         "    '/node_modules/',\n    '<rootDir>/e2e/',\n  ],\n  collectCoverageFrom")
+    git(path, "add", "-A", env=_clean_environ())
+    assert scan(path, base) == []
+
+
+def test_jest_lists_outside_its_block_in_package_json_are_no_findings(repo):
+    path, _ = repo
+    edit(path, "package.json", "{\n", '{\n  "ava": {\n    "testPathIgnorePatterns": [\n'
+         '      "x"\n    ]\n  },\n')
+    base = commit(path, "ava")
+    edit(path, "package.json", '      "x"\n', '      "x",\n      "/test/"\n')
+    assert scan(path, base) == []
+    edit(path, "package.json", '"jest": {\n', '"jest": {\n    "roots": [\n'
+         '      "<rootDir>/src"\n    ],\n')
+    assert texts(scan(path, base)) == ["package.json:10: test selection or outcome changed: "
+                                       "roots <rootDir>/src"]
+
+
+def test_an_untracked_coverage_configuration_is_read(repo):
+    """A .coveragerc the session created and left out of git still configures coverage.py."""
+    path, base = repo
+    (path / ".coveragerc").write_text("[run]\nomit =\n    src/app.py\n")
+    assert texts(scan(path, base)) == [".coveragerc:3: coverage exclusion added: omit src/app.py"]
+
+
 def test_protected_paths_may_grow_but_not_change(repo):
     path, base = repo
     protect = (".github/**", "src/")
