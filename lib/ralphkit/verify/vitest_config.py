@@ -3,14 +3,14 @@ it: which tests run (`include`, `exclude`, `includeSource`, `dir` and `projects`
 block, `include` and `exclude` of its `typecheck`) and what coverage measures (`include` and
 `exclude` of its `coverage`), each entry with its line, and what a change of them leaves out.
 
-The file is read by following its braces, keys and quoted strings (comments, regular
-expressions and template literals skipped), not by running it. A `test` block counts wherever
-it is: `defineConfig({ test })`, a function's result, a `projects` list's entry (the projects'
-settings are read together). Keys of the same name in other blocks (`optimizeDeps.exclude`,
-`server.deps.inline`, `benchmark.include`) are not these settings. What code builds is not
-followed: a spread (`...configDefaults.exclude`), a variable or a call gives no entry of its own
-(the setting is there, empty; a call's quoted arguments are entries, `path.join(dir, 'test')`
-gives `test`), a block defined elsewhere and given by name (`test: shared`) is not read.
+The file is read by js_config.py, which follows its braces, keys and quoted strings, not by
+running it. A `test` block counts wherever it is: `defineConfig({ test })`, a function's
+result, a `projects` list's entry (the projects' settings are read together). Keys of the same
+name in other blocks (`optimizeDeps.exclude`, `server.deps.inline`, `benchmark.include`) are
+not these settings. What code builds is not followed: a spread (`...configDefaults.exclude`),
+a variable or a call gives no entry of its own (the setting is there, empty; a call's quoted
+arguments are entries, `path.join(dir, 'test')` gives `test`), a block defined elsewhere and
+given by name (`test: shared`) is not read.
 
 A change leaves out: an entry added to an exclude that no exclude the file had covers (under
 `test`, one that matches a file of the start commit: tests the diff adds, Playwright's say, may
@@ -24,21 +24,13 @@ texts; knows nothing of git (tamper.py and coverage_exclusions.py read both side
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from itertools import product
 from typing import Callable, Iterable, Mapping, NamedTuple
 
-from ralphkit.verify import patterns
+from ralphkit.verify import js_config, patterns
 from ralphkit.verify.diff_files import DiffFile
+from ralphkit.verify.js_config import Setting
 
 _CONFIG = patterns.file_named(patterns.VITEST_CONFIGS)
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.S)
-_QUOTED = re.compile(r"""'(?:\\.|[^'\\\n])*'?|"(?:\\.|[^"\\\n])*"?|`(?:\\.|[^`\\])*`?""")
-_REGEX = re.compile(r"/(?:\\.|\[(?:\\.|[^\]\\\n])*\]|[^/\\\n\[])+/[a-z]*")
-_WORD = re.compile(r"[\w$]+")
-_COLON = re.compile(r"[ \t]*:(?!:)")
-_OPERATOR = re.compile(r"[=!<>]==?|=>|\?\?=?|\?\.(?!\d)")  # not an assignment, not a ternary
-_REGEX_AFTER = "(,=:[!&|?{};"          # a `/` after these starts a regular expression
 # (block under the innermost `test`, key): the setting's name, as findings name it
 _SETTINGS = {((), "include"): "test.include", ((), "exclude"): "test.exclude",
              ((), "includeSource"): "test.includeSource", ((), "dir"): "test.dir",
@@ -54,20 +46,6 @@ _DEFAULT = {"test.include": ["**/*.{test,spec}.?(c|m)[jt]s?(x)"], "test.includeS
             "test.projects": None, "coverage.include": None}
 
 
-@dataclass
-class Setting:
-    line: int                                               # where its key is (first one)
-    entries: list[tuple[int, str]] = field(default_factory=list)   # (line, quoted text)
-
-
-@dataclass
-class _Frame:
-    opener: str
-    key: str | None                # the key whose value the bracket opens (or its frame's)
-    pending: str | None = None     # in an object: the key whose value is being read
-    ternary: int = 0               # `?` seen: the next `name :` is a branch, not a key
-
-
 class Change(NamedTuple):
     path: str
     line: int
@@ -79,111 +57,17 @@ def is_config(path: str) -> bool:
     return bool(_CONFIG.search(path))
 
 
-def _tokens(text: str) -> Iterable[tuple[int, str, str]]:
-    """(line, kind, text) of what the reader follows: kind `key` (a name before a colon),
-    `qkey` (a quoted one), `str` (a quoted text), or the bracket or punctuation itself."""
-    i, line, prev = 0, 1, "("
-    while i < len(text):
-        c, m = text[i], None
-        if c == "/" and (m := _COMMENT.match(text, i)):
-            pass                                           # `prev` stays what it was
-        elif c == "/" and prev in _REGEX_AFTER and (m := _REGEX.match(text, i)):
-            prev = "x"
-        elif c in "\"'`" and (m := _QUOTED.match(text, i)):
-            yield line, "qkey" if _COLON.match(text, m.end()) else "str", m.group(0)[1:-1]
-            prev = "x"
-        elif m := _WORD.match(text, i):
-            if _COLON.match(text, m.end()):
-                yield line, "key", m.group(0)
-            prev = "x"
-        elif c in "=!<>?" and (m := _OPERATOR.match(text, i)):
-            prev = "="
-        elif c in "{[()]},;?=":
-            yield line, c, c
-        if m:
-            line, i = line + m.group(0).count("\n"), m.end()
-        else:
-            prev = prev if c.isspace() else c
-            line, i = line + (c == "\n"), i + 1
-
-
-def _setting(stack: list[_Frame], key: str | None) -> str | None:
-    path = [f.key for f in stack if f.opener == "{"]
-    if "test" not in path:
+def _setting(blocks: list, key: str) -> str | None:
+    if "test" not in blocks:
         return None
-    below = tuple(path[len(path) - path[::-1].index("test"):])
-    return _SETTINGS.get((below, key or ""))
+    below = tuple(blocks[len(blocks) - blocks[::-1].index("test"):])
+    return _SETTINGS.get((below, key))
 
 
 def settings(text: str) -> dict[str, Setting]:
     """The file's settings this module reads, by name (test.include, coverage.exclude, ...),
     each with its quoted entries; a setting given by code is there without entries."""
-    found: dict[str, Setting] = {}
-    stack = [_Frame("(", None)]
-    for line, kind, value in _tokens(text):
-        top = stack[-1]
-        if kind in ("key", "qkey") and top.ternary:          # `a ? b : c`: c is no key's
-            top.ternary -= 1
-            if kind == "key":
-                continue
-            kind = "str"
-        if kind in ("key", "qkey"):
-            top.pending = value
-            if name := _setting(stack, value):
-                found.setdefault(name, Setting(line))
-        elif kind == "str":
-            if name := _setting(stack, top.pending if top.opener == "{" else top.key):
-                found.setdefault(name, Setting(line)).entries.append((line, value))
-        elif kind in ("{", "[", "("):
-            stack.append(_Frame(kind, top.pending or (top.key if top.opener != "{" else None)))
-        elif kind in ("}", "]", ")"):
-            if len(stack) > 1:
-                stack.pop()
-        elif kind == "?":
-            top.ternary += 1
-        else:                                                # , ; = end a key's value
-            top.pending, top.ternary = None, 0
-    return found
-
-
-def _expand(glob: str, limit: int = 64) -> list[str] | None:
-    """The plain globs (`*`, `**`, `?`) a glob stands for: `{a,b}`, `[jt]` and the extglobs
-    `?(x|y)`, `@(x|y)` and `(x|y)` spelled out; None when it has syntax this does not read or
-    stands for more than `limit`."""
-    glob = re.sub(r"^(?:\./|/)+", "", glob.strip())
-    if re.search(r"[!+*]\(", glob):                  # none, one or more, any number of
-        return None
-    glob = re.sub(r"\?\(([^()]*)\)", lambda m: "{," + m.group(1).replace("|", ",") + "}", glob)
-    glob = re.sub(r"@?\(([^()]*)\)", lambda m: "{" + m.group(1).replace("|", ",") + "}", glob)
-    glob = re.sub(r"\[([\w.]+)\]", lambda m: "{" + ",".join(m.group(1)) + "}", glob)
-    parts = re.split(r"\{([^{}]*)\}", glob)
-    if any(c in part for part in parts[::2] for c in "{}[]()|"):
-        return None
-    choices = [[part] if i % 2 == 0 else part.split(",") for i, part in enumerate(parts)]
-    count = 1
-    for options in choices:
-        count *= len(options)
-    return ["".join(c) for c in product(*choices)] if count <= limit else None
-
-
-def _covers(general: str, specific: str) -> bool:
-    """Every path `specific` matches, `general` matches (as far as its text tells)."""
-    wide, narrow = _expand(general), _expand(specific)
-    if wide is None or narrow is None:
-        return general.strip() == specific.strip()
-    return all(any(patterns.glob_rx(w).match(n) for w in wide) for n in narrow)
-
-
-def _matches_any(glob: str, paths: Iterable[str]) -> bool:
-    """A path or a folder of `paths`, seen from any folder above it, matches the glob (a
-    glob this cannot read is taken to match)."""
-    globs = _expand(glob)
-    if globs is None:
-        return True
-    rxs = [patterns.glob_rx(g.rstrip("/") + suffix) for g in globs for suffix in ("", "/**")]
-    return any(rx.match(tail) for path in paths if path
-               for tail in [path] + [path[i + 1:] for i, c in enumerate(path) if c == "/"]
-               for rx in rxs)
+    return js_config.settings(text, _setting)
 
 
 def _folder(setting: Setting | None) -> str | None:
@@ -198,7 +82,7 @@ def _folder(setting: Setting | None) -> str | None:
 
 def _no_code(glob: str) -> bool:
     """A coverage exclude of test files or type declarations only: it hides no code."""
-    globs = _expand(glob)
+    globs = js_config.expand(glob)
     return bool(globs) and all(g.endswith(".d.ts") or patterns.is_test_path(g) for g in globs)
 
 
@@ -228,16 +112,16 @@ def changes(f: DiffFile, new_text: str, old_text: str,
         had = [text for _, text in old[name].entries] if name in old else []
         found += [Change(f.new, no, name, f"{name} {text}") for no, text in setting.entries
                   if name.endswith(".exclude") and no in added
-                  and not any(_covers(h, text) for h in had)
+                  and not any(js_config.covers(h, text) for h in had)
                   and not (name == "coverage.exclude" and _no_code(text))
                   and not (existed and name.startswith("test.")
-                           and not _matches_any(text, existed()))]
+                           and not js_config.matches_any(text, existed()))]
     for name, setting in old.items():
         if name in _DEFAULT:
             now = [t for _, t in new[name].entries] if name in new else _DEFAULT[name]
             found += [Change(f.old or f.new, no, name, f"{name} {text} removed")
                       for no, text in setting.entries
-                      if now is not None and not any(_covers(n, text) for n in now)]
+                      if now is not None and not any(js_config.covers(n, text) for n in now)]
     was, now = _folder(old.get("test.dir")), _folder(new.get("test.dir"))
     if now != was and now != "" and not (now and was and was.startswith(now + "/")) \
             and _drops_tests(f.new or "", was, now, existed):

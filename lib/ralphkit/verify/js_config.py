@@ -1,0 +1,151 @@
+"""Owns the reading of a JavaScript runner's configuration file (vitest's, jest's, and JSON
+such as package.json) without running it: its braces, keys and quoted strings are followed
+(comments, regular expressions and template literals skipped), so each setting is found in
+the block it is in, with its quoted entries and their lines; and the globs those entries are
+(`{a,b}`, `[jt]`, `?(x)`), compared by their text.
+
+Which keys are settings, and what a change of them leaves out, is the runners' modules'
+(vitest_config.py, jest_config.py): `settings` asks them by the keys of the blocks around a
+key. What code builds is not followed: a spread, a variable or a call gives no entry of its
+own (a call's quoted arguments are entries), a block defined elsewhere and given by name is
+not read. Pure functions over texts; knows nothing of diffs or git."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Callable, Iterable
+
+from ralphkit.verify import patterns
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.S)
+_QUOTED = re.compile(r"""'(?:\\.|[^'\\\n])*'?|"(?:\\.|[^"\\\n])*"?|`(?:\\.|[^`\\])*`?""")
+_REGEX = re.compile(r"/(?:\\.|\[(?:\\.|[^\]\\\n])*\]|[^/\\\n\[])+/[a-z]*")
+_WORD = re.compile(r"[\w$]+")
+_COLON = re.compile(r"[ \t]*:(?!:)")
+_OPERATOR = re.compile(r"[=!<>]==?|=>|\?\?=?|\?\.(?!\d)")  # not an assignment, not a ternary
+_REGEX_AFTER = "(,=:[!&|?{};"          # a `/` after these starts a regular expression
+
+# The name a key has as a setting, from the keys of the object blocks around it (outermost
+# first; None for a block no key opens, as `module.exports = {`), or None: no setting.
+Namer = Callable[[list, str], "str | None"]
+
+
+@dataclass
+class Setting:
+    line: int                                               # where its key is (first one)
+    entries: list[tuple[int, str]] = field(default_factory=list)   # (line, quoted text)
+
+
+@dataclass
+class _Frame:
+    opener: str
+    key: str | None                # the key whose value the bracket opens (or its frame's)
+    pending: str | None = None     # in an object: the key whose value is being read
+    ternary: int = 0               # `?` seen: the next `name :` is a branch, not a key
+
+
+def _tokens(text: str) -> Iterable[tuple[int, str, str]]:
+    """(line, kind, text) of what the reader follows: kind `key` (a name before a colon),
+    `qkey` (a quoted one), `str` (a quoted text), or the bracket or punctuation itself."""
+    i, line, prev = 0, 1, "("
+    while i < len(text):
+        c, m = text[i], None
+        if c == "/" and (m := _COMMENT.match(text, i)):
+            pass                                           # `prev` stays what it was
+        elif c == "/" and prev in _REGEX_AFTER and (m := _REGEX.match(text, i)):
+            prev = "x"
+        elif c in "\"'`" and (m := _QUOTED.match(text, i)):
+            yield line, "qkey" if _COLON.match(text, m.end()) else "str", m.group(0)[1:-1]
+            prev = "x"
+        elif m := _WORD.match(text, i):
+            if _COLON.match(text, m.end()):
+                yield line, "key", m.group(0)
+            prev = "x"
+        elif c in "=!<>?" and (m := _OPERATOR.match(text, i)):
+            prev = "="
+        elif c in "{[()]},;?=":
+            yield line, c, c
+        if m:
+            line, i = line + m.group(0).count("\n"), m.end()
+        else:
+            prev = prev if c.isspace() else c
+            line, i = line + (c == "\n"), i + 1
+
+
+def _name(stack: list[_Frame], key: str | None, namer: Namer) -> str | None:
+    return namer([f.key for f in stack if f.opener == "{"], key or "")
+
+
+def settings(text: str, namer: Namer) -> dict[str, Setting]:
+    """The file's settings `namer` names, each with its quoted entries; a setting given by
+    code is there without entries."""
+    found: dict[str, Setting] = {}
+    stack = [_Frame("(", None)]
+    for line, kind, value in _tokens(text):
+        top = stack[-1]
+        if kind in ("key", "qkey") and top.ternary:          # `a ? b : c`: c is no key's
+            top.ternary -= 1
+            if kind == "key":
+                continue
+            kind = "str"
+        if kind in ("key", "qkey"):
+            top.pending = value
+            if name := _name(stack, value, namer):
+                found.setdefault(name, Setting(line))
+        elif kind == "str":
+            if name := _name(stack, top.pending if top.opener == "{" else top.key, namer):
+                found.setdefault(name, Setting(line)).entries.append((line, value))
+        elif kind in ("{", "[", "("):
+            stack.append(_Frame(kind, top.pending or (top.key if top.opener != "{" else None)))
+        elif kind in ("}", "]", ")"):
+            if len(stack) > 1:
+                stack.pop()
+        elif kind == "?":
+            top.ternary += 1
+        else:                                                # , ; = end a key's value
+            top.pending, top.ternary = None, 0
+    return found
+
+
+def expand(glob: str, limit: int = 64) -> list[str] | None:
+    """The plain globs (`*`, `**`, `?`) a glob stands for: `{a,b}`, `[jt]` and the extglobs
+    `?(x|y)`, `@(x|y)` and `(x|y)` spelled out; None when it has syntax this does not read or
+    stands for more than `limit`."""
+    glob = re.sub(r"^(?:\./|/)+", "", glob.strip())
+    if re.search(r"[!+*]\(", glob):                  # none, one or more, any number of
+        return None
+    glob = re.sub(r"\?\(([^()]*)\)", lambda m: "{," + m.group(1).replace("|", ",") + "}", glob)
+    glob = re.sub(r"@?\(([^()]*)\)", lambda m: "{" + m.group(1).replace("|", ",") + "}", glob)
+    glob = re.sub(r"\[([\w.]+)\]", lambda m: "{" + ",".join(m.group(1)) + "}", glob)
+    parts = re.split(r"\{([^{}]*)\}", glob)
+    if any(c in part for part in parts[::2] for c in "{}[]()|"):
+        return None
+    choices = [[part] if i % 2 == 0 else part.split(",") for i, part in enumerate(parts)]
+    count = 1
+    for options in choices:
+        count *= len(options)
+    return ["".join(c) for c in product(*choices)] if count <= limit else None
+
+
+def covers(general: str, specific: str) -> bool:
+    """Every path `specific` matches, `general` matches (as far as its text tells)."""
+    wide, narrow = expand(general), expand(specific)
+    if wide is None or narrow is None:
+        return general.strip() == specific.strip()
+    return all(any(patterns.glob_rx(w).match(n) for w in wide) for n in narrow)
+
+
+def matches_any(glob: str, paths: Iterable[str]) -> bool:
+    """A path or a folder of `paths`, seen from any folder above it, matches the glob (a
+    glob this cannot read is taken to match)."""
+    globs = expand(glob)
+    if globs is None:
+        return True
+    rxs = [patterns.glob_rx(g.rstrip("/") + suffix) for g in globs for suffix in ("", "/**")]
+    return any(rx.match(tail) for path in paths if path
+               for tail in [path] + [path[i + 1:] for i, c in enumerate(path) if c == "/"]
+               for rx in rxs)
+
+
+__all__ = ["Setting", "settings", "expand", "covers", "matches_any"]
