@@ -8,19 +8,20 @@ instead. Findings:
   "__main__":`, `if TYPE_CHECKING:`: lines coverage.py's documentation suggests excluding);
 - an entry added to an exclusion setting of a coverage configuration file: coverage.py's
   `omit`, `exclude_lines` and `exclude_also` (.coveragerc, setup.cfg, tox.ini, pyproject.toml),
-  jest's `coveragePathIgnorePatterns` (package.json, jest.config.*), `exclude` in nyc's and
-  c8's files, and in vitest's `coverage.exclude`, or an entry of its `coverage.include` dropped
-  (vitest_config.py reads its blocks: an `exclude` under `test` selects tests, tamper.py's).
-  Entries are compared with the file as the diff started, so an entry moved or a list
-  reformatted is none.
+  `exclude` in nyc's and c8's files, jest's `coveragePathIgnorePatterns` or a negation in its
+  `collectCoverageFrom` (package.json's "jest", jest.config.*; jest_config.py reads them), and
+  vitest's `coverage.exclude`, or an entry of its `coverage.include` or jest's
+  `collectCoverageFrom` dropped (vitest_config.py reads its blocks: an `exclude` under `test`
+  selects tests, tamper.py's). Entries are compared with the file as the diff started, so an
+  entry moved or a list reformatted is none.
 Pure functions over the diff's files and texts; knows nothing of git (tamper.py reads both
 sides)."""
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Callable, Iterable
 
-from ralphkit.verify import patterns, vitest_config
+from ralphkit.verify import jest_config, patterns, vitest_config
 from ralphkit.verify.diff_files import DiffFile
 
 _MARKER = re.compile(r"(?P<py>#\s*pragma:?\s*no\s*(?:cover|branch))\b"
@@ -29,11 +30,11 @@ _PROSE = re.compile(r"\.(?:md|rst|txt|adoc)$")     # documentation may quote a m
 _IDIOM = re.compile(r"""^\s*if\s+(?:__name__\s*==\s*["']__main__["']|(?:typing\.)?TYPE_CHECKING)"""
                     r"\s*:")
 # coverage.py's own files, not pytest's (coverage.py reads .coveragerc, never pytest.ini): the
-# INI ones, then pyproject.toml with jest's (quoted entries); the last ones give `exclude`.
+# INI ones, then pyproject.toml (quoted entries); the last ones give `exclude`.
 _INI = patterns.file_named(r"\.coveragerc", r"setup\.cfg", r"tox\.ini")
-_CONFIG = patterns.file_named(r"pyproject\.toml", patterns.JEST_CONFIGS)
+_CONFIG = patterns.file_named(r"pyproject\.toml")
 _JS_CONFIG = patterns.file_named(r"\.nycrc(?:\.json|\.ya?ml)?", r"\.c8rc(?:\.json)?")
-_KEYS = frozenset({"omit", "exclude_lines", "exclude_also", "coveragePathIgnorePatterns"})
+_KEYS = frozenset({"omit", "exclude_lines", "exclude_also"})
 _KEY = re.compile(r"""^\s*["']?(?P<key>[A-Za-z_][\w.-]*)["']?\s*(?:=|:(?!:))\s*(?P<value>.*)$""")
 _QUOTED = re.compile(r"""(["'])((?:\\.|(?!\1).)*)\1""")
 _COMMENT = re.compile(r"^\s*(?:#|;|//)")
@@ -43,7 +44,7 @@ _TABLE = re.compile(r"^\s*\[\[?[\w.\-\"' ]+\]\]?\s*$")        # TOML's [tool.cov
 def is_config(path: str) -> bool:
     """A coverage configuration file this rule reads (its old text too)."""
     return bool(_INI.search(path) or _CONFIG.search(path) or _JS_CONFIG.search(path)
-                or vitest_config.is_config(path))
+                or vitest_config.is_config(path) or jest_config.is_config(path))
 
 
 def settings(path: str, lines: list[str]) -> dict[int, tuple[str, list[str]]]:
@@ -74,10 +75,11 @@ def settings(path: str, lines: list[str]) -> dict[int, tuple[str, list[str]]]:
     return found
 
 
-def changes(files: list[DiffFile], read_new: Callable[[str], str],
-            olds: dict[str, str]) -> list[tuple[str, int, str]]:
+def changes(files: list[DiffFile], read_new: Callable[[str], str], olds: dict[str, str],
+            existed: Callable[[], Iterable[str]] | None = None) -> list[tuple[str, int, str]]:
     """(path, line, detail) of each exclusion the diff adds. read_new(path): the file's text
-    now; olds: a configuration file's text as the diff started, by its old path."""
+    now; olds: a configuration file's text as the diff started, by its old path; existed: the
+    start commit's files (an exclusion of none of them, or of tests only, hides no code)."""
     removed = {text.strip() for f in files for _, text in f.removed}
     found = []
     for f in files:
@@ -88,11 +90,12 @@ def changes(files: list[DiffFile], read_new: Callable[[str], str],
                     and not _IDIOM.match(text):
                 found.append((f.new, no, "coverage exclusion added: "
                               f"{m.group('py') or m.group('js')}"))
-        if vitest_config.is_config(f.new):       # also an include's entry dropped, no line added
+        if vitest_config.is_config(f.new) or jest_config.is_config(f.new):
+            rule = vitest_config if vitest_config.is_config(f.new) else jest_config
             found += [(c.path, c.line, f"coverage exclusion added: {c.what}") for c in
-                      vitest_config.changes(f, read_new(f.new), olds.get(f.old or "") or "")
-                      if c.setting.startswith("coverage.")]
-            continue
+                      rule.changes(f, read_new(f.new), olds.get(f.old or "") or "", existed)
+                      if c.setting.startswith("coverage.") or c.setting in jest_config.COVERAGE]
+            continue                             # also an include's entry dropped, no line added
         if not is_config(f.new) or not f.added:
             continue
         had = {(key, entry) for key, entries in

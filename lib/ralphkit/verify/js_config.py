@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 from ralphkit.verify import patterns
 
@@ -35,6 +35,14 @@ Namer = Callable[[list, str], "str | None"]
 class Setting:
     line: int                                               # where its key is (first one)
     entries: list[tuple[int, str]] = field(default_factory=list)   # (line, quoted text)
+
+
+class Change(NamedTuple):
+    """What a change of a setting leaves out, as findings name it."""
+    path: str
+    line: int
+    setting: str                   # test.exclude, testMatch, ...
+    what: str                      # "test.exclude src/a.test.ts", "testMatch **/*.ts removed"
 
 
 @dataclass
@@ -148,4 +156,4 @@ def matches_any(glob: str, paths: Iterable[str]) -> bool:
                for rx in rxs)
 
 
-__all__ = ["Setting", "settings", "expand", "covers", "matches_any"]
+__all__ = ["Change", "Setting", "settings", "expand", "covers", "matches_any"]

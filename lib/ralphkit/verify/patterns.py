@@ -58,8 +58,10 @@ SKIP = re.compile(
 # common and honest). Read in test configuration files and conftest.py only; jest's (and
 # vitest's testNamePattern) in the JavaScript runners' configuration files: with jest's
 # `roots` (where tests are looked for) and `modulePathIgnorePatterns` (a file it matches is
-# not found, as a test either), the latter a key only, `roots` being a word too. vitest's
-# include, exclude and dir are vitest_config.py's (which block a key is in matters there).
+# not found, as a test either), the latter a key only, `roots` being a word too. Which block a
+# key is in matters in those files: vitest's include, exclude and dir are vitest_config.py's,
+# and jest's files are jest_config.py's, which reads these keys' lines where it cannot read
+# their lists.
 _RUNNER_MODULE = re.compile(r"(^|/)(?P<name>pytest|unittest|nose2?)\.py$")
 
 # The files the runners read their configuration from, named once for every rule that reads
@@ -147,9 +149,13 @@ def selections(path: str, line: str) -> list[str]:
     or rewrites tests, or changes which are collected ([] in any other file)."""
     if _CONFIG_FILE.search(path):
         return _pytest_selections(path, line)
-    if _JS_CONFIG_FILE.search(path):
-        return [m.group("key") or "roots" for m in _JS_SELECTION.finditer(line)]
-    return []
+    return js_selections(line) if _VITEST_CONFIG_FILE.search(path) else []
+
+
+def js_selections(line: str) -> list[str]:
+    """The keys of jest's (and vitest's testNamePattern) that select tests, in a line of a
+    JavaScript runner's configuration file; jest's files are read so by jest_config.py."""
+    return [m.group("key") or "roots" for m in _JS_SELECTION.finditer(line)]
 
 
 def _pytest_selections(path: str, line: str) -> list[str]:
@@ -242,6 +248,6 @@ def protected(path: str, globs: tuple[str, ...]) -> bool:
 
 
 __all__ = ["is_test_path", "test_names", "is_assertion", "skips", "thresholds", "protected",
-           "may_switch_off", "selections", "shadowed_runner", "deselected_markers", "SKIP",
-           "PYTEST_CONFIGS", "JEST_CONFIGS", "VITEST_CONFIGS", "file_named", "threshold_block",
-           "glob_rx"]
+           "may_switch_off", "selections", "js_selections", "shadowed_runner",
+           "deselected_markers", "SKIP", "PYTEST_CONFIGS", "JEST_CONFIGS", "VITEST_CONFIGS",
+           "file_named", "threshold_block", "glob_rx"]

@@ -9,8 +9,8 @@ test moved to another file the runner collects is not removed, and what switches
 is a finding even in a new file. Findings name the file and the line (of the new file; of the
 old one for what was removed). Knows nothing of tasks or of what is done with the findings;
 the rules' reading is patterns.py's, test_bodies.py's, replaced_code.py's, moves.py's,
-test_commands.py's, coverage_exclusions.py's and vitest_config.py's, the diff's
-diff_files.py's."""
+test_commands.py's, coverage_exclusions.py's, vitest_config.py's and jest_config.py's, the
+diff's diff_files.py's."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Mapping
 
 from ralphkit import programs
-from ralphkit.verify import (coverage_exclusions, diff_files, moves, patterns, replaced_code,
-                             test_bodies, test_commands, vitest_config)
+from ralphkit.verify import (coverage_exclusions, diff_files, jest_config, moves, patterns,
+                             replaced_code, test_bodies, test_commands, vitest_config)
 from ralphkit.verify.diff_files import DiffFile
 
 
@@ -238,10 +238,11 @@ def _listed(tree: Path, protect: tuple[str, ...], env: Mapping[str, str],
     """What no diff shows: test or protected files git was told not to look at since the
     diff's start (`update-index --skip-worktree` or `--assume-unchanged`: their changes are
     missing from every diff and from `dirty`), and new files the session left untracked that
-    can switch tests off all the same (a conftest.py, a pytest.py: the runner reads them)."""
+    can switch tests off or code out of coverage all the same (a conftest.py, a pytest.py, a
+    .coveragerc: the runner or coverage reads them)."""
     hidden, untracked = [], []
     for tag, path in _ls_files(tree, env):
-        if tag == "?" and patterns.may_switch_off(path):
+        if tag == "?" and (patterns.may_switch_off(path) or coverage_exclusions.is_config(path)):
             try:
                 text = (Path(tree) / path).read_text(encoding="utf-8", errors="replace")
             except OSError:
@@ -285,13 +286,13 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
     # pytest reads them (its rules read those files in any folder: a folder may be a rootdir)
     scanned.deselected = frozenset().union(*(patterns.deselected_markers(
         name, scanned.text(name).split("\n")) for name in patterns.PYTEST_CONFIGS))
-    excluded = [Finding("coverage_excluded", path, no, detail) for path, no, detail in
-                coverage_exclusions.changes(files, scanned.text, olds)]
     existed = cache(lambda: _git_out(tree, env, "ls-tree", "-r", "-z", "--name-only", base)
                     .split("\0"))                     # the files an exclude may switch off
+    excluded = [Finding("coverage_excluded", path, no, detail) for path, no, detail in
+                coverage_exclusions.changes(files + untracked, scanned.text, olds, existed)]
     narrowed = [Finding("narrowed_tests", path, no, f"test selection or outcome changed: {what}")
-                for path, no, what in vitest_config.selections(files + untracked, scanned.text,
-                                                               olds, existed)]
+                for rule in (vitest_config, jest_config) for path, no, what in
+                rule.selections(files + untracked, scanned.text, olds, existed)]
     return [finding for f in files + untracked
             for finding in _file_findings(f, scanned)] + narrowed + excluded + hidden
 

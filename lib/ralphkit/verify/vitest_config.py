@@ -24,11 +24,11 @@ texts; knows nothing of git (tamper.py and coverage_exclusions.py read both side
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable, Mapping, NamedTuple
+from typing import Callable, Iterable, Mapping
 
 from ralphkit.verify import js_config, patterns
 from ralphkit.verify.diff_files import DiffFile
-from ralphkit.verify.js_config import Setting
+from ralphkit.verify.js_config import Change, Setting
 
 _CONFIG = patterns.file_named(patterns.VITEST_CONFIGS)
 # (block under the innermost `test`, key): the setting's name, as findings name it
@@ -44,13 +44,6 @@ _SETTINGS = {((), "include"): "test.include", ((), "exclude"): "test.exclude",
 _DEFAULT = {"test.include": ["**/*.{test,spec}.?(c|m)[jt]s?(x)"], "test.includeSource": [],
             "test.typecheck.include": ["**/*.{test,spec}-d.?(c|m)[jt]s?(x)"],
             "test.projects": None, "coverage.include": None}
-
-
-class Change(NamedTuple):
-    path: str
-    line: int
-    setting: str                   # test.exclude, coverage.include, ...
-    what: str                      # "test.exclude src/a.test.ts", "test.include src/** removed"
 
 
 def is_config(path: str) -> bool:

@@ -841,7 +841,7 @@ def jest_repo(repo) -> tuple[Path, str]:
      "jest.config.js:12: test selection or outcome changed: testPathIgnorePatterns /src/hard/"),
     ("jest.config.js", "  collectCoverageFrom: [\n", "  modulePathIgnorePatterns: [\n"
      "    '<rootDir>/src/hard',\n  ],\n  collectCoverageFrom: [\n",
-     "jest.config.js:15: test selection or outcome changed: modulePathIgnorePatterns "
+     "jest.config.js:14: test selection or outcome changed: modulePathIgnorePatterns "
      "<rootDir>/src/hard"),
     ("jest.config.js", "    '**/*.test.ts',\n", "",
      "jest.config.js:8: test selection or outcome changed: testMatch **/*.test.ts removed"),

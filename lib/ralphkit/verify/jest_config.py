@@ -1,0 +1,177 @@
+"""Owns jest's configuration (jest.config.{js,ts,mjs,cjs,json}, and package.json's "jest"
+object, no other key of it) as the tamper rules read it: which tests run
+(`testPathIgnorePatterns`, `modulePathIgnorePatterns`, `testMatch`, `testRegex`, `roots`) and
+what coverage measures (`coveragePathIgnorePatterns`, `collectCoverageFrom`), each entry with
+its line, and what a change of them leaves out. js_config.py reads the file by block: a list
+written over several lines is one setting, an entry on a line of its own is the setting's, and
+the settings of a `projects` list's entries are read together.
+
+A change leaves out: an entry added to an ignore pattern or a negation (`!**/hard/**`) added
+to testMatch, that matches a test file of the start commit under the configuration's folder
+(build output such as `/dist/`, or tests the diff adds, may be ignored: no test that ran is
+switched off); an entry added to coveragePathIgnorePatterns, or a negation to
+collectCoverageFrom, that matches a file of the start commit that is no test or type
+declaration; an entry of testMatch or collectCoverageFrom that no entry of the new list covers
+(testMatch left out: jest's default; collectCoverageFrom left out: only the files tests load
+are measured); roots that leave out a test file of the start commit; testRegex changed (a
+regular expression is not compared with another). Ignore patterns are regular expressions
+matched against the path (`<rootDir>` the configuration's folder); an entry this cannot
+compile is taken to match. A configuration the diff adds is compared with nothing: each line
+naming one of these settings is a finding, unless its folder held no test of the start commit
+(a new package's). Entries are compared with the file as the diff started, so an entry moved
+or a list reformatted is none. Pure functions over the diff's files and texts; knows nothing
+of git (tamper.py and coverage_exclusions.py read both sides)."""
+from __future__ import annotations
+
+import re
+from typing import Callable, Iterable, Mapping
+
+from ralphkit.verify import js_config, patterns
+from ralphkit.verify.diff_files import DiffFile
+from ralphkit.verify.js_config import Change, Setting
+
+_CONFIG = patterns.file_named(patterns.JEST_CONFIGS)
+_PACKAGE = patterns.file_named(r"package\.json")
+TESTS = frozenset({"testPathIgnorePatterns", "modulePathIgnorePatterns", "testMatch",
+                   "testRegex", "roots"})
+COVERAGE = frozenset({"coveragePathIgnorePatterns", "collectCoverageFrom"})
+# jest's default testMatch, spelled in the globs js_config reads (`+(spec|test)` as one)
+_TEST_MATCH = ["**/__tests__/**/*.{,m,c}{j,t}s{,x}", "**/{*.,}{spec,test}.{,m,c}{j,t}s{,x}"]
+_ROOT = "/ROOT"          # where a start commit's path is taken to be, for a pattern to match
+
+
+def is_config(path: str) -> bool:
+    return bool(_CONFIG.search(path))
+
+
+def settings(path: str, text: str) -> dict[str, Setting]:
+    """The file's settings this module reads, by key, each with its quoted entries. In
+    package.json only the "jest" object's; elsewhere any object's at the top of the file (a
+    config assigned, exported or returned) or in its `projects`."""
+    package = bool(_PACKAGE.search(path))
+
+    def name(blocks: list, key: str) -> str | None:
+        if key not in TESTS | COVERAGE or not blocks or (package and blocks[1:2] != ["jest"]):
+            return None
+        inner = blocks[2:] if package else blocks[1:]
+        return key if all(block in (None, "projects") for block in inner) else None
+    return js_config.settings(text, name)
+
+
+def _texts(found: Mapping[str, Setting], name: str) -> list[str]:
+    return [text for _, text in found[name].entries] if name in found else []
+
+
+def _matches(pattern: str, paths: list[str], glob: bool) -> bool:
+    """A path (relative to the configuration's folder) the glob or regular expression matches;
+    one this cannot read matches."""
+    if glob:
+        return js_config.matches_any(re.sub(r"^<rootDir>/", "", pattern), paths)
+    try:                                          # a JavaScript string's escapes undone
+        rx = re.compile(re.sub(r"\\(.)", r"\1", pattern).replace("<rootDir>", _ROOT))
+    except re.error:
+        return True
+    return any(rx.search(f"{_ROOT}/{path}") for path in paths)
+
+
+def _folder(root: str) -> str | None:
+    """A root's folder relative to the configuration's ("" for its own; None: elsewhere)."""
+    folder = re.sub(r"^(?:<rootDir>|\.)(?:/|$)|/+$", "", root.strip())
+    return None if folder.startswith("/") or ".." in folder.split("/") else folder
+
+
+def _under(path: str, folders: Iterable[str | None]) -> bool:
+    return any(f is not None and (not f or path.startswith(f + "/")) for f in folders)
+
+
+def changes(f: DiffFile, new_text: str, old_text: str,
+            existed: Callable[[], Iterable[str]] | None = None) -> list[Change]:
+    """What a diff's file leaves out of the test run and of coverage. existed: the start
+    commit's files (None: every added ignore pattern and negation is one)."""
+    path = f.new or f.old or ""
+    old, new = settings(f.old or path, old_text), settings(path, new_text)
+    folder = path.rpartition("/")[0]
+    files = [p[len(folder) + 1:] if folder else p for p in (existed() if existed else [])
+             if not folder or p.startswith(folder + "/")]
+    tests = [p for p in files if patterns.is_test_path(p)]
+    code = [p for p in files if not patterns.is_test_path(p) and not p.endswith(".d.ts")]
+    found = []
+    for name, setting in new.items():
+        had = set(_texts(old, name))
+        for no, text in setting.entries:
+            negated = name in ("testMatch", "collectCoverageFrom")
+            if text in had or (negated and not text.startswith("!")) or name == "roots":
+                continue
+            if name == "testRegex" or existed is None or _matches(
+                    text[negated:], tests if name in TESTS else code, negated):
+                found.append(Change(path, no, name, f"{name} {text}"))
+    for name, default in (("testMatch", _TEST_MATCH), ("collectCoverageFrom", [])):
+        if name not in old:
+            continue
+        now = [t for t in _texts(new, name) if not t.startswith("!")] if name in new else (
+            default if "testRegex" not in new else [])
+        found += [Change(f.old or path, no, name, f"{name} {text} removed")
+                  for no, text in old[name].entries if not text.startswith("!")
+                  and not any(js_config.covers(n, text) for n in now)]
+    found += [Change(f.old or path, no, "testRegex", f"testRegex {text} removed")
+              for no, text in old.get("testRegex", Setting(0)).entries
+              if text not in _texts(new, "testRegex")]
+    found += _roots(old, new, path, f.old or path, tests)
+    first: dict[tuple[str, int, str], Change] = {}         # one a line, as for other files
+    for change in found:
+        first.setdefault((change.path, change.line, change.setting), change)
+    return list(first.values())
+
+
+def _roots(old: Mapping[str, Setting], new: Mapping[str, Setting], path: str, old_path: str,
+           tests: list[str]) -> list[Change]:
+    """The roots that held a test of the start commit no root of the new file holds."""
+    if "roots" not in old and "roots" not in new:
+        return []
+    now = [_folder(t) for t in _texts(new, "roots")] if "roots" in new else [""]
+    left = [t for t in tests if not _under(t, now)]
+    if "roots" not in old:
+        setting = new["roots"]
+        if not left:
+            return []
+        line = setting.entries[0][0] if setting.entries else setting.line
+        roots = ", ".join(_texts(new, "roots")) or "(set by code)"
+        return [Change(path, line, "roots", f"roots {roots}")]
+    return [Change(old_path, no, "roots", f"roots {text} removed")
+            for no, text in old["roots"].entries
+            if any(_under(t, [_folder(text)]) for t in left)]
+
+
+def _new_package(path: str, existed: Callable[[], Iterable[str]]) -> bool:
+    """No test of the start commit under the configuration's folder."""
+    folder = path.rpartition("/")[0]
+    return not any(patterns.is_test_path(p) for p in existed()
+                   if not folder or p.startswith(folder + "/"))
+
+
+def selections(files: list[DiffFile], read_new: Callable[[str], str], olds: Mapping[str, str],
+               existed: Callable[[], Iterable[str]]) -> list[tuple[str, int, str]]:
+    """(path, line, what) of each change of a diff's jest configurations to which tests run.
+    A setting read by block is no longer found on its key's line as well; one given by code
+    (no quoted entry), testNamePattern, and a new configuration's, are found by the line.
+    olds: a file's text as the diff started, by its old path."""
+    found = []
+    for f in files:
+        if not f.new or not is_config(f.new):
+            continue
+        if f.old is None:
+            if not _new_package(f.new, existed):
+                found += [(f.new, no, key) for no, text in f.added
+                          for key in patterns.js_selections(text)]
+            continue
+        new_text = read_new(f.new)
+        read = {name for name, setting in settings(f.new, new_text).items() if setting.entries}
+        was = {text.strip() for _, text in f.removed}
+        found += [(f.new, no, key) for no, text in f.added if text.strip() not in was
+                  for key in patterns.js_selections(text) if key not in read]
+        found += [(c.path, c.line, c.what) for c in
+                  changes(f, new_text, olds.get(f.old, ""), existed) if c.setting in TESTS]
+    return found
+
+
+__all__ = ["TESTS", "COVERAGE", "is_config", "settings", "changes", "selections"]
