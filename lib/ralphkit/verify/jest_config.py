@@ -12,9 +12,10 @@ to testMatch, that matches a test file of the start commit under the configurati
 switched off); an entry added to coveragePathIgnorePatterns, or a negation to
 collectCoverageFrom, that matches a file of the start commit that is no test or type
 declaration; an entry of testMatch or collectCoverageFrom that no entry of the new list covers
-(testMatch left out: jest's default; collectCoverageFrom left out: only the files tests load
-are measured); roots that leave out a test file of the start commit; testRegex changed (a
-regular expression is not compared with another). Ignore patterns are regular expressions
+(testMatch left out: jest's default; collectCoverageFrom left out is none, as moved to another
+file it often is); roots that leave out a test file of the start commit; testRegex changed (a
+regular expression is not compared with another; removed for jest's default testMatch, none
+when that finds every test of the start commit it found). Ignore patterns are regular expressions
 matched against the path (`<rootDir>` the configuration's folder); an entry this cannot
 compile is taken to match. A configuration the diff adds is compared with nothing: each line
 naming one of these settings is a finding, unless its folder held no test of the start commit
@@ -105,17 +106,20 @@ def changes(f: DiffFile, new_text: str, old_text: str,
             if name == "testRegex" or existed is None or _matches(
                     text[negated:], tests if name in TESTS else code, negated):
                 found.append(Change(path, no, name, f"{name} {text}"))
-    for name, default in (("testMatch", _TEST_MATCH), ("collectCoverageFrom", [])):
-        if name not in old:
-            continue
+    for name, default in (("testMatch", _TEST_MATCH), ("collectCoverageFrom", None)):
         now = [t for t in _texts(new, name) if not t.startswith("!")] if name in new else (
             default if "testRegex" not in new else [])
+        if name not in old or now is None:             # no collectCoverageFrom: the files
+            continue                                   # tests load (the list moved, often)
         found += [Change(f.old or path, no, name, f"{name} {text} removed")
                   for no, text in old[name].entries if not text.startswith("!")
                   and not any(js_config.covers(n, text) for n in now)]
+    default = "testRegex" not in new and "testMatch" not in new    # jest's testMatch again
     found += [Change(f.old or path, no, "testRegex", f"testRegex {text} removed")
               for no, text in old.get("testRegex", Setting(0)).entries
-              if text not in _texts(new, "testRegex")]
+              if text not in _texts(new, "testRegex") and not (default and all(
+                  any(js_config.matches_any(g, [t]) for g in _TEST_MATCH)
+                  for t in tests if _matches(text, [t], False)))]
     found += _roots(old, new, path, f.old or path, tests)
     first: dict[tuple[str, int, str], Change] = {}         # one a line, as for other files
     for change in found:

@@ -889,9 +889,10 @@ def test_jest_tests_left_out_by_its_configuration_are_findings(jest_repo, name, 
     ("  roots: [\n    '<rootDir>/src',\n    '<rootDir>/test',\n  ],\n", ""),
     ("    '/node_modules/',\n  ],\n};", "    '/node_modules/',\n    '/test/',\n  ],\n};"),
     ("    'src/**/*.ts',\n", "    'src/**/*.ts',\n    'lib/**/*.ts',\n    '!src/**/*.d.ts',\n"),
+    ("  collectCoverageFrom: [\n    'src/**/*.ts',\n  ],\n", ""),
 ], ids=["ignore-build-output", "root-added", "test-match-widened", "list-reformatted",
         "entries-moved", "roots-left-to-the-default", "coverage-ignore-tests",
-        "collect-coverage-grows"])
+        "collect-coverage-grows", "collect-coverage-moved-out"])
 def test_jest_selections_widened_moved_or_of_build_output_are_no_findings(jest_repo, old, new):
     """An ignore pattern that matches no test of the start commit (build output, `/dist/`)
     switches none off; a root added or a list reformatted narrows nothing."""
@@ -928,6 +929,16 @@ def test_jest_lists_outside_its_block_in_package_json_are_no_findings(repo):
          '      "<rootDir>/src"\n    ],\n')
     assert texts(scan(path, base)) == ["package.json:10: test selection or outcome changed: "
                                        "roots <rootDir>/src"]
+
+
+def test_a_jest_test_regex_left_to_jest_s_default_is_no_finding(repo):
+    """The whole jest block moved or left to jest's defaults: its testMatch finds the tests
+    the regular expression found."""
+    path, _ = repo
+    edit(path, "package.json", '"jest": {\n', '"jest": {\n    "testRegex": "\\\\.test\\\\.js$",\n')
+    base = commit(path, "testRegex")
+    edit(path, "package.json", '    "testRegex": "\\\\.test\\\\.js$",\n', "")
+    assert scan(path, base) == []
 
 
 def test_an_untracked_coverage_configuration_is_read(repo):
