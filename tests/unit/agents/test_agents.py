@@ -382,16 +382,21 @@ def test_codex_turn_failure_is_an_error_result_with_its_message_kept_for_limit_d
     assert s.error_texts == ["stream disconnected", "You've hit your usage limit."]
 
 
+def gemini_failed_turn(message: str) -> bytes:
+    """gemini 0.61's whole stream-json output when the API call of its first turn fails."""
+    return _jsonl(
+        {"type": "init", "session_id": "8bd2dc5e", "model": "auto"},
+        {"type": "message", "role": "user", "content": "/ralph-build"},
+        {"type": "result", "status": "error", "error": {"type": "unknown", "message": message},
+         "stats": {"total_tokens": 0, "input_tokens": 0, "output_tokens": 0, "tool_calls": 0}})
+
+
 def test_a_failed_gemini_turn_is_the_session_s_result_and_a_refused_key_is_an_auth_failure():
     """Exactly what gemini 0.61 prints when its API refuses the key (400 INVALID_ARGUMENT)."""
     message = ('[API Error: {"error":{"code":400,"message":"API key not valid. Please pass a '
                'valid API key.","status":"INVALID_ARGUMENT"}}]')
     renderer = GeminiRenderer(io.BytesIO())
-    renderer.feed(_jsonl(
-        {"type": "init", "session_id": "8bd2dc5e", "model": "auto"},
-        {"type": "message", "role": "user", "content": "/ralph-build"},
-        {"type": "result", "status": "error", "error": {"type": "unknown", "message": message},
-         "stats": {"total_tokens": 0, "input_tokens": 0, "output_tokens": 0, "tool_calls": 0}}))
+    renderer.feed(gemini_failed_turn(message))
     renderer.close()
     s = renderer.summary
     assert (s.result_subtype, s.is_error, s.result_text) == ("error", True, message)
@@ -438,11 +443,7 @@ GEMINI_PER_DAY = ("[API Error: You have exhausted your daily quota on this model
 def test_a_gemini_session_ended_by_a_spent_quota_is_a_usage_limit_shown_once(message, wait):
     out = io.BytesIO()
     renderer = GeminiRenderer(out)
-    renderer.feed(_jsonl(
-        {"type": "init", "session_id": "0c1ae2ea", "model": "auto"},
-        {"type": "message", "role": "user", "content": "/ralph-build"},
-        {"type": "result", "status": "error", "error": {"type": "unknown", "message": message},
-         "stats": {"total_tokens": 0, "input_tokens": 0, "output_tokens": 0, "tool_calls": 0}}))
+    renderer.feed(gemini_failed_turn(message))
     renderer.close()
     assert out.getvalue().decode().count("[API Error:") == 1
     now = datetime.now(timezone.utc)

@@ -651,15 +651,22 @@ VITEST_SELECTION = textwrap.dedent("""\
 """)
 
 
+def config_repo(repo, config: str, text: str, files: tuple[str, ...]) -> tuple[Path, str]:
+    """The repo with a runner's configuration and the files it selects from committed:
+    (path, base)."""
+    path, _ = repo
+    (path / config).write_text(text)
+    for name in files:
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text("export {}\n")
+    return path, commit(path, config)
+
+
 @pytest.fixture
 def vitest_repo(repo) -> tuple[Path, str]:
     """The repo with a vitest configuration and tests under src/ committed: (path, base)."""
-    path, _ = repo
-    (path / "vitest.config.ts").write_text(VITEST_SELECTION)
-    for name in ("src/hard.test.ts", "src/easy/sum.test.ts", "src/hard.ts"):
-        (path / name).parent.mkdir(parents=True, exist_ok=True)
-        (path / name).write_text("export {}\n")
-    return path, commit(path, "vitest")
+    return config_repo(repo, "vitest.config.ts", VITEST_SELECTION,
+                       ("src/hard.test.ts", "src/easy/sum.test.ts", "src/hard.ts"))
 
 
 @pytest.mark.parametrize("old, new, expected", [
@@ -827,12 +834,8 @@ JEST_CONFIG = textwrap.dedent("""\
 def jest_repo(repo) -> tuple[Path, str]:
     """The repo with a jest configuration of multi-line lists and tests under src/ committed:
     (path, base)."""
-    path, _ = repo
-    (path / "jest.config.js").write_text(JEST_CONFIG)
-    for name in ("src/hard/x.test.ts", "src/easy/sum.test.ts", "src/hard.ts"):
-        (path / name).parent.mkdir(parents=True, exist_ok=True)
-        (path / name).write_text("export {}\n")
-    return path, commit(path, "jest")
+    return config_repo(repo, "jest.config.js", JEST_CONFIG,
+                       ("src/hard/x.test.ts", "src/easy/sum.test.ts", "src/hard.ts"))
 
 
 @pytest.mark.parametrize("name, old, new, expected", [
