@@ -91,9 +91,7 @@ def changes(f: DiffFile, new_text: str, old_text: str,
     commit's files (None: every added ignore pattern and negation is one)."""
     path = f.new or f.old or ""
     old, new = settings(f.old or path, old_text), settings(path, new_text)
-    folder = path.rpartition("/")[0]
-    files = [p[len(folder) + 1:] if folder else p for p in (existed() if existed else [])
-             if not folder or p.startswith(folder + "/")]
+    files = js_config.in_folder(path, existed() if existed else [])
     tests = [p for p in files if patterns.is_test_path(p)]
     code = [p for p in files if not patterns.is_test_path(p) and not p.endswith(".d.ts")]
     found = []
@@ -121,10 +119,7 @@ def changes(f: DiffFile, new_text: str, old_text: str,
                   any(js_config.matches_any(g, [t]) for g in _TEST_MATCH)
                   for t in tests if _matches(text, [t], False)))]
     found += _roots(old, new, path, f.old or path, tests)
-    first: dict[tuple[str, int, str], Change] = {}         # one a line, as for other files
-    for change in found:
-        first.setdefault((change.path, change.line, change.setting), change)
-    return list(first.values())
+    return js_config.one_a_line(found)
 
 
 def _roots(old: Mapping[str, Setting], new: Mapping[str, Setting], path: str, old_path: str,
@@ -148,9 +143,7 @@ def _roots(old: Mapping[str, Setting], new: Mapping[str, Setting], path: str, ol
 
 def _new_package(path: str, existed: Callable[[], Iterable[str]]) -> bool:
     """No test of the start commit under the configuration's folder."""
-    folder = path.rpartition("/")[0]
-    return not any(patterns.is_test_path(p) for p in existed()
-                   if not folder or p.startswith(folder + "/"))
+    return not any(patterns.is_test_path(p) for p in js_config.in_folder(path, existed()))
 
 
 def selections(files: list[DiffFile], read_new: Callable[[str], str], olds: Mapping[str, str],

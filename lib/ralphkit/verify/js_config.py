@@ -156,4 +156,21 @@ def matches_any(glob: str, paths: Iterable[str]) -> bool:
                for rx in rxs)
 
 
-__all__ = ["Change", "Setting", "settings", "expand", "covers", "matches_any"]
+def in_folder(config: str, paths: Iterable[str]) -> list[str]:
+    """The paths under the configuration file's folder, relative to it (the runner's
+    rootDir as far as this reads it)."""
+    folder = config.rpartition("/")[0]
+    return [p[len(folder) + 1:] if folder else p for p in paths
+            if p and (not folder or p.startswith(folder + "/"))]
+
+
+def one_a_line(found: Iterable[Change]) -> list[Change]:
+    """The first change of each line and setting: one finding a line, as for other files."""
+    first: dict[tuple[str, int, str], Change] = {}
+    for change in found:
+        first.setdefault((change.path, change.line, change.setting), change)
+    return list(first.values())
+
+
+__all__ = ["Change", "Setting", "settings", "expand", "covers", "matches_any", "in_folder",
+           "one_a_line"]

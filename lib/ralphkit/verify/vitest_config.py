@@ -85,13 +85,8 @@ def _drops_tests(config: str, was: str | None, now: str | None,
     configuration's folder that the old `dir` held and the new one does not."""
     if now is None or ".." in now.split("/") or existed is None:
         return True
-    folder = config.rpartition("/")[0]
-    for path in existed():
-        rel = path[len(folder) + 1:] if folder else path
-        if (not folder or path.startswith(folder + "/")) and patterns.is_test_path(rel) and (
-                not was or rel.startswith(was + "/")) and not rel.startswith(now + "/"):
-            return True
-    return False
+    return any(patterns.is_test_path(rel) and (not was or rel.startswith(was + "/"))
+               and not rel.startswith(now + "/") for rel in js_config.in_folder(config, existed()))
 
 
 def changes(f: DiffFile, new_text: str, old_text: str,
@@ -120,10 +115,7 @@ def changes(f: DiffFile, new_text: str, old_text: str,
             and _drops_tests(f.new or "", was, now, existed):
         found.append(Change(f.new, new["test.dir"].line, "test.dir",
                             f"test.dir {'(set by code)' if now is None else now}"))
-    first: dict[tuple[str, int, str], Change] = {}         # one a line, as for other files
-    for change in found:
-        first.setdefault((change.path, change.line, change.setting), change)
-    return list(first.values())
+    return js_config.one_a_line(found)
 
 
 def selections(files: list[DiffFile], read_new: Callable[[str], str], olds: Mapping[str, str],
