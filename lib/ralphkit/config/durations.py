@@ -13,12 +13,14 @@ Grammar (case-insensitive, surrounding blanks ignored):
 
 A bare number is seconds (timeout(1)'s reading; tests use short values). 0 is a duration:
 settings use it for "off". Negative numbers, other units and a unit-less number after a part
-("1h 30") are refused."""
+("1h 30") are refused, and so are parts out of the order d, h, m, s or a unit given twice
+("1m1h", "1h 1h"): a typo for "1h1m", or a value edited by hand, not a sum anyone means."""
 from __future__ import annotations
 
 import re
 
 _UNIT_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_UNIT_ORDER = "dhms"                 # the order parts are written in, each unit once
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?"     # ASCII digits only: \d takes "١" (Arabic-Indic) too
 _PART = re.compile(rf"({_NUMBER})\s*([smhd])")
 _BARE = re.compile(_NUMBER)
@@ -30,9 +32,11 @@ def parse_duration(text: str) -> float:
     value = text.strip().lower()
     if _BARE.fullmatch(value):
         return float(value)
-    if not value or not _PARTS.fullmatch(value):
+    parts = _PART.findall(value) if _PARTS.fullmatch(value) else []
+    units = [unit for _, unit in parts]
+    if not parts or units != sorted(set(units), key=_UNIT_ORDER.index):
         raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 15m, 8h or 1h30m)")
-    return sum(float(n) * _UNIT_SECONDS[u] for n, u in _PART.findall(value))
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
 
 
 def format_duration(seconds: float) -> str:

@@ -18,6 +18,7 @@ def test_durations_parse_to_seconds(text, seconds):
 @pytest.mark.parametrize("text", [
     "", "abc", "-5", "5x", "h", "1h 30", "1h30", "1.5.2s", "1 30", "s5",
     "\u0661h", "\u0661",                            # an Arabic-Indic one: ASCII digits only
+    "1m1h", "30s 1m", "1h 1h", "1d 2h 3m 4s 5s",     # parts out of order, a unit twice
 ], ids=repr)
 def test_malformed_durations_are_refused_with_a_hint(text):
     with pytest.raises(ValueError, match="use e.g. 90s, 15m, 8h or 1h30m"):
