@@ -286,6 +286,43 @@ def test_admin_disabled_usage_stops_a_parallel_run_with_exit_7(git_repo, base_en
     assert set(classes(git_repo)) == {"usage_disabled"} and len(classes(git_repo)) <= 2
 
 
+# gemini 0.61's whole output when the API answers 429 for a quota whose limit is 0, exactly
+# (exit 173): the run stops, exit 7, in the single loop as in --parallel.
+GEMINI_ZERO_QUOTA = "Quota exceeded for metric: {}, limit: 0, model: gemini-2.5-flash".format(
+    "generativelanguage.googleapis.com/generate_content_free_tier_requests")
+GEMINI_ZERO_QUOTA_STREAM = "".join(json.dumps(e) + "\n" for e in (
+    {"type": "init", "session_id": "2871eb44", "model": "auto"},
+    {"type": "message", "role": "user", "content": "/ralph-build"},
+    {"type": "result", "status": "error", "error": {"type": "unknown", "message": (
+        "[API Error: You exceeded your current quota, please check your plan and billing "
+        "details. For more information on this error, head to: https://ai.google.dev/gemini-"
+        "api/docs/rate-limits. To monitor your current usage, head to: https://ai.dev/rate-"
+        f"limit. \n* {GEMINI_ZERO_QUOTA}\nPlease retry in 25.465784708s.]\nPlease wait and try "
+        "again later. To increase your limits, request a quota increase through AI Studio, or "
+        "switch to another /auth method")},
+     "stats": {"total_tokens": 0, "input_tokens": 0, "output_tokens": 0, "tool_calls": 0}}))
+
+
+@pytest.mark.parametrize("parallel", [(), ("--parallel", "2")], ids=["single", "parallel"])
+def test_a_gemini_quota_of_0_stops_the_run_with_exit_7_and_leaves_the_tasks_open(
+        git_repo, base_env, run_ralph, run_task, bin_dir, tmp_path, parallel):
+    ignore_ralph_dir(git_repo, base_env)
+    sync(run_task, "t1", "t2", "t3")
+    install_stub(bin_dir, "gemini", "agent_cli")
+    (tmp_path / "stream").write_text(GEMINI_ZERO_QUOTA_STREAM)
+    proc = run_ralph("build", "--agent", "gemini", *parallel, "-n", "6", "--max-limit-wait", "1",
+                     env={"STUB_STREAM": str(tmp_path / "stream"), "STUB_ACTION": "exit 173"})
+    assert proc.returncode == 7, proc.stdout + proc.stderr     # waiting the 25 s: exit 5
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f'Error: usage disabled: the API\'s quota is 0 ("{GEMINI_ZERO_QUOTA}"), so waiting cannot '
+        "help; use an API key whose project has that quota, or another model (--model), then "
+        "start the run again")
+    assert "Usage limit" not in proc.stdout + proc.stderr
+    assert set(classes(git_repo)) == {"usage_disabled"} and len(classes(git_repo)) <= 2
+    assert {row["status"] for row in tasks_of(run_task).values()} == {"open"}
+    assert state(git_repo).get("resumeAt") is None
+
+
 # A --parallel session: its task's first session runs into a usage limit whose reset is
 # RESET_IN seconds away; every other session commits a file and marks its task done.
 LIMITED_ONCE = """\

@@ -18,7 +18,8 @@ Errors are the Gemini API's `{"error": {"code", "message", "status"}}` (Fail.kin
 status, e.g. RESOURCE_EXHAUSTED), with Fail.error's members added (`details`). `quota_exceeded`
 is the 429 RESOURCE_EXHAUSTED of a spent free-tier request quota, per minute or per day, as
 Google sends it: the message (`... Please retry in 37.5s.`), then QuotaFailure (whose
-`quotaId` tells gemini which quota it is), Help and RetryInfo (`retryDelay`) details.
+`quotaId` tells gemini which quota it is), Help and RetryInfo (`retryDelay`) details; with
+`limit=0`, the 429 of a project that has no such quota at all (`..., limit: 0, model: ...`).
 """
 from __future__ import annotations
 
@@ -84,22 +85,26 @@ def _error(code: int, status: str, message: str) -> dict:
     return {"error": {"code": code, "message": message, "status": status}}
 
 
-def quota_exceeded(per: str = "minute", retry_s: float | None = 37.5) -> Fail:
+def quota_exceeded(per: str = "minute", retry_s: float | None = 37.5,
+                   limit: int | None = None) -> Fail:
     """The API's answer when the free tier's requests per `per` ("minute" or "day") of the
     model are spent; `retry_s`: the wait it names, in the message and (whole seconds) as
-    RetryInfo, or None for no wait named."""
+    RetryInfo, or None for no wait named; `limit`: the quota's limit (10 a minute, 250 a day
+    unless given). A limit of 0 (a project without that free tier) is in the message as any
+    other (`limit: 0`), and its violation has no quotaValue: proto3 JSON leaves a 0 out."""
     quota_id = f"GenerateRequestsPer{per.capitalize()}PerProjectPerModel-FreeTier"
-    limit = {"minute": 10, "day": 250}[per]
+    limit = {"minute": 10, "day": 250}[per] if limit is None else limit
     message = ("You exceeded your current quota, please check your plan and billing details. "
                "For more information on this error, head to: https://ai.google.dev/gemini-api/"
                "docs/rate-limits. To monitor your current usage, head to: https://ai.dev/"
                f"rate-limit. \n* Quota exceeded for metric: {QUOTA_METRIC}, limit: {limit}, "
                f"model: {QUOTA_MODEL}")
+    violation = {"quotaMetric": QUOTA_METRIC, "quotaId": quota_id,
+                 "quotaDimensions": {"location": "global", "model": QUOTA_MODEL}}
+    if limit:
+        violation["quotaValue"] = str(limit)
     details = [
-        {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{
-            "quotaMetric": QUOTA_METRIC, "quotaId": quota_id,
-            "quotaDimensions": {"location": "global", "model": QUOTA_MODEL},
-            "quotaValue": str(limit)}]},
+        {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [violation]},
         {"@type": "type.googleapis.com/google.rpc.Help", "links": [{
             "description": "Learn more about Gemini API quotas",
             "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]}]
@@ -137,4 +142,4 @@ def function_responses(body: dict) -> list[dict]:
 
 
 __all__ = ["GeminiStandIn", "Text", "Tool", "Fail", "shell", "function_responses",
-           "quota_exceeded", "SHELL"]
+           "quota_exceeded", "SHELL", "QUOTA_METRIC", "QUOTA_MODEL"]

@@ -18,7 +18,8 @@ import pytest
 from realcli import events, needs_clis, real_env, tasks_of
 from standin import MODEL, Fail, StandIn, Text, Tool, tool_results
 from standin_amp import AmpStandIn
-from standin_gemini import GeminiStandIn, function_responses, quota_exceeded, shell
+from standin_gemini import (QUOTA_METRIC, QUOTA_MODEL, GeminiStandIn, function_responses,
+                            quota_exceeded, shell)
 from standin_responses import MODEL as CODEX_MODEL, ResponsesStandIn, function_outputs
 
 pytestmark = [needs_clis, pytest.mark.timeout(240)]
@@ -279,6 +280,32 @@ def test_a_spent_gemini_daily_quota_is_waited_out_for_the_default_wait(
     assert [e["class"] for e in events(one_task, "session_end")] == ["usage_limit", "success"]
     assert tasks_of(run_task)["a"]["status"] == "done"
     assert len(api.agent_turns()) == 3                  # 1 refused, not retried, then 2 turns
+
+
+def test_a_gemini_quota_of_zero_stops_the_run_with_exit_7_instead_of_waiting(
+        one_task, run_ralph, run_task, base_env, home):
+    """A quota whose limit is 0 (`..., limit: 0, model: ...`: a project without that free
+    tier): gemini gives up at once (exit 173) and no wait can help. The API names a wait all
+    the same (`Please retry in 37.5s.`, as Google does), which ralph waited before, and then
+    ran into the same refusal, hour after hour: now the run stops at once with exit 7 and one
+    line quoting the quota, and the task stays open for when the key has that quota."""
+    with GeminiStandIn(lambda body, n: quota_exceeded("day", retry_s=37.5, limit=0)) as api:
+        extra = configure_gemini(home, api.url, maxAttempts=2)
+        proc = run_ralph("build", "--agent", "gemini", "--danger", "-n", "3",
+                         "--limit-wait-margin", "0", "--max-limit-wait", "10s",
+                         env=real_env(base_env, home, PWD=str(one_task), **extra), timeout=200)
+    assert proc.returncode == 7, proc.stdout + proc.stderr      # a wait of 37.5 s: exit 5
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f'Error: usage disabled: the API\'s quota is 0 ("Quota exceeded for metric: {QUOTA_METRIC}'
+        f', limit: 0, model: {QUOTA_MODEL}"), so waiting cannot help; use an API key whose '
+        "project has that quota, or another model (--model), then start the run again")
+    assert proc.stdout.count(f"limit: 0, model: {QUOTA_MODEL}\nPlease retry in 37.5s.]") == 1
+    assert "Usage limit" not in proc.stdout + proc.stderr
+    assert [e["kind"] for e in events(one_task, "log") if "usage_limit" in e.get("kind", "")] == []
+    assert [e["class"] for e in events(one_task, "session_end")] == ["usage_disabled"]
+    assert events(one_task, "run_end")[-1]["exit_code"] == 7
+    assert tasks_of(run_task)["a"]["status"] == "open"
+    assert len(api.agent_turns()) == 1                  # not retried, no second session
 
 
 def test_a_per_minute_quota_gemini_outwaits_itself_is_no_usage_limit(

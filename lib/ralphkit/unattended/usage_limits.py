@@ -1,7 +1,8 @@
-"""Owns recognising that a session ran into a usage limit, or that the account's usage was
-disabled by an admin, from what the session produced: the structural stream-json
-`rate_limit_event` and the limit messages Claude Code prints. Knows nothing of waiting
-(limit_wait), of reset-phrase grammar (reset_time) or of session classification (outcome).
+"""Owns recognising that a session ran into a usage limit, or that its usage is disabled (by
+an admin, or a quota of 0) so that no wait can help, from what the session produced: the
+structural stream-json `rate_limit_event` and the limit messages the agent CLIs print. Knows
+nothing of waiting (limit_wait), of reset-phrase grammar (reset_time) or of session
+classification (outcome).
 
 Structural shape (Claude Code 2.x, seen in stream-json logs quoted in public issue threads):
 
@@ -30,7 +31,14 @@ line of its own, advice it gives for a 429 and nothing else (errorParsing.js,
 RATE_LIMIT_ERROR_MESSAGE_*): "Please wait and try again later. To increase your limits, request
 a quota increase through AI Studio, or switch to another /auth method" ("through Vertex" on
 Vertex AI). Such an error is a limit, its first line the message, and the wait it names
-("Please retry in 37.5s.", "Suggested retry after 37s.") the reset; a daily quota names none."""
+("Please retry in 37.5s.", "Suggested retry after 37s.") the reset; a daily quota names none.
+
+Unless the quota's limit is 0 (a key whose project has no free tier, a model it has no quota
+for): no wait can help, and the error is disabled usage. Google's message names each quota it
+refused on a line "* Quota exceeded for metric: <metric>, limit: 0, model: <model>"; gemini
+0.61 reads that same "limit: 0" in the message to give up at once (googleQuotaErrors.js), and
+the message is all of the error that reaches ralph (the result's error.message): QuotaFailure's
+fields do not, and Google leaves a quotaValue of 0 out of them anyway (proto3 JSON)."""
 from __future__ import annotations
 
 import re
@@ -58,11 +66,15 @@ _API_ERROR_LINE = re.compile(r"^\s*(?:⎿\s*)?API\s+Error", re.I)
 _GEMINI_ERROR = "[API Error:"
 _GEMINI_429_RE = re.compile(r"^please\s+wait\s+and\s+try\s+again\s+later\.\s+to\s+increase\s+"
                             r"your\s+limits", re.I | re.M)
+_ZERO_LIMIT_RE = re.compile(r"\blimit:\s*0(?!\d|\.\d)", re.I)     # not "limit: 0.5", "limit: 05"
+_ZERO_QUOTA_RE = re.compile(r"quota exceeded for metric:\s*[^,\n\]]+,\s*limit:\s*0(?!\d|\.\d)"
+                            r"(?:,\s*model:\s*[\w./-]*\w)?", re.I)
+_QUOTED_AT_MOST = 3
 
 
 @dataclass(frozen=True)
 class LimitHit:
-    """A usage limit (kind LIMIT, wait until reset_at) or admin-disabled usage (kind DISABLED,
+    """A usage limit (kind LIMIT, wait until reset_at) or disabled usage (kind DISABLED,
     fatal, reset_at None). reset_known is False when reset_at is the configured default wait."""
 
     kind: str
@@ -122,6 +134,24 @@ def _gemini_429(texts: Iterable[str]) -> tuple[str, str] | None:
     return None
 
 
+def _zero_quota(said: str) -> str | None:
+    """The message of disabled usage when a gemini 429 (`said`, the whole error) refused a
+    quota whose limit is 0: Google's lines naming those quotas (metric, model), each once."""
+    found = _ZERO_LIMIT_RE.search(said)
+    if not found:
+        return None
+    quotas = list(dict.fromkeys(m.group(0).strip() for m in _ZERO_QUOTA_RE.finditer(said)))
+    if not quotas:                  # another wording: the line that holds the zero limit
+        start = said.rfind("\n", 0, found.start()) + 1
+        end = said.find("\n", found.end())
+        quotas = [said[start:end if end >= 0 else None].strip(" *[]")[:200]]
+    shown = "; ".join(f'"{quota}"' for quota in quotas[:_QUOTED_AT_MOST])
+    if len(quotas) > _QUOTED_AT_MOST:
+        shown += f"; {len(quotas) - _QUOTED_AT_MOST} more"
+    return (f"the API's quota is 0 ({shown}), so waiting cannot help; use an API key whose "
+            "project has that quota, or another model (--model), then start the run again")
+
+
 def _structural(events: Iterable[Any]) -> tuple[dict, dict] | None:
     """The last rejected rate_limit_event and its info dict, or None."""
     found = None
@@ -145,8 +175,9 @@ def detect(summary: Any, stderr_tail: str, now: datetime, *,
 
     `summary` is a render.SessionSummary or anything with its fields (attributes or dict keys:
     rate_limit_events, result_text, last_assistant_text, assistant_texts_tail). Admin-disabled
-    beats a limit. The structural event's epoch reset wins over a reset parsed from text;
-    without either, reset_at is now + default_wait and reset_known is False."""
+    beats a limit; so does a gemini 429 on a quota of 0, disabled usage too. The structural
+    event's epoch reset wins over a reset parsed from text; without either, reset_at is
+    now + default_wait and reset_known is False."""
     stderr_lines = [stderr_tail] if stderr_tail else []
     texts = _texts(summary)
     for source, pool in (("text", texts), ("stderr", stderr_lines)):
@@ -160,6 +191,9 @@ def detect(summary: Any, stderr_tail: str, now: datetime, *,
         said = text_line or ""
         if text_line is None:
             text_line, said = _gemini_429(pool) or (None, "")
+            zero = _zero_quota(said)
+            if zero:
+                return LimitHit(DISABLED, None, zero, source, reset_known=False)
         if text_line:
             text_source = source
             break

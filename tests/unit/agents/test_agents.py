@@ -17,8 +17,8 @@ from ralphkit.agents import claude_render as render
 from ralphkit.agents.summary import PlainRenderer
 from ralphkit.agents.streams import CodexRenderer, GeminiRenderer, OpencodeRenderer, PiRenderer
 from ralphkit.unattended.outcome import classify
-from ralphkit.errors import UsageError
-from ralphkit.unattended import usage_limits
+from ralphkit.errors import UsageDisabled, UsageError
+from ralphkit.unattended import session_outcome, usage_limits
 
 NASTY = "/ralph-build it's \"quoted\" $(rm -rf /) `x` \\back\\slash\nsecond line\n\ttab --flag"
 
@@ -455,6 +455,35 @@ def test_a_gemini_session_ended_by_a_spent_quota_is_a_usage_limit_shown_once(mes
         assert hit.reset_at == now + timedelta(seconds=wait) and hit.reset_known is True
     out = classify(173, renderer.summary, limit_hit=hit)
     assert (out.kind, out.counts_as_failure) == ("usage_limit", False)
+
+
+# What gemini 0.61 prints, exactly, when the API answers 429 for a quota whose limit is 0 (a
+# project without that free tier): at once, without a retry, whatever the quota (exit 173).
+GEMINI_ZERO_QUOTA = (
+    "[API Error: You exceeded your current quota, please check your plan and billing details. "
+    "For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-"
+    "limits. To monitor your current usage, head to: https://ai.dev/rate-limit. \n* Quota "
+    "exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, "
+    "limit: 0, model: gemini-2.5-flash\nPlease retry in 25.465784708s.]\n" + GEMINI_ADVICE)
+
+
+def test_a_gemini_session_ended_by_a_quota_of_0_stops_the_run_with_exit_7():
+    out = io.BytesIO()
+    renderer = GeminiRenderer(out)
+    renderer.feed(gemini_failed_turn(GEMINI_ZERO_QUOTA))
+    renderer.close()
+    assert out.getvalue().decode().count("[API Error:") == 1
+    hit = usage_limits.detect(renderer.summary, "", datetime.now(timezone.utc))
+    assert (hit.kind, hit.reset_at) == (usage_limits.DISABLED, None)      # nothing to wait for
+    how = classify(173, renderer.summary, limit_hit=hit)
+    assert (how.kind, how.counts_as_failure) == ("usage_disabled", False)
+    stop = session_outcome.stop_error(how, "gemini")
+    assert (type(stop), stop.exit_code) == (UsageDisabled, 7)
+    assert str(stop) == (
+        'usage disabled: the API\'s quota is 0 ("Quota exceeded for metric: generativelanguage.'
+        'googleapis.com/generate_content_free_tier_requests, limit: 0, model: gemini-2.5-flash"'
+        "), so waiting cannot help; use an API key whose project has that quota, or another "
+        "model (--model), then start the run again")
 
 
 def test_amp_stream_json_is_rendered_by_the_claude_renderer():

@@ -130,6 +130,80 @@ def test_no_gemini_429_no_limit(text):
     assert detect(summary(result_text=text, assistant=text), "", NOW) is None
 
 
+# gemini 0.61's error, exactly, when the API answers 429 for a quota whose limit is 0 (a
+# project without that free tier): Google's message, in which gemini reads the zero itself
+# and gives up at once; quota_line(metric) is Google's line naming one such quota.
+GEMINI_ZERO_PREFIX = (
+    "[API Error: You exceeded your current quota, please check your plan and billing details. "
+    "For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-"
+    "limits. To monitor your current usage, head to: https://ai.dev/rate-limit. ")
+METRIC = "generativelanguage.googleapis.com/generate_content_free_tier_{}"
+
+
+def quota_line(metric="requests", limit="0", model="gemini-2.5-flash"):
+    return f"Quota exceeded for metric: {METRIC.format(metric)}, limit: {limit}, model: {model}"
+
+
+def disabled_message(*quotas):
+    shown = "; ".join(f'"{q}"' for q in quotas)
+    return (f"the API's quota is 0 ({shown}), so waiting cannot help; use an API key whose "
+            "project has that quota, or another model (--model), then start the run again")
+
+
+@pytest.mark.parametrize("text,quotas", [
+    (GEMINI_ZERO_PREFIX + f"\n* {quota_line()}\nPlease retry in 25.465784708s.]\n"
+     + GEMINI_ADVICE.format("AI Studio"), [quota_line()]),
+    (GEMINI_ZERO_PREFIX + f"\n* {quota_line()}]\n" + GEMINI_ADVICE.format("AI Studio"),
+     [quota_line()]),
+    (GEMINI_ZERO_PREFIX + "".join(f"\n* {quota_line(m, model='gemini-3.1-pro')}" for m in (
+        "input_token_count", "requests", "requests", "input_token_count"))
+     + "\nPlease retry in 5.2s.]\n" + GEMINI_ADVICE.format("AI Studio"),
+     [quota_line("input_token_count", model="gemini-3.1-pro"),
+      quota_line("requests", model="gemini-3.1-pro")]),
+    (GEMINI_ZERO_PREFIX + f"\n* {quota_line()}\n* {quota_line('input_token_count', '250000')}"
+     "\nPlease retry in 5s.]\n" + GEMINI_ADVICE.format("Vertex"), [quota_line()]),
+], ids=["with-the-wait-google-names", "no-wait-named", "google-s-repeated-lines", "vertex"])
+def test_a_gemini_429_on_a_quota_of_0_is_disabled_usage_quoting_the_quota(text, quotas):
+    """No wait can help: not the one the API names, nor the default one."""
+    hit = detect(summary(result_text=text), "", NOW)
+    assert (hit.kind, hit.reset_at, hit.source) == (DISABLED, None, "text")
+    assert hit.message == disabled_message(*quotas)
+
+
+def test_more_than_three_quotas_of_0_are_quoted_three_and_counted():
+    lines = [quota_line(model=f"gemini-{n}") for n in range(5)]
+    text = (GEMINI_ZERO_PREFIX + "".join(f"\n* {line}" for line in lines) + "]\n"
+            + GEMINI_ADVICE.format("AI Studio"))
+    message = detect(summary(result_text=text), "", NOW).message
+    assert message == disabled_message(*lines[:3]).replace('"),', '"; 2 more),')
+
+
+def test_a_zero_limit_in_other_words_is_quoted_by_its_line():
+    text = "[API Error: Quota limit: 0 for this model in project 42]\n" + GEMINI_ADVICE.format(
+        "AI Studio")
+    hit = detect(summary(result_text=text), "", NOW)
+    assert (hit.kind, hit.message) == (DISABLED, disabled_message(
+        "API Error: Quota limit: 0 for this model in project 42"))
+
+
+@pytest.mark.parametrize("limit", ["10", "100", "250000", "0.5"])
+def test_a_gemini_429_on_a_quota_above_0_is_still_a_limit_waited_out(limit):
+    text = (GEMINI_ZERO_PREFIX + f"\n* {quota_line(limit=limit)}\nPlease retry in 37.5s.\n"
+            "Suggested retry after 37s.]\n" + GEMINI_ADVICE.format("AI Studio"))
+    hit = detect(summary(result_text=text), "", NOW)
+    assert (hit.kind, hit.message) == (LIMIT, text.splitlines()[0].strip())
+    assert (hit.reset_at, hit.reset_known) == (NOW + timedelta(seconds=37.5), True)
+
+
+@pytest.mark.parametrize("text", [
+    f"Google said:\n* {quota_line()}\n" + GEMINI_ADVICE.format("AI Studio"),
+    f"[API Error: {quota_line()}]",
+    f"I looked it up: {quota_line()}.",
+], ids=["quoted-by-an-agent", "a-gemini-error-that-is-no-429", "agent-text"])
+def test_a_zero_limit_outside_a_gemini_429_is_nothing(text):
+    assert detect(summary(result_text=text, assistant=text), "", NOW) is None
+
+
 def test_a_limit_inside_an_api_error_line_counts_even_mid_line():
     text = 'API Error: 429 {"error":{"message":"You\'ve hit your limit · resets 9pm"}}'
     assert detect(summary(result_text=text), "", NOW, local_tz=UTC).reset_at == \
