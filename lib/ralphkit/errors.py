@@ -9,7 +9,7 @@ EXIT_LOCKED = 3             # another run holds the run lock of this backlog
 EXIT_SCOPE_CHANGED = 4      # STOP_ON_SCOPE_CHANGE: the frozen scope changed
 EXIT_BUDGET = 5             # a budget ran out: --max-cost, --max-runtime, --max-limit-wait
 EXIT_NO_PROGRESS = 6        # breaker: idle sessions or consecutive failures
-EXIT_USAGE_DISABLED = 7     # usage disabled (by an admin, a quota of 0): waiting cannot help
+EXIT_USAGE_DISABLED = 7     # usage disabled (an admin, a gemini quota of 0, amp without credit)
 EXIT_ENVIRONMENT = 8        # .ralph/ cannot be written (disk full, read-only) or read
 EXIT_AUTH = 9               # the agent cannot authenticate (bad or expired key, logged out)
 EXIT_ROOT_REFUSED = 10      # the agent refused --danger as root (IS_SANDBOX=1 not set)
@@ -54,8 +54,8 @@ class NoProgress(RalphError):
 
 
 class UsageDisabled(RalphError):
-    """The agent reported that its usage is disabled: by an admin, or a quota whose limit
-    is 0 (gemini). No wait can help."""
+    """The agent reported that its usage is disabled: by an admin, a quota whose limit is 0
+    (gemini), an account without credit (amp). No wait can help."""
 
     exit_code = EXIT_USAGE_DISABLED
 

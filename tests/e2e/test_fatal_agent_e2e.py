@@ -1,7 +1,8 @@
 """Black-box: failures a real agent CLI reports that waiting cannot fix end the run at the first
 session, each with its own exit code and a line that quotes the CLI and says what to do; the
 CLI's API retries are shown one line each. The stub agent replays exactly what the real
-`claude` 2.1.328 printed in each case (tests/e2e_real drives the real CLI through the same)."""
+`claude` 2.1.328, or the real amp, printed in each case (tests/e2e_real drives the real CLIs
+through the same)."""
 from __future__ import annotations
 
 import json
@@ -142,3 +143,60 @@ def test_overloaded_and_rate_limited_retries_show_one_line_each_and_are_counted(
             "ok\n━━ Done (success)") in proc.stdout
     ends = session_ends(git_repo)
     assert ends[0]["api_retries"] == 3 and ends[0]["class"] == "success"
+
+
+# amp says a refused key or a thread refused for lack of credit on stderr only (nothing on
+# stdout, exit 1), and waits for a login it started when it has no key at all: the stub plays
+# the real amp's exact lines (tests/e2e_real/test_amp_real.py runs the real one).
+AMP_KEY = "Error: Invalid or missing API key. Run 'amp login' to authenticate."
+AMP_LOGIN = ("; log in again (`amp login`) or fix the API key (AMP_API_KEY), then start the "
+             "run again")
+
+
+@pytest.fixture
+def amp(bin_dir: Path, tmp_path: Path, stub):
+    """amp(action) -> env: the stub is `amp`, running the shell `action`; two open tasks."""
+    stub([])                                            # the backlog of the `stub` fixture
+    (bin_dir / "amp").symlink_to(STUBS / "agent_cli")
+    return lambda action: {"STUB_LOG": str(tmp_path / "calls.jsonl"), "STUB_ACTION": action}
+
+
+@pytest.mark.parametrize("line,code,last,kind", [
+    (AMP_KEY, 9, "Error: authentication failed: Invalid or missing API key. Run 'amp login' to "
+     "authenticate" + AMP_LOGIN, "auth_failure"),
+    ("Error: Insufficient credit balance", 7, "Error: amp refused the session for lack of "
+     "credit: Insufficient credit balance; add credits to the Amp account (waiting cannot "
+     "help), then start the run again", "usage_disabled"),
+], ids=["key", "no-credit"])
+def test_an_amp_refusal_said_on_stderr_stops_the_run_and_is_passed_on(
+        git_repo, run_ralph, run_task, amp, tmp_path, line, code, last, kind):
+    proc = run_ralph("build", "--agent", "amp", "-n", "4", env=amp(f'echo "{line}" >&2; exit 1'))
+    assert proc.returncode == code, proc.stderr
+    assert calls(tmp_path) == 1
+    assert proc.stderr == f"{line}\n{last}\n"                # amp's line, then ralph's one
+    assert [e["class"] for e in session_ends(git_repo)] == [kind]
+    assert {t["status"] for t in map(json.loads, run_task("_export-json").stdout.splitlines())
+            } == {"open"}
+
+
+def test_amps_other_errors_on_stderr_are_agent_errors(git_repo, run_ralph, amp, tmp_path):
+    proc = run_ralph("build", "--agent", "amp", "-n", "2",
+                     env=amp('echo "Error: Cannot reach Amp servers. Are you offline?" >&2; '
+                             'exit 1'))
+    assert proc.returncode == 0, proc.stderr
+    assert calls(tmp_path) == 2
+    assert proc.stderr.count("Error: Cannot reach Amp servers. Are you offline?\n") == 2
+    assert [e["class"] for e in session_ends(git_repo)] == ["agent_error", "agent_error"]
+
+
+def test_amp_waiting_for_a_login_without_a_key_is_stopped_at_once(git_repo, run_ralph, amp,
+                                                                  tmp_path):
+    proc = run_ralph("build", "--agent", "amp", "-n", "4", env=amp(
+        "echo 'No API key found. Starting login flow...'; printf 'paste your code here: '; "
+        f"sleep 30; touch {tmp_path / 'waited'}"))
+    assert proc.returncode == 9, proc.stderr
+    assert not (tmp_path / "waited").exists() and calls(tmp_path) == 1
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "Error: authentication failed: No API key found (amp would wait for an interactive "
+        "login)" + AMP_LOGIN)
+    assert [e["class"] for e in session_ends(git_repo)] == ["auth_failure"]

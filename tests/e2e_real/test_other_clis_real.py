@@ -3,8 +3,7 @@ argv ralph.py builds for each is accepted (no usage error: the CLI gets as far a
 model API, which is a stand-in on 127.0.0.1), and each runs a whole build session through a
 scripted stand-in: pi and opencode through the Anthropic Messages one of the claude tests,
 codex through one of the OpenAI Responses API (standin_responses.py), gemini through one of
-the Gemini API (standin_gemini.py). amp runs its agent loop on Amp's server, not stood in: its
-test stops at thread creation (standin_amp.py)."""
+the Gemini API (standin_gemini.py). amp's tests are in test_amp_real.py."""
 from __future__ import annotations
 
 import json
@@ -17,7 +16,6 @@ import pytest
 
 from realcli import events, needs_clis, real_env, tasks_of
 from standin import MODEL, Fail, StandIn, Text, Tool, tool_results
-from standin_amp import AmpStandIn
 from standin_gemini import (QUOTA_METRIC, QUOTA_MODEL, GeminiStandIn, function_responses,
                             quota_exceeded, shell)
 from standin_responses import MODEL as CODEX_MODEL, ResponsesStandIn, function_outputs
@@ -324,28 +322,3 @@ def test_a_per_minute_quota_gemini_outwaits_itself_is_no_usage_limit(
     assert [e["class"] for e in events(one_task, "session_end")] == ["success"]
     assert tasks_of(run_task)["a"]["status"] == "done"
     assert len(api.agent_turns()) == 3
-
-
-def test_amp_takes_the_argv_ralph_builds_and_asks_its_server_for_a_thread(
-        one_task, run_ralph, run_task, base_env, home):
-    """amp's model calls and agent loop run on Amp's server (a thread actor it joins over a
-    WebSocket), which no stand-in plays: this is the proof short of a whole session. The argv
-    is taken (no usage error), --dangerously-allow-all as amp's own flag in execute mode, the
-    key and server come from AMP_API_KEY and AMP_URL, and the thread asked for runs its tools
-    on this machine. amp prints the server's refusal on stderr, which ralph does not read
-    (s.11): the session is an agent error and the task stays open."""
-    with AmpStandIn("Insufficient credit balance (stand-in)") as api:
-        proc = run_ralph("build", "--agent", "amp", "--danger", "-n", "1",
-                         env=real_env(base_env, home, AMP_URL=api.url, AMP_API_KEY="sgamp-test"),
-                         timeout=200)
-    assert not any(word in proc.stderr for word in USAGE_ERRORS), proc.stderr
-    assert "Error: Insufficient credit balance (stand-in)" in proc.stderr, proc.stderr
-    assert api.requests[0]["path"] == "/api/internal?getUserInfo"
-    assert {r["headers"]["Authorization"] for r in api.requests} == {"Bearer sgamp-test"}
-    [flag] = [e for e in api.telemetry() if e["feature"] == "cli.dangerouslyAllowAll"]
-    assert flag["parameters"]["metadata"] == {"cliFlag": 1, "settingsTrue": 1, "executeMode": 1}
-    [thread] = [r for r in api.requests if r["path"] == "/api/thread-actors"]
-    assert thread["headers"]["X-Amp-Client-Application"] == "CLI Execute Mode"
-    assert thread["body"]["executorType"] == "local-client"
-    assert [e["class"] for e in events(one_task, "session_end")] == ["agent_error"]
-    assert tasks_of(run_task)["a"]["status"] == "open"

@@ -1,2 +1,3 @@
-"""Owns the agent CLIs: one adapter per CLI (argv, environment, stdin) and the renderers of
-their output streams. Knows nothing of sessions, runs or tasks."""
+"""Owns the agent CLIs: one adapter per CLI (argv, environment, stdin), the renderers of their
+output streams, and the words of a CLI's own refusal of a session. Knows nothing of sessions,
+runs or tasks."""

@@ -1,10 +1,11 @@
 """Owns the agent's command line: the agent backends as one table of adapters, one per agent
 CLI, each knowing its argv (s.11 for claude, byte-exact), whether the prompt goes on argv or
-stdin, the extra environment it needs, which renderer reads its stdout, and which facts (cost,
+stdin, the extra environment it needs, which renderer reads its stdout, which facts (cost,
 turns, tokens, result, rate-limit events, errors) that CLI reports, so the loop can tell a user
-that a budget cannot be enforced. `get_adapter(name, agent_cmd)` picks one by `--agent` /
-`agent:` name; `--agent-cmd` replaces the binary (and is the argv template of the `command`
-backend).
+that a budget cannot be enforced, and, for a CLI that says a refusal only on its stderr (amp),
+how to recognise it (`refusal`; amp's words are agents/amp.py's). `get_adapter(name,
+agent_cmd)` picks one by `--agent` / `agent:` name; `--agent-cmd` replaces the binary (and is
+the argv template of the `command` backend).
 
 Also the big-prompt fallback (Linux refuses one argument of 128 KiB or more, so task data that
 would not fit goes to a file under .ralph/ and the prompt names that file): `prompt_fits` and
@@ -22,9 +23,11 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Mapping, Sequence
 
 from ralphkit import atomic_file
+from ralphkit.agents import amp
 from ralphkit.agents import summary as agent_render
 from ralphkit.agents import streams as agent_streams
 from ralphkit.agents import claude_render as render
+from ralphkit.agents.refusal import Refusal
 from ralphkit.errors import EnvironmentFailure, UsageError
 
 AGENT = "claude"
@@ -54,6 +57,13 @@ class AgentAdapter:
     reports: frozenset[str] = frozenset()
     notes: str = ""
     login: str = ANY_LOGIN          # how to log in again and the key it reads (exit 9)
+    # The CLI's own refusal of a session, from its stderr's tail and the summary (refusal.py):
+    # set, the agent's stderr is read (passed on as it comes), not inherited.
+    refusal: Callable[[str, Any], Refusal | None] | None = None
+
+    @property
+    def reads_stderr(self) -> bool:
+        return self.refusal is not None
 
     @property
     def prompt_on_stdin(self) -> bool:
@@ -132,12 +142,14 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
         reports=frozenset({"turns", "tokens", "result", "errors"}),
         login="(`codex login`) or fix the API key (OPENAI_API_KEY, or the model provider's "
               "env_key)"),
-    # amp's --stream-json is Claude Code's stream-json: the s.12 renderer reads it. The prompt
-    # must follow --execute directly (amp reads it as that option's value).
+    # amp's --stream-json is Claude Code's stream-json: the s.12 renderer reads it (amp.py
+    # adds amp's own lines). The prompt must follow --execute directly (amp reads it as that
+    # option's value). amp says a refused key or a spent credit only on stderr.
     AgentAdapter(
         "amp", ("amp",), ("--execute", PROMPT, "--stream-json", DANGER, EXTRA),
-        render.StreamRenderer, danger_args=("--dangerously-allow-all",), model_args=None,
-        reports=frozenset({"turns", "result"})),
+        amp.AmpRenderer, danger_args=("--dangerously-allow-all",), model_args=None,
+        reports=frozenset({"turns", "result", "errors"}),
+        login="(`amp login`) or fix the API key (AMP_API_KEY)", refusal=amp.refusal),
     # opencode's run flag for skipping permissions changed name across versions; the
     # OPENCODE_PERMISSION variable works in all of them.
     AgentAdapter(
@@ -202,6 +214,15 @@ def login_hint(name: str) -> str:
     return adapter.login if adapter is not None else ANY_LOGIN
 
 
+def refusal(name: str, stderr_tail: str, summary: Any) -> Refusal | None:
+    """Agent `name`'s own refusal of a finished session (a login it cannot get past, no
+    credit), from what it printed; None when its adapter knows of none."""
+    adapter = _TABLE.get(name)
+    if adapter is None or adapter.refusal is None:
+        return None
+    return adapter.refusal(stderr_tail, summary)
+
+
 def prompt_fits(prompt: str) -> bool:
     return len(prompt.encode("utf-8", "surrogateescape")) <= MAX_ARG_BYTES
 
@@ -219,5 +240,5 @@ def spill_prompt(command: str, data: str, path: Path) -> str:
             f"{path} (same format as it would have had here).")
 
 
-__all__ = ["AgentAdapter", "KNOWN_AGENTS", "get_adapter",
-           "AGENT", "prompt_fits", "spill_prompt", "login_hint", "ANY_LOGIN"]
+__all__ = ["AgentAdapter", "KNOWN_AGENTS", "get_adapter", "AGENT", "prompt_fits",
+           "spill_prompt", "login_hint", "refusal", "ANY_LOGIN"]

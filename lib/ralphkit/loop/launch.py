@@ -73,7 +73,8 @@ def run_session(ctx: RunContext, command: str, prompt: Prompt) -> session.Sessio
                          pidfile=pidfile,                       # write-ahead: a kill -9 before on_start
                          timeouts=ctx.night.timeouts,           # TERM, grace, KILL
                          kill_grace_s=ctx.night.cfg.kill_grace_s,
-                         heartbeat=_heartbeat(ctx, env))        # a fleet's store: renew claims
+                         heartbeat=_heartbeat(ctx, env),        # a fleet's store: renew claims
+                         read_stderr=adapter.reads_stderr)      # amp: its refusals are there
     if not result.started:
         ctx.warn(f"Error: cannot run '{argv[0]}': {result.error}")
     if result.heartbeat is not None and result.heartbeat.failures:

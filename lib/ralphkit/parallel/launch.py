@@ -67,7 +67,8 @@ def start(book: Book, task: dict, template: str | None) -> Session | None:
     s.out.flush()
     failed = book.pool.start(tid, argv, env=env, cwd=wt.path, log_path=log,
                              renderer=s.adapter.new_renderer(writer),
-                             stdin=s.adapter.stdin(prompt), pidfile=pidfile, heartbeat=beat)
+                             stdin=s.adapter.stdin(prompt), pidfile=pidfile, heartbeat=beat,
+                             read_stderr=s.adapter.reads_stderr)
     if failed is not None:
         s.warn(f"Error: cannot run '{argv[0]}': {failed.error}")
         worktrees.remove(wt, env=s.env)

@@ -1,8 +1,9 @@
 """Owns an agent's process group (ralph-cli.md s.11): starting the agent without a shell as
 the leader of a group of its own (stdin /dev/null or given bytes, stdout a pipe, stderr
-inherited, explicit environment), tied to ralph.py's life and, with a pid file, recorded
-before exec; signalling the group; telling that the leader exited without reaping it. Knows
-nothing of reading the output, deadlines or what the signals mean (the pool owns those)."""
+inherited or a pipe the pool reads, explicit environment), tied to ralph.py's life and, with a
+pid file, recorded before exec; signalling the group; telling that the leader exited without
+reaping it (and a pidfd to poll for it). Knows nothing of reading the output, deadlines or
+what the signals mean (the pool owns those)."""
 from __future__ import annotations
 
 import contextlib
@@ -33,6 +34,14 @@ def has_exited(pid: int) -> bool:
         return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:
         return True
+
+
+def pidfd(pid: int) -> int | None:
+    """A descriptor readable once pid exits: no polling delay after the agent ends."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None                   # older kernel: the pool's 50 ms poll notices the exit
 
 
 def _die_with_parent() -> Callable[[], None] | None:
@@ -85,19 +94,22 @@ def _stdin_file(data: bytes | None) -> Iterator[int]:
 
 def spawn(argv: list[str], *, env: Mapping[str, str], cwd: Path | None,
           stdin: bytes | None = None, pidfile: Path | None = None,
-          tag: str = "") -> subprocess.Popen:
-    """Start the agent as the leader of a new process group (pgid = its pid); its stdout is a
-    non-blocking pipe. tag: the session's (strays.py), in its environment and pid file.
-    Raises OSError when it cannot be started."""
+          tag: str = "", read_stderr: bool = False) -> subprocess.Popen:
+    """Start the agent as the leader of a new process group (pgid = its pid); its stdout (and
+    with read_stderr its stderr, else inherited) is a non-blocking pipe. tag: the session's
+    (strays.py), in its environment and pid file. Raises OSError when it cannot be started."""
     env = {**env, strays.ENV: tag} if tag else dict(env)
     if cwd is not None:        # as a shell's cd would: opencode takes its project from $PWD,
         env["PWD"] = str(cwd)  # so a --parallel session would work in the main checkout
     with _stdin_file(stdin) as agent_stdin:
-        proc = subprocess.Popen(argv, stdin=agent_stdin, stdout=subprocess.PIPE, stderr=None,
+        proc = subprocess.Popen(argv, stdin=agent_stdin, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE if read_stderr else None,
                                 env=env, process_group=0, bufsize=0, cwd=cwd,
                                 preexec_fn=_preexec(pidfile, tag))
-    os.set_blocking(proc.stdout.fileno(), False)
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            os.set_blocking(pipe.fileno(), False)
     return proc
 
 
-__all__ = ["spawn", "signal_group", "has_exited"]
+__all__ = ["spawn", "signal_group", "has_exited", "pidfd"]

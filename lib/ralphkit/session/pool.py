@@ -1,7 +1,8 @@
 """Owns the session pump (ralph-cli.md s.11, s.12, s.16): one or several agent sessions at once
 (`--parallel N`; a single session is a pool of one), each started by session/group.py with its
 own log and renderer, and one poll loop in the main thread that copies every byte of each
-agent's stdout to its log and renderer as it arrives and watches the signal wakeup fd.
+agent's stdout to its log and renderer as it arrives (an agent's stderr too when its adapter
+reads it: session/stderr_tee.py) and watches the signal wakeup fd.
 Signals keep s.16's meaning for all sessions together: the first SIGINT is forwarded once to
 every group (the caller's callback prints the waiting message), a second SIGINT or a SIGTERM
 SIGKILLs every group. When a session's --session-timeout or --idle-timeout runs out, its group
@@ -27,6 +28,7 @@ from ralphkit import strays
 from ralphkit.errors import EnvironmentFailure
 from ralphkit.session import group
 from ralphkit.session import watchdog
+from ralphkit.session.stderr_tee import StderrTee
 from ralphkit.signals import Guard
 
 # After the agent exits, a grandchild may still hold its stdout open: read on for this long,
@@ -48,6 +50,7 @@ class SessionResult:
     idle_out: bool = False            # no output for --idle-timeout, the group was ended
     heartbeat: Any = None             # session.heartbeat.Heartbeat: ticked while the agent runs
     strays: list[str] = field(default_factory=list)   # killed outside the group (strays.py)
+    stderr_tail: str = ""             # the agent's last stderr lines, when they were read
 
 
 def _write_all(log: BinaryIO, data: bytes) -> None:
@@ -59,14 +62,6 @@ def _write_all(log: BinaryIO, data: bytes) -> None:
     except OSError as exc:            # disk full, quota: the agent is killed and we stop
         raise EnvironmentFailure(f"cannot write the session log {log.name}: {exc.strerror}; "
                                  "free space or check that .ralph/ is writable") from None
-
-
-def _pidfd(pid: int) -> int | None:
-    """A descriptor readable once pid exits: no polling delay after the agent ends."""
-    try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return None                   # older kernel: the 50 ms poll timeout notices the exit
 
 
 @dataclass
@@ -84,6 +79,12 @@ class _Running:
     last_output: float = 0.0          # the start, until the agent prints
     term_at: float | None = None      # SIGTERM sent for a timeout; SIGKILL after the grace
     tag: str = ""                     # the session's strays.ENV
+    err: StderrTee | None = None      # the agent's stderr, when it is read
+
+    @property
+    def pipes_open(self) -> bool:
+        return self.reading or bool(self.err and self.err.open)
+
 
 class Pool:
     """Sessions by key. Use as a context manager: signals are queued on the guard (not
@@ -91,9 +92,11 @@ class Pool:
 
     def __init__(self, guard: Guard, on_first_interrupt: Callable[[], None], *,
                  timeouts: watchdog.SessionTimeouts | None = None,
-                 kill_grace_s: float = 10.0) -> None:
-        """timeouts: the per-session deadlines (None: none); kill_grace_s: SIGTERM to SIGKILL."""
+                 kill_grace_s: float = 10.0, stderr_to: int = 2) -> None:
+        """timeouts: the per-session deadlines (None: none); kill_grace_s: SIGTERM to SIGKILL;
+        stderr_to: where an agent's stderr that is read goes on to (ralph's own)."""
         self.guard = guard
+        self._stderr_to = stderr_to
         self._on_first = on_first_interrupt
         self._timeouts = timeouts or watchdog.SessionTimeouts(None, None)
         self._grace = kill_grace_s
@@ -126,9 +129,11 @@ class Pool:
 
     def start(self, key: str, argv: list[str], *, env: Mapping[str, str], cwd: Path | None,
               log_path: Path, renderer: Any, stdin: bytes | None = None,
-              pidfile: Path | None = None, heartbeat: Any = None) -> SessionResult | None:
+              pidfile: Path | None = None, heartbeat: Any = None,
+              read_stderr: bool = False) -> SessionResult | None:
         """Start one session; None when started, else the failed SessionResult (no log).
-        pidfile: the agent records its pid there before exec (session/pidfile.py)."""
+        pidfile: the agent records its pid there before exec (session/pidfile.py).
+        read_stderr: its stderr is passed on and its tail kept (result.stderr_tail)."""
         try:
             log = open(log_path, "wb", buffering=0)
         except OSError as exc:
@@ -136,15 +141,17 @@ class Pool:
                                      "check that .ralph/ is writable") from None
         try:
             tag = strays.new_tag()
-            proc = group.spawn(argv, env=env, cwd=cwd, stdin=stdin, pidfile=pidfile, tag=tag)
+            proc = group.spawn(argv, env=env, cwd=cwd, stdin=stdin, pidfile=pidfile, tag=tag,
+                               read_stderr=read_stderr)
         except OSError as exc:
             log.close()
             log_path.unlink(missing_ok=True)            # no session, no log
             return SessionResult(started=False, error=exc.strerror or str(exc))
         now = time.monotonic()
-        self._running[key] = _Running(key, proc, log, renderer, _pidfd(proc.pid),
+        err = StderrTee(proc.stderr.fileno(), self._stderr_to) if read_stderr else None
+        self._running[key] = _Running(key, proc, log, renderer, group.pidfd(proc.pid),
                                       SessionResult(True, heartbeat=heartbeat),
-                                      started_at=now, last_output=now, tag=tag)
+                                      started_at=now, last_output=now, tag=tag, err=err)
         return None
 
     def handle_signals(self) -> None:
@@ -180,10 +187,12 @@ class Pool:
     def _poll(self) -> None:
         """Wait up to 50 ms for output, an exit or a signal; copy what arrived."""
         pipes = {run.proc.stdout.fileno(): run for run in self._running.values() if run.reading}
+        # stderr is no output for --idle-timeout: a CLI that only logs there is idle
+        errs = {r.err.source: r.err for r in self._running.values() if r.err and r.err.open}
         exits = {run.pidfd for run in self._running.values()
                  if run.pidfd is not None and run.exited_at is None}
         poller = select.poll()
-        for fd in pipes:
+        for fd in (*pipes, *errs):
             poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
         for fd in (*exits, self._wake_r):
             poller.register(fd, select.POLLIN)
@@ -193,6 +202,8 @@ class Pool:
                     os.read(self._wake_r, 512)
                 except BlockingIOError:
                     pass
+            elif fd in errs:
+                errs[fd].pump()
             elif fd in pipes:
                 run = pipes[fd]
                 try:
@@ -236,12 +247,13 @@ class Pool:
         for key, run in list(self._running.items()):
             if run.exited_at is None and group.has_exited(run.proc.pid):
                 run.exited_at = now
-            done = run.exited_at is not None and not run.reading
+            done = run.exited_at is not None and not run.pipes_open
             if run.exited_at is not None and run.killed_at is None and \
                     now - run.exited_at > DRAIN_SECONDS:
                 group.signal_group(run.proc.pid, signal.SIGKILL)    # a grandchild holds the pipe
                 run.killed_at = now
-            if run.killed_at is not None and run.reading and now - run.killed_at > DRAIN_SECONDS:
+            if run.killed_at is not None and run.pipes_open and \
+                    now - run.killed_at > DRAIN_SECONDS:
                 done = True                                     # held from outside the group
             if done:
                 ended.append((key, self._finish(run)))
@@ -259,6 +271,9 @@ class Pool:
             if run.pidfd is not None:
                 os.close(run.pidfd)
             run.proc.stdout.close()
+            if run.err is not None:
+                run.proc.stderr.close()
+                run.result.stderr_tail = run.err.tail()
             run.log.close()
         if render:
             run.renderer.close()

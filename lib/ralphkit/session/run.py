@@ -22,7 +22,7 @@ def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryI
         on_start: Callable[[int], None] | None = None,
         timeouts: watchdog.SessionTimeouts | None = None,
         kill_grace_s: float = 10.0, pidfile: Path | None = None,
-        heartbeat: Any = None) -> SessionResult:
+        heartbeat: Any = None, read_stderr: bool = False) -> SessionResult:
     """Run one session to its end and return how it ended. `out` gets the rendering, through
     `renderer` (feed/close/summary; default s.12's StreamRenderer). `stdin`: bytes the agent
     reads on its stdin (the `command` backend), else /dev/null (s.11).
@@ -31,13 +31,15 @@ def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryI
     "<pid> <start time>" there before exec (session/pidfile.py), for the window between its
     start and on_start. `timeouts`: when one runs out, the group gets SIGTERM, then SIGKILL
     after kill_grace_s; the result says timed_out or idle_out. heartbeat: the session's
-    (session.heartbeat), beating while the agent runs."""
+    (session.heartbeat), beating while the agent runs. read_stderr: the agent's stderr is read,
+    passed on to ralph's and its tail kept (result.stderr_tail), else inherited."""
     guard.raise_pending()             # a signal during the last task call: no new session (s.16)
     with Pool(guard, on_first_interrupt, timeouts=timeouts, kill_grace_s=kill_grace_s) as pool:
         if renderer is None:
             renderer = render.StreamRenderer(out)
         failed = pool.start(_KEY, argv, env=env, cwd=cwd, log_path=log_path, renderer=renderer,
-                            stdin=stdin, pidfile=pidfile, heartbeat=heartbeat)
+                            stdin=stdin, pidfile=pidfile, heartbeat=heartbeat,
+                            read_stderr=read_stderr)
         if failed is not None:
             return failed
         if on_start is not None:

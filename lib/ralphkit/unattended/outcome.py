@@ -129,7 +129,8 @@ def _make(kind: str, detail: str) -> Outcome:
 def classify(returncode: int | None, summary: Any, *, timed_out: bool = False,
              idle_out: bool = False, limit_hit: Any = None, stderr_tail: str = "",
              session_timeout_s: float | None = None,
-             idle_timeout_s: float | None = None, root_refused: str | None = None) -> Outcome:
+             idle_timeout_s: float | None = None, root_refused: str | None = None,
+             agent_refusal: tuple[str, str] | None = None) -> Outcome:
     """The Outcome of a finished session, by PRECEDENCE.
 
     returncode is Popen's (negative: killed by that signal; 137 = 128+SIGKILL from a shell
@@ -138,9 +139,13 @@ def classify(returncode: int | None, summary: Any, *, timed_out: bool = False,
     A session with exit 0 counts as an agent error when its result event says is_error or
     when there was no result event at all (a real `claude -p` always ends with one).
     root_refused: root_refusal()'s detail. An api_retry that failed authentication
-    (summary.auth_error) is an auth failure whatever ended the agent."""
+    (summary.auth_error) is an auth failure whatever ended the agent. agent_refusal: (kind,
+    detail) of a refusal the CLI's adapter read in its output, USAGE_DISABLED (no credit) or
+    AUTH_FAILURE, each ranked as its kind."""
     if limit_hit is not None and getattr(limit_hit, "kind", None) == "disabled":
         return _make(USAGE_DISABLED, f"usage disabled: {limit_hit.message}")
+    if agent_refusal is not None and agent_refusal[0] == USAGE_DISABLED:
+        return _make(*agent_refusal)
     if limit_hit is not None:
         when = limit_hit.reset_at.isoformat() if limit_hit.reset_at else "unknown"
         return _make(USAGE_LIMIT, f"usage limit: {limit_hit.message} (resume at {when})")
@@ -149,6 +154,8 @@ def classify(returncode: int | None, summary: Any, *, timed_out: bool = False,
     retrying = _field(summary, "auth_error")
     if isinstance(retrying, str) and retrying:
         return _make(AUTH_FAILURE, f"authentication failed: {retrying}")
+    if agent_refusal is not None:
+        return _make(*agent_refusal)
     if timed_out:
         limit = f" of {session_timeout_s:g}s" if session_timeout_s else ""
         return _make(TIMEOUT, f"session timeout{limit} reached; agent terminated")

@@ -1,17 +1,21 @@
 """Owns how a finished session is judged by both loops (the single loop's night and
-`--parallel`'s sessions): its class, from its usage limit (usage_limits), a root refusal and
-outcome.classify's precedence, and the error that ends the run after it when waiting or
-another session cannot help (a disabled account, a rejected key, root refused: exit 7, 9,
-10). Knows nothing of what the loops do next otherwise (night, guards)."""
+`--parallel`'s sessions): its class, from its usage limit (usage_limits), a root refusal, the
+CLI's own refusal its adapter reads (agents/refusal.py: no credit ranks as a disabled account,
+a login it cannot get past as an auth failure) and outcome.classify's precedence, and the
+error that ends the run after it when waiting or another session cannot help (a disabled
+account, a rejected key, root refused: exit 7, 9, 10). Knows nothing of what the loops do next
+otherwise (night, guards)."""
 from __future__ import annotations
 
 import os
 from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping
 
-from ralphkit.agents import adapters
+from ralphkit.agents import adapters, refusal
 from ralphkit.errors import AuthFailed, RalphError, RootRefused, UsageDisabled
 from ralphkit.unattended import outcome, usage_limits
+
+_KINDS = {refusal.AUTH: outcome.AUTH_FAILURE, refusal.NO_CREDIT: outcome.USAGE_DISABLED}
 
 
 def classify_session(result: Any, *, danger: bool, agent: str, env: Mapping[str, str],
@@ -26,9 +30,12 @@ def classify_session(result: Any, *, danger: bool, agent: str, env: Mapping[str,
     hit = usage_limits.detect(summary, "", datetime.now(timezone.utc), **wait)
     refused = outcome.root_refusal(result.returncode, summary, danger=danger, agent=agent,
                                    env=env, euid=os.geteuid())
+    said = adapters.refusal(agent, getattr(result, "stderr_tail", ""), summary)
+    said_as = None if said is None else (_KINDS[said.kind], said.detail)
     return outcome.classify(result.returncode, summary, timed_out=result.timed_out,
                             idle_out=result.idle_out, limit_hit=hit, session_timeout_s=session_s,
-                            idle_timeout_s=idle_s, root_refused=refused), hit
+                            idle_timeout_s=idle_s, root_refused=refused,
+                            agent_refusal=said_as), hit
 
 
 def stop_error(out: outcome.Outcome, agent: str) -> RalphError | None:

@@ -7,8 +7,10 @@ from datetime import datetime, timezone
 
 import pytest
 
+from ralphkit.agents.claude_render import SessionSummary
+from ralphkit.session.pool import SessionResult
 from ralphkit.unattended.outcome import PRECEDENCE, Outcome, classify, root_refusal
-from ralphkit.unattended.session_outcome import stop_error
+from ralphkit.unattended.session_outcome import classify_session, stop_error
 from ralphkit.unattended.usage_limits import DISABLED, LIMIT, LimitHit
 
 RESET = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
@@ -165,8 +167,67 @@ def test_a_login_the_cli_was_retrying_beats_the_signal_that_stopped_it():
     ("claude", "log in again (`claude /login`) or fix the API key (ANTHROPIC_API_KEY)"),
     ("codex", "log in again (`codex login`) or fix the API key (OPENAI_API_KEY"),
     ("gemini", "log in again (`gemini`, then /auth) or fix the API key (GEMINI_API_KEY)"),
+    ("amp", "log in again (`amp login`) or fix the API key (AMP_API_KEY)"),
     ("pi", "log in again or fix the agent's API key, then start the run again"),
-], ids=["claude", "codex", "gemini", "other"])
+], ids=["claude", "codex", "gemini", "amp", "other"])
 def test_a_rejected_key_stops_the_run_telling_how_that_agent_logs_in(agent, how):
     error = stop_error(Outcome("auth_failure", "authentication failed: 401", True), agent)
     assert error.exit_code == 9 and how in str(error), str(error)
+
+
+NO_CREDIT = ("usage_disabled", "amp refused the session for lack of credit: Out of credits; ...")
+AUTH = ("auth_failure", "authentication failed: Not logged in. Run 'amp login' to authenticate")
+
+
+@pytest.mark.parametrize("given,kind", [
+    (dict(returncode=1, summary=None, agent_refusal=NO_CREDIT), "usage_disabled"),
+    (dict(returncode=1, summary=None, limit_hit=LIMIT_HIT, agent_refusal=NO_CREDIT),
+     "usage_disabled"),
+    (dict(returncode=1, summary=None, agent_refusal=AUTH), "auth_failure"),
+    (dict(returncode=-15, summary=None, timed_out=True, agent_refusal=AUTH), "auth_failure"),
+    (dict(returncode=1, summary=None, limit_hit=LIMIT_HIT, agent_refusal=AUTH), "usage_limit"),
+], ids=["no-credit", "no-credit-beats-a-limit", "auth", "auth-beats-a-timeout",
+        "a-limit-beats-auth"])
+def test_a_refusal_the_agents_adapter_read_ranks_as_its_kind(given, kind):
+    out = classify(**given)
+    assert out.kind == kind
+    if kind != "usage_limit":
+        assert out.detail == given["agent_refusal"][1]
+    assert out.counts_as_failure is (kind == "auth_failure")
+
+
+def amp_session(stderr: str, returncode: int = 1) -> SessionResult:
+    """What the pool returns for amp that printed `stderr` and nothing on stdout."""
+    return SessionResult(True, returncode=returncode, stderr_tail=stderr,
+                         summary=SessionSummary(events_seen={"lines": 0}))
+
+
+def judged(result: SessionResult, agent: str) -> Outcome:
+    return classify_session(result, danger=False, agent=agent, env={}, session_s=None,
+                            idle_s=None)[0]
+
+
+def test_amps_refusal_for_lack_of_credit_stops_the_run_with_exit_7_naming_its_message():
+    out = judged(amp_session("Error: Insufficient credit balance\n"), "amp")
+    assert (out.kind, out.counts_as_failure) == ("usage_disabled", False)
+    error = stop_error(out, "amp")
+    assert error.exit_code == 7
+    assert str(error) == ("amp refused the session for lack of credit: Insufficient credit "
+                          "balance; add credits to the Amp account (waiting cannot help), then "
+                          "start the run again")
+
+
+def test_amps_refused_key_stops_the_run_with_exit_9_and_the_line_of_every_agent():
+    out = judged(amp_session("Error: Invalid or missing API key. Run 'amp login' to "
+                             "authenticate.\n"), "amp")
+    error = stop_error(out, "amp")
+    assert error.exit_code == 9
+    assert str(error) == ("authentication failed: Invalid or missing API key. Run 'amp login' "
+                          "to authenticate; log in again (`amp login`) or fix the API key "
+                          "(AMP_API_KEY), then start the run again")
+
+
+def test_another_agents_stderr_is_no_refusal_and_amps_other_errors_are_agent_errors():
+    assert judged(amp_session("Error: Out of credits\n"), "claude").kind == "agent_error"
+    out = judged(amp_session("Error: Cannot reach Amp servers. Are you offline?\n"), "amp")
+    assert (out.kind, stop_error(out, "amp")) == ("agent_error", None)
