@@ -41,6 +41,8 @@ _CREDIT = re.compile(r"\bout of credits?\b|\binsufficient (?:credits?|balance|fu
                      r"|\bpayment required\b", re.I)
 _RESULT_CREDIT = re.compile(r"\s*(?:Out of Credits|No Usage Available)\b")
 _RESULT_AUTH = re.compile(r"\s*Unauthorized\b")
+# amp titles the free tier's hourly limit `Out of Credits` too: waiting helps there
+_FREE_TIER = re.compile(r"\bfree (?:usage|tier)\b", re.I)
 _NO_KEY = b"No API key found."
 NO_KEY_DETAIL = "No API key found (amp would wait for an interactive login)"
 _MESSAGE_CHARS = 300         # a body amp prints whole (not JSON) must not make a long line
@@ -69,7 +71,7 @@ def refusal(stderr_tail: str, summary: Any) -> Refusal | None:
     text = getattr(summary, "result_text", None)
     if getattr(summary, "is_error", None) is True and isinstance(text, str):
         message = _message(text.strip().splitlines()[0]) if text.strip() else ""
-        if _RESULT_CREDIT.match(text):
+        if _RESULT_CREDIT.match(text) and not _FREE_TIER.search(text):
             return _no_credit(message)
         if _RESULT_AUTH.match(text):
             return Refusal(AUTH, f"authentication failed: {message}")

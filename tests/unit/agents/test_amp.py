@@ -92,7 +92,8 @@ def test_a_coloured_error_line_is_read_as_a_plain_one():
      "credits are available. Add paid credits to continue now.", NO_CREDIT),
     ("Unauthorized Invalid API key", AUTH),
     ("Model Provider Overloaded Try again in a few seconds.", None),
-], ids=["out-of-credits", "no-usage", "unauthorized", "overloaded"])
+    ("Out of Credits You've reached your free usage limit. It refills over the next hour.", None),
+], ids=["out-of-credits", "no-usage", "unauthorized", "overloaded", "free-tier-refills"])
 def test_an_error_result_is_a_refusal_by_amps_title_of_it(error, kind):
     found = refusal("", error_result(error))
     assert (found and found.kind) == kind
