@@ -12,17 +12,19 @@ instead. Findings:
   `collectCoverageFrom` (package.json's "jest", jest.config.*; jest_config.py reads them), and
   vitest's `coverage.exclude`, or an entry of its `coverage.include` or jest's
   `collectCoverageFrom` dropped (vitest_config.py reads its blocks: an `exclude` under `test`
-  selects tests, tamper.py's). Entries are compared with the file as the diff started, so an
-  entry moved or a list reformatted is none.
+  selects tests, tamper.py's); runner_configs.py reads those files once for both rules and
+  hands this one their coverage changes. Entries are compared with the file as the diff
+  started, so an entry moved or a list reformatted is none.
 Pure functions over the diff's files and texts; knows nothing of git (tamper.py reads both
 sides)."""
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable
+from typing import Callable, Mapping
 
 from ralphkit.verify import jest_config, patterns, vitest_config
 from ralphkit.verify.diff_files import DiffFile
+from ralphkit.verify.js_config import Change
 
 _MARKER = re.compile(r"(?P<py>#\s*pragma:?\s*no\s*(?:cover|branch))\b"
                      r"|(?:/\*|//)\s*(?P<js>(?:istanbul|c8|v8)\s+ignore)\b", re.IGNORECASE)
@@ -75,11 +77,13 @@ def settings(path: str, lines: list[str]) -> dict[int, tuple[str, list[str]]]:
     return found
 
 
-def changes(files: list[DiffFile], read_new: Callable[[str], str], olds: dict[str, str],
-            existed: Callable[[], Iterable[str]] | None = None) -> list[tuple[str, int, str]]:
+def changes(files: list[DiffFile], read_new: Callable[[str], str], olds: Mapping[str, str],
+            runners: Mapping[str, list[Change]]) -> list[tuple[str, int, str]]:
     """(path, line, detail) of each exclusion the diff adds. read_new(path): the file's text
-    now; olds: a configuration file's text as the diff started, by its old path; existed: the
-    start commit's files (an exclusion of none of them, or of tests only, hides no code)."""
+    now; olds: a configuration file's text as the diff started, by its old path; runners: a
+    JavaScript runner's configuration's changes that take code out of coverage, by its path
+    now (runner_configs.coverage: an exclusion of no file of the start commit, or of tests
+    only, hides no code)."""
     removed = {text.strip() for f in files for _, text in f.removed}
     found = []
     for f in files:
@@ -90,11 +94,9 @@ def changes(files: list[DiffFile], read_new: Callable[[str], str], olds: dict[st
                     and not _IDIOM.match(text):
                 found.append((f.new, no, "coverage exclusion added: "
                               f"{m.group('py') or m.group('js')}"))
-        if vitest_config.is_config(f.new) or jest_config.is_config(f.new):
-            rule = vitest_config if vitest_config.is_config(f.new) else jest_config
-            found += [(c.path, c.line, f"coverage exclusion added: {c.what}") for c in
-                      rule.changes(f, read_new(f.new), olds.get(f.old or "") or "", existed)
-                      if c.setting.startswith("coverage.") or c.setting in jest_config.COVERAGE]
+        if f.new in runners:
+            found += [(c.path, c.line, f"coverage exclusion added: {c.what}")
+                      for c in runners[f.new]]
             continue                             # also an include's entry dropped, no line added
         if not is_config(f.new) or not f.added:
             continue

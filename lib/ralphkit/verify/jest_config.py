@@ -21,7 +21,7 @@ compile is taken to match. A configuration the diff adds is compared with nothin
 naming one of these settings is a finding, unless its folder held no test of the start commit
 (a new package's). Entries are compared with the file as the diff started, so an entry moved
 or a list reformatted is none. Pure functions over the diff's files and texts; knows nothing
-of git (tamper.py and coverage_exclusions.py read both sides)."""
+of git (runner_configs.py reads both sides once, for tamper.py and coverage_exclusions.py)."""
 from __future__ import annotations
 
 import re
@@ -85,12 +85,12 @@ def _under(path: str, folders: Iterable[str | None]) -> bool:
     return any(f is not None and (not f or path.startswith(f + "/")) for f in folders)
 
 
-def changes(f: DiffFile, new_text: str, old_text: str,
+def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
             existed: Callable[[], Iterable[str]] | None = None) -> list[Change]:
-    """What a diff's file leaves out of the test run and of coverage. existed: the start
-    commit's files (None: every added ignore pattern and negation is one)."""
+    """What a diff's file leaves out of the test run and of coverage, from its settings as
+    the diff started and now. existed: the start commit's files (None: every added ignore
+    pattern and negation is one)."""
     path = f.new or f.old or ""
-    old, new = settings(f.old or path, old_text), settings(path, new_text)
     files = js_config.in_folder(path, existed() if existed else [])
     tests = [p for p in files if patterns.is_test_path(p)]
     code = [p for p in files if not patterns.is_test_path(p) and not p.endswith(".d.ts")]
@@ -146,29 +146,25 @@ def _new_package(path: str, existed: Callable[[], Iterable[str]]) -> bool:
     return not any(patterns.is_test_path(p) for p in js_config.in_folder(path, existed()))
 
 
-def selections(files: list[DiffFile], read_new: Callable[[str], str], olds: Mapping[str, str],
+def selections(f: DiffFile, new: Mapping[str, Setting], changes: list[Change],
                existed: Callable[[], Iterable[str]]) -> list[tuple[str, int, str]]:
-    """(path, line, what) of each change of a diff's jest configurations to which tests run.
+    """(path, line, what) of each change of a diff's jest configuration to which tests run.
     A setting read by block is no longer found on its key's line as well; one given by code
     (no quoted entry), testNamePattern, and a new configuration's, are found by the line.
-    olds: a file's text as the diff started, by its old path."""
-    found = []
-    for f in files:
-        if not f.new or not is_config(f.new):
-            continue
-        if f.old is None:
-            if not _new_package(f.new, existed):
-                found += [(f.new, no, key) for no, text in f.added
-                          for key in patterns.js_selections(text)]
-            continue
-        new_text = read_new(f.new)
-        read = {name for name, setting in settings(f.new, new_text).items() if setting.entries}
-        was = {text.strip() for _, text in f.removed}
-        found += [(f.new, no, key) for no, text in f.added if text.strip() not in was
-                  for key in patterns.js_selections(text) if key not in read]
-        found += [(c.path, c.line, c.what) for c in
-                  changes(f, new_text, olds.get(f.old, ""), existed) if c.setting in TESTS]
-    return found
+    new: its settings now; changes: what their change leaves out."""
+    if f.old is None:
+        return [] if _new_package(f.new or "", existed) else [
+            (f.new or "", no, key) for no, text in f.added for key in patterns.js_selections(text)]
+    read = {name for name, setting in new.items() if setting.entries}
+    was = {text.strip() for _, text in f.removed}
+    return [(f.new or "", no, key) for no, text in f.added if text.strip() not in was
+            for key in patterns.js_selections(text) if key not in read] + [
+        (c.path, c.line, c.what) for c in changes if c.setting in TESTS]
 
 
-__all__ = ["TESTS", "COVERAGE", "is_config", "settings", "changes", "selections"]
+def coverage(changes: list[Change]) -> list[Change]:
+    """The changes that take code out of coverage."""
+    return [c for c in changes if c.setting in COVERAGE]
+
+
+__all__ = ["TESTS", "COVERAGE", "is_config", "settings", "changes", "selections", "coverage"]

@@ -9,8 +9,8 @@ test moved to another file the runner collects is not removed, and what switches
 is a finding even in a new file. Findings name the file and the line (of the new file; of the
 old one for what was removed). Knows nothing of tasks or of what is done with the findings;
 the rules' reading is patterns.py's, test_bodies.py's, replaced_code.py's, moves.py's,
-test_commands.py's, coverage_exclusions.py's, vitest_config.py's and jest_config.py's, the
-diff's diff_files.py's."""
+test_commands.py's, coverage_exclusions.py's and runner_configs.py's (the JavaScript runners'
+configurations, read once), the diff's diff_files.py's."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Mapping
 
 from ralphkit import programs
-from ralphkit.verify import (coverage_exclusions, diff_files, jest_config, moves, patterns,
-                             replaced_code, test_bodies, test_commands, vitest_config)
+from ralphkit.verify import (coverage_exclusions, diff_files, moves, patterns, replaced_code,
+                             runner_configs, test_bodies, test_commands)
 from ralphkit.verify.diff_files import DiffFile
 
 
@@ -72,7 +72,11 @@ class _Scan:
     def text(self, path: str) -> str:
         """The file as the session left it ("" when it cannot be read)."""
         if path not in self.texts:
-            self.texts[path] = _read(self.tree / path)
+            try:
+                self.texts[path] = (self.tree / path).read_text(encoding="utf-8",
+                                                                errors="replace")
+            except OSError:
+                self.texts[path] = ""
         return self.texts[path]
 
 
@@ -160,13 +164,6 @@ def _shadowed_tests(f: DiffFile, path: str, s: _Scan) -> list[Finding]:
         Finding("replaced_code", path, no, f"{name} replaced in {test}: its assertions check "
                 "the replacement, not the code") for no, test, name in
         replaced_code.replaced(lines) if no in added]
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
 
 
 def _threshold_findings(f: DiffFile, path: str, s: _Scan) -> list[Finding]:
@@ -277,7 +274,7 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
     hidden, untracked = _listed(tree, protect, env, hidden_before)
     moved = moves.Moves.of(files)
     # a makefile as it was (which rule a removed line was in, which targets it had), and a
-    # coverage or vitest configuration (which exclusions and test selections it had)
+    # coverage or runner configuration (which exclusions and test selections it had)
     olds = {f.old: _git_out(tree, env, "show", f"{base}:{f.old}") for f in files
             if f.old and f.new and (test_commands.is_makefile(f.old)
                                     or coverage_exclusions.is_config(f.old))}
@@ -288,11 +285,12 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
         name, scanned.text(name).split("\n")) for name in patterns.PYTEST_CONFIGS))
     existed = cache(lambda: _git_out(tree, env, "ls-tree", "-r", "-z", "--name-only", base)
                     .split("\0"))                     # the files an exclude may switch off
+    runners = runner_configs.read(files + untracked, scanned.text, olds, existed)  # once each
     excluded = [Finding("coverage_excluded", path, no, detail) for path, no, detail in
-                coverage_exclusions.changes(files + untracked, scanned.text, olds, existed)]
+                coverage_exclusions.changes(files + untracked, scanned.text, olds,
+                                            runner_configs.coverage(runners))]
     narrowed = [Finding("narrowed_tests", path, no, f"test selection or outcome changed: {what}")
-                for rule in (vitest_config, jest_config) for path, no, what in
-                rule.selections(files + untracked, scanned.text, olds, existed)]
+                for path, no, what in runner_configs.selections(runners, existed)]
     return [finding for f in files + untracked
             for finding in _file_findings(f, scanned)] + narrowed + excluded + hidden
 

@@ -20,7 +20,8 @@ removed leaves vitest's default); a `dir` that leaves out a test file of the sta
 A glob covers another when it matches the other's text: `**/*.test.ts` covers
 `src/**/*.test.ts`; `{a,b}`, `[jt]` and `?(x)` are read, other extglobs are not (covered only
 by themselves; an exclude of them is taken to match). Pure functions over the diff's files and
-texts; knows nothing of git (tamper.py and coverage_exclusions.py read both sides)."""
+texts; knows nothing of git (runner_configs.py reads both sides once, for tamper.py and
+coverage_exclusions.py)."""
 from __future__ import annotations
 
 import re
@@ -89,11 +90,11 @@ def _drops_tests(config: str, was: str | None, now: str | None,
                and not rel.startswith(now + "/") for rel in js_config.in_folder(config, existed()))
 
 
-def changes(f: DiffFile, new_text: str, old_text: str,
+def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
             existed: Callable[[], Iterable[str]] | None = None) -> list[Change]:
-    """What a diff's file leaves out of the test run and of coverage. existed: the start
-    commit's files, for an exclude under `test` (None: every added exclude is one)."""
-    old, new = settings(old_text), settings(new_text)
+    """What a diff's file leaves out of the test run and of coverage, from its settings as
+    the diff started and now. existed: the start commit's files, for an exclude under `test`
+    (None: every added exclude is one)."""
     added = {no for no, _ in f.added}
     found = []
     for name, setting in new.items():
@@ -118,13 +119,15 @@ def changes(f: DiffFile, new_text: str, old_text: str,
     return js_config.one_a_line(found)
 
 
-def selections(files: list[DiffFile], read_new: Callable[[str], str], olds: Mapping[str, str],
-               existed: Callable[[], Iterable[str]]) -> list[tuple[str, int, str]]:
-    """(path, line, what) of each test a diff's vitest configurations leave out of the run.
-    olds: a file's text as the diff started, by its old path."""
-    return [(c.path, c.line, c.what) for f in files if f.new and is_config(f.new)
-            for c in changes(f, read_new(f.new), olds.get(f.old or "", ""), existed)
-            if c.setting.startswith("test.")]
+def selections(changes: list[Change]) -> list[tuple[str, int, str]]:
+    """(path, line, what) of each test a vitest configuration's changes leave out of the
+    run."""
+    return [(c.path, c.line, c.what) for c in changes if c.setting.startswith("test.")]
 
 
-__all__ = ["Change", "Setting", "is_config", "settings", "changes", "selections"]
+def coverage(changes: list[Change]) -> list[Change]:
+    """The changes that take code out of coverage."""
+    return [c for c in changes if c.setting.startswith("coverage.")]
+
+
+__all__ = ["Change", "Setting", "is_config", "settings", "changes", "selections", "coverage"]
