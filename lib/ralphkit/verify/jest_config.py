@@ -1,29 +1,34 @@
 """Owns jest's configuration (jest.config.{js,ts,mjs,cjs,json}, and package.json's "jest"
 object, no other key of it) as the tamper rules read it: which tests run
-(`testPathIgnorePatterns`, `modulePathIgnorePatterns`, `testMatch`, `testRegex`, `roots`) and
-what coverage measures (`coveragePathIgnorePatterns`, `collectCoverageFrom`), each entry with
-its line, and what a change of them leaves out. js_config.py reads the file by block: a list
-written over several lines is one setting, an entry on a line of its own is the setting's, and
-the settings of a `projects` list's entries are read together.
+(`testPathIgnorePatterns`, `modulePathIgnorePatterns`, `testMatch`, `testRegex`, `roots`, and
+at the top `rootDir`, where the roots are) and what coverage measures
+(`coveragePathIgnorePatterns`, `collectCoverageFrom`), each entry with its line, and what a
+change of them leaves out. js_config.py reads the file by block: a list written over several
+lines is one setting, an entry on a line of its own is the setting's, and the settings of a
+`projects` list's entries are read together.
 
-A change leaves out: an entry added to an ignore pattern or a negation (`!**/hard/**`) added
-to testMatch, that matches a test file of the start commit under the configuration's folder
-(build output such as `/dist/`, or tests the diff adds, may be ignored: no test that ran is
-switched off); an entry added to coveragePathIgnorePatterns, or a negation to
-collectCoverageFrom, that matches a file of the start commit that is no test or type
-declaration; an entry of testMatch or collectCoverageFrom that no entry of the new list covers
-(testMatch left out: jest's default; collectCoverageFrom left out is none, as moved to another
-file it often is); roots that leave out a test file of the start commit; testRegex changed (a
-regular expression is not compared with another; removed for jest's default testMatch, none
-when that finds every test of the start commit it found). Ignore patterns are regular expressions
-matched against the path (`<rootDir>` the configuration's folder); an entry this cannot
-compile is taken to match. A configuration the diff adds is compared with nothing: each line
-naming one of these settings is a finding, unless its folder held no test of the start commit
-(a new package's). Entries are compared with the file as the diff started, so an entry moved
-or a list reformatted is none. Pure functions over the diff's files and texts; knows nothing
-of git (runner_configs.py reads both sides once, for tamper.py and coverage_exclusions.py)."""
+A change leaves out: an entry added to an ignore pattern or a negation (`!**/hard/**`) added to
+testMatch, that matches a test file of the start commit under the configuration's folder (build
+output such as `/dist/`, or tests the diff adds, may be ignored: no test that ran is switched
+off); an entry added to coveragePathIgnorePatterns, or a negation to collectCoverageFrom, that
+matches a file of the start commit that is no test or type declaration; an entry of testMatch
+or collectCoverageFrom that no entry of the new list covers (testMatch left out: jest's
+default; collectCoverageFrom left out is none, as moved to another file it often is); a
+testMatch set over jest's default that leaves out a test the default found; roots, or a
+rootDir, that leave out a JavaScript test file of the start commit (a rootDir given by code,
+`__dirname`, is taken to be the configuration's folder); testRegex changed (a regular
+expression is not compared with another; removed for jest's default testMatch, none when that
+finds every test of the start commit it found). Ignore patterns are regular expressions matched
+against the path (`<rootDir>` the configuration's folder); an entry this cannot compile is
+taken to match. A configuration the diff adds is compared with nothing: each line naming one of
+these settings is a finding (and its rootDir as above), unless its folder held no test of the
+start commit (a new package's). Entries are compared with the file as the diff started, so an
+entry moved or a list reformatted is none. Pure functions over the diff's files and texts;
+knows nothing of git (runner_configs.py reads both sides once, for tamper.py and
+coverage_exclusions.py)."""
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Callable, Iterable, Mapping
 
@@ -34,8 +39,10 @@ from ralphkit.verify.js_config import Change, Setting
 _CONFIG = patterns.file_named(patterns.JEST_CONFIGS)
 _PACKAGE = patterns.file_named(r"package\.json")
 TESTS = frozenset({"testPathIgnorePatterns", "modulePathIgnorePatterns", "testMatch",
-                   "testRegex", "roots"})
+                   "testRegex", "roots", "rootDir"})
 COVERAGE = frozenset({"coveragePathIgnorePatterns", "collectCoverageFrom"})
+_TOP = frozenset({"rootDir", "coverageThreshold"})    # read at the top only, not in projects
+_FOLDERS = frozenset({"roots", "rootDir"})            # where jest looks for tests
 # jest's default testMatch, spelled in the globs js_config reads (`+(spec|test)` as one)
 _TEST_MATCH = ["**/__tests__/**/*.{,m,c}{j,t}s{,x}", "**/{*.,}{spec,test}.{,m,c}{j,t}s{,x}"]
 _ROOT = "/ROOT"          # where a start commit's path is taken to be, for a pattern to match
@@ -52,10 +59,12 @@ def settings(path: str, text: str) -> dict[str, Setting]:
     package = bool(_PACKAGE.search(path))
 
     def name(blocks: list, key: str) -> str | None:
-        if key not in TESTS | COVERAGE or not blocks or (package and blocks[1:2] != ["jest"]):
+        if key not in TESTS | COVERAGE | _TOP or not blocks or (
+                package and blocks[1:2] != ["jest"]):
             return None
         inner = blocks[2:] if package else blocks[1:]
-        return key if all(block in (None, "projects") for block in inner) else None
+        return key if all(block in (None, "projects") for block in inner) and not (
+            key in _TOP and inner) else None
     return js_config.settings(text, name)
 
 
@@ -75,10 +84,31 @@ def _matches(pattern: str, paths: list[str], glob: bool) -> bool:
     return any(rx.search(f"{_ROOT}/{path}") for path in paths)
 
 
-def _folder(root: str) -> str | None:
-    """A root's folder relative to the configuration's ("" for its own; None: elsewhere)."""
-    folder = re.sub(r"^(?:<rootDir>|\.)(?:/|$)|/+$", "", root.strip())
-    return None if folder.startswith("/") or ".." in folder.split("/") else folder
+def _join(base: str | None, folder: str | None) -> str | None:
+    """A folder relative to `base`, from the repository's top ("" for it; None: outside it,
+    or not known)."""
+    if base is None or folder is None or folder.startswith("/"):
+        return None
+    joined = posixpath.normpath(f"{base}/{folder}" if base else folder or ".")
+    return None if joined == ".." or joined.startswith("../") else "" if joined == "." else joined
+
+
+def _root(root: str) -> str:
+    """A root's folder relative to the rootDir."""
+    return re.sub(r"^<rootDir>(?:/|$)", "", root.strip())
+
+
+def _base(found: Mapping[str, Setting], config: str) -> str | None:
+    """The rootDir's folder from the repository's top: the configuration's folder, or where
+    rootDir's quoted parts go from it (one given by code, `__dirname`, is that folder)."""
+    parts = _texts(found, "rootDir")
+    return _join(config.rpartition("/")[0], "/".join(parts) if parts else "")
+
+
+def _roots_of(found: Mapping[str, Setting], base: str | None) -> list[str | None]:
+    """The folders jest looks for tests in, from the repository's top (its rootDir, or
+    each of its roots)."""
+    return [_join(base, _root(t)) for t in _texts(found, "roots")] if "roots" in found else [base]
 
 
 def _under(path: str, folders: Iterable[str | None]) -> bool:
@@ -99,7 +129,7 @@ def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
         had = set(_texts(old, name))
         for no, text in setting.entries:
             negated = name in ("testMatch", "collectCoverageFrom")
-            if text in had or (negated and not text.startswith("!")) or name == "roots":
+            if text in had or (negated and not text.startswith("!")) or name in _FOLDERS:
                 continue
             if name == "testRegex" or existed is None or _matches(
                     text[negated:], tests if name in TESTS else code, negated):
@@ -118,27 +148,54 @@ def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
               if text not in _texts(new, "testRegex") and not (default and all(
                   any(js_config.matches_any(g, [t]) for g in _TEST_MATCH)
                   for t in tests if _matches(text, [t], False)))]
-    found += _roots(old, new, path, f.old or path, tests)
+    found += _default_narrowed(old, new, path, tests)
+    found += _roots(old, new, path, f.old or path, js_config.js_tests(existed() if existed else []))
     return js_config.one_a_line(found)
+
+
+def _default_narrowed(old: Mapping[str, Setting], new: Mapping[str, Setting], path: str,
+                      tests: list[str]) -> list[Change]:
+    """A testMatch set where jest's default found the tests, that leaves one of them out."""
+    if "testMatch" not in new or "testMatch" in old or "testRegex" in old or "testRegex" in new:
+        return []
+    now = [t for t in _texts(new, "testMatch") if not t.startswith("!")]
+    if not any(_matches(g, [t], True) for g in _TEST_MATCH for t in tests
+               if not any(_matches(n, [t], True) for n in now)):
+        return []
+    setting = new["testMatch"]
+    line = setting.entries[0][0] if setting.entries else setting.line
+    return [Change(path, line, "testMatch", f"testMatch {', '.join(now) or '(set by code)'}")]
 
 
 def _roots(old: Mapping[str, Setting], new: Mapping[str, Setting], path: str, old_path: str,
            tests: list[str]) -> list[Change]:
-    """The roots that held a test of the start commit no root of the new file holds."""
-    if "roots" not in old and "roots" not in new:
+    """The rootDir or roots that held a test of the start commit (`tests`, from the
+    repository's top) no root of the new file holds. A configuration moved to another folder
+    (its tests with it, often) is not compared."""
+    if not _FOLDERS.intersection([*old, *new]) or path.rpartition("/")[0] != old_path.rpartition(
+            "/")[0]:
         return []
-    now = [_folder(t) for t in _texts(new, "roots")] if "roots" in new else [""]
-    left = [t for t in tests if not _under(t, now)]
+    was_base, now_base = _base(old, old_path), _base(new, path)
+    was, now = _roots_of(old, was_base), _roots_of(new, now_base)
+    left = [t for t in tests if _under(t, was) and not _under(t, now)]
+    if not left:
+        return []
+    if was_base != now_base:
+        if "rootDir" not in new:
+            return [Change(old_path, no, "rootDir", f"rootDir {text} removed")
+                    for no, text in old["rootDir"].entries[:1]]
+        setting = new["rootDir"]
+        line = setting.entries[0][0] if setting.entries else setting.line
+        folder = "/".join(_texts(new, "rootDir")) or "(set by code)"
+        return [Change(path, line, "rootDir", f"rootDir {folder}")]
     if "roots" not in old:
         setting = new["roots"]
-        if not left:
-            return []
         line = setting.entries[0][0] if setting.entries else setting.line
         roots = ", ".join(_texts(new, "roots")) or "(set by code)"
         return [Change(path, line, "roots", f"roots {roots}")]
     return [Change(old_path, no, "roots", f"roots {text} removed")
             for no, text in old["roots"].entries
-            if any(_under(t, [_folder(text)]) for t in left)]
+            if any(_under(t, [_join(was_base, _root(text))]) for t in left)]
 
 
 def _new_package(path: str, existed: Callable[[], Iterable[str]]) -> bool:
@@ -152,14 +209,20 @@ def selections(f: DiffFile, new: Mapping[str, Setting], changes: list[Change],
     A setting read by block is no longer found on its key's line as well; one given by code
     (no quoted entry), testNamePattern, and a new configuration's, are found by the line.
     new: its settings now; changes: what their change leaves out."""
-    if f.old is None:
+    if f.old is None:                     # by the line, but rootDir (no key of a line's)
         return [] if _new_package(f.new or "", existed) else [
-            (f.new or "", no, key) for no, text in f.added for key in patterns.js_selections(text)]
+            (f.new or "", no, key) for no, text in f.added for key in patterns.js_selections(text)
+        ] + [(c.path, c.line, c.what) for c in changes if c.setting == "rootDir"]
     read = {name for name, setting in new.items() if setting.entries}
-    was = {text.strip() for _, text in f.removed}
-    return [(f.new or "", no, key) for no, text in f.added if text.strip() not in was
+    was = {_bare(text) for _, text in f.removed}    # a line moved from JSON to JS is no new
+    return [(f.new or "", no, key) for no, text in f.added if _bare(text) not in was
             for key in patterns.js_selections(text) if key not in read] + [
         (c.path, c.line, c.what) for c in changes if c.setting in TESTS]
+
+
+def _bare(line: str) -> str:
+    """A line without its spaces, quotes and separators."""
+    return re.sub(r"[\s\"'`,;]", "", line)
 
 
 def coverage(changes: list[Change]) -> list[Change]:

@@ -25,6 +25,7 @@ _WORD = re.compile(r"[\w$]+")
 _COLON = re.compile(r"[ \t]*:(?!:)")
 _OPERATOR = re.compile(r"[=!<>]==?|=>|\?\?=?|\?\.(?!\d)")  # not an assignment, not a ternary
 _REGEX_AFTER = "(,=:[!&|?{};"          # a `/` after these starts a regular expression
+_SCRIPT = re.compile(r"\.[cm]?[jt]sx?$")
 
 # The name a key has as a setting, from the keys of the object blocks around it (outermost
 # first; None for a block no key opens, as `module.exports = {`), or None: no setting.
@@ -164,6 +165,12 @@ def in_folder(config: str, paths: Iterable[str]) -> list[str]:
             if p and (not folder or p.startswith(folder + "/"))]
 
 
+def js_tests(paths: Iterable[str]) -> list[str]:
+    """The test files of `paths` (patterns.is_test_path) a JavaScript runner may run: in
+    JavaScript or TypeScript, not a Python or Go test beside them."""
+    return [p for p in paths if _SCRIPT.search(p) and patterns.is_test_path(p)]
+
+
 def one_a_line(found: Iterable[Change]) -> list[Change]:
     """The first change of each line and setting: one finding a line, as for other files."""
     first: dict[tuple[str, int, str], Change] = {}
@@ -173,4 +180,4 @@ def one_a_line(found: Iterable[Change]) -> list[Change]:
 
 
 __all__ = ["Change", "Setting", "settings", "expand", "covers", "matches_any", "in_folder",
-           "one_a_line"]
+           "js_tests", "one_a_line"]

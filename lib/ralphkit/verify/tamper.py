@@ -68,6 +68,7 @@ class _Scan:
     olds: Mapping[str, str]                   # a file's text as the diff started, by old path
     deselected: frozenset[str] = frozenset()  # the marks pytest's `-m "not x"` leaves out
     texts: dict[str, str] = field(default_factory=dict)
+    runners: Mapping[str, runner_configs.Config] = field(default_factory=dict)
 
     def text(self, path: str) -> str:
         """The file as the session left it ("" when it cannot be read)."""
@@ -115,7 +116,8 @@ def _file_findings(f: DiffFile, s: _Scan) -> list[Finding]:
     if new is not None and patterns.is_test_path(new):       # a skip only skips in test code
         found += _added_skips(f, path, f.removed, s.deselected)
         found += _shadowed_tests(f, path, s)
-    found += _threshold_findings(f, path, s)
+    if moved_to := runner_configs.thresholds_file(s.runners, f):   # a move's, as one file's
+        found += _threshold_findings(moved_to, moved_to.new or path, s)
     if new is not None and test_commands.applies(new):
         found += [Finding("test_command", path, no, detail) for no, detail in
                   test_commands.changes(f, s.text(new), s.olds.get(old))]
@@ -168,18 +170,13 @@ def _shadowed_tests(f: DiffFile, path: str, s: _Scan) -> list[Finding]:
 
 def _threshold_findings(f: DiffFile, path: str, s: _Scan) -> list[Finding]:
     block = patterns.threshold_block(path, [s.text(path)] + [t for _, t in f.removed + f.added])
-    before: dict[str, tuple[int, float]] = {}
-    for no, text in f.removed:
-        for key, n in patterns.thresholds(text, block):
-            before[key] = (no, n)
-    after: dict[str, tuple[int, float]] = {}
-    for no, text in f.added:
-        for key, n in patterns.thresholds(text, block):
-            after[key] = (no, n)
+    before = {key: (no, n) for no, text in f.removed for key, n in patterns.thresholds(text, block)}
+    after = {key: (no, n) for no, text in f.added for key, n in patterns.thresholds(text, block)}
     found = []
     for key, (old_no, n) in before.items():
         if key not in after:
-            found.append(Finding("lowered_threshold", path, old_no, f"{key} {n:g} removed"))
+            found.append(Finding("lowered_threshold", f.old or path, old_no,
+                                 f"{key} {n:g} removed"))
         elif after[key][1] < n:
             found.append(Finding("lowered_threshold", path, after[key][0],
                                  f"{key} lowered from {n:g} to {after[key][1]:g}"))
@@ -285,7 +282,8 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
         name, scanned.text(name).split("\n")) for name in patterns.PYTEST_CONFIGS))
     existed = cache(lambda: _git_out(tree, env, "ls-tree", "-r", "-z", "--name-only", base)
                     .split("\0"))                     # the files an exclude may switch off
-    runners = runner_configs.read(files + untracked, scanned.text, olds, existed)  # once each
+    runners = scanned.runners = runner_configs.read(files + untracked, scanned.text, olds,
+                                                   existed)      # each configuration read once
     excluded = [Finding("coverage_excluded", path, no, detail) for path, no, detail in
                 coverage_exclusions.changes(files + untracked, scanned.text, olds,
                                             runner_configs.coverage(runners))]

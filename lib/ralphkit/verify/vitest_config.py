@@ -1,7 +1,8 @@
 """Owns vitest's configuration file (vitest.config.*, vite.config.*) as the tamper rules read
-it: which tests run (`include`, `exclude`, `includeSource`, `dir` and `projects` of a `test`
-block, `include` and `exclude` of its `typecheck`) and what coverage measures (`include` and
-`exclude` of its `coverage`), each entry with its line, and what a change of them leaves out.
+it: which tests run (`include`, `exclude`, `includeSource`, `dir`, `root` and `projects` of a
+`test` block, `include` and `exclude` of its `typecheck`, vite's `root` at the top) and what
+coverage measures (`include` and `exclude` of its `coverage`), each entry with its line, and
+what a change of them leaves out.
 
 The file is read by js_config.py, which follows its braces, keys and quoted strings, not by
 running it. A `test` block counts wherever it is: `defineConfig({ test })`, a function's
@@ -16,7 +17,10 @@ A change leaves out: an entry added to an exclude that no exclude the file had c
 `test`, one that matches a file of the start commit: tests the diff adds, Playwright's say, may
 be kept out of vitest's run; under `coverage`, one that names more than test files and type
 declarations); an entry of an include or of `projects` that none of the new file covers (one
-removed leaves vitest's default); a `dir` that leaves out a test file of the start commit.
+removed leaves vitest's default); a `dir` that leaves out a JavaScript test file of the start
+commit, or without one a root (`test.root`, else vite's `root` when vitest reads it: in a
+vitest.config.*, or a file with `test` settings) that does (one given by code, `__dirname`,
+is taken to be the configuration's folder).
 A glob covers another when it matches the other's text: `**/*.test.ts` covers
 `src/**/*.test.ts`; `{a,b}`, `[jt]` and `?(x)` are read, other extglobs are not (covered only
 by themselves; an exclude of them is taken to match). Pure functions over the diff's files and
@@ -32,10 +36,12 @@ from ralphkit.verify.diff_files import DiffFile
 from ralphkit.verify.js_config import Change, Setting
 
 _CONFIG = patterns.file_named(patterns.VITEST_CONFIGS)
+_VITEST = patterns.file_named(r"vitest\.config\.[cm]?[jt]s")    # not vite's own
 # (block under the innermost `test`, key): the setting's name, as findings name it
 _SETTINGS = {((), "include"): "test.include", ((), "exclude"): "test.exclude",
              ((), "includeSource"): "test.includeSource", ((), "dir"): "test.dir",
              ((), "projects"): "test.projects",
+             ((), "root"): "test.root",
              (("typecheck",), "include"): "test.typecheck.include",
              (("typecheck",), "exclude"): "test.typecheck.exclude",
              (("coverage",), "include"): "coverage.include",
@@ -53,7 +59,7 @@ def is_config(path: str) -> bool:
 
 def _setting(blocks: list, key: str) -> str | None:
     if "test" not in blocks:
-        return None
+        return "root" if key == "root" and blocks == [None] else None     # vite's root
     below = tuple(blocks[len(blocks) - blocks[::-1].index("test"):])
     return _SETTINGS.get((below, key))
 
@@ -74,6 +80,16 @@ def _folder(setting: Setting | None) -> str | None:
     return "" if folder == "." else folder
 
 
+def _scan_folder(found: Mapping[str, Setting], root: bool) -> str | None:
+    """Where vitest looks for test files, from the configuration's folder: `dir`, else the
+    root (`test.root`, else vite's `root` when it is vitest's: `root`); a root given by code
+    (`__dirname`) is taken to be that folder."""
+    if "test.dir" in found:
+        return _folder(found["test.dir"])
+    setting = found.get("test.root") or (found.get("root") if root else None)
+    return _folder(setting) if setting is None or setting.entries else ""
+
+
 def _no_code(glob: str) -> bool:
     """A coverage exclude of test files or type declarations only: it hides no code."""
     globs = js_config.expand(glob)
@@ -82,12 +98,12 @@ def _no_code(glob: str) -> bool:
 
 def _drops_tests(config: str, was: str | None, now: str | None,
                  existed: Callable[[], Iterable[str]] | None) -> bool:
-    """A test file of the start commit (by its name, patterns.is_test_path) under the
-    configuration's folder that the old `dir` held and the new one does not."""
+    """A JavaScript test file of the start commit (js_config.js_tests) under the
+    configuration's folder that the old folder (`dir`, root) held and the new one does not."""
     if now is None or ".." in now.split("/") or existed is None:
         return True
-    return any(patterns.is_test_path(rel) and (not was or rel.startswith(was + "/"))
-               and not rel.startswith(now + "/") for rel in js_config.in_folder(config, existed()))
+    return any((not was or rel.startswith(was + "/")) and not rel.startswith(now + "/")
+               for rel in js_config.js_tests(js_config.in_folder(config, existed())))
 
 
 def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
@@ -111,18 +127,20 @@ def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
             found += [Change(f.old or f.new, no, name, f"{name} {text} removed")
                       for no, text in setting.entries
                       if now is not None and not any(js_config.covers(n, text) for n in now)]
-    was, now = _folder(old.get("test.dir")), _folder(new.get("test.dir"))
+    root = bool(_VITEST.search(f.new or "")) or any(n.startswith("test.") for n in [*old, *new])
+    was, now = _scan_folder(old, root), _scan_folder(new, root)
     if now != was and now != "" and not (now and was and was.startswith(now + "/")) \
             and _drops_tests(f.new or "", was, now, existed):
-        found.append(Change(f.new, new["test.dir"].line, "test.dir",
-                            f"test.dir {'(set by code)' if now is None else now}"))
+        name = next(n for n in ("test.dir", "test.root", "root") if n in new)
+        found.append(Change(f.new, new[name].line, name,
+                            f"{name} {'(set by code)' if now is None else now}"))
     return js_config.one_a_line(found)
 
 
 def selections(changes: list[Change]) -> list[tuple[str, int, str]]:
     """(path, line, what) of each test a vitest configuration's changes leave out of the
     run."""
-    return [(c.path, c.line, c.what) for c in changes if c.setting.startswith("test.")]
+    return [(c.path, c.line, c.what) for c in changes if not c.setting.startswith("coverage.")]
 
 
 def coverage(changes: list[Change]) -> list[Change]:
