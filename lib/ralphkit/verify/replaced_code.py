@@ -13,8 +13,9 @@ an assertion is the replaced function when it is called bare (`add(1, 2)`, impor
 on the owner the replacement named or a name the file imports it as (`calc.add(`, `c.add(`
 after `import app.calc as c`), or on an instance of it (`Calculator().add(`, a variable the
 test set to `Calculator(...)`); a dependency replaced while an assertion calls something else
-is no finding. Pure functions over a file's lines; knows nothing of diffs (tamper.py says
-which lines were added) or of where a test's body ends (test_bodies.py)."""
+is no finding; a stand-in imported in place of the code is swapped_imports.py's. Pure functions
+over a file's lines; knows nothing of diffs (tamper.py says which lines were added) or of where
+a test's body ends (test_bodies.py)."""
 from __future__ import annotations
 
 import re

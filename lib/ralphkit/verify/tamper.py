@@ -8,9 +8,10 @@ assertions, a coverage exclusion and a test's replacement of what it asserts on 
 test moved to another file the runner collects is not removed, and what switches it off there
 is a finding even in a new file. Findings name the file and the line (of the new file; of the
 old one for what was removed). Knows nothing of tasks or of what is done with the findings;
-the rules' reading is patterns.py's, test_bodies.py's, replaced_code.py's, moves.py's,
-test_commands.py's, coverage_exclusions.py's and runner_configs.py's (the JavaScript runners'
-configurations, read once), the diff's diff_files.py's."""
+the rules' reading is patterns.py's, test_bodies.py's, replaced_code.py's,
+swapped_imports.py's, moves.py's, test_commands.py's, coverage_exclusions.py's and
+runner_configs.py's (the JavaScript runners' configurations, read once), the diff's
+diff_files.py's."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -20,7 +21,7 @@ from typing import Mapping
 
 from ralphkit import programs
 from ralphkit.verify import (coverage_exclusions, diff_files, moves, patterns, replaced_code,
-                             runner_configs, test_bodies, test_commands)
+                             runner_configs, swapped_imports, test_bodies, test_commands)
 from ralphkit.verify.diff_files import DiffFile
 
 
@@ -147,7 +148,7 @@ def _added_skips(f: DiffFile, path: str, removed: list[tuple[int, str]],
 
 def _shadowed_tests(f: DiffFile, path: str, s: _Scan) -> list[Finding]:
     """Existing tests that lines added beside them keep from running, or from testing the
-    code: a test that replaces the function it asserts on."""
+    code: a test that replaces the function it asserts on, or imports a stand-in of it."""
     if not f.added:
         return []
     lines = s.text(path).split("\n")
@@ -165,7 +166,9 @@ def _shadowed_tests(f: DiffFile, path: str, s: _Scan) -> list[Finding]:
         if added.intersection(range(first, last + 1))] + [
         Finding("replaced_code", path, no, f"{name} replaced in {test}: its assertions check "
                 "the replacement, not the code") for no, test, name in
-        replaced_code.replaced(lines) if no in added]
+        replaced_code.replaced(lines) if no in added] + [
+        Finding("replaced_code", path, no, detail) for no, detail in
+        swapped_imports.swapped(f, lines, lambda name: (s.tree / name).is_file())]
 
 
 def _threshold_findings(f: DiffFile, path: str, s: _Scan) -> list[Finding]:
