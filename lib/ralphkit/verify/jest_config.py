@@ -14,25 +14,27 @@ off); an entry added to coveragePathIgnorePatterns, or a negation to collectCove
 matches a file of the start commit that is no test or type declaration; an entry of testMatch
 or collectCoverageFrom that no entry of the new list covers (testMatch left out: jest's
 default; collectCoverageFrom left out is none, as moved to another file it often is); a
-testMatch set over jest's default that leaves out a test the default found; roots, or a
-rootDir, that leave out a JavaScript test file of the start commit (a rootDir given by code,
-`__dirname`, is taken to be the configuration's folder); testRegex changed (a regular
-expression is not compared with another; removed for jest's default testMatch, none when that
-finds every test of the start commit it found). Ignore patterns are regular expressions matched
-against the path (`<rootDir>` the configuration's folder); an entry this cannot compile is
-taken to match. A configuration the diff adds is compared with nothing: each line naming one of
-these settings is a finding (and its rootDir as above), unless its folder held no test of the
-start commit (a new package's). Entries are compared with the file as the diff started, so an
-entry moved or a list reformatted is none. Pure functions over the diff's files and texts;
-knows nothing of git (runner_configs.py reads both sides once, for tamper.py and
-coverage_exclusions.py)."""
+testMatch set over jest's default; roots, or a rootDir, that leave out a JavaScript test file
+of the start commit (a rootDir given by code, `__dirname`, is taken to be the configuration's
+folder); testRegex changed. A change of testRegex or testMatch (one for the other too) is
+judged by the files of the start commit the old patterns took for tests and the new ones no
+longer do (jest_tests.py), the first named; where that cannot tell (a pattern it cannot read),
+a testMatch entry no new one covers and any testRegex entry added or removed are findings (one
+removed for jest's default testMatch none when that finds every test it found). Ignore patterns
+are regular expressions matched against the path (`<rootDir>` the configuration's folder); an
+entry this cannot compile is taken to match. A configuration the diff adds is compared with
+nothing: each line naming one of these settings is a finding (and its rootDir as above), unless
+its folder held no test of the start commit (a new package's). Entries are compared with the
+file as the diff started, so an entry moved or a list reformatted is none. Pure functions over
+the diff's files and texts; knows nothing of git (runner_configs.py reads both sides once, for
+tamper.py and coverage_exclusions.py)."""
 from __future__ import annotations
 
 import posixpath
 import re
 from typing import Callable, Iterable, Mapping
 
-from ralphkit.verify import js_config, patterns
+from ralphkit.verify import jest_tests, js_config, patterns
 from ralphkit.verify.diff_files import DiffFile
 from ralphkit.verify.js_config import Change, Setting
 
@@ -43,8 +45,7 @@ TESTS = frozenset({"testPathIgnorePatterns", "modulePathIgnorePatterns", "testMa
 COVERAGE = frozenset({"coveragePathIgnorePatterns", "collectCoverageFrom"})
 _TOP = frozenset({"rootDir", "coverageThreshold"})    # read at the top only, not in projects
 _FOLDERS = frozenset({"roots", "rootDir"})            # where jest looks for tests
-# jest's default testMatch, spelled in the globs js_config reads (`+(spec|test)` as one)
-_TEST_MATCH = ["**/__tests__/**/*.{,m,c}{j,t}s{,x}", "**/{*.,}{spec,test}.{,m,c}{j,t}s{,x}"]
+_TEST_MATCH = jest_tests.TEST_MATCH
 _ROOT = "/ROOT"          # where a start commit's path is taken to be, for a pattern to match
 
 
@@ -68,8 +69,7 @@ def settings(path: str, text: str) -> dict[str, Setting]:
     return js_config.settings(text, name)
 
 
-def _texts(found: Mapping[str, Setting], name: str) -> list[str]:
-    return [text for _, text in found[name].entries] if name in found else []
+_texts = jest_tests.texts
 
 
 def _matches(pattern: str, paths: list[str], glob: bool) -> bool:
@@ -125,46 +125,59 @@ def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
     tests = [p for p in files if patterns.is_test_path(p)]
     code = [p for p in files if not patterns.is_test_path(p) and not p.endswith(".d.ts")]
     found = []
+    changed = existed is not None and any((n in old, _texts(old, n)) != (n in new, _texts(
+        new, n)) for n in ("testRegex", "testMatch"))
+    left = jest_tests.left_out(old, new, files) if changed else None   # None: by the text
     for name, setting in new.items():
         had = set(_texts(old, name))
         for no, text in setting.entries:
             negated = name in ("testMatch", "collectCoverageFrom")
             if text in had or (negated and not text.startswith("!")) or name in _FOLDERS:
                 continue
-            if name == "testRegex" or existed is None or _matches(
-                    text[negated:], tests if name in TESTS else code, negated):
+            if name == "testRegex" and left != []:
+                found.append(Change(path, no, name, f"{name} {text}"
+                                    + jest_tests.naming(path, left)))
+            elif name != "testRegex" and (existed is None or _matches(
+                    text[negated:], tests if name in TESTS else code, negated)):
                 found.append(Change(path, no, name, f"{name} {text}"))
     for name, default in (("testMatch", _TEST_MATCH), ("collectCoverageFrom", None)):
         now = [t for t in _texts(new, name) if not t.startswith("!")] if name in new else (
             default if "testRegex" not in new else [])
         if name not in old or now is None:             # no collectCoverageFrom: the files
             continue                                   # tests load (the list moved, often)
-        found += [Change(f.old or path, no, name, f"{name} {text} removed")
+        found += [Change(f.old or path, no, name, f"{name} {text} removed{named}")
                   for no, text in old[name].entries if not text.startswith("!")
-                  and not any(js_config.covers(n, text) for n in now)]
+                  and not any(js_config.covers(n, text) for n in now)
+                  and (named := jest_tests.leaves_out(
+                      name, text, path, left if name == "testMatch" else None)) is not None]
     default = "testRegex" not in new and "testMatch" not in new    # jest's testMatch again
-    found += [Change(f.old or path, no, "testRegex", f"testRegex {text} removed")
+    found += [Change(f.old or path, no, "testRegex", f"testRegex {text} removed{named}")
               for no, text in old.get("testRegex", Setting(0)).entries
-              if text not in _texts(new, "testRegex") and not (default and all(
+              if text not in _texts(new, "testRegex")
+              and (named := jest_tests.leaves_out("testRegex", text, path, left)) is not None
+              and not (left is None and default and all(
                   any(js_config.matches_any(g, [t]) for g in _TEST_MATCH)
                   for t in tests if _matches(text, [t], False)))]
-    found += _default_narrowed(old, new, path, tests)
+    found += _default_narrowed(old, new, path, tests, left)
     found += _roots(old, new, path, f.old or path, js_config.js_tests(existed() if existed else []))
     return js_config.one_a_line(found)
 
 
 def _default_narrowed(old: Mapping[str, Setting], new: Mapping[str, Setting], path: str,
-                      tests: list[str]) -> list[Change]:
-    """A testMatch set where jest's default found the tests, that leaves one of them out."""
+                      tests: list[str], left: list[str] | None) -> list[Change]:
+    """A testMatch set where jest's default found the tests, that leaves one of them out
+    (`left`: what it leaves out, None: the tests the default found that no entry matches)."""
     if "testMatch" not in new or "testMatch" in old or "testRegex" in old or "testRegex" in new:
         return []
     now = [t for t in _texts(new, "testMatch") if not t.startswith("!")]
-    if not any(_matches(g, [t], True) for g in _TEST_MATCH for t in tests
-               if not any(_matches(n, [t], True) for n in now)):
+    if left == [] or left is None and not any(
+            _matches(g, [t], True) for g in _TEST_MATCH for t in tests
+            if not any(_matches(n, [t], True) for n in now)):
         return []
     setting = new["testMatch"]
     line = setting.entries[0][0] if setting.entries else setting.line
-    return [Change(path, line, "testMatch", f"testMatch {', '.join(now) or '(set by code)'}")]
+    what = f"testMatch {', '.join(now) or '(set by code)'}{jest_tests.naming(path, left)}"
+    return [Change(path, line, "testMatch", what)]
 
 
 def _roots(old: Mapping[str, Setting], new: Mapping[str, Setting], path: str, old_path: str,

@@ -2,7 +2,8 @@
 such as package.json) without running it: its braces, keys and quoted strings are followed
 (comments, regular expressions and template literals skipped), so each setting is found in
 the block it is in, with its quoted entries and their lines; and the globs those entries are
-(`{a,b}`, `[jt]`, `?(x)`), compared by their text.
+(`{a,b}`, `[jt]`, `?(x)`), compared by their text or matched against a path; and the regular
+expressions they are, in the syntax JavaScript and Python's `re` share.
 
 Which keys are settings, and what a change of them leaves out, is the runners' modules'
 (vitest_config.py, jest_config.py): `settings` asks them by the keys of the blocks around a
@@ -12,6 +13,7 @@ not read. Pure functions over texts; knows nothing of diffs or git."""
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, field
 from itertools import product
 from typing import Callable, Iterable, NamedTuple
@@ -26,6 +28,12 @@ _COLON = re.compile(r"[ \t]*:(?!:)")
 _OPERATOR = re.compile(r"[=!<>]==?|=>|\?\?=?|\?\.(?!\d)")  # not an assignment, not a ternary
 _REGEX_AFTER = "(,=:[!&|?{};"          # a `/` after these starts a regular expression
 _SCRIPT = re.compile(r"\.[cm]?[jt]sx?$")
+# What of a JavaScript regular expression Python's `re` reads alike: an escape of a class
+# (\d, \w, \s, \b), of a control character, a code unit or a back reference, or of a sign; a
+# group that captures, or `(?:`, a lookahead or a lookbehind. Anything else (`(?<name>`, `\p{..}`,
+# `\k<..>`, `[^]`, `\A`, which JavaScript reads as a letter) is not translated.
+_JS_REGEX = re.compile(r"""(?:\\(?:[dDwWsSbBfnrtv0-9]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|[^\w\s])
+                          |\((?:\?(?::|=|!|<=|<!)|(?!\?))|\[(?!\^?\])|[^\\(\[])*""", re.X)
 
 # The name a key has as a setting, from the keys of the object blocks around it (outermost
 # first; None for a block no key opens, as `module.exports = {`), or None: no setting.
@@ -157,6 +165,27 @@ def matches_any(glob: str, paths: Iterable[str]) -> bool:
                for rx in rxs)
 
 
+def matcher(glob: str) -> Callable[[str], bool] | None:
+    """Whether the glob matches a whole path (not a folder of it, nor it seen from below its
+    top); None when this cannot read the glob."""
+    globs = expand(glob)
+    rxs = [patterns.glob_rx(g) for g in globs or []]
+    return None if globs is None else lambda path: any(rx.match(path) for rx in rxs)
+
+
+def regex(text: str) -> re.Pattern | None:
+    """A JavaScript regular expression's source as Python's, or None when it uses syntax the
+    two do not read alike (or none at all)."""
+    if not _JS_REGEX.fullmatch(text):
+        return None
+    with warnings.catch_warnings():              # `[[` and the like: a set read another way
+        warnings.simplefilter("error")
+        try:
+            return re.compile(text, re.ASCII)       # JavaScript's \w and \d: ASCII
+        except (re.error, FutureWarning):
+            return None
+
+
 def in_folder(config: str, paths: Iterable[str]) -> list[str]:
     """The paths under the configuration file's folder, relative to it (the runner's
     rootDir as far as this reads it)."""
@@ -165,10 +194,16 @@ def in_folder(config: str, paths: Iterable[str]) -> list[str]:
             if p and (not folder or p.startswith(folder + "/"))]
 
 
+def scripts(paths: Iterable[str]) -> list[str]:
+    """The JavaScript and TypeScript files of `paths` outside node_modules: what a runner may
+    load, as a test when its patterns match it."""
+    return [p for p in paths if _SCRIPT.search(p) and "node_modules/" not in f"/{p}"]
+
+
 def js_tests(paths: Iterable[str]) -> list[str]:
     """The test files of `paths` (patterns.is_test_path) a JavaScript runner may run: in
     JavaScript or TypeScript, not a Python or Go test beside them."""
-    return [p for p in paths if _SCRIPT.search(p) and patterns.is_test_path(p)]
+    return [p for p in scripts(paths) if patterns.is_test_path(p)]
 
 
 def one_a_line(found: Iterable[Change]) -> list[Change]:
@@ -179,5 +214,5 @@ def one_a_line(found: Iterable[Change]) -> list[Change]:
     return list(first.values())
 
 
-__all__ = ["Change", "Setting", "settings", "expand", "covers", "matches_any", "in_folder",
-           "js_tests", "one_a_line"]
+__all__ = ["Change", "Setting", "settings", "expand", "covers", "matches_any", "matcher",
+           "regex", "in_folder", "scripts", "js_tests", "one_a_line"]

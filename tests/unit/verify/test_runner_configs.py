@@ -81,7 +81,8 @@ def test_jest_s_configuration_moved_to_its_other_file_is_no_finding(repo, to):
 
 @pytest.mark.parametrize("to, old, new, expected", [
     ("jest.config.js", "'**/*.test.ts']", "'src/easy/**/*.test.ts']",
-     "package.json:5: test selection or outcome changed: testMatch **/*.test.ts removed"),
+     "package.json:5: test selection or outcome changed: testMatch **/*.test.ts removed "
+     "(leaves out src/hard/x.test.ts)"),
     ("jest.config.js", "['/node_modules/']", "['/node_modules/', '/src/hard/']",
      "jest.config.js:4: test selection or outcome changed: testPathIgnorePatterns /src/hard/"),
     ("jest.config.js", "lines: 80", "lines: 40",
@@ -89,7 +90,8 @@ def test_jest_s_configuration_moved_to_its_other_file_is_no_finding(repo, to):
     ("jest.config.js", "['/src/generated/']", "['/src/generated/', '/src/hard']",
      "jest.config.js:5: coverage exclusion added: coveragePathIgnorePatterns /src/hard"),
     ("package.json", '"**/*.test.ts"]', '"src/easy/**/*.test.ts"]',
-     "jest.config.js:3: test selection or outcome changed: testMatch **/*.test.ts removed"),
+     "jest.config.js:3: test selection or outcome changed: testMatch **/*.test.ts removed "
+     "(leaves out src/hard/x.test.ts)"),
     ("package.json", '"<rootDir>/src", ', "",
      "jest.config.js:2: test selection or outcome changed: roots <rootDir>/src removed"),
     ("package.json", '"src/**/*.ts", ', '"src/easy/**/*.ts", ',
@@ -168,7 +170,8 @@ def web(repo) -> tuple[Path, str]:
     ("web/jest.config.js", "  verbose", "  rootDir: path.resolve(__dirname, 'test'),\n  verbose",
      ["web/jest.config.js:2: test selection or outcome changed: rootDir test"]),
     ("web/jest.config.js", "  verbose", "  testMatch: ['**/src/**/*.test.ts'],\n  verbose",
-     ["web/jest.config.js:2: test selection or outcome changed: testMatch **/src/**/*.test.ts"]),
+     ["web/jest.config.js:2: test selection or outcome changed: testMatch **/src/**/*.test.ts "
+      "(leaves out web/test/b.test.ts)"]),
     ("web/vitest.config.ts", "export default {\n", "export default {\n  root: 'src',\n",
      ["web/vitest.config.ts:2: test selection or outcome changed: root src"]),
     ("web/vitest.config.ts", "  test: {\n", "  test: {\n    root: './test',\n",
