@@ -69,7 +69,7 @@ def settings(path: str, text: str) -> dict[str, Setting]:
     return js_config.settings(text, name)
 
 
-_texts = jest_tests.texts
+_texts = js_config.texts
 
 
 def _matches(pattern: str, paths: list[str], glob: bool) -> bool:
@@ -136,7 +136,7 @@ def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
                 continue
             if name == "testRegex" and left != []:
                 found.append(Change(path, no, name, f"{name} {text}"
-                                    + jest_tests.naming(path, left)))
+                                    + js_config.naming(path, left)))
             elif name != "testRegex" and (existed is None or _matches(
                     text[negated:], tests if name in TESTS else code, negated)):
                 found.append(Change(path, no, name, f"{name} {text}"))
@@ -176,7 +176,7 @@ def _default_narrowed(old: Mapping[str, Setting], new: Mapping[str, Setting], pa
         return []
     setting = new["testMatch"]
     line = setting.entries[0][0] if setting.entries else setting.line
-    what = f"testMatch {', '.join(now) or '(set by code)'}{jest_tests.naming(path, left)}"
+    what = f"testMatch {', '.join(now) or '(set by code)'}{js_config.naming(path, left)}"
     return [Change(path, line, "testMatch", what)]
 
 

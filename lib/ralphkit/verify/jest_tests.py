@@ -22,11 +22,6 @@ from ralphkit.verify.js_config import Setting
 TEST_MATCH = ["**/__tests__/**/*.{,m,c}{j,t}s{,x}", "**/{*.,}{spec,test}.{,m,c}{j,t}s{,x}"]
 
 
-def texts(found: Mapping[str, Setting], name: str) -> list[str]:
-    """A setting's quoted entries."""
-    return [text for _, text in found[name].entries] if name in found else []
-
-
 def _source(text: str) -> str:
     """A quoted regular expression's source: the JavaScript string's escapes undone."""
     return re.sub(r"\\(.)", r"\1", text)
@@ -46,7 +41,7 @@ def _runs(found: Mapping[str, Setting]) -> Callable[[str], bool] | None:
     testRegex, else testMatch (a negation, `!**/hard/**`, taking files out), else its default
     testMatch; None when this cannot tell (a pattern given by code or not read)."""
     name = "testRegex" if "testRegex" in found else "testMatch"
-    entries = texts(found, name) if name in found else TEST_MATCH
+    entries = js_config.texts(found, name) if name in found else TEST_MATCH
     negation = name == "testMatch"
     kept = [_entry(name, t) for t in entries if not (negation and t[:1] == "!")]
     negated = [_entry(name, t[1:]) for t in entries if negation and t[:1] == "!"]
@@ -69,20 +64,14 @@ def left_out(old: Mapping[str, Setting], new: Mapping[str, Setting],
     return [path for path in taken if not now(path)]
 
 
-def naming(config: str, left: list[str] | None) -> str:
-    """The first file of `left` (relative to the configuration's folder) named, from the
-    repository's top, as a finding ends."""
-    folder = config.rpartition("/")[0]
-    return f" (leaves out {folder + '/' if folder else ''}{left[0]})" if left else ""
-
-
 def leaves_out(name: str, text: str, config: str, left: list[str] | None) -> str | None:
     """How a finding of an entry removed ends: naming the first file of `left` the entry
     matched, "" when `left` is None (not known), None (no finding) when it matched none."""
     if left is None:
         return ""
     matches = _entry(name, text)
-    return next((naming(config, [p]) for p in left if matches is None or matches(p)), None)
+    return next((js_config.naming(config, [p]) for p in left if matches is None or matches(p)),
+                None)
 
 
-__all__ = ["TEST_MATCH", "texts", "left_out", "naming", "leaves_out"]
+__all__ = ["TEST_MATCH", "left_out", "leaves_out"]

@@ -16,7 +16,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Callable, Iterable, NamedTuple
+from typing import Callable, Iterable, Mapping, NamedTuple
 
 from ralphkit.verify import patterns
 
@@ -206,6 +206,18 @@ def js_tests(paths: Iterable[str]) -> list[str]:
     return [p for p in scripts(paths) if patterns.is_test_path(p)]
 
 
+def texts(found: Mapping[str, Setting], name: str) -> list[str]:
+    """A setting's quoted entries."""
+    return [text for _, text in found[name].entries] if name in found else []
+
+
+def naming(config: str, left: list[str] | None) -> str:
+    """The first file of `left` (relative to the configuration's folder) named, from the
+    repository's top, as a finding ends."""
+    folder = config.rpartition("/")[0]
+    return f" (leaves out {folder + '/' if folder else ''}{left[0]})" if left else ""
+
+
 def one_a_line(found: Iterable[Change]) -> list[Change]:
     """The first change of each line and setting: one finding a line, as for other files."""
     first: dict[tuple[str, int, str], Change] = {}
@@ -215,4 +227,4 @@ def one_a_line(found: Iterable[Change]) -> list[Change]:
 
 
 __all__ = ["Change", "Setting", "settings", "expand", "covers", "matches_any", "matcher",
-           "regex", "in_folder", "scripts", "js_tests", "one_a_line"]
+           "regex", "in_folder", "scripts", "js_tests", "texts", "naming", "one_a_line"]
