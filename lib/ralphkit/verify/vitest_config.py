@@ -13,14 +13,19 @@ a variable or a call gives no entry of its own (the setting is there, empty; a c
 arguments are entries, `path.join(dir, 'test')` gives `test`), a block defined elsewhere and
 given by name (`test: shared`) is not read.
 
-A change leaves out: an entry added to an exclude that no exclude the file had covers (under
-`test`, one that matches a file of the start commit: tests the diff adds, Playwright's say, may
-be kept out of vitest's run; under `coverage`, one that names more than test files and type
-declarations); an entry of an include or of `projects` that none of the new file covers (one
-removed leaves vitest's default); a `dir` that leaves out a JavaScript test file of the start
-commit, or without one a root (`test.root`, else vite's `root` when vitest reads it: in a
-vitest.config.*, or a file with `test` settings) that does (one given by code, `__dirname`,
-is taken to be the configuration's folder).
+A change leaves out: a change of `test.include` or `test.exclude` that leaves out a file of
+the start commit the old settings took for a test (vitest_tests.py), the first named: found on
+an exclude added that matches it, else on an include removed that did, else on the new include
+(one set where vitest's default found the tests); where that cannot tell (an include given by
+code, a glob not read, the folder vitest looks in changed) or for other settings, by the text:
+an entry added to an exclude that no exclude the file had covers (under `test`, one that
+matches a file of the start commit: tests the diff adds, Playwright's say, may be kept out of
+vitest's run; under `coverage`, one that names more than test files and type declarations); an
+entry of an include or of `projects` that none of the new file covers (one removed leaves
+vitest's default); a `dir` that leaves out a JavaScript test file of the start commit, or
+without one a root (`test.root`, else vite's `root` when vitest reads it: in a vitest.config.*,
+or a file with `test` settings) that does (one given by code, `__dirname`, is taken to be the
+configuration's folder).
 A glob covers another when it matches the other's text: `**/*.test.ts` covers
 `src/**/*.test.ts`; `{a,b}`, `[jt]` and `?(x)` are read, other extglobs are not (covered only
 by themselves; an exclude of them is taken to match). Pure functions over the diff's files and
@@ -31,7 +36,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable, Mapping
 
-from ralphkit.verify import js_config, patterns
+from ralphkit.verify import js_config, patterns, vitest_tests
 from ralphkit.verify.diff_files import DiffFile
 from ralphkit.verify.js_config import Change, Setting
 
@@ -48,7 +53,7 @@ _SETTINGS = {((), "include"): "test.include", ((), "exclude"): "test.exclude",
              (("coverage",), "exclude"): "coverage.exclude"}
 # An include left out of the new file: vitest's default (None: everything, coverage's files
 # or, without projects, the one project of the whole folder).
-_DEFAULT = {"test.include": ["**/*.{test,spec}.?(c|m)[jt]s?(x)"], "test.includeSource": [],
+_DEFAULT = {"test.include": vitest_tests.INCLUDE, "test.includeSource": [],
             "test.typecheck.include": ["**/*.{test,spec}-d.?(c|m)[jt]s?(x)"],
             "test.projects": None, "coverage.include": None}
 
@@ -106,28 +111,71 @@ def _drops_tests(config: str, was: str | None, now: str | None,
                for rel in js_config.js_tests(js_config.in_folder(config, existed())))
 
 
+def _left(config: str, old: Mapping[str, Setting], new: Mapping[str, Setting],
+          existed: Callable[[], Iterable[str]] | None, root: bool) -> tuple[str, list[str]] | None:
+    """The folder vitest looks in (from the configuration's) and the start commit's files
+    there (relative to it) that a change of test.include or test.exclude leaves out; None
+    when neither changed, the folder did or is not known, or vitest_tests cannot tell."""
+    names = ("test.include", "test.exclude")
+    if existed is None or all((n in old, js_config.texts(old, n)) == (n in new, js_config.texts(
+            new, n)) for n in names):
+        return None
+    folder = _scan_folder(old, root)
+    if folder is None or folder != _scan_folder(new, root) or ".." in folder.split("/"):
+        return None
+    files = [p[len(folder) + 1:] if folder else p for p in js_config.in_folder(config, existed())
+             if not folder or p.startswith(folder + "/")]
+    left = vitest_tests.left_out(old, new, files)
+    return None if left is None else (folder, left)
+
+
+def _named(config: str, folder: str, left: list[str] | None) -> str | None:
+    """How a finding ends, naming the first of `left` (None: no finding when it is empty)."""
+    if not left:
+        return None
+    return js_config.naming(config, [f"{folder}/{left[0]}" if folder else left[0]])
+
+
 def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
             existed: Callable[[], Iterable[str]] | None = None) -> list[Change]:
     """What a diff's file leaves out of the test run and of coverage, from its settings as
     the diff started and now. existed: the start commit's files, for an exclude under `test`
-    (None: every added exclude is one)."""
+    (None: every added exclude is one); test.include and test.exclude are judged by the
+    files they take (vitest_tests.py) where it can tell."""
     added = {no for no, _ in f.added}
-    found = []
+    config = f.new or f.old or ""
+    root = bool(_VITEST.search(f.new or "")) or any(n.startswith("test.") for n in [*old, *new])
+    by_files = _left(config, old, new, existed, root)
+    folder, left = by_files or ("", [])
+    found, named = [], set()
     for name, setting in new.items():
         had = [text for _, text in old[name].entries] if name in old else []
-        found += [Change(f.new, no, name, f"{name} {text}") for no, text in setting.entries
-                  if name.endswith(".exclude") and no in added
-                  and not any(js_config.covers(h, text) for h in had)
-                  and not (name == "coverage.exclude" and _no_code(text))
-                  and not (existed and name.startswith("test.")
-                           and not js_config.matches_any(text, existed()))]
+        for no, text in setting.entries:
+            if not (name.endswith(".exclude") and no in added
+                    and not any(js_config.covers(h, text) for h in had)
+                    and not (name == "coverage.exclude" and _no_code(text))):
+                continue
+            if by_files and name == "test.exclude":
+                ends = _named(config, folder, hit := vitest_tests.matched(text, left, True))
+                named.update(hit or [])
+            else:
+                ends = None if existed and name.startswith("test.") and not \
+                    js_config.matches_any(text, existed()) else ""
+            if ends is not None:
+                found.append(Change(f.new, no, name, f"{name} {text}{ends}"))
     for name, setting in old.items():
         if name in _DEFAULT:
             now = [t for _, t in new[name].entries] if name in new else _DEFAULT[name]
-            found += [Change(f.old or f.new, no, name, f"{name} {text} removed")
-                      for no, text in setting.entries
-                      if now is not None and not any(js_config.covers(n, text) for n in now)]
-    root = bool(_VITEST.search(f.new or "")) or any(n.startswith("test.") for n in [*old, *new])
+            for no, text in setting.entries:
+                if now is None or any(js_config.covers(n, text) for n in now):
+                    continue
+                ends = ""
+                if by_files and name == "test.include":
+                    ends = _named(config, folder, hit := vitest_tests.matched(text, left, False))
+                    named.update(hit or [])
+                if ends is not None:
+                    found.append(Change(f.old or f.new, no, name, f"{name} {text} removed{ends}"))
+    found += _narrowed(config, new, folder, [p for p in left if p not in named])
     was, now = _scan_folder(old, root), _scan_folder(new, root)
     if now != was and now != "" and not (now and was and was.startswith(now + "/")) \
             and _drops_tests(f.new or "", was, now, existed):
@@ -135,6 +183,19 @@ def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
         found.append(Change(f.new, new[name].line, name,
                             f"{name} {'(set by code)' if now is None else now}"))
     return js_config.one_a_line(found)
+
+
+def _narrowed(config: str, new: Mapping[str, Setting], folder: str,
+              left: list[str]) -> list[Change]:
+    """A test the change leaves out that no exclude added nor include removed matches (an
+    include set where vitest's default found the tests): found on the new include."""
+    name = next((n for n in ("test.include", "test.exclude") if n in new), None)
+    if not left or name is None:
+        return []
+    setting = new[name]
+    line = setting.entries[0][0] if setting.entries else setting.line
+    what = ", ".join(js_config.texts(new, name)) or "(set by code)"
+    return [Change(config, line, name, f"{name} {what}{_named(config, folder, left)}")]
 
 
 def selections(changes: list[Change]) -> list[tuple[str, int, str]]:

@@ -671,12 +671,14 @@ def vitest_repo(repo) -> tuple[Path, str]:
 
 @pytest.mark.parametrize("old, new, expected", [
     ("[...configDefaults.exclude]", "[...configDefaults.exclude, 'src/hard.test.ts']",
-     "vitest.config.ts:7: test selection or outcome changed: test.exclude src/hard.test.ts"),
+     "vitest.config.ts:7: test selection or outcome changed: test.exclude src/hard.test.ts "
+     "(leaves out src/hard.test.ts)"),
     ("    exclude: [...configDefaults.exclude],\n", "    exclude: [\n"
      "      ...configDefaults.exclude,\n      '**/hard*',\n    ],\n",
-     "vitest.config.ts:9: test selection or outcome changed: test.exclude **/hard*"),
+     "vitest.config.ts:9: test selection or outcome changed: test.exclude **/hard* "
+     "(leaves out src/hard.test.ts)"),
     ("'src/**/*.test.ts'", "'src/easy/**/*.test.ts'", "vitest.config.ts:6: test selection or "
-     "outcome changed: test.include src/**/*.test.ts removed"),
+     "outcome changed: test.include src/**/*.test.ts removed (leaves out src/hard.test.ts)"),
     ("['src/**/*.test.ts']", "easyTests", "vitest.config.ts:6: test selection or outcome "
      "changed: test.include src/**/*.test.ts removed"),
     ("  test: {\n", "  test: {\n    dir: 'src/easy',\n",
@@ -760,7 +762,8 @@ def test_vitest_excluding_tests_the_diff_adds_is_no_finding(vitest_repo):
     base = commit(path, "playwright")
     edit(path, "vitest.config.ts", "'e2e/**'", "'e2e/**', 'src/easy/**'")
     assert texts(scan(path, base)) == [
-        "vitest.config.ts:7: test selection or outcome changed: test.exclude src/easy/**"]
+        "vitest.config.ts:7: test selection or outcome changed: test.exclude src/easy/** "
+        "(leaves out src/easy/sum.test.ts)"]
 
 
 def test_a_vitest_dir_widened_or_removed_is_no_finding(vitest_repo):
@@ -804,7 +807,8 @@ def test_a_new_vitest_project_excluding_existing_tests_is_a_finding(vitest_repo)
         "      extends: true,\n      test: { name: 'unit', exclude: ['src/hard.test.ts'] },\n"
         "    }],\n  },\n}))\n")
     assert texts(scan(path, base)) == ["web/vite.config.mts:5: test selection or outcome "
-                                       "changed: test.exclude src/hard.test.ts"]
+                                       "changed: test.exclude src/hard.test.ts "
+                                       "(leaves out web/src/hard.test.ts)"]
 
 
 JEST_CONFIG = textwrap.dedent("""\
