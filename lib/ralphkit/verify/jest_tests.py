@@ -57,11 +57,7 @@ def left_out(old: Mapping[str, Setting], new: Mapping[str, Setting],
     configuration's folder) jest took for tests with the old settings and does not with the
     new; None when this cannot tell, or when the old settings took none (a pattern of the
     folders above the configuration's, which the path here does not show)."""
-    was, now = _runs(old), _runs(new)
-    taken = [path for path in js_config.scripts(files) if was and was(path)]
-    if not taken or now is None:
-        return None
-    return [path for path in taken if not now(path)]
+    return js_config.left_out(_runs(old), _runs(new), files)
 
 
 def leaves_out(name: str, text: str, config: str, left: list[str] | None) -> str | None:

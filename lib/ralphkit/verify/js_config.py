@@ -206,6 +206,17 @@ def js_tests(paths: Iterable[str]) -> list[str]:
     return [p for p in scripts(paths) if patterns.is_test_path(p)]
 
 
+def left_out(was: Callable[[str], bool] | None, now: Callable[[str], bool] | None,
+             files: Iterable[str]) -> list[str] | None:
+    """The scripts of `files` a runner took for tests by its old settings (`was`) and does
+    not by its new ones (`now`); None when either cannot be told (a pattern not read, given by
+    code) or the old settings took none."""
+    taken = [path for path in scripts(files) if was and was(path)]
+    if not taken or now is None:
+        return None
+    return [path for path in taken if not now(path)]
+
+
 def texts(found: Mapping[str, Setting], name: str) -> list[str]:
     """A setting's quoted entries."""
     return [text for _, text in found[name].entries] if name in found else []
@@ -227,4 +238,4 @@ def one_a_line(found: Iterable[Change]) -> list[Change]:
 
 
 __all__ = ["Change", "Setting", "settings", "expand", "covers", "matches_any", "matcher",
-           "regex", "in_folder", "scripts", "js_tests", "texts", "naming", "one_a_line"]
+           "regex", "in_folder", "scripts", "js_tests", "left_out", "texts", "naming", "one_a_line"]

@@ -53,11 +53,7 @@ def left_out(old: Mapping[str, Setting], new: Mapping[str, Setting],
     """The files (JavaScript and TypeScript of the start commit, relative to the folder
     vitest looks in) vitest took for tests with the old settings and does not with the new;
     None when this cannot tell, or when the old settings took none."""
-    was, now = _runs(old), _runs(new)
-    taken = [path for path in js_config.scripts(files) if was and was(path)]
-    if not taken or now is None:
-        return None
-    return [path for path in taken if not now(path)]
+    return js_config.left_out(_runs(old), _runs(new), files)
 
 
 def matched(glob: str, left: list[str], exclude: bool) -> list[str] | None:
