@@ -471,3 +471,51 @@ def test_reopen_sends_a_done_task_back_to_open_with_the_reason(run_task):
     assert (task["status"], task["assignee"], task["retry_count"], task["fail_reason"],
             task["result"]) == ("open", None, 1, "rebase conflicts in README.md", None)
     assert "## Task a" in ok(run_task("claim"))
+
+
+def test_release_sends_an_active_task_back_to_open_without_counting_a_failure(run_task, db):
+    """`_release` is `fail` for a session that was no attempt at its task (a usage limit, the
+    run's own Ctrl+C): retry_count stays, the reason is kept for `show`."""
+    ok(run_task("create", "a", "A"))
+    ok(run_task("claim", "a", "--agent", "ag"))
+    ok(run_task("fail", "a", "--reason", "tests failed"))            # one real failure
+    ok(run_task("claim", "a", "--agent", "ag"))
+    assert ok(run_task("_release", "a", "--reason", "usage limit: resets 5am")) == "released a\n"
+    (task,) = [json.loads(line) for line in ok(run_task("_export-json")).splitlines()]
+    assert (task["status"], task["assignee"], task["lease_expires_at"], task["retry_count"],
+            task["fail_reason"]) == ("open", None, None, 1, "usage limit: resets 5am")
+    shown = ok(run_task("show", "a"))
+    assert "Retries:     1\n" in shown and "Fail reason: usage limit: resets 5am\n" in shown
+    assert "## Task a" in ok(run_task("claim"))
+
+
+def test_release_of_a_task_that_is_not_active_or_not_there_writes_nothing(run_task, db):
+    ok(run_task("create", "a", "A"))
+    ok(run_task("create", "d", "D"))
+    ok(run_task("claim", "d", "--agent", "ag"))
+    ok(run_task("done", "d", "--result", '{"commit": "abc"}'))
+    before = dump(db)
+    fails(run_task("_release", "a", "--reason", "x"), 1,
+          "Error: task 'a' is not active (status: open)\n")
+    fails(run_task("_release", "d", "--reason", "x"), 1,
+          "Error: task 'd' is not active (status: done)\n")
+    fails(run_task("_release", "ghost", "--reason", "x"), 2, "Error: task 'ghost' not found\n")
+    fails(run_task("_release"), 1,
+          'Error: missing task ID\nUsage: ralph task _release <id> [--reason "<text>"]\n')
+    assert dump(db) == before
+
+
+def test_a_sessions_release_of_a_task_another_agent_holds_is_refused(run_task, db, tmp_path):
+    """As `fail`: a caller presenting a claims file (a session of a --parallel run) may give
+    back only a task its own agent holds."""
+    def session(agent: str) -> dict[str, str]:
+        return {"RALPH_AGENT_ID": agent, "RALPH_CLAIMS_FILE": str(tmp_path / f"claims-{agent}")}
+
+    ok(run_task("create", "a", "A"))
+    ok(run_task("claim", "a", env=session("one")))
+    before = dump(db)
+    fails(run_task("_release", "a", "--reason", "x", env=session("two")), 1,
+          "Error: task 'a' is held by agent 'one', not by this session's agent 'two': "
+          "nothing written\n")
+    assert dump(db) == before
+    assert ok(run_task("_release", "a", "--reason", "x", env=session("one"))) == "released a\n"

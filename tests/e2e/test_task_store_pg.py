@@ -202,9 +202,19 @@ def test_a_holder_whose_task_was_taken_after_its_lease_is_refused(run_task, pg, 
     fails(run_task("done", "t", "--result", '{"commit": "abc"}', env=a), 1, refusal)
     fails(run_task("fail", "t", "--reason", "late", env=a), 1, refusal)
     fails(run_task("renew", "t", "--agent", "b2", env=a), 1, refusal)
+    fails(run_task("_release", "t", "--reason", "usage limit", env=a), 1, refusal)
     assert dump(pg) == before
     assert ok(run_task("done", "t", "--result", '{"commit": "def"}', env=b)) == "done t\n"
     assert query(pg, "SELECT status, result FROM tasks") == [("done", '{"commit": "def"}')]
+
+
+def test_a_release_presents_its_claim_and_leaves_the_retry_count(run_task, pg, tmp_path):
+    """`_release` is fenced as `fail` is; the holder of the task's claim gives it back."""
+    a, b = _take_over(run_task, pg, tmp_path)
+    assert ok(run_task("_release", "t", "--reason", "usage limit", env=b)) == "released t\n"
+    assert query(pg, "SELECT status, assignee, retry_count, fail_reason, claim_version "
+                     "FROM tasks") == [("open", None, 1, "usage limit", 2)]
+    fails(run_task("_release", "t", env=b), 1, "Error: task 't' is not active (status: open)\n")
 
 
 def test_a_repeated_done_of_the_same_claim_is_answered_as_the_first(run_task, pg, tmp_path):

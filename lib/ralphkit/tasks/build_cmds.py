@@ -1,5 +1,6 @@
-"""Owns the build-phase commands (s.9.2-9.7): plan-status, peek, claim, renew, done, fail.
-Each returns its stdout text or raises TaskError. Does not own argument syntax rules
+"""Owns the build-phase commands (s.9.2-9.7): plan-status, peek, claim, renew, done, fail, and
+`_release`, fail's twin for ralph.py that counts no failure. Each returns its stdout text or
+raises TaskError. Does not own argument syntax rules
 (args.py), SQL shared with other commands (queries.py) or formats (markdown.py)."""
 from __future__ import annotations
 
@@ -197,8 +198,10 @@ def done(ctx: Ctx, argv: Sequence[str]) -> str:
     return f"done {slug}\n"
 
 
-def fail(ctx: Ctx, argv: Sequence[str]) -> str:
-    slug, rest = _first_id(argv, 'ralph task fail <id> [--reason "<text>"]')
+def _give_back(ctx: Ctx, argv: Sequence[str], command: str, retries: str) -> str:
+    """An active task back to open, assignee and lease cleared, the reason kept as its
+    fail_reason; retries: the new retry_count. Fenced as done is."""
+    slug, rest = _first_id(argv, f'ralph task {command} <id> [--reason "<text>"]')
     reason = A.flags(rest, values=("--reason",)).get("--reason") or None
 
     held = _token(ctx, slug)
@@ -206,10 +209,22 @@ def fail(ctx: Ctx, argv: Sequence[str]) -> str:
     def act(conn):
         task = _held(ctx, conn, q.existing_task(conn, ctx.scope, slug), held)
         _fenced_update(conn, ctx, task, held, "status = 'open', assignee = NULL, "
-                       "lease_expires_at = NULL, retry_count = coalesce(retry_count, 0) + 1, "
+                       f"lease_expires_at = NULL, retry_count = {retries}, "
                        "fail_reason = ?, updated_at = datetime('now')", (reason,))
     db.write(ctx.conn, act)
-    return f"failed {slug}\n"
+    return f"{'failed' if command == 'fail' else 'released'} {slug}\n"
 
 
-__all__ = ["plan_status", "peek", "claim", "renew", "done", "fail"]
+def fail(ctx: Ctx, argv: Sequence[str]) -> str:
+    return _give_back(ctx, argv, "fail", "coalesce(retry_count, 0) + 1")
+
+
+def release(ctx: Ctx, argv: Sequence[str]) -> str:
+    """Internal: `fail` for a session that was no attempt at its task (a usage limit, a stop
+    of the whole run, the run's own Ctrl+C): retry_count is left as it is, so --max-attempts,
+    which counts a task's earlier runs through it, does not hold the task for failures it
+    never had."""
+    return _give_back(ctx, argv, "_release", "retry_count")
+
+
+__all__ = ["plan_status", "peek", "claim", "renew", "done", "fail", "release"]

@@ -55,6 +55,7 @@ _COMMANDS = {
     "plan-sync": ("plan_sync", "plan_sync"), "plan-status": ("build_cmds", "plan_status"),
     "peek": ("build_cmds", "peek"), "claim": ("build_cmds", "claim"), "renew": ("build_cmds", "renew"),
     "done": ("build_cmds", "done"), "fail": ("build_cmds", "fail"),
+    "_release": ("build_cmds", "release"),
     "list": ("views", "list_tasks"), "show": ("views", "show"), "deps": ("views", "deps"),
     "_export-json": ("views", "export_json"),
     "create": ("edit", "create"), "update": ("edit", "update"), "delete": ("edit", "delete"),
