@@ -192,7 +192,9 @@ def build_loop(ctx: RunContext) -> int:
             return EXIT_INTERRUPTED
         reason = ctx.night.fail_reason(result)                            # the spec's, or naming the timeout
         failed = ctx.features.after_session(result)                       # assign: done -> archive, else fail
-        failed += launch.fail_active_tasks(ctx, reason=reason)            # crash safety, before plan-status
+        attempt = ctx.night.no_attempt(result) is None                    # [SAFER] a usage limit is none
+        failed += launch.fail_active_tasks(ctx, reason=reason,            # crash safety, before plan-status:
+                                           attempt=attempt)               # fail, or _release after no attempt
         reason = ctx.features.fail_reason(reason)                         # verify: why a task was reopened
         launch.record_session(ctx, result, failed, reason)                # record, attempts, holds
         counts = ctx.task.call("plan-status", env=ctx.env)                # task plan-status

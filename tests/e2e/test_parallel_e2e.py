@@ -654,6 +654,8 @@ def test_ctrl_c_and_sigterm_stop_every_session_and_put_their_tasks_back(
     tasks = export(run_task)
     assert [(t["status"], t["assignee"], t["held"]) for t in tasks.values()] == [
         ("open", None, None)] * 2
+    assert [(t["retry_count"], t["fail_reason"]) for t in tasks.values()] == [
+        (0, "ralph.py was interrupted during the session")] * 2      # released, not failed
     assert "Held task" not in out
     ends = [e for path in (git_repo / ".ralph" / "runs").glob("*/events.jsonl")
             for e in read_jsonl(path) if e["event"] == "session_end"]

@@ -197,6 +197,56 @@ def test_assigned_sessions_that_hit_a_usage_limit_are_not_counted_by_the_respawn
     assert classes(git_repo) == ["usage_limit"] * 3 + ["agent_error"]
     assert tasks_of(run_task)["t1"]["status"] == "done"
 
+LIMITED_REASON = "usage limit: You've hit your session limit (resume at "
+
+
+def test_usage_limited_sessions_give_their_task_back_uncounted_so_max_attempts_holds_real_failures(
+        git_repo, run_ralph, run_task, agent):
+    """Two nights end on a usage limit with t1 claimed: it goes back open with its
+    retry_count as it was (`_release`), so the third night holds it after its second real
+    failure, not after its first (--max-attempts counts earlier runs through retry_count)."""
+    sync(run_task, "t1")
+    limited = {**agent("claude-limit"), "STUB_LIMIT_MESSAGE": "You've hit your session limit"}
+    for _night in (1, 2):
+        proc = run_ralph("build", "-n", "1", "--max-attempts", "2", *LIMIT_ENV, env=limited)
+        assert proc.returncode == 0, proc.stderr
+        assert "released t1\n" in proc.stdout and "failed t1" not in proc.stdout
+        task = tasks_of(run_task)["t1"]
+        assert (task["status"], task["assignee"], task["retry_count"], task["held"]) == (
+            "open", None, 0, None)
+        assert task["fail_reason"].startswith(LIMITED_REASON)
+        end = events(git_repo, "session_end")[0]
+        assert (end["class"], end["detail"]) == ("usage_limit", task["fail_reason"])
+    proc = run_ralph("build", "--max-attempts", "2", *LIMIT_ENV,
+                     env={**agent("claude"), "STUB_EXIT": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("failed t1\n") == 2
+    reason = f"failed 2 times (--max-attempts 2): {SPEC_REASON} | {SPEC_REASON}"
+    assert f"Held task t1: {reason}\n" in proc.stdout
+    assert tasks_of(run_task)["t1"]["retry_count"] == 2
+
+
+def test_an_assigned_session_that_hits_a_usage_limit_releases_its_task_uncounted(
+        git_repo, run_ralph, run_task, agent, tmp_path):
+    """--assign: ralph's completion check gives the task back (`released t1`), its
+    retry_count kept, so the next run's first real failure is its first attempt."""
+    sync(run_task, "t1")
+    env = limit_agent(agent, tmp_path, STUB_LIMIT_MESSAGE="You've hit your session limit")
+    proc = run_ralph("build", "--assign", "-n", "1", *LIMIT_ENV, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "released t1\n" in proc.stdout and "failed t1" not in proc.stdout
+    task = tasks_of(run_task)["t1"]
+    assert (task["status"], task["assignee"], task["retry_count"]) == ("open", None, 0)
+    assert task["fail_reason"].startswith(LIMITED_REASON)
+    assert f"task t1: not done after the session: {task['fail_reason']}" in proc.stderr
+    proc = run_ralph("build", "--assign", "-n", "1", "--max-attempts", "2", *LIMIT_ENV,
+                     env={**env, "STUB_ACTION": "exit 1"})       # the stub's 2nd call: no limit
+    assert proc.returncode == 0, proc.stderr
+    assert "failed t1\n" in proc.stdout and "Held task" not in proc.stdout
+    task = tasks_of(run_task)["t1"]
+    assert (task["status"], task["retry_count"], task["held"]) == ("open", 1, None)
+
+
 def clock_ahead(now: datetime, hours: int, zone: str | None = None) -> str:
     """The hour `hours` after now as a message names it ("3pm"), in `zone` (None: local time,
     as ralph.py reads a reset without a zone): the reset is hours-1 to hours ahead whatever
@@ -373,6 +423,29 @@ def test_a_parallel_run_waits_out_a_usage_limit_then_runs_the_limited_task_again
         "out-t1.txt", "out-t2.txt", "out-t3.txt", "out-t4.txt"]          # every branch merged
     assert state(git_repo)["resumeAt"] is None
 
+
+
+def test_a_parallel_sessions_usage_limit_releases_its_task_uncounted(
+        git_repo, base_env, bin_dir, run_ralph, run_task, tmp_path):
+    """The limited session's task goes back open with its retry_count kept: the next run's
+    real failure is its first attempt, which --max-attempts 2 does not hold."""
+    ignore_ralph_dir(git_repo, base_env)
+    sync(run_task, "t1")
+    env = parallel_limit_agent(bin_dir, tmp_path, "t1", RESET_IN="1")
+    proc = run_ralph("build", "--parallel", "2", "-n", "1", "--max-attempts", "2", *LIMIT_ENV,
+                     env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "released t1\n" in proc.stdout and "failed t1" not in proc.stdout
+    task = tasks_of(run_task)["t1"]
+    assert (task["status"], task["assignee"], task["retry_count"]) == ("open", None, 0)
+    assert task["fail_reason"].startswith("usage limit: rate_limit_event: status rejected")
+    assert f"[t1] failed: {task['fail_reason']}" in proc.stdout
+    proc = run_ralph("build", "--parallel", "2", "--max-attempts", "2", *LIMIT_ENV,
+                     env={**env, "STUB_ACTION": "exit 1"})
+    assert proc.returncode == 0, proc.stderr
+    assert "failed t1\n" in proc.stdout and "Held task" not in proc.stdout
+    task = tasks_of(run_task)["t1"]
+    assert (task["status"], task["retry_count"], task["held"]) == ("open", 1, None)
 
 
 @pytest.mark.parametrize("loop", [[], ["--parallel", "2"]], ids=["single", "parallel"])

@@ -22,6 +22,12 @@ from ralphkit.backlog.client import TaskCall
 from ralphkit.config.options import Options
 from ralphkit.session.respawn import RespawnGuard
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Mapping
+
+    from ralphkit.backlog.calls import TaskCommand
+
 DEFAULT_INBOX = Path(".ralph") / "inbox"
 DEFAULT_LEASE = 3600                     # seconds, when sessions have no timeout
 
@@ -46,6 +52,7 @@ class AssignMode:
     guard: RespawnGuard
     inbox_dir: Path
     lease: int
+    ours: bool = False                   # the task CLI is ralph's own: it has `_release`
     current: str | None = None           # the task of the running session
 
     def describe(self) -> str:
@@ -78,18 +85,20 @@ class AssignMode:
         step.events.append(start.as_event())
         return step
 
-    def after(self, counted: bool = True) -> Step:
+    def after(self, no_attempt: str | None = None) -> Step:
         """The completion check of the session that just ended (before s.15.5's crash
-        safety, which then finds nothing left for this task). counted: False when the session
-        was no attempt at its task (a usage limit): its spawn does not count toward the
-        respawn guard's limit."""
+        safety, which then finds nothing left for this task). no_attempt: why the session was
+        no attempt at its task (a usage limit), else None: its spawn does not count toward the
+        respawn guard's limit, and a task it left active goes back with that reason, with
+        ralph's own task CLI without a failure counted (answers.give_back)."""
         task_id, self.current = self.current, None
         step = Step(task=task_id)
         if task_id is None:
             return step
         out = assigned_session.finish_assigned_session(
             self.task_call, task_id, repo=self.repo, ralph_dir=self.ralph_dir, guard=self.guard,
-            counted=counted)
+            counted=no_attempt is None, ours=self.ours,
+            **({"reason": no_attempt} if no_attempt else {}))
         step.fail_output, step.outcome = out.fail_output, out.outcome
         step.notices += [("assign", m) for m in out.messages if m]
         event = out.as_event()
@@ -110,11 +119,12 @@ class AssignMode:
         return step
 
 
-def setup(opts: Options, task_call: TaskCall, repo: Path, ralph_dir: Path,
-          lease_s: float | None = None) -> AssignMode | None:
-    """The run's AssignMode, or None when assignment mode is off. Reads the template now:
-    UsageError (exit 1) before the first write, never with a task claimed. lease_s: a fleet's
-    lease, which the session's heartbeat renews (docs/fleet.md)."""
+def setup(opts: Options, task: TaskCommand, env: Mapping[str, str], repo: Path,
+          ralph_dir: Path, lease_s: float | None = None) -> AssignMode | None:
+    """The run's AssignMode, or None when assignment mode is off; its task calls are `task`'s
+    over `env`. Reads the template now: UsageError (exit 1) before the first write, never
+    with a task claimed. lease_s: a fleet's lease, which the session's heartbeat renews
+    (docs/fleet.md)."""
     if not opts.assign:
         return None
     template = anti_drift_template(opts, repo)
@@ -124,10 +134,10 @@ def setup(opts: Options, task_call: TaskCall, repo: Path, ralph_dir: Path,
     lease = int(timeout) + 60 if timeout else DEFAULT_LEASE
     if lease_s is not None:
         lease = max(1, round(lease_s))
-    return AssignMode(task_call=task_call, repo=repo, ralph_dir=ralph_dir, template=template,
+    return AssignMode(task_call=task.bound(env), repo=repo, ralph_dir=ralph_dir,
+                      template=template, lease=lease, ours=task.embedded,
                       guard=RespawnGuard(ralph_dir / "spawns.json", opts.respawn_limit or 3),
-                      inbox_dir=_path(repo, opts.inbox) or repo / DEFAULT_INBOX,
-                      lease=lease)
+                      inbox_dir=_path(repo, opts.inbox) or repo / DEFAULT_INBOX)
 
 
 def anti_drift_template(opts: Options, repo: Path) -> str:

@@ -19,7 +19,7 @@ from ralphkit.backlog import client as task_client
 from ralphkit.assign import task_files
 from ralphkit.assign.choice import AssignedTask
 from ralphkit.session.respawn import RespawnGuard
-from ralphkit.backlog.answers import FAIL_REASON
+from ralphkit.backlog.answers import FAIL_REASON, give_back
 from ralphkit.backlog.client import TaskCall
 
 
@@ -180,10 +180,12 @@ def settle_interrupted(task_call: TaskCall, *, repo: Path, ralph_dir: Path,
 
 def finish_assigned_session(task_call: TaskCall, task_id: str, *, repo: Path,
                             ralph_dir: Path, guard: RespawnGuard,
-                            reason: str = FAIL_REASON, counted: bool = True) -> SessionOutcome:
+                            reason: str = FAIL_REASON, counted: bool = True,
+                            ours: bool = False) -> SessionOutcome:
     """The completion check after an assigned session (call it before the build loop's
     crash-safety step, which then finds nothing left to fail). counted: False for a session
-    that was no attempt at its task (a usage limit), whose spawn the guard takes back."""
+    that was no attempt at its task (a usage limit), whose spawn the guard takes back and
+    whose task goes back without a failure counted when task_call is ours (answers.give_back)."""
     messages: list[str] = []
     current = task_files.read_current_task(ralph_dir, task_id)
     record = task_client.task_record(task_call, task_id)
@@ -193,7 +195,7 @@ def finish_assigned_session(task_call: TaskCall, task_id: str, *, repo: Path,
         outcome.archive = _archive(ralph_dir, repo, current, record, result_text, messages)
         outcome.outcome = "completed"
     elif status == "active":
-        ok, out = task_call(["fail", task_id, "--reason", reason])
+        ok, out = task_call(give_back(task_id, reason, attempt=counted, ours=ours))
         outcome.fail_output = out
         outcome.outcome = "failed"
         if ok:

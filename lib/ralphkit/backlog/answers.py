@@ -1,8 +1,9 @@
 """Owns reading the task CLI's answers (ralph-cli.md s.9, s.15; task-cli.md s.8, s.9.9): the
 scope lines of `_get-scope`, the slugs of `list --markdown`, the open/active counts of
 `plan-status`, whole task records from `_export-json`, `show` and markdown-KV; the one
-reason the loop gives `task fail` for a session that did not finish its task, and the notice
-for a task the session's agent deleted instead (both loops). Pure functions
+reason the loop gives `task fail` for a session that did not finish its task, the call that
+gives such a task back (give_back), and the notice for a task the session's agent deleted
+instead (both loops). Pure functions
 over text, which is split on "\n" only (never splitlines(): a title or description may hold
 U+2028 and other characters splitlines() breaks on). Knows nothing of how the calls are made.
 
@@ -34,6 +35,15 @@ DELETED_UNHELD_NOTICE = ("task {}: deleted during the session, not done (it was 
                          "session's task)")
 
 _INTS = ("priority", "retry_count")
+
+
+def give_back(slug: str, reason: str, *, attempt: bool, ours: bool) -> list[str]:
+    """The task call (argv) that puts back a task a session left active: `fail` after an
+    attempt at it (s.15.5: its retry_count grows, which --max-attempts counts in later runs
+    too); after a session that was no attempt (a usage limit, a stop of the whole run, the
+    run's own Ctrl+C) `_release`, which leaves retry_count, when the task command is ours
+    (`ours`): an external RALPH_TASK_CMD or a task source has no `_release` and keeps `fail`."""
+    return ["fail" if attempt or not ours else "_release", slug, "--reason", reason]
 
 
 @dataclass(frozen=True)
@@ -180,4 +190,4 @@ def parse_markdown_kv(text: str) -> list[dict]:
 
 
 __all__ = ["Scope", "scope", "slugs", "all_done", "parse_show", "parse_export",
-           "parse_markdown_kv", "result_commit", "FAIL_REASON"]
+           "parse_markdown_kv", "result_commit", "give_back", "FAIL_REASON"]

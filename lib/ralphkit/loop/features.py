@@ -225,7 +225,7 @@ class Assign(Feature):
         return Prompt(step.prompt_data, step.task)
 
     def after_session(self, result: Any) -> list[str]:  # done: archive, else fail (spawns count)
-        step = self._report(self.mode.after(counted=self.ctx.night.is_attempt(result)))
+        step = self._report(self.mode.after(no_attempt=self.ctx.night.no_attempt(result)))
         if step.fail_output:
             self.ctx.say(step.fail_output)              # `failed <id>`, as s.15.5 passes it
         return [step.task] if step.outcome == "failed" else []
@@ -233,7 +233,7 @@ class Assign(Feature):
 
 def assignment(ctx: RunContext) -> Assign | None:
     """Assignment mode for this run (a resumed run keeps its mode), or None when off."""
-    mode = assign_mode.setup(ctx.options, ctx.task.bound(ctx.env), find_repo_root(ctx.cwd),
+    mode = assign_mode.setup(ctx.options, ctx.task, ctx.env, find_repo_root(ctx.cwd),
                              ctx.ralph_dir, lease_s=ctx.options.lease if ctx.fleet() else None)
     return Assign(ctx, mode) if mode is not None else None
 

@@ -189,12 +189,14 @@ def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str
 
 
 def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = FAIL_REASON,
-                      passthrough: bool = True, env: dict[str, str] | None = None) -> list[str]:
+                      passthrough: bool = True, env: dict[str, str] | None = None,
+                      attempt: bool = True) -> list[str]:
     """s.15.5: release what the session left active for this agent; the slugs it failed (a
     `fail` refused is not one). Also used on resume for a dead run's agent (its `fail` output
     not passed through). env: the agent's; by default ctx.env, which on a fleet's store holds
     the run's agent's claims file (session_setup), so a task another host took meanwhile is
-    refused."""
+    refused. attempt: False for a session that was no attempt at its task, whose tasks go
+    back without a failure counted where the task command is ours (answers.give_back)."""
     agent = agent or ctx.agent_id
     if not agent:
         return []
@@ -203,12 +205,13 @@ def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = F
                            "--markdown", env=env)              # task list --status active ...
     failed = []
     for slug in backlog.slugs(active.output):
+        argv = backlog.give_back(slug, reason, attempt=attempt, ours=ctx.task.embedded)
         if passthrough:
             ctx.stdout.flush()
-            result = ctx.task.passthrough("fail", slug, "--reason", reason,   # task fail $id
-                                          env=env, out=ctx.stdout.buffer)    # --reason "..."
+            result = ctx.task.passthrough(*argv, env=env,   # task fail $id --reason "..."
+                                          out=ctx.stdout.buffer)
         else:
-            result = ctx.task.call("fail", slug, "--reason", reason, env=env)
+            result = ctx.task.call(*argv, env=env)
         if result.ok:
             failed.append(slug)
     return failed

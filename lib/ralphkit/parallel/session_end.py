@@ -6,7 +6,8 @@ worktree when the verify gate is on (a failure re-opens or holds the task, docs/
 is counted as an attempt) and merged back into the run's branch (a failed merge re-opens the
 task with the reason and keeps the branch), `active` is failed (s.15.5, or with the timeout
 that ended it) and counted as an attempt (--max-attempts holds it, unattended.night; not when
-Ctrl+C or SIGTERM stopped the run: the session ends interrupted), as is a task the agent put
+Ctrl+C or SIGTERM stopped the run, the session ending interrupted, nor after a usage limit:
+then the task is released, its retry_count kept, answers.give_back), as is a task the agent put
 back itself with `task fail` (the build skill's way to give up), anything else is recorded as
 left; a task none of the run's sessions held, deleted meanwhile, is named once per run; then
 its worktree goes, its agent id is free again, and the run state, the session_end event and
@@ -175,11 +176,13 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
         ok, message, attempt = land(book, x.wt, record)
     elif status == "active":
         # s.15.5 crash safety; a timeout is named as the single loop names it. Ctrl+C or
-        # SIGTERM stopped the run, not the agent: its task goes back, and no attempt counts.
-        reason = (INTERRUPTED_REASON if result.interrupted else
-                  how.detail if result.timed_out or result.idle_out else FAIL_REASON)
-        failed = book.passthrough("fail", tid, "--reason", reason, agent=x.agent)  # fenced (fleet)
-        ok, message, attempt = False, reason, failed and not result.interrupted
+        # SIGTERM stopped the run, not the agent, and a usage limit is no attempt either: the
+        # task goes back (with our task CLI, without a failure counted), and no attempt counts.
+        tried = not result.interrupted and how.kind not in outcome.NOT_AN_ATTEMPT
+        reason = INTERRUPTED_REASON if result.interrupted else session_outcome.fail_reason(how)
+        failed = book.passthrough(*answers.give_back(tid, reason, attempt=tried,    # fenced
+                                                     ours=book.s.task.embedded), agent=x.agent)
+        ok, message, attempt = False, reason, failed and tried
     elif status == "open" and record.get("fail_reason") and \
             (record.get("retry_count") or 0) > (x.task.get("retry_count") or 0):
         ok, message, attempt = False, record["fail_reason"], True   # the agent's `task fail`

@@ -23,6 +23,7 @@ from ralphkit.backlog import answers
 from ralphkit.backlog import client as task_client
 from ralphkit.session import watchdog
 from ralphkit.unattended.session_outcome import classify_session, stop_error
+from ralphkit.unattended.session_outcome import fail_reason as session_fail_reason
 from ralphkit.unattended.night_config import NightConfig
 from ralphkit.runs.lifecycle import Run
 from ralphkit.signals import Guard
@@ -105,16 +106,13 @@ class Night:
         return (self.ralph_dir / control.PAUSE).exists()
 
     def fail_reason(self, result: Any) -> str:
-        """The crash-safety reason: the spec's text, or one naming the timeout."""
-        if getattr(result, "timed_out", False) or getattr(result, "idle_out", False):
-            return outcome.classify(None, None, timed_out=result.timed_out, idle_out=result.idle_out,
-                                    session_timeout_s=self.cfg.session_s,
-                                    idle_timeout_s=self.cfg.idle_s).detail   # = the outcome's detail
-        return answers.FAIL_REASON
+        """The crash-safety reason: the spec's text, or one naming the timeout or why the
+        session was no attempt at its task (session_outcome.fail_reason)."""
+        return session_fail_reason(self._classify(result)[0])
 
     # ------------------------------------------------------------------ after a session
     def _classify(self, result: Any) -> tuple[outcome.Outcome, Any]:
-        """classify_session's answer, once per session (is_attempt, then after_session)."""
+        """classify_session's answer, once per session (no_attempt, then after_session)."""
         if self._classified[0] is not result:
             self._classified = (result, *classify_session(
                 result, danger=bool(self.state.options.get("danger")), agent=self.agent,
@@ -122,9 +120,11 @@ class Night:
                 default_wait_s=self.cfg.default_wait_s))
         return self._classified[1], self._classified[2]
 
-    def is_attempt(self, result: Any) -> bool:
-        """An attempt at its task: no usage limit, no stop of the run (outcome.NOT_AN_ATTEMPT)."""
-        return self._classify(result)[0].kind not in outcome.NOT_AN_ATTEMPT
+    def no_attempt(self, result: Any) -> str | None:
+        """Why the session was no attempt at its task (a usage limit, a stop of the run:
+        outcome.NOT_AN_ATTEMPT), in fail_reason's words; None for an attempt."""
+        out = self._classify(result)[0]
+        return session_fail_reason(out) if out.kind in outcome.NOT_AN_ATTEMPT else None
 
     def after_session(self, result: Any, failed: list[str], reason: str,
                       progressed: bool = False, reasons: Mapping[str, str] = {}) -> dict[str, Any]:

@@ -3,8 +3,9 @@
 CLI's own refusal its adapter reads (agents/refusal.py: no credit ranks as a disabled account,
 a login it cannot get past as an auth failure) and outcome.classify's precedence, and the
 error that ends the run after it when waiting or another session cannot help (a disabled
-account, a rejected key, root refused: exit 7, 9, 10). Knows nothing of what the loops do next
-otherwise (night, guards)."""
+account, a rejected key, root refused: exit 7, 9, 10), and the reason its task goes back with
+when the session left it active. Knows nothing of what the loops do next otherwise (night,
+guards)."""
 from __future__ import annotations
 
 import os
@@ -12,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping
 
 from ralphkit.agents import adapters, refusal
+from ralphkit.backlog.answers import FAIL_REASON
 from ralphkit.errors import AuthFailed, RalphError, RootRefused, UsageDisabled
 from ralphkit.unattended import outcome, usage_limits
 
@@ -38,6 +40,14 @@ def classify_session(result: Any, *, danger: bool, agent: str, env: Mapping[str,
                             agent_refusal=said_as), hit
 
 
+def fail_reason(out: outcome.Outcome) -> str:
+    """The reason a task the session that ended as `out` left active goes back with: s.15.5's,
+    or the class's detail when that names a timeout or why the session was no attempt at its
+    task (outcome.NOT_AN_ATTEMPT: the usage limit and its reset time), which `show` then says."""
+    named = (*outcome.NOT_AN_ATTEMPT, outcome.TIMEOUT, outcome.IDLE)
+    return out.detail if out.kind in named else FAIL_REASON
+
+
 def stop_error(out: outcome.Outcome, agent: str) -> RalphError | None:
     """The error that ends the run after a session of `agent` (the CLI) that ended this way
     (exit 7, 9 or 10): waiting or another session cannot help; a person must act. None: the
@@ -54,4 +64,4 @@ def stop_error(out: outcome.Outcome, agent: str) -> RalphError | None:
     return None
 
 
-__all__ = ["classify_session", "stop_error"]
+__all__ = ["classify_session", "fail_reason", "stop_error"]
