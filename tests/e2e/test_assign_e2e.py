@@ -218,10 +218,10 @@ def test_a_task_left_by_a_run_ended_with_sigterm_is_settled_by_the_next_run(
     if mode == "hang":
         assert [c["task"] for c in read_jsonl(agent)] == ["t1", "t1", "t2"]
         assert "resuming task t1 from current-task.json" in again.stderr
-        line = next(x for x in again.stderr.splitlines() if x.startswith("failed task t1 "))
-        assert line.startswith("failed task t1 of the interrupted run's agent ")
+        line = next(x for x in again.stderr.splitlines() if x.startswith("released task t1 "))
+        assert line.startswith("released task t1 of the interrupted run's agent ")
         assert line.endswith(f": {reason}")
-        assert states == {"t1": ("done", 1), "t2": ("done", 0)}
+        assert states == {"t1": ("done", 0), "t2": ("done", 0)}     # stopped: no attempt
     else:                                            # finished by the file: not run again
         assert [c["task"] for c in read_jsonl(agent)] == ["t1", "t2"]
         assert "task t1: marked done from current-task.json" in again.stderr

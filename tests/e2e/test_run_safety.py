@@ -140,11 +140,15 @@ def test_kill_9_mid_session_then_build_again_takes_over_fails_the_task_and_resum
 
 
 
-def test_a_task_left_active_by_a_run_ended_with_sigterm_is_failed_back_by_the_next_run(
-        git_repo, base_env, run_task, run_ralph, action, tmp_path):
+@pytest.mark.parametrize("resume", [False, True], ids=["new run", "--resume"])
+def test_a_task_left_active_by_a_run_ended_with_sigterm_is_released_by_the_next_run(
+        git_repo, base_env, run_task, run_ralph, action, tmp_path, resume):
     """s.16: a run ended by SIGTERM (or Ctrl+C) runs no crash-safety step, so its agent's
-    claimed task stays active, claimable again only once its lease runs out. A new run
-    (not --resume) fails it back to open first, with a reason naming the run, and takes it."""
+    claimed task stays active, claimable again only once its lease runs out. The next run (a
+    new one, or the stopped one resumed) gives it back to open first, with a reason naming
+    the run, and takes it. The person stopped the run, not the task's session: no failure is
+    counted (`_release`, retry_count unchanged), so --max-attempts never holds a task for the
+    times its runs were stopped."""
     sync(run_task, "t1", "t2")
     env = {**base_env, **action, "HANG_AT": "1"}
     first = Running(["build"], cwd=git_repo, env=env)
@@ -158,17 +162,21 @@ def test_a_task_left_active_by_a_run_ended_with_sigterm_is_failed_back_by_the_ne
         Path(action["RELEASE"]).touch()
     run_dir, = runs(git_repo)
     assert {t["id"]: t["status"] for t in export(run_task)}[hung] == "active"
-    second = run_ralph("build", env={**action, "HANG_AT": "0"})
+    agent = state_of(run_dir)["extra"]["agentId"]          # a resumed run takes a new one
+    second = run_ralph("build", *(["--resume"] if resume else []),
+                       env={**action, "HANG_AT": "0"})
     assert second.returncode == 0, second.stderr
     assert "All tasks complete. Exiting loop." in second.stdout
     reason = f"ralph.py was interrupted during the session (run {run_dir.name})"
-    agent = state_of(run_dir)["extra"]["agentId"]
-    assert f"failed task {hung} of the interrupted run's agent {agent}: {reason}" in second.stderr
+    assert f"released task {hung} of the interrupted run's agent {agent}: {reason}" in \
+        second.stderr
     tasks = {t["id"]: t for t in export(run_task)}
     assert all(t["status"] == "done" for t in tasks.values())
-    assert tasks[hung]["retry_count"] == 1 and tasks[hung]["fail_reason"] == reason
-    new_run, = [r for r in runs(git_repo) if r != run_dir]
-    assert any(e.get("kind") == "interrupted_run" for e in events_of(new_run))
+    assert tasks[hung]["retry_count"] == 0 and tasks[hung]["fail_reason"] == reason
+    if not resume:
+        new_run, = [r for r in runs(git_repo) if r != run_dir]
+        assert any(e.get("kind") == "interrupted_run" for e in events_of(new_run))
+
 
 def test_a_plan_run_after_a_build_killed_with_9_stops_its_agent_and_fails_its_task(
         git_repo, base_env, run_task, run_ralph, action):

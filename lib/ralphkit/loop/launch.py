@@ -217,11 +217,12 @@ def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = F
     return failed
 
 
-def release_dead_agent(ctx: RunContext, run_id: str, agent: str,
-                       reason: str) -> leftovers.Recovered:
+def release_dead_agent(ctx: RunContext, run_id: str, agent: str, reason: str, *,
+                       attempt: bool = True) -> leftovers.Recovered:
     """On resume after a crash: settle the dead run's assigned session as its end would have
-    (current-task.json: done, archived), fail what its agent still holds, then deregister it
-    (quietly: these are not this run's calls of s.1's table). On a fleet's store the dead
+    (current-task.json: done, archived), give back what its agent still holds (failed, or,
+    `attempt` False after a run the person stopped, released: answers.give_back), then
+    deregister it (quietly: these are not this run's calls of s.1's table). On a fleet's store the dead
     agent's claims file is presented: a task another host took since its lease ran out is
     that host's, and its `fail` is refused."""
     env = ctx.env
@@ -229,7 +230,7 @@ def release_dead_agent(ctx: RunContext, run_id: str, agent: str,
         env = fleet_store.as_agent(ctx.env, ctx.ralph_dir, run_id, agent)
     done, notes = assigned_session.settle_interrupted(
         ctx.task.bound(env), repo=find_repo_root(ctx.cwd), ralph_dir=ctx.ralph_dir, agent=agent)
-    failed = fail_active_tasks(ctx, agent, reason, passthrough=False, env=env)
+    failed = fail_active_tasks(ctx, agent, reason, passthrough=False, env=env, attempt=attempt)
     ctx.task.call("agent", "deregister", agent, env=ctx.env)
     return leftovers.Recovered(failed, [done] if done else [], notes)
 

@@ -78,7 +78,8 @@ def start_run(ctx: RunContext) -> None:
         ctx.run = lifecycle.start_run(
             ctx.ralph_dir, ctx.mode, max_iterations=opts.max_iterations,
             cli_max_iterations=asked, options=opts.persisted(), resume=opts.resume,
-            recover=lambda run_id, agent, why: launch.release_dead_agent(ctx, run_id, agent, why),
+            recover=lambda run_id, agent, why, attempt: launch.release_dead_agent(
+                ctx, run_id, agent, why, attempt=attempt),
             source=store_url.redact(opts.tasks))            # a resumed run's backlog (exit 1)
     for note in ctx.run.notes:                                  # stderr: stdout stays s.10's
         ctx.warn(note)

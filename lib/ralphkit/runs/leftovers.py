@@ -2,7 +2,10 @@
 session of a crashed run being resumed (kill -9, OOM, power loss: its agent's process group
 killed, its task settled or failed with a reason, its agent released, through a callback)
 and the task a run ended by Ctrl+C or SIGTERM left active (exit 130, s.16: no crash-safety
-step then), released when a new run starts. Does not own the task calls (the `recover`
+step then), released when a new run starts. A run the person stopped was no attempt at its
+task: its task goes back without a failure counted (`attempt=False`: `task _release`, which
+--max-attempts does not see in later runs); a crashed run's task is failed, so that a task
+whose session takes ralph down with it each time is still held in the end. Does not own the task calls (the `recover`
 callback, loop.launch), the run state's format (runs.state) or printing: each line goes to
 `log(kind, line)`, which runs.lifecycle prints on stderr and records as a `log` event."""
 from __future__ import annotations
@@ -20,14 +23,15 @@ from ralphkit.session import dead as dead_session
 @dataclass
 class Recovered:
     """What recover() did for the dead run's session and agent."""
-    failed: list[str] = field(default_factory=list)       # tasks failed back to open
+    failed: list[str] = field(default_factory=list)       # tasks given back to open
     finished: list[str] = field(default_factory=list)     # its task, found done: not failed
     notes: list[str] = field(default_factory=list)        # lines for stderr and the log
 
 
-# recover(run_id, agent_id, reason) -> Recovered: settles the dead run's session, fails what
-# its agent still holds and deregisters it (loop.launch's task calls).
-Recover = Callable[[str, str, str], Recovered]
+# recover(run_id, agent_id, reason, attempt) -> Recovered: settles the dead run's session,
+# gives back what its agent still holds (failed when `attempt`, else released) and
+# deregisters it (loop.launch's task calls).
+Recover = Callable[[str, str, str, bool], Recovered]
 Log = Callable[..., None]                  # log(kind, line, task=...): the task it settled
 
 
@@ -46,14 +50,17 @@ def _kill_dead_agent(active: dict[str, Any] | None, kind: str, log: Log) -> None
         log("strays", strays.line(stopped.strays))
 
 
-def recover_dead(state: run_state.RunState, recover: Recover, log: Log) -> None:
+def recover_dead(state: run_state.RunState, recover: Recover, log: Log,
+                 stopped: bool = False) -> None:
     """The resumed run's dead session: kill its agent, settle its task (found done: completed,
-    not failed), fail what its agent still holds with a reason, deregister it."""
-    reason = f"ralph.py exited during the session (run {state.run_id})"
+    not failed), give back what its agent still holds with a reason, deregister it.
+    stopped: the run ended by Ctrl+C or SIGTERM (exit 130), no attempt at its task."""
+    reason = (f"ralph.py was interrupted during the session (run {state.run_id})" if stopped
+              else f"ralph.py exited during the session (run {state.run_id})")
     dead = state.active                  # taken below, once recover() said how its task ended
     _kill_dead_agent(dead, "resume", log)
     agent = (dead or {}).get("agent") or state.extra.pop("agentId", None)
-    got = recover(state.run_id, agent, reason) if agent else Recovered()
+    got = recover(state.run_id, agent, reason, not stopped) if agent else Recovered()
     if (dead or {}).get("task") in got.finished:
         state.active = None              # its end was settled: not a failure
     state.take_interrupted(reason)
@@ -63,7 +70,8 @@ def recover_dead(state: run_state.RunState, recover: Recover, log: Log) -> None:
     known = {e["task"] for e in state.failed if e.get("reason") == reason}
     state.failed += [{"task": slug, "at": run_state.utc_now(), "reason": reason}
                      for slug in got.failed if slug not in known]
-    _say(log, "resume", got, f"the dead run's agent {agent}", reason)
+    whose = "the interrupted run's agent" if stopped else "the dead run's agent"
+    _say(log, "resume", got, f"{whose} {agent}", reason, not stopped)
 
 
 def release_interrupted(ralph_dir: Path, current: str, recover: Recover, log: Log) -> None:
@@ -82,7 +90,8 @@ def release_interrupted(ralph_dir: Path, current: str, recover: Recover, log: Lo
     agent = (before.active or {}).get("agent") or before.extra.get("agentId")
     if not isinstance(agent, str):
         return
-    if before.exit_code == INTERRUPTED:
+    stopped = before.exit_code == INTERRUPTED
+    if stopped:
         reason, whose = (f"ralph.py was interrupted during the session (run {previous})",
                          f"the interrupted run's agent {agent}")
     elif before.ended_at is None and "parallel" not in before.extra:
@@ -91,15 +100,18 @@ def release_interrupted(ralph_dir: Path, current: str, recover: Recover, log: Lo
         _kill_dead_agent(before.active, "interrupted_run", log)
     else:
         return
-    _say(log, "interrupted_run", recover(previous, agent, reason), whose, reason)
+    got = recover(previous, agent, reason, not stopped)
+    _say(log, "interrupted_run", got, whose, reason, not stopped)
 
 
-def _say(log: Log, kind: str, got: Recovered, whose: str, reason: str) -> None:
-    """recover()'s notes, then one line per task it failed."""
+def _say(log: Log, kind: str, got: Recovered, whose: str, reason: str, attempt: bool) -> None:
+    """recover()'s notes, then one line per task it gave back (failed, or released after a
+    run the person stopped)."""
     for note in got.notes:
         log(kind, note)
+    verb = "failed" if attempt else "released"
     for slug in got.failed:
-        log(kind, f"failed task {slug} of {whose}: {reason}", task=slug, reason=reason)
+        log(kind, f"{verb} task {slug} of {whose}: {reason}", task=slug, reason=reason)
 
 
 __all__ = ["Recovered", "Recover", "recover_dead", "release_interrupted"]

@@ -101,6 +101,7 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
                                                max_iterations=max_iterations, options=options)
     run = Run(Path(ralph_dir), lock, state, resumed=loaded.state is not None)
     was = "stopped by a signal at iteration" if state.ended_at else "interrupted at iteration"
+    stopped = state.exit_code == INTERRUPTED                    # Ctrl+C, SIGTERM: exit 130
     state.ended_at = state.exit_code = state.exit_reason = None      # it runs again
     state.extra.setdefault("tasks", source)             # checked when the run is resumed
     run_state.save(ralph_dir, state)                  # the run directory exists from here
@@ -122,7 +123,8 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
         for line in run_state.merge_options(state, cli_max_iterations, options,
                                             shown={"notify": notify_channels.shown}):
             _log(run, "flag_mismatch", line)
-        leftovers.recover_dead(state, recover, log=functools.partial(_log, run))
+        leftovers.recover_dead(state, recover, log=functools.partial(_log, run),
+                               stopped=stopped)
     else:
         if resume:
             _log(run, "resume", f"Nothing to resume: starting run {run_id}")
