@@ -9,7 +9,7 @@ import pytest
 
 from ralphkit.verify import js_config
 from test_runner_configs import write
-from test_tamper import commit, edit, repo, scan, texts  # noqa: F401  (repo: fixture)
+from test_tamper import commit, repo, scan, texts  # noqa: F401  (repo: fixture)
 
 SPEC_JS_OR_TS = r"(/test/.*\.spec\.[tj]s)$"
 
