@@ -77,11 +77,17 @@ def _matches(pattern: str, paths: list[str], glob: bool) -> bool:
     one this cannot read matches."""
     if glob:
         return js_config.matches_any(re.sub(r"^<rootDir>/", "", pattern), paths)
+    rx = _ignore_rx(pattern)
+    return rx is None or any(rx.search(f"{_ROOT}/{path}") for path in paths)
+
+
+def _ignore_rx(pattern: str) -> re.Pattern | None:
+    """An ignore pattern (matched against `_ROOT/` and the path from the rootDir) as Python
+    reads it; None when it does not compile."""
     try:                                          # a JavaScript string's escapes undone
-        rx = re.compile(re.sub(r"\\(.)", r"\1", pattern).replace("<rootDir>", _ROOT))
+        return re.compile(re.sub(r"\\(.)", r"\1", pattern).replace("<rootDir>", _ROOT))
     except re.error:
-        return True
-    return any(rx.search(f"{_ROOT}/{path}") for path in paths)
+        return None
 
 
 def _join(base: str | None, folder: str | None) -> str | None:
@@ -211,6 +217,34 @@ def _roots(old: Mapping[str, Setting], new: Mapping[str, Setting], path: str, ol
             if any(_under(t, [_join(was_base, _root(text))]) for t in left)]
 
 
+def keeps_out(config: str, found: Mapping[str, Setting], path: str) -> str | None:
+    """What keeps a file (from the repository's top) out of the tests jest runs with this
+    configuration's settings (its roots, testPathIgnorePatterns, testRegex or testMatch), as
+    a finding names it; "" when jest takes it; None when this cannot tell."""
+    base = _base(found, config)
+    roots = _roots_of(found, base)
+    if base is None or None in roots:
+        return None
+    if not _under(path, roots):
+        name = next((n for n in ("roots", "rootDir") if n in found), None)
+        return (f"{name} {', '.join(_texts(found, name))}" if name
+                else f"not under the folder of {config}")
+    ignores = _texts(found, "testPathIgnorePatterns") if "testPathIgnorePatterns" in found \
+        else ["/node_modules/"]                              # jest's default
+    if "testPathIgnorePatterns" in found and not ignores:
+        return None                                          # given by code
+    for pattern in ignores:
+        if (rx := _ignore_rx(pattern)) is None:
+            return None
+        if rx.search(f"{_ROOT}/{path[len(base) + 1:] if base else path}"):
+            return f"testPathIgnorePatterns {pattern} in {config}"
+    rel = next(iter(js_config.in_folder(config, [path])), None)
+    taken = None if rel is None else jest_tests.takes(found, rel)
+    name = "testRegex" if "testRegex" in found else "testMatch"
+    what = ", ".join(_texts(found, name)) or "(jest's default)"
+    return None if taken is None else "" if taken else f"{name} {what} in {config}"
+
+
 def _new_package(path: str, existed: Callable[[], Iterable[str]]) -> bool:
     """No test of the start commit under the configuration's folder."""
     return not any(patterns.is_test_path(p) for p in js_config.in_folder(path, existed()))
@@ -243,4 +277,5 @@ def coverage(changes: list[Change]) -> list[Change]:
     return [c for c in changes if c.setting in COVERAGE]
 
 
-__all__ = ["TESTS", "COVERAGE", "is_config", "settings", "changes", "selections", "coverage"]
+__all__ = ["TESTS", "COVERAGE", "is_config", "settings", "changes", "keeps_out", "selections",
+           "coverage"]

@@ -51,6 +51,13 @@ def _runs(found: Mapping[str, Setting]) -> Callable[[str], bool] | None:
                          and not any(m(path) for m in negated if m))
 
 
+def takes(found: Mapping[str, Setting], path: str) -> bool | None:
+    """Whether jest takes a file (relative to the configuration's folder) for a test by its
+    testRegex or testMatch; None when this cannot tell."""
+    runs = _runs(found)
+    return None if runs is None else runs(path)
+
+
 def left_out(old: Mapping[str, Setting], new: Mapping[str, Setting],
              files: list[str]) -> list[str] | None:
     """The files (JavaScript and TypeScript of the start commit, relative to the
@@ -70,4 +77,4 @@ def leaves_out(name: str, text: str, config: str, left: list[str] | None) -> str
                 None)
 
 
-__all__ = ["TEST_MATCH", "left_out", "leaves_out"]
+__all__ = ["TEST_MATCH", "takes", "left_out", "leaves_out"]

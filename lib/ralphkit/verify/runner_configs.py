@@ -42,6 +42,13 @@ def _settings(rule: ModuleType, path: str, text: str) -> dict[str, Setting]:
     return rule.settings(path, text) if rule is jest_config else rule.settings(text)
 
 
+def parse(path: str, text: str) -> tuple[ModuleType, dict[str, Setting]] | None:
+    """A runner configuration file's rule (vitest_config or jest_config) and its settings
+    from its text; None for a file no runner reads its configuration from."""
+    rule = _rule(path)
+    return None if rule is None else (rule, _settings(rule, path, text))
+
+
 def read(files: list[DiffFile], read_new: Callable[[str], str], olds: Mapping[str, str],
          existed: Callable[[], Iterable[str]]) -> dict[str, Config]:
     """The diff's runner configurations, by their path now. read_new(path): a file's text
@@ -101,4 +108,4 @@ def coverage(configs: Mapping[str, Config]) -> dict[str, list[Change]]:
     return {path: c.rule.coverage(c.changes) for path, c in configs.items()}
 
 
-__all__ = ["Config", "read", "selections", "coverage", "thresholds_file"]
+__all__ = ["Config", "parse", "read", "selections", "coverage", "thresholds_file"]

@@ -9,8 +9,8 @@ test moved to another file the runner collects is not removed, and what switches
 is a finding even in a new file. Findings name the file and the line (of the new file; of the
 old one for what was removed). Knows nothing of tasks or of what is done with the findings;
 the rules' reading is patterns.py's, test_bodies.py's, replaced_code.py's,
-swapped_imports.py's, moves.py's, test_commands.py's, coverage_exclusions.py's and
-runner_configs.py's (the JavaScript runners' configurations, read once), the diff's
+swapped_imports.py's, moves.py's, moved_tests.py's, test_commands.py's, coverage_exclusions.py's
+and runner_configs.py's (the JavaScript runners' configurations, read once), the diff's
 diff_files.py's."""
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Mapping
 
 from ralphkit import programs
-from ralphkit.verify import (coverage_exclusions, diff_files, moves, patterns, replaced_code,
-                             runner_configs, swapped_imports, test_bodies, test_commands)
+from ralphkit.verify import (coverage_exclusions, diff_files, moved_tests, moves, patterns,
+                             replaced_code, runner_configs, swapped_imports, test_bodies,
+                             test_commands)
 from ralphkit.verify.diff_files import DiffFile
 
 
@@ -257,10 +258,7 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
          hidden_before: frozenset[str] = frozenset()) -> list[Finding]:
     """The findings of the tree's diff from base (a commit); [] when base is unknown.
     hidden_before: hidden_paths when base was taken."""
-    if not base:
-        return []
-    protect = tuple(protect)
-    diff = _git_diff(tree, base, env)
+    protect, diff = tuple(protect), _git_diff(tree, base, env) if base else None
     if diff is None:
         return []
     files = diff_files.parse(diff)
@@ -291,7 +289,9 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
                 coverage_exclusions.changes(files + untracked, scanned.text, olds,
                                             runner_configs.coverage(runners))]
     narrowed = [Finding("narrowed_tests", path, no, f"test selection or outcome changed: {what}")
-                for path, no, what in runner_configs.selections(runners, existed)]
+                for path, no, what in runner_configs.selections(runners, existed)] + [
+        Finding("renamed_test", old, None, what) for old, what in      # kept name, not its run
+        moved_tests.out_of_run(files + untracked, scanned.text, olds, existed)]
     return [finding for f in files + untracked
             for finding in _file_findings(f, scanned)] + narrowed + excluded + hidden
 

@@ -198,6 +198,23 @@ def _narrowed(config: str, new: Mapping[str, Setting], folder: str,
     return [Change(config, line, name, f"{name} {what}{_named(config, folder, left)}")]
 
 
+def keeps_out(config: str, found: Mapping[str, Setting], path: str) -> str | None:
+    """What keeps a file (from the repository's top) out of the tests vitest runs with this
+    configuration's settings, as a finding names it; "" when vitest takes it; None when this
+    cannot tell (`projects`, a folder or an include given by code, a glob not read)."""
+    root = bool(_VITEST.search(config)) or any(n.startswith("test.") for n in found)
+    folder = _scan_folder(found, root)
+    if "test.projects" in found or folder is None or ".." in folder.split("/"):
+        return None
+    rel = next(iter(js_config.in_folder(config, [path])), None)
+    if rel is None:
+        return f"not under the folder of {config}"
+    if folder and not rel.startswith(folder + "/"):
+        return f"{next(n for n in ('test.dir', 'test.root', 'root') if n in found)} {folder}"
+    why = vitest_tests.keeps_out(found, rel[len(folder) + 1:] if folder else rel)
+    return why and f"{why} in {config}"
+
+
 def selections(changes: list[Change]) -> list[tuple[str, int, str]]:
     """(path, line, what) of each test a vitest configuration's changes leave out of the
     run."""
@@ -209,4 +226,5 @@ def coverage(changes: list[Change]) -> list[Change]:
     return [c for c in changes if c.setting.startswith("coverage.")]
 
 
-__all__ = ["Change", "Setting", "is_config", "settings", "changes", "selections", "coverage"]
+__all__ = ["Change", "Setting", "is_config", "settings", "changes", "keeps_out", "selections",
+           "coverage"]

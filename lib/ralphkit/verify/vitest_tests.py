@@ -48,6 +48,23 @@ def _runs(found: Mapping[str, Setting]) -> Callable[[str], bool] | None:
                          and not any(_excluded(m, path) for m in exclude if m))
 
 
+def keeps_out(found: Mapping[str, Setting], path: str) -> str | None:
+    """What keeps a file (relative to the folder vitest looks in) out of vitest's tests, as
+    a finding names it (`test.exclude legacy/**`, `test.include src/**/*.test.ts`); "" when
+    vitest takes it; None when this cannot tell."""
+    include = _matchers(found, "test.include", INCLUDE)
+    exclude = _matchers(found, "test.exclude", EXCLUDE)
+    if include is None or exclude is None or None in include + exclude:
+        return None
+    globs = js_config.texts(found, "test.exclude") if "test.exclude" in found else EXCLUDE
+    hit = next((glob for glob, m in zip(globs, exclude) if m and _excluded(m, path)), None)
+    if hit is not None:
+        return f"test.exclude {hit}"
+    if not any(m(path) for m in include if m):
+        return f"test.include {', '.join(js_config.texts(found, 'test.include') or INCLUDE)}"
+    return ""
+
+
 def left_out(old: Mapping[str, Setting], new: Mapping[str, Setting],
              files: list[str]) -> list[str] | None:
     """The files (JavaScript and TypeScript of the start commit, relative to the folder
@@ -65,4 +82,4 @@ def matched(glob: str, left: list[str], exclude: bool) -> list[str] | None:
     return [p for p in left if (_excluded(matches, p) if exclude else matches(p))]
 
 
-__all__ = ["INCLUDE", "EXCLUDE", "left_out", "matched"]
+__all__ = ["INCLUDE", "EXCLUDE", "keeps_out", "left_out", "matched"]
