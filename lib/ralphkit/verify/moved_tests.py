@@ -1,20 +1,22 @@
-"""Owns the tamper rule on a test file moved out of its runner's run: a JavaScript test file of
-the start commit that the diff renames (git's rename detection) keeping a test's name, which
-its runner's configuration (vitest's, jest's: the nearest file above it that configures the
-runner) took at its old path as the start commit had it, and which the configuration as the
-session left it (the nearest above the new path, else the old one) does not take at its new
-path: an exclude or ignore pattern it now falls under, an include, testMatch or testRegex it
-left, a folder (`dir`, roots) it is no longer under. Judged with the settings now, a move and
-the exclusion added for it in the same diff are found together; a move the configuration
-follows, or one to a place it still takes, is none. A configuration this cannot read (given by
-code, a glob or a regular expression not read) gives no finding, and a file renamed to a name
-no runner takes is patterns.renamed_away's. Knows nothing of git: tamper.py gives the texts."""
+"""Owns the tamper rule on a test file moved out of its runner's run: a test file of the start
+commit that the diff renames (git's rename detection) keeping a test's name, which its runner
+took at its old path by the configuration the start commit had, and does not take at its new
+path by the configuration as the session left it. JavaScript: vitest's and jest's, the nearest
+file above the test that configures the runner (above the new path now, else the old one's
+file), their excludes and ignore patterns, includes, testMatch, testRegex and folders (`dir`,
+roots); Python: pytest's options file at the top of the tree, its testpaths, norecursedirs and
+addopts' --ignore and --ignore-glob. Judged with the settings now, a move and the exclusion
+added for it in the same diff are found together; a move the configuration follows, or one to
+a place it still takes, is none. A configuration this cannot read (given by code, a glob or a
+regular expression not read) gives no finding, and a file renamed to a name no runner takes
+is patterns.renamed_away's. Knows nothing of git: tamper.py gives the texts."""
 from __future__ import annotations
 
 from types import ModuleType
 from typing import Callable, Iterable, Mapping
 
-from ralphkit.verify import jest_config, js_config, patterns, runner_configs, vitest_config
+from ralphkit.verify import (diff_files, jest_config, js_config, patterns, pytest_config,
+                             runner_configs, vitest_config)
 from ralphkit.verify.diff_files import DiffFile
 from ralphkit.verify.js_config import Setting
 
@@ -34,11 +36,11 @@ def _folders(path: str) -> list[str]:
     return ["/".join(parts[:i]) for i in range(len(parts), -1, -1)]
 
 
-def _read(paths: Iterable[str], near: set[str], read: Callable[[str], str]) -> _Configs:
+def _read(paths: Iterable[str], near: set[str], read: Callable[[str], str | None]) -> _Configs:
     """The runner configurations among `paths` in the folders `near`, parsed."""
     return {p: parsed for p in paths if p and p.rpartition("/")[0] in near
             and (jest_config.is_config(p) or vitest_config.is_config(p))
-            and (parsed := runner_configs.parse(p, read(p)))}
+            and (parsed := runner_configs.parse(p, read(p) or ""))}
 
 
 def _nearest(configs: _Configs, rule: ModuleType, path: str) -> str | None:
@@ -53,34 +55,65 @@ def _nearest(configs: _Configs, rule: ModuleType, path: str) -> str | None:
     return None
 
 
-def out_of_run(files: list[DiffFile], read_now: Callable[[str], str], olds: Mapping[str, str],
-               existed: Callable[[], Iterable[str]]) -> list[tuple[str, str]]:
-    """(old path, what) of each test file the diff moves out of its runner's run.
-    read_now(path): a file's text now; olds: a changed file's text as the diff started, by
-    its old path; existed: the start commit's files."""
-    moved = [(f.old, f.new) for f in files if f.old and f.new and f.old != f.new
-             and js_config.js_tests([f.old]) and js_config.scripts([f.new])
-             and not patterns.renamed_away(f.old, f.new)]
-    if not moved:
-        return []
+def _texts(files: list[DiffFile], existed: Callable[[], Iterable[str]],
+           read_now: Callable[[str], str]) -> tuple[Callable[[str], str | None], ...]:
+    """A file's text as the diff started, and now; None where the file is not there."""
+    was = {f.old: f for f in files if f.old}
+    now = {f.new: f for f in files if f.new}
+    paths = set(existed())
+
+    def start(path: str) -> str | None:
+        f = was.get(path)
+        if f is None:
+            return read_now(path) if path in paths else None
+        return ("\n".join(t for _, t in f.removed) if f.new is None
+                else diff_files.before(f, read_now(f.new)))
+    return start, lambda path: read_now(path) if path in now or (
+        path in paths and path not in was) else None
+
+
+def _js(moved: list[tuple[str, str]], start: Callable[[str], str | None],
+        now: Callable[[str], str | None], paths: tuple[Iterable[str], Iterable[str]]):
+    """(old path, what keeps it out) of each JavaScript test moved out of its runner's run."""
     near = {d for old, new in moved for d in _folders(old) + _folders(new)}
-    deleted = {f.old: "\n".join(t for _, t in f.removed) for f in files if f.old and not f.new}
-    start = _read(existed(), near, lambda p: deleted[p] if p in deleted else olds[p] if p in olds
-                  else read_now(p))
-    now = _read(set(existed()).difference(f.old for f in files if f.old)
-                | {f.new for f in files if f.new}, near, read_now)
-    found = []
+    was, is_ = _read(paths[0], near, start), _read(paths[1], near, now)
     for old, new in moved:
         for rule in (vitest_config, jest_config):
-            was = _nearest(start, rule, old)
-            if was is None or rule.keeps_out(was, start[was][1], old) != "":
+            config = _nearest(was, rule, old)
+            if config is None or rule.keeps_out(config, was[config][1], old) != "":
                 continue
-            config = _nearest(now, rule, new) or (was if was in now else None)
-            why = None if config is None else rule.keeps_out(config, now[config][1], new)
-            if why:
-                found.append((old, f"test file moved out of the run to {new} ({why})"))
+            now_config = _nearest(is_, rule, new) or (config if config in is_ else None)
+            if now_config and (why := rule.keeps_out(now_config, is_[now_config][1], new)):
+                yield old, new, why
                 break
-    return found
+
+
+def _py(moved: list[tuple[str, str]], start: Callable[[str], str | None],
+        now: Callable[[str], str | None]):
+    """(old path, what keeps it out) of each Python test moved out of pytest's collection."""
+    was, is_ = pytest_config.read(start), pytest_config.read(now)
+    for old, new in moved:
+        if was and is_ and pytest_config.keeps_out(was, old) == "" and (
+                why := pytest_config.keeps_out(is_, new)):
+            yield old, new, why
+
+
+def out_of_run(files: list[DiffFile], read_now: Callable[[str], str],
+               existed: Callable[[], Iterable[str]]) -> list[tuple[str, str]]:
+    """(old path, what) of each test file the diff moves out of its runner's run.
+    read_now(path): a file's text now; existed: the start commit's files."""
+    moved = [(f.old, f.new) for f in files if f.old and f.new and f.old != f.new
+             and patterns.is_test_path(f.old) and not patterns.renamed_away(f.old, f.new)]
+    js = [(old, new) for old, new in moved
+          if js_config.js_tests([old]) and js_config.scripts([new])]
+    py = [(old, new) for old, new in moved if old.endswith(".py") and new.endswith(".py")]
+    if not js and not py:
+        return []
+    start, now = _texts(files, existed, read_now)
+    paths = (existed(), set(existed()).difference(f.old for f in files if f.old)
+             | {f.new for f in files if f.new})
+    return [(old, f"test file moved out of the run to {new} ({why})") for old, new, why in
+            [*(_js(js, start, now, paths) if js else ()), *_py(py, start, now)]]
 
 
 __all__ = ["out_of_run"]

@@ -291,7 +291,7 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
     narrowed = [Finding("narrowed_tests", path, no, f"test selection or outcome changed: {what}")
                 for path, no, what in runner_configs.selections(runners, existed)] + [
         Finding("renamed_test", old, None, what) for old, what in      # kept name, not its run
-        moved_tests.out_of_run(files + untracked, scanned.text, olds, existed)]
+        moved_tests.out_of_run(files + untracked, scanned.text, existed)]
     return [finding for f in files + untracked
             for finding in _file_findings(f, scanned)] + narrowed + excluded + hidden
 

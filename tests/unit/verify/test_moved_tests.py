@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from ralphkit.verify import diff_files
 from test_runner_configs import write
 from test_tamper import commit, repo, scan, texts  # noqa: F401  (repo: fixture)
 
@@ -123,3 +124,74 @@ def test_a_test_renamed_to_a_name_no_runner_takes_is_reported_once(repo):
                  "src/hard.test.ts", "legacy/hard.ts")
     assert texts(scan(path, base)) == [
         "src/hard.test.ts: test file renamed away to legacy/hard.ts (no longer collected)"]
+
+
+PY_HARD = "def test_hard():\n    total = 1 + 1\n    assert total == 2\n"
+
+
+def py_moved(path, config: dict[str, str], new: str,
+             config_now: dict[str, str] | None = None) -> str:
+    write(path, {**config, "tests/test_hard.py": PY_HARD})
+    base = commit(path, "tests")
+    write(path, {"tests/test_hard.py": None, new: PY_HARD, **(config_now or {})})
+    return base
+
+
+@pytest.mark.parametrize("config, new, why", [
+    ({"pytest.ini": "[pytest]\nnorecursedirs = disabled .*\n"}, "tests/disabled/test_hard.py",
+     "norecursedirs disabled in pytest.ini"),
+    ({"pyproject.toml": '[tool.pytest.ini_options]\naddopts = "-q --ignore=tests/disabled"\n'},
+     "tests/disabled/test_hard.py", "addopts --ignore=tests/disabled in pyproject.toml"),
+    ({"pyproject.toml": '[tool.pytest.ini_options]\naddopts = ["--ignore", "tests/off"]\n'},
+     "tests/off/test_hard.py", "addopts --ignore=tests/off in pyproject.toml"),
+    ({"setup.cfg": "[coverage:report]\nfail_under = 90\n\n[tool:pytest]\n"
+                   "addopts = --ignore-glob=*/disabled/*\n"},
+     "tests/disabled/test_hard.py", "addopts --ignore-glob=*/disabled/* in setup.cfg"),
+    ({"tox.ini": "[tox]\nenvlist = py3\n\n[pytest]\ntestpaths = tests\n"}, "scratch/test_hard.py",
+     "testpaths tests in tox.ini"),
+    ({"pytest.ini": "[pytest]\ntestpaths =\n    tests\n"}, "tests/build/test_hard.py",
+     "norecursedirs build (pytest's default)"),
+], ids=["norecursedirs", "ignore", "ignore-in-a-list", "ignore-glob", "out-of-testpaths",
+        "default-norecursedirs"])
+def test_a_test_moved_out_of_pytests_collection_is_a_finding(repo, config, new, why):
+    path, _ = repo
+    base = py_moved(path, config, new)
+    assert texts(scan(path, base)) == [
+        f"tests/test_hard.py: test file moved out of the run to {new} ({why})"]
+
+
+def test_a_move_and_the_pytest_setting_that_keeps_it_out_in_one_diff_are_a_finding(repo):
+    path, _ = repo
+    base = py_moved(path, {"pytest.ini": "[pytest]\naddopts = -q\n"}, "tests/disabled/test_hard.py",
+                    {"pytest.ini": "[pytest]\naddopts = -q\nnorecursedirs = disabled\n"})
+    assert ("tests/test_hard.py: test file moved out of the run to tests/disabled/test_hard.py "
+            "(norecursedirs disabled in pytest.ini)") in texts(scan(path, base))
+
+
+@pytest.mark.parametrize("config, new, config_now", [
+    ({"pytest.ini": "[pytest]\ntestpaths = tests\n"}, "tests/unit/test_hard.py", None),
+    ({"pytest.ini": "[pytest]\ntestpaths = tests\n"}, "scratch/test_hard.py",
+     {"pytest.ini": "[pytest]\ntestpaths = tests scratch\n"}),
+    ({"pytest.ini": "[pytest]\nnorecursedirs = disabled\n"}, "tests/build/test_hard.py", None),
+    ({}, "build/test_hard.py", None),
+    ({"pytest.ini": "[pytest]\naddopts = '--ignore=tests/off\n"}, "tests/off/test_hard.py", None),
+], ids=["still-under-testpaths", "testpaths-follow", "norecursedirs-replaces-the-default",
+        "no-pytest-configuration", "addopts-not-read"])
+def test_a_move_pytest_still_collects_or_cannot_be_told_is_no_finding(repo, config, new,
+                                                                     config_now):
+    path, _ = repo
+    base = py_moved(path, config, new, config_now)
+    assert [t for t in texts(scan(path, base)) if "moved out of the run" in t] == []
+
+
+def test_a_files_text_as_the_diff_started_is_rebuilt_from_its_text_now():
+    """A configuration's start-commit side comes from its text now and the -U0 diff."""
+    diff = ("diff --git a/pytest.ini b/pytest.ini\n--- a/pytest.ini\n+++ b/pytest.ini\n"
+            "@@ -2 +2 @@\n-testpaths = tests\n+testpaths = src\n"
+            "@@ -3,0 +4,2 @@\n+norecursedirs = off\n+addopts = -q\n"
+            "@@ -5 +6,0 @@\n-xfail_strict = true\n")
+    now = "[pytest]\ntestpaths = src\nminversion = 7\nnorecursedirs = off\naddopts = -q\n" \
+          "console_output_style = classic\n"
+    f = diff_files.parse(diff)[0]
+    assert diff_files.before(f, now) == ("[pytest]\ntestpaths = tests\nminversion = 7\n"
+                                         "console_output_style = classic\nxfail_strict = true\n")
