@@ -74,7 +74,7 @@ def _texts(files: list[DiffFile], existed: Callable[[], Iterable[str]],
 
 def _js(moved: list[tuple[str, str]], start: Callable[[str], str | None],
         now: Callable[[str], str | None], paths: tuple[Iterable[str], Iterable[str]]):
-    """(old path, what keeps it out) of each JavaScript test moved out of its runner's run."""
+    """(old path, new path, what keeps it out) of each JavaScript test moved out of its run."""
     near = {d for old, new in moved for d in _folders(old) + _folders(new)}
     was, is_ = _read(paths[0], near, start), _read(paths[1], near, now)
     for old, new in moved:
@@ -90,7 +90,7 @@ def _js(moved: list[tuple[str, str]], start: Callable[[str], str | None],
 
 def _py(moved: list[tuple[str, str]], start: Callable[[str], str | None],
         now: Callable[[str], str | None]):
-    """(old path, what keeps it out) of each Python test moved out of pytest's collection."""
+    """(old path, new path, what keeps it out) of each Python test pytest no longer collects."""
     was, is_ = pytest_config.read(start), pytest_config.read(now)
     for old, new in moved:
         if was and is_ and pytest_config.keeps_out(was, old) == "" and (
