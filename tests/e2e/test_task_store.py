@@ -83,7 +83,9 @@ def spawn_task(args, *, cwd, env):
 
 def test_eight_processes_claiming_200_tasks_get_each_exactly_once(run_task, git_repo, base_env, db):
     """Eight real processes race on the real file; each calls cli.main in a loop (one process
-    per claim would spend the test's time starting interpreters, not contending for locks)."""
+    per claim would spend the test's time starting interpreters, not contending for locks).
+    They start claiming together, once each has imported and opened the store: a claim takes
+    well under a millisecond, so the first one ready would otherwise take all 200."""
     ok(run_task("plan-sync", input=jsonl(*({"id": f"t{i:03}", "t": f"T{i}"} for i in range(200)))))
     worker = (
         "import io, os, sys\n"
@@ -91,6 +93,9 @@ def test_eight_processes_claiming_200_tasks_get_each_exactly_once(run_task, git_
         "from ralphkit.tasks import cli\n"
         "env = {**os.environ, 'RALPH_SCOPE_REPO': 'acme/widgets', 'RALPH_SCOPE_BRANCH': 'main',\n"
         "       'RALPH_TASKS_DB': sys.argv[3]}\n"
+        "cli.main(['plan-status'], stdout=io.StringIO(), stderr=io.StringIO(), environ=env)\n"
+        "print('ready', flush=True)\n"
+        "sys.stdin.readline()\n"
         "got = []\n"
         "while True:\n"
         "    out, err = io.StringIO(), io.StringIO()\n"
@@ -101,10 +106,16 @@ def test_eight_processes_claiming_200_tasks_get_each_exactly_once(run_task, git_
         "print('\\n'.join(got))\n")
     lib = str(TASK.parent.parent / "lib")
     procs = [subprocess.Popen([sys.executable, "-c", worker, lib, f"w{n}", str(db)], cwd=git_repo,
-                              env=base_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              env=base_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
              for n in range(8)]
     claimed = []
     try:
+        for proc in procs:
+            assert proc.stdout.readline() == "ready\n", proc.stderr.read()
+        for proc in procs:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
         for proc in procs:
             out, err = proc.communicate(timeout=110)
             assert proc.returncode == 0, err
