@@ -180,8 +180,7 @@ def _default_narrowed(old: Mapping[str, Setting], new: Mapping[str, Setting], pa
             _matches(g, [t], True) for g in _TEST_MATCH for t in tests
             if not any(_matches(n, [t], True) for n in now)):
         return []
-    setting = new["testMatch"]
-    line = setting.entries[0][0] if setting.entries else setting.line
+    line = new["testMatch"].first_line
     what = f"testMatch {', '.join(now) or '(set by code)'}{js_config.naming(path, left)}"
     return [Change(path, line, "testMatch", what)]
 
@@ -203,13 +202,11 @@ def _roots(old: Mapping[str, Setting], new: Mapping[str, Setting], path: str, ol
         if "rootDir" not in new:
             return [Change(old_path, no, "rootDir", f"rootDir {text} removed")
                     for no, text in old["rootDir"].entries[:1]]
-        setting = new["rootDir"]
-        line = setting.entries[0][0] if setting.entries else setting.line
+        line = new["rootDir"].first_line
         folder = "/".join(_texts(new, "rootDir")) or "(set by code)"
         return [Change(path, line, "rootDir", f"rootDir {folder}")]
     if "roots" not in old:
-        setting = new["roots"]
-        line = setting.entries[0][0] if setting.entries else setting.line
+        line = new["roots"].first_line
         roots = ", ".join(_texts(new, "roots")) or "(set by code)"
         return [Change(path, line, "roots", f"roots {roots}")]
     return [Change(old_path, no, "roots", f"roots {text} removed")

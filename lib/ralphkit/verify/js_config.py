@@ -45,6 +45,11 @@ class Setting:
     line: int                                               # where its key is (first one)
     entries: list[tuple[int, str]] = field(default_factory=list)   # (line, quoted text)
 
+    @property
+    def first_line(self) -> int:
+        """Where a finding on the setting goes: its first entry's line, else its key's."""
+        return self.entries[0][0] if self.entries else self.line
+
 
 class Change(NamedTuple):
     """What a change of a setting leaves out, as findings name it."""

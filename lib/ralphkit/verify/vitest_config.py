@@ -192,8 +192,7 @@ def _narrowed(config: str, new: Mapping[str, Setting], folder: str,
     name = next((n for n in ("test.include", "test.exclude") if n in new), None)
     if not left or name is None:
         return []
-    setting = new[name]
-    line = setting.entries[0][0] if setting.entries else setting.line
+    line = new[name].first_line
     what = ", ".join(js_config.texts(new, name)) or "(set by code)"
     return [Change(config, line, name, f"{name} {what}{_named(config, folder, left)}")]
 
