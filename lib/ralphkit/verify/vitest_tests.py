@@ -37,30 +37,38 @@ def _excluded(matches: Callable[[str], bool], path: str) -> bool:
     return any(matches("/".join(parts[:i])) for i in range(1, len(parts) + 1))
 
 
-def _runs(found: Mapping[str, Setting]) -> Callable[[str], bool] | None:
-    """Whether vitest takes a file (relative to the folder it looks in) for a test; None
-    when this cannot tell."""
+def _include_exclude(found: Mapping[str, Setting]) -> tuple[list, list] | None:
+    """The include and exclude matchers vitest's settings give; None when this cannot read
+    one (an include given by code, a glob not read)."""
     include = _matchers(found, "test.include", INCLUDE)
     exclude = _matchers(found, "test.exclude", EXCLUDE)
     if include is None or exclude is None or None in include + exclude:
         return None
-    return lambda path: (any(m(path) for m in include if m)
-                         and not any(_excluded(m, path) for m in exclude if m))
+    return include, exclude
+
+
+def _runs(found: Mapping[str, Setting]) -> Callable[[str], bool] | None:
+    """Whether vitest takes a file (relative to the folder it looks in) for a test; None
+    when this cannot tell."""
+    if (read := _include_exclude(found)) is None:
+        return None
+    include, exclude = read
+    return lambda path: (any(m(path) for m in include)
+                         and not any(_excluded(m, path) for m in exclude))
 
 
 def keeps_out(found: Mapping[str, Setting], path: str) -> str | None:
     """What keeps a file (relative to the folder vitest looks in) out of vitest's tests, as
     a finding names it (`test.exclude legacy/**`, `test.include src/**/*.test.ts`); "" when
     vitest takes it; None when this cannot tell."""
-    include = _matchers(found, "test.include", INCLUDE)
-    exclude = _matchers(found, "test.exclude", EXCLUDE)
-    if include is None or exclude is None or None in include + exclude:
+    if (read := _include_exclude(found)) is None:
         return None
+    include, exclude = read
     globs = js_config.texts(found, "test.exclude") if "test.exclude" in found else EXCLUDE
-    hit = next((glob for glob, m in zip(globs, exclude) if m and _excluded(m, path)), None)
+    hit = next((glob for glob, m in zip(globs, exclude) if _excluded(m, path)), None)
     if hit is not None:
         return f"test.exclude {hit}"
-    if not any(m(path) for m in include if m):
+    if not any(m(path) for m in include):
         return f"test.include {', '.join(js_config.texts(found, 'test.include') or INCLUDE)}"
     return ""
 
