@@ -247,7 +247,18 @@ def protected(path: str, globs: tuple[str, ...]) -> bool:
     return False
 
 
+def lowered_thresholds(removed: list[tuple[int, str]], added: list[tuple[int, str]],
+                       block: str | None) -> list[tuple[bool, int, str]]:
+    """(on the removed side, line, what) of each threshold the change removes or lowers;
+    block: threshold_block's."""
+    before = {key: (no, n) for no, text in removed for key, n in thresholds(text, block)}
+    after = {key: (no, n) for no, text in added for key, n in thresholds(text, block)}
+    return [(True, old_no, f"{key} {n:g} removed") if key not in after else
+            (False, after[key][0], f"{key} lowered from {n:g} to {after[key][1]:g}")
+            for key, (old_no, n) in before.items() if key not in after or after[key][1] < n]
+
+
 __all__ = ["is_test_path", "test_names", "is_assertion", "skips", "thresholds", "protected",
            "may_switch_off", "selections", "js_selections", "shadowed_runner",
            "deselected_markers", "SKIP", "PYTEST_CONFIGS", "JEST_CONFIGS", "VITEST_CONFIGS",
-           "file_named", "threshold_block", "glob_rx"]
+           "file_named", "threshold_block", "lowered_thresholds", "glob_rx"]

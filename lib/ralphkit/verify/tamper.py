@@ -75,11 +75,7 @@ class _Scan:
     def text(self, path: str) -> str:
         """The file as the session left it ("" when it cannot be read)."""
         if path not in self.texts:
-            try:
-                self.texts[path] = (self.tree / path).read_text(encoding="utf-8",
-                                                                errors="replace")
-            except OSError:
-                self.texts[path] = ""
+            self.texts[path] = _read(self.tree / path)
         return self.texts[path]
 
 
@@ -172,19 +168,17 @@ def _shadowed_tests(f: DiffFile, path: str, s: _Scan) -> list[Finding]:
         swapped_imports.swapped(f, lines, lambda name: (s.tree / name).is_file())]
 
 
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
 def _threshold_findings(f: DiffFile, path: str, s: _Scan) -> list[Finding]:
     block = patterns.threshold_block(path, [s.text(path)] + [t for _, t in f.removed + f.added])
-    before = {key: (no, n) for no, text in f.removed for key, n in patterns.thresholds(text, block)}
-    after = {key: (no, n) for no, text in f.added for key, n in patterns.thresholds(text, block)}
-    found = []
-    for key, (old_no, n) in before.items():
-        if key not in after:
-            found.append(Finding("lowered_threshold", f.old or path, old_no,
-                                 f"{key} {n:g} removed"))
-        elif after[key][1] < n:
-            found.append(Finding("lowered_threshold", path, after[key][0],
-                                 f"{key} lowered from {n:g} to {after[key][1]:g}"))
-    return found
+    return [Finding("lowered_threshold", (f.old or path) if removed else path, no, what)
+            for removed, no, what in patterns.lowered_thresholds(f.removed, f.added, block)]
 
 
 # The repository's own settings must not change what the diff shows (the session controls
@@ -258,7 +252,10 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
          hidden_before: frozenset[str] = frozenset()) -> list[Finding]:
     """The findings of the tree's diff from base (a commit); [] when base is unknown.
     hidden_before: hidden_paths when base was taken."""
-    protect, diff = tuple(protect), _git_diff(tree, base, env) if base else None
+    if not base:
+        return []
+    protect = tuple(protect)
+    diff = _git_diff(tree, base, env)
     if diff is None:
         return []
     files = diff_files.parse(diff)
