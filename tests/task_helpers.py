@@ -74,7 +74,7 @@ def dump(db: Path | PgStore) -> list[str]:
 
 def query(db: Path | PgStore, sql: str, params: tuple = ()) -> list[tuple]:
     if isinstance(db, PgStore):
-        from ralphkit.tasks.pg import translate
+        from ralphkit.tasks.pg_dialect import translate
         if sql.startswith("PRAGMA"):  # SQLite's switches: PostgreSQL always checks foreign keys
             return []
         return pg_query(db.url, translate(sql), params)

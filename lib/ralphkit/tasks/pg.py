@@ -1,14 +1,12 @@
 """Owns the connection to a PostgreSQL task store: opening it (psycopg 3, an optional extra,
-imported only here), the SQL dialect (the commands' SQLite text is translated once per
-statement: placeholders, `json_each`, `INSERT OR IGNORE`, `IS NOT`, index hints), rows that
-answer by index and by name like `sqlite3.Row`, and transactions that survive a lost server:
+imported only here), statements in the commands' SQLite text (pg_dialect translates them and
+makes the rows), and transactions that survive a lost server:
 retried after a growing pause (one line each; a run's Ctrl+C ends it) until RALPH_STORE_RETRY
 seconds (default 300) have passed. Writes take one advisory lock, as SQLite's BEGIN IMMEDIATE
 serializes writers (s.4); claims do not (skip locked). Not the schema (pg_schema), no command."""
 from __future__ import annotations
 
 import os
-import re
 import sys
 import threading
 import time
@@ -16,6 +14,7 @@ import time
 from ralphkit import signals
 from ralphkit.tasks import pg_schema
 from ralphkit.tasks.errors import TaskError
+from ralphkit.tasks.pg_dialect import rows, translate
 from ralphkit.tasks.store_url import redact
 
 TYPE_CHECKING = False
@@ -37,73 +36,6 @@ def _driver():
         raise TaskError("a postgresql:// task store needs psycopg: "
                         "pip install 'ralph-py[postgres]'") from None
     return psycopg
-
-
-# --- the dialect ------------------------------------------------------------------------
-
-_TOKENS = re.compile(r"'(?:[^']|'')*'|%|\?|(?<!:):([A-Za-z_]\w*)|json_each\((\?|:\w+)\)"
-                     r"|\+t\.|\bIS NOT '|\bINDEXED BY \w+ ?|\bNOT INDEXED ?")
-_translated: dict[str, str] = {}
-
-
-def translate(sql: str) -> str:
-    """SQLite text as PostgreSQL text; literals are left alone (but for psycopg's "%%")."""
-    found = _translated.get(sql)
-    if found is not None:
-        return found
-
-    def token(match: re.Match) -> str:
-        text = match.group(0)
-        if text.startswith("'"):  # psycopg reads "%" inside literals too
-            return text.replace("%", "%%")
-        if text == "%":
-            return "%%"
-        if text == "?":
-            return "%s"
-        if match.group(1):
-            return f"%({match.group(1)})s"
-        if match.group(2):
-            inner = "%s" if match.group(2) == "?" else f"%({match.group(2)[1:]})s"
-            return f"json_array_elements_text({inner}::json)"
-        if text == "+t.":
-            return "t."
-        if "INDEXED" in text:  # SQLite's index hints: PostgreSQL's planner chooses alone
-            return ""
-        return "IS DISTINCT FROM '"
-    out = _TOKENS.sub(token, sql)
-    if out.startswith("INSERT OR IGNORE "):
-        out = "INSERT " + out[len("INSERT OR IGNORE "):] + " ON CONFLICT DO NOTHING"
-    _translated[sql] = out
-    return out
-
-
-class Row(tuple):
-    """A row by index and by column name, as sqlite3.Row."""
-    __slots__ = ()
-    _index: dict[str, int] = {}
-
-    def __getitem__(self, key):
-        if isinstance(key, str):
-            return tuple.__getitem__(self, self._index[key])
-        return tuple.__getitem__(self, key)
-
-    def keys(self) -> list[str]:
-        return list(self._index)
-
-
-_row_types: dict[tuple[bytes, ...], type] = {}
-
-
-def _rows(cursor):
-    # The names straight from the result: cursor.description builds a Column object for each
-    # column of each statement, a tenth of a claim's time in the client.
-    result = cursor.pgresult
-    names = tuple(result.fname(i) for i in range(result.nfields)) if result is not None else ()
-    found = _row_types.get(names)
-    if found is None:
-        index = {name.decode(): i for i, name in enumerate(names)}
-        found = _row_types[names] = type("Row", (Row,), {"__slots__": (), "_index": index})
-    return found
 
 
 class _Cursor:
@@ -215,7 +147,7 @@ class Connection:
 
     def _connect(self, psycopg) -> None:
         raw = psycopg.connect(self.url, autocommit=True, connect_timeout=_CONNECT_TIMEOUT_S,
-                              row_factory=_rows)
+                              row_factory=rows)
         try:
             found = pg_schema.version(raw)
             if found != pg_schema.KNOWN:
@@ -297,4 +229,4 @@ def is_out_of_range(err: BaseException) -> bool:
     return is_error(err) and getattr(err, "sqlstate", None) == "22003"
 
 
-__all__ = ["Connection", "connect", "translate", "Row", "is_error", "is_out_of_range"]
+__all__ = ["Connection", "connect", "is_error", "is_out_of_range"]

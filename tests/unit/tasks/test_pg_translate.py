@@ -1,9 +1,9 @@
-"""pg.translate: the commands' SQLite text as PostgreSQL text (literals untouched)."""
+"""pg_dialect.translate: the commands' SQLite text as PostgreSQL text (literals untouched)."""
 from __future__ import annotations
 
 import pytest
 
-from ralphkit.tasks.pg import Row, translate
+from ralphkit.tasks.pg_dialect import Row, translate
 
 
 @pytest.mark.parametrize("sqlite, postgres", [
