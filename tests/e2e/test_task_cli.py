@@ -435,6 +435,29 @@ def test_reclaiming_an_expired_lease_increments_retry_count(run_task, db):
     assert "assignee: y\n" in out and "retry_count: 1\n" in out
 
 
+def test_claims_keep_the_spec_order_of_open_tasks_and_run_out_leases(run_task, db):
+    """s.8 and s.9.4: a lease that ran out is claimable where the order puts its task; the
+    PostgreSQL store claims an open task without looking at leases only while none ran out."""
+    ok(run_task("plan-sync",
+                input=jsonl(*({"id": f"t{p}", "t": f"T{p}", "p": p} for p in range(4)))))
+    ok(run_task("claim", "t1", "--agent", "x"))
+    ok(run_task("claim", "t3", "--agent", "x"))
+    query(db, "UPDATE tasks SET lease_expires_at = datetime('now', '-1 seconds') "
+              "WHERE slug IN ('t1', 't3')")
+    taken = []
+    for agent in ("a", "b", "c", "d"):
+        out = ok(run_task("claim", "--agent", agent))
+        taken.append((out.splitlines()[1], "retry_count: 1\n" in out))
+    assert taken == [("id: t0", False), ("id: t1", True), ("id: t2", False), ("id: t3", True)]
+    fails(run_task("claim"), 2, "No eligible tasks\n")
+    # a claim by id while another task's lease has run out
+    query(db, "UPDATE tasks SET status = 'open', assignee = NULL WHERE slug = 't2'")
+    query(db, "UPDATE tasks SET lease_expires_at = datetime('now', '-1 seconds') WHERE slug = 't0'")
+    assert "id: t2\n" in ok(run_task("claim", "t2", "--agent", "e"))
+    out = ok(run_task("claim", "--agent", "f"))                     # t0's run-out lease
+    assert "id: t0\n" in out and "assignee: f\n" in out and "retry_count: 1\n" in out
+
+
 @pytest.mark.parametrize("value", ["abc", "-5", "1.5", ""], ids=["word", "negative", "float", "empty"])
 def test_claim_and_renew_refuse_bad_leases(run_task, value, db):
     ok(run_task("create", "a", "A"))

@@ -175,6 +175,39 @@ def test_a_claim_reads_no_task_held_on_a_live_lease(run_task, pg):
     assert held <= idle + 5, (idle, held)
 
 
+def test_a_claim_is_one_statement_while_no_lease_has_run_out(run_task, pg, tmp_path):
+    """A claim tries the first open task alone: the walk of run-out leases and the join for
+    their reason cost the server a fifth of each claim, and are paid only when a lease ran out."""
+    ok(run_task("plan-sync", input=jsonl(*({"id": f"t{i}", "t": f"T{i}"} for i in range(3)))))
+    with traced(pg) as (conn, scope, sent):
+        ctx = Ctx(conn, scope, {}, str(tmp_path), io.StringIO())
+        assert build_cmds.claim(ctx, ["--agent", "a"]).startswith("## Task t0\n")
+        assert on_tasks(sent) == ["WITH"]
+        query(pg, "UPDATE tasks SET lease_expires_at = datetime('now', '-1 seconds') "
+                  "WHERE slug = 't0'")
+        sent.clear()
+        out = build_cmds.claim(ctx, ["--agent", "b"])
+        assert out.startswith("## Task t0\n") and "retry_count: 1\n" in out
+        assert on_tasks(sent) == ["WITH", "WITH"]   # the open task's try found the run-out lease
+        sent.clear()
+        assert build_cmds.claim(ctx, ["--agent", "c"]).startswith("## Task t1\n")
+        assert on_tasks(sent) == ["WITH"]
+
+
+def test_a_claim_on_a_kept_connection_the_server_ended_runs_on_a_new_one(run_task, pg, tmp_path):
+    """A claim's statement goes through a cursor the connection keeps (pg.fetch_one); the
+    cursor of a connection the server ended is not used again on the new one."""
+    ok(run_task("plan-sync", input=jsonl(*({"id": f"t{i}", "t": f"T{i}"} for i in range(2)))))
+    with traced(pg) as (conn, scope, sent):
+        conn.retry_s = 10
+        ctx = Ctx(conn, scope, {}, str(tmp_path), io.StringIO())
+        assert build_cmds.claim(ctx, ["--agent", "a"]).startswith("## Task t0\n")
+        ended = pg_query(pg.url, f"SELECT pg_terminate_backend(pid, 10000) FROM {OTHER_CLIENTS}")
+        assert ended == [(True,)]
+        assert build_cmds.claim(ctx, ["--agent", "b"]).startswith("## Task t1\n")
+    assert query(pg, "SELECT slug, assignee FROM tasks ORDER BY slug") == [("t0", "a"), ("t1", "b")]
+
+
 # --- fencing tokens -------------------------------------------------------------------------
 
 def _take_over(run_task, pg, tmp_path) -> tuple[dict, dict]:
@@ -215,6 +248,19 @@ def test_a_release_presents_its_claim_and_leaves_the_retry_count(run_task, pg, t
     assert query(pg, "SELECT status, assignee, retry_count, fail_reason, claim_version "
                      "FROM tasks") == [("open", None, 1, "usage limit", 2)]
     fails(run_task("_release", "t", env=b), 1, "Error: task 't' is not active (status: open)\n")
+
+
+def test_claims_append_their_tokens_and_an_unwritable_claims_file_is_one_line(run_task, pg,
+                                                                              tmp_path):
+    ok(run_task("plan-sync", input=jsonl({"id": "t", "t": "T"}, {"id": "u", "t": "U"})))
+    env = claims_file(tmp_path, "a1")
+    ok(run_task("claim", env=env))
+    ok(run_task("claim", env=env))
+    assert (tmp_path / "claims-a1").read_text() == "1 t\n1 u\n"
+    ok(run_task("create", "v", "V"))
+    missing = tmp_path / "missing" / "claims"
+    fails(run_task("claim", env={**env, "RALPH_CLAIMS_FILE": str(missing)}), 1,
+          f"Error: cannot write RALPH_CLAIMS_FILE {missing}: No such file or directory\n")
 
 
 def test_a_repeated_done_of_the_same_claim_is_answered_as_the_first(run_task, pg, tmp_path):

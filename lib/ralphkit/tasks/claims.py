@@ -22,19 +22,45 @@ if TYPE_CHECKING:
 
     from ralphkit.tasks.context import Ctx
 
+_COLUMNS = "t.id, t.status, t.assignee, t.lease_expires_at, t.priority, t.created_at, t.rowid"
+_LOCK = " FOR UPDATE OF t SKIP LOCKED"
+
+
 def claim(conn, ctx: Ctx, extra: str, target: str | None, params: dict):
-    """Claim the first claimable task (or target) for params' agent and lease in one statement
-    (a transaction of its own, db.write(concurrent=True)):
-    open tasks and expired leases each walked in index order (queries.claimable_walks), rows
-    other claimers hold skipped; the claim version bumped; a taken expired lease's reason
-    names its holder's host.
+    """Claim the first claimable task (or target) for params' agent and lease: open tasks and
+    expired leases each walked in index order (queries.claimable_walks), rows other claimers
+    hold skipped; the claim version bumped; a taken expired lease's reason names its holder's
+    host. At most two statements, each a transaction of its own (db.write(concurrent=True)):
+    the second only when the first claimed nothing, which it then wrote nothing for.
     Returns the claimed task as fetch_tasks gives it, or None."""
     if target is not None:
         extra = f"({extra}) AND t.slug = :target"
-    open_one, expired_one = q.claimable_walks(
-        "t.id, t.status, t.assignee, t.lease_expires_at, t.priority, t.created_at, t.rowid",
-        extra, "1", " FOR UPDATE OF t SKIP LOCKED")
-    return conn.execute(
+    params = {**q.scope_params(ctx.scope), **params, "target": target}
+    return (conn.fetch_one(_open_claim(extra), params)
+            or conn.fetch_one(_any_claim(extra), params))
+
+
+def _open_claim(extra: str) -> str:
+    """The claim while no lease of the scope has run out, as nearly always: the first open
+    task; none when a lease has run out (then _any_claim decides, in the spec's order). Without
+    the walk of expired leases and the join for their reason, the server does a fifth less work
+    a claim, and many claimers on few cores wait for that work.
+    The test for a run-out lease is a WHERE term, which PostgreSQL evaluates once per
+    statement. As the LIMIT (expired_walk_limit's way), whose value the planner cannot know, it
+    is guessed at a tenth of the tasks, and the plan read every task of the store a claim."""
+    open_one, _ = q.claimable_walks(
+        _COLUMNS, f"({extra}) AND NOT {q.LEASE_EXPIRED_IN_SCOPE}", "1", _LOCK)
+    return (f"WITH chosen AS ({open_one}) "
+            "UPDATE tasks SET status = 'active', assignee = :agent, updated_at = datetime('now'), "
+            "lease_expires_at = datetime('now', :lease), claim_version = tasks.claim_version + 1 "
+            f"FROM chosen WHERE tasks.id = chosen.id RETURNING {_RETURNING}")
+
+
+def _any_claim(extra: str) -> str:
+    """The claim in the spec's order over open tasks and expired leases (s.9.4), in one
+    statement."""
+    open_one, expired_one = q.claimable_walks(_COLUMNS, extra, "1", _LOCK)
+    return (
         f"WITH open_one AS ({open_one}), expired_one AS ({expired_one}), "
         "chosen AS (SELECT * FROM open_one UNION ALL SELECT * FROM expired_one "
         "ORDER BY priority, created_at, rowid LIMIT 1) "
@@ -44,8 +70,7 @@ def claim(conn, ctx: Ctx, extra: str, target: str | None, params: dict):
         "THEN 1 ELSE 0 END, fail_reason = CASE WHEN chosen.status = 'active' THEN "
         f"{_EXPIRED_REASON} ELSE tasks.fail_reason END "
         "FROM chosen LEFT JOIN agents a ON a.id = chosen.assignee "
-        f"WHERE tasks.id = chosen.id RETURNING {_RETURNING}",
-        {**q.scope_params(ctx.scope), **params, "target": target}).fetchone()
+        f"WHERE tasks.id = chosen.id RETURNING {_RETURNING}")
 
 
 # The claimed task as fetch_tasks gives it, and whether it has blockers to read.
@@ -74,9 +99,16 @@ def record(environ: Mapping[str, str], cwd: str, slug: str, version: int) -> Non
     path = _file(environ, cwd)
     if path is None:
         return
+    # One os.write: a text file object (its buffer, encoder and seek to the end) for one
+    # line cost a claim's client a seventh of its time.
     try:
-        with open(path, "a", encoding="utf-8", errors="surrogateescape") as handle:
-            handle.write(f"{version} {slug}\n")
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            line = f"{version} {slug}\n".encode("utf-8", "surrogateescape")
+            while line:                      # a short write (a full disk) goes on or fails
+                line = line[os.write(fd, line):]
+        finally:
+            os.close(fd)
     except OSError as err:
         raise TaskError(f"cannot write RALPH_CLAIMS_FILE {path}: {err.strerror}") from err
 

@@ -125,9 +125,9 @@ def _transaction(conn: sqlite3.Connection, begin: str, body: Callable[[sqlite3.C
 def write(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], T], *,
           concurrent: bool = False) -> T:
     """Run body in one BEGIN IMMEDIATE transaction (its reads included), retried when busy.
-    concurrent: on PostgreSQL, body is one statement, its own transaction, that takes row locks
-    itself (a claim's SKIP LOCKED) instead of waiting for every other writer; a body of two
-    statements would not be atomic there."""
+    concurrent: on PostgreSQL, each statement of body is a transaction of its own that takes
+    row locks itself (a claim's SKIP LOCKED) instead of waiting for every other writer; so
+    body writes in one statement (a claim's first try writes nothing when it finds nothing)."""
     if getattr(conn, "dialect", "sqlite") != "sqlite":
         return conn.transaction(body, write=True, lock=not concurrent)
     return _transaction(conn, "BEGIN IMMEDIATE", body)

@@ -36,17 +36,21 @@ OPEN = "t.status = 'open'"
 EXPIRED = "t.status = 'active' AND t.lease_expires_at < datetime('now')"  # s.9.4: claimable too
 
 
+# Whether a lease of the scope has run out: one probe of the extension index
+# idx_tasks_scope_expiry (db.py, pg_schema.py), its expression verbatim, so both planners take
+# it (and a read-only SQLite file made before it existed is still answered).
+LEASE_EXPIRED_IN_SCOPE = (
+    "EXISTS (SELECT 1 FROM tasks e WHERE e.scope_repo = :repo AND e.scope_branch = :branch AND "
+    "(CASE WHEN e.status = 'active' THEN e.lease_expires_at END) < datetime('now'))")
+
+
 def expired_walk_limit(limit: str) -> str:
     """The LIMIT of a walk for the first expired leases in the spec's order (claimable_walks):
-    `limit` when a lease of the scope has run out, else 0, which stops the walk before it
-    reads a row in both engines (as a WHERE term, SQLite tested it at each row). The walk
-    read every active task of the scope at every peek and claim, under SQLite's write lock
-    too. The test is one probe of the extension index
-    idx_tasks_scope_expiry (db.py, pg_schema.py): its expression verbatim, so both planners
-    take it (and a read-only SQLite file made before it existed is still answered)."""
-    return ("CASE WHEN EXISTS (SELECT 1 FROM tasks e WHERE e.scope_repo = :repo AND "
-            "e.scope_branch = :branch AND (CASE WHEN e.status = 'active' THEN "
-            f"e.lease_expires_at END) < datetime('now')) THEN {limit} ELSE 0 END")
+    `limit` when a lease of the scope has run out (LEASE_EXPIRED_IN_SCOPE), else 0, which stops
+    the walk before it reads a row in both engines (as a WHERE term, SQLite tested it at each
+    row). The walk read every active task of the scope at every peek and claim, under SQLite's
+    write lock too."""
+    return f"CASE WHEN {LEASE_EXPIRED_IN_SCOPE} THEN {limit} ELSE 0 END"
 
 
 CLAIMABLE = f"({OPEN} OR ({EXPIRED})) AND NOT {BLOCKED} AND NOT {HELD}"
