@@ -250,17 +250,19 @@ def test_a_release_presents_its_claim_and_leaves_the_retry_count(run_task, pg, t
     fails(run_task("_release", "t", env=b), 1, "Error: task 't' is not active (status: open)\n")
 
 
-def test_claims_append_their_tokens_and_an_unwritable_claims_file_is_one_line(run_task, pg,
-                                                                              tmp_path):
+def test_claims_append_their_tokens_and_an_unwritable_claims_file_claims_nothing(run_task, pg,
+                                                                                 tmp_path):
     ok(run_task("plan-sync", input=jsonl({"id": "t", "t": "T"}, {"id": "u", "t": "U"})))
     env = claims_file(tmp_path, "a1")
     ok(run_task("claim", env=env))
     ok(run_task("claim", env=env))
     assert (tmp_path / "claims-a1").read_text() == "1 t\n1 u\n"
     ok(run_task("create", "v", "V"))
+    before = dump(pg)
     missing = tmp_path / "missing" / "claims"
     fails(run_task("claim", env={**env, "RALPH_CLAIMS_FILE": str(missing)}), 1,
           f"Error: cannot write RALPH_CLAIMS_FILE {missing}: No such file or directory\n")
+    assert dump(pg) == before   # no task claimed by an agent told that its claim failed
 
 
 def test_a_repeated_done_of_the_same_claim_is_answered_as_the_first(run_task, pg, tmp_path):

@@ -103,12 +103,13 @@ def claim(ctx: Ctx, argv: Sequence[str]) -> str:
             (agent, f"+{seconds} seconds", found[0]["id"]))
         task = q.fetch_task(conn, ctx.scope, slug)
         return task, q.fetch_blockers(conn, [task["id"]]).get(task["id"], ())
-    claimed = db.write(ctx.conn, take, concurrent=True)
-    if claimed is None:
-        raise TaskError("Task not eligible" if target is not None else "No eligible tasks",
-                        EXIT_NOT_FOUND, plain=True)
-    if fleet:
-        claims.record(ctx.environ, ctx.cwd, claimed[0]["slug"], claimed[0]["claim_version"])
+    with claims.TokenFile(ctx.environ, ctx.cwd, keep=fleet) as tokens:  # SQLite: no versions
+        claimed = db.write(ctx.conn, take, concurrent=True)
+        if claimed is None:
+            raise TaskError("Task not eligible" if target is not None else "No eligible tasks",
+                            EXIT_NOT_FOUND, plain=True)
+        if fleet:
+            tokens.record(claimed[0]["slug"], claimed[0]["claim_version"])
     return md.join_sections([md.task_section(*claimed, md.CLAIM)])
 
 

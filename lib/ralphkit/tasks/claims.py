@@ -94,23 +94,44 @@ def _file(environ: Mapping[str, str], cwd: str) -> str | None:
     return os.path.join(cwd, name) if name else None
 
 
-def record(environ: Mapping[str, str], cwd: str, slug: str, version: int) -> None:
-    """Keep the claimer's token: one `<version> <slug>` line appended (the last one counts)."""
-    path = _file(environ, cwd)
-    if path is None:
-        return
-    # One os.write: a text file object (its buffer, encoder and seek to the end) for one
-    # line cost a claim's client a seventh of its time.
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+class TokenFile:
+    """The claimer's claims file, where its tokens go: one `<version> <slug>` line appended
+    each (the last one counts). Opened before the claim is made, so one that cannot be written
+    refuses the claim with nothing written: the claim was made, and the agent, told that it
+    failed, held a task it did not know of. keep=False, or no RALPH_CLAIMS_FILE: nothing kept.
+    A class, not contextlib: scripts/task on SQLite imports no functools (decisions/0002)."""
+
+    def __init__(self, environ: Mapping[str, str], cwd: str, *, keep: bool = True) -> None:
+        self.path = _file(environ, cwd) if keep else None
+        self.fd = None
+        if self.path is not None:
+            try:
+                self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            except OSError as err:
+                raise self._error(err) from err
+
+    def __enter__(self) -> TokenFile:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def record(self, slug: str, version: int) -> None:
+        if self.fd is None:
+            return
+        # One os.write: a text file object (its buffer, encoder and seek to the end) for one
+        # line cost a claim's client a seventh of its time.
+        line = f"{version} {slug}\n".encode("utf-8", "surrogateescape")
         try:
-            line = f"{version} {slug}\n".encode("utf-8", "surrogateescape")
             while line:                      # a short write (a full disk) goes on or fails
-                line = line[os.write(fd, line):]
-        finally:
-            os.close(fd)
-    except OSError as err:
-        raise TaskError(f"cannot write RALPH_CLAIMS_FILE {path}: {err.strerror}") from err
+                line = line[os.write(self.fd, line):]
+        except OSError as err:
+            raise self._error(err) from err
+
+    def _error(self, err: OSError) -> TaskError:
+        return TaskError(f"cannot write RALPH_CLAIMS_FILE {self.path}: {err.strerror}")
 
 
 def token(environ: Mapping[str, str], cwd: str, slug: str) -> int | None:
@@ -156,4 +177,4 @@ def superseded(conn, task, held: int) -> TaskError:
                      "nothing written")
 
 
-__all__ = ["claim", "record", "token", "other_holder", "superseded"]
+__all__ = ["claim", "TokenFile", "token", "other_holder", "superseded"]
