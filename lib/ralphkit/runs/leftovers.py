@@ -5,9 +5,10 @@ and the task a run ended by Ctrl+C or SIGTERM left active (exit 130, s.16: no cr
 step then), released when a new run starts. A run the person stopped was no attempt at its
 task: its task goes back without a failure counted (`attempt=False`: `task _release`, which
 --max-attempts does not see in later runs); a crashed run's task is failed, so that a task
-whose session takes ralph down with it each time is still held in the end. Does not own the task calls (the `recover`
-callback, loop.launch), the run state's format (runs.state) or printing: each line goes to
-`log(kind, line)`, which runs.lifecycle prints on stderr and records as a `log` event."""
+whose session takes ralph down with it each time is still held in the end. Does not own the
+task calls (the `recover` callback, loop.launch), the run state's format (runs.state) or
+printing: each line goes to `log(kind, line)`, which runs.lifecycle prints on stderr and
+records as a `log` event."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -55,8 +56,7 @@ def recover_dead(state: run_state.RunState, recover: Recover, log: Log,
     """The resumed run's dead session: kill its agent, settle its task (found done: completed,
     not failed), give back what its agent still holds with a reason, deregister it.
     stopped: the run ended by Ctrl+C or SIGTERM (exit 130), no attempt at its task."""
-    reason = (f"ralph.py was interrupted during the session (run {state.run_id})" if stopped
-              else f"ralph.py exited during the session (run {state.run_id})")
+    reason = _reason(state.run_id, stopped)
     dead = state.active                  # taken below, once recover() said how its task ended
     _kill_dead_agent(dead, "resume", log)
     agent = (dead or {}).get("agent") or state.extra.pop("agentId", None)
@@ -70,8 +70,7 @@ def recover_dead(state: run_state.RunState, recover: Recover, log: Log,
     known = {e["task"] for e in state.failed if e.get("reason") == reason}
     state.failed += [{"task": slug, "at": run_state.utc_now(), "reason": reason}
                      for slug in got.failed if slug not in known]
-    whose = "the interrupted run's agent" if stopped else "the dead run's agent"
-    _say(log, "resume", got, f"{whose} {agent}", reason, not stopped)
+    _say(log, "resume", got, agent, reason, stopped)
 
 
 def release_interrupted(ralph_dir: Path, current: str, recover: Recover, log: Log) -> None:
@@ -91,27 +90,30 @@ def release_interrupted(ralph_dir: Path, current: str, recover: Recover, log: Lo
     if not isinstance(agent, str):
         return
     stopped = before.exit_code == INTERRUPTED
-    if stopped:
-        reason, whose = (f"ralph.py was interrupted during the session (run {previous})",
-                         f"the interrupted run's agent {agent}")
-    elif before.ended_at is None and "parallel" not in before.extra:
-        reason, whose = (f"ralph.py exited during the session (run {previous})",
-                         f"the dead run's agent {agent}")
+    if not stopped:
+        if before.ended_at is not None or "parallel" in before.extra:
+            return
         _kill_dead_agent(before.active, "interrupted_run", log)
-    else:
-        return
-    got = recover(previous, agent, reason, not stopped)
-    _say(log, "interrupted_run", got, whose, reason, not stopped)
+    reason = _reason(previous, stopped)
+    _say(log, "interrupted_run", recover(previous, agent, reason, not stopped), agent, reason,
+         stopped)
 
 
-def _say(log: Log, kind: str, got: Recovered, whose: str, reason: str, attempt: bool) -> None:
+def _reason(run_id: str, stopped: bool) -> str:
+    """Why the task of a run that ended badly goes back: stopped by the person, or dead."""
+    how = "was interrupted" if stopped else "exited"
+    return f"ralph.py {how} during the session (run {run_id})"
+
+
+def _say(log: Log, kind: str, got: Recovered, agent: str, reason: str, stopped: bool) -> None:
     """recover()'s notes, then one line per task it gave back (failed, or released after a
     run the person stopped)."""
     for note in got.notes:
         log(kind, note)
-    verb = "failed" if attempt else "released"
+    verb, whose = ("released", "the interrupted") if stopped else ("failed", "the dead")
     for slug in got.failed:
-        log(kind, f"{verb} task {slug} of {whose}: {reason}", task=slug, reason=reason)
+        log(kind, f"{verb} task {slug} of {whose} run's agent {agent}: {reason}", task=slug,
+            reason=reason)
 
 
 __all__ = ["Recovered", "Recover", "recover_dead", "release_interrupted"]
