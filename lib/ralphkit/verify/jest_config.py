@@ -69,9 +69,6 @@ def settings(path: str, text: str) -> dict[str, Setting]:
     return js_config.settings(text, name)
 
 
-_texts = js_config.texts
-
-
 def _matches(pattern: str, paths: list[str], glob: bool) -> bool:
     """A path (relative to the configuration's folder) the glob or regular expression matches;
     one this cannot read matches."""
@@ -107,14 +104,16 @@ def _root(root: str) -> str:
 def _base(found: Mapping[str, Setting], config: str) -> str | None:
     """The rootDir's folder from the repository's top: the configuration's folder, or where
     rootDir's quoted parts go from it (one given by code, `__dirname`, is that folder)."""
-    parts = _texts(found, "rootDir")
+    parts = js_config.texts(found, "rootDir")
     return _join(config.rpartition("/")[0], "/".join(parts) if parts else "")
 
 
 def _roots_of(found: Mapping[str, Setting], base: str | None) -> list[str | None]:
     """The folders jest looks for tests in, from the repository's top (its rootDir, or
     each of its roots)."""
-    return [_join(base, _root(t)) for t in _texts(found, "roots")] if "roots" in found else [base]
+    if "roots" not in found:
+        return [base]
+    return [_join(base, _root(t)) for t in js_config.texts(found, "roots")]
 
 
 def _under(path: str, folders: Iterable[str | None]) -> bool:
@@ -122,20 +121,19 @@ def _under(path: str, folders: Iterable[str | None]) -> bool:
 
 
 def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
-            existed: Callable[[], Iterable[str]] | None = None) -> list[Change]:
+            existed: Callable[[], Iterable[str]]) -> list[Change]:
     """What a diff's file leaves out of the test run and of coverage, from its settings as
-    the diff started and now. existed: the start commit's files (None: every added ignore
-    pattern and negation is one)."""
+    the diff started and now. existed: the start commit's files."""
     path = f.new or f.old or ""
-    files = js_config.in_folder(path, existed() if existed else [])
+    files = js_config.in_folder(path, existed())
     tests = [p for p in files if patterns.is_test_path(p)]
     code = [p for p in files if not patterns.is_test_path(p) and not p.endswith(".d.ts")]
     found = []
-    changed = existed is not None and any((n in old, _texts(old, n)) != (n in new, _texts(
-        new, n)) for n in ("testRegex", "testMatch"))
+    changed = any((n in old, js_config.texts(old, n)) != (n in new, js_config.texts(new, n))
+                  for n in ("testRegex", "testMatch"))
     left = jest_tests.left_out(old, new, files) if changed else None   # None: by the text
     for name, setting in new.items():
-        had = set(_texts(old, name))
+        had = set(js_config.texts(old, name))
         for no, text in setting.entries:
             negated = name in ("testMatch", "collectCoverageFrom")
             if text in had or (negated and not text.startswith("!")) or name in _FOLDERS:
@@ -143,11 +141,11 @@ def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
             if name == "testRegex" and left != []:
                 found.append(Change(path, no, name, f"{name} {text}"
                                     + js_config.naming(path, left)))
-            elif name != "testRegex" and (existed is None or _matches(
-                    text[negated:], tests if name in TESTS else code, negated)):
+            elif name != "testRegex" and _matches(
+                    text[negated:], tests if name in TESTS else code, negated):
                 found.append(Change(path, no, name, f"{name} {text}"))
     for name, default in (("testMatch", _TEST_MATCH), ("collectCoverageFrom", None)):
-        now = [t for t in _texts(new, name) if not t.startswith("!")] if name in new else (
+        now = [t for t in js_config.texts(new, name) if not t.startswith("!")] if name in new else (
             default if "testRegex" not in new else [])
         if name not in old or now is None:             # no collectCoverageFrom: the files
             continue                                   # tests load (the list moved, often)
@@ -159,13 +157,13 @@ def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
     default = "testRegex" not in new and "testMatch" not in new    # jest's testMatch again
     found += [Change(f.old or path, no, "testRegex", f"testRegex {text} removed{named}")
               for no, text in old.get("testRegex", Setting(0)).entries
-              if text not in _texts(new, "testRegex")
+              if text not in js_config.texts(new, "testRegex")
               and (named := jest_tests.leaves_out("testRegex", text, path, left)) is not None
               and not (left is None and default and all(
                   any(js_config.matches_any(g, [t]) for g in _TEST_MATCH)
                   for t in tests if _matches(text, [t], False)))]
     found += _default_narrowed(old, new, path, tests, left)
-    found += _roots(old, new, path, f.old or path, js_config.js_tests(existed() if existed else []))
+    found += _roots(old, new, path, f.old or path, existed)
     return js_config.one_a_line(found)
 
 
@@ -175,7 +173,7 @@ def _default_narrowed(old: Mapping[str, Setting], new: Mapping[str, Setting], pa
     (`left`: what it leaves out, None: the tests the default found that no entry matches)."""
     if "testMatch" not in new or "testMatch" in old or "testRegex" in old or "testRegex" in new:
         return []
-    now = [t for t in _texts(new, "testMatch") if not t.startswith("!")]
+    now = [t for t in js_config.texts(new, "testMatch") if not t.startswith("!")]
     if left == [] or left is None and not any(
             _matches(g, [t], True) for g in _TEST_MATCH for t in tests
             if not any(_matches(n, [t], True) for n in now)):
@@ -186,13 +184,14 @@ def _default_narrowed(old: Mapping[str, Setting], new: Mapping[str, Setting], pa
 
 
 def _roots(old: Mapping[str, Setting], new: Mapping[str, Setting], path: str, old_path: str,
-           tests: list[str]) -> list[Change]:
-    """The rootDir or roots that held a test of the start commit (`tests`, from the
+           existed: Callable[[], Iterable[str]]) -> list[Change]:
+    """The rootDir or roots that held a test of the start commit (`existed`'s, from the
     repository's top) no root of the new file holds. A configuration moved to another folder
     (its tests with it, often) is not compared."""
     if not _FOLDERS.intersection([*old, *new]) or path.rpartition("/")[0] != old_path.rpartition(
             "/")[0]:
         return []
+    tests = js_config.js_tests(existed())        # the whole start commit's: only where needed
     was_base, now_base = _base(old, old_path), _base(new, path)
     was, now = _roots_of(old, was_base), _roots_of(new, now_base)
     left = [t for t in tests if _under(t, was) and not _under(t, now)]
@@ -203,11 +202,11 @@ def _roots(old: Mapping[str, Setting], new: Mapping[str, Setting], path: str, ol
             return [Change(old_path, no, "rootDir", f"rootDir {text} removed")
                     for no, text in old["rootDir"].entries[:1]]
         line = new["rootDir"].first_line
-        folder = "/".join(_texts(new, "rootDir")) or "(set by code)"
+        folder = "/".join(js_config.texts(new, "rootDir")) or "(set by code)"
         return [Change(path, line, "rootDir", f"rootDir {folder}")]
     if "roots" not in old:
         line = new["roots"].first_line
-        roots = ", ".join(_texts(new, "roots")) or "(set by code)"
+        roots = ", ".join(js_config.texts(new, "roots")) or "(set by code)"
         return [Change(path, line, "roots", f"roots {roots}")]
     return [Change(old_path, no, "roots", f"roots {text} removed")
             for no, text in old["roots"].entries
@@ -224,10 +223,10 @@ def keeps_out(config: str, found: Mapping[str, Setting], path: str) -> str | Non
         return None
     if not _under(path, roots):
         name = next((n for n in ("roots", "rootDir") if n in found), None)
-        return (f"{name} {', '.join(_texts(found, name))}" if name
+        return (f"{name} {', '.join(js_config.texts(found, name))}" if name
                 else f"not under the folder of {config}")
-    ignores = _texts(found, "testPathIgnorePatterns") if "testPathIgnorePatterns" in found \
-        else ["/node_modules/"]                              # jest's default
+    ignores = (js_config.texts(found, "testPathIgnorePatterns")
+               if "testPathIgnorePatterns" in found else ["/node_modules/"])   # jest's default
     if "testPathIgnorePatterns" in found and not ignores:
         return None                                          # given by code
     for pattern in ignores:
@@ -238,7 +237,7 @@ def keeps_out(config: str, found: Mapping[str, Setting], path: str) -> str | Non
     rel = next(iter(js_config.in_folder(config, [path])), None)
     taken = None if rel is None else jest_tests.takes(found, rel)
     name = "testRegex" if "testRegex" in found else "testMatch"
-    what = ", ".join(_texts(found, name)) or "(jest's default)"
+    what = ", ".join(js_config.texts(found, name)) or "(jest's default)"
     return None if taken is None else "" if taken else f"{name} {what} in {config}"
 
 

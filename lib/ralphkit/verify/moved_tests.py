@@ -55,21 +55,19 @@ def _nearest(configs: _Configs, rule: ModuleType, path: str) -> str | None:
     return None
 
 
-def _texts(files: list[DiffFile], existed: Callable[[], Iterable[str]],
+def _texts(files: list[DiffFile], paths: tuple[set[str], set[str]],
            read_now: Callable[[str], str]) -> tuple[Callable[[str], str | None], ...]:
-    """A file's text as the diff started, and now; None where the file is not there."""
+    """A file's text as the diff started, and now; None where the file is not there
+    (paths: the files then and now)."""
     was = {f.old: f for f in files if f.old}
-    now = {f.new: f for f in files if f.new}
-    paths = set(existed())
 
     def start(path: str) -> str | None:
         f = was.get(path)
         if f is None:
-            return read_now(path) if path in paths else None
+            return read_now(path) if path in paths[0] else None
         return ("\n".join(t for _, t in f.removed) if f.new is None
                 else diff_files.before(f, read_now(f.new)))
-    return start, lambda path: read_now(path) if path in now or (
-        path in paths and path not in was) else None
+    return start, lambda path: read_now(path) if path in paths[1] else None
 
 
 def _js(moved: list[tuple[str, str]], start: Callable[[str], str | None],
@@ -109,9 +107,9 @@ def out_of_run(files: list[DiffFile], read_now: Callable[[str], str],
     py = [(old, new) for old, new in moved if old.endswith(".py") and new.endswith(".py")]
     if not js and not py:
         return []
-    start, now = _texts(files, existed, read_now)
-    paths = (existed(), set(existed()).difference(f.old for f in files if f.old)
-             | {f.new for f in files if f.new})
+    then = set(existed())
+    paths = (then, then.difference(f.old for f in files if f.old) | {f.new for f in files if f.new})
+    start, now = _texts(files, paths, read_now)
     return [(old, f"test file moved out of the run to {new} ({why})") for old, new, why in
             [*(_js(js, start, now, paths) if js else ()), *_py(py, start, now)]]
 

@@ -27,7 +27,6 @@ class Config:
     """A runner's configuration file of the diff, read once."""
     file: DiffFile                        # a move's: the old side the file the settings left
     rule: ModuleType                      # vitest_config or jest_config
-    old: Mapping[str, Setting]            # as the diff started
     new: Mapping[str, Setting]            # as the session left it
     changes: list[Change]                 # what their change leaves out
     moved: bool = False                   # its settings came from, or went to, another file
@@ -67,8 +66,9 @@ def read(files: list[DiffFile], read_new: Callable[[str], str], olds: Mapping[st
         compared[g.new] = (DiffFile(f.old, g.new, removed=f.removed + g.removed, added=g.added),
                            rule, old, new, True)
         if f.new:
-            compared[f.new] = (f, rule, {}, {}, True)
-    return {path: Config(f, rule, old, new, rule.changes(f, old, new, existed), moved)
+            compared[f.new] = (f, rule, {}, {}, True)   # its settings went: nothing to compare
+    return {path: Config(f, rule, new, rule.changes(f, old, new, existed) if old or new else [],
+                         moved)
             for path, (f, rule, old, new, moved) in compared.items()}
 
 

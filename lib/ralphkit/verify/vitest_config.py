@@ -102,23 +102,23 @@ def _no_code(glob: str) -> bool:
 
 
 def _drops_tests(config: str, was: str | None, now: str | None,
-                 existed: Callable[[], Iterable[str]] | None) -> bool:
+                 existed: Callable[[], Iterable[str]]) -> bool:
     """A JavaScript test file of the start commit (js_config.js_tests) under the
     configuration's folder that the old folder (`dir`, root) held and the new one does not."""
-    if now is None or ".." in now.split("/") or existed is None:
+    if now is None or ".." in now.split("/"):
         return True
     return any((not was or rel.startswith(was + "/")) and not rel.startswith(now + "/")
                for rel in js_config.js_tests(js_config.in_folder(config, existed())))
 
 
 def _left(config: str, old: Mapping[str, Setting], new: Mapping[str, Setting],
-          existed: Callable[[], Iterable[str]] | None, root: bool) -> tuple[str, list[str]] | None:
+          existed: Callable[[], Iterable[str]], root: bool) -> tuple[str, list[str]] | None:
     """The folder vitest looks in (from the configuration's) and the start commit's files
     there (relative to it) that a change of test.include or test.exclude leaves out; None
     when neither changed, the folder did or is not known, or vitest_tests cannot tell."""
     names = ("test.include", "test.exclude")
-    if existed is None or all((n in old, js_config.texts(old, n)) == (n in new, js_config.texts(
-            new, n)) for n in names):
+    if all((n in old, js_config.texts(old, n)) == (n in new, js_config.texts(new, n))
+           for n in names):
         return None
     folder = _scan_folder(old, root)
     if folder is None or folder != _scan_folder(new, root) or ".." in folder.split("/"):
@@ -137,11 +137,11 @@ def _named(config: str, folder: str, left: list[str] | None) -> str | None:
 
 
 def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
-            existed: Callable[[], Iterable[str]] | None = None) -> list[Change]:
+            existed: Callable[[], Iterable[str]]) -> list[Change]:
     """What a diff's file leaves out of the test run and of coverage, from its settings as
-    the diff started and now. existed: the start commit's files, for an exclude under `test`
-    (None: every added exclude is one); test.include and test.exclude are judged by the
-    files they take (vitest_tests.py) where it can tell."""
+    the diff started and now. existed: the start commit's files, for an exclude under `test`;
+    test.include and test.exclude are judged by the files they take (vitest_tests.py) where
+    it can tell."""
     added = {no for no, _ in f.added}
     config = f.new or f.old or ""
     root = bool(_VITEST.search(f.new or "")) or any(n.startswith("test.") for n in [*old, *new])
@@ -149,7 +149,7 @@ def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
     folder, left = by_files or ("", [])
     found, named = [], set()
     for name, setting in new.items():
-        had = [text for _, text in old[name].entries] if name in old else []
+        had = js_config.texts(old, name)
         for no, text in setting.entries:
             if not (name.endswith(".exclude") and no in added
                     and not any(js_config.covers(h, text) for h in had)
@@ -159,7 +159,7 @@ def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
                 ends = _named(config, folder, hit := vitest_tests.matched(text, left, True))
                 named.update(hit or [])
             else:
-                ends = None if existed and name.startswith("test.") and not \
+                ends = None if name.startswith("test.") and not \
                     js_config.matches_any(text, existed()) else ""
             if ends is not None:
                 found.append(Change(f.new, no, name, f"{name} {text}{ends}"))
