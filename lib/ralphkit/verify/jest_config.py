@@ -73,7 +73,7 @@ def _matches(pattern: str, paths: list[str], glob: bool) -> bool:
     """A path (relative to the configuration's folder) the glob or regular expression matches;
     one this cannot read matches."""
     if glob:
-        return js_config.matches_any(re.sub(r"^<rootDir>/", "", pattern), paths)
+        return js_config.matches_any(jest_tests.glob(pattern), paths)
     rx = _ignore_rx(pattern)
     return rx is None or any(rx.search(f"{_ROOT}/{path}") for path in paths)
 
@@ -81,8 +81,8 @@ def _matches(pattern: str, paths: list[str], glob: bool) -> bool:
 def _ignore_rx(pattern: str) -> re.Pattern | None:
     """An ignore pattern (matched against `_ROOT/` and the path from the rootDir) as Python
     reads it; None when it does not compile."""
-    try:                                          # a JavaScript string's escapes undone
-        return re.compile(re.sub(r"\\(.)", r"\1", pattern).replace("<rootDir>", _ROOT))
+    try:
+        return re.compile(jest_tests.source(pattern).replace("<rootDir>", _ROOT))
     except re.error:
         return None
 

@@ -22,17 +22,22 @@ from ralphkit.verify.js_config import Setting
 TEST_MATCH = ["**/__tests__/**/*.{,m,c}{j,t}s{,x}", "**/{*.,}{spec,test}.{,m,c}{j,t}s{,x}"]
 
 
-def _source(text: str) -> str:
+def source(text: str) -> str:
     """A quoted regular expression's source: the JavaScript string's escapes undone."""
     return re.sub(r"\\(.)", r"\1", text)
+
+
+def glob(text: str) -> str:
+    """A testMatch glob relative to the configuration's folder (jest's `<rootDir>/` off)."""
+    return re.sub(r"^<rootDir>/", "", text)
 
 
 def _entry(name: str, text: str) -> Callable[[str], bool] | None:
     """Whether a testMatch glob or testRegex entry matches a path (relative to the
     configuration's folder); None when this cannot read it."""
     if name == "testMatch":
-        return js_config.matcher(re.sub(r"^<rootDir>/", "", text))
-    rx = None if "<rootDir>" in text else js_config.regex(_source(text))
+        return js_config.matcher(glob(text))
+    rx = None if "<rootDir>" in text else js_config.regex(source(text))
     return None if rx is None else lambda path: bool(rx.search(f"/{path}"))
 
 
@@ -77,4 +82,4 @@ def leaves_out(name: str, text: str, config: str, left: list[str] | None) -> str
                 None)
 
 
-__all__ = ["TEST_MATCH", "takes", "left_out", "leaves_out"]
+__all__ = ["TEST_MATCH", "takes", "left_out", "leaves_out", "source", "glob"]

@@ -27,7 +27,6 @@ _WORD = re.compile(r"[\w$]+")
 _COLON = re.compile(r"[ \t]*:(?!:)")
 _OPERATOR = re.compile(r"[=!<>]==?|=>|\?\?=?|\?\.(?!\d)")  # not an assignment, not a ternary
 _REGEX_AFTER = "(,=:[!&|?{};"          # a `/` after these starts a regular expression
-_SCRIPT = re.compile(r"\.[cm]?[jt]sx?$")
 # What of a JavaScript regular expression Python's `re` reads alike: an escape of a class
 # (\d, \w, \s, \b), of a control character, a code unit or a back reference, or of a sign; a
 # group that captures, or `(?:`, a lookahead or a lookbehind. Anything else (`(?<name>`, `\p{..}`,
@@ -194,7 +193,11 @@ def regex(text: str) -> re.Pattern | None:
 def in_folder(config: str, paths: Iterable[str]) -> list[str]:
     """The paths under the configuration file's folder, relative to it (the runner's
     rootDir as far as this reads it)."""
-    folder = config.rpartition("/")[0]
+    return under(config.rpartition("/")[0], paths)
+
+
+def under(folder: str, paths: Iterable[str]) -> list[str]:
+    """The paths under a folder ("" the top), relative to it."""
     return [p[len(folder) + 1:] if folder else p for p in paths
             if p and (not folder or p.startswith(folder + "/"))]
 
@@ -202,7 +205,7 @@ def in_folder(config: str, paths: Iterable[str]) -> list[str]:
 def scripts(paths: Iterable[str]) -> list[str]:
     """The JavaScript and TypeScript files of `paths` outside node_modules: what a runner may
     load, as a test when its patterns match it."""
-    return [p for p in paths if _SCRIPT.search(p) and "node_modules/" not in f"/{p}"]
+    return [p for p in paths if patterns.JS_SCRIPT.search(p) and "node_modules/" not in f"/{p}"]
 
 
 def js_tests(paths: Iterable[str]) -> list[str]:
@@ -243,4 +246,5 @@ def one_a_line(found: Iterable[Change]) -> list[Change]:
 
 
 __all__ = ["Change", "Setting", "settings", "expand", "covers", "matches_any", "matcher",
-           "regex", "in_folder", "scripts", "js_tests", "left_out", "texts", "naming", "one_a_line"]
+           "regex", "in_folder", "under", "scripts", "js_tests", "left_out", "texts", "naming",
+           "one_a_line"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+JS_SCRIPT = re.compile(r"\.[cm]?[jt]sx?$")   # a JavaScript or TypeScript file's extension
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|__tests__|spec)/.*\.(py|[cm]?[jt]sx?|go|rs|rb|java|kt|cs|php|sh|bats)$"
     r"|(^|/)test_[^/]*\.py$|_test\.(py|go)$|(^|/)conftest\.py$"   # pytest, go
@@ -261,4 +262,4 @@ def lowered_thresholds(removed: list[tuple[int, str]], added: list[tuple[int, st
 __all__ = ["is_test_path", "test_names", "is_assertion", "skips", "thresholds", "protected",
            "may_switch_off", "selections", "js_selections", "shadowed_runner",
            "deselected_markers", "SKIP", "PYTEST_CONFIGS", "JEST_CONFIGS", "VITEST_CONFIGS",
-           "file_named", "threshold_block", "lowered_thresholds", "glob_rx"]
+           "file_named", "threshold_block", "lowered_thresholds", "glob_rx", "JS_SCRIPT"]

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from ralphkit.verify import test_bodies
-from ralphkit.verify.patterns import is_assertion
+from ralphkit.verify.patterns import JS_SCRIPT, is_assertion
 
 _Q = r"(?P<q>['\"`])"
 _MOCK = r"(?<![\w.])(?:(?:mocker|mock|unittest\.mock)\.)?"
@@ -65,7 +65,6 @@ _JS_IMPORT = (
 _MODULE_MOCK = re.compile(r"\b(?:jest|vi)\.(?:mock|doMock)\(\s*" + _Q
                           + r"(?P<module>[^'\"`]+)(?P=q)")
 _KEY = re.compile(r"(?<![\w$.])(?P<key>[\w$]+)\s*:(?!:)")
-_JS_EXTENSION = re.compile(r"\.[cm]?[jt]sx?$")
 # An assertion about a mock's calls (`expect(fetch).toHaveBeenCalledWith(`, `api.get.
 # assert_called_once()`, sinon's `calledWith`): it checks what the code did with the mock,
 # not what the mock returned.
@@ -116,7 +115,7 @@ def _imported(lines: list[str]) -> _Imports:
                 if len(words) == 3 and words[1] == "as":
                     found.modules[words[2]] = words[0]
         for m in (m for rx in _JS_IMPORT if (m := rx.match(line))):
-            module = _JS_EXTENSION.sub("", m.group("module"))
+            module = JS_SCRIPT.sub("", m.group("module"))
             names, whole = found.js.setdefault(module, ({}, set()))
             braced = re.search(r"\{([^}]*)\}", m.group("what"))
             for part in (braced.group(1).split(",") if braced else []):
@@ -137,7 +136,7 @@ def _module_mocks(lines: list[str], imports: _Imports) -> list[tuple[int, str, s
     for at, line in enumerate(lines):
         if not (m := _MODULE_MOCK.search(line)):
             continue
-        names, whole = imports.js.get(_JS_EXTENSION.sub("", m.group("module")), ({}, set()))
+        names, whole = imports.js.get(JS_SCRIPT.sub("", m.group("module")), ({}, set()))
         depth, parts = 1, [(at + 1, line[m.end():])]
         while True:                           # the factory: up to the call's closing paren
             no, text = parts[-1]

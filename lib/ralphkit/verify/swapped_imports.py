@@ -23,7 +23,6 @@ _IMPORTS = (re.compile(r"^\s*import\s+(?!type\b)(?P<what>[^'\"`;]*?)\s*from\s*" 
                        + r"(?P<module>[^'\"`]+)(?P=q)"),
             re.compile(r"^\s*(?:const|let|var)\s+(?P<what>[^=]+?)\s*=\s*require\(\s*" + _Q
                        + r"(?P<module>[^'\"`]+)(?P=q)\s*\)"))
-_SCRIPT = re.compile(r"\.[cm]?[jt]sx?$")
 _EXTENSIONS = ("", ".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".mts", ".cts")
 _STAND_IN = re.compile(r"(?i)stub|mock|fake|dumm(?:y|ies)")
 
@@ -52,7 +51,7 @@ def _resolved(test: str, module: str) -> str | None:
         return None
     path = posixpath.normpath(posixpath.join(posixpath.dirname(test), module))
     return None if path == ".." or path.startswith("../") else re.sub(
-        r"/index$", "", _SCRIPT.sub("", path))
+        r"/index$", "", patterns.JS_SCRIPT.sub("", path))
 
 
 def _stand_in(module: str, path: str | None) -> bool:
@@ -64,7 +63,7 @@ def swapped(f: DiffFile, lines: list[str], exists: Callable[[str], bool]) -> lis
     """(line, detail) for each name of the code under test a JavaScript test file now takes
     from a stand-in. lines: the file now; exists(path): a file of the tree now."""
     path = f.new or ""
-    if not _SCRIPT.search(path) or f.old is None:
+    if not patterns.JS_SCRIPT.search(path) or f.old is None:
         return []
     was, now = _bindings(f.removed), _bindings(enumerate(lines, 1))
     added = {no: text for no, text in f.added}

@@ -123,8 +123,7 @@ def _left(config: str, old: Mapping[str, Setting], new: Mapping[str, Setting],
     folder = _scan_folder(old, root)
     if folder is None or folder != _scan_folder(new, root) or ".." in folder.split("/"):
         return None
-    files = [p[len(folder) + 1:] if folder else p for p in js_config.in_folder(config, existed())
-             if not folder or p.startswith(folder + "/")]
+    files = js_config.under(folder, js_config.in_folder(config, existed()))
     left = vitest_tests.left_out(old, new, files)
     return None if left is None else (folder, left)
 
