@@ -69,6 +69,13 @@ def settings(path: str, text: str) -> dict[str, Setting]:
     return js_config.settings(text, name)
 
 
+def reads_tests(path: str, names: Iterable[str]) -> bool:
+    """jest reads which tests to run from this configuration (its setting names): a
+    jest.config.* (jest's defaults apply where it sets nothing), or test settings (a
+    package.json may have none)."""
+    return path.rpartition("/")[2].startswith("jest.config.") or any(n in TESTS for n in names)
+
+
 def _matches(pattern: str, paths: list[str], glob: bool) -> bool:
     """A path (relative to the configuration's folder) the glob or regular expression matches;
     one this cannot read matches."""

@@ -13,7 +13,7 @@ is patterns.renamed_away's. Knows nothing of git: tamper.py gives the texts."""
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable
 
 from ralphkit.verify import (diff_files, jest_config, js_config, patterns, pytest_config,
                              runner_configs, vitest_config)
@@ -21,13 +21,6 @@ from ralphkit.verify.diff_files import DiffFile
 from ralphkit.verify.js_config import Setting
 
 _Configs = dict[str, tuple[ModuleType, dict[str, Setting]]]
-
-
-def _runner(rule: ModuleType, path: str, found: Mapping[str, Setting]) -> bool:
-    """The file configures the runner: a file only it reads (its defaults apply where it sets
-    nothing), or settings that choose tests (a vite.config.*, a package.json may be none)."""
-    return path.rpartition("/")[2].startswith(("vitest.config.", "jest.config.")) or any(
-        n in jest_config.TESTS if rule is jest_config else n.startswith("test.") for n in found)
 
 
 def _folders(path: str) -> list[str]:
@@ -49,7 +42,7 @@ def _nearest(configs: _Configs, rule: ModuleType, path: str) -> str | None:
     for folder in _folders(path):
         found = sorted((p.endswith("package.json"), "/vite." in f"/{p}", p)
                        for p, (r, s) in configs.items()
-                       if r is rule and p.rpartition("/")[0] == folder and _runner(r, p, s))
+                       if r is rule and p.rpartition("/")[0] == folder and r.reads_tests(p, s))
         if found:
             return found[0][2]
     return None

@@ -62,6 +62,13 @@ def is_config(path: str) -> bool:
     return bool(_CONFIG.search(path))
 
 
+def reads_tests(path: str, names: Iterable[str]) -> bool:
+    """vitest reads which tests to run from this configuration (its setting names): a
+    vitest.config.* (vitest's defaults apply where it sets nothing), or settings under `test`
+    (a vite.config.* may have none)."""
+    return bool(_VITEST.search(path)) or any(n.startswith("test.") for n in names)
+
+
 def _setting(blocks: list, key: str) -> str | None:
     if "test" not in blocks:
         return "root" if key == "root" and blocks == [None] else None     # vite's root
@@ -143,7 +150,7 @@ def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
     it can tell."""
     added = {no for no, _ in f.added}
     config = f.new or f.old or ""
-    root = bool(_VITEST.search(f.new or "")) or any(n.startswith("test.") for n in [*old, *new])
+    root = reads_tests(f.new or "", [*old, *new])
     by_files = _left(config, old, new, existed, root)
     folder, left = by_files or ("", [])
     found, named = [], set()
@@ -200,7 +207,7 @@ def keeps_out(config: str, found: Mapping[str, Setting], path: str) -> str | Non
     """What keeps a file (from the repository's top) out of the tests vitest runs with this
     configuration's settings, as a finding names it; "" when vitest takes it; None when this
     cannot tell (`projects`, a folder or an include given by code, a glob not read)."""
-    root = bool(_VITEST.search(config)) or any(n.startswith("test.") for n in found)
+    root = reads_tests(config, found)
     folder = _scan_folder(found, root)
     if "test.projects" in found or folder is None or ".." in folder.split("/"):
         return None
