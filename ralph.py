@@ -11,7 +11,7 @@
     No tasks available. Exiting loop.
     $ ./ralph.py task peek -n 10       # the task CLI ($RALPH_TASK_CMD, else scripts/task)
 
-ralph.py prints and picks exit codes; everything else is one call into lib/ralphkit, with
+ralph.py prints and picks exit codes; everything else is one call into lib/ralphpy, with
 the ralph.sh line it ports as a trailing comment.
 """
 from __future__ import annotations
@@ -47,22 +47,22 @@ import dataclasses  # noqa: E402
 import importlib  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from ralphkit import errors, signals, workspace  # noqa: E402
-from ralphkit.agents import backend  # noqa: E402
-from ralphkit.agents import claude_render as render  # noqa: E402
-from ralphkit.assign import mode as assign_mode  # noqa: E402
-from ralphkit.backlog import answers as backlog  # noqa: E402
-from ralphkit.backlog import calls as task_calls  # noqa: E402
-from ralphkit.config import flags, settings  # noqa: E402
-from ralphkit.config.options import Options  # noqa: E402
-from ralphkit.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
-from ralphkit.fleet import outage  # noqa: E402
-from ralphkit.fleet import store as fleet_store  # noqa: E402
-from ralphkit.loop import features, launch, preview, start  # noqa: E402
-from ralphkit.loop.context import RunContext  # noqa: E402
-from ralphkit.runs import lifecycle  # noqa: E402
-from ralphkit.unattended import night_config  # noqa: E402
-from ralphkit.unattended import night  # noqa: E402
+from ralphpy import errors, signals, workspace  # noqa: E402
+from ralphpy.agents import backend  # noqa: E402
+from ralphpy.agents import claude_render as render  # noqa: E402
+from ralphpy.assign import mode as assign_mode  # noqa: E402
+from ralphpy.backlog import answers as backlog  # noqa: E402
+from ralphpy.backlog import calls as task_calls  # noqa: E402
+from ralphpy.config import flags, settings  # noqa: E402
+from ralphpy.config.options import Options  # noqa: E402
+from ralphpy.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
+from ralphpy.fleet import outage  # noqa: E402
+from ralphpy.fleet import store as fleet_store  # noqa: E402
+from ralphpy.loop import features, launch, preview, start  # noqa: E402
+from ralphpy.loop.context import RunContext  # noqa: E402
+from ralphpy.runs import lifecycle  # noqa: E402
+from ralphpy.unattended import night_config  # noqa: E402
+from ralphpy.unattended import night  # noqa: E402
 
 GENERAL_HELP = """\
 Usage: ralph <command> [options]
@@ -207,7 +207,7 @@ def build_loop(ctx: RunContext) -> int:
 
 def parallel_build(ctx: RunContext) -> int:
     """Up to N sessions at once, one claimed task each, in git worktrees whose branches are
-    merged back (lib/ralphkit/parallel owns it all; here: how it ends)."""
+    merged back (lib/ralphpy/parallel owns it all; here: how it ends)."""
     scope = ctx.features.get(features.ScopeFreeze)                       # FREEZE_SCOPE: exit 4
     reason = launch.run_parallel(ctx, scope.check if scope else None)
     if reason == "interrupted":
@@ -337,10 +337,10 @@ def task_command(args: list[str]) -> int:
 # The first argument (s.2). A later command is one line here. GENERAL_HELP stays byte-exact
 # (s.2), so the commands ralph.sh did not have are documented in the README and their own --help.
 def library_command(name: str, *, in_ralph_dir: bool = True):
-    """A command ralph.sh did not have (lib/ralphkit/commands/); its module is imported only
+    """A command ralph.sh did not have (lib/ralphpy/commands/); its module is imported only
     when it runs, so `ralph plan`, `build` and `--help` do not pay for it."""
     def run(args: list[str]) -> int:
-        module = importlib.import_module(f"ralphkit.commands.{name}")
+        module = importlib.import_module(f"ralphpy.commands.{name}")
         if not in_ralph_dir:
             return module.main(args)
         return module.main(args, ralph_dir=workspace.ralph_dir(Path.cwd()))

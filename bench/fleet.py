@@ -4,7 +4,7 @@
 For 1, 4 and 16 concurrent claimers it fills a fresh store with --tasks open tasks (no
 dependencies) by one plan-sync, then starts that many long-lived worker processes; once all are
 ready they claim together, each calling the task CLI in-process
-(`ralphkit.tasks.cli.main(["claim"], ...)`, cwd in a git repo) in a loop until "No eligible
+(`ralphpy.tasks.cli.main(["claim"], ...)`, cwd in a git repo) in a loop until "No eligible
 tasks" (exit 2), timing each claim. Each worker has the environment a ralph run gives its agent:
 the scope `task _get-scope` resolved once (RALPH_SCOPE_REPO, RALPH_SCOPE_BRANCH), an agent id
 and a claims file for its fencing tokens. So neither process start-up nor a scope lookup a run's
@@ -65,7 +65,7 @@ class StoreRefused(Exception):
 
 
 def _call(argv: list[str], environ: dict[str, str], stdin: str = "") -> tuple[int, str, str]:
-    from ralphkit.tasks import cli
+    from ralphpy.tasks import cli
     out, err = io.StringIO(), io.StringIO()
     code = cli.main(argv, stdin=io.StringIO(stdin), stdout=out, stderr=err, environ=environ)
     return code, out.getvalue(), err.getvalue()

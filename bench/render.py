@@ -207,7 +207,7 @@ def generate(path: Path, json_only: Path, megabytes: int) -> None:
 def _consume(log_path: str) -> None:
     """ralph.py's path: read the pipe in chunks, log every byte, render to /dev/null."""
     sys.path.insert(0, str(ROOT / "lib"))
-    from ralphkit.agents.claude_render import StreamRenderer
+    from ralphpy.agents.claude_render import StreamRenderer
     fd = sys.stdin.fileno()
     with open(log_path, "wb", buffering=0) as log, open(os.devnull, "wb") as out:
         renderer = StreamRenderer(out)
@@ -308,7 +308,7 @@ def main() -> int:
 _RENDER_TO_FILE = """
 import os, sys
 sys.path.insert(0, sys.argv[1])
-from ralphkit.agents.claude_render import StreamRenderer
+from ralphpy.agents.claude_render import StreamRenderer
 r = StreamRenderer(sys.stdout.buffer)
 while chunk := os.read(0, 65536):
     r.feed(chunk)

@@ -36,13 +36,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "lib"))
 
-from ralphkit.runs import state as run_state  # noqa: E402
-from ralphkit.scope import snapshot as scope
-from ralphkit.scope import freeze as scope_run
-from ralphkit.backlog import calls as task_calls
-from ralphkit.scope import hashing as scope_hashing  # noqa: E402
-from ralphkit.scope.cache import ListingCache  # noqa: E402
-from ralphkit.tasks import cli as tasks_cli, fingerprint  # noqa: E402
+from ralphpy.runs import state as run_state  # noqa: E402
+from ralphpy.scope import snapshot as scope
+from ralphpy.scope import freeze as scope_run
+from ralphpy.backlog import calls as task_calls
+from ralphpy.scope import hashing as scope_hashing  # noqa: E402
+from ralphpy.scope.cache import ListingCache  # noqa: E402
+from ralphpy.tasks import cli as tasks_cli, fingerprint  # noqa: E402
 
 REFERENCE = ROOT / "bench" / "scope_reference.sh"
 CHECK_TARGET_MS = 100.0

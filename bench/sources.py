@@ -62,7 +62,7 @@ def fill(source: str, repo: Path, env: dict, tasks: int) -> None:
 
 
 def bench(source: str, tasks: int, iterations: int) -> dict:
-    from ralphkit.backlog import calls
+    from ralphpy.backlog import calls
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         repo = base / "repo"

@@ -74,7 +74,7 @@ def dump(db: Path | PgStore) -> list[str]:
 
 def query(db: Path | PgStore, sql: str, params: tuple = ()) -> list[tuple]:
     if isinstance(db, PgStore):
-        from ralphkit.tasks.pg_dialect import translate
+        from ralphpy.tasks.pg_dialect import translate
         if sql.startswith("PRAGMA"):  # SQLite's switches: PostgreSQL always checks foreign keys
             return []
         return pg_query(db.url, translate(sql), params)
@@ -90,10 +90,10 @@ def work_of(db: Path | PgStore, body) -> int:
     """How much of the store body(conn, scope) reads, in one transaction rolled back after it:
     task rows fetched, by PostgreSQL's own counters of the transaction, or SQLite's virtual
     machine steps. Compare two calls on one store, never numbers across stores."""
-    from ralphkit.tasks.git_scope import Scope
+    from ralphpy.tasks.git_scope import Scope
     scope = Scope(*query(db, "SELECT scope_repo, scope_branch FROM tasks LIMIT 1")[0])
     if isinstance(db, PgStore):
-        from ralphkit.tasks import pg
+        from ralphpy.tasks import pg
         conn = pg.Connection(db.url, {}, lambda line: None)
         conn.open()
         try:
@@ -147,7 +147,7 @@ class _Recording:
 def _recorded_connection(url: str, sent: list[str]):
     """An open pg.Connection whose `raw`, the first one and each one it opens again after a
     lost connection, is wrapped in a _Recording as it is set."""
-    from ralphkit.tasks import pg
+    from ralphpy.tasks import pg
 
     class Recorded(pg.Connection):
         @property
@@ -172,8 +172,8 @@ def traced(db: Path | PgStore):
     opened again after it was lost (the attempt that met the lost one included); not the schema
     check each connection makes before it is handed over. SQLite: every statement, each
     executemany row too (the trace callback)."""
-    from ralphkit.tasks import db as store
-    from ralphkit.tasks.git_scope import Scope
+    from ralphpy.tasks import db as store
+    from ralphpy.tasks.git_scope import Scope
     scope = Scope(*query(db, "SELECT scope_repo, scope_branch FROM tasks LIMIT 1")[0])
     sent: list[str] = []
     if isinstance(db, PgStore):

@@ -7,7 +7,7 @@ fork of one warm process per test worker, which imported the task CLI and psycop
 Each call is still a process of its own, forked fresh from a process that never ran a command:
 its argv, environment, working directory and stdin are the call's, its stdout, stderr and exit
 status go back to the test, and it runs the task CLI's own entry point
-(ralphkit.sources.entry.main, as scripts/task and ralph-task do). Only the interpreter's
+(ralphpy.sources.entry.main, as scripts/task and ralph-task do). Only the interpreter's
 start-up and the imports are shared. scripts/task's own start-up with a PostgreSQL store (its
 search for psycopg) is tested through real processes elsewhere (tests/fleethelp.py's task
 calls, tests/e2e/test_task_store_pg.py).
@@ -140,7 +140,7 @@ def _answer(conn: socket.socket) -> int:
         sys.argv = [str(ROOT / "scripts" / "task"), *request["args"]]
         code = 1
         try:
-            from ralphkit.sources import entry
+            from ralphpy.sources import entry
             entry.main()
             code = 0
         except SystemExit as exit_:
@@ -164,9 +164,9 @@ def _serve(path: str) -> None:
     import pkgutil
     import importlib
     import psycopg  # noqa: F401  (the import every call would pay for)
-    import ralphkit.sources
-    import ralphkit.tasks
-    for package in (ralphkit.tasks, ralphkit.sources):
+    import ralphpy.sources
+    import ralphpy.tasks
+    for package in (ralphpy.tasks, ralphpy.sources):
         for module in pkgutil.iter_modules(package.__path__):
             importlib.import_module(f"{package.__name__}.{module.name}")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

@@ -260,4 +260,4 @@ def test_a_checkouts_bytecode_is_cached_even_under_pythondontwritebytecode(
     assert proc.returncode == 0, proc.stderr
     tag = sys.implementation.cache_tag
     folder, name = module.rsplit("/", 1)
-    assert (checkout / "lib" / "ralphkit" / folder / "__pycache__" / f"{name}.{tag}.pyc").exists()
+    assert (checkout / "lib" / "ralphpy" / folder / "__pycache__" / f"{name}.{tag}.pyc").exists()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, TASK, run_process
-from ralphkit.commands import install
+from ralphpy.commands import install
 
 HOOKS = ROOT / "scripts" / "hooks"
 PRECOMPACT = HOOKS / "precompact"

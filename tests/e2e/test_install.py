@@ -1,5 +1,5 @@
-"""Black-box tests of `ralph install` (lib/ralphkit/install.py), run as `python -m
-ralphkit.commands.install` in a real process with a private HOME: fresh install, idempotent re-install,
+"""Black-box tests of `ralph install` (lib/ralphpy/install.py), run as `python -m
+ralphpy.commands.install` in a real process with a private HOME: fresh install, idempotent re-install,
 merging into an existing settings.json, refusals that write nothing, --user, --dry-run."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from conftest import RALPH, ROOT, run_process
 
-DATA = ROOT / "lib" / "ralphkit" / "claude"
+DATA = ROOT / "lib" / "ralphpy" / "claude"
 SKILLS = ["ralph-build", "ralph-plan", "ralph-spec"]
 PROJECT_CMD = {"PreCompact": '"$CLAUDE_PROJECT_DIR"/.claude/hooks/ralph/precompact',
                "SessionEnd": '"$CLAUDE_PROJECT_DIR"/.claude/hooks/ralph/session_end'}
@@ -28,7 +28,7 @@ def project(tmp_path: Path) -> Path:
 def ralph_install(base_env: dict[str, str], project: Path):
     def run(*args: str, cwd: Path | None = None):
         env = {**base_env, "PYTHONPATH": str(ROOT / "lib")}
-        return run_process([sys.executable, "-m", "ralphkit.commands.install", *args],
+        return run_process([sys.executable, "-m", "ralphpy.commands.install", *args],
                            cwd=cwd or project, env=env, timeout=30)
     return run
 

@@ -23,7 +23,7 @@ def installed(tmp_path_factory) -> Path:
     """A venv without pip, with ralph.py installed into it by the test venv's pip (no network:
     no deps, no build isolation). The dependencies (and setuptools for the build) come from
     the test venv through a .pth path line, which adds the directory without running its
-    .pth files, so the checkout's editable install is not seen: ralphkit comes from the wheel."""
+    .pth files, so the checkout's editable install is not seen: ralphpy comes from the wheel."""
     prefix = tmp_path_factory.mktemp("installed") / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True)
     purelib = Path(sysconfig.get_path("purelib", vars={"base": str(prefix)}))
@@ -33,7 +33,7 @@ def installed(tmp_path_factory) -> Path:
     with open(tmp_path_factory.getbasetemp().parent / "packaging.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         subprocess.run([sys.executable, "-m", "pip", "--python", str(prefix / "bin" / "python"),
-                        # --ignore-installed: the test venv's editable ralph-py is visible
+                        # --ignore-installed: the test venv's editable ralphpy is visible
                         # through the .pth line; without it pip would uninstall it from the
                         # test venv.
                         "install", "-q", "--no-deps", "--no-build-isolation",

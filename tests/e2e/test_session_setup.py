@@ -278,7 +278,7 @@ def test_an_unusable_task_command_skips_every_task_call_and_the_loop_goes_on(run
 def test_installed_layout_reads_the_packaged_models_json_and_uses_ralph_task(
         tmp_path, base_env, git_repo, agent):
     # As a console script: ralph.py sits in site-packages (no lib/, no models.json next to it)
-    # and ralphkit is importable.
+    # and ralphpy is importable.
     site = tmp_path / "site"
     site.mkdir()
     shutil.copy(RALPH, site / "ralph.py")

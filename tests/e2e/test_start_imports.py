@@ -12,8 +12,8 @@ import pytest
 from conftest import RALPH, install_stub, run_process
 
 # Loaded where a run uses them: a diff is scanned, FREEZE_SCOPE is on, a reset names a zone.
-ON_DEMAND = ("ralphkit.verify.tamper", "ralphkit.verify.replaced_code", "ralphkit.scope.freeze",
-             "ralphkit.scope.snapshot", "zoneinfo")
+ON_DEMAND = ("ralphpy.verify.tamper", "ralphpy.verify.replaced_code", "ralphpy.scope.freeze",
+             "ralphpy.scope.snapshot", "zoneinfo")
 
 
 def imported(git_repo, base_env, *argv: str) -> set[str]:
@@ -29,13 +29,13 @@ def test_a_build_that_verifies_nothing_and_freezes_no_scope_imports_neither(
     install_stub(bin_dir)
     assert run_task("create", "t1", "Task t1").returncode == 0
     modules = imported(git_repo, base_env, "build", "-n", "1")
-    assert {"ralphkit.loop.features", "ralphkit.verify.completion"} <= modules   # a real start
+    assert {"ralphpy.loop.features", "ralphpy.verify.completion"} <= modules   # a real start
     assert not modules & set(ON_DEMAND)
 
 
 @pytest.mark.parametrize("setting, loaded", [
-    ("verify: 'true'\n", "ralphkit.verify.tamper"),
-    ("freeze_scope: true\n", "ralphkit.scope.freeze"),
+    ("verify: 'true'\n", "ralphpy.verify.tamper"),
+    ("freeze_scope: true\n", "ralphpy.scope.freeze"),
 ])
 def test_a_run_with_the_feature_on_imports_it(git_repo, base_env, bin_dir, run_task, setting,
                                                loaded):

@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from ralphkit.runs import progress
-from ralphkit.runs import state as run_state
-from ralphkit.commands import status
-from ralphkit.config import settings
+from ralphpy.runs import progress
+from ralphpy.runs import state as run_state
+from ralphpy.commands import status
+from ralphpy.config import settings
 
 HOLDER = r"""
 import sys
 from pathlib import Path
-from ralphkit.runs import progress
-from ralphkit.runs import lock as run_lock
-from ralphkit.runs import state as run_state
+from ralphpy.runs import progress
+from ralphpy.runs import lock as run_lock
+from ralphpy.runs import state as run_state
 ralph_dir = Path(sys.argv[1])
 lock = run_lock.acquire(ralph_dir / "run.lock", "run-live")
 state = run_state.RunState(run_id="run-live", mode="build", max_iterations=5)
@@ -36,7 +36,7 @@ print("ready", flush=True)
 sys.stdin.read()
 run_lock.release(lock)
 """
-STATUS = "import sys; from ralphkit.commands import status; sys.exit(status.main(sys.argv[1:]))"
+STATUS = "import sys; from ralphpy.commands import status; sys.exit(status.main(sys.argv[1:]))"
 
 
 def child_env() -> dict[str, str]:

@@ -8,8 +8,8 @@ import socket
 
 import pytest
 
-from ralphkit.tasks import run_edits
-from ralphkit.tasks.context import Ctx
+from ralphpy.tasks import run_edits
+from ralphpy.tasks.context import Ctx
 from task_helpers import dump, fails, jsonl, ok, on_tasks, query, traced
 
 TABLE_HEADER = "ID                   P S        CAT   TITLE                               AGENT\n"

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from conftest import TASK, wait_for
-from ralphkit.tasks import queries as q
+from ralphpy.tasks import queries as q
 from task_helpers import dump, fails, jsonl, ok, query, work_of
 
 RALPH_SH_SCHEMA = """
@@ -90,7 +90,7 @@ def test_eight_processes_claiming_200_tasks_get_each_exactly_once(run_task, git_
     worker = (
         "import io, os, sys\n"
         "sys.path.insert(0, sys.argv[1])\n"
-        "from ralphkit.tasks import cli\n"
+        "from ralphpy.tasks import cli\n"
         "env = {**os.environ, 'RALPH_SCOPE_REPO': 'acme/widgets', 'RALPH_SCOPE_BRANCH': 'main',\n"
         "       'RALPH_TASKS_DB': sys.argv[3]}\n"
         "cli.main(['plan-status'], stdout=io.StringIO(), stderr=io.StringIO(), environ=env)\n"

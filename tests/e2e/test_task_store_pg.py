@@ -17,8 +17,8 @@ import pytest
 
 from conftest import ROOT, TASK, wait_for
 from pgserver import OTHER_CLIENTS, pg_query
-from ralphkit.tasks import build_cmds, claims
-from ralphkit.tasks.context import Ctx
+from ralphpy.tasks import build_cmds, claims
+from ralphpy.tasks.context import Ctx
 from task_helpers import (REFUSALS, PgStore, dump, fails, jsonl, ok, on_tasks, query, refused_url,
                           traced, work_of)
 
@@ -58,7 +58,7 @@ def test_an_unreachable_server_is_one_line_without_the_password(run_task):
 def test_without_psycopg_the_store_names_the_extra_to_install(git_repo, base_env, pg):
     # -S: no site-packages, so no psycopg: the launcher's own fallback is bypassed on purpose.
     code = (f"import sys; sys.path.insert(0, {str(ROOT / 'lib')!r}); "
-            "from ralphkit.tasks.cli import console_main; console_main()")
+            "from ralphpy.tasks.cli import console_main; console_main()")
     proc = subprocess.run([sys.executable, "-S", "-c", code, "plan-status"], cwd=git_repo,
                           env=base_env, capture_output=True, text=True, timeout=60)
     assert (proc.returncode, proc.stdout, proc.stderr) == (

@@ -19,7 +19,7 @@ from conftest import RALPH, ROOT, STUBS, ignore_ralph_dir, install_stub, wait_fo
 from loophelp import Running, alive
 
 sys.path.insert(0, str(ROOT / "lib"))
-from ralphkit.unattended import reset_time  # noqa: E402
+from ralphpy.unattended import reset_time  # noqa: E402
 
 # The agent claims a task (so crash safety has something to put back), then becomes $STUB.
 CLAIMING = """\

@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LIB = ROOT / "lib"
-PACKAGE = LIB / "ralphkit"
+PACKAGE = LIB / "ralphpy"
 MAX_LINES = 300
 # Work items, roles and the process that produced the code are nothing a reader needs.
 PROCESS_WORDS = re.compile(r"issue ?#?[0-9]|\blead\b|helper session|team brief", re.IGNORECASE)
@@ -22,8 +22,8 @@ WORDING_ROOTS = ["ralph.py", "lib", "docs", "README.md", "CHANGELOG.md", "script
 # ralph.py's modules for its start-up time) and notify/ (a notifier command is fed its
 # notification on stdin and killed from the dispatcher thread at the run's end, which
 # programs.run_group does not offer).
-MAY_RUN_PROCESSES = ("ralphkit.programs", "ralphkit.session.", "ralphkit.tasks.",
-                     "ralphkit.notify.")
+MAY_RUN_PROCESSES = ("ralphpy.programs", "ralphpy.session.", "ralphpy.tasks.",
+                     "ralphpy.notify.")
 
 
 def _modules() -> dict[str, Path]:
@@ -37,7 +37,7 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """The ralphkit modules `name` imports, at the top or inside a function; not the imports
+    """The ralphpy modules `name` imports, at the top or inside a function; not the imports
     under `if TYPE_CHECKING:`, which only a type checker runs (annotations of a caller's type)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
@@ -103,7 +103,7 @@ def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_no_two_ralphkit_modules_import_each_other_even_through_others():
+def test_no_two_ralphpy_modules_import_each_other_even_through_others():
     known = _modules()
     graph = {name: _imports(name, path, known) for name, path in known.items()}
     assert sum(map(len, graph.values())) > len(known)           # the graph was read

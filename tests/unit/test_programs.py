@@ -9,7 +9,7 @@ import psutil
 import pytest
 
 from conftest import wait_for
-from ralphkit import programs
+from ralphpy import programs
 
 
 def test_a_program_sees_exactly_the_environment_it_is_given(tmp_path, monkeypatch):

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import _clean_environ
 from loophelp import alive
-from ralphkit import strays
+from ralphpy import strays
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(),
                                 reason="processes are found in /proc")

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.agents import adapters as agents
-from ralphkit.agents import claude_render as render
-from ralphkit.agents.summary import PlainRenderer
-from ralphkit.agents.streams import CodexRenderer, GeminiRenderer, OpencodeRenderer, PiRenderer
-from ralphkit.unattended.outcome import classify
-from ralphkit.errors import UsageDisabled, UsageError
-from ralphkit.unattended import session_outcome, usage_limits
+from ralphpy.agents import adapters as agents
+from ralphpy.agents import claude_render as render
+from ralphpy.agents.summary import PlainRenderer
+from ralphpy.agents.streams import CodexRenderer, GeminiRenderer, OpencodeRenderer, PiRenderer
+from ralphpy.unattended.outcome import classify
+from ralphpy.errors import UsageDisabled, UsageError
+from ralphpy.unattended import session_outcome, usage_limits
 
 NASTY = "/ralph-build it's \"quoted\" $(rm -rf /) `x` \\back\\slash\nsecond line\n\ttab --flag"
 

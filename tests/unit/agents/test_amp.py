@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from ralphkit.agents import adapters
-from ralphkit.agents.amp import NO_KEY_DETAIL, AmpRenderer, refusal
-from ralphkit.agents.claude_render import SessionSummary
-from ralphkit.agents.refusal import AUTH, NO_CREDIT
+from ralphpy.agents import adapters
+from ralphpy.agents.amp import NO_KEY_DETAIL, AmpRenderer, refusal
+from ralphpy.agents.claude_render import SessionSummary
+from ralphpy.agents.refusal import AUTH, NO_CREDIT
 
 AUTH_LINES = [
     "Invalid or missing API key. Run 'amp login' to authenticate.",

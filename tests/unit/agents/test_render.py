@@ -1,4 +1,4 @@
-"""ralphkit.agents.claude_render through its public interface: bytes in through feed()/close(), bytes out of
+"""ralphpy.agents.claude_render through its public interface: bytes in through feed()/close(), bytes out of
 the caller's stream, facts out of .summary (ralph-cli.md s.12, s.20.1; issues 3 and 7)."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import tracemalloc
 import pytest
 
 from conftest import wait_for
-from ralphkit.agents.claude_render import MAX_LINE_BYTES, SessionSummary, StreamRenderer, promise_received
+from ralphpy.agents.claude_render import MAX_LINE_BYTES, SessionSummary, StreamRenderer, promise_received
 
 WRENCH = "\U0001F527"
 BAR = "\u2501\u2501"

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.assign import choice as assignment
-from ralphkit.errors import UsageError
-from ralphkit.backlog import calls as task_calls
-from ralphkit.backlog.answers import parse_export, parse_markdown_kv, parse_show
+from ralphpy.assign import choice as assignment
+from ralphpy.errors import UsageError
+from ralphpy.backlog import calls as task_calls
+from ralphpy.backlog.answers import parse_export, parse_markdown_kv, parse_show
 
 ROOT = Path(__file__).resolve().parents[3]
 TASK = ROOT / "scripts" / "task"

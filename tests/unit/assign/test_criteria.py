@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.assign.criteria import DEFAULT_CRITERIA, extract_criteria, task_criteria
+from ralphpy.assign.criteria import DEFAULT_CRITERIA, extract_criteria, task_criteria
 
 
 @pytest.mark.parametrize("line, expected", [

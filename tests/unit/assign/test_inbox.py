@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.assign import choice as assignment
-from ralphkit.assign import inbox
-from ralphkit.backlog import calls as task_calls
-from ralphkit.backlog.client import export_tasks
+from ralphpy.assign import choice as assignment
+from ralphpy.assign import inbox
+from ralphpy.backlog import calls as task_calls
+from ralphpy.backlog.client import export_tasks
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from conftest import run_process
 
-from ralphkit.session import respawn
-from ralphkit.assign.choice import load_template
-from ralphkit.backlog.answers import FAIL_REASON
-from ralphkit.assign.session import finish_assigned_session, start_assigned_session
-from ralphkit.errors import UsageError
-from ralphkit.session.respawn import RespawnGuard
-from ralphkit.backlog import calls as task_calls
-from ralphkit.backlog.client import export_tasks
+from ralphpy.session import respawn
+from ralphpy.assign.choice import load_template
+from ralphpy.backlog.answers import FAIL_REASON
+from ralphpy.assign.session import finish_assigned_session, start_assigned_session
+from ralphpy.errors import UsageError
+from ralphpy.session.respawn import RespawnGuard
+from ralphpy.backlog import calls as task_calls
+from ralphpy.backlog.client import export_tasks
 
 ROOT = Path(__file__).resolve().parents[3]
 TASK = ROOT / "scripts" / "task"

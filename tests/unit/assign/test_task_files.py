@@ -9,8 +9,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from ralphkit.assign import task_files
-from ralphkit.errors import EnvironmentFailure
+from ralphpy.assign import task_files
+from ralphpy.errors import EnvironmentFailure
 
 
 def git(repo: Path, *args: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ralphkit.backlog.answers import parse_markdown_kv, parse_show
+from ralphpy.backlog.answers import parse_markdown_kv, parse_show
 
 FULL = """## Task web/01
 id: web/01

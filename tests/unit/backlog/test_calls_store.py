@@ -4,7 +4,7 @@ made again. A real in-process task CLI against a port where nothing listens."""
 from __future__ import annotations
 
 
-from ralphkit.backlog import calls
+from ralphpy.backlog import calls
 
 URL = "postgresql://u:hunter2@127.0.0.1:9/nowhere?connect_timeout=1"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import wait_for
 from pgserver import pg_query
-from ralphkit.backlog import readonly
+from ralphpy.backlog import readonly
 
 
 def _probe(url: str) -> str:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.config import settings as config
-from ralphkit.config.options import Options
-from ralphkit.config.table import SETTINGS
-from ralphkit.errors import EXIT_USAGE, UsageError
+from ralphpy.config import settings as config
+from ralphpy.config.options import Options
+from ralphpy.config.table import SETTINGS
+from ralphpy.errors import EXIT_USAGE, UsageError
 
 YML_KEYS = {s.name for s in SETTINGS if s.in_yml}
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ralphkit.config.durations import format_duration, parse_duration
+from ralphpy.config.durations import format_duration, parse_duration
 
 
 @pytest.mark.parametrize("text,seconds", [

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from ralphkit.config import flags
-from ralphkit.config.table import SETTINGS
-from ralphkit.errors import UsageError
+from ralphpy.config import flags
+from ralphpy.config.table import SETTINGS
+from ralphpy.errors import UsageError
 
 
 def test_values_are_typed_and_the_last_of_a_repeated_flag_wins():

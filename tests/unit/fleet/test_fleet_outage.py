@@ -2,9 +2,9 @@
 run is stopping."""
 from __future__ import annotations
 
-from ralphkit.backlog.calls import TaskResult
-from ralphkit.fleet import outage
-from ralphkit.signals import Guard
+from ralphpy.backlog.calls import TaskResult
+from ralphpy.fleet import outage
+from ralphpy.signals import Guard
 
 LOST = TaskResult(False, "", "Error: task store unreachable: postgresql://u:***@h/db: "
                              "connection refused")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.errors import EXIT_USAGE, UsageError
-from ralphkit.fleet import store
+from ralphpy.errors import EXIT_USAGE, UsageError
+from ralphpy.fleet import store
 
 URL = "postgresql://ralph:hunter2@db/tasks"
 

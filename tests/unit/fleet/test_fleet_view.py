@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.fleet import view
+from ralphpy.fleet import view
 
 A = "postgresql://ralph@a/x"
 B = "postgresql://ralph@b/y"

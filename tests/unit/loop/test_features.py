@@ -1,7 +1,7 @@
 """loop.features.Features: the features of a run, run in order through one interface."""
 from __future__ import annotations
 
-from ralphkit.loop.features import Feature, Features, Prompt, ScopeFreeze
+from ralphpy.loop.features import Feature, Features, Prompt, ScopeFreeze
 
 
 class Recorder(Feature):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ralphkit.parallel.components import components_of, overlaps, pick_compatible
+from ralphpy.parallel.components import components_of, overlaps, pick_compatible
 
 
 @pytest.mark.parametrize("task, expected", [

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from ralphkit.parallel import scheduler
-from ralphkit.parallel import worktrees
+from ralphpy.parallel import scheduler
+from ralphpy.parallel import worktrees
 
 ENV = dict(os.environ)
 

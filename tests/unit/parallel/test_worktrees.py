@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.parallel import worktrees
-from ralphkit.errors import UsageError
+from ralphpy.parallel import worktrees
+from ralphpy.errors import UsageError
 
 RUN = "20261122-0100-ab12"
 ENV = dict(os.environ)      # the run's environment, which every git call gets

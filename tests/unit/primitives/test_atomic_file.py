@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit import atomic_file
-from ralphkit.errors import EnvironmentFailure
+from ralphpy import atomic_file
+from ralphpy.errors import EnvironmentFailure
 
 
 def _mode(path: Path) -> int:

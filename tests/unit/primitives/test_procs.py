@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import wait_for
-from ralphkit import procs
+from ralphpy import procs
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="no /proc")
 

@@ -7,7 +7,7 @@ import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from ralphkit.runs import state as run_state
+from ralphpy.runs import state as run_state
 
 START = datetime(2026, 11, 22, 22, 0, tzinfo=timezone.utc)
 XSS = "<img src=x onerror=alert(1)>"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.report import collect, events, files, render_html, render_md, render_text
-from ralphkit.runs import lock as run_lock
-from ralphkit.runs import progress
-from ralphkit.runs import state as run_state
+from ralphpy.report import collect, events, files, render_html, render_md, render_text
+from ralphpy.runs import lock as run_lock
+from ralphpy.runs import progress
+from ralphpy.runs import state as run_state
 from synthetic import XSS, make_run
 
 RUN = "20261122T220000Z-aaaaaa"

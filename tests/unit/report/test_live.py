@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.report import live
+from ralphpy.report import live
 
 
 def assistant(*blocks: dict) -> str:

@@ -11,10 +11,10 @@ import pytest
 
 from conftest import wait_for
 from loopback import Receiver
-from ralphkit.notify import channels, dispatch, events, settings
-from ralphkit.report import collect
-from ralphkit.report import events as report_events
-from ralphkit.runs import progress
+from ralphpy.notify import channels, dispatch, events, settings
+from ralphpy.report import collect
+from ralphpy.report import events as report_events
+from ralphpy.runs import progress
 
 RUN = "20261123T010000Z-abcdef"
 

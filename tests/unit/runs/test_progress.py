@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, read_jsonl
-from ralphkit.runs import progress
-from ralphkit.runs import state as run_state
-from ralphkit.errors import EnvironmentFailure
+from ralphpy.runs import progress
+from ralphpy.runs import state as run_state
+from ralphpy.errors import EnvironmentFailure
 
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -57,7 +57,7 @@ def test_concurrent_appenders_never_interleave_inside_a_line(ralph_dir: Path):
     child = r"""
 import sys
 from pathlib import Path
-from ralphkit.runs import progress
+from ralphpy.runs import progress
 for i in range(200):
     progress.append_event(Path(sys.argv[1]), "r1", "log", kind=sys.argv[2], i=i, pad="x" * 500)
 """

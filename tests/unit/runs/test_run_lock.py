@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from ralphkit.runs import lock as run_lock
-from ralphkit.errors import EXIT_LOCKED, EnvironmentFailure, RunLocked
+from ralphpy.runs import lock as run_lock
+from ralphpy.errors import EXIT_LOCKED, EnvironmentFailure, RunLocked
 
 # A child that waits on fd <barrier> (EOF = go), acquires, reports, and holds until stdin closes.
 CHILD = r"""
 import json, os, sys
 from pathlib import Path
-from ralphkit.runs import lock as run_lock
-from ralphkit.errors import RalphError
+from ralphpy.runs import lock as run_lock
+from ralphpy.errors import RalphError
 path, run_id, barrier = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 if barrier >= 0:
     os.read(barrier, 1)
@@ -211,8 +211,8 @@ def test_a_released_lock_can_be_acquired_by_the_next_process(lock_path, procs):
 RACER = r"""
 import json, os, sys
 from pathlib import Path
-from ralphkit.runs import lock as run_lock
-from ralphkit.errors import RalphError
+from ralphpy.runs import lock as run_lock
+from ralphpy.errors import RalphError
 path, name, delay, barriers = (Path(sys.argv[1]), sys.argv[2], float(sys.argv[3]),
                                [int(fd) for fd in sys.argv[4:]])
 if delay:

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, wait_for
-from ralphkit.runs import progress
-from ralphkit.runs import lock as run_lock
-from ralphkit.runs import state as run_state
-from ralphkit.errors import EXIT_ENVIRONMENT, EnvironmentFailure
+from ralphpy.runs import progress
+from ralphpy.runs import lock as run_lock
+from ralphpy.runs import state as run_state
+from ralphpy.errors import EXIT_ENVIRONMENT, EnvironmentFailure
 
 
 @pytest.fixture
@@ -116,7 +116,7 @@ def test_a_writer_killed_mid_save_leaves_the_previous_state_intact(ralph_dir: Pa
     child = r"""
 import sys
 from pathlib import Path
-from ralphkit.runs import state as run_state
+from ralphpy.runs import state as run_state
 state = run_state.RunState(run_id="r", mode="build", max_iterations=0, options={"pad": "x" * 50000})
 print("ready", flush=True)
 while True:
@@ -219,8 +219,8 @@ def test_a_full_disk_gives_one_environment_error_and_keeps_the_old_state(ralph_d
     child = r"""
 import resource, signal, sys
 from pathlib import Path
-from ralphkit.runs import state as run_state
-from ralphkit.errors import RalphError
+from ralphpy.runs import state as run_state
+from ralphpy.errors import RalphError
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
 state = run_state.load(Path(sys.argv[1]), sys.argv[2]).state
@@ -255,9 +255,9 @@ def test_read_is_read_only_and_tolerates_corruption(ralph_dir: Path):
 MINI_RUN = r"""
 import sys
 from pathlib import Path
-from ralphkit.runs import progress
-from ralphkit.runs import lock as run_lock
-from ralphkit.runs import state as run_state
+from ralphpy.runs import progress
+from ralphpy.runs import lock as run_lock
+from ralphpy.runs import state as run_state
 ralph_dir = Path(sys.argv[1])
 run_id = run_state.find_resumable(ralph_dir, "build") or run_state.new_run_id()
 lock = run_lock.acquire(ralph_dir / "run.lock", run_id)

@@ -1,5 +1,5 @@
 """The frozen run's per-session check reuses the last backlog listing only while the task
-database has not been written (speed; lib/ralphkit/scope/cache.py). Real SQLite files
+database has not been written (speed; lib/ralphpy/scope/cache.py). Real SQLite files
 written by real task CLI processes; the check runs in-process as ralph.py runs it."""
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.runs import state as run_state
-from ralphkit.scope import hashing as scope_hashing
-from ralphkit.scope import freeze as scope_run
-from ralphkit.backlog import calls as task_calls
+from ralphpy.runs import state as run_state
+from ralphpy.scope import hashing as scope_hashing
+from ralphpy.scope import freeze as scope_run
+from ralphpy.backlog import calls as task_calls
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -1,5 +1,5 @@
 """The per-session check after a session wrote the task database (speed: a status
-change is not a scope change): the store's fingerprint (lib/ralphkit/tasks/fingerprint.py)
+change is not a scope change): the store's fingerprint (lib/ralphpy/tasks/fingerprint.py)
 keeps the last listing when only statuses moved, and any definition change by any writer is
 still caught. Real SQLite files; status writes through the real task CLI (in-process, as
 ralph.py calls it), definition edits with sqlite3 directly, as a user would make them."""
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.runs import state as run_state
-from ralphkit.scope import freeze as scope_run
-from ralphkit.backlog import calls as task_calls
-from ralphkit.scope.cache import ListingCache
-from ralphkit.tasks import cli
-from ralphkit.tasks import fingerprint
+from ralphpy.runs import state as run_state
+from ralphpy.scope import freeze as scope_run
+from ralphpy.backlog import calls as task_calls
+from ralphpy.scope.cache import ListingCache
+from ralphpy.tasks import cli
+from ralphpy.tasks import fingerprint
 
 ROOT = Path(__file__).resolve().parents[3]
 PLAN = [

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from conftest import wait_for
 
-from ralphkit import errors
-from ralphkit.scope import snapshot as scope
-from ralphkit.scope import hashing as scope_hashing
-from ralphkit.scope import target as scope_target
-from ralphkit.backlog.answers import parse_markdown_kv
+from ralphpy import errors
+from ralphpy.scope import snapshot as scope
+from ralphpy.scope import hashing as scope_hashing
+from ralphpy.scope import target as scope_target
+from ralphpy.backlog.answers import parse_markdown_kv
 
 TEN_S = 10_000_000_000
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.scope import snapshot as scope
-from ralphkit.scope import hashing as scope_hashing
-from ralphkit.scope import spec_watch
+from ralphpy.scope import snapshot as scope
+from ralphpy.scope import hashing as scope_hashing
+from ralphpy.scope import spec_watch
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="inotify is Linux's; elsewhere every spec is stat'ed")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.session import fresh_start
+from ralphpy.session import fresh_start
 
 
 def test_consume_reports_and_removes_an_existing_sentinel(tmp_path: Path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ralphkit.session import group
+from ralphpy.session import group
 
 
 def _output(proc) -> str:

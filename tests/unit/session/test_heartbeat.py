@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from conftest import wait_for
-from ralphkit.session import heartbeat
+from ralphpy.session import heartbeat
 
 
 def beat(tmp_path: Path, script: str, interval: float = 0.05) -> heartbeat.Heartbeat:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.session.respawn import RespawnGuard, neutralise_ralph_loop
+from ralphpy.session.respawn import RespawnGuard, neutralise_ralph_loop
 
 LOOP = Path(".claude") / "ralph-loop.local.md"
 INACTIVE = Path(".claude") / "ralph-loop.local.md.inactive"

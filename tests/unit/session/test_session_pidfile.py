@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.agents.summary import PlainRenderer
-from ralphkit.session import pidfile as session_pidfile
-from ralphkit.session import pool as session_pool
-from ralphkit.session import run as session
-from ralphkit.signals import Guard
+from ralphpy.agents.summary import PlainRenderer
+from ralphpy.session import pidfile as session_pidfile
+from ralphpy.session import pool as session_pool
+from ralphpy.session import run as session
+from ralphpy.signals import Guard
 
 
 def _run_in_pool(tmp_path: Path, script: str, pidfile: Path):

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.agents.summary import PlainRenderer
-from ralphkit.session import pool as session_pool
-from ralphkit.session.stderr_tee import StderrTee
-from ralphkit.signals import Guard
+from ralphpy.agents.summary import PlainRenderer
+from ralphpy.session import pool as session_pool
+from ralphpy.session.stderr_tee import StderrTee
+from ralphpy.signals import Guard
 
 
 @pytest.fixture

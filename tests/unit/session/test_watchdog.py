@@ -13,11 +13,11 @@ from typing import Callable
 import pytest
 
 from conftest import STUBS, wait_for
-from ralphkit.agents.summary import PlainRenderer
-from ralphkit.session import pool as session_pool
-from ralphkit.session import run as session
-from ralphkit.session.watchdog import IDLE, TIMEOUT, SessionTimeouts
-from ralphkit.signals import Guard
+from ralphpy.agents.summary import PlainRenderer
+from ralphpy.session import pool as session_pool
+from ralphpy.session import run as session
+from ralphpy.session.watchdog import IDLE, TIMEOUT, SessionTimeouts
+from ralphpy.signals import Guard
 
 POLICY = [
     ("fresh-session", 0, 0, 10, None),

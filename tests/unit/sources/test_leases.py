@@ -7,15 +7,15 @@ import sys
 import time
 
 from conftest import ROOT
-from ralphkit.sources import views
-from ralphkit.sources.base import ACTIVE, DONE, OPEN, Listing, Task
-from ralphkit.sources.leases import Agents, Lease, Leases
+from ralphpy.sources import views
+from ralphpy.sources.base import ACTIVE, DONE, OPEN, Listing, Task
+from ralphpy.sources.leases import Agents, Lease, Leases
 
 # A child that takes the lock, records whether it saw a lease, writes one, and holds briefly.
 CHILD = r"""
 import sys, time
 sys.path.insert(0, sys.argv[1] + "/lib")
-from ralphkit.sources.leases import Lease, Leases
+from ralphpy.sources.leases import Lease, Leases
 leases = Leases(sys.argv[2], "tk")
 with leases.locked():
     taken = "t1" in leases.all()

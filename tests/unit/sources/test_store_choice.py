@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ralphkit.sources import choice
+from ralphpy.sources import choice
 
 A = "postgresql://ralph@a/x"
 B = "postgresql://ralph@b/y"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ralphkit.sources import tk
-from ralphkit.sources.base import ACTIVE, DONE, OPEN
+from ralphpy.sources import tk
+from ralphpy.sources.base import ACTIVE, DONE, OPEN
 
 TICKET = """---
 id: ab-1x2y

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from fleethelp import Fleet, make_fleet
-from ralphkit.errors import UsageError
-from ralphkit.parallel.git import Git
-from ralphkit.sync import branch
+from ralphpy.errors import UsageError
+from ralphpy.parallel.git import Git
+from ralphpy.sync import branch
 
 
 @pytest.fixture

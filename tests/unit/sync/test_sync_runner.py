@@ -10,11 +10,11 @@ import pytest
 
 from conftest import ROOT
 from fleethelp import Fleet, make_fleet
-from ralphkit.backlog import calls as task_calls
-from ralphkit.parallel.git import Git
-from ralphkit.parallel.worktrees import branch_safe
-from ralphkit.sync import branch
-from ralphkit.sync import runner
+from ralphpy.backlog import calls as task_calls
+from ralphpy.parallel.git import Git
+from ralphpy.parallel.worktrees import branch_safe
+from ralphpy.sync import branch
+from ralphpy.sync import runner
 
 SINCE = "2000-01-01 00:00:00"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import git
-from ralphkit.tasks.errors import TaskError
-from ralphkit.tasks.git_scope import Git, resolve_scope
+from ralphpy.tasks.errors import TaskError
+from ralphpy.tasks.git_scope import Git, resolve_scope
 
 QUESTIONS = {"toplevel": ("rev-parse", "--show-toplevel"),
              "origin_url": ("remote", "get-url", "origin"),
@@ -49,7 +49,7 @@ def from_files(env: dict[str, str]) -> dict[str, str | None]:
     layout = Git(os.getcwd(), env).layout()
     if layout is None:
         return {}
-    from ralphkit.tasks import git_files
+    from ralphpy.tasks import git_files
     return {"toplevel": layout.toplevel, "origin_url": layout.url,
             "current_branch": git_files.current_branch(layout)}
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from ralphkit.tasks import jsontext
+from ralphpy.tasks import jsontext
 
 TEXTS = [
     '["write the code", "write the test"]', "[]", "{}", '{"commit": "abc"}', " \t\n[1, 2.5, -3e2]\r\n",
@@ -55,7 +55,7 @@ def test_dumps_refuses_what_json_refuses():
 
 
 def test_showing_a_task_imports_neither_json_nor_re(tmp_path):
-    probe = ("import sys; sys.path.insert(0, %r); from ralphkit.tasks import jsontext, markdown;"
+    probe = ("import sys; sys.path.insert(0, %r); from ralphpy.tasks import jsontext, markdown;"
              "jsontext.loads('[1]'); markdown.steps_list('[\"a\"]'); markdown.compact({'a': 1});"
              "print(sorted(m for m in ('json', 're', 'enum') if m in sys.modules))") % str(ROOT / "lib")
     out = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, check=True)

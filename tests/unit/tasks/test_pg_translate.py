@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ralphkit.tasks.pg_dialect import Row, translate
+from ralphpy.tasks.pg_dialect import Row, translate
 
 
 @pytest.mark.parametrize("sqlite, postgres", [

@@ -1,4 +1,4 @@
-"""Tests of ralphkit.tasks.sqlite_import in fresh interpreters (`python -S`, as scripts/task
+"""Tests of ralphpy.tasks.sqlite_import in fresh interpreters (`python -S`, as scripts/task
 starts): SQLite is loaded without importing functools, its statement cache works, and a later
 `import functools` gets the real module."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 sys.path.insert(0, {str(LIB)!r})
 PRELOAD
 before = sys.modules.get("functools")
-from ralphkit.tasks.db import sqlite3
+from ralphpy.tasks.db import sqlite3
 conn = sqlite3.connect(":memory:", cached_statements=4)
 conn.execute("CREATE TABLE t (n INTEGER)")
 for n in range(20):

@@ -14,7 +14,7 @@ import pytest
 from conftest import TASK, git
 
 LIB = Path(__file__).resolve().parents[3] / "lib"
-PROBE = ("import sys, io; sys.path.insert(0, %r); from ralphkit.tasks import cli;"
+PROBE = ("import sys, io; sys.path.insert(0, %r); from ralphpy.tasks import cli;"
          "code = cli.main(sys.argv[1:], stdout=io.StringIO());"
          "print(code, sorted(m for m in %r if m in sys.modules))")
 HEAVY = ("re", "enum", "functools", "json", "typing")
@@ -41,4 +41,4 @@ def test_scripts_task_on_sqlite_imports_none_of_them_either(tmp_path, command):
     assert out.returncode in (0, 2), out.stderr           # claim: 2, nothing to claim
     imported = {line.rsplit("|", 1)[1].strip() for line in out.stderr.splitlines()
                 if line.startswith("import time:") and "|" in line}
-    assert "ralphkit.tasks.cli" in imported and not imported & set(HEAVY)
+    assert "ralphpy.tasks.cli" in imported and not imported & set(HEAVY)

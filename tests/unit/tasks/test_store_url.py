@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ralphkit.tasks import store_url
+from ralphpy.tasks import store_url
 
 
 @pytest.mark.parametrize("value, scheme", [

@@ -1,4 +1,4 @@
-"""In-process tests of ralphkit.tasks.cli.main: called repeatedly in one process with
+"""In-process tests of ralphpy.tasks.cli.main: called repeatedly in one process with
 different environments and streams, it returns exit codes and never exits."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from conftest import log_git_calls
 from pgserver import OTHER_CLIENTS
-from ralphkit.tasks import cli
+from ralphpy.tasks import cli
 
 
 def call(argv, environ, stdin=""):

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from ralphkit.commands.ctl import main
-from ralphkit.runs import lock as run_lock
-from ralphkit.unattended.control import CONTINUE, STOPPED, check_between_sessions, consume_stop
+from ralphpy.commands.ctl import main
+from ralphpy.runs import lock as run_lock
+from ralphpy.unattended.control import CONTINUE, STOPPED, check_between_sessions, consume_stop
 
 
 def ctl(ralph_dir: Path, *argv: str) -> tuple[int, str, str]:
@@ -111,7 +111,7 @@ def test_usage_errors_are_one_line_exit_1_and_write_nothing(tmp_path, argv, line
 
 
 def test_ctl_as_a_process_uses_the_ralph_dir_of_the_current_directory(tmp_path, running):
-    code = "import sys; from ralphkit.commands.ctl import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from ralphpy.commands.ctl import main; sys.exit(main(sys.argv[1:]))"
     run = subprocess.run([sys.executable, "-c", code, "stop"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=30,
                          env={"PYTHONPATH": str(ROOT / "lib"), "PATH": "/usr/bin:/bin"})

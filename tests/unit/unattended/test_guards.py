@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import STUBS
-from ralphkit.errors import EXIT_BUDGET, EXIT_NO_PROGRESS, BudgetExhausted, NoProgress
-from ralphkit.unattended.guards import Guards, Limits, backlog_fingerprint, reported_cost
-from ralphkit.unattended.outcome import Outcome
+from ralphpy.errors import EXIT_BUDGET, EXIT_NO_PROGRESS, BudgetExhausted, NoProgress
+from ralphpy.unattended.guards import Guards, Limits, backlog_fingerprint, reported_cost
+from ralphpy.unattended.outcome import Outcome
 
 OK = Outcome("success", "result success", False)
 FAIL = Outcome("agent_error", "agent exited with status 1", True)

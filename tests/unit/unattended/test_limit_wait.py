@@ -6,8 +6,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from ralphkit.errors import EXIT_BUDGET, BudgetExhausted
-from ralphkit.unattended.limit_wait import RESUMED, STOPPED, wait_until
+from ralphpy.errors import EXIT_BUDGET, BudgetExhausted
+from ralphpy.unattended.limit_wait import RESUMED, STOPPED, wait_until
 
 START = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ralphkit.unattended.logrotate import rotate
+from ralphpy.unattended.logrotate import rotate
 
 
 def make_logs(log_dir: Path, sizes: list[int]) -> list[Path]:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ralphkit.config import flags
-from ralphkit.config import settings as config
-from ralphkit.unattended import night_config as unattended
+from ralphpy.config import flags
+from ralphpy.config import settings as config
+from ralphpy.unattended import night_config as unattended
 
 
 def night(mode: str, *args: str, yml: str = "", tmp_path: Path):

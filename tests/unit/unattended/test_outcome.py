@@ -7,11 +7,11 @@ from datetime import datetime, timezone
 
 import pytest
 
-from ralphkit.agents.claude_render import SessionSummary
-from ralphkit.session.pool import SessionResult
-from ralphkit.unattended.outcome import PRECEDENCE, Outcome, classify, root_refusal
-from ralphkit.unattended.session_outcome import classify_session, stop_error
-from ralphkit.unattended.usage_limits import DISABLED, LIMIT, LimitHit
+from ralphpy.agents.claude_render import SessionSummary
+from ralphpy.session.pool import SessionResult
+from ralphpy.unattended.outcome import PRECEDENCE, Outcome, classify, root_refusal
+from ralphpy.unattended.session_outcome import classify_session, stop_error
+from ralphpy.unattended.usage_limits import DISABLED, LIMIT, LimitHit
 
 RESET = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
 LIMIT_HIT = LimitHit(LIMIT, RESET, "You've hit your limit · resets 12pm", "text")

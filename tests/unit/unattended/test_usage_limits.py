@@ -12,10 +12,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from conftest import STUBS
-from ralphkit.agents import claude_render as render
-from ralphkit.unattended import usage_limits
-from ralphkit.unattended.reset_time import parse_reset, retry_after
-from ralphkit.unattended.usage_limits import DISABLED, LIMIT, LimitHit, detect
+from ralphpy.agents import claude_render as render
+from ralphpy.unattended import usage_limits
+from ralphpy.unattended.reset_time import parse_reset, retry_after
+from ralphpy.unattended.usage_limits import DISABLED, LIMIT, LimitHit, detect
 
 UTC = timezone.utc
 # 10:00 UTC on a Sunday; Seoul is 19:00, Berlin 11:00.

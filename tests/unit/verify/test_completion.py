@@ -10,11 +10,11 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import ROOT, _clean_environ, git, read_jsonl
-from ralphkit import programs
-from ralphkit.backlog import calls as task_calls
-from ralphkit.runs import progress
-from ralphkit.runs import state as run_state
-from ralphkit.verify import completion, options
+from ralphpy import programs
+from ralphpy.backlog import calls as task_calls
+from ralphpy.runs import progress
+from ralphpy.runs import state as run_state
+from ralphpy.verify import completion, options
 
 
 @pytest.fixture

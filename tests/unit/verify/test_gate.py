@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from conftest import _clean_environ, git, wait_for
-from ralphkit.verify import gate
+from ralphpy.verify import gate
 
 
 @pytest.fixture

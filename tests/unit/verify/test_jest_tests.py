@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ralphkit.verify import js_config
+from ralphpy.verify import js_config
 from test_runner_configs import write
 from test_tamper import commit, repo, scan, texts  # noqa: F401  (repo: fixture)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ralphkit.verify import diff_files
+from ralphpy.verify import diff_files
 from test_runner_configs import write
 from test_tamper import commit, repo, scan, texts  # noqa: F401  (repo: fixture)
 

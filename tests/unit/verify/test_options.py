@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ralphkit.verify import options, patterns
+from ralphpy.verify import options, patterns
 
 
 def test_settings_are_read_with_their_defaults():

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import _clean_environ, git
-from ralphkit.verify import tamper
+from ralphpy.verify import tamper
 
 PY_TEST = textwrap.dedent("""\
     import pytest

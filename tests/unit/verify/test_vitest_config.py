@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
-from ralphkit.verify import vitest_config
+from ralphpy.verify import vitest_config
 
 CONFIG = textwrap.dedent("""\
     import { configDefaults, defineConfig } from 'vitest/config'

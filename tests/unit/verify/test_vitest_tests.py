@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ralphkit.verify import vitest_config, vitest_tests
+from ralphpy.verify import vitest_config, vitest_tests
 from test_runner_configs import write
 from test_tamper import commit, repo, scan, texts  # noqa: F401  (repo: fixture)
 

@@ -1,0 +1,218 @@
+"""Owns reading the embedded backlog without writing anything: the dry run's `peek` and
+`list --all --markdown`, the report's `_export-json`, `ralph status`'s `_fleet`, and which
+tasks an agent finished or gave up during a session (for the progress record and
+--max-attempts, without a task call the spec does not list). Never creates .ralph/, the
+database, or its -wal/-shm files: a database without a -wal file is opened `immutable` (no
+lock, no -shm), one with a -wal file (a run is using it) `mode=ro`. The store read is the one
+the embedded task CLI opens with the same environment (sources.choice); under a task source
+there is none, and nothing is read. A PostgreSQL store is read in read-only transactions and
+never migrated (a store without ralph's tables reads as not there yet), waiting at most 10 s
+for a lost server; its connection is kept for the process's next read, as the task CLI keeps
+its own (a runner reads the store after every session). Uses the task CLI's own queries and
+rendering; does not own them, nor any write. Never prints."""
+from __future__ import annotations
+
+import io
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Mapping
+from urllib.parse import quote
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    ok: bool
+    output: str          # stdout of the command, trailing newlines removed (like a task call)
+    db_path: Path | None  # None: no database could be located (not a git repository), or a server
+    exists: bool          # False: the database does not exist yet (nothing was read)
+    where: str = ""       # the store as it may be shown: the file, or the URL without password
+
+
+# A read (a dry run, a report, a record) waits this long at most for a lost server: the run's
+# own task calls are what wait an outage out (fleet.outage).
+_READ_RETRY_S = 10.0
+
+
+def _seconds(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return _READ_RETRY_S                 # the task CLI names a bad value; here: the default
+
+
+def _db_path(git, explicit: str) -> Path:
+    """tasks/db.locate() without its mkdir and .gitignore (task-cli.md s.3); explicit: the
+    file RALPH_TASKS_DB names, "" for the default one."""
+    if explicit:
+        return Path(git.cwd) / explicit
+    return Path(git.toplevel()) / ".ralph" / "tasks.db"
+
+
+def db_path(environ: Mapping[str, str], cwd: Path) -> Path | None:
+    """Where the embedded task CLI run in `cwd` with `environ` keeps its database (s.3), or
+    None outside a git repository, for a server (no file) or under a task source (no embedded
+    store). Creates nothing (scope.cache stats it)."""
+    from ralphpy.sources import choice
+    from ralphpy.tasks.errors import TaskError
+    from ralphpy.tasks.git_scope import Git
+    store = choice.store_in(environ)
+    if store is None or choice.is_store(store):
+        return None
+    try:
+        return _db_path(Git(str(cwd), environ), store)
+    except TaskError:
+        return None
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    wal = path.with_name(path.name + "-wal")
+    mode = "mode=ro" if wal.exists() else "immutable=1"
+    return sqlite3.connect(f"file:{quote(str(path))}?{mode}", uri=True, isolation_level=None,
+                           check_same_thread=False)
+
+
+def _open(environ: Mapping[str, str], cwd: Path):
+    """(connection or None, ReadResult stub): the store the embedded task CLI opens with this
+    environment (sources.choice) opened read-only; None with the result to return when there
+    is nothing to read (a task source's backlog, no file, no tables) or it failed."""
+    from ralphpy.sources import choice
+    from ralphpy.tasks import store_url
+    from ralphpy.tasks.errors import TaskError
+    from ralphpy.tasks.git_scope import Git
+    store = choice.store_in(environ)
+    if store is None:                        # a task source keeps its own backlog
+        return None, ReadResult(True, "", None, False)
+    if choice.is_store(store):
+        shown = store_url.redact(store)
+        if not store_url.is_postgres(store):
+            return None, ReadResult(False, f"Error: {store_url.unknown_scheme_message(store)}",
+                                    None, False, shown)
+        from ralphpy.tasks import pg, pg_schema
+        given = environ.get("RALPH_STORE_RETRY", "")
+        retry = given if given and _seconds(given) < _READ_RETRY_S else f"{_READ_RETRY_S:g}"
+        try:
+            conn = pg.connect(store, {**environ, "RALPH_STORE_RETRY": retry}, lambda line: None,
+                              migrate=False)
+        except TaskError as err:
+            return None, ReadResult(False, err.lines().strip(), None, True, shown)
+        if conn.schema < pg_schema.KNOWN:  # new (or older) store: reading it would migrate it
+            conn.close()
+            return None, ReadResult(True, "", None, False, shown)
+        return conn, ReadResult(True, "", None, True, shown)
+    try:
+        path = _db_path(Git(str(cwd), environ), store)
+    except TaskError as err:
+        return None, ReadResult(False, err.lines().strip(), None, False)
+    if not path.exists():
+        return None, ReadResult(True, "", path, False, str(path))
+    try:
+        return _connect(path), ReadResult(True, "", path, True, str(path))
+    except sqlite3.Error as err:
+        return None, ReadResult(False, f"Error: database error: {err}", path, True, str(path))
+
+
+def _failed(err: Exception) -> bool:
+    from ralphpy.tasks import pg
+    return isinstance(err, sqlite3.Error) or pg.is_error(err)
+
+
+def call(argv: list[str], *, environ: Mapping[str, str], cwd: Path) -> ReadResult:
+    """Run one read-only task command (`peek ...`, `list ...`, `_export-json`, `_fleet`)
+    in-process on a read-only connection. ok=False with the error line as output when it
+    fails."""
+    from ralphpy.tasks import build_cmds as backlog, db, views
+    from ralphpy.tasks.context import Ctx
+    from ralphpy.tasks.errors import TaskError
+    from ralphpy.tasks.git_scope import Git, resolve_scope
+    from ralphpy.tasks.store_url import redact
+    commands = {"peek": backlog.peek, "list": views.list_tasks,
+                "_export-json": views.export_json}
+    if argv[0] == "_fleet":
+        from ralphpy.tasks import fleet_cmds
+        commands["_fleet"] = fleet_cmds.fleet
+    conn, found = _open(environ, cwd)
+    if conn is None:
+        return found
+    try:
+        scope = resolve_scope(Git(str(cwd), environ))
+        output = commands[argv[0]](Ctx(conn, scope, environ, str(cwd), io.StringIO()), argv[1:])
+    except TaskError as err:
+        return ReadResult(False, err.lines().strip(), found.db_path, True, found.where)
+    except Exception as err:
+        if not _failed(err):
+            raise                                    # a bug: let the traceback show
+        return ReadResult(False, f"Error: database error: {redact(' '.join(str(err).split()))}",
+                          found.db_path, True, found.where)
+    finally:
+        db.release(conn)
+    return ReadResult(True, output.rstrip("\n"), found.db_path, True, found.where)
+
+
+def _select(sql: str, params: tuple, environ: Mapping[str, str], cwd: Path) -> list[tuple]:
+    """The rows of one read-only query over the store; [] when there is none or it fails."""
+    from ralphpy.tasks import db
+    from ralphpy.tasks.errors import TaskError
+    try:
+        conn, _ = _open(environ, cwd)
+    except TaskError:
+        return []
+    if conn is None:
+        return []
+    try:  # in a transaction: a kept connection the server dropped is opened again
+        return db.read(conn, lambda c: c.execute(sql, params).fetchall())
+    except TaskError:
+        return []
+    except Exception as err:
+        if not _failed(err):
+            raise
+        return []
+    finally:
+        db.release(conn)
+
+
+def since_now() -> str:
+    """Now, as the reads below take their since_utc: SQLite's datetime('now'), which stamps a
+    task's updated_at and deleted_at, so a read compares the store's own text."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def finished_by(agent_id: str, since_utc: str, *, environ: Mapping[str, str],
+                cwd: Path) -> list[str]:
+    """Slugs of the tasks this agent marked done at or after since_utc ('YYYY-mm-dd HH:MM:SS',
+    SQLite's datetime('now') format), oldest first; [] when unknown."""
+    return [row[0] for row in _select(
+        "SELECT slug FROM tasks WHERE status = 'done' AND assignee = ? "
+        "AND updated_at >= ? ORDER BY updated_at, slug", (agent_id, since_utc), environ, cwd)]
+
+
+def deleted_since(since_utc: str, *, environ: Mapping[str, str],
+                  cwd: Path) -> list[tuple[str, str | None]]:
+    """(slug, assignee) of each task deleted at or after since_utc (a `task delete` keeps the
+    assignee: the agent that held it, if any), oldest first; [] when unknown."""
+    return [(row[0], row[1]) for row in _select(
+        "SELECT slug, assignee FROM tasks WHERE status = 'deleted' AND deleted_at >= ? "
+        "ORDER BY deleted_at, slug", (since_utc,), environ, cwd)]
+
+
+def retry_counts(*, environ: Mapping[str, str], cwd: Path) -> dict[str, int]:
+    """Each open or active task's retry_count by its row id (a slug repeats across scopes):
+    taken before a session, so failed_since can tell the tasks a `fail` put back during it."""
+    return {row[0]: row[1] for row in _select(
+        "SELECT id, retry_count FROM tasks WHERE status IN ('open', 'active')", (), environ, cwd)}
+
+
+def failed_since(before: Mapping[str, int], since_utc: str, *, environ: Mapping[str, str],
+                 cwd: Path) -> dict[str, str]:
+    """slug -> fail reason of each task a `task fail` put back open at or after since_utc,
+    its retry_count above what `before` (retry_counts at the session's start) had: the
+    agent giving up on its task, as the build skill tells it to. Oldest first."""
+    rows = _select("SELECT id, slug, retry_count, fail_reason FROM tasks WHERE status = 'open' "
+                   "AND updated_at >= ? ORDER BY updated_at, slug", (since_utc,), environ, cwd)
+    return {slug: reason or "failed by the agent" for row_id, slug, retries, reason in rows
+            if (retries or 0) > before.get(row_id, 0)}
+
+
+__all__ = ["ReadResult", "call", "deleted_since", "failed_since", "finished_by", "retry_counts",
+           "since_now", "db_path"]

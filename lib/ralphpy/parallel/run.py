@@ -1,0 +1,286 @@
+"""Owns the `--parallel N` build run (seed 001 "Fill capacity"): N registered agent ids
+(slots), one claimed task per session in its own git worktree and branch `ralph/<runId>/<task>`,
+all sessions pumped together (session.pool, which enforces each session's timeouts), the
+order of things (recovery of a parallel run whose ralph.py died, then the scheduler's
+fill-capacity loop, then the sessions' end and cleanup), and what ends it early as it ends the
+single loop: an agent that cannot go on (a rejected key, root refused, usage disabled: exit
+9, 10, 7), the --max-consecutive-failures breaker (exit 6), the budgets --max-cost and
+--max-runtime (exit 5), `ralph ctl stop` and SIGHUP (exit 0) and the frozen scope's stop
+(exit 4): no new session starts, the running ones end (and are merged), then the run ends. A
+usage limit and `ralph ctl pause` are waited out as the single loop waits them
+(unattended.night) once the running sessions have ended; after a usage limit's wait the
+limited sessions' tasks may start again.
+
+Does not own choosing which tasks may run together (scheduler, components), the run's record
+(book), starting or ending one session (launch, session_end), git (worktrees), the verify
+gate (verify.completion; a stale verification is re-checked when nothing is left to start),
+the prompt text (assign.choice), the agent argv (agents) or printing: messages go through the
+`say`/`warn` callbacks, sessions' renderings to `out`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ralphpy.assign import task_files
+from ralphpy.errors import RalphError, ScopeChanged, UsageError
+from ralphpy.parallel import NEEDS_BRANCH, launch, recovery, scheduler, session_end, worktrees
+from ralphpy.parallel.book import Book, Setup
+from ralphpy.runs import lifecycle
+from ralphpy.session import pool as session_pool
+from ralphpy.unattended import guards, logrotate, outcome, session_outcome
+
+LEASE = "3600"           # a claimed task stays ours while its session runs (task-cli s.9.4)
+
+
+class ParallelBuild:
+    def __init__(self, setup: Setup) -> None:
+        self.s = setup
+        self.book = Book(setup)
+        self.template = setup.template
+        self.ended: list = []                    # sessions ended, not yet finished (_wait)
+        self.night = setup.night
+        # The run's breaker and budgets, as the single loop keeps them (its counters in the
+        # run state): a session fails here when its task did not end done (and merged).
+        self.guards: guards.Guards = setup.night.guards
+        self.verdict: guards.Verdict | None = None   # exit 5 or 6 once the sessions ended
+        self.stop: RalphError | None = None      # as the single loop: exit 7, 9 or 10
+        self.scope_stop: ScopeChanged | None = None  # no new session; exit 4 at the end
+        self.limit = None                        # a usage limit hit: waited out (_resume)
+        self.limited: list[str] = []             # the tasks of its sessions: tried again after
+
+    # ------------------------------------------------------------------ start and recovery
+    def _open_run(self) -> None:
+        """The lifecycle opened (or resumed) the run; a resumed parallel run's sessions died
+        with their ralph.py: finish what they left (its sessions, and its branches: a task
+        done on a branch that was never merged is merged now or re-opened)."""
+        book = self.book
+        if "parallel" in book.state.extra:
+            recovery.recover(book.state, cwd=Path(self.s.cwd), env=self.s.env,
+                             run_branch=self.s.run_branch, export=book.export,
+                             call=book.call,
+                             land=lambda wt, record: session_end.land_recovered(book, wt, record),
+                             session_end=lambda wt, agent, record: session_end.assigned_end(
+                                 book, wt, agent, record),
+                             warn=self._recovered,
+                             deleted=lambda tid: session_end.name_deleted(book, tid))
+            session_end.name_unheld(book)        # deleted while the dead run's sessions ran
+        book.save()
+        book.event("log", kind="parallel", message=f"{self.s.parallel} slots, merge "
+                                                   f"{self.s.merge}, into {self.s.run_branch}")
+
+    def _recovered(self, line: str) -> None:
+        """A recovery line: on stderr and in events.jsonl, as the single loop's resume lines."""
+        self.s.warn(line)
+        self.book.event("log", kind="resume", message=line)
+
+    # ------------------------------------------------------------------ scheduler callbacks
+    def _peek(self) -> list[dict]:
+        if self.s.import_inbox is not None:      # --assign: before each claim, as the loop
+            self.s.import_inbox()
+        if self.s.scope_check is not None:       # before the sessions this peek may start
+            try:
+                if self.s.scope_check():
+                    return []                    # every frozen task is done
+            except ScopeChanged as err:
+                self.scope_stop = err
+                return []
+        tasks = self.book.export()
+        if self.s.write_task_files and tasks:    # --assign: backlog.json, the queue as seen now
+            task_files.write_backlog(self.book.ralph_dir, list(tasks.values()))
+        done = {tid for tid, t in tasks.items() if t.get("status") == "done"}
+        frozen = self._frozen_ids()
+        found = [t for t in tasks.values()
+                 if t.get("status") == "open" and not t.get("held") and not t.get("deleted_at")
+                 and (frozen is None or t["id"] in frozen)
+                 and all(dep in done for dep in t.get("deps") or [])]
+        verify = self.s.verify
+        if not found and not self.book.sessions and verify and verify.recheck():
+            return self._peek()                  # a stale verification failed: reopened
+        return found
+
+    def _frozen_ids(self) -> set[str] | None:
+        """A frozen scope with --parallel: only frozen tasks are candidates (a claim of another
+        one fails anyway under RALPH_FROZEN_IDS_FILE; not offering it keeps the scheduler from
+        retrying it). None when the scope is not frozen."""
+        path = self.s.env.get("RALPH_FROZEN_IDS_FILE")
+        if not path:
+            return None
+        try:
+            return set(Path(path).read_text(encoding="utf-8").split())
+        except OSError:
+            return set()
+
+    def _claim(self, task: dict) -> bool:
+        free = self.book.free_agents
+        if not free:
+            return False
+        agent = free[0]
+        # On a fleet's store the session's heartbeat renews the claim: its lease is the fleet's.
+        lease = str(max(1, round(self.s.lease_s))) if self.s.lease_s else LEASE
+        ok, _ = self.book.call("claim", task["id"], "--agent", agent, "--lease", lease,
+                               agent=agent)             # its token in the agent's claims file
+        if ok:
+            free.remove(agent)
+            task["_agent"] = agent
+        return ok
+
+    def _launch(self, task: dict):
+        # .ralph/logs bounded as before a single loop's session; the logs being written kept
+        logrotate.rotate(self.night.log_dir, protect=[x.log for x in self.book.sessions.values()])
+        return launch.start(self.book, task, self.template)
+
+    def _wait(self, active: dict) -> list[tuple[str, bool]]:
+        """One ended session at a time: its slot is refilled before the next one is merged, so
+        a new session runs while the merges (the serial part, git) go on (bench/parallel)."""
+        if not self.ended:
+            self.ended = self.book.pool.wait()
+        if not self.ended:
+            return []
+        tid, result = self.ended.pop(0)
+        return [(tid, self._finish(tid, result))]
+
+    def _finish(self, tid: str, result) -> bool:
+        counted, how, hit = session_end.finish(self.book, tid, result)
+        # budgets first, then the breaker; a usage-limit session is no failure (guards)
+        tripped = self.guards.after_session(counted, guards.reported_cost(result.summary),
+                                            None, None)
+        self.book.state.extra["guards"] = self.guards.to_dict()   # a resumed run keeps them
+        self.book.save()
+        if lost := lifecycle.lock_lost(self.s.run, self.book.state.iteration):
+            self.stop = self.stop or lost                   # no new session; exit 8 at the end
+        elif stop := session_outcome.stop_error(how, self.s.adapter.name):
+            # a rejected key, root refused, a disabled account: no new session; exit 9/10/7
+            self.stop = self.stop or stop
+        elif tripped:           # no new session; exit 5/6 at the end, with the figures of
+            self.verdict = tripped                          # the sessions that ended since
+        elif how.kind == outcome.USAGE_LIMIT:
+            self.limited.append(tid)            # not a failure: no new session, the wait (the
+            if self.limit is None or hit.reset_at > self.limit.reset_at:   # latest reset of the
+                self.limit = hit                # sessions'), then its task again
+        return not counted.counts_as_failure
+
+    def _stopping(self) -> bool:
+        """The run ends: a signal, the breaker or a budget, an agent that cannot go on, the
+        frozen scope, a stop request."""
+        return (self.book.pool.interrupted or bool(self.s.guard.pending)
+                or self.verdict is not None or self.stop is not None
+                or self.scope_stop is not None
+                or self.night.stop_line is not None)       # ralph ctl stop, SIGHUP: exit 0
+
+    def _holding(self) -> bool:
+        """Asked before each session starts (the running ones go on meanwhile): True when
+        none may start now: the run ends (_stopping; --max-runtime reached and a stop request
+        are found here), or waits for a usage limit or a pause once the sessions ended."""
+        if self.verdict is None:
+            self.verdict = self.guards.before_session()         # --max-runtime
+        if self.night.stop_line is None and (line := self.night.stop_requested()):
+            self.book.event("log", kind="stop", message=line)   # ralph ctl stop, SIGHUP
+        return self._stopping() or self.limit is not None or self.night.paused()
+
+    def _resume(self, plan: scheduler.ParallelRun) -> bool:
+        """The scheduler stopped for a usage limit or a pause: the running sessions end (they
+        may hit the limit too), then the wait: until the latest reset, or until `ralph ctl
+        resume`. True: the scheduler fills the slots again (after a usage limit, the limited
+        sessions' tasks among the candidates)."""
+        pool = self.book.pool
+        while len(pool) or self.ended:
+            pool.handle_signals()
+            for tid, ok in self._wait({}):
+                plan.finished(tid, ok)
+        if self._stopping():
+            return False
+        if self.limit is not None and 0 < plan.max_iterations <= plan.started:
+            self.night.skip_limit(self.limit)    # no session left: the run ends, no wait
+            plan.reason = "max_iterations"
+            return False
+        if self.limit is not None:
+            self.night.wait_limit(self.limit)    # Usage limit: ...; exit 5; a stop ends it
+            self.limit = None
+            plan.tried.difference_update(self.limited)
+            self.limited = []
+        else:
+            self.night.between_sessions()        # Paused: ...; --max-runtime: exit 5
+        pool.handle_signals()                           # a Ctrl+C during the wait
+        return not self._stopping()
+
+    # ------------------------------------------------------------------ the run
+    def run(self) -> str:
+        """Run to the end; returns the scheduler's reason (`complete`, `blocked`,
+        `max_iterations`), `interrupted` or `stopped_by_request` (ralph ctl stop or SIGHUP:
+        the night's stop_line). Raises, once the running sessions ended: NoProgress when
+        --max-consecutive-failures sessions in a row failed, BudgetExhausted when --max-cost
+        or --max-runtime is reached or a usage limit resets later than --max-limit-wait
+        allows, ScopeChanged when the frozen scope changed under STOP_ON_SCOPE_CHANGE."""
+        s, book = self.s, self.book
+        if not s.run_branch:
+            raise UsageError(NEEDS_BRANCH)
+        plan = scheduler.ParallelRun(parallel=s.parallel, max_iterations=s.max_iterations)
+        reason = "interrupted"
+        with session_pool.Pool(s.guard, s.on_first_interrupt, timeouts=s.timeouts,
+                               kill_grace_s=s.kill_grace_s) as pool:
+            book.pool = pool                           # from here a signal is queued, not raised:
+            try:                                       # recovery and registrations are finished
+                self._open_run()
+                book.free_agents = [s.first_agent] + [self._register()
+                                                      for _ in range(s.parallel - 1)]
+                book.save()                    # the agents, before any of them claims a task
+                plan.started = book.state.sessions_started if s.max_iterations else 0
+                while True:
+                    scheduler.run(plan, peek=self._peek, claim=self._claim, launch=self._launch,
+                                  wait=self._wait, stopping=self._holding)
+                    if plan.reason != "stopped" or self._stopping() or not self._resume(plan):
+                        break
+                if self.stop is not None and not pool.interrupted:
+                    reason = "stopped_by_agent"
+                elif self.scope_stop is not None and not pool.interrupted:
+                    reason = "scope_changed"
+                elif self.night.stop_line is not None and not pool.interrupted:
+                    reason = "stopped_by_request"
+                elif plan.reason != "stopped":
+                    reason = plan.reason
+                elif self.verdict is not None and not pool.interrupted:
+                    reason = "limit_reached"
+                while self.ended or len(pool):         # stopped: the sessions end (s.16)
+                    pool.handle_signals()
+                    self._wait({})
+            finally:
+                for tid, result in [*self.ended, *pool.kill_all()]:   # nothing outlives the run
+                    self._finish(tid, result)
+                self.ended = []
+                if s.guard.pending or pool.interrupted:
+                    reason = "interrupted"
+                self.close(reason)
+        if reason == "stopped_by_agent":
+            raise self.stop                            # exit 7, 9 or 10, as the single loop
+        if reason == "limit_reached":
+            raise self.verdict.error()                 # exit 5 or 6, as the single loop
+        if reason == "scope_changed":
+            raise self.scope_stop                      # exit 4, as the single loop
+        return reason
+
+    def _register(self) -> str:
+        ok, out = self.book.call("agent", "register")
+        self.book.extra_agents.append(out)
+        return out
+
+    def close(self, reason: str) -> None:
+        """Worktrees and the extra agents go; the state is closed by ralph.py's exit cleanup
+        (runs.lifecycle.finish_run), after the first agent's deregistration (s.17)."""
+        s, book = self.s, self.book
+        s.guard.closing = True
+        try:
+            worktrees.cleanup_run(s.cwd, book.state.run_id, s.run_branch, env=s.env)
+        except RalphError as err:
+            s.warn(f"could not remove the run's worktrees: {err}")
+        for agent in book.extra_agents:
+            if agent:
+                book.passthrough("agent", "deregister", agent)
+        book.save()
+
+
+def run(setup: Setup) -> str:
+    """The parallel build loop; returns why it ended (see ParallelBuild.run)."""
+    return ParallelBuild(setup).run()
+
+
+__all__ = ["Setup", "run"]

@@ -1,0 +1,100 @@
+"""Owns what every task source shares: the `Task` record the contract is answered from, the
+`Source` protocol a source module implements, its errors, where its backlog lives (the root,
+pinned by RALPH_TASKS_ROOT so sessions in git worktrees reach the main checkout's backlog) and
+running its tool. Does not own leases (leases.py) or the contract's commands (commands.py)."""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Protocol, Sequence
+
+from ralphpy import programs
+from ralphpy.errors import RalphError
+
+# Contract statuses a source maps its own onto (task-cli.md s.5); "held" is open but not
+# claimable until a human releases it (a flowctl task blocked with a reason).
+OPEN, ACTIVE, DONE, HELD = "open", "active", "done", "held"
+
+
+class SourceError(RalphError):
+    """The source's tool failed or is missing; the message is one line."""
+
+
+@dataclass
+class Task:
+    id: str
+    title: str
+    status: str                        # OPEN, ACTIVE, DONE or HELD
+    tool_status: str                   # as the tool says it (tk: in_progress, flowctl: todo)
+    priority: int = 2
+    deps: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    category: str | None = None
+    spec: str | None = None
+    description: str | None = None
+    fail_reason: str | None = None
+    retry_count: int = 0
+    created: str | None = None
+    extra: dict = field(default_factory=dict)   # source-specific fields for `show`
+
+
+@dataclass
+class Listing:
+    """Every task of the backlog in the source's order, and the files it could not read
+    (each a one-line problem naming the file; such a file is skipped, never rewritten)."""
+
+    tasks: dict[str, Task]
+    problems: list[str] = field(default_factory=list)
+
+
+class Source(Protocol):
+    name: str
+    root: Path
+    calls: int                         # tool processes started so far (bench/sources.py)
+
+    def load(self) -> Listing: ...
+    def start(self, task_id: str) -> None: ...
+    def finish(self, task_id: str, result: dict | None, summary: str) -> None: ...
+    def release(self, task_id: str, reason: str) -> None: ...
+    def reopen(self, task_id: str, reason: str) -> None: ...
+
+
+def find_root(marker: str, environ: Mapping[str, str], cwd: Path) -> Path:
+    """RALPH_TASKS_ROOT when set; else the nearest directory holding `marker` (as the tools
+    search), else the git top level, else cwd."""
+    pinned = environ.get("RALPH_TASKS_ROOT", "")
+    if pinned:
+        return Path(pinned)
+    cwd = Path(cwd).absolute()
+    for directory in (cwd, *cwd.parents):
+        if (directory / marker).is_dir():
+            return directory
+    for directory in (cwd, *cwd.parents):
+        if (directory / ".git").exists():
+            return directory
+    return cwd
+
+
+def find_tool(variable: str, name: str, environ: Mapping[str, str]) -> str | None:
+    """The tool's path: $<variable> when set (a path or a name on PATH), else `name` on PATH."""
+    given = environ.get(variable, "") or name
+    if "/" in given:
+        return given if os.path.isfile(given) and os.access(given, os.X_OK) else None
+    return shutil.which(given, path=environ.get("PATH", os.defpath))
+
+
+def run_tool(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> tuple[int, str, str]:
+    """Run the tool without a shell; (exit status, stdout, stderr). OSError: it cannot start."""
+    done = programs.run(argv, cwd=cwd, env=env)
+    return done.code, done.out, done.err
+
+
+def first_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+__all__ = ["Task", "Listing", "Source", "SourceError", "OPEN", "ACTIVE", "DONE", "HELD",
+           "find_root", "find_tool", "run_tool", "first_line"]

@@ -1,0 +1,299 @@
+"""Owns what one plan/build run does between its sessions in unattended runs:
+`ralph ctl` pause/stop and SIGHUP between sessions, log rotation, classifying each finished
+session (its fields for the session_end event, the outcomes in progress.md), holding tasks
+that failed --max-attempts times, the breaker and budgets (their state persisted in the run
+state), and waiting out usage limits (the resume time persisted in the run state, and one
+persisted by an earlier run honoured). Each piece is one call into the module that owns it
+(outcome, usage_limits, limit_wait, guards, control, logrotate). Knows nothing of running the
+agent (session) or of the run's lifecycle on disk (runs.lifecycle), and never prints: lines
+for the user go through the `say`/`warn` callables ralph.py passes in."""
+from __future__ import annotations
+
+import dataclasses
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ralphpy import programs
+from ralphpy.unattended import control, guards, limit_wait, logrotate, outcome, usage_limits
+from ralphpy.runs import progress
+from ralphpy.runs import state as run_state
+from ralphpy.backlog import answers
+from ralphpy.backlog import client as task_client
+from ralphpy.session import watchdog
+from ralphpy.unattended.session_outcome import classify_session, stop_error
+from ralphpy.unattended.session_outcome import fail_reason as session_fail_reason
+from ralphpy.unattended.night_config import NightConfig
+from ralphpy.runs.lifecycle import Run
+from ralphpy.signals import Guard
+
+_POLL_S = 0.05
+
+
+class Night:
+    def __init__(self, cfg: NightConfig, run: Run, *, task: Any, env: Mapping[str, str],
+                 guard: Guard, log_dir: Path, say: Callable[[str], None],
+                 warn: Callable[[str], None]):
+        """log_dir: where the session logs go (./.ralph/logs, s.20.3), rotated before each."""
+        self.cfg, self.run, self.task, self.env, self.log_dir = cfg, run, task, env, log_dir
+        self.ralph_dir, self.state = run.ralph_dir, run.state
+        self.agent = str(self.state.options.get("agent") or "claude")   # the CLI that runs
+        self.guard, self.say, self.warn = guard, say, warn
+        saved = self.state.extra.get("guards")
+        self.guards = (guards.Guards.from_dict(cfg.limits, saved) if isinstance(saved, dict)
+                       else guards.Guards(cfg.limits))     # a resumed run keeps its counters
+        self.timeouts = watchdog.SessionTimeouts(cfg.session_s, cfg.idle_s)
+        self.stop_line: str | None = None
+        self._pending: tuple[Any, Any, float] | None = None   # (outcome, limit hit, cost)
+        self._rows: dict[str, dict] = {}                      # last `_export-json`, by slug
+        self._hold_warned = False
+        self._classified: tuple[Any, Any, Any] = (None, None, None)   # (result, outcome, hit)
+
+    # ------------------------------------------------------------------ run start and end
+    def start(self) -> None:
+        """Record the run; drop a STOP left from before it; honour a persisted resume time."""
+        if control.consume_stop(self.ralph_dir):
+            self.warn(f"Note: removed {self.ralph_dir / control.STOP} left from before this run")
+        persisted = self._persisted_limit()
+        if self.task.embedded and (self.cfg.limits.max_idle_sessions or self.cfg.limits.max_attempts):
+            self.guards.baseline(self._fingerprint(None), self._head())   # no task call of s.1's table
+        if persisted is not None:
+            self.say(f"Usage limit from an earlier run: resume time {persisted.reset_at.isoformat()}")
+            self.wait_limit(persisted)
+
+    def finish(self) -> None:
+        """At every exit after start(): a stop request is used up (the next run starts normally)."""
+        control.consume_stop(self.ralph_dir, strict=False)
+
+    # ------------------------------------------------------------------ between sessions
+    def between_sessions(self) -> str | None:
+        """None: start the next session. A line: stop gracefully (exit 0). Waits while the run
+        is paused. Raises BudgetExhausted for --max-runtime. Rotates the logs before the
+        session."""
+        if self.stop_line is None:
+            control.check_between_sessions(self.ralph_dir, self._wait, log=self.say, poll_s=0.2)
+        if self.stop_requested() is not None:
+            self._event("log", kind="stop", message=self.stop_line)
+            return self.stop_line
+        verdict = self.guards.before_session()                   # --max-runtime
+        if verdict is not None:
+            raise verdict.error()
+        logrotate.rotate(self.log_dir)                           # .ralph/logs bounded
+        return None
+
+    def stop_requested(self) -> str | None:
+        """The stop line once SIGHUP or `ralph ctl stop` asked the run to end, else None.
+        Never waits: a `--parallel` run asks before each session it starts while others run
+        (and waits out a pause with between_sessions once they have ended). A SIGINT or
+        SIGTERM that a `--parallel` run's pool queued is not a stop request: the pool ends
+        the run (exit 130)."""
+        if self.stop_line is None and not self.guard.pending:
+            if self.guard.hangup:
+                self.stop_line = "Stopped: SIGHUP received; the last session finished"
+            elif (self.ralph_dir / control.STOP).exists():
+                self.stop_line = "Stopped: `ralph ctl stop` requested; the last session finished"
+        return self.stop_line
+
+    def held(self) -> list[tuple[str, str]]:
+        """(id, reason) of unfinished held tasks; a task CLI not ours only under --assign."""
+        if not (self.task.embedded or self.state.options.get("assign")):
+            return []
+        return task_client.held_tasks(self.task.bound(self.env))
+
+    def paused(self) -> bool:
+        """`ralph ctl pause` holds the next session (between_sessions waits it out)."""
+        return (self.ralph_dir / control.PAUSE).exists()
+
+    def fail_reason(self, result: Any) -> str:
+        """The crash-safety reason: the spec's text, or one naming the timeout or why the
+        session was no attempt at its task (session_outcome.fail_reason)."""
+        return session_fail_reason(self._classify(result)[0])
+
+    # ------------------------------------------------------------------ after a session
+    def _classify(self, result: Any) -> tuple[outcome.Outcome, Any]:
+        """classify_session's answer, once per session (no_attempt, then after_session)."""
+        if self._classified[0] is not result:
+            self._classified = (result, *classify_session(
+                result, danger=bool(self.state.options.get("danger")), agent=self.agent,
+                env=self.env, session_s=self.cfg.session_s, idle_s=self.cfg.idle_s,
+                default_wait_s=self.cfg.default_wait_s))
+        return self._classified[1], self._classified[2]
+
+    def no_attempt(self, result: Any) -> str | None:
+        """Why the session was no attempt at its task (a usage limit, a stop of the run:
+        outcome.NOT_AN_ATTEMPT), in fail_reason's words; None for an attempt."""
+        out = self._classify(result)[0]
+        return session_fail_reason(out) if out.kind in outcome.NOT_AN_ATTEMPT else None
+
+    def after_session(self, result: Any, failed: list[str], reason: str,
+                      progressed: bool = False, reasons: Mapping[str, str] = {}) -> dict[str, Any]:
+        """Classify the session, count the failed attempts of the tasks crash safety (or the
+        agent, with reasons) put back (`failed`) and hold those at the limit. Returns the fields
+        for its session_end event; the outcome is also kept for progress.md. progressed: the
+        session marked a task done, so the breaker does not count it as a failure (--parallel)."""
+        summary = result.summary
+        out, hit = self._classify(result)
+        if progressed and out.counts_as_failure and out.kind not in outcome.NOT_AN_ATTEMPT:
+            out = dataclasses.replace(out, counts_as_failure=False)
+        cost = guards.reported_cost(summary)
+        held = []
+        if out.kind not in outcome.NOT_AN_ATTEMPT:
+            held = [slug for slug in failed if self.attempt_failed(
+                slug, reasons.get(slug, reason), self._rows.get(slug, {}).get("retry_count"))]
+        n = (self.state.active or {}).get("n", self.state.sessions_started)
+        progress.keep_outcome(self.state, n, out.kind, out.detail, out.counts_as_failure)
+        self._pending = (out, hit, cost)
+        fields = {"class": out.kind, "detail": out.detail,
+                  "counts_as_failure": out.counts_as_failure}
+        if held:
+            fields["held"] = held
+        retries = getattr(summary, "api_retries", 0)
+        if retries:
+            fields["api_retries"] = retries                     # the CLI retried API calls
+        if hit is not None and hit.reset_at is not None:
+            fields["resume_at"] = hit.reset_at.isoformat()
+        return fields
+
+    def attempt_failed(self, slug: str, reason: str, prior_failures: int | None) -> bool:
+        """Count a failed attempt at slug, which the loop put back with reason; hold the task
+        once its attempts reach --max-attempts (prior_failures: its retry_count before its
+        first failure in this run, so earlier runs count). True when it was held."""
+        hold = self.guards.after_task_failure(slug, reason, prior_failures=prior_failures)
+        return hold is not None and self._hold(hold)
+
+    def settle(self, counts_text: str | None = None, last: bool = False) -> None:
+        """After the loop's own checks (plan-status, promise): raise what ends the run (exit 7,
+        9, 10, 5 or 6) or wait out a usage limit. counts_text: the `plan-status` output, the backlog
+        fingerprint when the task CLI is not ours (no extra task call). last: the iteration
+        limit leaves no session to run after this one, so a usage limit is not waited out."""
+        if self._pending is None:
+            return
+        out, hit, cost = self._pending
+        self._pending = None
+        need = self.cfg.limits.max_idle_sessions or self.cfg.limits.max_attempts
+        verdict = self.guards.after_session(out, cost, self._fingerprint(counts_text) if need else "",
+                                            self._head() if need else None)
+        self._save()
+        stop = stop_error(out, self.agent)
+        if stop is not None:
+            raise stop
+        if verdict is not None:
+            raise verdict.error()
+        if out.kind == outcome.USAGE_LIMIT and last:
+            self.skip_limit(hit)
+        elif out.kind == outcome.USAGE_LIMIT:
+            self.wait_limit(hit)
+
+    # ------------------------------------------------------------------ helpers
+    def skip_limit(self, hit: usage_limits.LimitHit) -> None:
+        """No session is left to run: not waited out; the next run honours its resume time."""
+        self._keep_limit(hit)
+        line = f"Usage limit: not waited out: no session is left to run ({hit.message})"
+        self.say(line)
+        self._event("log", kind="usage_limit_not_waited", message=line,
+                    resume_at=self.state.resume_at)
+
+    def _keep_limit(self, hit: usage_limits.LimitHit) -> None:
+        margin = timedelta(seconds=self.cfg.margin_s)
+        self.state.resume_at = (hit.reset_at + margin).isoformat()
+        self.state.extra["limit"] = hit.to_dict()
+        self._save()
+
+    def wait_limit(self, hit: usage_limits.LimitHit) -> str | None:
+        """Wait out a usage limit (the single loop's, and a `--parallel` run's once its
+        sessions have ended): the resume time persisted meanwhile. Returns the stop line when
+        `ralph ctl stop` or SIGHUP ended the wait, else None (a queued SIGINT/SIGTERM of a
+        `--parallel` run also ends it: the caller's pool handles that). Raises BudgetExhausted
+        (exit 5) when the reset is further away than the cap."""
+        self._keep_limit(hit)
+        margin = timedelta(seconds=self.cfg.margin_s)
+        self._event("log", kind="usage_limit_wait", message=hit.message,
+                    resume_at=self.state.resume_at)
+        cap_s, flag = self.guards.limit_wait_cap()
+        started = time.monotonic()
+        res = limit_wait.wait_until(hit.reset_at, margin=margin, cap_flag=flag,
+                                    max_wait=None if cap_s is None else timedelta(seconds=cap_s),
+                                    wait=self._wait, log=self.say)   # BudgetExhausted: exit 5
+        self.guards.note_limit_wait(time.monotonic() - started)
+        self.state.resume_at = None
+        self.state.extra.pop("limit", None)
+        self._save()
+        if res == limit_wait.STOPPED and not self.guard.pending:
+            self.stop_line = ("Stopped: SIGHUP received while waiting for the usage limit"
+                              if self.guard.hangup else
+                              "Stopped: `ralph ctl stop` requested while waiting for the usage limit")
+        return self.stop_line
+
+    def _wait(self, seconds: float) -> bool:
+        """Block up to `seconds`; True when a stop was requested (SIGHUP or ralph ctl stop).
+        SIGINT/SIGTERM raise Interrupted from the sleep (s.16: exit 130), or, while a
+        `--parallel` run's pool queues them, end the wait for the pool to handle."""
+        end = time.monotonic() + seconds
+        while True:
+            if self.guard.hangup or self.guard.pending or (self.ralph_dir / control.STOP).exists():
+                return True
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(_POLL_S, left))
+
+    def _persisted_limit(self) -> usage_limits.LimitHit | None:
+        """This run's resume time (a resumed run), else the newest earlier run's."""
+        state = self.state
+        if not state.resume_at:
+            previous = run_state.previous_run(self.ralph_dir, state.run_id)
+            state = run_state.read(self.ralph_dir, previous) if previous else None
+        data = state.extra.get("limit") if state is not None else None
+        if not state or not state.resume_at:
+            return None
+        try:
+            if isinstance(data, dict):
+                hit = usage_limits.LimitHit.from_dict(data)
+            else:
+                hit = usage_limits.LimitHit(usage_limits.LIMIT,
+                                            datetime.fromisoformat(state.resume_at),
+                                            "persisted resume time", "state")
+        except (KeyError, ValueError, TypeError):
+            return None
+        if hit.reset_at is None or hit.reset_at + timedelta(seconds=self.cfg.margin_s) <= \
+                datetime.now(timezone.utc):
+            return None
+        return hit
+
+    def _hold(self, hold: guards.Hold) -> bool:
+        res = self.task.call("_hold", hold.task_id, "--reason", hold.reason, env=self.env)
+        self._event("log", kind="task_held", task=hold.task_id, attempts=hold.attempts,
+                    message=hold.reason, ok=res.ok)
+        if res.ok:
+            self.say(f"Held task {hold.task_id}: {hold.reason}")
+        elif not self._hold_warned:      # an external task CLI may lack _hold: warn once
+            self._hold_warned = True
+            self.warn(f"Warning: cannot hold task {hold.task_id} (`task _hold` failed); "
+                      "the breakers still bound the run")
+        return res.ok
+
+    def _fingerprint(self, counts_text: str | None) -> str:
+        if self.task.embedded or counts_text is None:
+            export = self.task.call("_export-json", env=self.env)   # in-process for ours
+            if export.ok:
+                self._rows = {str(row.get("id")): row
+                              for row in answers.parse_export(export.output) or []}
+                return guards.backlog_fingerprint(export.output)
+        return guards.backlog_fingerprint(counts_text or "")
+
+    def _head(self) -> str | None:
+        done = programs.run(["git", "rev-parse", "-q", "--verify", "HEAD"], cwd=Path.cwd(),
+                            env=self.env)
+        return done.out.strip() or None
+
+    def _event(self, event: str, **fields: Any) -> None:
+        progress.append_event(self.ralph_dir, self.state.run_id, event, **fields)
+
+    def _save(self) -> None:
+        self.state.extra["guards"] = self.guards.to_dict()
+        run_state.save(self.ralph_dir, self.state)
+        progress.write_progress(self.ralph_dir, self.state)
+
+
+__all__ = ["Night"]

@@ -1,0 +1,297 @@
+"""Owns the verify gate around finished sessions: which tasks a session marked done, the
+verdict on each (its verify command run by ralph in the task's tree, and the tamper check of the
+session's diff), acting on it with task calls (`_reopen` with the failure as the fail reason, so
+the attempt counts; `_hold` for tampering under `tamper: hold`), recording it (events.jsonl
+`verify`, the run state's `verify` map for progress.md and `ralph status`, one
+.ralph/verify/<task>.json per task next to its result), and the re-check of stale verifications
+before a run may call itself complete. Knows nothing of the loop's order (loop.features and
+parallel's session_end and run call in), of git beyond HEAD, or of printing."""
+from __future__ import annotations
+
+import functools
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from ralphpy.assign.task_files import safe_name
+from ralphpy.atomic_file import write_atomic
+from ralphpy.backlog import client as task_client
+from ralphpy.backlog.calls import TaskCommand
+from ralphpy.runs import progress
+from ralphpy.verify import gate
+from ralphpy.verify import options as verify_options
+from ralphpy.verify import verdicts
+
+if TYPE_CHECKING:
+    # The tamper check's rules (some fifty regexes, Python's ast) are imported where a run
+    # reads a diff, not at every start of ralph: most runs verify nothing.
+    from ralphpy.verify import tamper
+
+_HOLD_REASON_MAX = 1000
+# The author of the diff's start made over remote commits: no ref names that commit and nobody
+# reads its author, and one given here works where git has no user.email.
+_AUTHOR = {"GIT_AUTHOR_NAME": "ralph", "GIT_AUTHOR_EMAIL": "ralph@localhost",
+           "GIT_COMMITTER_NAME": "ralph", "GIT_COMMITTER_EMAIL": "ralph@localhost"}
+
+
+class Gate:
+    """One per run. `after_session` for the single loop (agent-selects and --assign),
+    `judge` for one task in a given tree (--parallel, before the merge), `recheck` before the
+    run may end complete, `annotate` for the next session's task data."""
+
+    def __init__(self, opts: verify_options.VerifyOptions, task: TaskCommand,
+                 env: Mapping[str, str], cwd: Path, run: Any,
+                 report: Callable[[str], None] = lambda line: None) -> None:
+        self.opts, self.task, self.env, self.cwd, self.run = opts, task, env, Path(cwd), run
+        self.report = report                                # one line per verdict (stderr)
+        # Each completion judged once: updated_at has whole seconds, so a task reopened and
+        # done again within the second is told apart by its retry count (a reopen raises it).
+        self.judged: set[tuple[str, str, str]] = set()     # (task, updated_at, retry_count)
+        tasks = self._tasks()
+        self.lines = self._task_lines(tasks)                # `verify:` lines at run start
+        self.unjudged = self._unjudged(tasks)               # a resumed run's, never judged
+        self._mark()
+
+    def _mark(self) -> None:
+        """The next diff starts from the tree as found (HEAD, or a `git stash create` commit
+        of changes left uncommitted, say by a held session) and the files hidden from git
+        now (a sparse checkout's): not a session's doing. No git call when nothing is judged."""
+        self.base, self.head, self.hidden = "", "", frozenset()
+        self.span_open = False                  # True: a session ran since, nothing judged
+        if self.opts.armed or any(self.lines.values()):
+            self.head = gate.git(self.cwd, "rev-parse", "HEAD", env=self.env)
+            self.base = gate.git(self.cwd, "stash", "create", env=self.env) or self.head
+            if self.opts.tamper != "off":               # only the tamper check reads it
+                from ralphpy.verify.tamper import hidden_paths
+                self.hidden = hidden_paths(self.cwd, self.env)
+
+    def session_starts(self) -> None:
+        """A session starts. What one that marked nothing done changed is judged with the next
+        task done (a cheat split over sessions). Commits that came in since from a remote
+        branch (a --sync rebase, even a fast-forward) are not a session's: the diff's start
+        takes them in, and what the sessions since the mark did stays in the diff."""
+        if not (self.span_open and self.head):
+            self._mark()
+        elif (local := self._brought_in()) is not None and not self._take_in(local):
+            self._mark()                        # git cannot tell them apart: start here
+
+    def _brought_in(self) -> list[str] | None:
+        """When HEAD holds commits since the mark that a remote-tracking branch holds too:
+        the ones made here (no remote holds them), oldest first. Else None."""
+        every = gate.git(self.cwd, "rev-list", "--count", "HEAD", f"^{self.head}", env=self.env)
+        local = gate.git(self.cwd, "rev-list", "--reverse", "HEAD", f"^{self.head}", "--not",
+                         "--remotes", env=self.env).split()
+        return local if not every.isdigit() or int(every) != len(local) else None
+
+    def _take_in(self, local: list[str]) -> bool:
+        """Move the diff's start over what a remote brought in: the start as it was (base,
+        uncommitted changes of the mark included) merged with the newest remote commit in
+        HEAD (the parent of the oldest commit made here since the mark, `local`, else HEAD), as
+        a commit no ref names. False when git cannot merge them (a conflict, git < 2.38)."""
+        onto = gate.git(self.cwd, "rev-parse", f"{local[0]}^" if local else "HEAD",
+                        env=self.env)
+        tree = gate.git(self.cwd, "merge-tree", "--write-tree", self.base, onto, env=self.env)
+        if not (onto and tree):
+            return False
+        base = gate.git(self.cwd, "commit-tree", tree.split()[0], "-p", onto, "-m",
+                        "ralph: the verify diff's start, remote commits taken in",
+                        env={**self.env, **_AUTHOR})
+        if base:
+            self.base, self.head = base, gate.git(self.cwd, "rev-parse", "HEAD", env=self.env)
+        return bool(base)
+
+    # ------------------------------------------------------------------ reading
+    def _tasks(self) -> list[dict]:
+        """The backlog (`_export-json`): always with the embedded task CLI (in-process, read
+        only); with another one only when the gate is configured, so a run without it makes
+        the task calls it always made."""
+        if not (self.task.embedded or self.opts.armed):
+            return []
+        return task_client.export_tasks(self.task.bound(self.env)) or []
+
+    @staticmethod
+    def _task_lines(tasks: list[dict]) -> dict[str, str]:
+        """Each task's `verify:` command, "" for a task without one: a line the session adds
+        to a task that had none is a change too, never the command that judges it."""
+        return {t["id"]: verify_options.task_command(t.get("description")) or "" for t in tasks}
+
+    def _unjudged(self, tasks: list[dict]) -> set[str]:
+        """A resumed run: the tasks marked done during it that no verdict covers, because
+        ralph.py died (or was interrupted) while their session ended or their check ran.
+        They are judged after the first session, as if that session had marked them done."""
+        if not getattr(self.run, "resumed", False):
+            return set()
+        since = str(self.run.state.started_at or "").replace("T", " ").rstrip("Z")[:19]
+        judged = self._records()
+        return {t["id"] for t in tasks if t.get("status") == "done" and t["id"] not in judged
+                and str(t.get("updated_at")) >= since}
+
+    def _records(self) -> dict[str, dict]:
+        return self.run.state.extra.setdefault("verify", {})
+
+    # ------------------------------------------------------------------ the single loop
+    def after_session(self, failed: list[str], reason: str) -> tuple[list[str], str]:
+        """Judge every task the session marked done (status done, updated since the session
+        started), then re-check stale ones when nothing is left to do. Returns the loop's
+        failed list and reason with the reopened tasks added (their attempt counts)."""
+        tasks = self._tasks()
+        since = getattr(self.run, "session_since", "") or ""
+        reopened: list[verdicts.Verdict] = []
+        judged = len(self.judged)
+        # one diff for every task the session marked done, read before any verify command runs
+        diff_findings = functools.cache(lambda: self._scan(self.cwd, self.base, self.hidden))
+        for t in tasks:
+            key = (t["id"], str(t.get("updated_at")), str(t.get("retry_count")))
+            fresh = str(t.get("updated_at")) >= since or t["id"] in self.unjudged
+            if t.get("status") != "done" or key in self.judged or not fresh:
+                continue
+            self.judged.add(key)
+            self.unjudged.discard(t["id"])
+            verdict = self.judge(t, self.cwd, diff_findings)
+            if verdict is not None and not verdict.ok:
+                reopened.append(verdict)
+        if not reopened:
+            reopened += self.recheck(tasks)
+        # The lines the run first saw stay the judges: a line a session rewrote without
+        # marking its task done is still a change when a later session marks it done.
+        self.lines = {**self._task_lines(tasks), **self.lines}
+        if len(self.judged) > judged:   # else what this session changed is judged with the
+            self._mark()                # next task marked done (a cheat split over sessions)
+        else:
+            self.span_open = True
+        slugs = [v.task for v in reopened if v.task not in failed]
+        return [*failed, *slugs], (reopened[0].reason.split("\n", 1)[0] if reopened else reason)
+
+    # ------------------------------------------------------------------ one task
+    def judge(self, record: dict, tree: Path,
+              diff_findings: Callable[[], list[tamper.Finding]]) -> verdicts.Verdict | None:
+        """Verify one done task in tree (diff_findings: the tamper findings of the session's
+        diff, read only when needed), act on the verdict. None when the gate does not apply
+        (no command, nothing to protect)."""
+        slug = record["id"]
+        own = verify_options.task_command(record.get("description")) or ""
+        start = self.lines.get(slug)            # None: the task was created during the session
+        changed = start is not None and own != start
+        command = (own if start is None else start) or self.opts.command
+        if not (command or self.opts.protect or changed):
+            return None
+        findings = list(diff_findings())        # a copy: they may serve other tasks too
+        if changed:
+            from ralphpy.verify.tamper import Finding
+            findings.append(Finding("verify_line", f"task {slug}", None,
+                                    "its verify: line changed during the session"))
+        check = gate.run(command, tree, self.env, self.opts.timeout_s) if command else None
+        verdict = verdicts.decide(slug, check, findings, self.opts.tamper, tree=str(tree))
+        self._act(verdict)
+        self._record(verdict, record.get("result"))
+        return verdict
+
+    def judge_worktree(self, record: dict, wt: Any) -> verdicts.Verdict | None:
+        """--parallel: judge a task in its worktree before its branch is merged; the
+        session's diff is taken from the fork point of the run's branch."""
+        return self.judge(record, wt.path, lambda: self._scan(wt.path, gate.git(
+            wt.path, "merge-base", "HEAD", wt.base_branch, env=self.env)))
+
+    def _scan(self, tree: Path, base: str, hidden: frozenset[str] = frozenset()
+              ) -> list[tamper.Finding]:
+        """The tamper findings of tree's diff from base (`hidden`: hidden from git then)."""
+        if self.opts.tamper == "off":
+            return []
+        from ralphpy.verify.tamper import scan
+        return scan(tree, base, self.opts.protect, env=self.env, hidden_before=hidden)
+
+    def _act(self, v: verdicts.Verdict) -> None:
+        if v.ok:
+            return
+        call = self.task.bound(self.env)
+        call(["_reopen", v.task, "--reason", v.reason])         # done -> open, attempt + 1
+        if v.verdict == "held":
+            call(["_hold", v.task, "--reason", v.reason[:_HOLD_REASON_MAX]])
+
+    def _record(self, v: verdicts.Verdict, result: str | None) -> None:
+        check = v.check.as_record() if v.check else None
+        kept = ("command", "exit_code", "duration_s", "commit", "dirty", "tree_id", "timed_out",
+                "tail_sha256")
+        fields = {"task": v.task, "verdict": v.verdict, "tree": v.tree,
+                  **({k: check[k] for k in kept} if check else {}),
+                  "findings": [f.text() for f in v.findings]}
+        if v.reason:
+            fields["reason"] = v.reason
+        event = progress.append_event(self.run.ralph_dir, self.run.state.run_id, "verify",
+                                      **fields)
+        self._records()[v.task] = {**fields, "at": event["ts"]}
+        body = {**fields, "at": event["ts"], "check": check,
+                "findings": [f.as_record() for f in v.findings], "result": result}
+        self.report(verdicts.line(v))
+        write_atomic(Path(self.run.ralph_dir) / "verify" / f"{safe_name(v.task)}.json",
+                     (json.dumps(body, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
+        # the run state (and progress.md) is saved by the caller's next step: the loop's
+        # end_session, --parallel's save after each finished session or launch
+
+    # ------------------------------------------------------------------ stale verifications
+    def recheck(self, tasks: list[dict] | None = None) -> list[verdicts.Verdict]:
+        """When no task is left to do: every task this run verified and that is still done,
+        whose verification ran at another commit than HEAD, is verified again (each command
+        once). A failure reopens all tasks of that command. Returns the reopened verdicts."""
+        if not self._records():
+            return []
+        tasks = self._tasks() if tasks is None else tasks
+        status = {t["id"]: t for t in tasks}
+        done = {t["id"] for t in tasks if t.get("status") == "done"}
+        if any(_pending(t, done) for t in tasks):
+            return []
+        head, dirty, tree = gate.tree_state(self.cwd, self.env)
+        stale: dict[str, list[str]] = {}
+        for slug, rec in self._records().items():
+            if (slug in done and rec.get("verdict") in ("passed", "warned") and rec.get("command")
+                    and (rec.get("commit") != head or rec.get("dirty") != dirty
+                         or rec.get("tree_id", tree) != tree)):   # an older record has none
+                stale.setdefault(rec["command"], []).append(slug)
+        reopened = []
+        for command, slugs in stale.items():
+            check = gate.run(command, self.cwd, self.env, self.opts.timeout_s)
+            for slug in slugs:
+                verdict = verdicts.decide(slug, check, [], self.opts.tamper, recheck=True,
+                                          tree=str(self.cwd))
+                self._act(verdict)
+                self._record(verdict, status[slug].get("result"))
+                if not verdict.ok:
+                    reopened.append(verdict)
+        return reopened
+
+    # ------------------------------------------------------------------ the next session
+    def annotate(self, task_data: str) -> str:
+        """The loop's task data (peek's markdown) with a `verify_failed:` block under each
+        listed task whose last verification failed, so the next session sees why."""
+        records = self._records()
+        if not records or not task_data:
+            return task_data
+        parts = re.split(r"(?m)^(?=## Task )", task_data)
+        out = []
+        for part in parts:
+            slug = part[8:].split("\n", 1)[0].strip() if part.startswith("## Task ") else None
+            rec = records.get(slug) if slug else None
+            if rec and rec.get("verdict") in verdicts.FAILED and rec.get("reason"):
+                body = part.rstrip("\n")
+                tail = part[len(body):]
+                block = "\n".join("  " + line for line in rec["reason"].split("\n"))
+                part = f"{body}\nverify_failed: |\n{block}{tail or ''}"
+            out.append(part)
+        return "".join(out)
+
+
+def _pending(t: dict, done: set[str]) -> bool:
+    """Work the loop could still start: open or active, not held, its blockers done."""
+    return (t.get("status") in ("open", "active") and not t.get("held")
+            and all(dep in done for dep in t.get("deps") or []))
+
+
+def start(values: Any, task: TaskCommand, env: Mapping[str, str], cwd: Path,
+          run: Any, report: Callable[[str], None] = lambda line: None) -> Gate:
+    """The run's gate, from the settled options (config's `Options`, or a mapping of the
+    verify rows); report gets one line per verdict."""
+    return Gate(verify_options.read(values), task, env, cwd, run, report)
+
+
+__all__ = ["Gate", "start"]
