@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ralph.py: run an AI coding agent in a Ralph loop over a task backlog. A drop-in for ralph.sh
+"""ralph.py: run an AI coding agent in a Ralph loop over a task answers. A drop-in for ralph.sh
 (same commands, flags, messages and exit codes; contract: spec/ralph-cli.md).
 
     $ ./ralph.py plan                  # one planner session: study specs/, create tasks
@@ -49,20 +49,19 @@ from pathlib import Path  # noqa: E402
 
 from ralphpy import errors, signals, workspace  # noqa: E402
 from ralphpy.agents import backend  # noqa: E402
-from ralphpy.agents import claude_render as render  # noqa: E402
+from ralphpy.agents import claude_render  # noqa: E402
 from ralphpy.assign import mode as assign_mode  # noqa: E402
-from ralphpy.backlog import answers as backlog  # noqa: E402
+from ralphpy.backlog import answers  # noqa: E402
 from ralphpy.backlog import calls as task_calls  # noqa: E402
 from ralphpy.config import flags, settings  # noqa: E402
 from ralphpy.config.options import Options  # noqa: E402
 from ralphpy.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 from ralphpy.fleet import outage  # noqa: E402
 from ralphpy.fleet import store as fleet_store  # noqa: E402
-from ralphpy.loop import features, launch, preview, start  # noqa: E402
+from ralphpy.loop import features, launch, preview, sessions, start  # noqa: E402
 from ralphpy.loop.context import RunContext  # noqa: E402
 from ralphpy.runs import lifecycle  # noqa: E402
 from ralphpy.unattended import night_config  # noqa: E402
-from ralphpy.unattended import night  # noqa: E402
 
 GENERAL_HELP = """\
 Usage: ralph <command> [options]
@@ -154,14 +153,14 @@ def plan_loop(ctx: RunContext) -> int:
             return stop(ctx, line)
         dag = ctx.task.call("list", "--all", "--markdown", env=ctx.env)   # DAG=$(task list --all --markdown)
         plan = features.Prompt(dag.output)
-        result = launch.run_session(ctx, "/ralph-plan", plan)             # claude -p "/ralph-plan $DAG"
-        launch.record_session(ctx, result)                                # progress record
-        if result.interrupted:
+        session = launch.run_session(ctx, "/ralph-plan", plan)            # claude -p "/ralph-plan $DAG"
+        launch.record_session(ctx, session)                               # progress record
+        if session.result.interrupted:
             return EXIT_INTERRUPTED
-        if result.summary is not None and render.promise_received(
-                result.summary, ctx.options.completion_promise):          # grep "<promise>$PROMISE</promise>"
+        if session.result.summary is not None and claude_render.promise_received(
+                session.result.summary, ctx.options.completion_promise):  # grep "<promise>$PROMISE</promise>"
             return stop(ctx, "\nPlan complete: completion promise received.")
-        ctx.night.settle(last=i == limit)                                 # exit 5/6/7, or wait out a usage limit
+        ctx.features.settle(session, None, last=i == limit)               # exit 5/6/7, or wait out a usage limit
         loop_separator(ctx, i)
     return stop(ctx, f"Reached max iterations: {limit}")                  # [SH-COMPAT] exit 0
 
@@ -172,7 +171,6 @@ def build_loop(ctx: RunContext) -> int:
     if ctx.options.parallel > 1:                                          # --parallel N (build)
         return parallel_build(ctx)
     limit, done = ctx.options.max_iterations, ctx.run.state.iteration   # a resumed run goes on
-    ctx.features.start()                                                  # assign: its notice, on stderr
     while True:
         if limit > 0 and done >= limit:
             return stop(ctx, f"Reached max iterations: {limit}")          # [SH-COMPAT] exit 0
@@ -186,21 +184,18 @@ def build_loop(ctx: RunContext) -> int:
             raise task_calls.backlog_unreadable(peek)                     # exit 8, not "no tasks"
         if prompt is None:                                                # only tasks leased to others
             return finish(ctx, "No tasks available. Exiting loop.")
-        result = launch.run_session(ctx, "/ralph-build", prompt)          # claude -p "/ralph-build $PEEK_MD"
-        if result.interrupted:
-            launch.record_session(ctx, result)                            # progress record
+        session = launch.run_session(ctx, "/ralph-build", prompt)         # claude -p "/ralph-build $PEEK_MD"
+        if session.result.interrupted:                                    # (features: assign's completion
+            launch.record_session(ctx, session)                           # check, verify, --sync's push)
             return EXIT_INTERRUPTED
-        reason = ctx.night.fail_reason(result)                            # the spec's, or naming the timeout
-        failed = ctx.features.after_session(result)                       # assign: done -> archive, else fail
-        attempt = ctx.night.no_attempt(result) is None                    # [SAFER] a usage limit is none
-        failed += launch.fail_active_tasks(ctx, reason=reason,            # crash safety, before plan-status:
-                                           attempt=attempt)               # fail, or _release after no attempt
-        reason = ctx.features.fail_reason(reason)                         # verify: why a task was reopened
-        launch.record_session(ctx, result, failed, reason)                # record, attempts, holds
+        sessions.give_back_active(ctx, session)                           # crash safety, before plan-status:
+                                                                          # fail, or _release after no attempt
+        launch.record_session(ctx, session)                               # record, attempts, holds
         counts = ctx.task.call("plan-status", env=ctx.env)                # task plan-status
-        if counts.ok and backlog.all_done(counts.output):                 # 0 open, 0 active
+        if counts.ok and answers.all_done(counts.output):                 # 0 open, 0 active
             return finish(ctx, "All tasks complete. Exiting loop.")
-        ctx.night.settle(counts.output, last=0 < limit <= done + 1)      # exit 5/6/7, or wait out a usage limit
+        ctx.features.settle(session, counts.output,                       # exit 5/6/7, or wait out a usage limit
+                            last=0 < limit <= done + 1)
         done += 1
         loop_separator(ctx, done)
 
@@ -209,15 +204,15 @@ def parallel_build(ctx: RunContext) -> int:
     """Up to N sessions at once, one claimed task each, in git worktrees whose branches are
     merged back (lib/ralphpy/parallel owns it all; here: how it ends)."""
     scope = ctx.features.get(features.ScopeFreeze)                       # FREEZE_SCOPE: exit 4
-    reason = launch.run_parallel(ctx, scope.check if scope else None)
+    reason = launch.run_parallel(ctx)
     if reason == "interrupted":
         return EXIT_INTERRUPTED
     if reason == "stopped_by_request":                                   # ralph ctl stop, SIGHUP
-        return stop(ctx, ctx.night.stop_line)
+        return stop(ctx, ctx.features.get(features.Unattended).night.stop_line)
     if reason == "max_iterations":
         return stop(ctx, f"Reached max iterations: {ctx.options.max_iterations}")
     counts = ctx.task.call("plan-status", env=ctx.env)                   # task plan-status
-    if counts.ok and backlog.all_done(counts.output):
+    if counts.ok and answers.all_done(counts.output):
         return finish(ctx, "All tasks complete. Exiting loop.")          # or: N held
     if scope is not None and scope.target_met():
         return stop(ctx, features.FROZEN_DONE)                            # FREEZE_SCOPE: target met
@@ -261,19 +256,13 @@ def run_mode(mode: str, args: list[str]) -> int:
     code, error = EXIT_USAGE, None
     try:
         start.start_run(ctx)                                      # lock (exit 3), state, resume
-        assign = features.assignment(ctx) if mode == "build" else None   # a resumed run keeps its mode
+        ctx.assign = features.assignment(ctx) if mode == "build" else None   # a resumed run keeps its mode
         start.session_setup(ctx)                                  # [SAFER] cleanup armed from here on
-        scope = features.scope_freeze(ctx)                        # FREEZE_SCOPE: snapshot the backlog
+        ctx.limits = night_config.resolve(ctx.options, ctx.run.state.options)  # breakers' default rule
+        ctx.features = features.for_run(ctx)                      # FREEZE_SCOPE: snapshot; verify, sync
         ctx.guard.raise_pending()                                 # a signal during an in-process call
         banner(ctx)
-        night_cfg = night_config.resolve(ctx.options, ctx.run.state.options)  # breakers' default rule
-        ctx.night = night.Night(night_cfg, ctx.run, task=ctx.task, env=ctx.env, guard=ctx.guard,
-                          log_dir=ctx.cwd / ".ralph" / "logs", say=say, warn=warn)
-        ctx.features = features.Features(features.Unattended(ctx.night), scope,
-                                         assign or features.prompt_template(ctx),
-                                         features.verification(ctx),    # --verify: reopen, hold
-                                         features.sync(ctx))            # --sync: rebase, push
-        ctx.night.start()                                         # stale STOP, persisted limit wait
+        ctx.features.start()                                      # stale STOP, persisted limit wait; assign's notice
         code = plan_loop(ctx) if mode == "plan" else build_loop(ctx)
         if code != EXIT_INTERRUPTED:
             ctx.features.end()                                    # --sync: push what is left
@@ -289,8 +278,8 @@ def run_mode(mode: str, args: list[str]) -> int:
                 code = EXIT_INTERRUPTED
         if ctx.guard.pending:                                     # a signal during the cleanup
             code = EXIT_INTERRUPTED
-        if ctx.night is not None:
-            ctx.night.finish()                                    # .ralph/STOP consumed
+        if ctx.features is not None:
+            ctx.features.finish()                                 # .ralph/STOP consumed
         try:                                                      # after deregistration,
             lifecycle.finish_run(ctx.run, code,                   # lock released last
                                  "interrupted" if code == EXIT_INTERRUPTED else ctx.exit_reason)

@@ -1,6 +1,6 @@
 """Owns `RunContext`: what one plan/build run knows while ralph.py's loop runs it (options,
 task command, signal guard, environment of every child, the chosen agent, the run on disk,
-the unattended-run machinery, the features, --sync's shared branch), and the run's voices:
+the unattended-run limits, the features, --sync's shared branch), and the run's voices:
 `say` (stdout, ralph.sh's lines), `warn` (stderr) and the stdout stream children write to, all
 passed in by ralph.py. Knows nothing of the order of the loop's steps."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable, TextIO
 
 from ralphpy import signals
 from ralphpy import workspace
-from ralphpy.agents import adapters as agents
+from ralphpy.agents import adapters
 from ralphpy.agents import backend
 from ralphpy.backlog import calls as task_calls
 from ralphpy.config.options import Options
@@ -21,9 +21,9 @@ from ralphpy.runs import lifecycle
 from ralphpy.runs import progress
 
 if TYPE_CHECKING:                        # annotations only: features import this module
-    from ralphpy.loop.features import Features
+    from ralphpy.loop.features import Assign, Features
     from ralphpy.sync.branch import Target
-    from ralphpy.unattended.night import Night
+    from ralphpy.unattended.night_config import NightConfig
 
 Say = Callable[[str], None]
 
@@ -42,7 +42,7 @@ class RunContext:
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))  # every child's env
     cwd: Path = field(default_factory=Path.cwd)
     backend: str = backend.ANTHROPIC
-    adapter: agents.AgentAdapter = field(default_factory=lambda: agents.get_adapter("claude"))
+    adapter: adapters.AgentAdapter = field(default_factory=lambda: adapters.get_adapter("claude"))
     model: str | None = None                 # resolved model id (s.7); None without --model
     branch: str = ""
     agent_id: str = ""
@@ -50,7 +50,8 @@ class RunContext:
     sessions: int = 0                        # sessions started in this run
     cleaned_up: bool = False
     run: lifecycle.Run | None = None         # lock + state + progress
-    night: Night | None = None               # timeouts, limits, breaker, budgets, ctl
+    limits: NightConfig | None = None        # timeouts, limit waits, breaker, budgets
+    assign: Assign | None = None             # assignment mode, set up before session setup
     features: Features | None = None         # what plugs into the loop (loop.features)
     exit_reason: str = "unexpected error"    # the run's last line, for run_end / ralph status
     ralph_dir: Path = field(init=False)      # run lock, state, progress, ctl sentinels
@@ -78,9 +79,6 @@ class RunContext:
             from ralphpy.sync import branch            # only a --sync run pays for it
             self._sync_target = branch.resolve(self.cwd, self.env)
         return self._sync_target
-
-    def session_stem(self) -> str:
-        return f"{self.run_stamp}-{os.getpid()}-{self.mode}-{self.sessions:03d}"
 
     def notice(self, kind: str, message: str, task: str | None = None) -> None:
         """A feature's notice: stderr (stdout stays ralph.sh's) and a `log` event (naming the

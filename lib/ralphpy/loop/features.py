@@ -7,7 +7,7 @@ what a feature does inside (unattended.night, scope, verify, assign.mode, sync.r
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypeVar
+from typing import Callable, TypeVar
 
 from ralphpy import errors
 from ralphpy.assign import mode as assign_mode
@@ -15,6 +15,9 @@ from ralphpy.assign.choice import dispatch_prompt
 from ralphpy.backlog import answers
 from ralphpy.config.settings import find_repo_root
 from ralphpy.loop.context import RunContext
+from ralphpy.loop.sessions import Prompt, Session
+from ralphpy.runs import progress
+from ralphpy.unattended import outcome
 from ralphpy.unattended.night import Night
 from ralphpy.verify import completion
 
@@ -22,34 +25,44 @@ FROZEN_DONE = "All frozen tasks complete. Exiting loop."
 F = TypeVar("F", bound="Feature")
 
 
-@dataclasses.dataclass(frozen=True)
-class Prompt:
-    data: str                            # the text after the skill command (s.11)
-    task: str | None = None              # the task ralph assigned for this session, if any
-    command: str | None = None           # instead of both: the whole prompt (a --prompt template)
-
-
 class Feature:
-    """The one interface; every hook does nothing unless a feature says otherwise."""
+    """The one interface; every hook does nothing unless a feature says otherwise. A feature
+    gets each session (loop.sessions.Session) of both loops: the single loop's, in the
+    checkout, and each `--parallel` session's, in its worktree (`session.place`)."""
 
     def start(self) -> None:
         """The loop begins."""
 
     def before_session(self) -> str | None:
-        """A line: the run stops there (exit 0). May raise a RalphError (exit 4, 5)."""
+        """Between two sessions of the single loop (a --parallel run has sessions running then
+        and asks the unattended checks itself): a line, the run stops there (exit 0). May
+        wait, or raise a RalphError (exit 4, 5)."""
+        return None
+
+    def before_claims(self) -> str | None:
+        """Before the loop looks for the next task to start, in both loops (the single loop's
+        peek, a --parallel run's fill of its slots): a line, no task is started any more
+        (the run ends once the running sessions have). May raise a RalphError (exit 4)."""
         return None
 
     def prompt(self, prompt: Prompt) -> Prompt | None:
-        """What the session is given; None: nothing to run ("No tasks available")."""
+        """What the single loop's session is given; None: nothing to run ("No tasks
+        available"). A `--parallel` session's task is ralph's claim (loop.parallel_loop)."""
         return prompt
 
-    def after_session(self, result: Any) -> list[str]:
-        """After the session, before s.15.5's crash safety: the tasks this feature failed."""
-        return []
+    def prepare(self, session: Session) -> None:
+        """Before the agent starts: where it runs, its environment, its output."""
 
-    def fail_reason(self, reason: str) -> str:
-        """The reason the session's record gives for its failed tasks."""
-        return reason
+    def after_session(self, session: Session) -> None:
+        """After the session, before s.15.5's crash safety: add the tasks this feature failed
+        to session.failed and say why in session.reason."""
+
+    def record(self, session: Session) -> None:
+        """The session is recorded: add fields to its session_end event (session.fields)."""
+
+    def settle(self, session: Session, counts: str | None, last: bool) -> None:
+        """Between a session and the next (after the loop's plan-status or promise check):
+        raise what ends the run, or wait. last: no session is left to run after this one."""
 
     def end_lines(self, lines: list[str]) -> list[str]:
         """The lines that end the build loop."""
@@ -57,6 +70,9 @@ class Feature:
 
     def end(self) -> None:
         """The loop has ended, not by a signal or an error."""
+
+    def finish(self) -> None:
+        """The run exits, whichever way (after start())."""
 
 
 class Features(Feature):
@@ -74,8 +90,15 @@ class Features(Feature):
             feature.start()
 
     def before_session(self) -> str | None:
+        """Each feature's before_session, then its before_claims, in the features' order."""
         for feature in self.items:
-            if (line := feature.before_session()) is not None:
+            if (line := feature.before_session() or feature.before_claims()) is not None:
+                return line
+        return None
+
+    def before_claims(self) -> str | None:
+        for feature in self.items:
+            if (line := feature.before_claims()) is not None:
                 return line
         return None
 
@@ -85,13 +108,21 @@ class Features(Feature):
                 return None
         return prompt
 
-    def after_session(self, result: Any) -> list[str]:
-        return [task for feature in self.items for task in feature.after_session(result)]
-
-    def fail_reason(self, reason: str) -> str:
+    def prepare(self, session: Session) -> None:
         for feature in self.items:
-            reason = feature.fail_reason(reason)
-        return reason
+            feature.prepare(session)
+
+    def after_session(self, session: Session) -> None:
+        for feature in self.items:
+            feature.after_session(session)
+
+    def record(self, session: Session) -> None:
+        for feature in self.items:
+            feature.record(session)
+
+    def settle(self, session: Session, counts: str | None, last: bool) -> None:
+        for feature in self.items:
+            feature.settle(session, counts, last)
 
     def end_lines(self, lines: list[str]) -> list[str]:
         for feature in self.items:
@@ -102,19 +133,59 @@ class Features(Feature):
         for feature in self.items:
             feature.end()
 
+    def finish(self) -> None:
+        for feature in self.items:
+            feature.finish()
+
 
 class Unattended(Feature):
-    """`ralph ctl` pause/stop and SIGHUP between sessions, --max-runtime, log rotation; no
-    silent "All tasks complete" while tasks are held (--max-attempts, the respawn guard)."""
+    """`ralph ctl` pause/stop and SIGHUP between sessions, --max-runtime, log rotation; each
+    session's outcome counted (--max-attempts holds a task, the breaker, the budgets) and,
+    between sessions, what ends the run or a usage limit waited out; no silent "All tasks
+    complete" while tasks are held (--max-attempts, the respawn guard). Night does the work."""
 
     def __init__(self, night: Night):
         self.night = night
 
+    def start(self) -> None:
+        self.night.start()                               # stale STOP, persisted limit wait
+
     def before_session(self) -> str | None:
         return self.night.between_sessions()
 
+    def record(self, session: Session) -> None:
+        result = session.result
+        if result is None:
+            return
+        if session.place is not None:                   # a --parallel session: its one task
+            self._record_claimed(session)
+            return
+        if result.interrupted:
+            return
+        session.fields.update(self.night.after_session(
+            result, (session.outcome, session.hit), session.failed, session.reason,
+            progressed=bool(session.completed), reasons=session.reasons))
+
+    def _record_claimed(self, session: Session) -> None:
+        """A session on the task ralph claimed for it: a failed attempt at it is counted
+        (--max-attempts holds it; not after a session that was no attempt: a usage limit);
+        its outcome kept for progress.md, a failure unless its task ended done."""
+        tid, out = session.task, session.outcome
+        if tid in session.failed and out.kind not in outcome.NOT_AN_ATTEMPT and \
+                self.night.attempt_failed(tid, session.reasons.get(tid, session.reason),
+                                          session.prior):
+            session.fields["held"] = [tid]
+        progress.keep_outcome(self.night.state, session.n, out.kind, out.detail,
+                              tid not in session.completed)
+
+    def settle(self, session: Session, counts: str | None, last: bool) -> None:
+        self.night.settle(counts, last=last)             # exit 5/6/7, or wait out a limit
+
     def end_lines(self, lines: list[str]) -> list[str]:
         return assign_mode.end_line(self.night.held(), lines[0]) + lines[1:]
+
+    def finish(self) -> None:
+        self.night.finish()                              # .ralph/STOP consumed
 
 
 class ScopeFreeze(Feature):
@@ -123,9 +194,9 @@ class ScopeFreeze(Feature):
     A build run ends when every frozen task is done; a plan run goes on."""
 
     def __init__(self, ctx: RunContext):
-        from ralphpy.scope import freeze as scope_run  # only a run with it on pays for it
+        from ralphpy.scope import freeze  # only a run with it on pays for it
         opts, self.ctx = ctx.options, ctx
-        self.freeze = scope_run.start(ctx.task, ctx.env, ctx.run.ralph_dir, ctx.run.state,
+        self.freeze = freeze.start(ctx.task, ctx.env, ctx.run.ralph_dir, ctx.run.state,
                                       find_repo_root(ctx.cwd),
                                       stop_on_change=opts.stop_on_scope_change,
                                       watch_specs=opts.scope_watch)
@@ -138,9 +209,9 @@ class ScopeFreeze(Feature):
 
     def check(self) -> bool:
         """True when every frozen task is done."""
-        from ralphpy.scope import freeze as scope_run
+        from ralphpy.scope import freeze
         ctx = self.ctx
-        found = scope_run.check(self.freeze, ctx.task, ctx.env)
+        found = freeze.check(self.freeze, ctx.task, ctx.env)
         if found.report is None:
             ctx.warn("Warning: scope check skipped: the task command could not list the backlog")
         for line in found.new_lines:
@@ -150,10 +221,10 @@ class ScopeFreeze(Feature):
         return found.target_done
 
     def target_met(self) -> bool:
-        from ralphpy.scope import freeze as scope_run
-        return scope_run.target_met(self.freeze, self.ctx.task, self.ctx.env)
+        from ralphpy.scope import freeze
+        return freeze.target_met(self.freeze, self.ctx.task, self.ctx.env)
 
-    def before_session(self) -> str | None:
+    def before_claims(self) -> str | None:
         done = self.check()
         return FROZEN_DONE if done and self.ctx.mode == "build" else None
 
@@ -172,19 +243,24 @@ class Verify(Feature):
 
     def __init__(self, gate: completion.Gate):
         self.gate = gate
-        self.reason: str | None = None
 
     def prompt(self, prompt: Prompt) -> Prompt | None:
         self.gate.session_starts()          # the session's diff starts here (after --sync)
         return dataclasses.replace(prompt, data=self.gate.annotate(prompt.data))
 
-    def after_session(self, result: Any) -> list[str]:
+    def after_session(self, session: Session) -> None:
+        if session.place is not None:                   # --parallel: its task, in its worktree,
+            if session.record.get("status") != "done":  # before its branch is merged
+                return
+            verdict = self.gate.judge_worktree(session.record, session.place)
+            if verdict is not None and not verdict.ok:  # reopened (or held): an attempt
+                session.failed.append(session.task)
+                session.reasons[session.task] = verdict.reason.split("\n", 1)[0]
+            return
         reopened, reason = self.gate.after_session([], "")
-        self.reason = reason or None
-        return reopened
-
-    def fail_reason(self, reason: str) -> str:
-        return self.reason or reason
+        session.failed += [slug for slug in reopened if slug not in session.failed]
+        if reason:
+            session.reason = reason                     # why a task was reopened
 
 
 def verification(ctx: RunContext) -> Verify | None:
@@ -214,7 +290,7 @@ class Assign(Feature):
         if line := assign_mode.prompt_ignored(self.ctx.options):
             self.ctx.notice("flag_ignored", line)
 
-    def before_session(self) -> str | None:
+    def before_claims(self) -> str | None:
         self._report(self.mode.import_inbox())          # inbox before each claim
         return None
 
@@ -224,11 +300,15 @@ class Assign(Feature):
             return None
         return Prompt(step.prompt_data, step.task)
 
-    def after_session(self, result: Any) -> list[str]:  # done: archive, else fail (spawns count)
-        step = self._report(self.mode.after(no_attempt=self.ctx.night.no_attempt(result)))
+    def after_session(self, session: Session) -> None:   # done: archive, else fail (spawns
+        if session.place is not None:                   # count); a worktree's: parallel's own
+            return
+        no_attempt = None if session.attempt else session.give_back_reason()
+        step = self._report(self.mode.after(no_attempt=no_attempt))
         if step.fail_output:
             self.ctx.say(step.fail_output)              # `failed <id>`, as s.15.5 passes it
-        return [step.task] if step.outcome == "failed" else []
+        if step.outcome == "failed" and step.task not in session.failed:
+            session.failed.append(step.task)
 
 
 def assignment(ctx: RunContext) -> Assign | None:
@@ -268,7 +348,7 @@ class Sync(Feature):
 
     def __init__(self, ctx: RunContext):
         from ralphpy.sync import runner                # only a --sync run pays for it
-        self.ctx, self.reason, env, build = ctx, "", ctx.env, ctx.mode == "build"
+        self.ctx, env, build = ctx, ctx.env, ctx.mode == "build"
         self.runner = runner.start(ctx.sync_target(), env, ctx.task.bound(env), ctx.agent_id,
                                    self.report, carry=build, resumed=ctx.run.resumed)
 
@@ -279,12 +359,11 @@ class Sync(Feature):
     def before_session(self) -> str | None:
         return self.runner.before_session()             # never a stop line
 
-    def after_session(self, result: Any) -> list[str]:
-        reopened, self.reason = self.runner.after_session(self.ctx.run.session_since)
-        return reopened
-
-    def fail_reason(self, reason: str) -> str:
-        return self.reason or reason
+    def after_session(self, session: Session) -> None:
+        reopened, reason = self.runner.after_session(self.ctx.run.session_since)
+        session.failed += [slug for slug in reopened if slug not in session.failed]
+        if reason:
+            session.reason = reason                     # a conflict: why it was reopened
 
     def end(self) -> None:
         self.runner.end()
@@ -295,6 +374,33 @@ def sync(ctx: RunContext) -> Sync | None:
     return Sync(ctx) if ctx.options.sync else None
 
 
+def unattended(ctx: RunContext) -> Unattended:
+    """The unattended checks: always on (with no setting given they only watch `ralph ctl`)."""
+    from ralphpy.unattended import night, night_config
+    cfg = night_config.resolve(ctx.options, ctx.run.state.options)   # breakers' default rule
+    return Unattended(night.Night(cfg, ctx.run, task=ctx.task, env=ctx.env, guard=ctx.guard,
+                                  log_dir=ctx.cwd / ".ralph" / "logs", say=ctx.say,
+                                  warn=ctx.warn))
+
+
+# The features of a run, in the order each hook runs them: one line each. A new feature is a
+# module of its concern and one line here; both loops then run it (loop.sessions).
+Factory = Callable[[RunContext], "Feature | None"]
+REGISTRY: list[Factory] = [
+    unattended,                          # ralph ctl, SIGHUP, budgets, breakers, limit waits
+    scope_freeze,                        # FREEZE_SCOPE: snapshot, check before each session
+    lambda ctx: ctx.assign or prompt_template(ctx),   # --assign claims and injects; --prompt
+    verification,                        # --verify: reopen, hold
+    sync,                                # --sync: rebase, push
+]
+
+
+def for_run(ctx: RunContext) -> Features:
+    """The run's features, built in REGISTRY's order (each may take its snapshot, print its
+    notice or read the backlog as it starts)."""
+    return Features(*(make(ctx) for make in REGISTRY))
+
+
 __all__ = ["Prompt", "Feature", "Features", "Unattended", "ScopeFreeze", "Verify", "Assign",
-           "PromptTemplate", "Sync", "scope_freeze", "verification", "assignment",
-           "prompt_template", "sync", "FROZEN_DONE"]
+           "PromptTemplate", "Sync", "REGISTRY", "for_run", "unattended", "scope_freeze",
+           "verification", "assignment", "prompt_template", "sync", "FROZEN_DONE"]

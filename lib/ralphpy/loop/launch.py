@@ -1,96 +1,50 @@
-"""Owns one session as the loop runs it (ralph-cli.md s.11): the prompt (spilled to a file when
-it cannot be one argument), the agent's argv and environment, respawn safety and the one-shot
-FRESH_START, the run state around it (write-ahead pid file, agent pid), `session.run` with the
-run's timeouts; then its record (run state, progress, the unattended-run outcome) and s.15.5's
-crash safety. Knows nothing of the loop's order (ralph.py) or of the session pump (session)."""
+"""Owns the single loop's session as ralph.py runs it (ralph-cli.md s.11): through the one
+session lifecycle (loop.sessions), in the checkout, a pool of one, with the run state around it
+(write-ahead record and pid file, agent pid); then its record (run state, progress, the
+features' fields: the unattended-run outcome, the attempts counted), and the crash-safety
+give-back of a dead run's agent on resume; `--parallel`'s run handed over (loop.parallel_loop).
+Knows nothing of the loop's order (ralph.py) or of the session pump (session)."""
 from __future__ import annotations
 
-import os
-from typing import Callable
-
-from ralphpy import strays, workspace
-from ralphpy.agents import adapters as agents
-from ralphpy.assign import mode as assign_mode
 from ralphpy.assign import session as assigned_session
-from ralphpy.backlog import answers as backlog
+from ralphpy.backlog import answers
 from ralphpy.backlog import readonly as backlog_readonly
 from ralphpy.config.settings import find_repo_root
-from ralphpy.config.table import BY_NAME
+from ralphpy.loop import sessions
 from ralphpy.loop.context import RunContext
-from ralphpy.loop.features import Assign, Prompt, Verify
+from ralphpy.loop.features import Assign
+from ralphpy.loop.sessions import Prompt
 from ralphpy.runs import leftovers, lifecycle
 from ralphpy.fleet import store as fleet_store
-from ralphpy.session import fresh_start
-from ralphpy.session import heartbeat
-from ralphpy.session import respawn
-from ralphpy.session import run as session
+from ralphpy.session import run as session_run
 from ralphpy.backlog.answers import DELETED_NOTICE, DELETED_UNHELD_NOTICE, FAIL_REASON
 
-WAITING = "Waiting for {agent} to finish cleanup... Press Ctrl+C again to force quit."
-# Flags a --parallel run has no use for (docs/parallel.md), and why.
-NOT_PARALLEL = {"continue_session": "each --parallel session starts fresh in its own worktree",
-                "max_idle_sessions": "a --parallel run starts each task at most once"}
-
-
-def first_interrupt(ctx: RunContext) -> None:
-    """s.16: the first Ctrl+C lets the agent clean up."""
-    ctx.say("")
-    ctx.say(WAITING.format(agent=ctx.adapter.name))
-
-
-def run_session(ctx: RunContext, command: str, prompt: Prompt) -> session.SessionResult:
-    """s.11: build the prompt and argv, run the agent, stream and log its output."""
+def run_session(ctx: RunContext, command: str, prompt: Prompt) -> sessions.Session:
+    """s.11: the single loop's session, a pool of one in the checkout: begun (the write-ahead
+    record before the agent starts), run to its end, classified and given to the features'
+    after_session hooks (loop.sessions); the loop then gives back what is left and records it."""
     ctx.sessions += 1
-    command = prompt.command or command                         # a --prompt template
-    text = f"{command} {prompt.data}" if prompt.data else command
-    adapter = ctx.adapter                                       # claude unless --agent
-    if not adapter.prompt_on_stdin and not agents.prompt_fits(text):   # [SAFER] ralph.sh: E2BIG
-        path = workspace.ralph_subdir(ctx.cwd, "prompts") / f"{ctx.session_stem()}.md"
-        text = agents.spill_prompt(command, prompt.data, path)
-        size = len(prompt.data.encode("utf-8", "surrogateescape"))
-        ctx.say(f"Note: task data ({size} bytes) is too large for one command-line argument; "
-                f"passing it in {path}")
-    argv = adapter.argv(text, danger=ctx.options.danger, model=ctx.model)
-    if ctx.options.respawn_safety:
-        note = respawn.neutralise_ralph_loop(ctx.cwd)           # no inherited ralph-loop
-        if note:
-            ctx.notice("respawn_safety", note)
-    fresh = fresh_start.consume(ctx.ralph_dir)                  # FRESH_START is one-shot
-    argv += fresh_start.session_resume_args(ctx.options.continue_session, fresh)
-    log_path = workspace.ralph_subdir(ctx.cwd, "logs") / f"{ctx.session_stem()}.jsonl"
-    pidfile = lifecycle.begin_session(ctx.run, task=prompt.task, log=log_path,
-                                      agent=ctx.agent_id, cli=adapter.name)
+    s = sessions.begin(ctx, sessions.new(ctx, command, prompt, n=ctx.sessions))
+    s.pidfile = lifecycle.begin_session(ctx.run, task=prompt.task, log=s.log,
+                                        agent=ctx.agent_id, cli=ctx.adapter.name)
     if _reads_back(ctx):                      # what a `task fail` during the session changes
         ctx.run.retries_before = backlog_readonly.retry_counts(environ=ctx.env, cwd=ctx.cwd)
     ctx.stdout.flush()
-    env = {**ctx.env, **adapter.env(danger=ctx.options.danger)}
-    result = session.run(argv, env=env,
-                         log_path=log_path, out=ctx.stdout.buffer, guard=ctx.guard,
-                         on_first_interrupt=lambda: first_interrupt(ctx),
+    adapter = ctx.adapter
+    result = session_run.run(s.argv, env=s.env,
+                         log_path=s.log, out=ctx.stdout.buffer, guard=ctx.guard,
+                         on_first_interrupt=lambda: sessions.first_interrupt(ctx),
                          renderer=adapter.new_renderer(ctx.stdout.buffer),
-                         stdin=adapter.stdin(text),
+                         stdin=adapter.stdin(s.text),
                          on_start=lambda pid: lifecycle.agent_started(ctx.run, pid),
-                         pidfile=pidfile,                       # write-ahead: a kill -9 before on_start
-                         timeouts=ctx.night.timeouts,           # TERM, grace, KILL
-                         kill_grace_s=ctx.night.cfg.kill_grace_s,
-                         heartbeat=_heartbeat(ctx, env),        # a fleet's store: renew claims
+                         pidfile=s.pidfile,                     # write-ahead: a kill -9 before on_start
+                         timeouts=sessions.timeouts(ctx),       # TERM, grace, KILL
+                         kill_grace_s=ctx.limits.kill_grace_s,
+                         heartbeat=s.beat,                      # a fleet's store: renew claims
                          read_stderr=adapter.reads_stderr)      # amp: its refusals are there
     if not result.started:
-        ctx.warn(f"Error: cannot run '{argv[0]}': {result.error}")
-    if result.heartbeat is not None and result.heartbeat.failures:
-        ctx.notice("heartbeat", heartbeat.problem(result.heartbeat))
-    if result.strays:
-        ctx.notice("strays", strays.line(result.strays))
-    if result.timed_out or result.idle_out:                     # stdout stays s.12's rendering
-        ctx.notice("timeout", ctx.night.fail_reason(result))
-    return result
-
-
-def _heartbeat(ctx: RunContext, env: dict[str, str]) -> heartbeat.Heartbeat | None:
-    """The session's heartbeat: only on a fleet's store, for the run's agent."""
-    if not ctx.agent_id or not ctx.fleet():
-        return None
-    return fleet_store.heartbeat(ctx.task.executable, ctx.agent_id, ctx.options.lease, env, None)
+        ctx.warn(f"Error: cannot run '{s.argv[0]}': {result.error}")
+    return sessions.end(ctx, s, result)
 
 
 def _reads_back(ctx: RunContext) -> bool:
@@ -121,13 +75,13 @@ def _deleted(ctx: RunContext) -> None:
             ctx.notice("deleted", DELETED_UNHELD_NOTICE.format(slug), task=slug)
 
 
-def record_session(ctx: RunContext, result: session.SessionResult, failed: list[str] = (),
-                   reason: str = FAIL_REASON) -> None:
+def record_session(ctx: RunContext, s: sessions.Session) -> None:
     """The session's outcome in the run state and progress record. The tasks are read back
     (read-only, no task call): those the crash-safety step (or a feature) failed, those this
     agent marked done since the session started, and those a `task fail` of the agent put back
     (the build skill's way to give up: a failed attempt with the agent's reason). A task
-    deleted during the session is a notice (_deleted)."""
+    deleted during the session is a notice (_deleted). The features' record hook adds their
+    fields (the unattended checks: its class, the attempts counted, the tasks held)."""
     completed, gave_up = [], {}
     if ctx.agent_id and ctx.task.embedded:
         completed = backlog_readonly.finished_by(ctx.agent_id, ctx.run.session_since,
@@ -136,56 +90,28 @@ def record_session(ctx: RunContext, result: session.SessionResult, failed: list[
     if _reads_back(ctx):
         gave_up = {slug: why for slug, why in backlog_readonly.failed_since(
             ctx.run.retries_before, ctx.run.session_since, environ=ctx.env,
-            cwd=ctx.cwd).items() if slug not in failed}
-    failed = [*failed, *gave_up]
+            cwd=ctx.cwd).items() if slug not in s.failed}
+    s.failed += list(gave_up)
+    s.reasons.update(gave_up)
+    s.completed = completed
     assign = ctx.features.get(Assign) if ctx.features else None
     assigned = (ctx.run.state.active or {}).get("task") if assign else None
-    for slug in (s for s in completed if assigned and s != assigned):   # never silent creep
+    for slug in (x for x in completed if assigned and x != assigned):   # never silent creep
         ctx.notice("drift", f"task {assigned}: the session also finished task {slug}, which "
                             "it was not assigned")
-    outcome = None if result.interrupted else ctx.night.after_session(
-        result, failed, reason, progressed=bool(completed), reasons=gave_up)
+    result = s.result
+    ctx.features.record(s)
     lifecycle.end_session(ctx.run, returncode=result.returncode, summary=result.summary,
                           interrupted=result.interrupted, completed=completed,
-                          failed=failed, fail_reason=reason, reasons=gave_up,
-                          extra=outcome)                        # how the session ended
+                          failed=s.failed, fail_reason=s.reason, reasons=gave_up,
+                          extra=s.fields or None)               # how the session ended
 
 
-def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str:
+def run_parallel(ctx: RunContext) -> str:
     """--parallel N: up to N sessions at once, one claimed task each, in git worktrees whose
-    branches are merged back (parallel.run owns it all). Returns why it ended."""
-    from ralphpy.parallel import run as parallel   # git worktrees: only a --parallel run pays
-
-    opts, night = ctx.options, ctx.night
-    for name, why in NOT_PARALLEL.items():              # given on the command line: said once
-        if opts.source(name) == "cli":
-            value, flag = getattr(opts, name), BY_NAME[name].flag
-            shown = flag if value is True else f"{flag} {value}"
-            ctx.notice("flag_ignored", f"{shown} ignored: {why}")
-    if line := assign_mode.prompt_ignored(opts):
-        ctx.notice("flag_ignored", line)
-    verify = ctx.features.get(Verify) if ctx.features else None
-    assign = ctx.features.get(Assign) if ctx.features else None
-    prompt = assign_mode.dispatch_template(opts)        # --assign takes precedence, as in the loop
-    return parallel.run(parallel.Setup(
-        task=ctx.task, env=ctx.env, cwd=ctx.cwd, adapter=ctx.adapter, danger=opts.danger,
-        model=ctx.model, parallel=opts.parallel, max_iterations=opts.max_iterations,
-        merge=opts.merge, run_branch=ctx.branch, first_agent=ctx.agent_id, run=ctx.run,
-        guard=ctx.guard, out=ctx.stdout.buffer, say=ctx.say, warn=ctx.warn,
-        on_first_interrupt=lambda: first_interrupt(ctx),
-        stem=f"{ctx.run_stamp}-{os.getpid()}-build",
-        timeouts=night.timeouts, kill_grace_s=night.cfg.kill_grace_s,      # per session
-        scope_check=scope_check,                                           # FREEZE_SCOPE: exit 4
-        verify=verify.gate if verify else None,                            # before each merge
-        lease_s=opts.lease if ctx.fleet() else 0.0,                        # claims, heartbeats
-        default_limit_wait_s=night.cfg.default_wait_s,                     # usage limits
-        night=night,                   # breaker, budgets, ctl stop and pause, SIGHUP, limit waits
-        prompt=prompt,                                                     # --prompt '/tf {id}'
-        import_inbox=assign.before_session if assign else None,           # --assign: the inbox
-        write_task_files=assign is not None,                               # and task files
-        name_unheld=_names_unheld(ctx),                 # a task no session held, deleted
-        template=None if prompt else assign_mode.anti_drift_template(      # read in validate
-            opts, find_repo_root(ctx.cwd))))
+    branches are merged back (loop.parallel_loop). Returns why it ended."""
+    from ralphpy.loop import parallel_loop  # git worktrees: only a --parallel run pays
+    return parallel_loop.run(ctx)
 
 
 def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = FAIL_REASON,
@@ -204,8 +130,8 @@ def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = F
     active = ctx.task.call("list", "--status", "active", "--assignee", agent,
                            "--markdown", env=env)              # task list --status active ...
     failed = []
-    for slug in backlog.slugs(active.output):
-        argv = backlog.give_back(slug, reason, attempt=attempt, ours=ctx.task.embedded)
+    for slug in answers.slugs(active.output):
+        argv = answers.give_back(slug, reason, attempt=attempt, ours=ctx.task.embedded)
         if passthrough:
             ctx.stdout.flush()
             result = ctx.task.passthrough(*argv, env=env,   # task fail $id --reason "..."
@@ -235,5 +161,5 @@ def release_dead_agent(ctx: RunContext, run_id: str, agent: str, reason: str, *,
     return leftovers.Recovered(failed, [done] if done else [], notes)
 
 
-__all__ = ["run_session", "record_session", "run_parallel", "fail_active_tasks", "release_dead_agent",
-           "first_interrupt", "WAITING"]
+__all__ = ["run_session", "record_session", "run_parallel", "fail_active_tasks",
+           "release_dead_agent"]

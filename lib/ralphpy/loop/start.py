@@ -9,9 +9,9 @@ import os
 from pathlib import Path
 
 from ralphpy import workspace
-from ralphpy.agents import adapters as agents
+from ralphpy.agents import adapters
 from ralphpy.agents import backend
-from ralphpy.backlog import answers as backlog
+from ralphpy.backlog import answers
 from ralphpy.loop import launch
 from ralphpy.config.options import Options
 from ralphpy.errors import UsageError
@@ -20,7 +20,7 @@ from ralphpy.loop.context import RunContext, Say
 from ralphpy.runs import lifecycle
 from ralphpy.runs import lock as run_lock
 from ralphpy.runs import state as run_state
-from ralphpy.sources import registry as sources
+from ralphpy.sources import registry
 from ralphpy.tasks import store_url
 
 
@@ -28,10 +28,10 @@ def task_source(opts: Options, warn: Say) -> None:
     """--tasks: before the task command is resolved and before any write, the source's tool
     is there (else UsageError: one line naming what to install, exit 1); RALPH_TASKS (and the
     source's root) reach every child through ralph.py's environment; files the source will
-    skip are named on stderr (docs/task-sources.md). A store URL reaches them as
+    skip are named on stderr (docs/task-registry.md). A store URL reaches them as
     RALPH_TASKS_DB (and as RALPH_TASKS when the `tasks` setting names it), its scheme checked
     first (docs/fleet.md)."""
-    exports, notes = sources.prepare(opts.tasks, opts.mode, os.environ, Path.cwd())
+    exports, notes = registry.prepare(opts.tasks, opts.mode, os.environ, Path.cwd())
     os.environ.update(exports)
     fleet_store.check(os.environ)                               # unknown scheme, no driver: exit 1
     for note in notes:
@@ -42,7 +42,7 @@ def choose_agent(ctx: RunContext) -> None:
     """The agent backend (`--agent`, `--agent-cmd`; unknown name: exit 1, nothing
     written), then the model: s.7's aliases for claude, the name as given for other CLIs."""
     opts = ctx.options
-    ctx.adapter = agents.get_adapter(opts.agent or "claude", opts.agent_cmd)
+    ctx.adapter = adapters.get_adapter(opts.agent or "claude", opts.agent_cmd)
     ctx.model = None
     if opts.model is not None:                                  # s.7
         ctx.model = opts.model if ctx.adapter.name != "claude" else backend.resolve_model(
@@ -129,7 +129,7 @@ def session_setup(ctx: RunContext) -> None:
     ctx.export("SCRIPT_DIR", str(ctx.script_dir))               # export SCRIPT_DIR
     scope = ctx.task.call("_get-scope", env=ctx.env)            # SCOPE=$(task _get-scope)
     if scope.ok:
-        parsed = backlog.scope(scope.output)
+        parsed = answers.scope(scope.output)
         ctx.export("RALPH_SCOPE_REPO", parsed.repo)             # export RALPH_SCOPE_REPO=...
         ctx.export("RALPH_SCOPE_BRANCH", parsed.branch)         # export RALPH_SCOPE_BRANCH=...
     if ctx.mode == "build":

@@ -30,10 +30,10 @@ from ralphpy.parallel import worktrees
 
 DIED_REASON = "ralph.py died during this session"
 # (worktree, its session's agent, the task's record) -> the record once the session's end
-# is settled: marked done from its current-task.json, archived (session_end.assigned_end)
+# is settled: marked done from its current-task.json, archived (loop.parallel_sessions.assigned_end)
 SessionEnd = Callable[[worktrees.Worktree, "str | None", dict], dict]
 # (worktree, the done task's record) -> (merged, why): judged by the verify gate when it is
-# on, then merged, or re-opened (session_end.land_recovered)
+# on, then merged, or re-opened (loop.parallel_sessions.land_recovered)
 Land = Callable[[worktrees.Worktree, dict], "tuple[bool, str]"]
 
 
@@ -88,8 +88,8 @@ def recover(state: run_state.RunState, *, cwd: Path, env: Mapping[str, str], run
             deleted: Callable[[str], None]) -> None:
     """Finish what the dead run (state.extra.parallel) left: its sessions and its branches.
     env: the run's environment, for git. session_end: the file protocol and the archive of a
-    normal session's end (session_end.assigned_end), for the sessions the state lists.
-    deleted: names a task its session's agent deleted (session_end.name_deleted)."""
+    normal session's end (loop.parallel_sessions.assigned_end), for the sessions the state lists.
+    deleted: names a task its session's agent deleted (loop.parallel_sessions.name_deleted)."""
     info = state.extra.get("parallel", {})
     base = info.get("runBranch") or run_branch
     sessions = info.get("sessions") or []

@@ -22,8 +22,7 @@ from ralphpy.runs import state as run_state
 from ralphpy.backlog import answers
 from ralphpy.backlog import client as task_client
 from ralphpy.session import watchdog
-from ralphpy.unattended.session_outcome import classify_session, stop_error
-from ralphpy.unattended.session_outcome import fail_reason as session_fail_reason
+from ralphpy.unattended.session_outcome import stop_error
 from ralphpy.unattended.night_config import NightConfig
 from ralphpy.runs.lifecycle import Run
 from ralphpy.signals import Guard
@@ -48,7 +47,6 @@ class Night:
         self._pending: tuple[Any, Any, float] | None = None   # (outcome, limit hit, cost)
         self._rows: dict[str, dict] = {}                      # last `_export-json`, by slug
         self._hold_warned = False
-        self._classified: tuple[Any, Any, Any] = (None, None, None)   # (result, outcome, hit)
 
     # ------------------------------------------------------------------ run start and end
     def start(self) -> None:
@@ -105,35 +103,17 @@ class Night:
         """`ralph ctl pause` holds the next session (between_sessions waits it out)."""
         return (self.ralph_dir / control.PAUSE).exists()
 
-    def fail_reason(self, result: Any) -> str:
-        """The crash-safety reason: the spec's text, or one naming the timeout or why the
-        session was no attempt at its task (session_outcome.fail_reason)."""
-        return session_fail_reason(self._classify(result)[0])
-
     # ------------------------------------------------------------------ after a session
-    def _classify(self, result: Any) -> tuple[outcome.Outcome, Any]:
-        """classify_session's answer, once per session (no_attempt, then after_session)."""
-        if self._classified[0] is not result:
-            self._classified = (result, *classify_session(
-                result, danger=bool(self.state.options.get("danger")), agent=self.agent,
-                env=self.env, session_s=self.cfg.session_s, idle_s=self.cfg.idle_s,
-                default_wait_s=self.cfg.default_wait_s))
-        return self._classified[1], self._classified[2]
-
-    def no_attempt(self, result: Any) -> str | None:
-        """Why the session was no attempt at its task (a usage limit, a stop of the run:
-        outcome.NOT_AN_ATTEMPT), in fail_reason's words; None for an attempt."""
-        out = self._classify(result)[0]
-        return session_fail_reason(out) if out.kind in outcome.NOT_AN_ATTEMPT else None
-
-    def after_session(self, result: Any, failed: list[str], reason: str,
-                      progressed: bool = False, reasons: Mapping[str, str] = {}) -> dict[str, Any]:
-        """Classify the session, count the failed attempts of the tasks crash safety (or the
-        agent, with reasons) put back (`failed`) and hold those at the limit. Returns the fields
-        for its session_end event; the outcome is also kept for progress.md. progressed: the
-        session marked a task done, so the breaker does not count it as a failure (--parallel)."""
+    def after_session(self, result: Any, classified: tuple[outcome.Outcome, Any],
+                      failed: list[str], reason: str, progressed: bool = False,
+                      reasons: Mapping[str, str] = {}) -> dict[str, Any]:
+        """Count the failed attempts of the tasks crash safety (or the agent, with reasons) put
+        back (`failed`) and hold those at the limit, for a session the lifecycle classified
+        (`classified`: its outcome and the usage limit it hit). Returns the fields for its
+        session_end event; the outcome is also kept for progress.md. progressed: the session
+        marked a task done, so the breaker does not count it as a failure."""
         summary = result.summary
-        out, hit = self._classify(result)
+        out, hit = classified
         if progressed and out.counts_as_failure and out.kind not in outcome.NOT_AN_ATTEMPT:
             out = dataclasses.replace(out, counts_as_failure=False)
         cost = guards.reported_cost(summary)

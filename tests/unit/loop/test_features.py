@@ -2,6 +2,11 @@
 from __future__ import annotations
 
 from ralphpy.loop.features import Feature, Features, Prompt, ScopeFreeze
+from ralphpy.loop.sessions import Session
+
+
+def _session() -> Session:
+    return Session(n=1, command="/ralph-build", prompt=Prompt("peek"), agent="a1")
 
 
 class Recorder(Feature):
@@ -25,9 +30,9 @@ class Recorder(Feature):
             return prompt
         return None if self.claim is None else Prompt(self.claim, task=self.name)
 
-    def after_session(self, result) -> list[str]:
+    def after_session(self, session) -> None:
         self.calls.append((self.name, "after"))
-        return self.failed
+        session.failed += self.failed
 
     def end_lines(self, lines: list[str]) -> list[str]:
         return lines + [self.extra_line] if self.extra_line else lines
@@ -37,7 +42,9 @@ def test_with_no_feature_on_every_hook_leaves_the_loop_as_ralph_sh_has_it():
     none = Features(None, None)
     assert none.before_session() is None
     assert none.prompt(Prompt("peek")) == Prompt("peek")
-    assert none.after_session(None) == [] and none.end_lines(["done"]) == ["done"]
+    session = _session()
+    none.after_session(session)
+    assert session.failed == [] and none.end_lines(["done"]) == ["done"]
 
 
 def test_the_first_stop_line_ends_before_session_and_later_features_are_not_asked():
@@ -62,7 +69,9 @@ def test_failed_tasks_and_end_lines_gather_from_every_feature_in_order():
     features = Features(Recorder("a", calls, failed=("t1",), extra_line="held: t1"),
                         Recorder("b", calls, failed=("t2",), extra_line="release"))
     features.start()
-    assert features.after_session(None) == ["t1", "t2"]
+    session = _session()
+    features.after_session(session)
+    assert session.failed == ["t1", "t2"]
     assert features.end_lines(["done"]) == ["done", "held: t1", "release"]
     assert calls == [("a", "start"), ("b", "start"), ("a", "after"), ("b", "after")]
 
@@ -73,14 +82,17 @@ def test_get_finds_a_feature_by_kind_only_when_it_is_on():
     assert Features(recorder).get(ScopeFreeze) is None
 
 
-def test_the_fail_reason_passes_through_each_feature_in_order():
+def test_the_fail_reason_is_the_last_features_that_gives_one():
     class Reason(Feature):
         def __init__(self, reason: str | None):
             self.reason = reason
 
-        def fail_reason(self, reason: str) -> str:
-            return self.reason or reason
+        def after_session(self, session) -> None:
+            if self.reason:
+                session.reason = self.reason
 
-    assert Features(None).fail_reason("exited") == "exited"
-    assert Features(Reason(None), Reason("verify failed")).fail_reason("exited") == \
-        "verify failed"
+    session = _session()
+    Features(None).after_session(session)
+    assert session.reason == "session exited without completing task"
+    Features(Reason("verify failed"), Reason(None)).after_session(session)
+    assert session.reason == "verify failed"

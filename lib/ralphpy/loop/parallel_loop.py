@@ -11,20 +11,27 @@ usage limit and `ralph ctl pause` are waited out as the single loop waits them
 (unattended.night) once the running sessions have ended; after a usage limit's wait the
 limited sessions' tasks may start again.
 
-Does not own choosing which tasks may run together (scheduler, components), the run's record
-(book), starting or ending one session (launch, session_end), git (worktrees), the verify
+Does not own choosing which tasks may run together (parallel.scheduler, parallel.components),
+the run's record (parallel_book), starting or ending one session (parallel_sessions, which run
+it through the one session lifecycle, loop.sessions), git (parallel.worktrees), the verify
 gate (verify.completion; a stale verification is re-checked when nothing is left to start),
 the prompt text (assign.choice), the agent argv (agents) or printing: messages go through the
-`say`/`warn` callbacks, sessions' renderings to `out`.
+run context's `say`/`warn`, sessions' renderings to its stdout, each line prefixed.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+from ralphpy.assign import mode as assign_mode
 from ralphpy.assign import task_files
+from ralphpy.config.table import BY_NAME
 from ralphpy.errors import RalphError, ScopeChanged, UsageError
-from ralphpy.parallel import NEEDS_BRANCH, launch, recovery, scheduler, session_end, worktrees
-from ralphpy.parallel.book import Book, Setup
+from ralphpy.loop import parallel_sessions, sessions
+from ralphpy.loop.context import RunContext
+from ralphpy.loop.features import Unattended, Verify
+from ralphpy.loop.parallel_book import Book
+from ralphpy.parallel import NEEDS_BRANCH, recovery, scheduler, worktrees
+from ralphpy.config.settings import find_repo_root
 from ralphpy.runs import lifecycle
 from ralphpy.session import pool as session_pool
 from ralphpy.unattended import guards, logrotate, outcome, session_outcome
@@ -33,15 +40,19 @@ LEASE = "3600"           # a claimed task stays ours while its session runs (tas
 
 
 class ParallelBuild:
-    def __init__(self, setup: Setup) -> None:
-        self.s = setup
-        self.book = Book(setup)
-        self.template = setup.template
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.book = Book(ctx)
+        self.template = None if self.book.dispatch_template() else \
+            assign_mode.anti_drift_template(ctx.options, find_repo_root(ctx.cwd))
         self.ended: list = []                    # sessions ended, not yet finished (_wait)
-        self.night = setup.night
+        self.night = ctx.features.get(Unattended).night
+        verify = ctx.features.get(Verify)
+        self.verify = verify.gate if verify else None           # stale re-checks at the end
+        self.lease_s = ctx.options.lease if ctx.fleet() else 0.0   # claims, heartbeats
         # The run's breaker and budgets, as the single loop keeps them (its counters in the
         # run state): a session fails here when its task did not end done (and merged).
-        self.guards: guards.Guards = setup.night.guards
+        self.guards: guards.Guards = self.night.guards
         self.verdict: guards.Verdict | None = None   # exit 5 or 6 once the sessions ended
         self.stop: RalphError | None = None      # as the single loop: exit 7, 9 or 10
         self.scope_stop: ScopeChanged | None = None  # no new session; exit 4 at the end
@@ -55,37 +66,36 @@ class ParallelBuild:
         done on a branch that was never merged is merged now or re-opened)."""
         book = self.book
         if "parallel" in book.state.extra:
-            recovery.recover(book.state, cwd=Path(self.s.cwd), env=self.s.env,
-                             run_branch=self.s.run_branch, export=book.export,
+            recovery.recover(book.state, cwd=Path(self.ctx.cwd), env=self.ctx.env,
+                             run_branch=self.ctx.branch, export=book.export,
                              call=book.call,
-                             land=lambda wt, record: session_end.land_recovered(book, wt, record),
-                             session_end=lambda wt, agent, record: session_end.assigned_end(
+                             land=lambda wt, record: parallel_sessions.land_recovered(
+                                 book, wt, record),
+                             session_end=lambda wt, agent, record: parallel_sessions.assigned_end(
                                  book, wt, agent, record),
                              warn=self._recovered,
-                             deleted=lambda tid: session_end.name_deleted(book, tid))
-            session_end.name_unheld(book)        # deleted while the dead run's sessions ran
+                             deleted=lambda tid: parallel_sessions.name_deleted(book, tid))
+            parallel_sessions.name_unheld(book)        # deleted while the dead run's sessions ran
         book.save()
-        book.event("log", kind="parallel", message=f"{self.s.parallel} slots, merge "
-                                                   f"{self.s.merge}, into {self.s.run_branch}")
+        opts = self.ctx.options
+        book.event("log", kind="parallel", message=f"{opts.parallel} slots, merge "
+                                                   f"{opts.merge}, into {self.ctx.branch}")
 
     def _recovered(self, line: str) -> None:
         """A recovery line: on stderr and in events.jsonl, as the single loop's resume lines."""
-        self.s.warn(line)
+        self.ctx.warn(line)
         self.book.event("log", kind="resume", message=line)
 
     # ------------------------------------------------------------------ scheduler callbacks
     def _peek(self) -> list[dict]:
-        if self.s.import_inbox is not None:      # --assign: before each claim, as the loop
-            self.s.import_inbox()
-        if self.s.scope_check is not None:       # before the sessions this peek may start
-            try:
-                if self.s.scope_check():
-                    return []                    # every frozen task is done
-            except ScopeChanged as err:
-                self.scope_stop = err
-                return []
+        try:                                     # --assign's inbox; the frozen scope's check
+            if self.ctx.features.before_claims() is not None:
+                return []                        # every frozen task is done
+        except ScopeChanged as err:
+            self.scope_stop = err
+            return []
         tasks = self.book.export()
-        if self.s.write_task_files and tasks:    # --assign: backlog.json, the queue as seen now
+        if self.ctx.assign is not None and tasks:    # --assign: backlog.json, the queue as seen now
             task_files.write_backlog(self.book.ralph_dir, list(tasks.values()))
         done = {tid for tid, t in tasks.items() if t.get("status") == "done"}
         frozen = self._frozen_ids()
@@ -93,7 +103,7 @@ class ParallelBuild:
                  if t.get("status") == "open" and not t.get("held") and not t.get("deleted_at")
                  and (frozen is None or t["id"] in frozen)
                  and all(dep in done for dep in t.get("deps") or [])]
-        verify = self.s.verify
+        verify = self.verify
         if not found and not self.book.sessions and verify and verify.recheck():
             return self._peek()                  # a stale verification failed: reopened
         return found
@@ -102,7 +112,7 @@ class ParallelBuild:
         """A frozen scope with --parallel: only frozen tasks are candidates (a claim of another
         one fails anyway under RALPH_FROZEN_IDS_FILE; not offering it keeps the scheduler from
         retrying it). None when the scope is not frozen."""
-        path = self.s.env.get("RALPH_FROZEN_IDS_FILE")
+        path = self.ctx.env.get("RALPH_FROZEN_IDS_FILE")
         if not path:
             return None
         try:
@@ -116,7 +126,7 @@ class ParallelBuild:
             return False
         agent = free[0]
         # On a fleet's store the session's heartbeat renews the claim: its lease is the fleet's.
-        lease = str(max(1, round(self.s.lease_s))) if self.s.lease_s else LEASE
+        lease = str(max(1, round(self.lease_s))) if self.lease_s else LEASE
         ok, _ = self.book.call("claim", task["id"], "--agent", agent, "--lease", lease,
                                agent=agent)             # its token in the agent's claims file
         if ok:
@@ -127,7 +137,7 @@ class ParallelBuild:
     def _launch(self, task: dict):
         # .ralph/logs bounded as before a single loop's session; the logs being written kept
         logrotate.rotate(self.night.log_dir, protect=[x.log for x in self.book.sessions.values()])
-        return launch.start(self.book, task, self.template)
+        return parallel_sessions.start(self.book, task, self.template)
 
     def _wait(self, active: dict) -> list[tuple[str, bool]]:
         """One ended session at a time: its slot is refilled before the next one is merged, so
@@ -140,15 +150,15 @@ class ParallelBuild:
         return [(tid, self._finish(tid, result))]
 
     def _finish(self, tid: str, result) -> bool:
-        counted, how, hit = session_end.finish(self.book, tid, result)
+        counted, how, hit = parallel_sessions.finish(self.book, tid, result)
         # budgets first, then the breaker; a usage-limit session is no failure (guards)
         tripped = self.guards.after_session(counted, guards.reported_cost(result.summary),
                                             None, None)
         self.book.state.extra["guards"] = self.guards.to_dict()   # a resumed run keeps them
         self.book.save()
-        if lost := lifecycle.lock_lost(self.s.run, self.book.state.iteration):
+        if lost := lifecycle.lock_lost(self.ctx.run, self.book.state.iteration):
             self.stop = self.stop or lost                   # no new session; exit 8 at the end
-        elif stop := session_outcome.stop_error(how, self.s.adapter.name):
+        elif stop := session_outcome.stop_error(how, self.ctx.adapter.name):
             # a rejected key, root refused, a disabled account: no new session; exit 9/10/7
             self.stop = self.stop or stop
         elif tripped:           # no new session; exit 5/6 at the end, with the figures of
@@ -162,7 +172,7 @@ class ParallelBuild:
     def _stopping(self) -> bool:
         """The run ends: a signal, the breaker or a budget, an agent that cannot go on, the
         frozen scope, a stop request."""
-        return (self.book.pool.interrupted or bool(self.s.guard.pending)
+        return (self.book.pool.interrupted or bool(self.ctx.guard.pending)
                 or self.verdict is not None or self.stop is not None
                 or self.scope_stop is not None
                 or self.night.stop_line is not None)       # ralph ctl stop, SIGHUP: exit 0
@@ -211,20 +221,21 @@ class ParallelBuild:
         --max-consecutive-failures sessions in a row failed, BudgetExhausted when --max-cost
         or --max-runtime is reached or a usage limit resets later than --max-limit-wait
         allows, ScopeChanged when the frozen scope changed under STOP_ON_SCOPE_CHANGE."""
-        s, book = self.s, self.book
-        if not s.run_branch:
+        ctx, book, opts = self.ctx, self.book, self.ctx.options
+        if not ctx.branch:
             raise UsageError(NEEDS_BRANCH)
-        plan = scheduler.ParallelRun(parallel=s.parallel, max_iterations=s.max_iterations)
+        plan = scheduler.ParallelRun(parallel=opts.parallel, max_iterations=opts.max_iterations)
         reason = "interrupted"
-        with session_pool.Pool(s.guard, s.on_first_interrupt, timeouts=s.timeouts,
-                               kill_grace_s=s.kill_grace_s) as pool:
+        with session_pool.Pool(ctx.guard, lambda: sessions.first_interrupt(ctx),
+                               timeouts=sessions.timeouts(ctx),
+                               kill_grace_s=ctx.limits.kill_grace_s) as pool:
             book.pool = pool                           # from here a signal is queued, not raised:
             try:                                       # recovery and registrations are finished
                 self._open_run()
-                book.free_agents = [s.first_agent] + [self._register()
-                                                      for _ in range(s.parallel - 1)]
+                book.free_agents = [ctx.agent_id] + [self._register()
+                                                     for _ in range(opts.parallel - 1)]
                 book.save()                    # the agents, before any of them claims a task
-                plan.started = book.state.sessions_started if s.max_iterations else 0
+                plan.started = book.state.sessions_started if opts.max_iterations else 0
                 while True:
                     scheduler.run(plan, peek=self._peek, claim=self._claim, launch=self._launch,
                                   wait=self._wait, stopping=self._holding)
@@ -247,7 +258,7 @@ class ParallelBuild:
                 for tid, result in [*self.ended, *pool.kill_all()]:   # nothing outlives the run
                     self._finish(tid, result)
                 self.ended = []
-                if s.guard.pending or pool.interrupted:
+                if ctx.guard.pending or pool.interrupted:
                     reason = "interrupted"
                 self.close(reason)
         if reason == "stopped_by_agent":
@@ -266,21 +277,33 @@ class ParallelBuild:
     def close(self, reason: str) -> None:
         """Worktrees and the extra agents go; the state is closed by ralph.py's exit cleanup
         (runs.lifecycle.finish_run), after the first agent's deregistration (s.17)."""
-        s, book = self.s, self.book
-        s.guard.closing = True
+        ctx, book = self.ctx, self.book
+        ctx.guard.closing = True
         try:
-            worktrees.cleanup_run(s.cwd, book.state.run_id, s.run_branch, env=s.env)
+            worktrees.cleanup_run(ctx.cwd, book.state.run_id, ctx.branch, env=ctx.env)
         except RalphError as err:
-            s.warn(f"could not remove the run's worktrees: {err}")
+            ctx.warn(f"could not remove the run's worktrees: {err}")
         for agent in book.extra_agents:
             if agent:
                 book.passthrough("agent", "deregister", agent)
         book.save()
 
 
-def run(setup: Setup) -> str:
-    """The parallel build loop; returns why it ended (see ParallelBuild.run)."""
-    return ParallelBuild(setup).run()
+# Flags a --parallel run has no use for (docs/parallel.md), and why.
+NOT_PARALLEL = {"continue_session": "each --parallel session starts fresh in its own worktree",
+                "max_idle_sessions": "a --parallel run starts each task at most once"}
 
 
-__all__ = ["Setup", "run"]
+def run(ctx: RunContext) -> str:
+    """The parallel build loop; returns why it ended (see ParallelBuild.run). Flags it has no
+    use for, given on the command line, are named once."""
+    opts = ctx.options
+    for name, why in NOT_PARALLEL.items():
+        if opts.source(name) == "cli":
+            value, flag = getattr(opts, name), BY_NAME[name].flag
+            shown = flag if value is True else f"{flag} {value}"
+            ctx.notice("flag_ignored", f"{shown} ignored: {why}")
+    return ParallelBuild(ctx).run()
+
+
+__all__ = ["run", "NOT_PARALLEL"]
