@@ -20,7 +20,7 @@ from ralphpy.assign import session as assigned_session
 from ralphpy.assign import task_files
 from ralphpy.backlog.client import TaskCall
 from ralphpy.config.options import Options
-from ralphpy.session.respawn import RespawnGuard
+from ralphpy.assign.respawn_guard import RespawnGuard
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

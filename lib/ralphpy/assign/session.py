@@ -18,7 +18,7 @@ from ralphpy.assign import inbox
 from ralphpy.backlog import client as task_client
 from ralphpy.assign import task_files
 from ralphpy.assign.choice import AssignedTask
-from ralphpy.session.respawn import RespawnGuard
+from ralphpy.assign.respawn_guard import RespawnGuard
 from ralphpy.backlog.answers import FAIL_REASON, give_back
 from ralphpy.backlog.client import TaskCall
 

@@ -14,7 +14,7 @@ from ralphpy.assign.choice import load_template
 from ralphpy.backlog.answers import FAIL_REASON
 from ralphpy.assign.session import finish_assigned_session, start_assigned_session
 from ralphpy.errors import UsageError
-from ralphpy.session.respawn import RespawnGuard
+from ralphpy.assign.respawn_guard import RespawnGuard
 from ralphpy.backlog import calls as task_calls
 from ralphpy.backlog.client import export_tasks
 
