@@ -60,7 +60,7 @@ from ralphpy.fleet import outage  # noqa: E402
 from ralphpy.fleet import store as fleet_store  # noqa: E402
 from ralphpy.loop import features, launch, preview, start  # noqa: E402
 from ralphpy.loop.context import RunContext  # noqa: E402
-from ralphpy.runs import lifecycle  # noqa: E402
+from ralphpy.runlife import lifecycle  # noqa: E402
 from ralphpy.unattended import night_config  # noqa: E402
 from ralphpy.unattended import night  # noqa: E402
 

@@ -18,7 +18,8 @@ from ralphpy.config.settings import find_repo_root
 from ralphpy.config.table import BY_NAME
 from ralphpy.loop.context import RunContext
 from ralphpy.loop.features import Assign, Prompt, Verify
-from ralphpy.runs import leftovers, lifecycle
+from ralphpy.runlife import lifecycle
+from ralphpy.runs import leftovers
 from ralphpy.fleet import store as fleet_store
 from ralphpy.session import fresh_start
 from ralphpy.session import heartbeat

@@ -18,7 +18,8 @@ from ralphpy.backlog.calls import TaskCommand
 from ralphpy.fleet import store as fleet_store
 from ralphpy.parallel import worktrees
 from ralphpy.parallel.prefix_writer import PrefixWriter
-from ralphpy.runs import lifecycle, progress
+from ralphpy.runlife import lifecycle
+from ralphpy.runs import progress
 from ralphpy.runs import state as run_state
 from ralphpy.session import pool as session_pool
 from ralphpy.session import watchdog

@@ -25,7 +25,7 @@ from ralphpy.assign import task_files
 from ralphpy.errors import RalphError, ScopeChanged, UsageError
 from ralphpy.parallel import NEEDS_BRANCH, launch, recovery, scheduler, session_end, worktrees
 from ralphpy.parallel.book import Book, Setup
-from ralphpy.runs import lifecycle
+from ralphpy.runlife import lifecycle
 from ralphpy.session import pool as session_pool
 from ralphpy.unattended import guards, logrotate, outcome, session_outcome
 

@@ -7,7 +7,7 @@ task: its task goes back without a failure counted (`attempt=False`: `task _rele
 --max-attempts does not see in later runs); a crashed run's task is failed, so that a task
 whose session takes ralph down with it each time is still held in the end. Does not own the
 task calls (the `recover` callback, loop.launch), the run state's format (runs.state) or
-printing: each line goes to `log(kind, line)`, which runs.lifecycle prints on stderr and
+printing: each line goes to `log(kind, line)`, which runlife.lifecycle prints on stderr and
 records as a `log` event."""
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import dataclasses
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ralphpy import programs
 from ralphpy.unattended import control, guards, limit_wait, logrotate, outcome, usage_limits
@@ -25,9 +25,10 @@ from ralphpy.session import watchdog
 from ralphpy.unattended.session_outcome import classify_session, stop_error
 from ralphpy.unattended.session_outcome import fail_reason as session_fail_reason
 from ralphpy.unattended.night_config import NightConfig
-from ralphpy.runs.lifecycle import Run
 from ralphpy.signals import Guard
 
+if TYPE_CHECKING:                        # an annotation only: runlife sits above unattended
+    from ralphpy.runlife.lifecycle import Run
 _POLL_S = 0.05
 
 

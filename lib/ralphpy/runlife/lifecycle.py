@@ -1,11 +1,13 @@
 """Owns the life of one plan/build run on disk, as ralph.py's loop sees it: picking the run (a new
 one, or the newest unfinished one after a crash or with --resume), the run lock around it, saving
 its state at start, at each session start/end and at exit, the progress record (progress.md,
-events.jsonl), and closing the run on every way out, the lock released last. What an earlier run
-left behind is settled at its start (runs.leftovers: a crashed run's session when it is resumed,
-the task a run ended by Ctrl+C left active when a new one starts). Does not own the lock, state
-or progress formats (runs.lock, runs.state, runs.progress), the task calls, printing or exit
-codes: it returns notes for ralph.py to print on stderr."""
+events.jsonl), and closing the run on every way out, the lock released last; the notifications
+of a run that asks for them are attached at its start and sent by its end, and its report is
+written at the end. What an earlier run left behind is settled at its start (runs.leftovers: a
+crashed run's session when it is resumed, the task a run ended by Ctrl+C left active when a new
+one starts). Does not own the lock, state or progress formats (runs.lock, runs.state,
+runs.progress), the notifications (notify) or the report (report), the task calls, printing or
+exit codes: it returns notes for ralph.py to print on stderr."""
 from __future__ import annotations
 
 import functools
