@@ -1,6 +1,7 @@
-"""The house rules of the repository, checked over its files: module size, no import cycle,
-one way to run programs, a docstring for every package, and no process wording (work items,
-roles) in the code and docs a user or contributor reads."""
+"""The house rules of the repository, checked over its files: module size, no import cycle
+between modules or between packages, the packages' layers as docs/architecture.md lists them,
+no module named as a package, one way to run programs, a docstring for every package, and no
+process wording (work items, roles) in the code and docs a user or contributor reads."""
 from __future__ import annotations
 
 import ast
@@ -108,6 +109,64 @@ def test_no_two_ralphpy_modules_import_each_other_even_through_others():
     graph = {name: _imports(name, path, known) for name, path in known.items()}
     assert sum(map(len, graph.values())) > len(known)           # the graph was read
     assert _cycles(graph) == []
+
+
+def _package_of(module: str) -> str:
+    """`ralphpy.runs.lock` -> `runs`; a module at the top of the library (`ralphpy.errors`)
+    -> "" (the bottom layer every package may import)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and (PACKAGE / parts[1]).is_dir() else ""
+
+
+def _package_graph() -> dict[str, dict[str, set[str]]]:
+    """Package -> the packages it imports -> the module imports that make each edge."""
+    known = _modules()
+    graph: dict[str, dict[str, set[str]]] = {
+        p.name: {} for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    for name, path in known.items():
+        source = _package_of(name)
+        for imported in _imports(name, path, known):
+            target = _package_of(imported)
+            if source and target and target != source:
+                graph[source].setdefault(target, set()).add(f"{name} -> {imported}")
+    return graph
+
+
+def _layers() -> list[set[str]]:
+    """The layers the architecture page lists, lowest first: `1. `tasks` `agents``."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    return [set(re.findall(r"`([a-z_]+)/`", line))
+            for line in re.findall(r"^[0-9]+\. (.*)$", section, re.M)]
+
+
+def test_no_two_packages_import_each_other_even_through_others():
+    graph = _package_graph()
+    assert sum(map(len, graph.values())) > len(graph)           # the graph was read
+    cycles = _cycles({p: set(targets) for p, targets in graph.items()})
+    assert cycles == [], {f"{a} -> {b}": sorted(why) for cycle in cycles for a in cycle
+                          for b, why in graph[a].items() if b in cycle}
+
+
+def test_the_architecture_page_puts_every_package_in_exactly_one_layer():
+    layers = _layers()
+    listed = [p for layer in layers for p in layer]
+    assert sorted(listed) == sorted(_package_graph())
+
+
+def test_a_package_imports_only_packages_of_the_layers_below_its_own():
+    level = {p: n for n, layer in enumerate(_layers()) for p in layer}
+    upwards = {f"{a} -> {b}": sorted(why) for a, targets in _package_graph().items()
+               for b, why in targets.items() if level.get(b, -1) >= level.get(a, -1)}
+    assert upwards == {}
+
+
+def test_the_top_level_modules_import_no_package():
+    known = _modules()
+    bottom = {name for name in known if name.count(".") == 1 and not _package_of(name)}
+    found = {name: sorted(i for i in _imports(name, known[name], known) if _package_of(i))
+             for name in bottom}
+    assert bottom and {n: i for n, i in found.items() if i} == {}
 
 
 def test_every_package_says_what_it_owns_in_its_init_docstring():
