@@ -354,7 +354,7 @@ COMMANDS = {
     "install": library_command("install", in_ralph_dir=False),   # Claude Code skills + hooks
     "status": library_command("status"),                          # is a run alive
     "ctl": library_command("ctl"),                                # pause | resume | stop
-    "report": library_command("report"),                          # what a run did
+    "report": library_command("run_report"),                      # what a run did
 }
 
 

@@ -169,6 +169,15 @@ def test_the_top_level_modules_import_no_package():
     assert bottom and {n: i for n, i in found.items() if i} == {}
 
 
+def test_no_module_is_named_as_a_package():
+    # `from ralphpy.tasks import agents` beside `from ralphpy import agents` reads as the one
+    # while it is the other: a module is named for its concern, not after another package.
+    packages = set(_package_graph())
+    named = sorted(name for name in _modules()
+                   if name.count(".") > 1 and name.rpartition(".")[2] in packages)
+    assert packages and named == []
+
+
 def test_every_package_says_what_it_owns_in_its_init_docstring():
     packages = sorted({path.parent for path in PACKAGE.rglob("*.py")
                        if "__pycache__" not in path.parts})

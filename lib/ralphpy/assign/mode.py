@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ralphpy.assign import choice as assignment
 from ralphpy.assign import inbox
-from ralphpy.assign import session as assigned_session
+from ralphpy.assign import assigned_session
 from ralphpy.assign import task_files
 from ralphpy.backlog.client import TaskCall
 from ralphpy.config.options import Options

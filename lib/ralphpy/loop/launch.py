@@ -11,7 +11,7 @@ from typing import Callable
 from ralphpy import strays, workspace
 from ralphpy.agents import adapters as agents
 from ralphpy.assign import mode as assign_mode
-from ralphpy.assign import session as assigned_session
+from ralphpy.assign import assigned_session
 from ralphpy.backlog import answers as backlog
 from ralphpy.backlog import readonly as backlog_readonly
 from ralphpy.config.settings import find_repo_root

@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from ralphpy import strays
-from ralphpy.assign import session as assigned_session
+from ralphpy.assign import assigned_session
 from ralphpy.assign import task_files
 from ralphpy.backlog import answers
 from ralphpy.backlog import readonly as backlog_readonly

@@ -23,7 +23,7 @@ from ralphpy.scope import target as scope_target
 from ralphpy.backlog import client as task_client
 from ralphpy.scope import hashing
 from ralphpy.scope.cache import ListingCache
-from ralphpy.scope.report import ScopeReport
+from ralphpy.scope.changes import ScopeReport
 from ralphpy.backlog.calls import TaskCommand
 
 _KEPT_CHANGES = 50          # progress.md shows the last 50 change lines of a run

@@ -30,7 +30,7 @@ from ralphpy import atomic_file
 from ralphpy import errors
 from ralphpy.scope import hashing
 from ralphpy.scope import target as scope_target
-from ralphpy.scope.report import ScopeReport, SpecChange
+from ralphpy.scope.changes import ScopeReport, SpecChange
 
 if TYPE_CHECKING:
     from ralphpy.scope.spec_watch import SpecWatch

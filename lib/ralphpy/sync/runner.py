@@ -24,7 +24,7 @@ from ralphpy.errors import UsageError
 from ralphpy.parallel.git import Git
 from ralphpy.parallel.worktrees import branch_safe
 from ralphpy.sync import branch
-from ralphpy.tasks.agents import host_name
+from ralphpy.tasks.agent_cmds import host_name
 
 RETRIES = 5                         # pushes again after a race, each after a fetch and rebase
 # At the run's end nothing comes after: a push still racing then is given more tries.

@@ -12,7 +12,7 @@ from conftest import run_process
 from ralphpy.session import respawn
 from ralphpy.assign.choice import load_template
 from ralphpy.backlog.answers import FAIL_REASON
-from ralphpy.assign.session import finish_assigned_session, start_assigned_session
+from ralphpy.assign.assigned_session import finish_assigned_session, start_assigned_session
 from ralphpy.errors import UsageError
 from ralphpy.assign.respawn_guard import RespawnGuard
 from ralphpy.backlog import calls as task_calls
