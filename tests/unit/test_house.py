@@ -1,7 +1,8 @@
-"""The house rules of the repository, checked over its files: module size, no import cycle
-between modules or between packages, the packages' layers as docs/architecture.md lists them,
-no module named as a package, one way to run programs, a docstring for every package, and no
-process wording (work items, roles) in the code and docs a user or contributor reads."""
+"""The house rules of the repository, checked over its files: a long module says why it is one
+concern, no import cycle between modules or between packages, the packages' layers as
+docs/architecture.md lists them, no module named as a package, one way to run programs, a
+docstring for every package, and no process wording (work items, roles) in the code and docs a
+user or contributor reads."""
 from __future__ import annotations
 
 import ast
@@ -13,7 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 LIB = ROOT / "lib"
 PACKAGE = LIB / "ralphpy"
-MAX_LINES = 300
+# Past this, a module says in its docstring why it is one concern (docs/contributing.md): a
+# length is a reason to look again, not a line to split a concern at.
+LONG_MODULE = 500
 # Work items, roles and the process that produced the code are nothing a reader needs.
 PROCESS_WORDS = re.compile(r"issue ?#?[0-9]|\blead\b|helper session|team brief", re.IGNORECASE)
 WORDING_ROOTS = ["ralph.py", "lib", "docs", "README.md", "CHANGELOG.md", "scripts", "bench", "demo",
@@ -94,10 +97,14 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_module_is_over_300_lines():
-    too_long = {name: n for name, path in _modules().items()
-                if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
-    assert not too_long, too_long
+def test_a_module_over_500_lines_says_in_its_docstring_why_it_is_one_concern():
+    unexplained = {}
+    for name, path in _modules().items():
+        text = path.read_text(encoding="utf-8")
+        docstring = " ".join((ast.get_docstring(ast.parse(text)) or "").split())
+        if len(text.splitlines()) > LONG_MODULE and "one concern" not in docstring.lower():
+            unexplained[name] = len(text.splitlines())
+    assert unexplained == {}
 
 
 def test_the_cycle_finder_finds_a_cycle():
