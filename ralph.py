@@ -60,7 +60,7 @@ from ralphpy.fleet import outage  # noqa: E402
 from ralphpy.fleet import store as fleet_store  # noqa: E402
 from ralphpy.loop import features, launch, preview, sessions, start  # noqa: E402
 from ralphpy.loop.context import RunContext  # noqa: E402
-from ralphpy.runs import lifecycle  # noqa: E402
+from ralphpy.runlife import lifecycle  # noqa: E402
 from ralphpy.unattended import night_config  # noqa: E402
 
 GENERAL_HELP = """\
@@ -343,7 +343,7 @@ COMMANDS = {
     "install": library_command("install", in_ralph_dir=False),   # Claude Code skills + hooks
     "status": library_command("status"),                          # is a run alive
     "ctl": library_command("ctl"),                                # pause | resume | stop
-    "report": library_command("report"),                          # what a run did
+    "report": library_command("run_report"),                      # what a run did
 }
 
 

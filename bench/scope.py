@@ -4,8 +4,8 @@ repo. Times ralph.py's freeze and unchanged check (median of several runs) and t
 reference of seed 004 (bench/scope_reference.sh) in the same run, then prints the ratios
 against the targets: unchanged check < 100 ms and >= 20x faster than bash.
 
-It also times the loop's own per-session check (scope_run.check) through the real task store:
-the same 10,000 tasks in a tasks.db written by `task plan-sync`, frozen by scope_run.start,
+It also times the loop's own per-session check (scope.freeze.check) through the real task store:
+the same 10,000 tasks in a tasks.db written by `task plan-sync`, frozen by scope.freeze.start,
 then checked with nothing changed (the listing of the last check is reused while the database
 files keep their stat: scope_cache; the spec watch, spec_watch, says no spec file changed), then
 with SCOPE_WATCH=0 (one stat per spec file), after a status-only write of the real task CLI (a
@@ -15,7 +15,7 @@ The targets apply to the loop's check: that is the one run before every session.
 
     python bench/scope.py [--tasks N] [--runs R] [--no-per-task]
 
-The spec files are written, then aged past the 2 s racy window (scope_hashing.RACY_NS):
+The spec files are written, then aged past the 2 s racy window (scope.hashing.RACY_NS):
 files written a moment before a freeze are re-hashed until they age, by design.
 """
 from __future__ import annotations
@@ -37,12 +37,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "lib"))
 
 from ralphpy.runs import state as run_state  # noqa: E402
-from ralphpy.scope import snapshot as scope
-from ralphpy.scope import freeze as scope_run
-from ralphpy.backlog import calls as task_calls
-from ralphpy.scope import hashing as scope_hashing  # noqa: E402
+from ralphpy.scope import snapshot
+from ralphpy.scope import freeze as scope_freeze
+from ralphpy.backlog import calls
+from ralphpy.scope import hashing  # noqa: E402
 from ralphpy.scope.cache import ListingCache  # noqa: E402
-from ralphpy.tasks import cli as tasks_cli, fingerprint  # noqa: E402
+from ralphpy.tasks import cli, fingerprint  # noqa: E402
 
 REFERENCE = ROOT / "bench" / "scope_reference.sh"
 CHECK_TARGET_MS = 100.0
@@ -87,23 +87,23 @@ def make_store(repo: Path, tasks: list[dict]) -> dict[str, str]:
 def loop_check(repo: Path, env: dict[str, str], runs: int) -> tuple[float, ...]:
     """(freeze ms, unchanged check ms, the same with the spec watch off, check ms after a
     status-only write, store fingerprint ms, unchanged check ms with the listing forced),
-    through scope_run as ralph.py calls it, the embedded task CLI on the real store."""
+    through scope.freeze as ralph.py calls it, the embedded task CLI on the real store."""
     cwd = os.getcwd()
     os.chdir(repo)                       # the embedded task CLI works in the cwd, as in a run
     try:
-        task = task_calls.resolve(ROOT, env)
+        task = calls.resolve(ROOT, env)
         assert task.embedded, "the embedded task CLI is not importable"
         state = run_state.RunState(run_state.new_run_id(), "build", 0)
         start = time.perf_counter()
-        freeze = scope_run.start(task, env, repo / ".ralph", state, repo, stop_on_change=False)
-        first = scope_run.check(freeze, task, env)      # reuses the freeze's listing
+        freeze = scope_freeze.start(task, env, repo / ".ralph", state, repo, stop_on_change=False)
+        first = scope_freeze.check(freeze, task, env)      # reuses the freeze's listing
         freeze_ms = (time.perf_counter() - start) * 1000
         assert first.report is not None and not first.report.changed, first.report
         # As between two sessions (minutes): the store's files age past the racy window, and
         # one check reads the fingerprint and trusts the database's signature from then on.
-        time.sleep(scope_hashing.RACY_NS / 1e9 + 0.2)
-        scope_run.check(freeze, task, env)
-        check_ms, found = ms(lambda: scope_run.check(freeze, task, env), runs, "loop")
+        time.sleep(hashing.RACY_NS / 1e9 + 0.2)
+        scope_freeze.check(freeze, task, env)
+        check_ms, found = ms(lambda: scope_freeze.check(freeze, task, env), runs, "loop")
         assert not found.statuses_refreshed, "the database signature did not hold"
         assert found.listing_reused and not found.report.changed, found
         assert not found.target_done
@@ -111,9 +111,9 @@ def loop_check(repo: Path, env: dict[str, str], runs: int) -> tuple[float, ...]:
             "the spec watch is not on (no inotify here?)"
 
         watching = freeze.memory
-        freeze.memory = scope.Memory(watch_specs=False)      # SCOPE_WATCH=0: stat every spec
-        scope_run.check(freeze, task, env)
-        stat_ms, found = ms(lambda: scope_run.check(freeze, task, env), runs, "loopstat")
+        freeze.memory = snapshot.Memory(watch_specs=False)      # SCOPE_WATCH=0: stat every spec
+        scope_freeze.check(freeze, task, env)
+        stat_ms, found = ms(lambda: scope_freeze.check(freeze, task, env), runs, "loopstat")
         assert found.listing_reused and not found.report.changed, found
         freeze.memory = watching
 
@@ -125,7 +125,7 @@ def loop_check(repo: Path, env: dict[str, str], runs: int) -> tuple[float, ...]:
 
         def forced():
             freeze.listing = ListingCache()          # as before scope_cache: list every time
-            return scope_run.check(freeze, task, env)
+            return scope_freeze.check(freeze, task, env)
         forced_ms, found = ms(forced, max(3, runs // 2), "loopforced")
         assert not found.listing_reused and not found.report.changed, found
         return freeze_ms, check_ms, stat_ms, status_ms, fp_ms, forced_ms
@@ -141,14 +141,14 @@ def status_write_checks(freeze, task, env: dict[str, str], runs: int) -> float:
 
     def task_cli(*argv: str) -> None:
         err = io.StringIO()
-        assert tasks_cli.main(list(argv), stdout=io.StringIO(), stderr=err, environ=env) == 0, \
+        assert cli.main(list(argv), stdout=io.StringIO(), stderr=err, environ=env) == 0, \
             err.getvalue()
     for i in range(runs):
         if i:
             task_cli("done", f"t-{i - 1:05d}", "--result", '{"commit": "abc"}')
         task_cli("claim", f"t-{i:05d}")
         start, cpu = time.perf_counter(), _cpu()
-        found = scope_run.check(freeze, task, env)
+        found = scope_freeze.check(freeze, task, env)
         times.append((time.perf_counter() - start) * 1000)
         cpus.append((_cpu() - cpu) * 1000)
         assert found.listing_reused and found.statuses_refreshed, found
@@ -202,21 +202,22 @@ def main() -> int:
         print(f"scope bench: {opts.tasks} tasks, one 5 KB spec each "
               f"(built in {time.perf_counter() - start:.1f} s)")
         # Age the files (specs and tasks.db) past the racy window, as before a run.
-        time.sleep(scope_hashing.RACY_NS / 1e9 + 0.2)
+        time.sleep(hashing.RACY_NS / 1e9 + 0.2)
 
         runs = iter(range(10_000))
-        freeze_ms, _ = ms(lambda: scope.freeze(tmp / f"run{next(runs)}", tasks, repo), 3, "freeze")
+        freeze_ms, _ = ms(lambda: snapshot.freeze(tmp / f"run{next(runs)}", tasks, repo), 3,
+                          "freeze")
         run = tmp / "run0"
-        check_ms, report = ms(lambda: scope.check_scope_integrity(run, tasks, repo), opts.runs,
+        check_ms, report = ms(lambda: snapshot.check_scope_integrity(run, tasks, repo), opts.runs,
                               "check")
         assert not report.changed and report.files_hashed == 0, report.lines()[:3]
-        parse_ms, _ = ms(lambda: scope.check_scope_integrity(
+        parse_ms, _ = ms(lambda: snapshot.check_scope_integrity(
             run, [json.loads(line) for line in export.read_text().splitlines()], repo), opts.runs,
             "parse")
         edited = [dict(t) for t in tasks]
         middle = opts.tasks // 2
         edited[middle]["title"] = "edited"
-        slow_ms, report = ms(lambda: scope.check_scope_integrity(run, edited, repo), 3, "slow")
+        slow_ms, report = ms(lambda: snapshot.check_scope_integrity(run, edited, repo), 3, "slow")
         assert report.definition_modified == [f"t-{middle:05d}"], report.lines()
 
         loop_freeze_ms, loop_ms, loop_stat_ms, status_ms, fp_ms, forced_ms = loop_check(
@@ -243,7 +244,7 @@ def main() -> int:
                 ("ralph.py check, unchanged", "check", check_ms),
                 ("ralph.py check, unchanged, + json.loads of the export", "parse", parse_ms),
                 ("ralph.py check, one title edited (full compare)", "slow", slow_ms),
-                ("loop: freeze + first check (scope_run, real tasks.db)", "", loop_freeze_ms),
+                ("loop: freeze + first check (scope.freeze, real tasks.db)", "", loop_freeze_ms),
                 ("loop: per-session check, unchanged (listing reused)", "loop", loop_ms),
                 ("loop: the same, SCOPE_WATCH=0 (stat every spec)", "loopstat", loop_stat_ms),
                 ("loop: per-session check after a status-only write (claim of one task)",

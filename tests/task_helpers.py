@@ -172,14 +172,14 @@ def traced(db: Path | PgStore):
     opened again after it was lost (the attempt that met the lost one included); not the schema
     check each connection makes before it is handed over. SQLite: every statement, each
     executemany row too (the trace callback)."""
-    from ralphpy.tasks import db as store
+    from ralphpy.tasks import db as tasks_db
     from ralphpy.tasks.git_scope import Scope
     scope = Scope(*query(db, "SELECT scope_repo, scope_branch FROM tasks LIMIT 1")[0])
     sent: list[str] = []
     if isinstance(db, PgStore):
         conn = _recorded_connection(db.url, sent)
     else:
-        conn = store.connect(str(db))
+        conn = tasks_db.connect(str(db))
         conn.set_trace_callback(sent.append)
     try:
         yield conn, scope, sent

@@ -24,9 +24,9 @@ from typing import Any, BinaryIO, Callable, Mapping, Sequence
 
 from ralphpy import atomic_file
 from ralphpy.agents import amp
-from ralphpy.agents import summary as agent_render
-from ralphpy.agents import streams as agent_streams
-from ralphpy.agents import claude_render as render
+from ralphpy.agents import summary as agent_summary
+from ralphpy.agents import streams
+from ralphpy.agents import claude_render
 from ralphpy.agents.refusal import Refusal
 from ralphpy.errors import EnvironmentFailure, UsageError
 
@@ -122,21 +122,21 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
     AgentAdapter(
         "claude", ("claude",),
         ("-p", PROMPT, "--output-format=stream-json", "--verbose", DANGER, MODEL, EXTRA),
-        render.StreamRenderer, danger_args=("--dangerously-skip-permissions",),
+        claude_render.StreamRenderer, danger_args=("--dangerously-skip-permissions",),
         reports=_CLAUDE_FACTS, login="(`claude /login`) or fix the API key (ANTHROPIC_API_KEY)"),
     # pi runs tools without asking, so --danger adds nothing. pi 0.73 rejects `--` ("Error:
     # Unknown option: --") and reads an argument starting with '-' as an option and one with
     # '@' as a file to attach, so the prompt goes on stdin, which print mode (-p) reads.
     AgentAdapter(
         "pi", ("pi",), ("--mode", "json", "-p", MODEL, DANGER, EXTRA),
-        agent_streams.PiRenderer,
+        streams.PiRenderer,
         reports=frozenset({"cost", "turns", "tokens", "result", "errors"}),
         notes="pi has no permission prompts: --danger changes nothing"),
     # Without --danger: workspace-write sandbox (edits in the checkout, no network), since
     # codex exec defaults to read-only and could do no work.
     AgentAdapter(
         "codex", ("codex",), ("exec", "--json", DANGER, MODEL, EXTRA, "--", PROMPT),
-        agent_streams.CodexRenderer,
+        streams.CodexRenderer,
         danger_args=("--dangerously-bypass-approvals-and-sandbox",),
         safe_args=("--sandbox", "workspace-write"), model_args=("-m", MODEL),
         reports=frozenset({"turns", "tokens", "result", "errors"}),
@@ -154,7 +154,7 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
     # OPENCODE_PERMISSION variable works in all of them.
     AgentAdapter(
         "opencode", ("opencode",), ("run", "--format", "json", MODEL, EXTRA, PROMPT),
-        agent_streams.OpencodeRenderer, model_args=("-m", MODEL),
+        streams.OpencodeRenderer, model_args=("-m", MODEL),
         danger_env={"OPENCODE_PERMISSION": '{"*":"allow"}'},
         reports=frozenset({"cost", "turns", "tokens", "result", "errors"})),
     # gemini 0.61 refuses to run headless in a folder it does not trust (exit 55): --danger
@@ -162,7 +162,7 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
     AgentAdapter(
         "gemini", ("gemini",),
         ("-p", PROMPT, "--output-format=stream-json", DANGER, MODEL, EXTRA),
-        agent_streams.GeminiRenderer, danger_args=("--yolo", "--skip-trust"),
+        streams.GeminiRenderer, danger_args=("--yolo", "--skip-trust"),
         model_args=("-m", MODEL),
         reports=frozenset({"tokens", "result", "errors"}),
         login="(`gemini`, then /auth) or fix the API key (GEMINI_API_KEY)"),
@@ -194,7 +194,7 @@ def get_adapter(name: str, agent_cmd: str | None = None) -> AgentAdapter:
         if PROMPT in words[0]:
             raise UsageError(f"--agent-cmd must start with a program, not {PROMPT}: {agent_cmd!r}")
         return AgentAdapter("command", (words[0],), (*words[1:], EXTRA),
-                            agent_render.PlainRenderer, model_args=None,
+                            agent_summary.PlainRenderer, model_args=None,
                             notes="--danger changes nothing: put such flags in --agent-cmd")
     adapter = _TABLE.get(name)
     if adapter is None:

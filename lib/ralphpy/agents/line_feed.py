@@ -2,8 +2,8 @@
 chunks split anywhere, each complete line handed once to the subclass's `_line`, a line longer
 than max_line_bytes dropped whole without ever being held (counted in the summary's
 `events_seen`: "lines", "oversized"), and the text one chunk produced written and flushed at
-once. Knows nothing of what a line means: render.py renders Claude's stream-json,
-agent_render.py the other CLIs' JSON lines.
+once. Knows nothing of what a line means: claude_render.py renders Claude's stream-json,
+streams.py the other CLIs' JSON lines.
 
 A subclass sets `self._s` (a summary with an `events_seen` dict holding "lines" and
 "oversized") and implements `_line(line, parts)`, appending the text to show to parts.

@@ -4,7 +4,7 @@
 to s.12's look (text as is, tool calls as tool lines, an end line) and fills the shared
 `AgentSummary`: last assistant message, cost or tokens, turns, result status, error texts.
 
-Does not own line splitting, memory bounds or the summary type (agent_render.py), nor
+Does not own line splitting, memory bounds or the summary type (summary.py), nor
 Claude Code's or amp's stream-json (render.py).
 """
 from __future__ import annotations

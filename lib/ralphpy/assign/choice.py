@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from ralphpy.assign import criteria as criteria_mod
+from ralphpy.assign import criteria as assign_criteria
 from ralphpy.backlog import answers
-from ralphpy.backlog import client as task_client
+from ralphpy.backlog import client
 from ralphpy.errors import UsageError
 from ralphpy.backlog.client import TaskCall
 
@@ -97,7 +97,7 @@ def claim_next(task_call: TaskCall, *, agent: str | None = None, lease: int | No
         return None
     fields = claimed[0]
     # claim never prints the description or the last fail reason (task-cli.md s.8).
-    record = task_client.task_record(task_call, fields["id"]) or {}
+    record = client.task_record(task_call, fields["id"]) or {}
     return build_task({**record, **fields, "description": record.get("description") or "",
                        "fail_reason": record.get("fail_reason") or ""}, repo)
 
@@ -117,7 +117,7 @@ def build_task(fields: Mapping, repo: Path | None = None) -> AssignedTask:
         deps=list(fields.get("deps") or []),
         retry_count=fields.get("retry_count") if isinstance(fields.get("retry_count"), int) else 0,
         fail_reason=fields.get("fail_reason") or "", why=extract_why(description),
-        criteria=criteria_mod.task_criteria(description, steps, spec_path))
+        criteria=assign_criteria.task_criteria(description, steps, spec_path))
     parts = [f"spec {spec}"] if spec else []
     parts += [f"ref {task.ref}"] if task.ref else []
     task.source = f"task {task.id}" + (f" ({', '.join(parts)})" if parts else "")
@@ -203,7 +203,7 @@ def _details(task: AssignedTask) -> str:
     while index < len(lines):
         line = lines[index]
         stripped = line.strip()
-        bare = criteria_mod.strip_marker(stripped)
+        bare = assign_criteria.strip_marker(stripped)
         match = _WHY_LABEL.match(line)
         if match and (match.group(1) or match.group(2)) and why_words:
             index += 1                  # the why label and its continuation lines

@@ -14,13 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ralphpy.assign import choice as assignment
+from ralphpy.assign import choice
 from ralphpy.assign import inbox
-from ralphpy.assign import session as assigned_session
+from ralphpy.assign import assigned_session
 from ralphpy.assign import task_files
 from ralphpy.backlog.client import TaskCall
 from ralphpy.config.options import Options
-from ralphpy.session.respawn import RespawnGuard
+from ralphpy.assign.respawn_guard import RespawnGuard
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class AssignMode:
         if start.task is None:
             return step
         self.current = step.task = start.task.id
-        step.prompt_data = start.prompt[len(assignment.SESSION_PREFIX):]
+        step.prompt_data = start.prompt[len(choice.SESSION_PREFIX):]
         step.events.append(start.as_event())
         return step
 
@@ -143,7 +143,7 @@ def setup(opts: Options, task: TaskCommand, env: Mapping[str, str], repo: Path,
 def anti_drift_template(opts: Options, repo: Path) -> str:
     """The template of the anti-drift block: `assign_prompt` (relative to the repository
     root), else the shipped one. UsageError (exit 1) when it cannot be read."""
-    return assignment.load_template(_path(repo, opts.assign_prompt))
+    return choice.load_template(_path(repo, opts.assign_prompt))
 
 
 def dispatch_template(opts: Options) -> str | None:

@@ -129,16 +129,16 @@ def _run_in_process(argv: list[str], env: Mapping[str, str], out: BinaryIO | Non
                     source: str = "", notice: Callable[[str], None] | None = None
                     ) -> tuple[int, bytes, str]:
     if source:
-        from ralphpy.sources import cli as tasks_cli
+        from ralphpy.sources import cli
     else:
-        from ralphpy.tasks import cli as tasks_cli   # imported on first use: no cost for `--help`
+        from ralphpy.tasks import cli   # imported on first use: no cost for `--help`
     buf = io.BytesIO()
     stdout = io.TextIOWrapper(buf, encoding="utf-8", errors="surrogateescape", newline="\n",
                               write_through=True)
     stderr = _Stderr(notice)
     stdin = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     try:
-        rc = tasks_cli.main(argv, stdin=stdin, stdout=stdout, stderr=stderr, environ=dict(env))
+        rc = cli.main(argv, stdin=stdin, stdout=stdout, stderr=stderr, environ=dict(env))
     except SystemExit as exc:                  # a CLI that exits anyway: its code is the status
         rc = exc.code if isinstance(exc.code, int) else 1
     except Exception:                          # as a crashing subprocess would: a failed call

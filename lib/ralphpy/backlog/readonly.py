@@ -122,12 +122,12 @@ def call(argv: list[str], *, environ: Mapping[str, str], cwd: Path) -> ReadResul
     """Run one read-only task command (`peek ...`, `list ...`, `_export-json`, `_fleet`)
     in-process on a read-only connection. ok=False with the error line as output when it
     fails."""
-    from ralphpy.tasks import build_cmds as backlog, db, views
+    from ralphpy.tasks import build_cmds, db, views
     from ralphpy.tasks.context import Ctx
     from ralphpy.tasks.errors import TaskError
     from ralphpy.tasks.git_scope import Git, resolve_scope
     from ralphpy.tasks.store_url import redact
-    commands = {"peek": backlog.peek, "list": views.list_tasks,
+    commands = {"peek": build_cmds.peek, "list": views.list_tasks,
                 "_export-json": views.export_json}
     if argv[0] == "_fleet":
         from ralphpy.tasks import fleet_cmds

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from ralphpy.runs import lock as run_lock
+from ralphpy.runs import lock
 from ralphpy.unattended import control
 
 _USAGE = "Usage: ralph ctl pause|resume|stop|status"
@@ -70,7 +70,7 @@ def _status(ralph_dir: Path) -> str:
 def _run_going(ralph_dir: Path) -> bool:
     """A run holds the run lock, or may (another host's lock on a shared disk, a lock being
     written): only a free or stale lock says no run is going."""
-    return run_lock.inspect(ralph_dir / "run.lock").state not in ("free", "stale")
+    return lock.inspect(ralph_dir / "run.lock").state not in ("free", "stale")
 
 
 __all__ = ["main"]

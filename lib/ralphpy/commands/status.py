@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ralphpy.config.table import BY_NAME
-from ralphpy.fleet import view as fleet_view
-from ralphpy.report import files as report_files
-from ralphpy.report import live as report_live
+from ralphpy.fleet import view
+from ralphpy.report import files
+from ralphpy.report import live
 from ralphpy.report.render_text import clean
 from ralphpy.runs import progress
 from ralphpy.runs import lock as run_lock
@@ -85,10 +85,10 @@ def read_status(ralph_dir: Path, named: str | None = None) -> dict[str, Any]:
     costs = [e["cost_usd"] for e in ends if isinstance(e.get("cost_usd"), (int, float))]
     status["costUsd"] = round(sum(costs), 6) if costs else None
     status["breakers"] = _breakers(state)
-    html = report_files.paths(ralph_dir, run_id)[1] if run_id else None
+    html = files.paths(ralph_dir, run_id)[1] if run_id else None
     status["report"] = str(html) if html is not None and html.exists() else None
     status["verify"] = (state.extra.get("verify") or None) if state else None   # docs/verify.md
-    status["fleet"] = fleet_view.read(os.environ, ralph_dir.parent,      # docs/fleet.md
+    status["fleet"] = view.read(os.environ, ralph_dir.parent,      # docs/fleet.md
                                       state.extra.get("fleet") if state else None, named=named)
     return status
 
@@ -124,7 +124,7 @@ def _describe_outcome(o: dict[str, Any]) -> str:
 
 def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
     if status["runId"] is None and status["lock"] in ("free", "unreadable"):
-        fleet = fleet_view.lines(status.get("fleet"))              # other hosts' runs
+        fleet = view.lines(status.get("fleet"))              # other hosts' runs
         return f"No ralph run found in {ralph_dir}.\n" + "".join(f"{x}\n" for x in fleet)
     if status["alive"]:
         line = f"running, {status['lockDetail']}"
@@ -141,7 +141,7 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
              f"Status:     {line}"]
     if status["mode"] is None:
         lines += ["State:      not written yet or unreadable",
-                  *fleet_view.lines(status.get("fleet"))]
+                  *view.lines(status.get("fleet"))]
         return "\n".join(lines) + "\n"
     limit = f" of {status['maxIterations']}" if status["maxIterations"] else " (no limit)"
     lines += [f"Started:    {status['startedAt']}",
@@ -172,7 +172,7 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
     if status.get("report"):
         shown = Path(ralph_dir) / "runs" / str(status["runId"]) / "report.html"
         lines.append(f"Report:     {shown} (`ralph report` shows it here)")
-    lines += fleet_view.lines(status.get("fleet"))
+    lines += view.lines(status.get("fleet"))
     return "\n".join(lines) + "\n"
 
 
@@ -225,11 +225,11 @@ def watch(ralph_dir: Path, shown: Path, out: TextIO, *, interval: float,
     # The settings (ralph.yml) are read once, not at every refresh: this process's environment
     # does not change, and an edit of ralph.yml reaches only a run started later, whose store
     # is read from its state at every refresh (unless its URL holds a password).
-    named = fleet_view.named_store(os.environ, Path(ralph_dir).parent)
+    named = view.named_store(os.environ, Path(ralph_dir).parent)
     try:
         while True:
             status = read_status(ralph_dir, named)
-            extra = report_live.live(status, ralph_dir)
+            extra = live.live(status, ralph_dir)
             if as_json:
                 out.write(json.dumps({**status, **extra}, ensure_ascii=False, default=str) + "\n")
             elif status["runId"] is None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ralphpy.errors import UsageError
-from ralphpy.runs import state as run_state
+from ralphpy.runs import state
 from ralphpy.session import heartbeat as session_heartbeat
 from ralphpy.sources import choice
 from ralphpy.tasks import store_url
@@ -72,7 +72,7 @@ def claims_file(ralph_dir: Path, run_id: str, agent: str) -> Path:
     """The agent's claims file (tasks.claims) in the run's directory: its fencing tokens, one
     `<version> <slug>` line per claim, read by its `done`, `fail` and `renew`."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in agent) or "agent"
-    return run_state.state_path(ralph_dir, run_id).parent / f"claims-{safe}.txt"
+    return state.state_path(ralph_dir, run_id).parent / f"claims-{safe}.txt"
 
 
 def as_agent(env: Mapping[str, str], ralph_dir: Path, run_id: str,

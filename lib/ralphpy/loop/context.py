@@ -17,7 +17,7 @@ from ralphpy.agents import adapters
 from ralphpy.agents import backend
 from ralphpy.backlog import calls as task_calls
 from ralphpy.config.options import Options
-from ralphpy.runs import lifecycle
+from ralphpy.runlife import lifecycle
 from ralphpy.runs import progress
 
 if TYPE_CHECKING:                        # annotations only: features import this module

@@ -6,7 +6,7 @@ give-back of a dead run's agent on resume; `--parallel`'s run handed over (loop.
 Knows nothing of the loop's order (ralph.py) or of the session pump (session)."""
 from __future__ import annotations
 
-from ralphpy.assign import session as assigned_session
+from ralphpy.assign import assigned_session
 from ralphpy.backlog import answers
 from ralphpy.backlog import readonly as backlog_readonly
 from ralphpy.config.settings import find_repo_root
@@ -14,7 +14,8 @@ from ralphpy.loop import sessions
 from ralphpy.loop.context import RunContext
 from ralphpy.loop.features import Assign
 from ralphpy.loop.sessions import Prompt
-from ralphpy.runs import leftovers, lifecycle
+from ralphpy.runlife import lifecycle
+from ralphpy.runs import leftovers
 from ralphpy.fleet import store as fleet_store
 from ralphpy.session import run as session_run
 from ralphpy.backlog.answers import DELETED_NOTICE, DELETED_UNHELD_NOTICE, FAIL_REASON

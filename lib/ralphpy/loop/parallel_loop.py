@@ -32,7 +32,7 @@ from ralphpy.loop.features import Unattended, Verify
 from ralphpy.loop.parallel_book import Book
 from ralphpy.parallel import NEEDS_BRANCH, recovery, scheduler, worktrees
 from ralphpy.config.settings import find_repo_root
-from ralphpy.runs import lifecycle
+from ralphpy.runlife import lifecycle
 from ralphpy.session import pool as session_pool
 from ralphpy.unattended import guards, logrotate, outcome, session_outcome
 
@@ -276,7 +276,7 @@ class ParallelBuild:
 
     def close(self, reason: str) -> None:
         """Worktrees and the extra agents go; the state is closed by ralph.py's exit cleanup
-        (runs.lifecycle.finish_run), after the first agent's deregistration (s.17)."""
+        (runlife.lifecycle.finish_run), after the first agent's deregistration (s.17)."""
         ctx, book = self.ctx, self.book
         ctx.guard.closing = True
         try:

@@ -23,7 +23,7 @@ from typing import Any
 
 from ralphpy import workspace
 from ralphpy.assign import choice, task_files
-from ralphpy.assign import session as assigned_session
+from ralphpy.assign import assigned_session
 from ralphpy.backlog import answers
 from ralphpy.backlog import readonly as backlog_readonly
 from ralphpy.errors import RalphError

@@ -9,7 +9,7 @@ from typing import Iterator
 
 from ralphpy.backlog import readonly as backlog_readonly
 from ralphpy.loop.context import RunContext
-from ralphpy.runs import lifecycle
+from ralphpy.runlife import lifecycle
 
 
 def lines(ctx: RunContext) -> Iterator[str]:

@@ -17,7 +17,7 @@ from ralphpy.config.options import Options
 from ralphpy.errors import UsageError
 from ralphpy.fleet import store as fleet_store
 from ralphpy.loop.context import RunContext, Say
-from ralphpy.runs import lifecycle
+from ralphpy.runlife import lifecycle
 from ralphpy.runs import lock as run_lock
 from ralphpy.runs import state as run_state
 from ralphpy.sources import registry

@@ -12,7 +12,7 @@ whatever the dead run's agent ids still hold is failed and they are deregistered
 worktrees are removed. A task never ends done while its branch holds unmerged work, and nothing
 runs twice.
 
-Does not own opening the run (runs.lifecycle), stopping a dead session's agent (session.dead),
+Does not own opening the run (runlife.lifecycle), stopping a dead session's agent (session.dead),
 judging and merging (the caller's `land`), a session's own end (the caller's `session_end`),
 task calls (the caller's `call`/`export`) or printing (`warn`).
 """

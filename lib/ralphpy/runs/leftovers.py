@@ -7,7 +7,7 @@ task: its task goes back without a failure counted (`attempt=False`: `task _rele
 --max-attempts does not see in later runs); a crashed run's task is failed, so that a task
 whose session takes ralph down with it each time is still held in the end. Does not own the
 task calls (the `recover` callback, loop.launch), the run state's format (runs.state) or
-printing: each line goes to `log(kind, line)`, which runs.lifecycle prints on stderr and
+printing: each line goes to `log(kind, line)`, which runlife.lifecycle prints on stderr and
 records as a `log` event."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any, Callable
 from ralphpy import strays
 from ralphpy.errors import EXIT_INTERRUPTED as INTERRUPTED
 from ralphpy.runs import state as run_state
-from ralphpy.session import dead as dead_session
+from ralphpy.session import dead as session_dead
 
 
 @dataclass
@@ -37,13 +37,13 @@ Log = Callable[..., None]                  # log(kind, line, task=...): the task
 
 
 def _kill_dead_agent(active: dict[str, Any] | None, kind: str, log: Log) -> None:
-    """Stop the crashed session's agent for good (dead_session: its pid file taken, what is
+    """Stop the crashed session's agent for good (session.dead: its pid file taken, what is
     left of its group SIGKILLed and awaited, what left the group killed too), so that none of
     it can still `task done` or commit once its tasks are failed. A pid that now belongs to
     another process is left alone. Each kill is one line: `kind`, `strays`."""
     active = active or {}
     pid = active.get("pid")
-    stopped = dead_session.stop(active.get("pidfile"), pid if isinstance(pid, int) else None,
+    stopped = session_dead.stop(active.get("pidfile"), pid if isinstance(pid, int) else None,
                                 active.get("pidStartTime"))
     if stopped.group is not None:
         log(kind, f"killed what was left of the dead run's agent (process group {stopped.group})")

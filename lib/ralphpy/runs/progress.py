@@ -150,7 +150,7 @@ def _verify_section(records: Any) -> list[str]:
 
 
 def _scope_section(frozen: Any) -> list[str]:
-    """Scope freeze: kept by scope_run in state.extra["scope"]; absent when off."""
+    """Scope freeze: kept by scope.freeze in state.extra["scope"]; absent when off."""
     if not isinstance(frozen, dict):
         return []
     lines = ["", "## Scope (frozen)", "",

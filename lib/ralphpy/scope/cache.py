@@ -15,7 +15,7 @@ be set back by users); a replaced file has a new inode. The signature is taken b
 listing, so a write racing the listing only makes the next check list again. Linux stamps
 files with a coarse clock, so a same-size rewrite of the -wal within the same tick could keep
 its stat: a signature whose files were modified within RACY_NS of the moment it was taken is
-"racy" and never reused, as git does for its index (scope_hashing's rule for spec files).
+"racy" and never reused, as git does for its index (scope.hashing's rule for spec files).
 A digest is paired with a listing only when the listing shows exactly the definitions the
 fingerprint read (fingerprint.describes), so the pair holds whatever wrote in between; the
 digest covers the table contents, so it moves with any writer, sqlite3 by hand included.
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ContextManager, Mapping
 
-from ralphpy.backlog import readonly as backlog_readonly
+from ralphpy.backlog import readonly
 from ralphpy.scope import hashing
 
 _ABSENT = (-1, -1, -1, -1)
@@ -94,7 +94,7 @@ class ListingCache:
     def _db(self, env: Mapping[str, str]) -> str | None:
         where = (os.getcwd(), env.get("RALPH_TASKS", ""), env.get("RALPH_TASKS_DB", ""))
         if where != self.where:         # git rev-parse once per cwd, not once per check
-            path = backlog_readonly.db_path(env, Path(where[0]))
+            path = readonly.db_path(env, Path(where[0]))
             self.where, self.db = where, (str(path) if path is not None else None)
         return self.db
 

@@ -5,8 +5,8 @@ session with each distinct set of changes recorded once (an event in events.json
 in the run state that progress.md shows), and the "every frozen task is done" target.
 
 Knows nothing of printing, flags or exit codes (ralph.py decides), nor of how a snapshot is
-taken or compared (scope.py). Extra task calls happen only through this module, so with the
-freeze off the loop's task calls are exactly ralph-cli.md's table.
+taken or compared (scope.snapshot). Extra task calls happen only through this module, so with
+the freeze off the loop's task calls are exactly ralph-cli.md's table.
 """
 from __future__ import annotations
 
@@ -18,12 +18,12 @@ from ralphpy import errors
 from ralphpy.backlog import answers
 from ralphpy.runs import progress
 from ralphpy.runs import state as run_state
-from ralphpy.scope import snapshot as scope
-from ralphpy.scope import target as scope_target
-from ralphpy.backlog import client as task_client
+from ralphpy.scope import snapshot as scope_snapshot
+from ralphpy.scope import target
+from ralphpy.backlog import client
 from ralphpy.scope import hashing
 from ralphpy.scope.cache import ListingCache
-from ralphpy.scope.report import ScopeReport
+from ralphpy.scope.changes import ScopeReport
 from ralphpy.backlog.calls import TaskCommand
 
 _KEPT_CHANGES = 50          # progress.md shows the last 50 change lines of a run
@@ -37,7 +37,7 @@ class Freeze:
     state: run_state.RunState
     repo_root: Path
     stop_on_change: bool
-    snapshot: scope.Snapshot
+    snapshot: scope_snapshot.Snapshot
     ids_file: Path                                   # exported as RALPH_FROZEN_IDS_FILE
     logged: list[str] = field(default_factory=list)  # the change lines recorded last
     seen: list[str] = field(default_factory=list)    # ... what each of them changed
@@ -45,7 +45,8 @@ class Freeze:
     just_frozen: list[dict] | None = None            # a new snapshot's listing: the first check's
     frozen_sig: tuple = (None, 0)                    # db signature + clock taken before it
     listing: ListingCache = field(default_factory=ListingCache)   # reused while the db is still
-    memory: scope.Memory = field(default_factory=scope.Memory)    # stat cache + spec watch
+    # the stat cache and the spec watch
+    memory: scope_snapshot.Memory = field(default_factory=scope_snapshot.Memory)
     watch_recorded: bool = False                     # the scope_watch event of this process
 
     @property
@@ -69,7 +70,7 @@ class Check:
 def list_tasks(task: TaskCommand, env: Mapping[str, str]) -> list[dict] | None:
     """The whole backlog as task dicts, or None when the task call fails."""
     if task.embedded:
-        return task_client.export_tasks(task.bound(env))     # task _export-json
+        return client.export_tasks(task.bound(env))     # task _export-json
     result = task.call("list", "--all", "--markdown", env=env)   # task list --all --markdown
     return answers.parse_markdown_kv(result.output) if result.ok else None
 
@@ -93,15 +94,16 @@ def start(task: TaskCommand, env: Mapping[str, str], ralph_dir: Path,
         raise errors.UsageError(
             f"cannot freeze the scope: `{_listing(task)}` failed; check the task command"
             " or run without FREEZE_SCOPE")
-    snapshot = scope.load_or_freeze(run_dir, tasks, Path(repo_root))   # resume keeps its own
-    ids_file = scope_target.write_frozen_ids_file(run_dir).resolve()   # absolute (task CLI cwd)
+    # a resumed run keeps its own snapshot
+    snapshot = scope_snapshot.load_or_freeze(run_dir, tasks, Path(repo_root))
+    ids_file = target.write_frozen_ids_file(run_dir).resolve()   # absolute (task CLI cwd)
     kept = state.extra.get("scope") or {}
     freeze = Freeze(ralph_dir, state, Path(repo_root), stop_on_change, snapshot, ids_file,
                     logged=list(kept.get("last", [])) if not snapshot.created else [],
                     seen=list(kept.get("last_keys", kept.get("last", [])))
                     if not snapshot.created else [],
                     just_frozen=tasks if snapshot.created else None, frozen_sig=frozen_sig,
-                    listing=cache, memory=scope.Memory(watch_specs=watch_specs))
+                    listing=cache, memory=scope_snapshot.Memory(watch_specs=watch_specs))
     state.extra["scope"] = {"frozen_at": snapshot.frozen_at, "tasks": len(snapshot.task_ids),
                             "last": freeze.logged, "last_keys": freeze.seen,
                             "changes": kept.get("changes", [])
@@ -137,7 +139,7 @@ def check(freeze: Freeze, task: TaskCommand, env: Mapping[str, str]) -> Check:
     derived = cache.derived if cache.tasks is tasks and cache.derived is not None else {}
     if "digest" not in derived:
         derived["digest"] = hashing.rows_digest(tasks)
-    report = scope.check_scope_integrity(freeze.run_dir, tasks, freeze.repo_root,
+    report = scope_snapshot.check_scope_integrity(freeze.run_dir, tasks, freeze.repo_root,
                                          digest=derived["digest"], memory=freeze.memory)
     _record_watch(freeze)
     changes = report.changes()
@@ -148,10 +150,10 @@ def check(freeze: Freeze, task: TaskCommand, env: Mapping[str, str]) -> Check:
         freeze.logged, freeze.seen = lines, [key for key, _ in changes]
         _record(freeze, report, new_lines)
     if statuses is not None:            # the kept listing's statuses are old: the store's
-        derived["target_done"] = scope_target.target_done(
+        derived["target_done"] = target.target_done(
             freeze.run_dir, ({"id": slug, "status": st} for slug, st in statuses.items()))
     elif "target_done" not in derived:  # frozen ids never change within a run
-        derived["target_done"] = scope_target.target_done(freeze.run_dir, tasks)
+        derived["target_done"] = target.target_done(freeze.run_dir, tasks)
     return Check(report, new_lines, derived["target_done"],
                  report.changed and freeze.stop_on_change, reused, statuses is not None)
 
@@ -160,7 +162,7 @@ def target_met(freeze: Freeze, task: TaskCommand, env: Mapping[str, str]) -> boo
     """Every frozen task still present is done (after a --parallel run's last session, which
     no check follows). False when the backlog cannot be listed."""
     tasks = list_tasks(task, env)
-    return tasks is not None and scope_target.target_done(freeze.run_dir, tasks)
+    return tasks is not None and target.target_done(freeze.run_dir, tasks)
 
 
 def _record_watch(freeze: Freeze) -> None:

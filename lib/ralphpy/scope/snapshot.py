@@ -2,7 +2,7 @@
 a run directory at run start, and the check that compares the live backlog with it before
 every session (with a Memory kept between checks: the stat cache, and the spec watch that
 says which spec files may have changed). The frozen ids and the run's target are
-scope_target's. Knows nothing of the loop, flags, config, events.jsonl or printing:
+scope.target's. Knows nothing of the loop, flags, config, events.jsonl or printing:
 callers pass task dicts (the `_export-json` shape, or `answers.parse_markdown_kv` output
 for external backends) and decide what to do with the ScopeReport.
 
@@ -14,8 +14,8 @@ Files in the run directory (docs/scope-freeze.md):
   scope_def_hashes.txt   `<id>:<md5>` of each task's own definition, sorted
   scope_index.json       private: id -> [def md5, spec path], spec path -> state; written
                          last, so it marks a complete snapshot
-  scope_stat_cache.json  private: stat signatures and last report (scope_hashing.StatCache)
-  frozen_ids.txt         scope_target.write_frozen_ids_file, for RALPH_FROZEN_IDS_FILE
+  scope_stat_cache.json  private: stat signatures and last report (hashing.StatCache)
+  frozen_ids.txt         target.write_frozen_ids_file, for RALPH_FROZEN_IDS_FILE
 """
 from __future__ import annotations
 
@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 from ralphpy import atomic_file
 from ralphpy import errors
 from ralphpy.scope import hashing
-from ralphpy.scope import target as scope_target
-from ralphpy.scope.report import ScopeReport, SpecChange
+from ralphpy.scope import target
+from ralphpy.scope.changes import ScopeReport, SpecChange
 
 if TYPE_CHECKING:
     from ralphpy.scope.spec_watch import SpecWatch
 
 SCOPE_JSON = "scope.json"
-IDS_TXT = scope_target.IDS_TXT
+IDS_TXT = target.IDS_TXT
 HASHES_TXT = "scope_spec_hashes.txt"
 DEF_HASHES_TXT = "scope_def_hashes.txt"
 SPECS_DIR = "specs"
@@ -236,8 +236,8 @@ def check_scope_integrity(run_dir: Path, tasks: list[Mapping], repo_root: Path, 
                           digest: str | None = None, memory: Memory | None = None) -> ScopeReport:
     """Compare the live backlog with the snapshot. Statuses are ignored; spec problems are
     reported, never raised. Raises EnvironmentFailure when the snapshot itself is unreadable.
-    digest: scope_hashing.rows_digest(tasks) when the caller already has it (a reused
-    listing, scope_run), so an unchanged check does not walk the task list.
+    digest: hashing.rows_digest(tasks) when the caller already has it (a reused
+    listing, scope.freeze), so an unchanged check does not walk the task list.
     memory: kept by a caller that checks again and again (the loop): with a spec watch, an
     unchanged check stats only the spec files the watch cannot vouch for."""
     run_dir, root = Path(run_dir), str(repo_root)

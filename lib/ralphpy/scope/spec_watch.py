@@ -1,7 +1,7 @@
 """Owns knowing which spec files may have changed since the last scope check without a stat of
 every one (speed: "must not grow with the backlog's size when nothing changed"):
 Linux inotify watches on the spec files and on their directories, read without blocking
-before each check. Knows nothing of hashes, snapshots or reports (scope_hashing and scope
+before each check. Knows nothing of hashes, snapshots or reports (scope.hashing and scope.snapshot
 compare what changed): it only narrows down which files they look at.
 
 Why nothing that changes a spec's bytes through the kernel is missed:

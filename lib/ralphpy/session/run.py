@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Mapping
 
-from ralphpy.agents import claude_render as render
+from ralphpy.agents import claude_render
 from ralphpy.session import watchdog
 from ralphpy.session.pool import Pool, SessionResult
 from ralphpy.signals import Guard
@@ -36,7 +36,7 @@ def run(argv: list[str], *, env: Mapping[str, str], log_path: Path, out: BinaryI
     guard.raise_pending()             # a signal during the last task call: no new session (s.16)
     with Pool(guard, on_first_interrupt, timeouts=timeouts, kill_grace_s=kill_grace_s) as pool:
         if renderer is None:
-            renderer = render.StreamRenderer(out)
+            renderer = claude_render.StreamRenderer(out)
         failed = pool.start(_KEY, argv, env=env, cwd=cwd, log_path=log_path, renderer=renderer,
                             stdin=stdin, pidfile=pidfile, heartbeat=heartbeat,
                             read_stderr=read_stderr)

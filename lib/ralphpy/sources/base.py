@@ -1,7 +1,7 @@
 """Owns what every task source shares: the `Task` record the contract is answered from, the
 `Source` protocol a source module implements, its errors, where its backlog lives (the root,
 pinned by RALPH_TASKS_ROOT so sessions in git worktrees reach the main checkout's backlog) and
-running its tool. Does not own leases (leases.py) or the contract's commands (commands.py)."""
+running its tool. Does not own leases (leases.py) or the contract's commands (contract_cmds.py)."""
 from __future__ import annotations
 
 import os

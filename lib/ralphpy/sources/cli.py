@@ -1,7 +1,7 @@
 """Owns the task command line answered from a task source (RALPH_TASKS=tk|flowctl): the same
 `main()` as ralphpy.tasks.cli (argv, streams, environ; returns 0, 1 or 2, never exits), the
 same help, `Error: ` lines and exit codes (task-cli.md s.1), and `_get-scope` passed to the
-embedded CLI. Does not own any command (commands.py) or any tool (tk.py, flowctl.py)."""
+embedded CLI. Does not own any command (contract_cmds.py) or any tool (tk.py, flowctl.py)."""
 from __future__ import annotations
 
 import os
@@ -16,7 +16,7 @@ from ralphpy.tasks.errors import TaskError
 
 def _run(argv: Sequence[str], stdin: TextIO, stdout: TextIO, stderr: TextIO,
          environ: Mapping[str, str], cwd: str) -> str:
-    from ralphpy.sources import commands
+    from ralphpy.sources import contract_cmds
     from ralphpy.tasks import cli as tasks_cli
     if not argv or argv[0] in ("--help", "-h", "_get-scope", "_render-md", "plan-export"):
         code = tasks_cli.main(argv, stdin=stdin, stdout=stdout, stderr=stderr, environ=environ)
@@ -25,13 +25,13 @@ def _run(argv: Sequence[str], stdin: TextIO, stdout: TextIO, stderr: TextIO,
         return ""
     name = environ.get("RALPH_TASKS", "")
     command = argv[0]
-    if command in commands.UNSUPPORTED:
-        raise commands.unsupported(name, command)
-    if command not in commands.COMMANDS:
+    if command in contract_cmds.UNSUPPORTED:
+        raise contract_cmds.unsupported(name, command)
+    if command not in contract_cmds.COMMANDS:
         raise TaskError(f"unknown command '{command}'")
     source = registry.open_source(name, environ, Path(cwd))
-    backlog = commands.Backlog(source, environ, cwd)
-    output = commands.COMMANDS[command](backlog, argv[1:])
+    backlog = contract_cmds.Backlog(source, environ, cwd)
+    output = contract_cmds.COMMANDS[command](backlog, argv[1:])
     for problem in backlog.problems():
         stderr.write(f"Warning: {problem}\n")
     return output

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ralphpy.backlog import answers
-from ralphpy.backlog import client as task_client
+from ralphpy.backlog import client
 from ralphpy.errors import UsageError
 from ralphpy.parallel.git import Git
 from ralphpy.parallel.worktrees import branch_safe
 from ralphpy.sync import branch
-from ralphpy.tasks.agents import host_name
+from ralphpy.tasks.agent_cmds import host_name
 
 RETRIES = 5                         # pushes again after a race, each after a fetch and rebase
 # At the run's end nothing comes after: a push still racing then is given more tries.
@@ -44,7 +44,7 @@ def _tasks(tasks: list[str]) -> str:
 class Runner:
     target: branch.Target
     git: Git
-    task_call: task_client.TaskCall
+    task_call: client.TaskCall
     agent: str                      # this run's agent id ("" in plan mode)
     report: Report
     host: str
@@ -145,7 +145,7 @@ class Runner:
         commits = branch.unpushed(self.git, t, branch.remote_head(self.git, t))
         if not commits:
             return
-        records = task_client.export_tasks(self.task_call) or []
+        records = client.export_tasks(self.task_call) or []
         self.results = {str(r.get("id")): r.get("result") for r in records}
         done = [(str(r.get("id")), (answers.result_commit(r.get("result")) or "").lower())
                 for r in records if r.get("status") == "done"]
@@ -165,7 +165,7 @@ class Runner:
     def _finished(self, since: str) -> list[str] | None:
         """Tasks this agent marked done since `since`, each once; None when unknown (a task
         command without `_export-json`, or no agent id)."""
-        records = task_client.export_tasks(self.task_call) if self.agent else None
+        records = client.export_tasks(self.task_call) if self.agent else None
         if records is not None:      # done tasks' results stay as read here (_recommit)
             self.results = {str(r.get("id")): r.get("result") for r in records}
         if records is None:
@@ -269,7 +269,7 @@ class Runner:
         return reopened
 
 
-def start(target: branch.Target, env: Mapping[str, str], task_call: task_client.TaskCall,
+def start(target: branch.Target, env: Mapping[str, str], task_call: client.TaskCall,
           agent: str, report: Report, carry: bool = False, resumed: bool = False) -> Runner:
     """The run's sync on `target` (branch.resolve's, resolved once for the run), announced.
     carry: a build run, which owes what an earlier run left unpushed (Runner.carry; plan mode

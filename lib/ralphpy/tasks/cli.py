@@ -1,7 +1,7 @@
 """Owns the `task` command line (spec/task-cli.md): help, dispatch, the order of checks
 (open the database, schema, scope, then the command's own arguments, s.1), printing results
 and `Error: ` lines, and exit codes. `main()` never exits and keeps no state between calls.
-Does not own any command's logic (backlog, plan_sync, views, edit, agents)."""
+Does not own any command's logic (backlog, plan_sync, views, edit, agent_cmds)."""
 from __future__ import annotations
 
 import os
@@ -62,7 +62,7 @@ _COMMANDS = {
     "block": ("edit", "block"), "unblock": ("edit", "unblock"),
     "_hold": ("run_edits", "hold"), "_unhold": ("run_edits", "unhold"),
     "_reopen": ("run_edits", "reopen"), "_recommit": ("run_edits", "recommit"),
-    "agent": ("agents", "agent"),
+    "agent": ("agent_cmds", "agent"),
     "_heartbeat": ("fleet_cmds", "heartbeat"), "_fleet": ("fleet_cmds", "fleet"),
     "migrate-db": ("migrate_db", "migrate_db"),
 }

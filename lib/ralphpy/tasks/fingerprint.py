@@ -2,8 +2,8 @@
 transaction on a read-only connection that yields a digest of everything scope freeze tracks
 and the slug -> status map the "every frozen task is done" target needs; and whether an
 `_export-json` listing shows exactly the definitions a fingerprint was read from, so the two
-can be paired (scope_cache). Does not own the listing, snapshots or the comparison
-(scope_run, scope, scope_cache), and never writes: the connection is `mode=ro`, a read
+can be paired (scope.cache). Does not own the listing, snapshots or the comparison
+(scope.freeze, scope.snapshot, scope.cache), and never writes: the connection is `mode=ro`, a read
 transaction sees one committed state and never blocks writers (it may leave an empty
 -wal/-shm behind, as any reader of a WAL database does).
 

@@ -2,7 +2,7 @@
 `_heartbeat` renews the leases its agent holds and records that the agent is alive, so a
 session longer than a lease keeps its task while a stopped host's task is freed when its lease
 runs out; `_fleet` lists the scope's active agents, their hosts and the tasks they hold (for
-`ralph status`). Does not own claims (claims.py) or the agent table's commands (agents.py)."""
+`ralph status`). Does not own claims (claims.py) or the agent table's commands (agent_cmds.py)."""
 from __future__ import annotations
 
 from ralphpy.tasks import args as A

@@ -5,7 +5,7 @@ that failed --max-attempts times, the breaker and budgets (their state persisted
 state), and waiting out usage limits (the resume time persisted in the run state, and one
 persisted by an earlier run honoured). Each piece is one call into the module that owns it
 (outcome, usage_limits, limit_wait, guards, control, logrotate). Knows nothing of running the
-agent (session) or of the run's lifecycle on disk (runs.lifecycle), and never prints: lines
+agent (session) or of the run's lifecycle on disk (runlife.lifecycle), and never prints: lines
 for the user go through the `say`/`warn` callables ralph.py passes in."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import dataclasses
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ralphpy import programs
 from ralphpy.unattended import control, guards, limit_wait, logrotate, outcome, usage_limits
@@ -24,9 +24,10 @@ from ralphpy.backlog import client as task_client
 from ralphpy.session import watchdog
 from ralphpy.unattended.session_outcome import stop_error
 from ralphpy.unattended.night_config import NightConfig
-from ralphpy.runs.lifecycle import Run
 from ralphpy.signals import Guard
 
+if TYPE_CHECKING:                        # an annotation only: runlife sits above unattended
+    from ralphpy.runlife.lifecycle import Run
 _POLL_S = 0.05
 
 

@@ -18,7 +18,7 @@ testMatch set over jest's default; roots, or a rootDir, that leave out a JavaScr
 of the start commit (a rootDir given by code, `__dirname`, is taken to be the configuration's
 folder); testRegex changed. A change of testRegex or testMatch (one for the other too) is
 judged by the files of the start commit the old patterns took for tests and the new ones no
-longer do (jest_tests.py), the first named; where that cannot tell (a pattern it cannot read),
+longer do (below), the first named; where that cannot tell (a pattern it cannot read),
 a testMatch entry no new one covers and any testRegex entry added or removed are findings (one
 removed for jest's default testMatch none when that finds every test it found). Ignore patterns
 are regular expressions matched against the path (`<rootDir>` the configuration's folder); an
@@ -27,14 +27,26 @@ nothing: each line naming one of these settings is a finding (and its rootDir as
 its folder held no test of the start commit (a new package's). Entries are compared with the
 file as the diff started, so an entry moved or a list reformatted is none. Pure functions over
 the diff's files and texts; knows nothing of git (runner_configs.py reads both sides once, for
-tamper.py and coverage_exclusions.py)."""
+tamper.py and coverage_exclusions.py).
+
+Which files jest takes for tests by its testRegex, else its testMatch (else jest's default
+testMatch), and which of the start commit's a change of them leaves out: the files matched, not
+the patterns' texts, are compared. A regular expression is read in the syntax JavaScript and
+Python's `re` read alike (js_config.regex). A pattern this cannot read, or one given by code,
+leaves the change not known (None), for the caller to judge by the text. jest matches testRegex
+against a file's absolute path; here a path is taken from the configuration's folder with a "/"
+before it, the tail of it that the project's own folders make (a `/test/` of the folders above,
+where the repository is checked out, is not the project's): old settings that take no file
+there (a pattern of those folders) leave the change not known too. testPathIgnorePatterns and
+roots are not applied there (they are compared on their own): a file they kept out counts as
+one taken."""
 from __future__ import annotations
 
 import posixpath
 import re
 from typing import Callable, Iterable, Mapping
 
-from ralphpy.verify import jest_tests, js_config, patterns
+from ralphpy.verify import js_config, patterns
 from ralphpy.verify.diff_files import DiffFile
 from ralphpy.verify.js_config import Change, Setting
 
@@ -45,8 +57,71 @@ TESTS = frozenset({"testPathIgnorePatterns", "modulePathIgnorePatterns", "testMa
 COVERAGE = frozenset({"coveragePathIgnorePatterns", "collectCoverageFrom"})
 _TOP = frozenset({"rootDir", "coverageThreshold"})    # read at the top only, not in projects
 _FOLDERS = frozenset({"roots", "rootDir"})            # where jest looks for tests
-_TEST_MATCH = jest_tests.TEST_MATCH
 _ROOT = "/ROOT"          # where a start commit's path is taken to be, for a pattern to match
+
+
+# jest's default testMatch, spelled in the globs js_config reads (`+(spec|test)` as one)
+_TEST_MATCH = ["**/__tests__/**/*.{,m,c}{j,t}s{,x}", "**/{*.,}{spec,test}.{,m,c}{j,t}s{,x}"]
+
+
+def _source(text: str) -> str:
+    """A quoted regular expression's source: the JavaScript string's escapes undone."""
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def _glob(text: str) -> str:
+    """A testMatch glob relative to the configuration's folder (jest's `<rootDir>/` off)."""
+    return re.sub(r"^<rootDir>/", "", text)
+
+
+def _entry(name: str, text: str) -> Callable[[str], bool] | None:
+    """Whether a testMatch glob or testRegex entry matches a path (relative to the
+    configuration's folder); None when this cannot read it."""
+    if name == "testMatch":
+        return js_config.matcher(_glob(text))
+    rx = None if "<rootDir>" in text else js_config.regex(_source(text))
+    return None if rx is None else lambda path: bool(rx.search(f"/{path}"))
+
+
+def _runs(found: Mapping[str, Setting]) -> Callable[[str], bool] | None:
+    """Whether jest takes a file (relative to the configuration's folder) for a test, by
+    testRegex, else testMatch (a negation, `!**/hard/**`, taking files out), else its default
+    testMatch; None when this cannot tell (a pattern given by code or not read)."""
+    name = "testRegex" if "testRegex" in found else "testMatch"
+    entries = js_config.texts(found, name) if name in found else _TEST_MATCH
+    negation = name == "testMatch"
+    kept = [_entry(name, t) for t in entries if not (negation and t[:1] == "!")]
+    negated = [_entry(name, t[1:]) for t in entries if negation and t[:1] == "!"]
+    if not kept or None in kept + negated:
+        return None
+    return lambda path: (any(m(path) for m in kept if m)
+                         and not any(m(path) for m in negated if m))
+
+
+def _takes(found: Mapping[str, Setting], path: str) -> bool | None:
+    """Whether jest takes a file (relative to the configuration's folder) for a test by its
+    testRegex or testMatch; None when this cannot tell."""
+    runs = _runs(found)
+    return None if runs is None else runs(path)
+
+
+def tests_left_out(old: Mapping[str, Setting], new: Mapping[str, Setting],
+             files: list[str]) -> list[str] | None:
+    """The files (JavaScript and TypeScript of the start commit, relative to the
+    configuration's folder) jest took for tests with the old settings and does not with the
+    new; None when this cannot tell, or when the old settings took none (a pattern of the
+    folders above the configuration's, which the path here does not show)."""
+    return js_config.left_out(_runs(old), _runs(new), files)
+
+
+def _leaves_out(name: str, text: str, config: str, left: list[str] | None) -> str | None:
+    """How a finding of an entry removed ends: naming the first file of `left` the entry
+    matched, "" when `left` is None (not known), None (no finding) when it matched none."""
+    if left is None:
+        return ""
+    matches = _entry(name, text)
+    return next((js_config.naming(config, [p]) for p in left if matches is None or matches(p)),
+                None)
 
 
 def is_config(path: str) -> bool:
@@ -80,7 +155,7 @@ def _matches(pattern: str, paths: list[str], glob: bool) -> bool:
     """A path (relative to the configuration's folder) the glob or regular expression matches;
     one this cannot read matches."""
     if glob:
-        return js_config.matches_any(jest_tests.glob(pattern), paths)
+        return js_config.matches_any(_glob(pattern), paths)
     rx = _ignore_rx(pattern)
     return rx is None or any(rx.search(f"{_ROOT}/{path}") for path in paths)
 
@@ -89,7 +164,7 @@ def _ignore_rx(pattern: str) -> re.Pattern | None:
     """An ignore pattern (matched against `_ROOT/` and the path from the rootDir) as Python
     reads it; None when it does not compile."""
     try:
-        return re.compile(jest_tests.source(pattern).replace("<rootDir>", _ROOT))
+        return re.compile(_source(pattern).replace("<rootDir>", _ROOT))
     except re.error:
         return None
 
@@ -138,7 +213,7 @@ def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
     found = []
     changed = any((n in old, js_config.texts(old, n)) != (n in new, js_config.texts(new, n))
                   for n in ("testRegex", "testMatch"))
-    left = jest_tests.left_out(old, new, files) if changed else None   # None: by the text
+    left = tests_left_out(old, new, files) if changed else None   # None: by the text
     for name, setting in new.items():
         had = set(js_config.texts(old, name))
         for no, text in setting.entries:
@@ -159,13 +234,13 @@ def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
         found += [Change(f.old or path, no, name, f"{name} {text} removed{named}")
                   for no, text in old[name].entries if not text.startswith("!")
                   and not any(js_config.covers(n, text) for n in now)
-                  and (named := jest_tests.leaves_out(
+                  and (named := _leaves_out(
                       name, text, path, left if name == "testMatch" else None)) is not None]
     default = "testRegex" not in new and "testMatch" not in new    # jest's testMatch again
     found += [Change(f.old or path, no, "testRegex", f"testRegex {text} removed{named}")
               for no, text in old.get("testRegex", Setting(0)).entries
               if text not in js_config.texts(new, "testRegex")
-              and (named := jest_tests.leaves_out("testRegex", text, path, left)) is not None
+              and (named := _leaves_out("testRegex", text, path, left)) is not None
               and not (left is None and default and all(
                   any(js_config.matches_any(g, [t]) for g in _TEST_MATCH)
                   for t in tests if _matches(text, [t], False)))]
@@ -242,7 +317,7 @@ def keeps_out(config: str, found: Mapping[str, Setting], path: str) -> str | Non
         if rx.search(f"{_ROOT}/{path[len(base) + 1:] if base else path}"):
             return f"testPathIgnorePatterns {pattern} in {config}"
     rel = next(iter(js_config.in_folder(config, [path])), None)
-    taken = None if rel is None else jest_tests.takes(found, rel)
+    taken = None if rel is None else _takes(found, rel)
     name = "testRegex" if "testRegex" in found else "testMatch"
     what = ", ".join(js_config.texts(found, name)) or "(jest's default)"
     return None if taken is None else "" if taken else f"{name} {what} in {config}"
@@ -281,4 +356,4 @@ def coverage(changes: list[Change]) -> list[Change]:
 
 
 __all__ = ["TESTS", "COVERAGE", "is_config", "settings", "changes", "keeps_out", "selections",
-           "coverage"]
+           "coverage", "tests_left_out"]

@@ -14,7 +14,7 @@ arguments are entries, `path.join(dir, 'test')` gives `test`), a block defined e
 given by name (`test: shared`) is not read.
 
 A change leaves out: a change of `test.include` or `test.exclude` that leaves out a file of
-the start commit the old settings took for a test (vitest_tests.py), the first named: found on
+the start commit the old settings took for a test (below), the first named: found on
 an exclude added that matches it, else on an include removed that did, else on the new include
 (one set where vitest's default found the tests); where that cannot tell (an include given by
 code, a glob not read, the folder vitest looks in changed) or for other settings, by the text:
@@ -30,18 +30,32 @@ A glob covers another when it matches the other's text: `**/*.test.ts` covers
 `src/**/*.test.ts`; `{a,b}`, `[jt]` and `?(x)` are read, other extglobs are not (covered only
 by themselves; an exclude of them is taken to match). Pure functions over the diff's files and
 texts; knows nothing of git (runner_configs.py reads both sides once, for tamper.py and
-coverage_exclusions.py)."""
+coverage_exclusions.py).
+
+Which files vitest takes for tests by its `test.include` and `test.exclude` (else vitest's
+defaults), and which of the start commit's a change of them leaves out: the files matched, not
+the globs' texts, are compared. Globs are matched from the folder vitest looks in (`dir`, else
+the root); an exclude takes out a file it matches or one under a folder it matches. An exclude
+setting replaces vitest's default (a spread of `configDefaults.exclude` is not read: it takes
+out nothing here, on both sides). An include given by code, or a glob this cannot read, leaves
+the change not known (None), for the caller to judge by the text; so do old settings that take
+no file. `projects` and `typecheck` are not read for this."""
 from __future__ import annotations
 
 import re
 from typing import Callable, Iterable, Mapping
 
-from ralphpy.verify import js_config, patterns, vitest_tests
+from ralphpy.verify import js_config, patterns
 from ralphpy.verify.diff_files import DiffFile
 from ralphpy.verify.js_config import Change, Setting
 
 _CONFIG = patterns.file_named(patterns.VITEST_CONFIGS)
 _VITEST = patterns.file_named(r"vitest\.config\.[cm]?[jt]s")    # not vite's own
+# vitest's defaults: the tests it takes, and what it takes out of them
+_INCLUDE = ["**/*.{test,spec}.?(c|m)[jt]s?(x)"]
+# vitest 4's default exclude; 3's also took out dist/, cypress/ and tools' config files,
+# which hold no test the start commit tracks often enough to tell the two apart
+_EXCLUDE = ["**/node_modules/**", "**/.git/**"]
 # (block under the innermost `test`, key): the setting's name, as findings name it
 _SETTINGS = {((), "include"): "test.include", ((), "exclude"): "test.exclude",
              ((), "includeSource"): "test.includeSource", ((), "dir"): "test.dir",
@@ -53,9 +67,79 @@ _SETTINGS = {((), "include"): "test.include", ((), "exclude"): "test.exclude",
              (("coverage",), "exclude"): "coverage.exclude"}
 # An include left out of the new file: vitest's default (None: everything, coverage's files
 # or, without projects, the one project of the whole folder).
-_DEFAULT = {"test.include": vitest_tests.INCLUDE, "test.includeSource": [],
+_DEFAULT = {"test.include": _INCLUDE, "test.includeSource": [],
             "test.typecheck.include": ["**/*.{test,spec}-d.?(c|m)[jt]s?(x)"],
             "test.projects": None, "coverage.include": None}
+
+
+def _matchers(found: Mapping[str, Setting], name: str,
+              default: list[str]) -> list[Callable[[str], bool] | None] | None:
+    """The setting's globs as matchers (None for one this cannot read); None when an
+    include is given by code."""
+    if name not in found:
+        return [js_config.matcher(glob) for glob in default]
+    if name == "test.include" and not found[name].entries:
+        return None
+    return [js_config.matcher(glob) for glob in js_config.texts(found, name)]
+
+
+def _excluded(matches: Callable[[str], bool], path: str) -> bool:
+    """An exclude glob takes out the path: it matches it or a folder of it."""
+    parts = path.split("/")
+    return any(matches("/".join(parts[:i])) for i in range(1, len(parts) + 1))
+
+
+def _include_exclude(found: Mapping[str, Setting]) -> tuple[list, list] | None:
+    """The include and exclude matchers vitest's settings give; None when this cannot read
+    one (an include given by code, a glob not read)."""
+    include = _matchers(found, "test.include", _INCLUDE)
+    exclude = _matchers(found, "test.exclude", _EXCLUDE)
+    if include is None or exclude is None or None in include + exclude:
+        return None
+    return include, exclude
+
+
+def _takes(found: Mapping[str, Setting]) -> Callable[[str], bool] | None:
+    """Whether vitest takes a file (relative to the folder it looks in) for a test; None
+    when this cannot tell."""
+    if (read := _include_exclude(found)) is None:
+        return None
+    include, exclude = read
+    return lambda path: (any(m(path) for m in include)
+                         and not any(_excluded(m, path) for m in exclude))
+
+
+def _kept_out_by(found: Mapping[str, Setting], path: str) -> str | None:
+    """What keeps a file (relative to the folder vitest looks in) out of vitest's tests, as
+    a finding names it (`test.exclude legacy/**`, `test.include src/**/*.test.ts`); "" when
+    vitest takes it; None when this cannot tell."""
+    if (read := _include_exclude(found)) is None:
+        return None
+    include, exclude = read
+    globs = js_config.texts(found, "test.exclude") if "test.exclude" in found else _EXCLUDE
+    hit = next((glob for glob, m in zip(globs, exclude) if _excluded(m, path)), None)
+    if hit is not None:
+        return f"test.exclude {hit}"
+    if not any(m(path) for m in include):
+        return f"test.include {', '.join(js_config.texts(found, 'test.include') or _INCLUDE)}"
+    return ""
+
+
+def tests_left_out(old: Mapping[str, Setting], new: Mapping[str, Setting],
+             files: list[str]) -> list[str] | None:
+    """The files (JavaScript and TypeScript of the start commit, relative to the folder
+    vitest looks in) vitest took for tests with the old settings and does not with the new;
+    None when this cannot tell, or when the old settings took none."""
+    return js_config.left_out(_takes(old), _takes(new), files)
+
+
+def _matched(glob: str, left: list[str], exclude: bool) -> list[str] | None:
+    """The files of `left` an include glob (or an exclude glob, by a folder too) matches;
+    None when this cannot read the glob."""
+    matches = js_config.matcher(glob)
+    if matches is None:
+        return None
+    return [p for p in left if (_excluded(matches, p) if exclude else matches(p))]
 
 
 def is_config(path: str) -> bool:
@@ -122,7 +206,7 @@ def _left(config: str, old: Mapping[str, Setting], new: Mapping[str, Setting],
           existed: Callable[[], Iterable[str]], root: bool) -> tuple[str, list[str]] | None:
     """The folder vitest looks in (from the configuration's) and the start commit's files
     there (relative to it) that a change of test.include or test.exclude leaves out; None
-    when neither changed, the folder did or is not known, or vitest_tests cannot tell."""
+    when neither changed, the folder did or is not known, or the files taken cannot be told."""
     names = ("test.include", "test.exclude")
     if all((n in old, js_config.texts(old, n)) == (n in new, js_config.texts(new, n))
            for n in names):
@@ -131,7 +215,7 @@ def _left(config: str, old: Mapping[str, Setting], new: Mapping[str, Setting],
     if folder is None or folder != _scan_folder(new, root) or ".." in folder.split("/"):
         return None
     files = js_config.under(folder, js_config.in_folder(config, existed()))
-    left = vitest_tests.left_out(old, new, files)
+    left = tests_left_out(old, new, files)
     return None if left is None else (folder, left)
 
 
@@ -146,7 +230,7 @@ def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
             existed: Callable[[], Iterable[str]]) -> list[Change]:
     """What a diff's file leaves out of the test run and of coverage, from its settings as
     the diff started and now. existed: the start commit's files, for an exclude under `test`;
-    test.include and test.exclude are judged by the files they take (vitest_tests.py) where
+    test.include and test.exclude are judged by the files they take (tests_left_out) where
     it can tell."""
     added = {no for no, _ in f.added}
     config = f.new or f.old or ""
@@ -162,7 +246,7 @@ def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
                     and not (name == "coverage.exclude" and _no_code(text))):
                 continue
             if by_files and name == "test.exclude":
-                ends = _named(config, folder, hit := vitest_tests.matched(text, left, True))
+                ends = _named(config, folder, hit := _matched(text, left, True))
                 named.update(hit or [])
             else:
                 ends = None if name.startswith("test.") and not \
@@ -177,7 +261,7 @@ def changes(f: DiffFile, old: Mapping[str, Setting], new: Mapping[str, Setting],
                     continue
                 ends = ""
                 if by_files and name == "test.include":
-                    ends = _named(config, folder, hit := vitest_tests.matched(text, left, False))
+                    ends = _named(config, folder, hit := _matched(text, left, False))
                     named.update(hit or [])
                 if ends is not None:
                     found.append(Change(f.old or f.new, no, name, f"{name} {text} removed{ends}"))
@@ -216,7 +300,7 @@ def keeps_out(config: str, found: Mapping[str, Setting], path: str) -> str | Non
         return f"not under the folder of {config}"
     if folder and not rel.startswith(folder + "/"):
         return f"{next(n for n in ('test.dir', 'test.root', 'root') if n in found)} {folder}"
-    why = vitest_tests.keeps_out(found, rel[len(folder) + 1:] if folder else rel)
+    why = _kept_out_by(found, rel[len(folder) + 1:] if folder else rel)
     return why and f"{why} in {config}"
 
 
@@ -232,4 +316,4 @@ def coverage(changes: list[Change]) -> list[Change]:
 
 
 __all__ = ["Change", "Setting", "is_config", "settings", "changes", "keeps_out", "selections",
-           "coverage"]
+           "coverage", "tests_left_out"]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ralphpy.agents import adapters as agents
-from ralphpy.agents import claude_render as render
+from ralphpy.agents import adapters
+from ralphpy.agents import claude_render
 from ralphpy.agents.summary import PlainRenderer
 from ralphpy.agents.streams import CodexRenderer, GeminiRenderer, OpencodeRenderer, PiRenderer
 from ralphpy.unattended.outcome import classify
@@ -31,7 +31,7 @@ NASTY = "/ralph-build it's \"quoted\" $(rm -rf /) `x` \\back\\slash\nsecond line
      ["--dangerously-skip-permissions", "--model", "global.anthropic.claude-opus-4-5-20251101-v1:0"]),
 ], ids=["plain", "danger", "model", "danger-and-model"])
 def test_claude_argv_is_exactly_the_one_of_section_11(danger, model, tail):
-    argv = agents.get_adapter("claude").argv("/ralph-build", model=model, danger=danger)
+    argv = adapters.get_adapter("claude").argv("/ralph-build", model=model, danger=danger)
     assert argv == ["claude", "-p", "/ralph-build", "--output-format=stream-json", "--verbose",
                     *tail]
 
@@ -40,24 +40,24 @@ def test_claude_argv_is_exactly_the_one_of_section_11(danger, model, tail):
 def test_a_nul_byte_in_the_task_data_reaches_the_agent_as_a_replacement_character(tmp_path):
     """A verify command's output (a fail reason) or a title may hold NUL; an argument cannot:
     the argv must start, not raise ValueError in exec."""
-    argv = agents.get_adapter("claude").argv("/ralph-build t1\0\0 failed")
+    argv = adapters.get_adapter("claude").argv("/ralph-build t1\0\0 failed")
     assert argv[2] == "/ralph-build t1\ufffd\ufffd failed"
     done = subprocess.run([sys.executable, "-c", "import sys; print(sys.argv[1])", argv[2]],
                           capture_output=True, text=True, encoding="utf-8")
     assert done.stdout == "/ralph-build t1\ufffd\ufffd failed\n"
 
 def test_the_big_prompt_fallback_writes_the_data_and_names_the_file(tmp_path):
-    data = "x" * (agents.MAX_ARG_BYTES + 1)
-    assert not agents.prompt_fits(data) and agents.prompt_fits("/ralph-build")
-    prompt = agents.spill_prompt("/ralph-build", data, tmp_path / "peek.md")
+    data = "x" * (adapters.MAX_ARG_BYTES + 1)
+    assert not adapters.prompt_fits(data) and adapters.prompt_fits("/ralph-build")
+    prompt = adapters.spill_prompt("/ralph-build", data, tmp_path / "peek.md")
     assert (tmp_path / "peek.md").read_text() == data + "\n"
     assert prompt.startswith("/ralph-build ") and str(tmp_path / "peek.md") in prompt
 
 
 def test_claude_is_a_known_agent_with_stdin_closed_and_the_s12_renderer():
-    adapter = agents.get_adapter("claude")
+    adapter = adapters.get_adapter("claude")
     assert adapter.stdin("x") is None and adapter.env(danger=True) == {}
-    assert isinstance(adapter.new_renderer(io.BytesIO()), render.StreamRenderer)
+    assert isinstance(adapter.new_renderer(io.BytesIO()), claude_render.StreamRenderer)
 
 
 @pytest.mark.parametrize("name, danger, model, expected", [
@@ -78,40 +78,41 @@ def test_claude_is_a_known_agent_with_stdin_closed_and_the_s12_renderer():
 ], ids=["pi", "pi-danger-model", "codex", "codex-danger-model", "amp", "amp-danger",
         "opencode", "opencode-danger-model", "gemini", "gemini-danger-model"])
 def test_each_backend_builds_its_documented_argv(name, danger, model, expected):
-    assert agents.get_adapter(name).argv("P", model=model, danger=danger) == expected
+    assert adapters.get_adapter(name).argv("P", model=model, danger=danger) == expected
 
 
 def test_pi_reads_its_prompt_on_stdin_so_no_argument_can_be_taken_for_an_option():
-    adapter = agents.get_adapter("pi")
+    adapter = adapters.get_adapter("pi")
     assert adapter.prompt_on_stdin and adapter.stdin("-x @f") == b"-x @f"
     assert "--" not in adapter.argv("-x @f")
 
 
 def test_opencode_skips_permissions_through_its_environment_variable_only_with_danger():
-    adapter = agents.get_adapter("opencode")
+    adapter = adapters.get_adapter("opencode")
     assert adapter.env(danger=True) == {"OPENCODE_PERMISSION": '{"*":"allow"}'}
     assert adapter.env(danger=False) == {}
 
 
 def test_extra_arguments_go_before_the_prompt_separator():
-    argv = agents.get_adapter("codex").argv("P", extra=["--skip-git-repo-check"])
+    argv = adapters.get_adapter("codex").argv("P", extra=["--skip-git-repo-check"])
     assert argv[-3:] == ["--skip-git-repo-check", "--", "P"]
 
 
 @pytest.mark.parametrize("name", ["amp", "command"], ids=["amp", "command"])
 def test_a_model_for_a_cli_without_a_model_option_is_a_usage_error(name):
     with pytest.raises(UsageError, match=f"agent '{name}' takes no --model"):
-        agents.get_adapter(name, "tool {prompt}" if name == "command" else None).argv(
+        adapters.get_adapter(name, "tool {prompt}" if name == "command" else None).argv(
             "P", model="m")
 
 
 def test_an_unknown_agent_name_lists_the_known_ones_on_one_line():
     with pytest.raises(UsageError) as err:
-        agents.get_adapter("cluade")
+        adapters.get_adapter("cluade")
     assert str(err.value) == ("unknown agent 'cluade' "
                               "(known: amp, claude, codex, command, gemini, opencode, pi)")
     assert err.value.exit_code == 1
-    assert agents.KNOWN_AGENTS == ("amp", "claude", "codex", "command", "gemini", "opencode", "pi")
+    assert adapters.KNOWN_AGENTS == ("amp", "claude", "codex", "command", "gemini", "opencode",
+                                     "pi")
 
 
 @pytest.mark.parametrize("agent_cmd, message", [
@@ -123,22 +124,22 @@ def test_an_unknown_agent_name_lists_the_known_ones_on_one_line():
 ], ids=["missing", "empty", "unbalanced-quote", "blank", "prompt-as-program"])
 def test_a_bad_command_template_is_a_usage_error(agent_cmd, message):
     with pytest.raises(UsageError, match=message):
-        agents.get_adapter("command", agent_cmd)
+        adapters.get_adapter("command", agent_cmd)
 
 
 def test_agent_cmd_replaces_the_binary_of_a_named_backend_and_keeps_its_flags():
-    argv = agents.get_adapter("codex", "npx -y @openai/codex").argv("P")
+    argv = adapters.get_adapter("codex", "npx -y @openai/codex").argv("P")
     assert argv[:4] == ["npx", "-y", "@openai/codex", "exec"]
-    assert agents.get_adapter("codex").binary == ("codex",)   # the table is not changed
+    assert adapters.get_adapter("codex").binary == ("codex",)   # the table is not changed
 
 
 def test_agent_cmd_with_a_prompt_slot_is_refused_for_a_named_backend():
     with pytest.raises(UsageError, match="needs --agent command"):
-        agents.get_adapter("claude", "claude -p {prompt}")
+        adapters.get_adapter("claude", "claude -p {prompt}")
 
 
 def test_a_command_template_places_the_prompt_inside_a_word_too():
-    adapter = agents.get_adapter("command", "aider --yes --message={prompt} --no-git")
+    adapter = adapters.get_adapter("command", "aider --yes --message={prompt} --no-git")
     assert adapter.argv("fix it") == ["aider", "--yes", "--message=fix it", "--no-git"]
     assert not adapter.prompt_on_stdin and adapter.stdin("x") is None
 
@@ -156,7 +157,7 @@ def argv_dump(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("name", ["claude", "codex", "amp", "opencode", "gemini"],
                          ids=["claude", "codex", "amp", "opencode", "gemini"])
 def test_a_prompt_with_quotes_and_newlines_reaches_the_agent_as_one_argument(name, argv_dump):
-    adapter = agents.get_adapter(name, str(argv_dump))
+    adapter = adapters.get_adapter(name, str(argv_dump))
     proc = subprocess.run(adapter.argv(NASTY, danger=True), capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, check=True)
     seen = json.loads(proc.stdout)["argv"]
@@ -165,14 +166,14 @@ def test_a_prompt_with_quotes_and_newlines_reaches_the_agent_as_one_argument(nam
 
 
 def test_pi_gets_a_prompt_with_quotes_and_newlines_whole_on_stdin(argv_dump):
-    adapter = agents.get_adapter("pi", str(argv_dump))
+    adapter = adapters.get_adapter("pi", str(argv_dump))
     proc = subprocess.run(adapter.argv(NASTY, danger=True), input=adapter.stdin(NASTY),
                           capture_output=True, check=True)
     assert json.loads(proc.stdout) == {"argv": ["--mode", "json", "-p"], "stdin": NASTY}
 
 
 def test_a_command_template_without_prompt_slot_sends_the_prompt_on_stdin(argv_dump):
-    adapter = agents.get_adapter("command", f"{argv_dump} --flag")
+    adapter = adapters.get_adapter("command", f"{argv_dump} --flag")
     assert adapter.prompt_on_stdin
     proc = subprocess.run(adapter.argv(NASTY), input=adapter.stdin(NASTY), capture_output=True,
                           check=True)
@@ -180,7 +181,7 @@ def test_a_command_template_without_prompt_slot_sends_the_prompt_on_stdin(argv_d
 
 
 def test_a_command_backend_shows_the_plain_output_of_a_real_process(argv_dump):
-    adapter = agents.get_adapter("command", f"{argv_dump} {{prompt}}")
+    adapter = adapters.get_adapter("command", f"{argv_dump} {{prompt}}")
     out = io.BytesIO()
     renderer = adapter.new_renderer(out)
     proc = subprocess.Popen(adapter.argv("say <promise>COMPLETE</promise>"),
@@ -191,7 +192,7 @@ def test_a_command_backend_shows_the_plain_output_of_a_real_process(argv_dump):
         renderer.feed(raw[i:i + 7])
     renderer.close()
     assert out.getvalue() == raw
-    assert render.promise_received(renderer.summary, "COMPLETE")
+    assert claude_render.promise_received(renderer.summary, "COMPLETE")
 
 
 class _Sink:
@@ -220,7 +221,7 @@ def test_plain_renderer_keeps_constant_memory_on_a_large_output():
     assert peak < 2 * 1024 * 1024
     summary = renderer.summary
     assert summary.assistant_texts_tail[-1] == "the end <promise>DONE</promise>"
-    assert render.promise_received(summary, "DONE")
+    assert claude_render.promise_received(summary, "DONE")
     assert len(summary.last_assistant_text) <= 64 * 1024
 
 
@@ -368,7 +369,7 @@ def test_json_stream_renderers_fill_the_session_summary(factory, stream, last_te
     assert s.num_turns == turns
     assert (s.input_tokens, s.output_tokens) == tokens
     # s.20.1: the echoed prompt (gemini, pi user messages) never counts as a promise.
-    assert render.promise_received(s, "COMPLETE") is promise
+    assert claude_render.promise_received(s, "COMPLETE") is promise
 
 
 def test_codex_turn_failure_is_an_error_result_with_its_message_kept_for_limit_detection():
@@ -495,7 +496,7 @@ def test_amp_stream_json_is_rendered_by_the_claude_renderer():
         {"type": "result", "subtype": "success", "duration_ms": 2906, "is_error": False,
          "num_turns": 1, "result": "2 + 2 equals 4.", "session_id": "T-1"})
     out = io.BytesIO()
-    renderer = agents.get_adapter("amp").new_renderer(out)
+    renderer = adapters.get_adapter("amp").new_renderer(out)
     renderer.feed(amp)
     renderer.close()
     assert out.getvalue().decode() == ("2 + 2 equals 4.\n\u2501\u2501 Done (success) | "

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ralphpy.assign import choice as assignment
+from ralphpy.assign import choice
 from ralphpy.errors import UsageError
-from ralphpy.backlog import calls as task_calls
+from ralphpy.backlog import calls
 from ralphpy.backlog.answers import parse_export, parse_markdown_kv, parse_show
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -19,14 +19,14 @@ TASK = ROOT / "scripts" / "task"
 def task_call(git_repo, base_env, monkeypatch):
     """The real task CLI, in process (fast); the stub agents use scripts/task as a process."""
     monkeypatch.chdir(git_repo)
-    return task_calls.resolve(ROOT, base_env).bound(base_env)   # the loop's own call
+    return calls.resolve(ROOT, base_env).bound(base_env)   # the loop's own call
 
 
 @pytest.fixture
 def process_task_call(git_repo, base_env, monkeypatch):
     """scripts/task as a process, as with RALPH_TASK_CMD (the loop's subprocess call)."""
     monkeypatch.chdir(git_repo)
-    command = task_calls.resolve(ROOT, {**base_env, "RALPH_TASK_CMD": str(TASK)})
+    command = calls.resolve(ROOT, {**base_env, "RALPH_TASK_CMD": str(TASK)})
     assert not command.embedded
     return command.bound(base_env)
 
@@ -47,21 +47,21 @@ DESCRIPTION = ("Add a /health endpoint.\n\n## Why\nThe load balancer needs it\nt
     ("critical", 0), ("HIGH", 1), (" medium ", 2), ("low", 3), (0, 0), (7, 7), ("4", 4),
 ], ids=["critical", "high-any-case", "medium-spaces", "low", "zero", "int", "digits"])
 def test_criticality_words_map_onto_store_priorities(value, number):
-    assert assignment.parse_priority(value) == number
+    assert choice.parse_priority(value) == number
 
 
 @pytest.mark.parametrize("value", ["urgent", -1, 1.5, True, None, ""],
                          ids=["unknown-word", "negative", "float", "bool", "null", "empty"])
 def test_a_bad_priority_is_refused_with_its_value(value):
     with pytest.raises(ValueError, match="priority must be critical, high, medium, low"):
-        assignment.parse_priority(value)
+        choice.parse_priority(value)
 
 
 @pytest.mark.parametrize("number, word", [(0, "critical"), (1, "high"), (2, "medium"),
                                           (3, "low"), (9, "low")],
                          ids=["0", "1", "2", "3", "above-3"])
 def test_priority_numbers_read_as_words(number, word):
-    assert assignment.priority_word(number) == word
+    assert choice.priority_word(number) == word
 
 
 @pytest.mark.parametrize("caller", ["task_call", "process_task_call", "external_task_call"],
@@ -71,7 +71,7 @@ def test_the_highest_priority_task_is_claimed_and_read_fully(request, run_task, 
     run_task("create", "docs", "Docs", "-p", "3")
     run_task("create", "web/health", "Health endpoint", "-p", "1", "-d", DESCRIPTION,
              "-r", "specs/feature.md", "-s", '["write handler","add test"]')
-    task = assignment.claim_next(call, agent="a1b2", lease=900, repo=git_repo)
+    task = choice.claim_next(call, agent="a1b2", lease=900, repo=git_repo)
     assert (task.id, task.title, task.priority, task.status) == (
         "web/health", "Health endpoint", 1, "active")
     assert task.description.rstrip("\n") == DESCRIPTION.rstrip("\n")
@@ -86,26 +86,26 @@ def test_the_highest_priority_task_is_claimed_and_read_fully(request, run_task, 
 
 def test_a_task_without_criteria_falls_back_to_its_spec_file(run_task, task_call, git_repo):
     run_task("create", "f1", "Feature", "-r", "specs/feature.md")
-    assert assignment.claim_next(task_call, repo=git_repo).criteria == ["it works"]
+    assert choice.claim_next(task_call, repo=git_repo).criteria == ["it works"]
 
 
 def test_a_failed_task_shows_its_last_fail_reason(run_task, task_call):
     run_task("create", "t1", "Retry me")
     run_task("claim")
     run_task("fail", "t1", "--reason", "tests were red")
-    task = assignment.claim_next(task_call)
+    task = choice.claim_next(task_call)
     assert task.fail_reason == "tests were red" and task.retry_count == 1
 
 
 def test_an_empty_backlog_claims_nothing(task_call):
-    assert assignment.claim_next(task_call) is None
+    assert choice.claim_next(task_call) is None
 
 
 def test_a_targeted_claim_takes_that_task(run_task, task_call):
     run_task("create", "first", "First", "-p", "0")
     run_task("create", "second", "Second", "-p", "3")
-    assert assignment.claim_next(task_call, target="second").id == "second"
-    assert assignment.claim_next(task_call, target="second") is None
+    assert choice.claim_next(task_call, target="second").id == "second"
+    assert choice.claim_next(task_call, target="second") is None
 
 
 @pytest.mark.parametrize("description, why", [
@@ -118,19 +118,19 @@ def test_a_targeted_claim_takes_that_task(run_task, task_call):
     ("No reason given", ""),
 ], ids=["label", "bold-label", "heading", "bare-word", "question", "dash", "absent"])
 def test_why_it_matters_is_read_from_the_description(description, why):
-    assert assignment.extract_why(description) == why
+    assert choice.extract_why(description) == why
 
 
-def sample_task(**overrides) -> assignment.AssignedTask:
+def sample_task(**overrides) -> choice.AssignedTask:
     fields = dict(id="web/01", title="Add login", priority=1, why="Users asked",
                   criteria=["form validates", "tests pass"], source="task web/01 (spec s.md)",
                   steps=["a", "b"], description="Details here")
     fields.update(overrides)
-    return assignment.AssignedTask(**fields)
+    return choice.AssignedTask(**fields)
 
 
 def test_the_default_block_names_the_task_and_forbids_unrelated_work():
-    block = assignment.render_block(sample_task(), assignment.load_template(),
+    block = choice.render_block(sample_task(), choice.load_template(),
                                     task_cmd="ralph task", current_task_file=".ralph/current-task.json")
     lines = block.splitlines()
     assert lines[1] == "CURRENT TASK (Ralph Loop — Anti-Drift)"
@@ -149,8 +149,8 @@ def test_the_default_block_names_the_task_and_forbids_unrelated_work():
 
 
 def test_lines_whose_placeholders_are_all_empty_are_dropped():
-    block = assignment.render_block(sample_task(why="", steps=[], description=""),
-                                    assignment.load_template())
+    block = choice.render_block(sample_task(why="", steps=[], description=""),
+                                    choice.load_template())
     assert "Why it matters" not in block and "Steps:" not in block and "Details:" not in block
     assert "Previous attempt failed" not in block
     assert "Task: web/01 (priority 1, high)" in block
@@ -159,22 +159,22 @@ def test_lines_whose_placeholders_are_all_empty_are_dropped():
 def test_a_custom_template_gets_simple_substitution(tmp_path):
     path = tmp_path / "mine.md"
     path.write_text("Do {id}: {objective} {unknown}!\nJSON {\"k\": {id}} stays\nx{why}\nC:{criteria}\n")
-    block = assignment.render_block(sample_task(why=""), assignment.load_template(path))
+    block = choice.render_block(sample_task(why=""), choice.load_template(path))
     assert block == 'Do web/01: Add login !\nJSON {"k": web/01} stays\nC:\n- form validates\n- tests pass'
 
 
 def test_a_value_with_braces_is_not_substituted_again():
-    block = assignment.render_block(sample_task(title="use {id} literally"), "{objective}")
+    block = choice.render_block(sample_task(title="use {id} literally"), "{objective}")
     assert block == "use {id} literally"
 
 
 def test_an_unreadable_template_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError, match=r"assignment prompt template .*nope.md cannot be read"):
-        assignment.load_template(tmp_path / "nope.md")
+        choice.load_template(tmp_path / "nope.md")
 
 
 def test_the_session_prompt_runs_the_build_skill_with_the_block():
-    assert assignment.session_prompt("BLOCK\nline") == "/ralph-build BLOCK\nline"
+    assert choice.session_prompt("BLOCK\nline") == "/ralph-build BLOCK\nline"
 
 
 def test_claim_output_parses_every_markdown_kv_field():
@@ -206,9 +206,9 @@ def test_show_output_parses_a_multi_line_description():
     "Add a route.\n\n## Why\n\ndrains nodes for real\n\n- [ ] returns 200\n\nDeadline: 2026-12-01",
 ], ids=["label", "heading"])
 def test_details_leave_out_what_the_block_already_shows(description):
-    task = assignment.build_task({"id": "r", "title": "Route", "description": description})
+    task = choice.build_task({"id": "r", "title": "Route", "description": description})
     assert task.why.startswith("drains nodes") and task.criteria == ["returns 200"]
-    block = assignment.render_block(task, "Details:{details}")
+    block = choice.render_block(task, "Details:{details}")
     assert block == "Details:\nAdd a route.\n\nDeadline: 2026-12-01"
 
 
@@ -216,7 +216,7 @@ def test_a_spec_path_outside_the_repository_is_not_read(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
     (tmp_path / "secret.md").write_text("- [ ] leaked line\n")
-    task = assignment.build_task({"id": "x", "spec": "../secret.md"}, repo)
+    task = choice.build_task({"id": "x", "spec": "../secret.md"}, repo)
     assert task.criteria == ["Complete the assigned task"]
     assert task.source == "task x (spec ../secret.md)"
 

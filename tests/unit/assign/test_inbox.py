@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ralphpy.assign import choice as assignment
+from ralphpy.assign import choice
 from ralphpy.assign import inbox
-from ralphpy.backlog import calls as task_calls
+from ralphpy.backlog import calls
 from ralphpy.backlog.client import export_tasks
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def task_call(git_repo, base_env, monkeypatch):
     """The real task CLI, in process (fast); the stub agents use scripts/task as a process."""
     monkeypatch.chdir(git_repo)
-    return task_calls.resolve(ROOT, base_env).bound(base_env)   # the loop's own call
+    return calls.resolve(ROOT, base_env).bound(base_env)   # the loop's own call
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def test_inbox_tasks_are_claimed_highest_priority_first(inbox_dir, task_call):
     report = inbox.import_inbox(inbox_dir, task_call)
     assert report.problems == []
     assert report.imported == ["fix/prod", "c-high", "d-default", "a-low"]
-    claimed = [assignment.claim_next(task_call).id for _ in range(4)]
+    claimed = [choice.claim_next(task_call).id for _ in range(4)]
     assert claimed == ["fix/prod", "c-high", "d-default", "a-low"]
     tasks = {t["id"]: t for t in export_tasks(task_call)}
     assert [tasks[i]["priority"] for i in claimed] == [0, 1, 2, 3]
@@ -62,7 +62,7 @@ def test_a_json_task_carries_why_criteria_and_deadline_into_the_anti_drift_block
         "deadline": "2026-12-01", "priority": 1, "spec": "specs/feature.md",
         "steps": ["draft", "review"]})
     inbox.import_inbox(inbox_dir, task_call)
-    task = assignment.claim_next(task_call, repo=git_repo)
+    task = choice.claim_next(task_call, repo=git_repo)
     assert task.id == "post" and task.title == "Write the Ralph Loop post"
     assert task.why == "Customers ask for it"
     assert task.criteria == ["Post is 800-1500 words", "Frontmatter matches template"]
@@ -75,7 +75,7 @@ def test_a_markdown_directive_takes_its_title_from_the_first_heading(inbox_dir, 
     put(inbox_dir, "Rotate Keys!.md", "Preamble\n## Rotate the API keys\n\n- [ ] old keys revoked\n")
     report = inbox.import_inbox(inbox_dir, task_call)
     assert report.imported == ["rotate-keys"]
-    task = assignment.claim_next(task_call)
+    task = choice.claim_next(task_call)
     assert task.title == "Rotate the API keys"
     assert task.criteria == ["old keys revoked"]
     assert task.description == "Preamble\n\n- [ ] old keys revoked"

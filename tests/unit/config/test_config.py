@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ralphpy.config import settings as config
+from ralphpy.config import settings as config_settings
 from ralphpy.config.options import Options
 from ralphpy.config.table import SETTINGS
 from ralphpy.errors import EXIT_USAGE, UsageError
@@ -19,7 +19,7 @@ def load(tmp_path: Path, yml: str | None = None, env: dict | None = None, mode: 
          **cli):
     if yml is not None:
         (tmp_path / "ralph.yml").write_text(yml)
-    return config.load(mode, cli, env or {}, tmp_path)
+    return config_settings.load(mode, cli, env or {}, tmp_path)
 
 
 def problems(tmp_path: Path, yml: str | None = None, env: dict | None = None, **cli) -> list:
@@ -262,16 +262,16 @@ def test_an_empty_file_or_a_null_value_means_defaults(tmp_path: Path, yml: str):
 def test_a_ralph_yml_that_is_not_utf8_is_one_error(tmp_path: Path):
     (tmp_path / "ralph.yml").write_bytes(b"max_cost: \xff\n")
     with pytest.raises(UsageError, match=r"^ralph\.yml: cannot read "):
-        config.load("build", {}, {}, tmp_path)
+        config_settings.load("build", {}, {}, tmp_path)
 
 
 def test_repo_root_is_the_git_top_level_else_the_current_directory(git_repo: Path,
                                                                    tmp_path: Path):
     (git_repo / "sub" / "deeper").mkdir(parents=True)
-    assert config.find_repo_root(git_repo / "sub" / "deeper") == git_repo
+    assert config_settings.find_repo_root(git_repo / "sub" / "deeper") == git_repo
     outside = tmp_path / "plain"
     outside.mkdir()
-    assert config.find_repo_root(outside) == outside
+    assert config_settings.find_repo_root(outside) == outside
 
 
 def test_options_are_read_only(tmp_path: Path):

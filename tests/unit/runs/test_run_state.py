@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT, wait_for
 from ralphpy.runs import progress
-from ralphpy.runs import lock as run_lock
+from ralphpy.runs import lock
 from ralphpy.runs import state as run_state
 from ralphpy.errors import EXIT_ENVIRONMENT, EnvironmentFailure
 
@@ -385,6 +385,6 @@ def test_a_read_only_file_system_gives_one_environment_error(small_fs):
                               "remount it read-write or run from a writable checkout")
     # The lock and the progress record meet the same wall with the same kind of line.
     with pytest.raises(EnvironmentFailure, match=r"^cannot create .*run\.lock: Read-only"):
-        run_lock.acquire(ralph_dir / "run.lock", "r")
+        lock.acquire(ralph_dir / "run.lock", "r")
     with pytest.raises(EnvironmentFailure, match=r"^cannot write .*progress\.md: Read-only"):
         progress.write_progress(ralph_dir, make_state())

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from ralphpy.runs import state as run_state
-from ralphpy.scope import hashing as scope_hashing
-from ralphpy.scope import freeze as scope_run
-from ralphpy.backlog import calls as task_calls
+from ralphpy.scope import hashing
+from ralphpy.scope import freeze
+from ralphpy.backlog import calls
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -28,20 +28,20 @@ def frozen(git_repo: Path, run_task, base_env: dict[str, str], monkeypatch):
     monkeypatch.chdir(git_repo)                 # the embedded task CLI works in the cwd
     holder: dict = {}
 
-    def check(task: task_calls.TaskCommand | None = None) -> scope_run.Check:
-        task = task or task_calls.resolve(ROOT, env)
+    def check(task: calls.TaskCommand | None = None) -> freeze.Check:
+        task = task or calls.resolve(ROOT, env)
         if "freeze" not in holder:
             state = run_state.RunState(run_state.new_run_id(), "build", 0)
-            holder["freeze"] = scope_run.start(task, env, git_repo / ".ralph", state, git_repo,
+            holder["freeze"] = freeze.start(task, env, git_repo / ".ralph", state, git_repo,
                                                stop_on_change=False)
-        return scope_run.check(holder["freeze"], task, env)
+        return freeze.check(holder["freeze"], task, env)
     return check, env
 
 
 def _age_files(mocker) -> None:
     """The clock runs 10 s ahead: every file written so far is past the racy window."""
     real = time.time_ns
-    mocker.patch.object(scope_hashing, "_clock", side_effect=lambda: real() + 10_000_000_000)
+    mocker.patch.object(hashing, "_clock", side_effect=lambda: real() + 10_000_000_000)
 
 
 def test_an_unchanged_backlog_is_not_listed_again_once_the_database_has_aged(frozen, mocker):
@@ -49,7 +49,7 @@ def test_an_unchanged_backlog_is_not_listed_again_once_the_database_has_aged(fro
     _age_files(mocker)
     first = check()                            # the freeze's own listing
     assert not first.listing_reused and not first.report.changed
-    task = task_calls.resolve(ROOT, env)
+    task = calls.resolve(ROOT, env)
     again = []
     for _ in range(3):       # the loop's read-only calls between checks write nothing
         assert task.call("peek", "-n", "10", env=env).ok
@@ -122,6 +122,6 @@ def test_a_change_by_another_process_while_ralph_waits_is_detected(
 def test_an_external_task_command_is_listed_before_every_check(frozen, mocker):
     check, env = frozen
     _age_files(mocker)
-    external = task_calls.resolve(ROOT, {**env, "RALPH_TASK_CMD": str(ROOT / "scripts" / "task")})
+    external = calls.resolve(ROOT, {**env, "RALPH_TASK_CMD": str(ROOT / "scripts" / "task")})
     assert not external.embedded
     assert [check(external).listing_reused for _ in range(3)] == [False, False, False]

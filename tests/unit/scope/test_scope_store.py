@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from ralphpy.runs import state as run_state
-from ralphpy.scope import freeze as scope_run
-from ralphpy.backlog import calls as task_calls
+from ralphpy.scope import freeze
+from ralphpy.backlog import calls as backlog_calls
 from ralphpy.scope.cache import ListingCache
 from ralphpy.tasks import cli
 from ralphpy.tasks import fingerprint
@@ -31,15 +31,15 @@ PLAN = [
 class Store:
     """A frozen run over PLAN: check() runs the per-session check as ralph.py does."""
 
-    def __init__(self, repo: Path, env: dict[str, str], task: task_calls.TaskCommand) -> None:
+    def __init__(self, repo: Path, env: dict[str, str], task: backlog_calls.TaskCommand) -> None:
         self.repo, self.env, self.task = repo, env, task
         self.db = str(repo / ".ralph" / "tasks.db")
         state = run_state.RunState(run_state.new_run_id(), "build", 0)
-        self.freeze = scope_run.start(task, env, repo / ".ralph", state, repo,
+        self.freeze = freeze.start(task, env, repo / ".ralph", state, repo,
                                       stop_on_change=False)
 
-    def check(self, task: task_calls.TaskCommand | None = None) -> scope_run.Check:
-        return scope_run.check(self.freeze, task or self.task, self.env)
+    def check(self, task: backlog_calls.TaskCommand | None = None) -> freeze.Check:
+        return freeze.check(self.freeze, task or self.task, self.env)
 
     def cli(self, *argv: str, stdin: str = "") -> str:
         out, err = io.StringIO(), io.StringIO()
@@ -70,7 +70,7 @@ def store(git_repo: Path, base_env: dict[str, str], monkeypatch) -> Store:
     env.update({"RALPH_SCOPE_REPO": scope["repo"].strip(),
                 "RALPH_SCOPE_BRANCH": scope["branch"].strip()})
     _cli_out(["plan-sync"], env, "".join(json.dumps(t) + "\n" for t in PLAN))
-    task = task_calls.resolve(ROOT, env)
+    task = backlog_calls.resolve(ROOT, env)
     assert task.embedded
     made = Store(git_repo, env, task)
     first = made.check()                        # the freeze's own listing, paired with the store
@@ -157,7 +157,7 @@ def test_an_edit_reverted_later_is_reported_as_reverted(store):
 
 
 def test_an_external_task_command_never_reads_the_store_fingerprint(store):
-    external = task_calls.resolve(ROOT, {**store.env,
+    external = backlog_calls.resolve(ROOT, {**store.env,
                                          "RALPH_TASK_CMD": str(ROOT / "scripts" / "task")})
     assert not external.embedded
     for slug in ("t-1", "t-2"):
@@ -173,7 +173,7 @@ def test_a_listing_raced_by_a_definition_write_is_not_paired_with_the_store(stor
 
     def lister():                              # the listing, then a writer gets in first
         calls.append(1)
-        tasks = scope_run.list_tasks(store.task, store.env)
+        tasks = freeze.list_tasks(store.task, store.env)
         store.sql("UPDATE tasks SET description = 'raced' WHERE slug = 't-3'")
         return tasks
     assert not cache.listing(store.env, True, lister).reused

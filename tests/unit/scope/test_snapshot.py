@@ -15,9 +15,9 @@ import pytest
 from conftest import wait_for
 
 from ralphpy import errors
-from ralphpy.scope import snapshot as scope
-from ralphpy.scope import hashing as scope_hashing
-from ralphpy.scope import target as scope_target
+from ralphpy.scope import snapshot
+from ralphpy.scope import hashing
+from ralphpy.scope import target
 from ralphpy.backlog.answers import parse_markdown_kv
 
 TEN_S = 10_000_000_000
@@ -52,7 +52,7 @@ def run_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def aged(mocker):
     """The clock 10 s ahead: every file on disk is older than the racy window."""
-    return mocker.patch.object(scope_hashing, "_clock", return_value=time.time_ns() + TEN_S)
+    return mocker.patch.object(hashing, "_clock", return_value=time.time_ns() + TEN_S)
 
 
 def backlog() -> list[dict]:
@@ -61,12 +61,12 @@ def backlog() -> list[dict]:
 
 
 def check(run_dir: Path, tasks: list[dict], repo: Path):
-    return scope.check_scope_integrity(run_dir, tasks, repo)
+    return snapshot.check_scope_integrity(run_dir, tasks, repo)
 
 
 def test_freeze_writes_the_three_snapshot_files(repo, run_dir):
     tasks = backlog() + [task("t-gone", status="deleted", spec="specs/b.md")]
-    snap = scope.freeze(run_dir, tasks, repo)
+    snap = snapshot.freeze(run_dir, tasks, repo)
     assert snap.created and snap.task_ids == ["t-1", "t-2", "t-3", "t-4"]
     assert json.loads((run_dir / "scope.json").read_text()) == tasks   # as reported, deleted too
     assert (run_dir / "scope_task_ids.txt").read_text() == "t-1\nt-2\nt-3\nt-4\n"
@@ -77,12 +77,12 @@ def test_freeze_writes_the_three_snapshot_files(repo, run_dir):
         f"t-1:{md5_a}\nt-2:{md5_a}\nt-3:{md5_b}\n")
     defs = (run_dir / "scope_def_hashes.txt").read_text().splitlines()
     assert [line.split(":")[0] for line in defs] == ["t-1", "t-2", "t-3", "t-4"]
-    assert defs[0] == f"t-1:{scope_hashing.definition_md5(tasks[0])}"
+    assert defs[0] == f"t-1:{hashing.definition_md5(tasks[0])}"
 
 
 def test_ids_file_is_sorted_in_c_byte_order_and_comm_ready(repo, run_dir, base_env):
     ids = ["b", "B", "a-1", "a_1", "a", "é", "Z9", "web/01", "t-1", "t-10"]
-    scope.freeze(run_dir, [task(i, spec="specs/a.md") for i in ids], repo)
+    snapshot.freeze(run_dir, [task(i, spec="specs/a.md") for i in ids], repo)
     ids_file = run_dir / "scope_task_ids.txt"
     env = {**base_env, "LC_ALL": "C"}
     for name in ("scope_task_ids.txt", "scope_spec_hashes.txt", "scope_def_hashes.txt"):
@@ -101,7 +101,7 @@ def test_ids_file_is_sorted_in_c_byte_order_and_comm_ready(repo, run_dir, base_e
                          ids=["open-to-active", "open-active-done", "open-to-done"])
 def test_status_changes_are_normal_progress_not_scope_changes(repo, run_dir, statuses):
     tasks = backlog()
-    scope.freeze(run_dir, tasks, repo)
+    snapshot.freeze(run_dir, tasks, repo)
     for status in statuses:
         for t in tasks:
             t.update(status=status, assignee="a1b2", updated_at="2026-11-22 01:00:00",
@@ -111,7 +111,7 @@ def test_status_changes_are_normal_progress_not_scope_changes(repo, run_dir, sta
 
 
 def test_a_task_added_mid_run_is_reported(repo, run_dir):
-    scope.freeze(run_dir, backlog(), repo)
+    snapshot.freeze(run_dir, backlog(), repo)
     report = check(run_dir, backlog() + [task("t-new", spec="specs/a.md")], repo)
     assert report.changed and report.added == ["t-new"]
     assert report.removed == report.spec_modified == report.definition_modified == []
@@ -120,7 +120,7 @@ def test_a_task_added_mid_run_is_reported(repo, run_dir):
 
 @pytest.mark.parametrize("how", ["deleted", "vanished"])
 def test_a_removed_task_is_reported(repo, run_dir, how):
-    scope.freeze(run_dir, backlog(), repo)
+    snapshot.freeze(run_dir, backlog(), repo)
     tasks = backlog()
     if how == "deleted":
         tasks[2]["status"] = "deleted"
@@ -132,7 +132,7 @@ def test_a_removed_task_is_reported(repo, run_dir, how):
 
 
 def test_a_spec_edit_is_reported_with_its_file_for_every_task_using_it(repo, run_dir):
-    scope.freeze(run_dir, backlog(), repo)
+    snapshot.freeze(run_dir, backlog(), repo)
     (repo / "specs" / "a.md").write_text("# A\n- [ ] a works, and much more\n")
     report = check(run_dir, backlog(), repo)
     assert [(c.task_id, c.spec, c.detail) for c in report.spec_modified] == [
@@ -142,7 +142,7 @@ def test_a_spec_edit_is_reported_with_its_file_for_every_task_using_it(repo, run
 
 
 def test_a_spec_edited_and_then_restored_is_no_change(repo, run_dir):
-    scope.freeze(run_dir, backlog(), repo)
+    snapshot.freeze(run_dir, backlog(), repo)
     original = (repo / "specs" / "b.md").read_text()
     (repo / "specs" / "b.md").write_text("changed")
     assert check(run_dir, backlog(), repo).changed
@@ -155,7 +155,7 @@ def test_a_spec_edited_and_then_restored_is_no_change(repo, run_dir):
     ("steps", ["one", "two", "three"]), ("deps", ["t-1", "t-3"]), ("priority", 0),
 ], ids=["title", "description", "steps", "deps", "priority"])
 def test_each_definition_field_edit_is_reported(repo, run_dir, field, value):
-    scope.freeze(run_dir, backlog(), repo)
+    snapshot.freeze(run_dir, backlog(), repo)
     tasks = backlog()
     tasks[1][field] = value
     report = check(run_dir, tasks, repo)
@@ -167,14 +167,14 @@ def test_each_definition_field_edit_is_reported(repo, run_dir, field, value):
 def test_equivalent_spellings_of_a_definition_are_not_changes(repo, run_dir):
     tasks = backlog()
     tasks[0].update(deps=["t-3", "t-2"], description="", steps=None, priority=2)
-    scope.freeze(run_dir, tasks, repo)
+    snapshot.freeze(run_dir, tasks, repo)
     live = backlog()
     live[0].update(deps=["t-2", "t-3"], description=None, steps=[], priority="2")
     assert not check(run_dir, live, repo).changed
 
 
 def test_a_changed_spec_path_is_a_spec_change(repo, run_dir):
-    scope.freeze(run_dir, backlog(), repo)
+    snapshot.freeze(run_dir, backlog(), repo)
     tasks = backlog()
     tasks[2]["spec"] = "specs/a.md"
     assert check(run_dir, tasks, repo).lines() == [
@@ -208,7 +208,7 @@ def _make_problem(spec: Path, kind: str) -> str:
 @pytest.mark.parametrize("kind", ["disappears", "becomes-a-directory", "becomes-a-fifo",
                                   "symlink-loop", "unreadable"])
 def test_a_spec_file_problem_is_reported_as_a_change_never_a_traceback(repo, run_dir, kind):
-    scope.freeze(run_dir, backlog(), repo)
+    snapshot.freeze(run_dir, backlog(), repo)
     detail = _make_problem(repo / "specs" / "b.md", kind)
     report = check(run_dir, backlog(), repo)
     assert report.lines() == [f"modified spec specs/b.md of task t-3: {detail}"]
@@ -217,7 +217,7 @@ def test_a_spec_file_problem_is_reported_as_a_change_never_a_traceback(repo, run
 @pytest.mark.parametrize("kind", ["disappears", "becomes-a-directory", "symlink-loop"])
 def test_a_spec_already_broken_at_freeze_is_a_warning_not_a_change(repo, run_dir, kind):
     _make_problem(repo / "specs" / "b.md", kind)
-    snap = scope.freeze(run_dir, backlog(), repo)
+    snap = snapshot.freeze(run_dir, backlog(), repo)
     assert len(snap.warnings) == 1 and "specs/b.md" in snap.warnings[0]
     report = check(run_dir, backlog(), repo)
     assert not report.changed and report.warnings == snap.warnings
@@ -232,7 +232,7 @@ def test_a_huge_spec_is_hashed_in_chunks_and_its_edit_caught(repo, run_dir):
     tasks = [task("t-huge", spec="specs/huge.md")]
     tracemalloc.start()
     try:
-        scope.freeze(run_dir, tasks, repo)
+        snapshot.freeze(run_dir, tasks, repo)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -248,7 +248,7 @@ def test_a_binary_spec_is_hashed_like_any_file(repo, run_dir):
     blob = repo / "specs" / "diagram.png"
     blob.write_bytes(bytes(range(256)) * 64 + b"\xff\xfe\x00")
     tasks = [task("t-bin", spec="specs/diagram.png")]
-    scope.freeze(run_dir, tasks, repo)
+    snapshot.freeze(run_dir, tasks, repo)
     assert (run_dir / "scope_spec_hashes.txt").read_text() == \
         f"t-bin:{hashlib.md5(blob.read_bytes()).hexdigest()}\n"
     blob.write_bytes(bytes(range(256)) * 64 + b"\xff\xfe\x01")
@@ -267,7 +267,7 @@ def _same_size_edit_keeping_mtime(spec: Path) -> None:
 def test_a_same_size_edit_right_after_the_freeze_with_its_mtime_put_back_is_caught(repo, run_dir):
     spec = repo / "specs" / "a.md"
     spec.write_text("# A\n- [ ] a works\n")          # written just now: racy at freeze
-    scope.freeze(run_dir, backlog(), repo)
+    snapshot.freeze(run_dir, backlog(), repo)
     _same_size_edit_keeping_mtime(spec)
     assert [c.task_id for c in check(run_dir, backlog(), repo).spec_modified] == ["t-1", "t-2"]
 
@@ -275,7 +275,7 @@ def test_a_same_size_edit_right_after_the_freeze_with_its_mtime_put_back_is_caug
 def test_a_same_size_edit_of_an_old_file_with_its_mtime_put_back_is_caught_by_ctime(
         repo, run_dir, aged):
     spec = repo / "specs" / "a.md"
-    scope.freeze(run_dir, backlog(), repo)           # aged clock: the stat alone is trusted
+    snapshot.freeze(run_dir, backlog(), repo)           # aged clock: the stat alone is trusted
     probe = repo / "probe"
 
     def clock_ticked() -> bool:                      # the coarse file clock moved on
@@ -288,7 +288,7 @@ def test_a_same_size_edit_of_an_old_file_with_its_mtime_put_back_is_caught_by_ct
 
 def test_an_unchanged_check_hashes_nothing_once_files_are_older_than_the_racy_window(
         repo, run_dir, aged):
-    scope.freeze(run_dir, backlog(), repo)
+    snapshot.freeze(run_dir, backlog(), repo)
     for _ in range(2):
         report = check(run_dir, backlog(), repo)
         assert not report.changed
@@ -297,16 +297,16 @@ def test_an_unchanged_check_hashes_nothing_once_files_are_older_than_the_racy_wi
 
 def test_a_freshly_written_spec_is_hashed_again_until_it_ages(repo, run_dir, mocker):
     (repo / "specs" / "b.md").write_text("# B, fresh\n")
-    scope.freeze(run_dir, backlog(), repo)
+    snapshot.freeze(run_dir, backlog(), repo)
     assert check(run_dir, backlog(), repo).files_hashed == 2      # both specs are racy
-    mocker.patch.object(scope_hashing, "_clock", return_value=time.time_ns() + TEN_S)
+    mocker.patch.object(hashing, "_clock", return_value=time.time_ns() + TEN_S)
     assert check(run_dir, backlog(), repo).files_hashed == 2      # hashed once more, now aged
     assert check(run_dir, backlog(), repo).files_hashed == 0
 
 
 def test_many_tasks_sharing_one_spec_hash_it_once_per_check(repo, run_dir, aged):
     tasks = [task(f"t-{i:02d}", spec="specs/a.md") for i in range(40)]
-    scope.freeze(run_dir, tasks, repo)
+    snapshot.freeze(run_dir, tasks, repo)
     cache = json.loads((run_dir / "scope_stat_cache.json").read_text())
     assert cache["paths"] == ["specs/a.md"]
     (repo / "specs" / "a.md").write_text("# A, rewritten\n")
@@ -318,7 +318,7 @@ def test_many_tasks_sharing_one_spec_hash_it_once_per_check(repo, run_dir, aged)
 
 
 def test_a_damaged_stat_cache_is_rebuilt_and_the_answer_is_unchanged(repo, run_dir):
-    scope.freeze(run_dir, backlog(), repo)
+    snapshot.freeze(run_dir, backlog(), repo)
     (repo / "specs" / "b.md").write_text("edited")
     (run_dir / "scope_stat_cache.json").write_text("{not json")
     assert check(run_dir, backlog(), repo).lines() == [
@@ -326,7 +326,7 @@ def test_a_damaged_stat_cache_is_rebuilt_and_the_answer_is_unchanged(repo, run_d
 
 
 def test_a_damaged_snapshot_is_one_clear_environment_error(repo, run_dir):
-    scope.freeze(run_dir, backlog(), repo)
+    snapshot.freeze(run_dir, backlog(), repo)
     (run_dir / "scope_stat_cache.json").unlink()
     (run_dir / "scope_index.json").write_text("[truncated")
     with pytest.raises(errors.EnvironmentFailure) as err:
@@ -336,29 +336,29 @@ def test_a_damaged_snapshot_is_one_clear_environment_error(repo, run_dir):
 
 
 def test_a_resumed_run_keeps_its_original_snapshot(repo, run_dir):
-    first = scope.load_or_freeze(run_dir, backlog(), repo)
+    first = snapshot.load_or_freeze(run_dir, backlog(), repo)
     files = {p.name: p.read_bytes() for p in run_dir.iterdir()}
     later = backlog() + [task("t-new")]
     (repo / "specs" / "a.md").write_text("changed while the run was stopped")
-    again = scope.load_or_freeze(run_dir, later, repo)
+    again = snapshot.load_or_freeze(run_dir, later, repo)
     assert first.created and not again.created
     assert again.task_ids == first.task_ids and again.frozen_at == first.frozen_at
     assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == files
     with pytest.raises(FileExistsError):
-        scope.freeze(run_dir, later, repo)
+        snapshot.freeze(run_dir, later, repo)
     report = check(run_dir, later, repo)
     assert report.added == ["t-new"] and len(report.spec_modified) == 2
 
 
 def test_a_snapshot_interrupted_before_its_index_is_frozen_again(repo, run_dir):
-    scope.freeze(run_dir, backlog(), repo)
+    snapshot.freeze(run_dir, backlog(), repo)
     (run_dir / "scope_index.json").unlink()          # crash before the last write
-    snap = scope.load_or_freeze(run_dir, backlog()[:2], repo)
+    snap = snapshot.load_or_freeze(run_dir, backlog()[:2], repo)
     assert snap.created and snap.task_ids == ["t-1", "t-2"]
 
 
 def test_report_summary_is_one_line_listing_the_changes(repo, run_dir):
-    scope.freeze(run_dir, backlog(), repo)
+    snapshot.freeze(run_dir, backlog(), repo)
     tasks = backlog()[1:] + [task(f"n-{i}") for i in range(6)]
     tasks[0]["title"] = "new title"
     summary = check(run_dir, tasks, repo).summary()
@@ -377,29 +377,29 @@ def test_report_summary_is_one_line_listing_the_changes(repo, run_dir):
 
 
 def test_frozen_ids_file_lists_only_frozen_tasks(repo, run_dir):
-    scope.freeze(run_dir, backlog() + [task("t-del", status="deleted")], repo)
-    path = scope_target.write_frozen_ids_file(run_dir)
+    snapshot.freeze(run_dir, backlog() + [task("t-del", status="deleted")], repo)
+    path = target.write_frozen_ids_file(run_dir)
     assert path == run_dir / "frozen_ids.txt"
     assert path.read_text() == "t-1\nt-2\nt-3\nt-4\n"
-    assert scope_target.frozen_ids(run_dir) == ["t-1", "t-2", "t-3", "t-4"]
+    assert target.frozen_ids(run_dir) == ["t-1", "t-2", "t-3", "t-4"]
 
 
 def test_an_empty_frozen_scope_gives_an_empty_ids_file_and_a_reached_target(repo, run_dir):
-    scope.freeze(run_dir, [], repo)
-    assert scope_target.write_frozen_ids_file(run_dir).read_text() == ""
-    assert scope_target.target_done(run_dir, [task("t-new")])
+    snapshot.freeze(run_dir, [], repo)
+    assert target.write_frozen_ids_file(run_dir).read_text() == ""
+    assert target.target_done(run_dir, [task("t-new")])
 
 
 def test_the_target_is_done_when_every_frozen_task_still_present_is_done(repo, run_dir):
-    scope.freeze(run_dir, backlog(), repo)
+    snapshot.freeze(run_dir, backlog(), repo)
     tasks = backlog() + [task("t-new")]                    # added: never part of the target
-    assert not scope_target.target_done(run_dir, tasks)
+    assert not target.target_done(run_dir, tasks)
     for t in tasks[:3]:
         t["status"] = "done"
-    assert not scope_target.target_done(run_dir, tasks)           # t-4 still open
+    assert not target.target_done(run_dir, tasks)           # t-4 still open
     tasks[3]["status"] = "deleted"                         # removed: dropped from the target
-    assert scope_target.target_done(run_dir, tasks)
-    assert scope_target.target_done(run_dir, tasks[:3])           # vanished: dropped as well
+    assert target.target_done(run_dir, tasks)
+    assert target.target_done(run_dir, tasks[:3])           # vanished: dropped as well
 
 
 def _export(run_task) -> list[dict]:
@@ -417,8 +417,8 @@ def test_the_real_task_cli_backlog_is_frozen_checked_and_filtered(git_repo, run_
     ok("create", "t-2", "Second", "-s", '["a","b"]', "--deps", "t-1")
     ok("create", "t-3", "Third", "-p", "1")
     run_dir = git_repo / ".ralph" / "runs" / "r1"
-    scope.freeze(run_dir, _export(run_task), git_repo)
-    frozen_file = scope_target.write_frozen_ids_file(run_dir)
+    snapshot.freeze(run_dir, _export(run_task), git_repo)
+    frozen_file = target.write_frozen_ids_file(run_dir)
 
     ok("claim", "t-1", "--agent", "a1")                      # progress: not a change
     assert not check(run_dir, _export(run_task), git_repo).changed
@@ -442,10 +442,10 @@ def test_the_real_task_cli_backlog_is_frozen_checked_and_filtered(git_repo, run_
     assert run_task("claim", "t-new", "--agent", "a2", env=frozen_env).returncode != 0
     assert run_task("claim", "--agent", "a2", env=frozen_env).returncode != 0  # t-2 blocked
     ok("done", "t-1")
-    assert not scope_target.target_done(run_dir, _export(run_task))
+    assert not target.target_done(run_dir, _export(run_task))
     ok("claim", "t-2", "--agent", "a2", env=frozen_env)
     ok("done", "t-2")
-    assert scope_target.target_done(run_dir, _export(run_task))    # t-new open: not in the target
+    assert target.target_done(run_dir, _export(run_task))    # t-new open: not in the target
 
 
 def test_a_markdown_kv_backlog_is_frozen_and_checked_without_descriptions(git_repo, run_task):
@@ -456,7 +456,7 @@ def test_a_markdown_kv_backlog_is_frozen_and_checked_without_descriptions(git_re
     def listed() -> list[dict]:
         return parse_markdown_kv(run_task("list", "--all", "--markdown").stdout)
     run_dir = git_repo / ".ralph" / "runs" / "md"
-    scope.freeze(run_dir, listed(), git_repo)
+    snapshot.freeze(run_dir, listed(), git_repo)
     assert run_task("claim", "m-1", "--agent", "a1").returncode == 0
     assert run_task("update", "m-2", "--description", "edited").returncode == 0
     assert not check(run_dir, listed(), git_repo).changed      # description: not in markdown
@@ -466,7 +466,7 @@ def test_a_markdown_kv_backlog_is_frozen_and_checked_without_descriptions(git_re
 
 
 def test_the_stop_message_is_a_scope_changed_error_with_exit_code_4(repo, run_dir):
-    scope.freeze(run_dir, backlog(), repo)
+    snapshot.freeze(run_dir, backlog(), repo)
     report = check(run_dir, backlog() + [task("t-new")], repo)
     err = errors.ScopeChanged(report.summary())
     assert err.exit_code == errors.EXIT_SCOPE_CHANGED == 4
@@ -475,7 +475,7 @@ def test_the_stop_message_is_a_scope_changed_error_with_exit_code_4(repo, run_di
 
 
 def test_a_change_that_stays_is_answered_from_the_cache_without_hashing(repo, run_dir, aged):
-    scope.freeze(run_dir, backlog(), repo)
+    snapshot.freeze(run_dir, backlog(), repo)
     (repo / "specs" / "b.md").write_text("edited")
     tasks = backlog() + [task("t-new")]
     first = check(run_dir, tasks, repo)
@@ -489,7 +489,7 @@ def test_a_change_that_stays_is_answered_from_the_cache_without_hashing(repo, ru
 def test_odd_task_dicts_are_tolerated_never_a_traceback(repo, run_dir):
     odd = [{"id": 7, "status": None, "spec": "specs/a.md"}, {"title": "no id"},
            {"id": "x", "deps": "b, a", "priority": "3", "steps": "one step"}]
-    snap = scope.freeze(run_dir, odd, repo)
+    snap = snapshot.freeze(run_dir, odd, repo)
     assert snap.task_ids == ["7", "x"] and snap.warnings == ["1 task(s) without an id were ignored"]
     live = [dict(t) for t in odd]
     live[2]["deps"] = ["a", "b"]                    # the same deps, spelled as a list
@@ -503,7 +503,7 @@ def test_odd_task_dicts_are_tolerated_never_a_traceback(repo, run_dir):
 def test_a_spec_named_under_specs_or_from_the_root_is_hashed_and_an_edit_is_seen(
         repo, run_dir, aged, named):
     tasks = [task("t-1", spec=named)]
-    snap = scope.freeze(run_dir, tasks, repo)
+    snap = snapshot.freeze(run_dir, tasks, repo)
     assert snap.warnings == []                              # not "missing"
     md5_a = hashlib.md5((repo / "specs" / "a.md").read_bytes()).hexdigest()
     assert (run_dir / "scope_spec_hashes.txt").read_text() == f"t-1:{md5_a}\n"
@@ -515,6 +515,6 @@ def test_a_spec_named_under_specs_or_from_the_root_is_hashed_and_an_edit_is_seen
 
 def test_a_path_from_the_root_wins_over_the_same_name_under_specs(repo, run_dir):
     (repo / "a.md").write_text("top level\n")
-    assert scope.spec_path("a.md", repo) == "a.md"
-    assert scope.spec_path("b.md", repo) == "specs/b.md"
-    assert scope.spec_path("nowhere.md", repo) == "nowhere.md"
+    assert snapshot.spec_path("a.md", repo) == "a.md"
+    assert snapshot.spec_path("b.md", repo) == "specs/b.md"
+    assert snapshot.spec_path("nowhere.md", repo) == "nowhere.md"

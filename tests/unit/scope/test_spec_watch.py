@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ralphpy.scope import snapshot as scope
-from ralphpy.scope import hashing as scope_hashing
+from ralphpy.scope import snapshot
+from ralphpy.scope import hashing
 from ralphpy.scope import spec_watch
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -190,12 +190,12 @@ def task(tid: str, spec: str) -> dict:
 def frozen(specs, tmp_path, mocker):
     """A snapshot of 3 tasks on 3 specs, a loop's memory, and the clock 10 s ahead (files are
     past the racy window, so only the watch or a stat can reveal an edit)."""
-    mocker.patch.object(scope_hashing, "_clock", return_value=time.time_ns() + TEN_S)
+    mocker.patch.object(hashing, "_clock", return_value=time.time_ns() + TEN_S)
     repo, run_dir = specs.parent, tmp_path / "run"
     tasks = [task(f"t-{n}", f"specs/{n}.md") for n in "abc"]
-    scope.freeze(run_dir, tasks, repo)
-    memory = scope.Memory()
-    assert not scope.check_scope_integrity(run_dir, tasks, repo, memory=memory).changed
+    snapshot.freeze(run_dir, tasks, repo)
+    memory = snapshot.Memory()
+    assert not snapshot.check_scope_integrity(run_dir, tasks, repo, memory=memory).changed
     assert memory.watch is not None
     return run_dir, tasks, repo, memory
 
@@ -203,7 +203,7 @@ def frozen(specs, tmp_path, mocker):
 def test_an_unchanged_check_with_the_watch_stats_no_spec_file(frozen, mocker):
     run_dir, tasks, repo, memory = frozen
     stat = mocker.spy(os, "stat")
-    report = scope.check_scope_integrity(run_dir, tasks, repo, memory=memory)
+    report = snapshot.check_scope_integrity(run_dir, tasks, repo, memory=memory)
     assert not report.changed
     assert not [c for c in stat.call_args_list if str(c.args[0]).endswith(".md")]
 
@@ -218,9 +218,9 @@ def test_an_unchanged_check_with_the_watch_stats_no_spec_file(frozen, mocker):
 def test_each_edit_is_reported_by_the_check_that_trusts_the_watch(frozen, edit):
     run_dir, tasks, repo, memory = frozen
     edit(repo / "specs" / "b.md")
-    report = scope.check_scope_integrity(run_dir, tasks, repo, memory=memory)
+    report = snapshot.check_scope_integrity(run_dir, tasks, repo, memory=memory)
     assert [(c.task_id, c.spec) for c in report.spec_modified] == [("t-b", "specs/b.md")]
-    again = scope.check_scope_integrity(run_dir, tasks, repo, memory=memory)
+    again = snapshot.check_scope_integrity(run_dir, tasks, repo, memory=memory)
     assert [c.task_id for c in again.spec_modified] == ["t-b"]   # still changed, not forgotten
 
 
@@ -230,16 +230,16 @@ def test_an_edit_undone_before_the_check_is_no_change(frozen):
     before = path.read_text()
     path.write_text("# edited\n")
     path.write_text(before)
-    assert not scope.check_scope_integrity(run_dir, tasks, repo, memory=memory).changed
+    assert not snapshot.check_scope_integrity(run_dir, tasks, repo, memory=memory).changed
 
 
 def test_with_the_watch_off_every_spec_is_stat_ed_and_edits_are_still_reported(frozen, mocker):
     run_dir, tasks, repo, _ = frozen
-    memory = scope.Memory(watch_specs=False)
-    scope.check_scope_integrity(run_dir, tasks, repo, memory=memory)
+    memory = snapshot.Memory(watch_specs=False)
+    snapshot.check_scope_integrity(run_dir, tasks, repo, memory=memory)
     assert memory.watch is None
     stat = mocker.spy(os, "stat")
     edit_in_place(repo / "specs" / "c.md", "# C")
-    report = scope.check_scope_integrity(run_dir, tasks, repo, memory=memory)
+    report = snapshot.check_scope_integrity(run_dir, tasks, repo, memory=memory)
     assert [c.task_id for c in report.spec_modified] == ["t-c"]
     assert len([c for c in stat.call_args_list if str(c.args[0]).endswith(".md")]) >= 3

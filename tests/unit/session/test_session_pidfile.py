@@ -12,7 +12,7 @@ import pytest
 from ralphpy.agents.summary import PlainRenderer
 from ralphpy.session import pidfile as session_pidfile
 from ralphpy.session import pool as session_pool
-from ralphpy.session import run as session
+from ralphpy.session import run
 from ralphpy.signals import Guard
 
 
@@ -31,7 +31,7 @@ def _run_in_pool(tmp_path: Path, script: str, pidfile: Path):
 
 
 def _run_alone(tmp_path: Path, script: str, pidfile: Path):
-    result = session.run(["sh", "-c", script], env=dict(os.environ),
+    result = run.run(["sh", "-c", script], env=dict(os.environ),
                          log_path=tmp_path / "session.log", out=io.BytesIO(), guard=Guard(),
                          on_first_interrupt=lambda: None, renderer=PlainRenderer(io.BytesIO()),
                          cwd=tmp_path,

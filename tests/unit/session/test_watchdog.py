@@ -15,7 +15,7 @@ import pytest
 from conftest import STUBS, wait_for
 from ralphpy.agents.summary import PlainRenderer
 from ralphpy.session import pool as session_pool
-from ralphpy.session import run as session
+from ralphpy.session import run
 from ralphpy.session.watchdog import IDLE, TIMEOUT, SessionTimeouts
 from ralphpy.signals import Guard
 
@@ -62,7 +62,7 @@ def _run(tmp_path: Path, stub: str, session_s: float | None, idle_s: float | Non
     """One session of a stub through session.run; the pids it recorded."""
     pidfile = tmp_path / "pids"
     full_env = {"PATH": os.environ["PATH"], "STUB_PIDFILE": str(pidfile), **env}
-    result = session.run([sys.executable, str(STUBS / stub)], env=full_env,
+    result = run.run([sys.executable, str(STUBS / stub)], env=full_env,
                          log_path=tmp_path / "session.log", out=io.BytesIO(), guard=Guard(),
                          on_first_interrupt=lambda: None, cwd=tmp_path,
                          timeouts=_OnceReady(session_s, idle_s, ready=pidfile),

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import ROOT
 from fleethelp import Fleet, make_fleet
-from ralphpy.backlog import calls as task_calls
+from ralphpy.backlog import calls
 from ralphpy.parallel.git import Git
 from ralphpy.parallel.worktrees import branch_safe
 from ralphpy.sync import branch
@@ -34,7 +34,7 @@ class Run:
                  resumed: bool = False):
         self.fleet, self.agent, self.lines = fleet, agent, []
         env = fleet.env_for(0, RALPH_AGENT_ID=agent)
-        call = task_calls.resolve(ROOT, env).bound(env)
+        call = calls.resolve(ROOT, env).bound(env)
         self.runner = runner.start(branch.resolve(fleet.clones[0], env), env, call, agent,
                                    lambda line, fields: self.lines.append((line, fields)), carry,
                                    resumed)

@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 
 from ralphpy.config import flags
-from ralphpy.config import settings as config
-from ralphpy.unattended import night_config as unattended
+from ralphpy.config import settings
+from ralphpy.unattended import night_config
 
 
 def night(mode: str, *args: str, yml: str = "", tmp_path: Path):
     (tmp_path / ".git").mkdir(exist_ok=True)
     (tmp_path / "ralph.yml").write_text(yml)
-    opts = config.load(mode, flags.parse(mode, list(args)).values, {}, tmp_path)
-    return unattended.resolve(opts, opts.explicit())
+    opts = settings.load(mode, flags.parse(mode, list(args)).values, {}, tmp_path)
+    return night_config.resolve(opts, opts.explicit())
 
 
 @pytest.mark.parametrize("mode,args,expected", [

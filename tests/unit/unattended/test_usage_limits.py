@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from conftest import STUBS
-from ralphpy.agents import claude_render as render
+from ralphpy.agents import claude_render
 from ralphpy.unattended import usage_limits
 from ralphpy.unattended.reset_time import parse_reset, retry_after
 from ralphpy.unattended.usage_limits import DISABLED, LIMIT, LimitHit, detect
@@ -308,9 +308,9 @@ def _stream(*events) -> list[str]:
     return [json.dumps(e) for e in events]
 
 
-def summary_from_stream(lines) -> render.SessionSummary:
+def summary_from_stream(lines) -> claude_render.SessionSummary:
     """What the loop hands detect(): the summary of the session's renderer, fed the raw stream."""
-    renderer = render.StreamRenderer(io.BytesIO())
+    renderer = claude_render.StreamRenderer(io.BytesIO())
     renderer.feed(b"".join((line.encode() if isinstance(line, str) else line) + b"\n"
                            for line in lines))
     renderer.close()

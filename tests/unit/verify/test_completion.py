@@ -11,9 +11,9 @@ import pytest
 
 from conftest import ROOT, _clean_environ, git, read_jsonl
 from ralphpy import programs
-from ralphpy.backlog import calls as task_calls
+from ralphpy.backlog import calls
 from ralphpy.runs import progress
-from ralphpy.runs import state as run_state
+from ralphpy.runs import state
 from ralphpy.verify import completion, options
 
 
@@ -34,13 +34,13 @@ def repo(tmp_path: Path, monkeypatch) -> Path:
 
 def make_gate(repo: Path, lines: list[str] = (), **values) -> completion.Gate:
     env = _clean_environ()
-    task = task_calls.resolve(ROOT, env)
+    task = calls.resolve(ROOT, env)
     assert task.embedded
     for line in lines:
         assert task.call(*line.split("|"), env=env).ok, line
     ralph_dir = repo / ".ralph"
     run = SimpleNamespace(ralph_dir=ralph_dir, session_since="",
-                          state=run_state.RunState("run-1", "build", 0))
+                          state=state.RunState("run-1", "build", 0))
     reported: list[str] = []
     gate = completion.start(values, task, env, repo, run, reported.append)
     gate.reported = reported

@@ -1,11 +1,11 @@
 """tamper.scan over vitest's test.include and test.exclude changed: judged by the files of the
 start commit the old settings took for tests and the new ones no longer do, not by the globs'
-texts; and vitest_tests, which files those are."""
+texts; and vitest_config.tests_left_out, which files those are."""
 from __future__ import annotations
 
 import pytest
 
-from ralphpy.verify import vitest_config, vitest_tests
+from ralphpy.verify import vitest_config
 from test_runner_configs import write
 from test_tamper import commit, repo, scan, texts  # noqa: F401  (repo: fixture)
 
@@ -110,4 +110,4 @@ def test_the_files_left_out_are_those_the_old_settings_took_and_the_new_do_not(o
                                                                                  expected):
     files = ["a.test.mjs", "b.spec.ts", "c.ts", "d/x.test.tsx", "node_modules/m/e.test.js",
              "README.md"]
-    assert vitest_tests.left_out(settings(old), settings(new), files) == expected
+    assert vitest_config.tests_left_out(settings(old), settings(new), files) == expected

@@ -1,11 +1,13 @@
 """Owns the life of one plan/build run on disk, as ralph.py's loop sees it: picking the run (a new
 one, or the newest unfinished one after a crash or with --resume), the run lock around it, saving
 its state at start, at each session start/end and at exit, the progress record (progress.md,
-events.jsonl), and closing the run on every way out, the lock released last. What an earlier run
-left behind is settled at its start (runs.leftovers: a crashed run's session when it is resumed,
-the task a run ended by Ctrl+C left active when a new one starts). Does not own the lock, state
-or progress formats (runs.lock, runs.state, runs.progress), the task calls, printing or exit
-codes: it returns notes for ralph.py to print on stderr."""
+events.jsonl), and closing the run on every way out, the lock released last; the notifications
+of a run that asks for them are attached at its start and sent by its end, and its report is
+written at the end. What an earlier run left behind is settled at its start (runs.leftovers: a
+crashed run's session when it is resumed, the task a run ended by Ctrl+C left active when a new
+one starts). Does not own the lock, state or progress formats (runs.lock, runs.state,
+runs.progress), the notifications (notify) or the report (report), the task calls, printing or
+exit codes: it returns notes for ralph.py to print on stderr."""
 from __future__ import annotations
 
 import functools
@@ -15,14 +17,14 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ralphpy import procs
-from ralphpy.backlog import readonly as backlog_readonly
+from ralphpy.backlog import readonly
 from ralphpy.runs import leftovers, progress
 from ralphpy.runs import lock as run_lock
 from ralphpy.runs import state as run_state
 from ralphpy.errors import EXIT_INTERRUPTED as INTERRUPTED, EnvironmentFailure, UsageError
-from ralphpy.notify import channels as notify_channels
-from ralphpy.notify import settings as notify_settings
-from ralphpy.report import billing as report_billing
+from ralphpy.notify import channels
+from ralphpy.notify import settings
+from ralphpy.report import billing
 
 
 @dataclass
@@ -105,14 +107,14 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
     state.ended_at = state.exit_code = state.exit_reason = None      # it runs again
     state.extra.setdefault("tasks", source)             # checked when the run is resumed
     run_state.save(ralph_dir, state)                  # the run directory exists from here
-    if notify_settings.config({**options, **state.options}) is not None:  # persisted ones win
+    if settings.config({**options, **state.options}) is not None:  # persisted ones win
         from ralphpy.notify import dispatch   # threads and channels: only when asked for
         run.notifying = dispatch.attach(ralph_dir, run_id, {**options, **state.options}) is not None
-    shown = {k: notify_channels.shown(v) if k == "notify" else v       # a webhook's token
+    shown = {k: channels.shown(v) if k == "notify" else v       # a webhook's token
              for k, v in state.options.items()}                          # stays in state.json
     progress.append_event(ralph_dir, run_id, "run_start", mode=state.mode,
                           options=shown, resumed=run.resumed,
-                          billing=report_billing.billing(state.options.get("agent")))
+                          billing=billing.billing(state.options.get("agent")))
     if lock.takeover_note:
         _log(run, "lock_takeover", lock.takeover_note)
     if loaded.recovery:
@@ -121,7 +123,7 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
         _log(run, "resume", f"Resuming run {run_id} ({was} {state.iteration}, "
                             f"{state.sessions_started} sessions started)")
         for line in run_state.merge_options(state, cli_max_iterations, options,
-                                            shown={"notify": notify_channels.shown}):
+                                            shown={"notify": channels.shown}):
             _log(run, "flag_mismatch", line)
         leftovers.recover_dead(state, recover, log=functools.partial(_log, run),
                                stopped=stopped)
@@ -142,7 +144,7 @@ def begin_session(run: Run, *, task: str | None, log: Path, agent: str, cli: str
     between the agent's start and agent_started leaves its process group known. cli: the
     agent CLI that runs (`claude`, `codex`, ...), for the session_start event."""
     run.session_clock = time.monotonic()
-    run.session_since = backlog_readonly.since_now()
+    run.session_since = readonly.since_now()
     run.state.begin_session(task, None, str(log), agent=agent or None)
     pidfile = _run_dir(run) / f"session-{run.state.sessions_started:03d}.pid"
     run.state.active["pidfile"] = str(pidfile)
@@ -275,8 +277,8 @@ def finish_run(run: Run | None, exit_code: int, reason: str) -> None:
         progress.write_progress(run.ralph_dir, run.state)
         progress.append_event(run.ralph_dir, run.state.run_id, "run_end",
                               exit_code=exit_code, reason=reason)
-        from ralphpy.report import files as report_files   # the renderers: at the end only
-        report_files.write_at_end(run.ralph_dir, run.state.run_id,   # report.md, report.html
+        from ralphpy.report import files   # the renderers: at the end only
+        files.write_at_end(run.ralph_dir, run.state.run_id,   # report.md, report.html
                                   wait=exit_code != INTERRUPTED)
     finally:
         run_lock.release(run.lock)

@@ -12,10 +12,10 @@ from conftest import run_process
 from ralphpy.session import respawn
 from ralphpy.assign.choice import load_template
 from ralphpy.backlog.answers import FAIL_REASON
-from ralphpy.assign.session import finish_assigned_session, start_assigned_session
+from ralphpy.assign.assigned_session import finish_assigned_session, start_assigned_session
 from ralphpy.errors import UsageError
-from ralphpy.session.respawn import RespawnGuard
-from ralphpy.backlog import calls as task_calls
+from ralphpy.assign.respawn_guard import RespawnGuard
+from ralphpy.backlog import calls
 from ralphpy.backlog.client import export_tasks
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -27,7 +27,7 @@ STUB = ROOT / "tests" / "stubs" / "claude-assigned"
 def task_call(git_repo, base_env, monkeypatch):
     """The real task CLI, in process (fast); the stub agents use scripts/task as a process."""
     monkeypatch.chdir(git_repo)
-    return task_calls.resolve(ROOT, base_env).bound(base_env)   # the loop's own call
+    return calls.resolve(ROOT, base_env).bound(base_env)   # the loop's own call
 
 
 @pytest.fixture

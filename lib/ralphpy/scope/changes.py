@@ -1,7 +1,7 @@
 """Owns the result of a scope check: what was added, removed or modified, each as one human
 line for the console, events.jsonl and progress.md, and the one-line message the run stops
-with under STOP_ON_SCOPE_CHANGE. Knows nothing of files or hashing (scope.py and
-scope_hashing.py own those) and never prints."""
+with under STOP_ON_SCOPE_CHANGE. Knows nothing of files or hashing (scope.snapshot and
+scope.hashing own those) and never prints."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -12,13 +12,13 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ralphpy.assign import choice as assignment
+from ralphpy.assign import choice
 from ralphpy.session import fresh_start
 from ralphpy.assign import inbox
-from ralphpy.backlog import client as task_client
+from ralphpy.backlog import client
 from ralphpy.assign import task_files
 from ralphpy.assign.choice import AssignedTask
-from ralphpy.session.respawn import RespawnGuard
+from ralphpy.assign.respawn_guard import RespawnGuard
 from ralphpy.backlog.answers import FAIL_REASON, give_back
 from ralphpy.backlog.client import TaskCall
 
@@ -69,7 +69,7 @@ def start_assigned_session(task_call: TaskCall, *, repo: Path, ralph_dir: Path, 
     """Import the inbox, refresh backlog.json, claim the next task (the one in an unfinished
     current-task.json first), write current-task.json, record the spawn, build the prompt."""
     # The template is read before the claim: a bad template must not strand a claimed task.
-    text = template if template is not None else assignment.load_template()
+    text = template if template is not None else choice.load_template()
     messages: list[str] = []
     if inbox_dir is not None:
         report = inbox.import_inbox(inbox_dir, task_call)
@@ -77,17 +77,17 @@ def start_assigned_session(task_call: TaskCall, *, repo: Path, ralph_dir: Path, 
             messages.append(f"inbox: imported {len(report.imported)} task(s): "
                             + ", ".join(report.imported))
         messages.extend(report.problems)
-    records = task_client.export_tasks(task_call)
+    records = client.export_tasks(task_call)
     task = None
     previous = task_files.read_json(ralph_dir / "current-task.json")
     if previous and previous.get("status") == "in_progress" and previous.get("id"):
         # Seed 002 "Session Start Flow": finish what was started before picking anew.
-        task = assignment.claim_next(task_call, agent=agent, lease=lease,
+        task = choice.claim_next(task_call, agent=agent, lease=lease,
                                      target=str(previous["id"]), repo=repo)
         if task is not None:
             messages.append(f"resuming task {task.id} from current-task.json")
     if task is None:
-        task = assignment.claim_next(task_call, agent=agent, lease=lease, repo=repo)
+        task = choice.claim_next(task_call, agent=agent, lease=lease, repo=repo)
     if task is None:
         task_files.clear_current_task(ralph_dir)
         if records is not None:
@@ -107,11 +107,11 @@ def start_assigned_session(task_call: TaskCall, *, repo: Path, ralph_dir: Path, 
         shown_file = str(current_file.resolve().relative_to(repo.resolve()))
     except ValueError:
         shown_file = str(current_file)
-    block = assignment.render_block(task, text, task_cmd=task_cmd,
+    block = choice.render_block(task, text, task_cmd=task_cmd,
                                     current_task_file=shown_file)
     messages.append(f"assigned task {task.id} (priority {task.priority}, spawn {count} of "
                     f"{guard.limit} for status {baseline})")
-    return AssignedSession(task, assignment.session_prompt(block), baseline, head, count,
+    return AssignedSession(task, choice.session_prompt(block), baseline, head, count,
                            messages)
 
 
@@ -167,7 +167,7 @@ def settle_interrupted(task_call: TaskCall, *, repo: Path, ralph_dir: Path,
     if not task_id or current.get("agent") != agent:
         return None, []
     messages: list[str] = []
-    record = task_client.task_record(task_call, task_id)
+    record = client.task_record(task_call, task_id)
     if (record or {}).get("assignee") not in (None, agent):   # a fleet: another host's now
         return None, []
     status, result_text = _status_after(task_call, task_id, current, record, repo, messages)
@@ -188,7 +188,7 @@ def finish_assigned_session(task_call: TaskCall, task_id: str, *, repo: Path,
     whose task goes back without a failure counted when task_call is ours (answers.give_back)."""
     messages: list[str] = []
     current = task_files.read_current_task(ralph_dir, task_id)
-    record = task_client.task_record(task_call, task_id)
+    record = client.task_record(task_call, task_id)
     status, result_text = _status_after(task_call, task_id, current, record, repo, messages)
     outcome = SessionOutcome(task_id, "unknown", status, messages=messages)
     if status == "done":
@@ -222,7 +222,7 @@ def finish_assigned_session(task_call: TaskCall, task_id: str, *, repo: Path,
         outcome.held, outcome.hold_reason = ok, verdict.reason if ok else ""
         if not ok:
             messages.append(f"task {task_id}: `task _hold` failed; it stays claimable")
-    records = task_client.export_tasks(task_call)
+    records = client.export_tasks(task_call)
     if records is not None:
         task_files.write_backlog(ralph_dir, records)      # the queue as the session left it
     return outcome
