@@ -129,6 +129,7 @@ def check(cli: str, group: dict, pinned_version: str, opts: argparse.Namespace) 
                     group.get("binary", cli), env)
     except npm.NpmFailed as err:
         row.verdict, row.first = NOT_RUN, f"could not install: {err}"
+        row.notes.append(row.first)
         return row
     work = opts.latest_dir / "runs" / cli
     say(f"running its tests against {pinned_version} (pinned)")

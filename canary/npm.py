@@ -1,7 +1,8 @@
 """Owns the canary's calls to npm: the pins (package.json's dependencies), the version a
 package's `latest` tag names on the registry, and installing one package at one version into a
 prefix of its own. npm is run with the caller's environment, so its registry, cache and proxy
-settings (`npm_config_*`, `.npmrc`) apply. Knows nothing of the tests."""
+settings (`npm_config_*`, `.npmrc`) apply; an installed command is started once
+(`--version`) to prove it runs here. Knows nothing of the tests."""
 from __future__ import annotations
 
 import json
@@ -11,6 +12,7 @@ from typing import Mapping
 
 VIEW_TIMEOUT_S = 120
 INSTALL_TIMEOUT_S = 1200
+VERSION_TIMEOUT_S = 60
 
 
 class NpmFailed(Exception):
@@ -72,8 +74,33 @@ def install(package: str, version: str, prefix: Path, binary: str,
          env, prefix, INSTALL_TIMEOUT_S)
     if not bin_path.exists():
         raise NpmFailed(f"npm installed {package}@{version} but no `{binary}` came with it")
+    _runs(bin_path, package, version, env, prefix)
     marker.write_text(wanted, encoding="utf-8")
     return bin_path
+
+
+def _runs(bin_path: Path, package: str, version: str, env: Mapping[str, str],
+          prefix: Path) -> None:
+    """The installed command starts: `<binary> --version` exits 0. A wrapper whose native
+    package is missing for this platform installs without an error but cannot run, and the
+    tests would then find the pinned CLI next on PATH (a failed exec moves on to the next
+    entry) and pass against the wrong release."""
+    home = prefix / "home"
+    home.mkdir(exist_ok=True)
+    try:
+        proc = subprocess.run([str(bin_path), "--version"], cwd=prefix,
+                              env={**env, "HOME": str(home)}, text=True, capture_output=True,
+                              stdin=subprocess.DEVNULL, timeout=VERSION_TIMEOUT_S)
+    except OSError as err:
+        raise NpmFailed(f"{package}@{version} installed, but `{bin_path.name}` does not "
+                        f"start: {err.strerror}") from None
+    except subprocess.TimeoutExpired:
+        raise NpmFailed(f"{package}@{version} installed, but `{bin_path.name} --version` "
+                        f"did not end within {VERSION_TIMEOUT_S}s") from None
+    if proc.returncode != 0:
+        said = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        raise NpmFailed(f"{package}@{version} installed, but `{bin_path.name} --version` "
+                        f"exited {proc.returncode}: {said[0] if said else 'no message'}")
 
 
 __all__ = ["NpmFailed", "pins", "latest", "install"]

@@ -15,7 +15,7 @@ import pytest
 
 def record_dir(nodeid: str) -> str:
     """A test's node id as one directory name (the same on every run of the same test)."""
-    return re.sub(r"[^\w.\[\]-]", "_", nodeid)[-200:]
+    return re.sub(r"[^\w.-]", "_", nodeid)[-200:]
 
 
 @pytest.fixture(autouse=True)

@@ -38,6 +38,7 @@ RELEASES = {
               "except Exception: pass'; "
               "echo '{\"type\":\"result\",\"subtype\":\"error\",\"is_error\":true}'"),
     "4.0.0": None,                         # listed, but its tarball is not on the registry
+    "5.0.0": "",                           # a command without a shebang: it cannot start
 }
 
 SUITE = '''
@@ -67,7 +68,8 @@ def _tarball(version: str, script: str) -> bytes:
                 ("package/package.json", json.dumps({"name": "fake-agent", "version": version,
                                                      "bin": {"fakeagent": "bin/fakeagent"}}),
                  0o644),
-                ("package/bin/fakeagent", f"#!/bin/sh\n{script}\n", 0o755)):
+                ("package/bin/fakeagent", f"#!/bin/sh\n{script}\n" if script else
+                 "echo 'Error: native binary not installed.' >&2; exit 1\n", 0o755)):
             data = text.encode()
             info = tarfile.TarInfo(name)
             info.size, info.mode = len(data), mode
@@ -191,10 +193,16 @@ def test_a_request_the_stand_in_does_not_serve_is_a_stand_in_gap_not_a_break(tmp
     assert lines[1].endswith("the stand-in could not answer GET /v2/sessions: not served (404)")
 
 
-def test_a_release_that_cannot_be_installed_exits_2(tmp_path, base_env):
-    proc, lines = run_canary(tmp_path, base_env, "4.0.0")
+@pytest.mark.parametrize("latest,why", [
+    ("4.0.0", "npm install exited 1: "),
+    ("5.0.0", "fake-agent@5.0.0 installed, but `fakeagent` does not start: Exec format error")],
+    ids=["no-tarball", "does-not-start"])
+def test_a_release_that_cannot_be_installed_exits_2(tmp_path, base_env, latest, why):
+    """A release whose command installs but cannot start (amp's newest wrapper without its
+    native package for this platform) counts as not installed: the tests would otherwise pass
+    against the pinned CLI next on PATH."""
+    proc, lines = run_canary(tmp_path, base_env, latest)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert lines[1].split()[:6] == ["fakeagent", "1.0.0", "4.0.0", "-", "-", "not"]
-    assert "could not install: npm install exited 1: " in lines[1], lines
-    assert not (tmp_path / "latest" / "fakeagent" / "node_modules" / ".bin" / "fakeagent"
-                ).exists()
+    assert lines[1].split()[:6] == ["fakeagent", "1.0.0", latest, "-", "-", "not"]
+    assert lines[2].startswith(f"fakeagent {latest}: could not install: {why}"), lines
+    assert not (tmp_path / "latest" / "fakeagent" / ".installed").exists()   # tried again next time
