@@ -10,6 +10,7 @@ from typing import Callable
 
 from ralphpy import strays, workspace
 from ralphpy.agents import adapters as agents
+from ralphpy.agents import version as agent_version
 from ralphpy.assign import mode as assign_mode
 from ralphpy.assign import session as assigned_session
 from ralphpy.backlog import answers as backlog
@@ -145,10 +146,11 @@ def record_session(ctx: RunContext, result: session.SessionResult, failed: list[
                             "it was not assigned")
     outcome = None if result.interrupted else ctx.night.after_session(
         result, failed, reason, progressed=bool(completed), reasons=gave_up)
+    ran = agent_version.session_fields(ctx.adapter, result.summary, ctx.env)  # the CLI's release
     lifecycle.end_session(ctx.run, returncode=result.returncode, summary=result.summary,
                           interrupted=result.interrupted, completed=completed,
                           failed=failed, fail_reason=reason, reasons=gave_up,
-                          extra=outcome)                        # how the session ended
+                          extra={**(outcome or {}), **ran})     # how the session ended
 
 
 def run_parallel(ctx: RunContext, scope_check: Callable[[], bool] | None) -> str:

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from ralphpy import strays
+from ralphpy.agents import version as agent_version
 from ralphpy.assign import session as assigned_session
 from ralphpy.assign import task_files
 from ralphpy.backlog import answers
@@ -217,7 +218,8 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
                                   "counts_as_failure": how.counts_as_failure and not stopped},
                **resume,
                cost_usd=getattr(summary, "total_cost_usd", None),
-               turns=getattr(summary, "num_turns", None), **({"held": [tid]} if held else {}))
+               turns=getattr(summary, "num_turns", None), **({"held": [tid]} if held else {}),
+               **agent_version.session_fields(book.s.adapter, summary, book.s.env))
     book.save()
     if x.pidfile:
         x.pidfile.unlink(missing_ok=True)
