@@ -24,13 +24,14 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("npm") is None,
                                 reason="npm is not installed (apt-get install nodejs npm)")
 
-# What each release of the fake CLI prints: 1.1.0 the same events as 1.0.0 (other values),
+# What each release of the fake CLI prints: 1.1.0 the same events as 1.0.0 (other values, one
+# field more),
 # 2.0.0 a failed result, 3.0.0 asks its API for an endpoint the stand-in does not serve.
 INIT = '{"type":"system","subtype":"init","version":"%s"}'
 OK = '{"type":"result","subtype":"success","is_error":false}'
 RELEASES = {
     "1.0.0": f"echo '{INIT % '1.0.0'}'; echo '{OK}'",
-    "1.1.0": f"echo '{INIT % '1.1.0'}'; echo '{OK}'",
+    "1.1.0": f"echo '{INIT[:-1] % '1.1.0'},\"sandbox\":false}}'; echo '{OK}'",
     "2.0.0": f"echo '{INIT % '2.0.0'}'; "
              "echo '{\"type\":\"result\",\"subtype\":\"error_during_execution\",\"is_error\":true}'",
     "3.0.0": (f"echo '{INIT % '3.0.0'}'; python3 -c 'import os, urllib.request as u\n"
@@ -158,14 +159,17 @@ def run_canary(tmp_path: Path, base_env: dict[str, str], latest: str):
     return proc, proc.stdout.splitlines()
 
 
-def test_a_release_whose_events_keep_their_shape_is_green_with_exit_0(tmp_path, base_env):
+def test_a_release_whose_tests_pass_is_green_with_exit_0_and_names_what_changed(tmp_path, base_env):
     proc, lines = run_canary(tmp_path, base_env, "1.1.0")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert lines[0].split() == ["CLI", "PINNED", "LATEST", "TESTS", "ON", "PINNED", "TESTS",
                                 "ON", "LATEST", "RESULT", "FIRST", "DIFFERENCE"]
-    assert lines[1].split() == ["fakeagent", "1.0.0", "1.1.0", "1", "passed", "1", "passed",
-                                "green"]
-    assert len(lines) == 2
+    changed = "event 2 `system subtype=init`: latest adds sandbox"
+    assert lines[1].split()[:8] == ["fakeagent", "1.0.0", "1.1.0", "1", "passed", "1", "passed",
+                                    "green"]
+    assert lines[1].endswith(f"  no break; {changed}"), lines
+    assert lines[2:] == [f"fakeagent 1.1.0: test_the_fake_agent_ends_its_session_with_success: "
+                         f"{changed}"]
     assert (tmp_path / "latest" / "fakeagent" / "node_modules" / ".bin" / "fakeagent").exists()
     assert not (tmp_path / "pinned" / "package.json").exists()      # the pinned prefix untouched
 
