@@ -11,7 +11,8 @@ CLI shares is the suite's, not the new release's; a test whose stand-in was aske
 not serve is a stand-in gap, told apart from an adapter break.
 
 Exit codes: 0 all green (or nothing newer), 1 a break (or a stand-in gap, or a group red on
-the pinned CLI too), 2 a CLI could not be installed or its tests could not run (no break).
+the pinned CLI too), 2 a CLI could not be installed or its tests could not run (no break),
+3 a usage mistake (one `Error:` line, nothing installed).
 Never part of `make test`: the pinned suite stays the gate (docs/decisions/0032).
 """
 from __future__ import annotations
@@ -31,7 +32,7 @@ from canary.record import record_dir
 ROOT = Path(__file__).resolve().parents[1]
 GROUP_TIMEOUT_S = 3600
 GREEN, BREAK, GAP, RED, NOT_RUN = "green", "BREAK", "stand-in gap", "red on pinned too", "not run"
-EXIT_OK, EXIT_BREAK, EXIT_INSTALL = 0, 1, 2
+EXIT_OK, EXIT_BREAK, EXIT_INSTALL, EXIT_USAGE = 0, 1, 2, 3
 BAD = (BREAK, GAP, RED)
 
 
@@ -174,6 +175,12 @@ def exit_code(rows: list[Row]) -> int:
     return EXIT_INSTALL if any(r.verdict == NOT_RUN for r in rows) else EXIT_OK
 
 
+def _usage_error(message: str) -> None:
+    """A usage mistake: one line, exit 3 (not 1 or 2: those are the canary's findings)."""
+    print(f"Error: {message}", file=sys.stderr)
+    sys.exit(EXIT_USAGE)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m canary", description=__doc__.split("\n\n")[0])
     p.add_argument("clis", nargs="*", help="only these CLIs (default: every one of --groups)")
@@ -181,12 +188,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--groups", type=Path, default=ROOT / "canary" / "groups.json")
     p.add_argument("--pinned-dir", type=Path, default=ROOT / ".agents")
     p.add_argument("--latest-dir", type=Path, default=ROOT / ".agents-latest")
+    p.error = _usage_error                                     # type: ignore[method-assign]
     opts = p.parse_args(argv)
-    groups = json.loads(opts.groups.read_text(encoding="utf-8"))
-    pins = npm.pins(opts.pins)
+    try:
+        groups = json.loads(opts.groups.read_text(encoding="utf-8"))
+        pins = npm.pins(opts.pins)
+    except (OSError, ValueError, KeyError) as err:
+        _usage_error(f"cannot read {opts.groups} and {opts.pins}: {err}")
     unknown = [c for c in opts.clis if c not in groups]
     if unknown:
-        p.error(f"unknown CLI {unknown[0]!r} (known: {', '.join(groups)})")
+        _usage_error(f"unknown CLI {unknown[0]!r} (known: {', '.join(groups)})")
     opts.pinned_dir, opts.latest_dir = opts.pinned_dir.resolve(), opts.latest_dir.resolve()
     rows = []
     for cli in opts.clis or list(groups):

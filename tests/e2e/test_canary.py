@@ -33,7 +33,8 @@ RELEASES = {
     "1.0.0": f"echo '{INIT % '1.0.0'}'; echo '{OK}'",
     "1.1.0": f"echo '{INIT[:-1] % '1.1.0'},\"sandbox\":false}}'; echo '{OK}'",
     "2.0.0": f"echo '{INIT % '2.0.0'}'; "
-             "echo '{\"type\":\"result\",\"subtype\":\"error_during_execution\",\"is_error\":true}'",
+             "echo '{\"type\":\"result\",\"subtype\":\"error_during_execution\","
+             "\"is_error\":true}'",
     "3.0.0": (f"echo '{INIT % '3.0.0'}'; python3 -c 'import os, urllib.request as u\n"
               "try: u.urlopen(os.environ[\"FAKE_API\"] + \"/v2/sessions\")\n"
               "except Exception: pass'; "
@@ -210,3 +211,18 @@ def test_a_release_that_cannot_be_installed_exits_2(tmp_path, base_env, latest, 
     assert lines[1].split()[:6] == ["fakeagent", "1.0.0", latest, "-", "-", "not"]
     assert lines[2].startswith(f"fakeagent {latest}: could not install: {why}"), lines
     assert not (tmp_path / "latest" / "fakeagent" / ".installed").exists()   # tried again next time
+
+
+@pytest.mark.parametrize("args,line", [
+    (["nope"], "Error: unknown CLI 'nope' (known: claude, codex, gemini, opencode, pi, amp)"),
+    (["--bogus"], "Error: unrecognized arguments: --bogus"),
+    (["--pins", "/nonexistent/package.json"], "Error: cannot read ")],
+    ids=["unknown-cli", "unknown-option", "no-pins"])
+def test_a_usage_mistake_is_one_error_line_and_exit_3_with_nothing_installed(tmp_path, base_env,
+                                                                           args, line):
+    proc = subprocess.run([sys.executable, "-m", "canary", "--latest-dir", str(tmp_path / "l"),
+                           *args], cwd=ROOT, env={**base_env, "PYTHONPATH": str(ROOT)},
+                          text=True, capture_output=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (3, "")
+    assert proc.stderr.startswith(line) and proc.stderr.count("\n") == 1, proc.stderr
+    assert not (tmp_path / "l").exists()

@@ -53,8 +53,8 @@ needs_clis = pytest.mark.skipif(missing_reason() is not None, reason=missing_rea
 
 
 def real_env(base_env: dict[str, str], home: Path, **extra: str) -> dict[str, str]:
-    """base_env with the pinned CLIs (or RALPH_AGENTS_DIR's) first on PATH, the quiet switches and a private HOME and
-    temp directory."""
+    """base_env with the pinned CLIs (or RALPH_AGENTS_DIR's) first on PATH, the quiet switches
+    and a private HOME and temp directory."""
     env = {k: v for k, v in base_env.items()
            if not k.upper().endswith("_PROXY") and not k.startswith(("ANTHROPIC_", "OPENAI_",
                                                                      "GEMINI_", "GOOGLE_",
