@@ -84,6 +84,14 @@ def claude_env(base_env: dict[str, str], home: Path, url: str, *, oauth: bool = 
                                        **extra})
 
 
+def installed_version(cli: str) -> str:
+    """The version of the npm package whose command `cli` the tests run (the first prefix of
+    AGENTS_BINS that has it): what a session's `agent_version` should name."""
+    target = next(b / cli for b in AGENTS_BINS if (b / cli).exists()).resolve()
+    root = next(d for d in target.parents if (d / "package.json").is_file())
+    return json.loads((root / "package.json").read_text())["version"]
+
+
 def events(repo: Path, name: str | None = None) -> list[dict]:
     runs = sorted((repo / ".ralph" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
     found = [json.loads(line) for line in (runs[-1] / "events.jsonl").read_text().splitlines()]
@@ -101,4 +109,5 @@ def ralph_install(repo: Path, env: dict[str, str]) -> None:
 
 
 __all__ = ["needs_clis", "missing_reason", "real_env", "claude_env", "events", "tasks_of",
+           "installed_version",
            "ralph_install", "AGENTS_BIN", "AGENTS_BINS", "CLIS", "ROOT"]
