@@ -134,9 +134,10 @@ def check(cli: str, group: dict, pinned_version: str, opts: argparse.Namespace) 
         if row.latest == pinned_version:
             row.first = "nothing newer to run"
             return row
-        say(f"installing {group['package']}@{row.latest}")
-        npm.install(group["package"], row.latest, opts.latest_dir / cli,
-                    group.get("binary", cli), env)
+        fresh = npm.install(group["package"], row.latest, opts.latest_dir / cli,
+                            group.get("binary", cli), env)
+        say(f"{group['package']}@{row.latest} {'installed' if fresh else 'kept from before'} "
+            f"in {opts.latest_dir / cli}")
     except npm.NpmFailed as err:
         row.verdict, row.first = NOT_RUN, f"could not install: {err}"
         row.notes.append(row.first)

@@ -56,14 +56,15 @@ def latest(package: str, env: Mapping[str, str], cwd: Path) -> str:
 
 
 def install(package: str, version: str, prefix: Path, binary: str,
-            env: Mapping[str, str]) -> Path:
+            env: Mapping[str, str]) -> bool:
     """`package@version` installed into `prefix` (a package.json of its own, so npm never
-    touches another prefix); its `node_modules/.bin/<binary>`. Done already: nothing run."""
+    touches another prefix), its `node_modules/.bin/<binary>` proved to start. False: it was
+    there already from an earlier run, and nothing was run."""
     marker = prefix / ".installed"
     wanted = f"{package}@{version}\n"
     bin_path = prefix / "node_modules" / ".bin" / binary
     if marker.is_file() and marker.read_text(encoding="utf-8") == wanted and bin_path.exists():
-        return bin_path
+        return False
     prefix.mkdir(parents=True, exist_ok=True)
     marker.unlink(missing_ok=True)
     (prefix / "package.json").write_text(json.dumps({
@@ -76,7 +77,7 @@ def install(package: str, version: str, prefix: Path, binary: str,
         raise NpmFailed(f"npm installed {package}@{version} but no `{binary}` came with it")
     _runs(bin_path, package, version, env, prefix)
     marker.write_text(wanted, encoding="utf-8")
-    return bin_path
+    return True
 
 
 def _runs(bin_path: Path, package: str, version: str, env: Mapping[str, str],
