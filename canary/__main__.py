@@ -117,8 +117,10 @@ def _judge(row: Row, pinned: GroupRun, latest: GroupRun) -> None:
         return
     for test in latest.results:            # green: what changed all the same, for the next pin
         name = record_dir(test)
-        changed = compare.first_difference(compare.events(pinned.events / name),
-                                           compare.events(latest.events / name))
+        new_gaps = sorted(latest.gaps.get(test, set()) - pinned.gaps.get(test, set()))
+        changed = (f"the stand-in could not answer {new_gaps[0]}" if new_gaps else
+                   compare.first_difference(compare.events(pinned.events / name),
+                                            compare.events(latest.events / name)))
         if changed:
             row.first = f"no break; {changed}"
             row.notes.append(f"{test.split('::')[-1]}: {changed}")
