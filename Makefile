@@ -6,7 +6,7 @@ ARGS ?=
 # The real agent CLIs of tests/e2e_real, pinned by package.json + package-lock.json.
 AGENTS_DIR ?= .agents
 
-.PHONY: setup setup-browser setup-postgres agents test demo bench ralph plan install
+.PHONY: setup setup-browser setup-postgres agents canary test demo bench ralph plan install
 
 setup: $(VENV)/.installed
 
@@ -55,6 +55,12 @@ demo: setup
 
 bench: setup
 	$(PY) bench/run_all.py
+
+# The newest release of each agent CLI through tests/e2e_real beside the pinned one, installed
+# into .agents-latest/ (docs/agents.md, "The canary"). Never part of `make test` or .ci/run:
+# the pinned suite is the gate. Exit 0 all green, 1 a break, 2 could not install.
+canary: setup agents
+	$(PY) -m canary --pinned-dir $(AGENTS_DIR) $(ARGS)
 
 ralph: setup
 	$(PY) ralph.py build $(ARGS)

@@ -1,6 +1,10 @@
 """Where the real agent CLIs are (`make agents` installs them into .agents/), the skip that
 names what is missing, and the environment that keeps them on loopback: no telemetry, no
-update checks, no error reports, a private HOME, and the API pointed at a stand-in."""
+update checks, no error reports, a private HOME, and the API pointed at a stand-in.
+
+`RALPH_AGENTS_DIR` names other npm prefixes instead, searched in order as PATH is
+(`.agents-latest/codex:.agents`): the canary (canary/run.py) runs one CLI's tests against its
+newest release that way, the other CLIs staying the pinned ones."""
 from __future__ import annotations
 
 import json
@@ -13,8 +17,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-AGENTS_DIR = Path(os.environ.get("RALPH_AGENTS_DIR", ROOT / ".agents"))
-AGENTS_BIN = AGENTS_DIR / "node_modules" / ".bin"
+AGENTS_DIRS = [Path(d) for d in os.environ.get("RALPH_AGENTS_DIR", str(ROOT / ".agents"))
+               .split(os.pathsep) if d]
+AGENTS_BINS = [d / "node_modules" / ".bin" for d in AGENTS_DIRS]
+AGENTS_BIN = AGENTS_BINS[0]
 CLIS = ("claude", "codex", "gemini", "opencode", "pi", "amp")
 
 # What makes the CLIs stay quiet on the network (each CLI's documented switches).
@@ -35,9 +41,10 @@ def missing_reason() -> str | None:
     if shutil.which("node") is None or shutil.which("npm") is None:
         return ("npm/node are not installed: the real agent CLIs cannot be installed "
                 "(apt-get install nodejs npm, then make agents)")
-    absent = [c for c in CLIS if not (AGENTS_BIN / c).exists()]
+    absent = [c for c in CLIS if not any((b / c).exists() for b in AGENTS_BINS)]
     if absent:
-        return (f"real agent CLIs not installed in {AGENTS_BIN} ({', '.join(absent)} missing): "
+        where = os.pathsep.join(map(str, AGENTS_BINS))
+        return (f"real agent CLIs not installed in {where} ({', '.join(absent)} missing): "
                 "run make agents")
     return None
 
@@ -46,14 +53,14 @@ needs_clis = pytest.mark.skipif(missing_reason() is not None, reason=missing_rea
 
 
 def real_env(base_env: dict[str, str], home: Path, **extra: str) -> dict[str, str]:
-    """base_env with the pinned CLIs first on PATH, the quiet switches and a private HOME and
-    temp directory."""
+    """base_env with the pinned CLIs (or RALPH_AGENTS_DIR's) first on PATH, the quiet switches
+    and a private HOME and temp directory."""
     env = {k: v for k, v in base_env.items()
            if not k.upper().endswith("_PROXY") and not k.startswith(("ANTHROPIC_", "OPENAI_",
                                                                      "GEMINI_", "GOOGLE_",
                                                                      "AMP_"))}
     env.update(QUIET)
-    env["PATH"] = f"{AGENTS_BIN}{os.pathsep}{env['PATH']}"
+    env["PATH"] = os.pathsep.join([*map(str, AGENTS_BINS), env["PATH"]])
     env["HOME"] = str(home)
     env["XDG_CONFIG_HOME"] = str(home / ".config")
     env["XDG_DATA_HOME"] = str(home / ".local" / "share")
@@ -77,6 +84,14 @@ def claude_env(base_env: dict[str, str], home: Path, url: str, *, oauth: bool = 
                                        **extra})
 
 
+def installed_version(cli: str) -> str:
+    """The version of the npm package whose command `cli` the tests run (the first prefix of
+    AGENTS_BINS that has it): what a session's `agent_version` should name."""
+    target = next(b / cli for b in AGENTS_BINS if (b / cli).exists()).resolve()
+    root = next(d for d in target.parents if (d / "package.json").is_file())
+    return json.loads((root / "package.json").read_text())["version"]
+
+
 def events(repo: Path, name: str | None = None) -> list[dict]:
     runs = sorted((repo / ".ralph" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
     found = [json.loads(line) for line in (runs[-1] / "events.jsonl").read_text().splitlines()]
@@ -94,4 +109,5 @@ def ralph_install(repo: Path, env: dict[str, str]) -> None:
 
 
 __all__ = ["needs_clis", "missing_reason", "real_env", "claude_env", "events", "tasks_of",
-           "ralph_install", "AGENTS_BIN", "CLIS", "ROOT"]
+           "installed_version",
+           "ralph_install", "AGENTS_BIN", "AGENTS_BINS", "CLIS", "ROOT"]

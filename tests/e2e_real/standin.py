@@ -5,6 +5,11 @@ turns: `brain(request, n)` (n counts those turns from 0) returns what the model 
 Text, Tool, Fail or Stall. Requests without tools (titles, summaries, quota probes) get a short
 text. Every request is kept in `requests` (path, headers, JSON body) for assertions.
 
+A request the stand-in cannot answer (a path it does not serve: 404, or one its script failed
+on) is kept in `unanswered`; with `RALPH_CANARY_STANDIN_LOG` set (canary/run.py), they are
+appended there as JSON lines when the stand-in stops, so a newer CLI asking for what the
+stand-in lacks is told from an adapter that broke.
+
 Streams follow the Messages API's SSE: message_start, content_block_start/delta/stop per
 block (text_delta, input_json_delta), message_delta with the stop reason, message_stop.
 """
@@ -12,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -57,6 +63,7 @@ class StandIn:
     def __init__(self, brain: Callable[[dict, int], Any]):
         self.brain = brain
         self.requests: list[dict] = []
+        self.unanswered: list[str] = []
         self.turns = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -77,6 +84,12 @@ class StandIn:
         self._stop.set()
         self.server.shutdown()
         self.server.server_close()
+        log = os.environ.get("RALPH_CANARY_STANDIN_LOG")
+        if log and self.unanswered:
+            test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+            with open(log, "a", encoding="utf-8") as out:
+                out.writelines(json.dumps({"test": test, "request": r}) + "\n"
+                               for r in self.unanswered)
 
     def agent_turns(self) -> list[dict]:
         return [r for r in self.requests if r["body"].get("tools")]
@@ -157,6 +170,10 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.send_json(200 if self.path.rstrip("/") == "" else 404, {})
 
+    def unanswered(self, why: str) -> None:
+        with self.standin._lock:
+            self.standin.unanswered.append(f"{self.command} {self.path.split('?')[0]}: {why}")
+
     def do_HEAD(self) -> None:
         self.send_response(200)
         self.send_header("Content-Length", "0")
@@ -172,9 +189,15 @@ class Handler(BaseHTTPRequestHandler):
         with self.standin._lock:
             self.standin.requests.append({"path": self.path, "headers": dict(self.headers),
                                           "body": body})
-        self.standin.respond(self, self.path.split("?")[0], body)
+        try:
+            self.standin.respond(self, self.path.split("?")[0], body)
+        except Exception as err:          # the script could not answer what the CLI sent
+            self.unanswered(f"the stand-in failed: {type(err).__name__}: {err}")
+            raise
 
     def send_json(self, status: int, payload: dict, headers: dict | None = None) -> None:
+        if status == 404:
+            self.unanswered("not served (404)")
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

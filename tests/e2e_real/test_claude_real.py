@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from realcli import claude_env, events, needs_clis, ralph_install, tasks_of
+from realcli import claude_env, events, installed_version, needs_clis, ralph_install, tasks_of
 from standin import Fail, Stall, StandIn, Text, bash, first_user_text, tool_results
 
 pytestmark = [needs_clis, pytest.mark.timeout(240)]
@@ -81,6 +81,9 @@ def test_a_build_loop_over_tasks_with_dependencies_claims_commits_and_finishes(
     first = first_user_text(api.agent_turns()[0]["body"])
     assert "You are one session of a Ralph build loop" in first
     assert [e["class"] for e in events(three_tasks, "session_end")] == ["success"] * 3
+    # the release named by the CLI's own system/init event
+    assert [e["agent_version"] for e in events(three_tasks, "session_end")] == [
+        installed_version("claude")] * 3
 
 
 def test_danger_as_root_without_is_sandbox_stops_at_the_first_session_with_exit_10(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from realcli import events, needs_clis, real_env, tasks_of
+from realcli import events, installed_version, needs_clis, real_env, tasks_of
 from standin import MODEL, Fail, StandIn, Text, Tool, tool_results
 from standin_gemini import (QUOTA_METRIC, QUOTA_MODEL, GeminiStandIn, function_responses,
                             quota_exceeded, shell)
@@ -123,7 +123,8 @@ def test_a_whole_build_session_through_the_stand_in(one_task, run_ralph, run_tas
     assert tasks_of(run_task)["a"]["status"] == "done"
     assert (one_task / "work-a.txt").read_text() == "built a\n"
     assert "Task finished." in proc.stdout                     # its renderer read the stream
-    assert [e["class"] for e in events(one_task, "session_end")] == ["success"]
+    [end] = events(one_task, "session_end")
+    assert (end["class"], end["agent_version"]) == ("success", installed_version(agent))
 
 
 def codex_worker(body: dict, n: int):
@@ -157,6 +158,7 @@ def test_codex_runs_a_whole_build_session_through_a_responses_stand_in(
     # codex sums the usage of the turn's two responses; ralph records that sum.
     [end] = events(one_task, "session_end")
     assert (end["class"], end["tokens_in"], end["tokens_out"]) == ("success", 40, 24)
+    assert end["agent_version"] == installed_version("codex")     # from its npm package
     assert "tokens: in 40, out 24" in proc.stdout
 
 

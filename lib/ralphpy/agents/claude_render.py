@@ -3,7 +3,8 @@ ralph-cli.md s.12 (byte-exact), and the per-session facts read from the same str
 subtype, cost, turns, the last texts (s.20.1 promise), permission denials and rate-limit events.
 Beyond s.12: a `system` event of subtype `api_retry` (the CLI retrying a failed API call) is
 shown as one line and counted, and one that failed authentication marks the session as one to
-stop at once (`StreamRenderer.abort`): waiting cannot fix a bad key.
+stop at once (`StreamRenderer.abort`): waiting cannot fix a bad key. The `system/init` event's
+`claude_code_version` is kept as the session's `cli_version` (not shown).
 
 Does not own reading the agent's pipe, the session log file (the caller copies every byte there,
 s.20.3) or interpreting the facts: usage-limit detection, budgets and exit classification belong
@@ -42,6 +43,7 @@ _FIRST_TYPE_RE = re.compile(rb'[ \t\r]*\{[ \t\r]*"type"[ \t\r]*:[ \t\r]*"([^"\\]
 _WANTED = (b"assistant", b"result", b"rate_limit_event")
 _AFTER_TYPE_RE = re.compile(rb'[ \t\r]*:[ \t\r]*"(?:assistant|result|rate_limit_event|system)"')
 _RETRY_MARK = b'"api_retry"'       # a `system` line is decoded only when it may be a retry
+_INIT_MARK = b'"init"'             # ... or the session's init (once per session)
 _ESCAPED_LETTERS = (b"\\u005", b"\\u006", b"\\u007")
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
@@ -116,7 +118,8 @@ def _may_be_wanted(line: bytes) -> bool:
     first = _FIRST_TYPE_RE.match(line)
     if first:
         kind = first.group(1)
-        return kind in _WANTED or (kind == b"system" and _RETRY_MARK in line)
+        return kind in _WANTED or (kind == b"system" and (_RETRY_MARK in line
+                                                          or _INIT_MARK in line))
     find = line.find
     pos = find(b'"type"')
     while pos >= 0:
@@ -152,6 +155,7 @@ class SessionSummary:
     events_seen: dict[str, int] = field(default_factory=dict)
     api_retries: int = 0               # `system`/`api_retry` events
     auth_error: str | None = None      # the first api_retry that failed authentication, shown
+    cli_version: str | None = None     # the release of the agent CLI, where its stream names it
 
 
 def _retry_field(value: Any) -> str:
@@ -236,6 +240,9 @@ class StreamRenderer(LineFeed):
             if self._s.auth_error is None and is_auth_retry(event):
                 self._s.auth_error = shown.strip()
             parts.append(shown)
+        elif kind == "system" and event.get("subtype") == "init":
+            version = event.get("claude_code_version")
+            self._s.cli_version = version if isinstance(version, str) and version else None
 
     def _assistant(self, event: dict) -> str:
         message = event.get("message")

@@ -274,7 +274,7 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
                **resume,
                cost_usd=getattr(summary, "total_cost_usd", None),
                turns=getattr(summary, "num_turns", None),
-               **({"held": x.fields["held"]} if "held" in x.fields else {}))
+               **x.fields)                # its CLI's release; the task held, if it was
     book.save()
     if x.pidfile:
         x.pidfile.unlink(missing_ok=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ralphpy import strays, workspace
-from ralphpy.agents import adapters
+from ralphpy.agents import adapters, version
 from ralphpy.backlog import answers
 from ralphpy.backlog.answers import FAIL_REASON
 from ralphpy.fleet import store as fleet_store
@@ -184,6 +184,7 @@ def classify(ctx: RunContext, s: Session, result: SessionResult) -> None:
         session_s=ctx.limits.session_s, idle_s=ctx.limits.idle_s,
         default_wait_s=ctx.limits.default_wait_s)
     s.reason = s.give_back_reason()          # the record's, unless a feature says why
+    s.fields.update(version.session_fields(ctx.adapter, result.summary, ctx.env))  # its CLI's release
     if result.heartbeat is not None and result.heartbeat.failures:
         _notice(ctx, s, "heartbeat", heartbeat.problem(result.heartbeat))
     if result.strays:

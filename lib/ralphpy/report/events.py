@@ -124,7 +124,8 @@ class Builder:
 
     def _on_session_start(self, run_id: str, e: dict[str, Any], ts: float | None) -> None:
         n = e.get("n") if isinstance(e.get("n"), int) else None
-        session = Session(f"{run_id}:{n}", n, _tasks(e.get("task")), start=ts)
+        session = Session(f"{run_id}:{n}", n, _tasks(e.get("task")), start=ts,
+                          agent=text(e.get("agent")))
         self.open[session.key] = session
         self.r.sessions.append(session)
 
@@ -146,6 +147,7 @@ class Builder:
         s.klass = e.get("class") if isinstance(e.get("class"), str) else None
         s.detail, s.reason = text(e.get("detail")), text(e.get("reason"))
         s.exit_code = e.get("exit_code") if isinstance(e.get("exit_code"), int) else None
+        s.agent_version = text(e.get("agent_version"))
         share = 1 / len(s.tasks) if s.tasks else 0
         done_here = e.get("completed") if isinstance(e.get("completed"), list) else None
         for task_id in s.tasks:

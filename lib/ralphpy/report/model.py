@@ -33,6 +33,13 @@ class Session:
     detail: str | None = None
     reason: str | None = None
     exit_code: int | None = None
+    agent: str | None = None            # the agent CLI (session_start), e.g. claude
+    agent_version: str | None = None    # the release of it that ran (session_end)
+
+    @property
+    def cli(self) -> str:
+        """`claude 2.1.332`, `codex` when its release is not known, `-` when nothing is."""
+        return " ".join(filter(None, (self.agent, self.agent_version))) or "-"
 
 
 @dataclass
@@ -121,13 +128,20 @@ class Report:
         timed = [s for s in self.sessions if s.duration_s is not None]
         return sorted(timed, key=lambda s: -(s.duration_s or 0.0))[:count]
 
+    def agent_clis(self) -> Counter:
+        """Sessions by the agent CLI release that ran them; empty when no release is known
+        (runs recorded before sessions named it)."""
+        if not any(s.agent_version for s in self.sessions):
+            return Counter()
+        return Counter(s.cli for s in self.sessions)
+
     def task_outcomes(self) -> Counter:
         return Counter(t.outcome for t in self.tasks.values())
 
     def to_json(self) -> dict[str, Any]:
         """For json.dumps right away: shallow copies (asdict's deep copy is 10x slower)."""
         data = dict(vars(self))
-        data["sessions"] = [vars(s) for s in self.sessions]
+        data["sessions"] = [{**vars(s), "cli": s.cli} for s in self.sessions]
         data["tasks"] = [vars(t) for t in self.tasks.values()]
         data["limit_waits"] = [{**vars(w), "seconds": w.seconds} for w in self.limit_waits]
         data.update(elapsed_s=self.elapsed_s, cost_usd=self.cost_usd, done=self.done,

@@ -108,7 +108,7 @@ def _session_table(r: Report) -> str:
         return ""
     shown = r.sessions[-SESSION_ROWS:][::-1]
     rows = "".join(
-        f"<tr><td class=n>{_e(s.n)}</td><td>{charts.when(s.end)}</td>"
+        f"<tr><td class=n>{_e(s.n)}</td><td>{charts.when(s.end)}</td><td>{_e(s.cli, 60)}</td>"
         f"<td>{_e(', '.join(s.tasks) or '-', 120)}</td><td>{_e(s.klass or s.outcome)}</td>"
         f"<td class=n>{charts.duration(s.duration_s)}</td>"
         f"<td class=n>{charts.money(s.cost_usd)}</td>"
@@ -116,7 +116,7 @@ def _session_table(r: Report) -> str:
     note = (f" (the latest {SESSION_ROWS} of {len(r.sessions)}; report.md lists all)"
             if len(r.sessions) > SESSION_ROWS else "")
     return (f"<h2>Sessions{note}</h2><div class=\"scroll\"><table id=\"session-table\"><thead>"
-            "<tr><th>#</th><th>Ended</th><th>Tasks</th><th>Outcome</th><th>Time</th>"
+            "<tr><th>#</th><th>Ended</th><th>Agent</th><th>Tasks</th><th>Outcome</th><th>Time</th>"
             f"<th>Cost</th><th>Reason</th></tr></thead><tbody>{rows}</tbody></table></div>")
 
 

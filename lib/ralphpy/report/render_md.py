@@ -31,6 +31,9 @@ def _summary(r: Report) -> list[str]:
         ("Waiting on usage limits", f"{charts.duration(r.limit_wait_s)} "
                                     f"({len(r.limit_waits)} waits)"),
     ]
+    clis = r.agent_clis()
+    if clis:
+        rows.append(("Agent CLI", ", ".join(f"{cli} ({n})" for cli, n in clis.most_common())))
     lines = [f"# ralph report: {cell(r.title)}", "", "| | |", "| --- | --- |"]
     lines += [f"| {name} | {cell(value)} |" for name, value in rows]
     outcomes = r.outcomes()
@@ -92,9 +95,9 @@ def _receipts(r: Report) -> list[str]:
     if not r.sessions:
         return []
     lines = ["", f"## Sessions ({len(r.sessions)})", "",
-             "| session | ended | tasks | outcome | time | cost | turns | reason |",
-             "| ---: | --- | --- | --- | ---: | ---: | ---: | --- |"]
-    lines += [f"| {s.n if s.n is not None else '-'} | {charts.when(s.end)} "
+             "| session | ended | agent | tasks | outcome | time | cost | turns | reason |",
+             "| ---: | --- | --- | --- | --- | ---: | ---: | ---: | --- |"]
+    lines += [f"| {s.n if s.n is not None else '-'} | {charts.when(s.end)} | {cell(s.cli)} "
               f"| {cell(', '.join(s.tasks) or '-')} | {cell(s.klass or s.outcome)} "
               f"| {charts.duration(s.duration_s)} | {charts.money(s.cost_usd)} "
               f"| {s.turns if s.turns is not None else '-'} | {cell(s.reason or s.detail or '')} |"

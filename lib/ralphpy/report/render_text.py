@@ -35,6 +35,11 @@ def _summary(r: Report) -> list[str]:
         f"Tasks:      {r.done} done of {len(r.tasks)}{per_hour}",
         f"Cost:       {charts.money(r.cost_usd)}{per_done}; {BILLING_TEXT[r.billing]}",
     ]
+    clis = r.agent_clis()
+    if clis:
+        lines.append("Agent CLI:  " + ", ".join(
+            f"{clean(cli, 40)} ({n} session{'s' if n != 1 else ''})"
+            for cli, n in clis.most_common()))
     lines += [f"Stop:       {clean(s)}" for s in r.stops]
     return lines
 

@@ -525,3 +525,26 @@ def test_other_system_events_still_render_nothing():
     shown, renderer = _render_lines({"type": "system", "subtype": "init", "tools": ["api_retry"]},
                                     {"type": "system", "subtype": "status"})
     assert shown == b"" and renderer.summary.api_retries == 0
+
+
+# ------------------------------------------------------------------ the CLI's release (beyond s.12)
+
+INIT = {"type": "system", "subtype": "init", "cwd": "/repo", "session_id": "s1",
+        "tools": ["Bash"], "model": "claude-sonnet-4-5", "claude_code_version": "2.1.332"}
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["type-first", "type-later"])
+def test_the_init_event_names_the_cli_release_and_shows_nothing(first):
+    event = INIT if first else {k: INIT[k] for k in reversed(list(INIT))}
+    shown, renderer = _render_lines(event, {"type": "result", "subtype": "success"})
+    assert renderer.summary.cli_version == "2.1.332"
+    assert shown == f"\n{BAR} Done (success) | cost: $null | turns: null {BAR}\n".encode()
+
+
+@pytest.mark.parametrize("version", [None, 2, ""], ids=["absent", "not-text", "empty"])
+def test_an_init_event_without_a_release_leaves_it_unknown(version):
+    event = {k: v for k, v in INIT.items() if k != "claude_code_version"}
+    if version is not None:
+        event["claude_code_version"] = version
+    _, renderer = _render_lines(event)
+    assert renderer.summary.cli_version is None

@@ -242,3 +242,33 @@ def test_several_runs_since_a_moment_are_merged(ralph_dir):
     assert files.since(ralph_dir, 60 * 86400, now=now) == [RUN, "20261123T220000Z-bbbbbb"]
     r = report_of(ralph_dir, RUN, "20261123T220000Z-bbbbbb")
     assert len(r.sessions) == 14 and len({s.key for s in r.sessions}) == 14
+
+
+def _with_versions(ralph_dir: Path, versions: dict[int, str]) -> None:
+    """The run's session_end events naming the agent CLI release session n ran."""
+    path = ralph_dir / "runs" / RUN / "events.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for row in rows:
+        if row["event"] == "session_end" and row["n"] in versions:
+            row["agent_version"] = versions[row["n"]]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def test_the_agent_cli_release_of_each_session_is_shown_in_every_format_escaped(ralph_dir):
+    make_run(ralph_dir, RUN, 3)
+    _with_versions(ralph_dir, {1: "2.1.328", 2: "2.1.332", 3: XSS})
+    r = report_of(ralph_dir)
+    assert [s.cli for s in r.sessions] == ["claude 2.1.328", "claude 2.1.332", f"claude {XSS}"]
+    text, md, html = render_text.render(r), render_md.render(r), render_html.render(r)
+    assert (f"Agent CLI:  claude 2.1.328 (1 session), claude 2.1.332 (1 session), "
+            f"claude {XSS} (1 session)\n") in text
+    assert "| 2 | " in md and " | claude 2.1.332 | t1 | success | " in md
+    assert "<img" not in md and "claude &lt;img src=x onerror=alert(1)&gt;" in md
+    assert "<td>claude 2.1.332</td>" in html and "<img" not in html.split("<body", 1)[1]
+
+
+def test_a_run_whose_sessions_name_no_release_has_no_agent_cli_line(ralph_dir):
+    make_run(ralph_dir, RUN, 2)
+    r = report_of(ralph_dir)
+    assert [s.cli for s in r.sessions] == ["claude", "claude"]
+    assert "Agent CLI" not in render_text.render(r) and "Agent CLI" not in render_md.render(r)
