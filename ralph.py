@@ -23,8 +23,9 @@ SCRIPT_DIR = os.path.dirname(os.path.realpath(__file__))      # s.1: every symli
 
 
 def _bootstrap() -> None:
-    """Run from a checkout: lib/ first on sys.path, its bytecode cached; without PyYAML,
-    re-exec with the checkout's .venv (so `./ralph.py build -n 5` works after `make setup`)."""
+    """Run from a checkout: lib/ first on sys.path, its bytecode cached; re-exec with the
+    checkout's .venv whenever it exists, so one `make setup` serves every feature (PyYAML,
+    psycopg for a PostgreSQL store) whichever python3 runs `./ralph.py`."""
     lib = os.path.join(SCRIPT_DIR, "lib")
     if os.path.isdir(lib) and lib not in sys.path:
         sys.path.insert(0, lib)
@@ -32,9 +33,6 @@ def _bootstrap() -> None:
         # containers) doubles a start's CPU: `ralph status`, `ralph ctl`, `ralph task`. As
         # scripts/task does (docs/decisions/0002), into lib/**/__pycache__ (git-ignored).
         sys.dont_write_bytecode = False
-    import importlib.util
-    if all(importlib.util.find_spec(name) for name in ("yaml",)):
-        return
     venv = os.path.join(SCRIPT_DIR, ".venv")
     python = os.path.join(venv, "bin", "python")
     if os.path.exists(python) and os.path.realpath(sys.prefix) != os.path.realpath(venv):
