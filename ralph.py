@@ -56,7 +56,7 @@ from ralphpy.config.options import Options  # noqa: E402
 from ralphpy.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 from ralphpy.fleet import outage  # noqa: E402
 from ralphpy.fleet import store as fleet_store  # noqa: E402
-from ralphpy.loop import features, launch, preview, start  # noqa: E402
+from ralphpy.loop import features, launch, preflight, preview, start  # noqa: E402
 from ralphpy.loop.context import RunContext  # noqa: E402
 from ralphpy.runs import lifecycle  # noqa: E402
 from ralphpy.unattended import night_config  # noqa: E402
@@ -246,7 +246,7 @@ def run_mode(mode: str, args: list[str]) -> int:
         assign_mode.validate(opts, settings.find_repo_root(ctx.cwd))   # template, before any write
     ctx.backend = backend.detect(ctx.env, ctx.cwd, Path(os.path.expanduser("~")))   # detect_backend
     start.choose_agent(ctx)                                       # --agent; MODEL=$(jq ...)
-    if not workspace.specs_present(ctx.cwd):                      # [ -d specs ] && [ "$(ls -A specs)" ]
+    if not preflight.specs_found(ctx):                            # [ -d specs ] && [ "$(ls -A specs)" ]
         say(NO_SPECS)                                             # [SH-COMPAT] on stdout
         return EXIT_USAGE
     start.check_checkout(ctx)                                     # --parallel, --sync: a branch (exit 1)
@@ -256,6 +256,7 @@ def run_mode(mode: str, args: list[str]) -> int:
         for line in preview.lines(ctx):
             say(line)
         return EXIT_OK
+    preflight.check(ctx)                                          # [SAFER] agent runnable, backlog readable
     code, error = EXIT_USAGE, None
     try:
         start.start_run(ctx)                                      # lock (exit 3), state, resume
