@@ -1,9 +1,9 @@
 """Owns the checks a plan or build run makes before its first write and its first session:
-which specs s.8's check asks for, then ([SAFER], docs/compatibility.md) the agent's program is
-found and executable, and the built-in backlog is readable (a git repository, an `origin`
-remote or RALPH_SCOPE_REPO, a store that opens and is a task store). Each failure is one
-line: UsageError (exit 1) for what the user sets up (the agent, git), EnvironmentFailure
-(exit 8) for a task store that cannot be read. Under an external RALPH_TASK_CMD, as
+which specs s.8's check asks for, then ([SAFER], docs/compatibility.md) the built-in backlog
+is readable (a git repository, an `origin` remote or RALPH_SCOPE_REPO, a store that opens
+and is a task store) and, when a session will start, the agent's program is found and
+executable. Each failure is one line: UsageError (exit 1) for what the user sets up (the
+agent, git), EnvironmentFailure (exit 8) for a task store that cannot be read. Under an external RALPH_TASK_CMD, as
 ralph.sh's own suite drives it, neither the backlog nor the default agent is checked: that
 command owns its backlog, and a missing `claude` stays s.11's error line and a finished
 session. Not the store's first connection (fleet.store), not a task source's own checks
@@ -35,12 +35,18 @@ def specs_found(ctx: RunContext) -> bool:
 
 
 def check(ctx: RunContext) -> None:
-    """Both checks, the agent first (it needs no git); raises on the first failure."""
+    """The backlog, then the agent; raises on the first failure. A build run whose backlog
+    has nothing claimable starts no session (s.15: `No tasks available`), so its agent is not
+    asked for."""
     external = bool(ctx.env.get("RALPH_TASK_CMD"))
-    if not (external and ctx.adapter.name == "claude" and not ctx.options.agent_cmd):
-        agent_program(ctx.adapter.argv("", model=ctx.model)[0], ctx.env, ctx.cwd)
+    claimable = None
     if not external and ctx.task.embedded:                  # a source: sources.registry checked it
-        backlog(ctx.env, ctx.cwd)
+        claimable = backlog(ctx.env, ctx.cwd)
+    if external and ctx.adapter.name == "claude" and not ctx.options.agent_cmd:
+        return                                              # [SH-COMPAT] s.8: no other preflight
+    if ctx.mode == "build" and claimable == "":
+        return
+    agent_program(ctx.adapter.argv("", model=ctx.model)[0], ctx.env, ctx.cwd)
 
 
 def agent_program(program: str, env: Mapping[str, str], cwd: Path) -> str:
@@ -59,9 +65,10 @@ def agent_program(program: str, env: Mapping[str, str], cwd: Path) -> str:
     return found
 
 
-def backlog(env: Mapping[str, str], cwd: Path) -> None:
+def backlog(env: Mapping[str, str], cwd: Path) -> str:
     """The built-in task CLI can name this checkout's scope and read its store, without a
-    write (backlog.readonly): the same cause its own `task list` would print, in one line."""
+    write (backlog.readonly): the same cause its own `task list` would print, in one line.
+    Returns what `task peek -n 1` answers ("": nothing claimable)."""
     from ralphpy.tasks.errors import TaskError
     from ralphpy.tasks.git_scope import Git, resolve_scope
     try:
@@ -73,6 +80,7 @@ def backlog(env: Mapping[str, str], cwd: Path) -> None:
         where = f" {_shown(read.where, cwd)}" if read.where else ""
         raise EnvironmentFailure(f"cannot read the backlog{where}: "
                                  f"{read.output.removeprefix('Error: ')}")
+    return read.output
 
 
 def _shown(where: str, cwd: Path) -> str:
