@@ -4,8 +4,8 @@ Preflight): an agent program that cannot run, a backlog that cannot be read, a P
 never reached; and `./specs` asked of the built-in backlog only, from the repository's root."""
 from __future__ import annotations
 
+import json
 import socket
-import subprocess
 
 import pytest
 
@@ -33,9 +33,17 @@ def assert_one_error_and_nothing_written(proc, code: int, before, repo, line: st
 
 # ---------------------------------------------------------------------------- the agent
 
+@pytest.fixture
+def one_task(run_task, git_repo):
+    """One open task in the repository's backlog: a build run has a session to start."""
+    made = run_task("create", "t-1", "One task")
+    assert made.returncode == 0, made.stderr
+    return git_repo
+
+
 @pytest.mark.parametrize("mode", ["plan", "build"])
 def test_an_agent_command_that_does_not_exist_stops_the_run_before_any_session(
-        run_ralph, git_repo, mode):
+        run_ralph, one_task, git_repo, mode):
     before = treehash.snapshot(git_repo)
     proc = run_ralph(mode, "-n", "3", "--agent", "command", "--agent-cmd", "/nope/agent {prompt}")
     assert_one_error_and_nothing_written(
@@ -43,7 +51,8 @@ def test_an_agent_command_that_does_not_exist_stops_the_run_before_any_session(
         "Error: cannot run the agent: '/nope/agent' does not exist; fix --agent-cmd")
 
 
-def test_an_agent_program_that_is_not_executable_stops_the_run(run_ralph, git_repo, bin_dir):
+def test_an_agent_program_that_is_not_executable_stops_the_run(run_ralph, one_task, git_repo,
+                                                              bin_dir):
     (bin_dir / "myagent").write_text("#!/bin/sh\nexit 0\n")
     before = treehash.snapshot(git_repo)
     proc = run_ralph("build", "-n", "3", "--agent", "command", "--agent-cmd",
@@ -54,12 +63,18 @@ def test_an_agent_program_that_is_not_executable_stops_the_run(run_ralph, git_re
         "fix --agent-cmd")
 
 
-def test_no_claude_on_path_stops_the_run_before_any_session(run_ralph, git_repo):
+def test_no_claude_on_path_stops_the_run_before_any_session(run_ralph, one_task, git_repo):
     before = treehash.snapshot(git_repo)
     proc = run_ralph("build", "-n", "3")                 # no claude stub installed
     assert_one_error_and_nothing_written(
         proc, 1, before, git_repo, "Error: cannot run the agent: 'claude' is not on PATH; "
         "install it, or give its path with --agent-cmd")
+
+
+def test_a_build_with_nothing_to_claim_does_not_ask_for_the_agent(run_ralph, git_repo):
+    proc = run_ralph("build", "-n", "3")                 # no claude stub, no session to start
+    assert proc.returncode == 0, proc.stderr
+    assert "No tasks available. Exiting loop." in proc.stdout
 
 
 def test_a_missing_claude_under_an_external_task_command_keeps_ralph_shs_session(
@@ -208,19 +223,23 @@ def test_tk_users_without_specs_build_from_their_tickets(run_ralph, git_repo, ba
 
 # ---------------------------------------------------------------------------- .ralph/
 
-def test_ralph_task_list_over_flowctl_leaves_nothing_untracked(run_ralph, git_repo, base_env,
-                                                               flowctl_launcher):
-    def flowctl(*args: str) -> None:
+def test_ralph_task_over_flowctl_names_its_spec_file_and_leaves_nothing_untracked(
+        run_ralph, git_repo, base_env, flowctl_launcher):
+    """flowctl's specs are `.flow/specs/<epic>.md`: the task names that file (the prompt and
+    scope freeze read it); the listing's cache under .ralph/ is ignored from its first write."""
+    def flowctl(*args: str) -> dict:
         proc = tool([flowctl_launcher, *args, "--json"], git_repo, base_env)
         assert proc.returncode == 0, proc.stdout + proc.stderr
+        return json.loads(proc.stdout)
     flowctl("init")
-    spec = subprocess.run([str(flowctl_launcher), "spec", "create", "--title", "W", "--json"],
-                          cwd=git_repo, env=base_env, capture_output=True, text=True, timeout=120)
-    assert spec.returncode == 0, spec.stderr
+    spec = flowctl("spec", "create", "--title", "Widgets")["id"]
+    task = flowctl("task", "create", "--spec", spec, "--title", "One")["id"]
     commit_all(git_repo, base_env, "flow")
-    proc = run_ralph("task", "list", env={"RALPH_TASKS": "flowctl", "FLOWCTL": str(flowctl_launcher)},
-                     timeout=120)
+    proc = run_ralph("task", "peek", env={"RALPH_TASKS": "flowctl",
+                                          "FLOWCTL": str(flowctl_launcher)}, timeout=120)
     assert proc.returncode == 0, proc.stderr
+    assert f"## Task {task}\n" in proc.stdout
+    assert f"\nspec: .flow/specs/{spec}.md\n" in proc.stdout + "\n"
     assert (git_repo / ".ralph").is_dir()
     assert git(git_repo, "status", "--porcelain", "--untracked-files=all", env=base_env) == ""
 
