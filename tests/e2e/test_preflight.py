@@ -1,16 +1,19 @@
 """Black-box: the mistakes a newcomer makes stop `ralph plan|build` with one `Error:` line, a
 code of the exit-code table and nothing written, before any session (docs/compatibility.md,
 Preflight): an agent program that cannot run, a backlog that cannot be read, a PostgreSQL store
-never reached; and `./specs` asked of the built-in backlog only, from the repository's root."""
+never reached; `./specs` asked of the built-in backlog only, from the repository's root; and
+a checkout's ralph.py always running with its .venv (one `make setup` serves every feature)."""
 from __future__ import annotations
 
 import json
 import socket
+import sys
+import sysconfig
 
 import pytest
 
 import treehash
-from conftest import git
+from conftest import RALPH, ROOT, git, run_process
 from loophelp import agent, tasks  # noqa: F401  (fixtures)
 from sourcehelp import (TK, agent_env, claims, commit_all,  # noqa: F401 (fixtures)
                         flowctl_launcher, need, tool)
@@ -249,3 +252,23 @@ def test_the_first_write_of_a_run_makes_ralph_ignore_itself(run_ralph, git_repo,
     assert proc.returncode == 0, proc.stderr
     assert (git_repo / ".ralph" / ".gitignore").read_text() == "*\n"
     assert git(git_repo, "status", "--porcelain", "--untracked-files=all", env=base_env) == ""
+
+
+# ---------------------------------------------------------------------------- the checkout
+
+def test_a_checkouts_ralph_py_runs_with_its_venv_whichever_python_starts_it(
+        one_task, git_repo, base_env, agent, tmp_path):
+    """Before, a Python that had PyYAML ran ralph.py itself, without the .venv's psycopg."""
+    venv_python = ROOT / ".venv" / "bin" / "python"
+    if not venv_python.exists():
+        pytest.skip("no .venv in this checkout: make setup")
+    seen = tmp_path / "ralph-argv0"
+    # the stub runs this through sh: its parent is the stub, whose parent is ralph
+    agent.env["STUB_ACTION"] = (f"ralph=$(cut -d' ' -f4 /proc/$PPID/stat); "
+                                f"tr '\\0' '\\n' < /proc/$ralph/cmdline | head -n 1 > {seen}")
+    env = {**base_env, **agent.env,
+           "PYTHONPATH": sysconfig.get_paths()["purelib"]}   # PyYAML for the other Python too
+    proc = run_process([sys._base_executable, str(RALPH), "build", "-n", "1"], cwd=git_repo,
+                       env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert seen.read_text().strip() == str(venv_python)
