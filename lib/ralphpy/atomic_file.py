@@ -59,12 +59,17 @@ def ignore_ralph_dir(ralph_dir: Path) -> None:
         os.makedirs(ralph_dir, exist_ok=True)
     except OSError as err:
         raise environment_failure("create directory", ralph_dir, err) from None
+    ignore = Path(ralph_dir) / ".gitignore"
     try:
-        fd = os.open(Path(ralph_dir) / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except OSError:                     # there already (or unwritable: the write after says so)
         return
-    with os.fdopen(fd, "w") as handle:
-        handle.write("*\n")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write("*\n")
+    except OSError as err:              # a full disk: an empty .gitignore would stay for good
+        ignore.unlink(missing_ok=True)
+        raise environment_failure("write", ignore, err) from None
 
 
 def _fsync_dir(directory: Path) -> None:
