@@ -159,10 +159,11 @@ class Connection:
                                     f"{reason}") from None
                 if self.raw is not None and (self.raw.closed or self.raw.broken):
                     self.close()
-                pause = next(pauses, _PAUSES[-1])
-                if spent + pause > self.retry_s:
+                if spent >= self.retry_s:
                     raise StoreUnreachable(f"task store unreachable: {redact(self.url)}: "
                                            f"{reason}") from None
+                # the last pause ends with the budget: a bound of 15 s is waited in full
+                pause = min(next(pauses, _PAUSES[-1]), self.retry_s - spent)
                 self.report(f"ralph task: task store unavailable ({reason}); "
                             f"retrying in {pause:g}s\n")
                 with signals.safe_point():
