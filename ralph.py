@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ralph.py: run an AI coding agent in a Ralph loop over a task answers. A drop-in for ralph.sh
+"""ralph.py: run an AI coding agent in a Ralph loop over a task backlog. A drop-in for ralph.sh
 (same commands, flags, messages and exit codes; contract: spec/ralph-cli.md).
 
     $ ./ralph.py plan                  # one planner session: study specs/, create tasks
@@ -23,8 +23,9 @@ SCRIPT_DIR = os.path.dirname(os.path.realpath(__file__))      # s.1: every symli
 
 
 def _bootstrap() -> None:
-    """Run from a checkout: lib/ first on sys.path, its bytecode cached; without PyYAML,
-    re-exec with the checkout's .venv (so `./ralph.py build -n 5` works after `make setup`)."""
+    """Run from a checkout: lib/ first on sys.path, its bytecode cached; re-exec with the
+    checkout's .venv whenever it exists, so one `make setup` serves every feature (PyYAML,
+    psycopg for a PostgreSQL store) whichever python3 runs `./ralph.py`."""
     lib = os.path.join(SCRIPT_DIR, "lib")
     if os.path.isdir(lib) and lib not in sys.path:
         sys.path.insert(0, lib)
@@ -32,9 +33,6 @@ def _bootstrap() -> None:
         # containers) doubles a start's CPU: `ralph status`, `ralph ctl`, `ralph task`. As
         # scripts/task does (docs/decisions/0002), into lib/**/__pycache__ (git-ignored).
         sys.dont_write_bytecode = False
-    import importlib.util
-    if all(importlib.util.find_spec(name) for name in ("yaml",)):
-        return
     venv = os.path.join(SCRIPT_DIR, ".venv")
     python = os.path.join(venv, "bin", "python")
     if os.path.exists(python) and os.path.realpath(sys.prefix) != os.path.realpath(venv):
@@ -58,7 +56,7 @@ from ralphpy.config.options import Options  # noqa: E402
 from ralphpy.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: E402
 from ralphpy.fleet import outage  # noqa: E402
 from ralphpy.fleet import store as fleet_store  # noqa: E402
-from ralphpy.loop import features, launch, preview, sessions, start  # noqa: E402
+from ralphpy.loop import features, launch, preflight, preview, sessions, start  # noqa: E402
 from ralphpy.loop.context import RunContext  # noqa: E402
 from ralphpy.runlife import lifecycle  # noqa: E402
 from ralphpy.unattended import night_config  # noqa: E402
@@ -243,7 +241,7 @@ def run_mode(mode: str, args: list[str]) -> int:
         assign_mode.validate(opts, settings.find_repo_root(ctx.cwd))   # template, before any write
     ctx.backend = backend.detect(ctx.env, ctx.cwd, Path(os.path.expanduser("~")))   # detect_backend
     start.choose_agent(ctx)                                       # --agent; MODEL=$(jq ...)
-    if not workspace.specs_present(ctx.cwd):                      # [ -d specs ] && [ "$(ls -A specs)" ]
+    if not preflight.specs_found(ctx):                            # [ -d specs ] && [ "$(ls -A specs)" ]
         say(NO_SPECS)                                             # [SH-COMPAT] on stdout
         return EXIT_USAGE
     start.check_checkout(ctx)                                     # --parallel, --sync: a branch (exit 1)
@@ -253,6 +251,7 @@ def run_mode(mode: str, args: list[str]) -> int:
         for line in preview.lines(ctx):
             say(line)
         return EXIT_OK
+    preflight.check(ctx)                                          # [SAFER] agent runnable, backlog readable
     code, error = EXIT_USAGE, None
     try:
         start.start_run(ctx)                                      # lock (exit 3), state, resume

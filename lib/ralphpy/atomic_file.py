@@ -36,13 +36,40 @@ def environment_failure(action: str, path: Path | str, err: OSError) -> Environm
 
 
 def ensure_dir(path: Path) -> None:
-    """mkdir -p, with an EnvironmentFailure instead of an OSError."""
+    """mkdir -p, with an EnvironmentFailure instead of an OSError. A directory under a
+    `.ralph/` gets that folder's `.gitignore` first (ignore_ralph_dir)."""
+    path = Path(path)
+    parts = path.parts
+    if ".ralph" in parts:
+        ignore_ralph_dir(Path(*parts[:len(parts) - parts[::-1].index(".ralph")]))
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError as err:      # a file where the directory should be
         raise environment_failure("create directory", path, err) from None
     except OSError as err:
         raise environment_failure("create directory", path, err) from None
+
+
+def ignore_ralph_dir(ralph_dir: Path) -> None:
+    """`.ralph/` (created when missing) ignores itself: a `.gitignore` holding `*`, written
+    once and never rewritten (task-cli.md s.3, as the task CLI writes it), before anything
+    else is written there, whichever command writes first, so an agent's `git add -A` never
+    commits ralph's files. EnvironmentFailure when the folder cannot be created."""
+    try:
+        os.makedirs(ralph_dir, exist_ok=True)
+    except OSError as err:
+        raise environment_failure("create directory", ralph_dir, err) from None
+    ignore = Path(ralph_dir) / ".gitignore"
+    try:
+        fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError:                     # there already (or unwritable: the write after says so)
+        return
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write("*\n")
+    except OSError as err:              # a full disk: an empty .gitignore would stay for good
+        ignore.unlink(missing_ok=True)
+        raise environment_failure("write", ignore, err) from None
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -119,4 +146,5 @@ def append_line(path: Path, line: str) -> None:
         raise environment_failure("append to", path, err) from None
 
 
-__all__ = ["replace", "write_atomic", "append_line", "ensure_dir", "environment_failure"]
+__all__ = ["replace", "write_atomic", "append_line", "ensure_dir", "ignore_ralph_dir",
+           "environment_failure"]

@@ -4,13 +4,16 @@ done deep in lib/; catching and printing happens once, in ralph.py. Knows nothin
 
 # The exit-code table. 0, 1 and 130 are ralph.sh's; the others are ralph.py's own and stable.
 EXIT_OK = 0                 # done: no tasks, all tasks complete, promise, iteration limit
-EXIT_USAGE = 1              # unknown command or option, bad flag or config value, no specs
+EXIT_USAGE = 1              # unknown command or option, bad flag or config value, no specs,
+                            # preflight: agent program missing, no git repo or origin, store
+                            # never reached at start
 EXIT_LOCKED = 3             # another run holds the run lock of this backlog
 EXIT_SCOPE_CHANGED = 4      # STOP_ON_SCOPE_CHANGE: the frozen scope changed
 EXIT_BUDGET = 5             # a budget ran out: --max-cost, --max-runtime, --max-limit-wait
 EXIT_NO_PROGRESS = 6        # breaker: idle sessions or consecutive failures
 EXIT_USAGE_DISABLED = 7     # usage disabled (an admin, a gemini quota of 0, amp without credit)
-EXIT_ENVIRONMENT = 8        # .ralph/ cannot be written (disk full, read-only) or read
+EXIT_ENVIRONMENT = 8        # .ralph/ cannot be written (disk full, read-only) or read, nor
+                            # the task store (a tasks.db that is not one)
 EXIT_AUTH = 9               # the agent cannot authenticate (bad or expired key, logged out)
 EXIT_ROOT_REFUSED = 10      # the agent refused --danger as root (IS_SANDBOX=1 not set)
 EXIT_TASK_CMD_MISSING = 127  # `ralph task`: the task command cannot be executed

@@ -8,8 +8,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from ralphpy import programs
-from ralphpy.errors import EnvironmentFailure
+from ralphpy import atomic_file, programs
 
 
 def specs_present(cwd: Path) -> bool:
@@ -46,20 +45,11 @@ def ralph_dir(cwd: Path) -> Path:
 
 
 def ralph_subdir(cwd: Path, name: str = "") -> Path:
-    """.ralph/<name> (without a name, .ralph/ itself), created when missing. A .ralph/ without
-    a .gitignore gets one holding `*` (as the task CLI does), so an agent's `git add -A` never
-    commits logs."""
-    ralph_dir = cwd / ".ralph"
-    path = ralph_dir / name
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with open(ralph_dir / ".gitignore", "x") as fh:
-            fh.write("*\n")
-    except FileExistsError:
-        pass
-    except OSError as exc:
-        raise EnvironmentFailure(f"cannot create {path}: {exc.strerror}; "
-                                 "check that .ralph/ is writable") from None
+    """.ralph/<name> (without a name, .ralph/ itself), created when missing, with the
+    `.gitignore` holding `*` that .ralph/ gets from its first write (atomic_file), so an
+    agent's `git add -A` never commits logs. EnvironmentFailure (exit 8) when it cannot be."""
+    path = cwd / ".ralph" / name
+    atomic_file.ensure_dir(path)
     return path
 
 

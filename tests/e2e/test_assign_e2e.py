@@ -373,7 +373,8 @@ def test_a_backlog_that_cannot_be_read_stops_the_run_not_no_tasks_available(
         build, run_task, git_repo, agent, how):
     """ralph claims for the session: a failed peek and no claim is a backlog that cannot be
     read (here a task database overwritten with garbage), not an empty one: exit 8 with the
-    task CLI's reason, where `No tasks available` (exit 0) ended the run as if it were done."""
+    task CLI's reason, where `No tasks available` (exit 0) ended the run as if it were done.
+    At start the preflight finds it, before anything is written."""
     run_task("create", "t1", "Only task")
     db = git_repo / ".ralph" / "tasks.db"
     for side in db.parent.glob("tasks.db-*"):
@@ -382,9 +383,8 @@ def test_a_backlog_that_cannot_be_read_stops_the_run_not_no_tasks_available(
     proc = build("finish", *how)
     assert proc.returncode == 8, proc.stdout + proc.stderr
     assert "No tasks available" not in proc.stdout
-    assert proc.stderr.splitlines()[-1] == (
-        "Error: cannot read the backlog: `task peek -n 10` failed: database error: file is "
-        "not a database; no task was claimed, stopping")
+    assert proc.stderr.splitlines() == [
+        "Error: cannot read the backlog .ralph/tasks.db: database error: file is not a database"]
     assert not agent.exists()
 
 
@@ -438,3 +438,21 @@ def test_assignment_mode_works_through_a_task_command_run_as_a_process(
     assert proc.returncode == 0 and FINISHED in proc.stdout, proc.stderr
     assert json.loads((git_repo / ".ralph" / "completed" / "t1.json").read_text())["verification_notes"]
     assert [e["task"] for e in of("task_completed", git_repo)] == ["t1"]
+
+
+def test_a_backlog_that_becomes_unreadable_mid_run_stops_the_run_not_no_tasks_available(
+        run_ralph, run_task, git_repo, bin_dir, tmp_path):
+    """The start's preflight read it; a session then overwrote the task database: the next
+    peek and claim fail, exit 8 with the task CLI's reason, never `No tasks available`."""
+    install_stub(bin_dir)
+    run_task("create", "t1", "First", "-p", "1")
+    run_task("create", "t2", "Second", "-p", "2")
+    db = git_repo / ".ralph" / "tasks.db"
+    spoil = (f'rm -f "{db}-wal" "{db}-shm"; '
+             f'python3 -c "open(\'{db}\', \'wb\').write(b\'not a database \' * 1000)"')
+    proc = run_ralph("build", "--assign", env={"STUB_ACTION": spoil})
+    assert proc.returncode == 8, proc.stdout + proc.stderr
+    assert "No tasks available" not in proc.stdout
+    assert proc.stderr.splitlines()[-1] == (
+        "Error: cannot read the backlog: `task peek -n 10` failed: database error: file is "
+        "not a database; no task was claimed, stopping")

@@ -55,14 +55,17 @@ def test_an_unreachable_server_is_one_line_without_the_password(run_task):
     assert proc.stderr.count("\n") == 1 and "hunter2" not in proc.stderr
 
 
-def test_without_psycopg_the_store_names_the_extra_to_install(git_repo, base_env, pg):
+def test_without_psycopg_from_a_checkout_the_store_says_to_run_make_setup(git_repo, base_env,
+                                                                           pg):
+    """Not `pip install 'ralph-py[postgres]'`: that name on the package index is another
+    project, which installs a `ralph` of its own."""
     # -S: no site-packages, so no psycopg: the launcher's own fallback is bypassed on purpose.
     code = (f"import sys; sys.path.insert(0, {str(ROOT / 'lib')!r}); "
             "from ralphpy.tasks.cli import console_main; console_main()")
     proc = subprocess.run([sys.executable, "-S", "-c", code, "plan-status"], cwd=git_repo,
                           env=base_env, capture_output=True, text=True, timeout=60)
     assert (proc.returncode, proc.stdout, proc.stderr) == (
-        1, "", "Error: a postgresql:// task store needs psycopg: pip install 'ralph-py[postgres]'\n")
+        1, "", f"Error: a postgresql:// task store needs psycopg: run `make setup` in {ROOT}\n")
 
 
 @pytest.mark.parametrize("case", REFUSALS)

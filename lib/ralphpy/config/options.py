@@ -24,6 +24,7 @@ class Options:
     # task source
     tasks: str                           # sqlite | tk | flowctl | postgresql://...
     lease: float                         # PostgreSQL store: the claims' lease (heartbeat)
+    store_connect_timeout: float         # PostgreSQL store: giving up on one never reached
     prompt: str | None                   # --prompt TEMPLATE: ralph claims, {id} is the task
     # scope freeze
     freeze_scope: bool

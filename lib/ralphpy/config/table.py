@@ -112,6 +112,15 @@ SETTINGS: tuple[Setting, ...] = (
          "PostgreSQL store: how long a claimed task stays its agent's without a heartbeat; the"
          " runner renews it every third of this while the agent's session runs",
          check=kinds.at_least(3)),
+    # A store never reached since the command started is a typo in its host or port, not an
+    # outage (docs/fleet.md): given up after this long, where an outage of a store the run
+    # has reached is waited out (fleet.outage). How this invocation starts: not persisted.
+    _row("store_connect_timeout", "duration", 15.0, "tasks",
+         "PostgreSQL store: how long a command waits for a store it has not reached yet"
+         " before it stops (exit 1)",
+         "  --store-connect-timeout DUR Stop (exit 1) when the store is not reached\n"
+         "                              within DUR at start (default: 15s)",
+         needs=_DURATION, check=kinds.at_least(1), persist=False),
     _row("prompt", "text", None, "tasks",
          "claim a task and send this template, {id} replaced by its id",
          "  --prompt TEMPLATE           Claim a task, run TEMPLATE with {id} as prompt",

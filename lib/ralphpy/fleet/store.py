@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from ralphpy.errors import UsageError
 from ralphpy.runs import state
@@ -21,9 +21,11 @@ from ralphpy.tasks import store_url
 CLAIM_DEFAULT_LEASE_S = 600
 
 
-def check(environ: Mapping[str, str]) -> None:
-    """The store the task CLI will open (sources.choice) is one it knows, and a PostgreSQL
-    store has its driver; else UsageError (exit 1) before the first write."""
+def check(environ: Mapping[str, str], connect_timeout_s: float = 15.0,
+          warn: Callable[[str], None] = lambda line: None) -> None:
+    """The store the task CLI will open (sources.choice) is one it knows, a PostgreSQL
+    store has its driver and is reached within `connect_timeout_s` (the
+    store_connect_timeout setting); else UsageError (exit 1) before the first write."""
     value = choice.store_in(environ)
     if value is None:
         return                                   # a source answers: RALPH_TASKS_DB is unused
@@ -33,23 +35,34 @@ def check(environ: Mapping[str, str]) -> None:
     if kind not in store_url.POSTGRES_SCHEMES:
         raise UsageError(store_url.unknown_scheme_message(value))
     if importlib.util.find_spec("psycopg") is None:
-        raise UsageError("a postgresql:// task store needs psycopg: "
-                         "pip install 'ralph-py[postgres]'")
-    _probe(value)
+        from ralphpy.tasks import pg                 # psycopg itself is not imported
+        raise UsageError(f"a postgresql:// task store needs psycopg: {pg.install_hint()}")
+    _probe(value, connect_timeout_s, warn)
 
 
-def _probe(value: str) -> None:
+def _probe(value: str, timeout_s: float, warn: Callable[[str], None]) -> None:
     """One connection, before anything is written: a server that refuses this URL (a wrong
     password, an unknown database or role) or whose schema is newer than this ralph.py knows
     stops the run with its answer (UsageError, exit 1) instead of failing every task call of
-    every session. A server that cannot be reached now is waited for when the run calls it."""
+    every session. A server not reached within `timeout_s` is a typo in its host or port, not
+    an outage (there was nothing to wait out): one stderr line when the wait begins, then
+    UsageError. An outage after this is waited out by the run's task calls (fleet.outage)."""
+    from ralphpy.config.durations import format_duration
     from ralphpy.tasks import pg
     from ralphpy.tasks.errors import TaskError
-    conn = pg.Connection(value, {"RALPH_STORE_RETRY": "0"}, lambda line: None, migrate=False)
+    shown_store, bound = shown(value), format_duration(timeout_s)
+    waiting: list[str] = []
+
+    def report(line: str) -> None:                 # the task CLI's retry lines: one for all
+        if not waiting:
+            waiting.append(line)
+            warn(f"waiting up to {bound} for {shown_store}")
+    conn = pg.Connection(value, {"RALPH_STORE_RETRY": f"{timeout_s:g}"}, report, migrate=False)
     try:
         conn.open()
-    except pg.StoreUnreachable:
-        pass
+    except pg.StoreUnreachable as err:
+        raise UsageError(f"{err.message}; not reached within {bound} "
+                         "(store_connect_timeout): check its host and port") from None
     except TaskError as err:
         raise UsageError(err.message) from None
     finally:

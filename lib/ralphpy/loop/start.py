@@ -28,12 +28,13 @@ def task_source(opts: Options, warn: Say) -> None:
     """--tasks: before the task command is resolved and before any write, the source's tool
     is there (else UsageError: one line naming what to install, exit 1); RALPH_TASKS (and the
     source's root) reach every child through ralph.py's environment; files the source will
-    skip are named on stderr (docs/task-registry.md). A store URL reaches them as
+    skip are named on stderr (docs/task-sources.md). A store URL reaches them as
     RALPH_TASKS_DB (and as RALPH_TASKS when the `tasks` setting names it), its scheme checked
-    first (docs/fleet.md)."""
+    first and the store reached within store_connect_timeout (docs/fleet.md)."""
     exports, notes = registry.prepare(opts.tasks, opts.mode, os.environ, Path.cwd())
     os.environ.update(exports)
-    fleet_store.check(os.environ)                               # unknown scheme, no driver: exit 1
+    fleet_store.check(os.environ, opts.store_connect_timeout,   # unknown scheme, no driver,
+                      warn)                                     # never reached: exit 1
     for note in notes:
         warn(note)
 

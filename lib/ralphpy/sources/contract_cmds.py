@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from ralphpy import atomic_file
 from ralphpy.sources import views
 from ralphpy.sources.base import ACTIVE, DONE, OPEN, Source, SourceError
 from ralphpy.sources.leases import Agents, Lease, Leases
@@ -201,7 +202,7 @@ def hold(b: Backlog, argv: Sequence[str]) -> str:
     task_id, rest = _id(argv, "ralph task _hold <id> --reason <text>")
     reason = A.flags(rest, values=("--reason",)).get("--reason", "") or "held"
     b.record(task_id)
-    b.holds_dir.mkdir(parents=True, exist_ok=True)
+    atomic_file.ensure_dir(b.holds_dir)                 # .ralph/ ignores itself
     (b.holds_dir / task_id).write_text(reason + "\n", encoding="utf-8")
     return f"held {task_id}\n"
 

@@ -97,9 +97,21 @@ class FlowctlSource:
         self._write_cache({"fingerprint": fingerprint, "tasks": tasks})
         return tasks
 
+    def _spec_file(self, spec: str | None, seen: dict[str, str]) -> str | None:
+        """A task's spec as its file, `.flow/specs/<epic>.md` from the root, when flowctl keeps
+        it there (scope freeze tracks it; the prompt names what to read), else as flowctl
+        gives it; `seen` holds the answers of one listing (many tasks share one spec)."""
+        if not spec:
+            return None
+        if spec not in seen:
+            path = f"{MARKER}/specs/{spec}.md"
+            seen[spec] = path if (self.root / path).is_file() else spec
+        return seen[spec]
+
     def load(self) -> Listing:
         tasks: dict[str, Task] = {}
         problems: list[str] = []
+        specs: dict[str, str] = {}
         for raw in sorted(self.raw_tasks(), key=_order):
             status = raw.get("status")
             if not raw.get("id") or status not in _STATUSES:
@@ -109,7 +121,8 @@ class FlowctlSource:
             task = Task(id=raw["id"], title=raw.get("title") or raw["id"],
                         status=_STATUSES[status], tool_status=status,
                         priority=raw.get("priority"), deps=list(raw.get("depends_on") or []),
-                        spec=raw.get("spec"), tags=list(raw.get("tags") or []))
+                        spec=self._spec_file(raw.get("spec"), specs),
+                        tags=list(raw.get("tags") or []))
             if task.status == HELD:
                 task.fail_reason = self._runtime(task.id).get("blocked_reason") or "blocked"
             tasks[task.id] = task

@@ -72,8 +72,7 @@ class Leases:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Exclusive across processes: every lease write happens inside."""
-        atomic_file.ensure_dir(self.dir)
-        _gitignore(self.dir.parents[2])
+        atomic_file.ensure_dir(self.dir)                 # .ralph/ ignores itself
         with open(self.dir.parent / "leases.lock", "a+b") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
@@ -89,13 +88,6 @@ class Leases:
             self._path(task_id).unlink()
 
 
-def _gitignore(ralph_dir: Path) -> None:
-    """A .ralph/ created here gets the `*` .gitignore the task CLI writes (task-cli.md s.3)."""
-    with contextlib.suppress(FileExistsError, OSError):
-        with open(ralph_dir / ".gitignore", "x") as handle:
-            handle.write("*\n")
-
-
 class Agents:
     """`agent register | list | deregister` for a source: one file per agent."""
 
@@ -103,8 +95,7 @@ class Agents:
         self.dir = Path(ralph_dir) / "sources" / "agents"
 
     def register(self) -> str:
-        atomic_file.ensure_dir(self.dir)
-        _gitignore(self.dir.parents[1])
+        atomic_file.ensure_dir(self.dir)                 # .ralph/ ignores itself
         record = {"pid": os.getpid(), "hostname": socket.gethostname(),
                   "started_at": utc_text(time.time()), "status": "active"}
         for _ in range(10):

@@ -29,12 +29,27 @@ _DEFAULT_RETRY_S = 300.0
 _CONNECT_TIMEOUT_S = 5
 
 
+def install_hint() -> str:
+    """What installs psycopg for the Python running this: from a checkout `make setup` (its
+    .venv, which ralph.py and scripts/task then use), under pipx an inject into ralph's own
+    venv, else pip for this very interpreter. Neither ralph's distribution nor its import
+    name is on the package index (and `ralph-py` there is another project), so no hint names
+    an extra to install from it."""
+    checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.realpath(__file__)))))                   # <checkout>/lib/ralphpy/tasks/pg.py
+    if os.path.isfile(os.path.join(checkout, "Makefile")) and os.path.isfile(
+            os.path.join(checkout, "ralph.py")):
+        return f"run `make setup` in {checkout}"
+    if "pipx" in sys.prefix.split(os.sep):
+        return "pipx inject ralphpy 'psycopg[binary]>=3.2'"
+    return f"{sys.executable} -m pip install 'psycopg[binary]>=3.2'"
+
+
 def _driver():
     try:
         import psycopg
     except ImportError:
-        raise TaskError("a postgresql:// task store needs psycopg: "
-                        "pip install 'ralph-py[postgres]'") from None
+        raise TaskError(f"a postgresql:// task store needs psycopg: {install_hint()}") from None
     return psycopg
 
 
@@ -144,10 +159,11 @@ class Connection:
                                     f"{reason}") from None
                 if self.raw is not None and (self.raw.closed or self.raw.broken):
                     self.close()
-                pause = next(pauses, _PAUSES[-1])
-                if spent + pause > self.retry_s:
+                if spent >= self.retry_s:
                     raise StoreUnreachable(f"task store unreachable: {redact(self.url)}: "
                                            f"{reason}") from None
+                # the last pause ends with the budget: a bound of 15 s is waited in full
+                pause = min(next(pauses, _PAUSES[-1]), self.retry_s - spent)
                 self.report(f"ralph task: task store unavailable ({reason}); "
                             f"retrying in {pause:g}s\n")
                 with signals.safe_point():
@@ -238,4 +254,4 @@ def is_out_of_range(err: BaseException) -> bool:
     return is_error(err) and getattr(err, "sqlstate", None) == "22003"
 
 
-__all__ = ["Connection", "connect", "is_error", "is_out_of_range"]
+__all__ = ["Connection", "connect", "install_hint", "is_error", "is_out_of_range"]

@@ -28,7 +28,8 @@ def test_store_lost_is_asked_after_each_failure_until_it_gives_up():
         return attempt < 3
 
     task = embedded(store_lost=lost, notice=notices.append)
-    result = task.call("plan-status", env={"RALPH_TASKS_DB": URL, "RALPH_STORE_RETRY": "0.3"})
+    # a budget of one first pause: one retry line per call
+    result = task.call("plan-status", env={"RALPH_TASKS_DB": URL, "RALPH_STORE_RETRY": "0.2"})
     assert asked == [1, 2, 3] and result.store_lost
     assert len(notices) == 3 and all(n.startswith("ralph task: task store unavailable (")
                                      and "retrying in 0.2s" in n for n in notices)

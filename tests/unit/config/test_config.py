@@ -151,6 +151,7 @@ merge: ff
 sync: true
 tasks: tk
 lease: 5m
+store_connect_timeout: 30s
 notify: ./notify.sh
 notify_timeout: 5s
 verify: pytest -q
@@ -164,7 +165,7 @@ protect: "tests/** .github/**"
     assert (settings.agent, settings.parallel, settings.max_cost) == ("pi", 3, 12.5)
     assert (settings.verify, settings.verify_timeout, settings.tamper) == ("pytest -q", 120, "warn")
     assert settings.protect == ("tests/**", ".github/**")
-    assert settings.lease == 300
+    assert (settings.lease, settings.store_connect_timeout) == (300, 30)
     assert settings.sync is True
 
 

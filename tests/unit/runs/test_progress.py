@@ -152,4 +152,5 @@ def test_progress_md_is_replaced_atomically(ralph_dir: Path):
     state = make_state()
     progress.write_progress(ralph_dir, state)
     progress.write_progress(ralph_dir, state)
-    assert sorted(os.listdir(ralph_dir)) == ["progress.md"]
+    # no temporary file left; .ralph/ ignores itself from its first write (atomic_file)
+    assert sorted(os.listdir(ralph_dir)) == [".gitignore", "progress.md"]

@@ -35,13 +35,13 @@ def test_eight_processes_racing_for_one_lease_leave_one_winner(tmp_path):
 
 
 def test_ids_with_slashes_round_trip_through_file_names(tmp_path):
-    leases = Leases(tmp_path, "tk")
+    leases = Leases(tmp_path / ".ralph", "tk")
     with leases.locked():
         leases.put(Lease("web/01", "ab12", 1, time.time() + 5))
     assert list(leases.all()) == ["web/01"]
     leases.drop("web/01")
     assert leases.all() == {}
-    assert (tmp_path / ".gitignore").read_text() == "*\n"
+    assert (tmp_path / ".ralph" / ".gitignore").read_text() == "*\n"
 
 
 def _listing(*tasks: Task) -> Listing:

@@ -1,0 +1,93 @@
+"""Owns the checks a plan or build run makes before its first write and its first session:
+which specs s.8's check asks for, then ([SAFER], docs/compatibility.md) the built-in backlog
+is readable (a git repository, an `origin` remote or RALPH_SCOPE_REPO, a store that opens
+and is a task store) and, when a session will start, the agent's program is found and
+executable. Each failure is one line: UsageError (exit 1) for what the user sets up (the
+agent, git), EnvironmentFailure (exit 8) for a task store that cannot be read. Under an external RALPH_TASK_CMD, as
+ralph.sh's own suite drives it, neither the backlog nor the default agent is checked: that
+command owns its backlog, and a missing `claude` stays s.11's error line and a finished
+session. Not the store's first connection (fleet.store), not a task source's own checks
+(sources.registry), not reading a directory (workspace)."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Mapping
+
+from ralphpy import workspace
+from ralphpy.backlog import readonly
+from ralphpy.config import settings
+from ralphpy.errors import EnvironmentFailure, UsageError
+from ralphpy.loop.context import RunContext
+from ralphpy.sources import registry
+
+
+def specs_found(ctx: RunContext) -> bool:
+    """s.8's `./specs` holds an entry, for the built-in backlog, whose planner writes tasks
+    from ./specs; from a subdirectory, the repository's own specs/ counts too. A task source
+    keeps its own plan (flowctl's specs are in .flow/specs/, tk's tickets are the plan):
+    nothing to check (docs/task-sources.md)."""
+    if registry.is_source(ctx.options.tasks):
+        return True
+    return (workspace.specs_present(ctx.cwd)
+            or workspace.specs_present(settings.find_repo_root(ctx.cwd)))
+
+
+def check(ctx: RunContext) -> None:
+    """The backlog, then the agent; raises on the first failure. A build run whose backlog
+    has nothing claimable starts no session (s.15: `No tasks available`), so its agent is not
+    asked for."""
+    external = bool(ctx.env.get("RALPH_TASK_CMD"))
+    claimable = None
+    if not external and ctx.task.embedded:                  # a source: sources.registry checked it
+        claimable = backlog(ctx.env, ctx.cwd)
+    if external and ctx.adapter.name == "claude" and not ctx.options.agent_cmd:
+        return                                              # [SH-COMPAT] s.8: no other preflight
+    if ctx.mode == "build" and claimable == "":
+        return
+    agent_program(ctx.adapter.argv("", model=ctx.model)[0], ctx.env, ctx.cwd)
+
+
+def agent_program(program: str, env: Mapping[str, str], cwd: Path) -> str:
+    """The path the agent's program runs from: a name on env's PATH, or a path (relative to
+    cwd, where the session starts it); else UsageError naming it and what to do."""
+    if "/" in program:
+        path = str(cwd / program)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+        why = "is not an executable file" if os.path.exists(path) else "does not exist"
+        raise UsageError(f"cannot run the agent: '{program}' {why}; fix --agent-cmd")
+    found = shutil.which(program, path=env.get("PATH", os.defpath))
+    if found is None:
+        raise UsageError(f"cannot run the agent: '{program}' is not on PATH; install it, or "
+                         "give its path with --agent-cmd")
+    return found
+
+
+def backlog(env: Mapping[str, str], cwd: Path) -> str:
+    """The built-in task CLI can name this checkout's scope and read its store, without a
+    write (backlog.readonly): the same cause its own `task list` would print, in one line.
+    Returns what `task peek -n 1` answers ("": nothing claimable)."""
+    from ralphpy.tasks.errors import TaskError
+    from ralphpy.tasks.git_scope import Git, resolve_scope
+    try:
+        resolve_scope(Git(str(cwd), env))                   # git repo, origin or RALPH_SCOPE_REPO
+    except TaskError as err:
+        raise UsageError(f"cannot read the backlog: {err.message}") from None
+    read = readonly.call(["peek", "-n", "1"], environ=env, cwd=cwd)
+    if not read.ok:
+        where = f" {_shown(read.where, cwd)}" if read.where else ""
+        raise EnvironmentFailure(f"cannot read the backlog{where}: "
+                                 f"{read.output.removeprefix('Error: ')}")
+    return read.output
+
+
+def _shown(where: str, cwd: Path) -> str:
+    try:
+        return os.path.relpath(where, cwd) if where.startswith("/") else where
+    except ValueError:
+        return where
+
+
+__all__ = ["specs_found", "check", "agent_program", "backlog"]
