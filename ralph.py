@@ -47,7 +47,7 @@ import dataclasses  # noqa: E402
 import importlib  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from ralphpy import errors, signals, workspace  # noqa: E402
+from ralphpy import closed_stdout, errors, signals, workspace  # noqa: E402
 from ralphpy.agents import backend  # noqa: E402
 from ralphpy.agents import claude_render as render  # noqa: E402
 from ralphpy.assign import mode as assign_mode  # noqa: E402
@@ -76,6 +76,8 @@ Run 'ralph <command> --help' for command-specific options.
 """
 RULE = "\u2501" * 40
 NO_SPECS = "Error: No specs found. Run /ralph-spec first to generate specs in ./specs/"
+STDOUT_CLOSED = ("Stopped: ralph's stdout was closed (its reader exited); "
+                 "ending the run as Ctrl+C does (exit 130)")
 
 
 def say(text: str = "", end: str = "\n") -> None:
@@ -230,6 +232,8 @@ def run_mode(mode: str, args: list[str]) -> int:
     """`ralph plan|build`: ralph.sh's order (s.5)."""
     guard = signals.Guard()
     guard.arm()                                                   # Ctrl+C before setup: exit 130, no traceback
+    sys.stdout = closed_stdout.Stdout(sys.stdout, guard,          # [SAFER] `| head -1`: as Ctrl+C
+                                      lambda: warn(STDOUT_CLOSED))
     given = flags.parse(mode, args)                               # while [[ $# -gt 0 ]]; do case $1 ...
     if given.help:
         say(flags.help_text(mode), end="")
@@ -380,6 +384,9 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:                                        # `ralph build | head`: the reader left
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(EXIT_USAGE)
+    if code == EXIT_INTERRUPTED and signals.terminated():          # [SAFER] s.16 prints nothing
+        warn(f"Terminated: SIGTERM stopped the run (exit 130); "   # for SIGTERM: say why it ended
+             f"'ralph {first} --resume' continues it")
     sys.stdout.flush()
     sys.exit(code)
 

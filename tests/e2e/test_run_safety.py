@@ -248,6 +248,44 @@ CORRUPT = {
 }
 
 
+def test_a_closed_stdout_ends_the_run_as_ctrl_c_does_and_a_plain_rerun_starts_a_new_run(
+        git_repo, base_env, run_task, run_ralph, action, tmp_path):
+    """`ralph build -n 3 | head -1`: the reader takes the banner's first line and exits. The
+    run's next write finds the pipe closed: one line on stderr, exit 130, the run ended in its
+    state and its lock released, so the next plain run is a new one, not a resume."""
+    sync(run_task, "t1", "t2", "t3")
+    env = {**base_env, **action, "HANG_AT": "1"}
+    err = tmp_path / "stderr"
+    with err.open("wb") as err_file:
+        proc = subprocess.Popen([sys.executable, str(RALPH), "build", "-n", "3"], cwd=git_repo,
+                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=err_file)
+    try:
+        assert proc.stdout.readline().decode() == "\u2501" * 40 + "\n"    # head -1
+        proc.stdout.close()                                              # and the reader is gone
+        wait_for(lambda: Path(action["MARK"]).exists(), timeout=20)
+        Path(action["RELEASE"]).touch()                                  # the session ends
+        assert proc.wait(30) == 130
+    finally:
+        Path(action["RELEASE"]).touch()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert err.read_text().splitlines() == [
+        "Stopped: ralph's stdout was closed (its reader exited); ending the run as Ctrl+C does "
+        "(exit 130)"]
+    assert not (git_repo / ".ralph" / "run.lock").exists()
+    first, = runs(git_repo)
+    assert (state_of(first)["exitCode"], state_of(first)["endedAt"] is not None) == (130, True)
+
+    again = run_ralph("build", "-n", "3", env={**action, "HANG_AT": "0"})
+
+    assert again.returncode == 0, again.stderr
+    assert "Resuming" not in again.stderr
+    assert len(runs(git_repo)) == 2
+    assert all(t["status"] == "done" for t in export(run_task))
+
+
 @pytest.mark.parametrize("content", CORRUPT.values(), ids=CORRUPT.keys())
 def test_a_corrupt_state_file_is_backed_up_and_the_run_goes_on(git_repo, run_ralph, run_task,
                                                                 content):
