@@ -286,6 +286,50 @@ def test_a_closed_stdout_ends_the_run_as_ctrl_c_does_and_a_plain_rerun_starts_a_
     assert all(t["status"] == "done" for t in export(run_task))
 
 
+@pytest.mark.parametrize("how", ["SIGTERM", "kill -9"])
+def test_the_task_of_a_dead_run_whose_state_is_corrupt_is_given_back_by_the_next_run(
+        git_repo, base_env, run_task, run_ralph, action, how):
+    """The run that left a task active (stopped by SIGTERM: no crash-safety step; or killed)
+    also left a state.json that cannot be read. Its events still name the agent it registered:
+    the next run gives that agent's task back at once (released after a stop, failed after a
+    crash), instead of leaving it active until its lease runs out."""
+    sync(run_task, "t1", "t2")
+    env = {**base_env, **action, "HANG_AT": "1"}
+    first = Running(["build"], cwd=git_repo, env=env)
+    try:
+        mark = Path(action["MARK"])
+        hung = wait_for(lambda: mark.exists() and mark.read_text().strip(), timeout=20)
+        run_dir, = runs(git_repo)
+        wait_for(lambda: (state_of(run_dir).get("active") or {}).get("pid"))
+        os.kill(first.proc.pid, signal.SIGTERM if how == "SIGTERM" else signal.SIGKILL)
+        first.proc.wait(30)
+    finally:
+        first.kill()
+        if how == "SIGTERM":
+            Path(action["RELEASE"]).touch()
+    agent = state_of(run_dir)["extra"]["agentId"]
+    assert {t["id"]: t["status"] for t in export(run_task)}[hung] == "active"
+    (run_dir / "state.json").write_text("{ not json")
+
+    try:
+        second = run_ralph("build", env={**action, "HANG_AT": "0"})
+    finally:
+        Path(action["RELEASE"]).touch()
+
+    assert second.returncode == 0, second.stderr
+    assert "All tasks complete. Exiting loop." in second.stdout
+    stopped = how == "SIGTERM"
+    verb = "released" if stopped else "failed"
+    reason = (f"ralph.py {'was interrupted' if stopped else 'exited'} during the session "
+              f"(run {run_dir.name})")
+    whose = "interrupted" if stopped else "dead"
+    assert f"{verb} task {hung} of the {whose} run's agent {agent}: {reason}" in second.stderr
+    tasks = {t["id"]: t for t in export(run_task)}
+    assert all(t["status"] == "done" for t in tasks.values())
+    assert (tasks[hung]["retry_count"], tasks[hung]["fail_reason"]) == (0 if stopped else 1,
+                                                                         reason)
+
+
 @pytest.mark.parametrize("content", CORRUPT.values(), ids=CORRUPT.keys())
 def test_a_corrupt_state_file_is_backed_up_and_the_run_goes_on(git_repo, run_ralph, run_task,
                                                                 content):
