@@ -890,6 +890,15 @@ def test_ctl_pause_holds_the_next_session_until_resume(git_repo, base_env, run_t
     try:
         wait_for(lambda: "Paused: " in run.stdout)
         assert not (tmp_path / "n.started.1").exists()
+        status = subprocess.run([sys.executable, str(RALPH), "status"], cwd=git_repo, env=env,
+                                capture_output=True, text=True, timeout=30)
+        line, = [x for x in status.stdout.splitlines() if x.startswith("Status:")]
+        assert line.startswith("Status:     paused, held by pid ")
+        assert line.endswith("; `ralph ctl resume` continues it")
+        shown = json.loads(subprocess.run([sys.executable, str(RALPH), "status", "--json"],
+                                          cwd=git_repo, env=env, capture_output=True,
+                                          text=True, timeout=30).stdout)
+        assert (shown["alive"], shown["paused"]) == (True, True)
         subprocess.run(ctl + ["resume"], cwd=git_repo, env=env, check=True, capture_output=True)
         assert run.wait() == 0
         assert "Resumed\n" in run.stdout and (tmp_path / "n.started.1").exists()
