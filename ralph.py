@@ -338,8 +338,8 @@ def task_command(args: list[str]) -> int:
         return errors.EXIT_TASK_CMD_MISSING
 
 
-# The first argument (s.2). A later command is one line here. GENERAL_HELP stays byte-exact
-# (s.2), so the commands ralph.sh did not have are documented in the README and their own --help.
+# The first argument (s.2). A later command is one line here and one in HELP_LINES.
+# GENERAL_HELP stays byte-exact (s.2); `ralph help` lists every command.
 def library_command(name: str, *, in_ralph_dir: bool = True):
     """A command ralph.sh did not have (lib/ralphpy/commands/); its module is imported only
     when it runs, so `ralph plan`, `build` and `--help` do not pay for it."""
@@ -362,12 +362,55 @@ COMMANDS = {
 }
 
 
+HELP_LINES = {
+    "plan": "Run the planner (study specs, create tasks)",
+    "build": "Run the builder (claim and implement tasks)",
+    "task": "Interact with the task backlog ('ralph task --help' lists its commands)",
+    "install": "Install the Claude Code skills and hooks (./.claude/, or --user)",
+    "status": "Show this backlog's run: running, paused or ended, its task, last outcomes",
+    "report": "Show what a run did: tasks, outcomes, cost, time (--md, --json, --html FILE)",
+    "ctl": "Pause, resume or stop a running loop from another shell",
+    "help": "Show this list ('ralph help <command>' shows a command's options)",
+}
+HELD_TASKS = """\
+Held tasks:
+  A task held for review (failed verification, a tamper finding, too many attempts, no
+  progress) is not claimed again until it is released; 'ralph task show <id>' says why.
+  Release it with: ralph task _unhold <id>
+"""
+
+
+def help_text() -> str:
+    """`ralph help`: every command, one line each (a command without its line still shows)."""
+    width = max(map(len, COMMANDS))
+    rows = "".join(f"  {name:<{width}}  {HELP_LINES.get(name, '')}".rstrip() + "\n"
+                   for name in COMMANDS)
+    return (f"Usage: ralph <command> [options]\n\nCommands:\n{rows}\n{HELD_TASKS}\n"
+            "Run 'ralph <command> --help' for command-specific options.\n")
+
+
+def help_command(args: list[str]) -> int:
+    """`ralph help [<command>]`: the list, or that command's own --help."""
+    if args in ([], ["--help"], ["-h"]):
+        say(help_text(), end="")
+        return EXIT_OK
+    if len(args) > 1 or args[0] not in COMMANDS or args[0] == "help":
+        warn(f"Error: unknown command '{' '.join(args)}'\nRun 'ralph help' for every command")
+        return EXIT_USAGE
+    return COMMANDS[args[0]](["--help"])
+
+
+COMMANDS["help"] = help_command                                   # every command, one line each
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry (`ralph = ralph:main`)."""
     args = sys.argv[1:] if argv is None else list(argv)
     first = args[0] if args else ""
     if first in ("", "--help", "-h"):
-        say(GENERAL_HELP, end="")
+        say(GENERAL_HELP, end="")                                  # s.2: stdout byte for byte
+        more = ", ".join(name for name in COMMANDS if name not in ("plan", "build", "task", "help"))
+        warn(f"More commands ({more}): run 'ralph help'")          # [SAFER] on stderr
         sys.exit(EXIT_OK)
     command = COMMANDS.get(first)
     if command is None:

@@ -67,9 +67,40 @@ def spec_help(out: str) -> str:
 
 @pytest.mark.parametrize("args", [[], [""], ["--help"], ["-h"], ["--help", "bogus"]],
                          ids=["none", "empty", "--help", "-h", "help-then-junk"])
-def test_general_help_is_printed_exactly_with_exit_0(run_ralph, args):
+def test_general_help_is_printed_exactly_with_exit_0_and_one_stderr_line_points_to_ralph_help(
+        run_ralph, args):
     proc = run_ralph(*args)
-    assert (proc.returncode, proc.stdout, proc.stderr) == (0, GENERAL_HELP, "")
+    assert (proc.returncode, proc.stdout) == (0, GENERAL_HELP)        # s.2, byte for byte
+    assert proc.stderr == "More commands (install, status, ctl, report): run 'ralph help'\n"
+
+
+def test_ralph_help_lists_every_command_with_a_line_each_and_how_to_release_a_held_task(
+        run_ralph):
+    proc = run_ralph("help")
+    assert (proc.returncode, proc.stderr) == (0, "")
+    head, rest = proc.stdout.split("Commands:\n", 1)
+    rows = rest.split("\n\n", 1)[0].splitlines()
+    listed = {row.split()[0]: row.split(None, 1)[1:] for row in rows}
+    assert set(listed) >= {"plan", "build", "task", "install", "status", "report", "ctl",
+                           "help"}
+    assert all(text for text in listed.values()), rows                 # a line each
+    for name in listed:                                                 # each one dispatches
+        assert "unknown command" not in run_ralph(name, "--help").stderr
+    assert "Release it with: ralph task _unhold <id>\n" in proc.stdout
+
+
+def test_ralph_help_with_a_command_shows_that_commands_help(run_ralph, tasks):
+    proc = run_ralph("help", "build", env=tasks.env)
+    assert (proc.returncode, spec_help(proc.stdout), proc.stderr) == (0, BUILD_HELP, "")
+
+
+@pytest.mark.parametrize("args", [["bogus"], ["build", "plan"], ["help"]],
+                         ids=["unknown", "two", "itself"])
+def test_ralph_help_with_an_unknown_command_is_one_error_and_exit_1(run_ralph, args):
+    proc = run_ralph("help", *args)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (f"Error: unknown command '{' '.join(args)}'\n"
+                           "Run 'ralph help' for every command\n")
 
 
 @pytest.mark.parametrize("arg", ["--plan", "-p", "--bogus", "bogus", "Plan", "--build"])
