@@ -315,6 +315,21 @@ def test_a_corrupt_events_file_gives_a_report_that_says_so(git_repo, run_ralph):
     assert "Could not read everything:" in text and "cut short" in text
 
 
+def test_escape_sequences_in_titles_and_reasons_are_shown_escaped_in_text_and_markdown(
+        git_repo, run_ralph, run_task):
+    hostile = "Red \x1b[31mALERT\x1b[0m \x1b]0;pwned\x07"
+    shown = "Red \\x1b[31mALERT\\x1b[0m \\x1b]0;pwned\\x07"
+    line = json.dumps({"id": "t0", "t": hostile}) + "\n"
+    assert run_task("plan-sync", input=line).returncode == 0
+    make_run(git_repo / ".ralph", RUN, 5, reason=f"failed: {hostile}")
+    text = run_ralph("report").stdout
+    assert f"failed: {shown}" in text
+    markdown = run_ralph("report", "--md").stdout
+    assert f"| t0 | {shown.replace(chr(92), chr(92) * 2)} |" in markdown      # `\\` in Markdown
+    for out in (text, markdown):
+        assert not any(c in out for c in "\x1b\x07")
+
+
 def test_notify_without_a_channel_is_refused_before_anything_is_written(git_repo, run_ralph):
     proc = run_ralph("build", "--notify")
     assert (proc.returncode, proc.stderr) == (

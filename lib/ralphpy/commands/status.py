@@ -145,7 +145,7 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
     if status["mode"] is None:
         lines += ["State:      not written yet or unreadable",
                   *fleet_view.lines(status.get("fleet"))]
-        return "\n".join(lines) + "\n"
+        return "\n".join(map(clean, lines)) + "\n"          # titles shown, not obeyed
     limit = f" of {status['maxIterations']}" if status["maxIterations"] else " (no limit)"
     lines += [f"Started:    {status['startedAt']}",
               f"Updated:    {status['updatedAt']}",
@@ -176,7 +176,7 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
         shown = Path(ralph_dir) / "runs" / str(status["runId"]) / "report.html"
         lines.append(f"Report:     {shown} (`ralph report` shows it here)")
     lines += fleet_view.lines(status.get("fleet"))
-    return "\n".join(lines) + "\n"
+    return "\n".join(map(clean, lines)) + "\n"              # titles shown, not obeyed
 
 
 def _watch_text(status: dict[str, Any], extra: dict[str, Any], shown: Path) -> str:

@@ -3,6 +3,7 @@ table, and `_render-md`'s mapping of a JSON object to a section (s.9.17). Pure f
 plain values; does not own the database or which tasks are shown."""
 from __future__ import annotations
 
+from ralphpy import inert
 from ralphpy.tasks import jsontext
 
 TYPE_CHECKING = False
@@ -162,11 +163,12 @@ def task_table(tasks: Sequence[dict], holds: dict | None = None) -> str:
     for t in tasks:
         pri = "" if t["priority"] is None else str(t["priority"])
         status = t["status"] or ""
+        slug, title = inert.shown(str(t["slug"])), inert.shown(t["title"])
         if t["id"] in holds:
             status = "held" if status == "open" else status
-            why.append(f"held {t['slug']}: {holds[t['id']] or 'yes'}")
-        rows.append(f"{t['slug']:<20} {pri} {status:<8} {_dash(t['category']):<5} "
-                    f"{t['title']:<35} {_dash(t['assignee'])}")
+            why.append(f"held {slug}: {inert.shown(holds[t['id']] or 'yes')}")
+        rows.append(f"{slug:<20} {pri} {status:<8} {inert.shown(_dash(t['category'])):<5} "
+                    f"{title:<35} {inert.shown(_dash(t['assignee']))}")
     return "\n".join(rows + why) + "\n"
 
 
