@@ -47,7 +47,7 @@ import dataclasses  # noqa: E402
 import importlib  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from ralphpy import closed_stdout, errors, signals, workspace  # noqa: E402
+from ralphpy import closed_stdout, errors, inert, signals, workspace  # noqa: E402
 from ralphpy.agents import backend  # noqa: E402
 from ralphpy.agents import claude_render as render  # noqa: E402
 from ralphpy.assign import mode as assign_mode  # noqa: E402
@@ -81,14 +81,15 @@ STDOUT_CLOSED = ("Stopped: ralph's stdout was closed (its reader exited); "
 
 
 def say(text: str = "", end: str = "\n") -> None:
-    """Print and flush at once: a child may write to the same stdout next (s.1 ordering)."""
-    sys.stdout.write(text + end)
+    """Print and flush at once: a child may write to the same stdout next (s.1 ordering).
+    A title or reason in the line is shown, its escape sequences never obeyed."""
+    sys.stdout.write(inert.shown(text, lines=True) + end)
     sys.stdout.flush()
 
 
 def warn(text: str) -> None:
     sys.stdout.flush()
-    sys.stderr.write(text + "\n")
+    sys.stderr.write(inert.shown(text, lines=True) + "\n")
     sys.stderr.flush()
 
 

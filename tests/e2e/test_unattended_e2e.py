@@ -736,6 +736,22 @@ def test_sessions_that_finish_their_task_are_no_failures_whatever_the_agents_exi
     assert [(e["class"], e["counts_as_failure"]) for e in ends] == [("agent_error", False)] * 6
     assert all(t["status"] == "done" for t in tasks_of(run_task).values())
 
+def test_a_hold_reason_an_agent_wrote_is_printed_with_its_escapes_shown(
+        git_repo, run_ralph, run_task, agent):
+    """The reason of `task fail` comes from the agent: the `Held task` line ralph prints shows
+    its escape sequences as text, as every line ralph prints does."""
+    sync(run_task, "t1")
+    hostile = 'bad \033[2J\033]0;pwned\007'
+    fail = ('id=$("$RALPH_TASK_SCRIPT" list --status active --markdown | sed -n "s/^id: //p"); '
+            f'"$RALPH_TASK_SCRIPT" fail "$id" --reason "$(printf \'{hostile}\')" >/dev/null')
+    proc = run_ralph("build", "--max-attempts", "1",
+                     env={**agent("claude"), "STUB_ACTION": fail, "STUB_EXIT": "1"})
+    assert proc.returncode == 0, proc.stderr
+    shown = "bad \\x1b[2J\\x1b]0;pwned\\x07"
+    assert f"Held task t1: failed 1 times (--max-attempts 1): {shown}\n" in proc.stdout
+    assert not any(c in proc.stdout + proc.stderr for c in "\x1b\x07")
+
+
 def test_a_task_failing_max_attempts_times_is_held_with_its_reasons_and_skipped(
         git_repo, run_ralph, run_task, agent):
     sync(run_task, "t1")
