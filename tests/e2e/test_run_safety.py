@@ -330,6 +330,20 @@ def test_the_task_of_a_dead_run_whose_state_is_corrupt_is_given_back_by_the_next
                                                                          reason)
 
 
+def test_a_run_that_ends_after_its_third_session_counts_three_iterations(
+        git_repo, run_task, run_ralph, action):
+    """`All tasks complete` ends the run right after its last session, before a LOOP
+    separator: that session's iteration is counted all the same (status, progress.md)."""
+    sync(run_task, "t1", "t2", "t3")
+    proc = run_ralph("build", "-n", "3", env=action)
+    assert proc.returncode == 0, proc.stderr
+    assert "All tasks complete. Exiting loop." in proc.stdout
+    run_dir, = runs(git_repo)
+    assert (state_of(run_dir)["iteration"], state_of(run_dir)["sessionsStarted"]) == (3, 3)
+    status = run_ralph("status").stdout
+    assert "Iteration:  3 of 3, sessions started: 3\n" in status
+
+
 @pytest.mark.parametrize("content", CORRUPT.values(), ids=CORRUPT.keys())
 def test_a_corrupt_state_file_is_backed_up_and_the_run_goes_on(git_repo, run_ralph, run_task,
                                                                 content):

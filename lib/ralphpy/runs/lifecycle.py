@@ -97,8 +97,7 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
           resume: bool, recover: leftovers.Recover, source: str) -> Run:
     run_id = lock.holder.run_id
     loaded = run_state.load(ralph_dir, run_id) if resumable else run_state.Loaded(None)
-    # An unreadable state was moved aside: what the dead run left is read from its events,
-    # before this run appends its own.
+    # An unreadable state (moved aside): what the dead run left, read before new events
     left = leftovers.from_events(progress.read_events(ralph_dir, run_id), functools.partial(
         _pidfile, ralph_dir, run_id)) if loaded.recovery else None
     state = loaded.state or run_state.RunState(run_id=run_id, mode=mode,
@@ -207,10 +206,10 @@ def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: 
                 completed: list[str] = (), failed: list[str] = (),
                 fail_reason: str | None = None, reasons: Mapping[str, str] | None = None,
                 extra: dict[str, Any] | None = None) -> None:
-    """After the session (and the crash-safety step): its outcome in the state, one session_end
-    event, progress.md rewritten. completed/failed: the tasks the session finished or left;
-    reasons: a failed task's own reason where not fail_reason (the agent's `task fail`).
-    extra: more fields for the event (the unattended-run outcome: exit class and detail)."""
+    """After the session (and the crash-safety step): its outcome in the state, its iteration
+    counted (the run may end before its LOOP separator), one session_end event, progress.md
+    rewritten. completed/failed: the tasks the session finished or left; reasons: a failed
+    task's own reason (the agent's `task fail`); extra: more fields for the event."""
     reasons = reasons or {}
     state = run.state
     ended = state.active
@@ -226,6 +225,7 @@ def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: 
     for slug in failed:
         state.end_session(slug, ok=False, reason=reasons.get(slug, fail_reason), **details)
     state.active = None
+    state.iteration += not interrupted        # `All tasks complete` after session 3: 3, not 2
     outcome = ("interrupted" if interrupted else "failed" if failed
                else "completed" if completed else "no task")
     tasks = [*completed, *failed]
