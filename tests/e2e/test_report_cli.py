@@ -77,10 +77,12 @@ def test_a_run_writes_its_report_notifies_its_end_and_status_points_to_it(
     status = run_ralph("status")
     assert f"Report:     .ralph/runs/{run_dir(git_repo).name}/report.html" in status.stdout
     report = run_ralph("report")
-    assert report.returncode == 0 and "Tasks:      1 done of 2" in report.stdout
-    assert f".ralph/runs/{run_dir(git_repo).name}/report.md" in report.stdout
+    assert report.returncode == 0 and "Tasks:      1 done of 2\n" in report.stdout  # no rate:
+    assert f".ralph/runs/{run_dir(git_repo).name}/report.md" in report.stdout   # a run of seconds
+    assert "| Tasks done per hour | - |" in md
     data = json.loads(run_ralph("report", "--json").stdout)
     assert (data["done"], data["cost_usd"], data["billing"]) == (1, 0.42, "subscription")
+    assert data["tasks_per_hour"] is None
     assert run_ralph("report", run_dir(git_repo).name[:17], "--md").stdout == md
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # What each exit code of a run_end means for the reader (errors.py's table).
+RATE_MIN_S = 600.0      # a rate needs a run this long to mean anything: else none is shown
 STOP_KINDS = {0: "finished", 1: "error", 3: "locked", 4: "scope change", 5: "budget",
               6: "breaker", 7: "usage disabled", 8: "environment", 130: "interrupted"}
 # Billing of the figure the agent reports as cost (report.billing).
@@ -102,8 +103,10 @@ class Report:
 
     @property
     def tasks_per_hour(self) -> float | None:
-        hours = self.elapsed_s / 3600
-        return self.done / hours if hours > 0 else None
+        """None for a run shorter than RATE_MIN_S: 3 tasks in a second are not 10,800/h."""
+        if self.elapsed_s < RATE_MIN_S:
+            return None
+        return self.done / (self.elapsed_s / 3600)
 
     @property
     def cost_per_done(self) -> float | None:
