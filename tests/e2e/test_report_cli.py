@@ -21,6 +21,8 @@ sys.path.insert(0, str(ROOT / "tests" / "unit" / "report"))
 from loopback import Receiver  # noqa: E402 (the report tests' webhook receiver)
 from synthetic import make_run  # noqa: E402 (the report tests' run records)
 
+from ralphpy.runs import state as run_state  # noqa: E402
+
 RUN = "20261122T220000Z-aaaaaa"
 
 AGENT = """\
@@ -330,6 +332,22 @@ def test_escape_sequences_in_titles_and_reasons_are_shown_escaped_in_text_and_ma
     assert f"| t0 | {shown.replace(chr(92), chr(92) * 2)} |" in markdown      # `\\` in Markdown
     for out in (text, markdown):
         assert not any(c in out for c in "\x1b\x07")
+
+
+def test_a_report_since_a_moment_names_the_modes_of_all_its_runs_not_the_latests(
+        git_repo, run_ralph):
+    ralph_dir = git_repo / ".ralph"
+    make_run(ralph_dir, "20261122T200000Z-pppppp", 2)
+    make_run(ralph_dir, RUN, 2)
+    plan = run_state.read(ralph_dir, "20261122T200000Z-pppppp")
+    plan.mode = "plan"
+    run_state.save(ralph_dir, plan)
+    events = ralph_dir / "runs" / plan.run_id / "events.jsonl"
+    events.write_text(events.read_text().replace('"mode": "build"', '"mode": "plan"'))
+    merged = run_ralph("report", "--since", "3650d").stdout
+    assert merged.startswith("ralph report: 2 run(s) started in the last 3650d 0h (build, plan)\n")
+    one = run_ralph("report", RUN).stdout
+    assert one.startswith(f"ralph report: run {RUN} (build)\n")
 
 
 def test_notify_without_a_channel_is_refused_before_anything_is_written(git_repo, run_ralph):

@@ -97,6 +97,11 @@ class Report:
     def cost_usd(self) -> float:
         return sum(s.cost_usd or 0.0 for s in self.sessions)
 
+    def add_mode(self, mode: object) -> None:
+        """A run's mode: runs merged (--since) show every mode among them, not the last one."""
+        if isinstance(mode, str):
+            self.mode = ", ".join(sorted({*(self.mode.split(", ") if self.mode else ()), mode}))
+
     @property
     def done(self) -> int:
         return sum(1 for t in self.tasks.values() if t.outcome == "done")
