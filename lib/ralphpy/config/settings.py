@@ -57,6 +57,8 @@ def _read_file(path: Path) -> dict[str, Any]:
 
 def _shown(value: Any) -> str:
     """A value as a message shows it: a password in a URL (a task store's) is `***`."""
+    if isinstance(value, float):              # a flag's number or duration: `0`, not `0.0`
+        return f"{value:g}"
     if not isinstance(value, str):
         return str(value)
     from ralphpy.tasks.store_url import redact
