@@ -306,11 +306,14 @@ def run_mode(mode: str, args: list[str]) -> int:
     return code
 
 
-def load_options(mode: str, given: flags.CommandLine) -> Options | None:
+def load_options(mode: str, given: flags.CommandLine,
+                 only: frozenset[str] | None = None) -> Options | None:
     """ralph.yml at the git top level, the environment and the flags, validated before
-    anything is written; each problem is its own `Error: ` line (exit 1)."""
+    anything is written; each problem is its own `Error: ` line (exit 1). only: the settings
+    the command uses (the others, and their problems, are left out)."""
     try:
-        return settings.load(mode, given.values, os.environ, settings.find_repo_root(Path.cwd()))
+        return settings.load(mode, given.values, os.environ, settings.find_repo_root(Path.cwd()),
+                             only)
     except errors.UsageError as err:
         problems = getattr(err, "problems", None)
         if problems is None:
@@ -323,7 +326,8 @@ def load_options(mode: str, given: flags.CommandLine) -> Options | None:
 def task_command(args: list[str]) -> int:
     """`ralph task ...`: the task command with the rest of argv, exec style (s.2), on the store
     or source a run started here would use: the `tasks` setting (RALPH_TASKS, then ralph.yml)."""
-    opts = load_options("build", flags.parse("build", []))          # ralph.yml's tasks:
+    opts = load_options("build", flags.parse("build", []),          # ralph.yml's tasks: alone;
+                        only=frozenset({"tasks"}))                  # a typo elsewhere is build's
     if opts is None:
         return EXIT_USAGE
     start.task_source(opts, warn)                                 # tool missing, bad URL: exit 1

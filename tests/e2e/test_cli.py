@@ -239,6 +239,21 @@ def test_ralph_task_answers_from_the_store_the_tasks_setting_of_ralph_yml_names(
     assert (local.returncode, "t-pg" in local.stdout) == (0, False)
 
 
+def test_a_typo_in_ralph_yml_that_ralph_task_does_not_use_leaves_it_working(
+        run_ralph, run_task, git_repo):
+    """`ralph task` reads one setting (`tasks`): a misspelt key or a bad value of another
+    setting is the business of `ralph build`, which refuses it, not of the task CLI."""
+    assert run_task("create", "t1", "First").returncode == 0
+    (git_repo / "ralph.yml").write_text("modle: sonnet\nmax_cost: ten\n")
+    listed = run_ralph("task", "list")
+    assert (listed.returncode, listed.stderr) == (0, "")
+    assert listed.stdout.splitlines()[1].startswith("t1 ")
+    build = run_ralph("build", "-n", "1")
+    assert (build.returncode, build.stdout) == (1, "")
+    assert build.stderr == ("Error: ralph.yml: unknown key 'modle' (did you mean 'model'?)\n"
+                            "Error: ralph.yml: max_cost must be a number, got 'ten'\n")
+
+
 def test_ralph_task_refuses_a_bad_tasks_setting_in_ralph_yml_in_one_line_writing_nothing(
         run_ralph, git_repo):
     (git_repo / "ralph.yml").write_text("tasks: ftp://example.org/backlog\n")
