@@ -922,6 +922,26 @@ def test_ctl_pause_holds_the_next_session_until_resume(git_repo, base_env, run_t
         run.kill()
 
 
+@pytest.mark.parametrize("page", ["README.md", "docs/unattended.md"])
+def test_the_documented_overnight_command_leaves_nothing_untracked_for_git_add(
+        git_repo, base_env, bin_dir, run_task, page):
+    """The page's own `nohup ralph build ... > <file> 2>&1 &` line, run as written: its output
+    file must not be an untracked file that an agent's `git add -A` would commit."""
+    line, = [x for x in (ROOT / page).read_text().splitlines() if "nohup ralph build" in x]
+    install_stub(bin_dir)
+    (bin_dir / "ralph").symlink_to(RALPH)
+    sync(run_task, "t1")
+    run_task("delete", "t1")                            # an empty backlog: one short run
+    subprocess.run(["sh", "-c", line], cwd=git_repo, env=base_env, check=True, timeout=30)
+    out = wait_for(lambda: [p for p in git_repo.rglob("ralph.out")
+                            if "No tasks available" in p.read_text()], timeout=30)
+    wait_for(lambda: not (git_repo / ".ralph" / "run.lock").exists())
+    assert out[0].parent == git_repo / ".ralph"
+    untracked = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                               cwd=git_repo, env=base_env, capture_output=True, text=True)
+    assert untracked.stdout == ""
+
+
 def test_sighup_finishes_the_session_then_exits_0(git_repo, base_env, run_task, agent, tmp_path):
     sync(run_task, "t1", "t2")
     run = Running(["build"], cwd=git_repo, env={**base_env, **waiting_env(agent, tmp_path)})
