@@ -75,6 +75,19 @@ def action(tmp_path: Path, bin_dir: Path) -> dict[str, str]:
             "MARK": str(tmp_path / "claimed"), "RELEASE": str(tmp_path / "release")}
 
 
+def build_until_a_session_hangs(git_repo, base_env, run_task, action) -> tuple[Running, str]:
+    """`ralph build` over t1 and t2, its first session hung holding the task it claimed
+    (released by touching action["RELEASE"]): the run and that task."""
+    sync(run_task, "t1", "t2")
+    first = Running(["build"], cwd=git_repo, env={**base_env, **action, "HANG_AT": "1"})
+    try:
+        mark = Path(action["MARK"])
+        return first, wait_for(lambda: mark.exists() and mark.read_text().strip(), timeout=20)
+    except BaseException:
+        first.kill()
+        raise
+
+
 def test_kill_9_mid_session_then_build_again_takes_over_fails_the_task_and_resumes(
         git_repo, base_env, run_task, run_ralph, action, tmp_path):
     sync(run_task, "t1", "t2", "t3")
@@ -149,12 +162,8 @@ def test_a_task_left_active_by_a_run_ended_with_sigterm_is_released_by_the_next_
     the run, and takes it. The person stopped the run, not the task's session: no failure is
     counted (`_release`, retry_count unchanged), so --max-attempts never holds a task for the
     times its runs were stopped."""
-    sync(run_task, "t1", "t2")
-    env = {**base_env, **action, "HANG_AT": "1"}
-    first = Running(["build"], cwd=git_repo, env=env)
+    first, hung = build_until_a_session_hangs(git_repo, base_env, run_task, action)
     try:
-        mark = Path(action["MARK"])
-        hung = wait_for(lambda: mark.exists() and mark.read_text().strip(), timeout=20)
         os.kill(first.proc.pid, signal.SIGTERM)
         assert first.proc.wait(30) == 130
     finally:
@@ -293,12 +302,8 @@ def test_the_task_of_a_dead_run_whose_state_is_corrupt_is_given_back_by_the_next
     also left a state.json that cannot be read. Its events still name the agent it registered:
     the next run gives that agent's task back at once (released after a stop, failed after a
     crash), instead of leaving it active until its lease runs out."""
-    sync(run_task, "t1", "t2")
-    env = {**base_env, **action, "HANG_AT": "1"}
-    first = Running(["build"], cwd=git_repo, env=env)
+    first, hung = build_until_a_session_hangs(git_repo, base_env, run_task, action)
     try:
-        mark = Path(action["MARK"])
-        hung = wait_for(lambda: mark.exists() and mark.read_text().strip(), timeout=20)
         run_dir, = runs(git_repo)
         wait_for(lambda: (state_of(run_dir).get("active") or {}).get("pid"))
         os.kill(first.proc.pid, signal.SIGTERM if how == "SIGTERM" else signal.SIGKILL)
