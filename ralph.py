@@ -45,7 +45,7 @@ import dataclasses  # noqa: E402
 import importlib  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from ralphpy import errors, signals, workspace  # noqa: E402
+from ralphpy import closed_stdout, errors, inert, signals, workspace  # noqa: E402
 from ralphpy.agents import backend  # noqa: E402
 from ralphpy.agents import claude_render  # noqa: E402
 from ralphpy.assign import mode as assign_mode  # noqa: E402
@@ -73,17 +73,20 @@ Run 'ralph <command> --help' for command-specific options.
 """
 RULE = "\u2501" * 40
 NO_SPECS = "Error: No specs found. Run /ralph-spec first to generate specs in ./specs/"
+STDOUT_CLOSED = ("Stopped: ralph's stdout was closed (its reader exited); "
+                 "ending the run as Ctrl+C does (exit 130)")
 
 
 def say(text: str = "", end: str = "\n") -> None:
-    """Print and flush at once: a child may write to the same stdout next (s.1 ordering)."""
-    sys.stdout.write(text + end)
+    """Print and flush at once: a child may write to the same stdout next (s.1 ordering).
+    A title or reason in the line is shown, its escape sequences never obeyed."""
+    sys.stdout.write(inert.shown(text, lines=True) + end)
     sys.stdout.flush()
 
 
 def warn(text: str) -> None:
     sys.stdout.flush()
-    sys.stderr.write(text + "\n")
+    sys.stderr.write(inert.shown(text, lines=True) + "\n")
     sys.stderr.flush()
 
 
@@ -223,6 +226,8 @@ def run_mode(mode: str, args: list[str]) -> int:
     """`ralph plan|build`: ralph.sh's order (s.5)."""
     guard = signals.Guard()
     guard.arm()                                                   # Ctrl+C before setup: exit 130, no traceback
+    sys.stdout = closed_stdout.Stdout(sys.stdout, guard,          # [SAFER] `| head -1`: as Ctrl+C
+                                      lambda: warn(STDOUT_CLOSED))
     given = flags.parse(mode, args)                               # while [[ $# -gt 0 ]]; do case $1 ...
     if given.help:
         say(flags.help_text(mode), end="")
@@ -289,11 +294,14 @@ def run_mode(mode: str, args: list[str]) -> int:
     return code
 
 
-def load_options(mode: str, given: flags.CommandLine) -> Options | None:
+def load_options(mode: str, given: flags.CommandLine,
+                 only: frozenset[str] | None = None) -> Options | None:
     """ralph.yml at the git top level, the environment and the flags, validated before
-    anything is written; each problem is its own `Error: ` line (exit 1)."""
+    anything is written; each problem is its own `Error: ` line (exit 1). only: the settings
+    the command uses (the others, and their problems, are left out)."""
     try:
-        return settings.load(mode, given.values, os.environ, settings.find_repo_root(Path.cwd()))
+        return settings.load(mode, given.values, os.environ, settings.find_repo_root(Path.cwd()),
+                             only)
     except errors.UsageError as err:
         problems = getattr(err, "problems", None)
         if problems is None:
@@ -306,7 +314,8 @@ def load_options(mode: str, given: flags.CommandLine) -> Options | None:
 def task_command(args: list[str]) -> int:
     """`ralph task ...`: the task command with the rest of argv, exec style (s.2), on the store
     or source a run started here would use: the `tasks` setting (RALPH_TASKS, then ralph.yml)."""
-    opts = load_options("build", flags.parse("build", []))          # ralph.yml's tasks:
+    opts = load_options("build", flags.parse("build", []),          # ralph.yml's tasks: alone;
+                        only=frozenset({"tasks"}))                  # a typo elsewhere is build's
     if opts is None:
         return EXIT_USAGE
     start.task_source(opts, warn)                                 # tool missing, bad URL: exit 1
@@ -322,8 +331,8 @@ def task_command(args: list[str]) -> int:
         return errors.EXIT_TASK_CMD_MISSING
 
 
-# The first argument (s.2). A later command is one line here. GENERAL_HELP stays byte-exact
-# (s.2), so the commands ralph.sh did not have are documented in the README and their own --help.
+# The first argument (s.2). A later command is one line here and one in HELP_LINES.
+# GENERAL_HELP stays byte-exact (s.2); `ralph help` lists every command.
 def library_command(name: str, *, in_ralph_dir: bool = True):
     """A command ralph.sh did not have (lib/ralphpy/commands/); its module is imported only
     when it runs, so `ralph plan`, `build` and `--help` do not pay for it."""
@@ -346,12 +355,55 @@ COMMANDS = {
 }
 
 
+HELP_LINES = {
+    "plan": "Run the planner (study specs, create tasks)",
+    "build": "Run the builder (claim and implement tasks)",
+    "task": "Interact with the task backlog ('ralph task --help' lists its commands)",
+    "install": "Install the Claude Code skills and hooks (./.claude/, or --user)",
+    "status": "Show this backlog's run: running, paused or ended, its task, last outcomes",
+    "report": "Show what a run did: tasks, outcomes, cost, time (--md, --json, --html FILE)",
+    "ctl": "Pause, resume or stop a running loop from another shell",
+    "help": "Show this list ('ralph help <command>' shows a command's options)",
+}
+HELD_TASKS = """\
+Held tasks:
+  A task held for review (failed verification, a tamper finding, too many attempts, no
+  progress) is not claimed again until it is released; 'ralph task show <id>' says why.
+  Release it with: ralph task _unhold <id>
+"""
+
+
+def help_text() -> str:
+    """`ralph help`: every command, one line each (a command without its line still shows)."""
+    width = max(map(len, COMMANDS))
+    rows = "".join(f"  {name:<{width}}  {HELP_LINES.get(name, '')}".rstrip() + "\n"
+                   for name in COMMANDS)
+    return (f"Usage: ralph <command> [options]\n\nCommands:\n{rows}\n{HELD_TASKS}\n"
+            "Run 'ralph <command> --help' for command-specific options.\n")
+
+
+def help_command(args: list[str]) -> int:
+    """`ralph help [<command>]`: the list, or that command's own --help."""
+    if args in ([], ["--help"], ["-h"]):
+        say(help_text(), end="")
+        return EXIT_OK
+    if len(args) > 1 or args[0] not in COMMANDS or args[0] == "help":
+        warn(f"Error: unknown command '{' '.join(args)}'\nRun 'ralph help' for every command")
+        return EXIT_USAGE
+    return COMMANDS[args[0]](["--help"])
+
+
+COMMANDS["help"] = help_command                                   # every command, one line each
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry (`ralph = ralph:main`)."""
     args = sys.argv[1:] if argv is None else list(argv)
     first = args[0] if args else ""
     if first in ("", "--help", "-h"):
-        say(GENERAL_HELP, end="")
+        say(GENERAL_HELP, end="")                                  # s.2: stdout byte for byte
+        more = ", ".join(name for name in COMMANDS if name not in ("plan", "build", "task", "help"))
+        warn(f"More commands ({more}): run 'ralph help'")          # [SAFER] on stderr
         sys.exit(EXIT_OK)
     command = COMMANDS.get(first)
     if command is None:
@@ -368,6 +420,9 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:                                        # `ralph build | head`: the reader left
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(EXIT_USAGE)
+    if code == EXIT_INTERRUPTED and signals.terminated():          # [SAFER] s.16 prints nothing
+        warn(f"Terminated: SIGTERM stopped the run (exit 130); "   # for SIGTERM: say why it ended
+             f"'ralph {first} --resume' continues it")
     sys.stdout.flush()
     sys.exit(code)
 

@@ -33,6 +33,7 @@ class Guard:
         self.deferring = False         # inside deferred(): queue now, raise at its end
         self.interrupted = False       # any SIGINT/SIGTERM seen during this run
         self.hangup = False            # SIGHUP seen: stop gracefully after the current session
+        self.terminated = False        # SIGTERM seen (ralph.py says so once, at the end)
 
     def arm(self) -> None:
         global _armed
@@ -83,14 +84,26 @@ class Guard:
                 pass
 
     def _handler(self, signum: int, frame) -> None:
+        self.interrupt(signum)
+
+    def interrupt(self, signum: int) -> None:
+        """What SIGINT or SIGTERM means now; also called for an interrupt that is no signal
+        (closed_stdout: the reader of stdout went away). Another thread only queues it."""
         self.interrupted = True
-        if self.in_session or self.closing or self.deferring:
+        self.terminated = self.terminated or signum == signal.SIGTERM
+        if self.in_session or self.closing or self.deferring or \
+                threading.current_thread() is not threading.main_thread():
             self.pending.append(signum)   # handled by the session loop / ignored while closing
             return
         raise Interrupted(signum)
 
 
 _armed: Guard | None = None          # the run's guard, once armed (safe_point finds it)
+
+
+def terminated() -> bool:
+    """Whether the run's guard saw SIGTERM (its one line is ralph.py's, at the end)."""
+    return _armed is not None and _armed.terminated
 
 
 @contextlib.contextmanager
@@ -113,4 +126,4 @@ def safe_point() -> Iterator[None]:
         guard.deferring = True
 
 
-__all__ = ["Guard", "Interrupted", "safe_point"]
+__all__ = ["Guard", "Interrupted", "safe_point", "terminated"]

@@ -67,9 +67,42 @@ def spec_help(out: str) -> str:
 
 @pytest.mark.parametrize("args", [[], [""], ["--help"], ["-h"], ["--help", "bogus"]],
                          ids=["none", "empty", "--help", "-h", "help-then-junk"])
-def test_general_help_is_printed_exactly_with_exit_0(run_ralph, args):
+def test_general_help_is_printed_exactly_with_exit_0_and_one_stderr_line_points_to_ralph_help(
+        run_ralph, args):
     proc = run_ralph(*args)
-    assert (proc.returncode, proc.stdout, proc.stderr) == (0, GENERAL_HELP, "")
+    assert (proc.returncode, proc.stdout) == (0, GENERAL_HELP)        # s.2, byte for byte
+    assert len(proc.stderr.splitlines()) == 1                        # one line, naming the others
+    assert proc.stderr.startswith("More commands (install, status, ctl, report")
+    assert proc.stderr.endswith("): run 'ralph help'\n")
+
+
+def test_ralph_help_lists_every_command_with_a_line_each_and_how_to_release_a_held_task(
+        run_ralph):
+    proc = run_ralph("help")
+    assert (proc.returncode, proc.stderr) == (0, "")
+    head, rest = proc.stdout.split("Commands:\n", 1)
+    rows = rest.split("\n\n", 1)[0].splitlines()
+    listed = {row.split()[0]: row.split(None, 1)[1:] for row in rows}
+    assert set(listed) >= {"plan", "build", "task", "install", "status", "report", "ctl",
+                           "help"}
+    assert all(text for text in listed.values()), rows                 # a line each
+    for name in listed:                                                 # each one dispatches
+        assert "unknown command" not in run_ralph(name, "--help").stderr
+    assert "Release it with: ralph task _unhold <id>\n" in proc.stdout
+
+
+def test_ralph_help_with_a_command_shows_that_commands_help(run_ralph, tasks):
+    proc = run_ralph("help", "build", env=tasks.env)
+    assert (proc.returncode, spec_help(proc.stdout), proc.stderr) == (0, BUILD_HELP, "")
+
+
+@pytest.mark.parametrize("args", [["bogus"], ["build", "plan"], ["help"]],
+                         ids=["unknown", "two", "itself"])
+def test_ralph_help_with_an_unknown_command_is_one_error_and_exit_1(run_ralph, args):
+    proc = run_ralph("help", *args)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (f"Error: unknown command '{' '.join(args)}'\n"
+                           "Run 'ralph help' for every command\n")
 
 
 @pytest.mark.parametrize("arg", ["--plan", "-p", "--bogus", "bogus", "Plan", "--build"])
@@ -206,6 +239,21 @@ def test_ralph_task_answers_from_the_store_the_tasks_setting_of_ralph_yml_names(
     # the environment wins over ralph.yml, as for a run
     local = run_ralph("task", "list", "--status", "open", env={"RALPH_TASKS": "sqlite"})
     assert (local.returncode, "t-pg" in local.stdout) == (0, False)
+
+
+def test_a_typo_in_ralph_yml_that_ralph_task_does_not_use_leaves_it_working(
+        run_ralph, run_task, git_repo):
+    """`ralph task` reads one setting (`tasks`): a misspelt key or a bad value of another
+    setting is the business of `ralph build`, which refuses it, not of the task CLI."""
+    assert run_task("create", "t1", "First").returncode == 0
+    (git_repo / "ralph.yml").write_text("modle: sonnet\nmax_cost: ten\n")
+    listed = run_ralph("task", "list")
+    assert (listed.returncode, listed.stderr) == (0, "")
+    assert listed.stdout.splitlines()[1].startswith("t1 ")
+    build = run_ralph("build", "-n", "1")
+    assert (build.returncode, build.stdout) == (1, "")
+    assert build.stderr == ("Error: ralph.yml: unknown key 'modle' (did you mean 'model'?)\n"
+                            "Error: ralph.yml: max_cost must be a number, got 'ten'\n")
 
 
 def test_ralph_task_refuses_a_bad_tasks_setting_in_ralph_yml_in_one_line_writing_nothing(

@@ -827,3 +827,39 @@ def test_consecutive_failed_parallel_sessions_trip_the_breaker_with_exit_6(
     assert all((t["status"], t["retry_count"]) == ("open", 1 if tid in started else 0)
                for tid, t in tasks.items())
     assert not list((git_repo / ".ralph" / "worktrees").glob("*/*"))
+
+
+def test_a_closed_stdout_ends_a_parallel_run_as_ctrl_c_does_and_releases_its_lock(
+        run_ralph, run_task, setup, tmp_path, git_repo, base_env):
+    """`ralph build --parallel 2 | head -1`: the reader takes the banner's first line and
+    exits; the run's next write finds the pipe closed and it ends as on Ctrl+C: one stderr
+    line, exit 130, its state ended and its lock released; a plain re-run is a new run."""
+    create(run_task, {"p1": "a", "p2": "b", "p3": "c"})
+    release = tmp_path / "release"
+    wait = f'while [ ! -f "{release}" ]; do sleep 0.02; done\n'
+    err = tmp_path / "stderr"
+    with err.open("wb") as err_file:
+        proc = subprocess.Popen([sys.executable, str(RALPH), "build", "--parallel", "2"],
+                                cwd=git_repo, env={**base_env, **setup,
+                                                   "STUB_ACTION": wait + ACTION},
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=err_file)
+    try:
+        assert proc.stdout.readline().decode() == "\u2501" * 40 + "\n"
+        proc.stdout.close()
+        release.write_text("")
+        assert proc.wait(60) == 130
+    finally:
+        release.write_text("")
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert ("Stopped: ralph's stdout was closed (its reader exited); ending the run as Ctrl+C "
+            "does (exit 130)") in err.read_text().splitlines()
+    assert not (git_repo / ".ralph" / "run.lock").exists()
+    (state,) = (git_repo / ".ralph" / "runs").glob("*/state.json")
+    assert json.loads(state.read_text())["exitCode"] == 130
+    again = run_ralph("build", "--parallel", "2", env=setup, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert "Resuming" not in again.stderr
+    assert len(list((git_repo / ".ralph" / "runs").iterdir())) == 2

@@ -57,3 +57,22 @@ def test_the_log_is_named_after_the_run_mode_and_session_number(run_ralph, tasks
     names = sorted(p.name for p in (git_repo / ".ralph" / "logs").iterdir())
     assert [n.rsplit("-", 2)[1:] for n in names] == [["plan", "001.jsonl"], ["plan", "002.jsonl"]]
     assert json.loads((git_repo / ".ralph" / "logs" / names[0]).read_text())["type"] == "assistant"
+
+
+def test_escape_sequences_in_the_agents_words_are_shown_escaped_and_the_log_keeps_them_raw(
+        run_ralph, tasks, agent, git_repo):
+    """An agent repeats a task title it was given (`Red \\x1b[31mALERT ...`): the rendering
+    shows the escapes as text, so the terminal is neither recoloured nor renamed, and keeps
+    newlines and tabs; the session log is the raw stream."""
+    hostile = "Red \x1b[31mALERT\x1b[0m \x1b]0;pwned\x07\r\x9b2J"
+    bash = {"type": "assistant", "message": {"content": [
+        {"type": "tool_use", "name": "Bash", "input": {"command": f"echo '{hostile}'"}}]}}
+    raw = events(assistant(f"claimed:\n\t{hostile}\n"), bash, result())
+    agent.stream(raw)
+    proc = run_ralph("plan", env={**tasks.env, **agent.env})
+    assert proc.returncode == 0, proc.stderr
+    shown = "Red \\x1b[31mALERT\\x1b[0m \\x1b]0;pwned\\x07\\r\\x9b2J"
+    assert f"claimed:\n\t{shown}\n" in proc.stdout
+    assert f"\n   $ echo '{shown}'" in proc.stdout
+    assert not any(c in proc.stdout for c in "\x1b\x07\r\x9b")
+    assert next((git_repo / ".ralph" / "logs").iterdir()).read_text() == raw

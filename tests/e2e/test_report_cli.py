@@ -21,6 +21,8 @@ sys.path.insert(0, str(ROOT / "tests" / "unit" / "report"))
 from loopback import Receiver  # noqa: E402 (the report tests' webhook receiver)
 from synthetic import make_run  # noqa: E402 (the report tests' run records)
 
+from ralphpy.runs import state as run_state  # noqa: E402
+
 RUN = "20261122T220000Z-aaaaaa"
 
 AGENT = """\
@@ -77,10 +79,12 @@ def test_a_run_writes_its_report_notifies_its_end_and_status_points_to_it(
     status = run_ralph("status")
     assert f"Report:     .ralph/runs/{run_dir(git_repo).name}/report.html" in status.stdout
     report = run_ralph("report")
-    assert report.returncode == 0 and "Tasks:      1 done of 2" in report.stdout
-    assert f".ralph/runs/{run_dir(git_repo).name}/report.md" in report.stdout
+    assert report.returncode == 0 and "Tasks:      1 done of 2\n" in report.stdout  # no rate:
+    assert f".ralph/runs/{run_dir(git_repo).name}/report.md" in report.stdout   # a run of seconds
+    assert "| Tasks done per hour | - |" in md
     data = json.loads(run_ralph("report", "--json").stdout)
     assert (data["done"], data["cost_usd"], data["billing"]) == (1, 0.42, "subscription")
+    assert data["tasks_per_hour"] is None
     assert run_ralph("report", run_dir(git_repo).name[:17], "--md").stdout == md
 
 
@@ -313,6 +317,37 @@ def test_a_corrupt_events_file_gives_a_report_that_says_so(git_repo, run_ralph):
         assert proc.returncode == 0 and proc.stderr == "", (args, proc.stderr)
     text = run_ralph("report").stdout
     assert "Could not read everything:" in text and "cut short" in text
+
+
+def test_escape_sequences_in_titles_and_reasons_are_shown_escaped_in_text_and_markdown(
+        git_repo, run_ralph, run_task):
+    hostile = "Red \x1b[31mALERT\x1b[0m \x1b]0;pwned\x07"
+    shown = "Red \\x1b[31mALERT\\x1b[0m \\x1b]0;pwned\\x07"
+    line = json.dumps({"id": "t0", "t": hostile}) + "\n"
+    assert run_task("plan-sync", input=line).returncode == 0
+    make_run(git_repo / ".ralph", RUN, 5, reason=f"failed: {hostile}")
+    text = run_ralph("report").stdout
+    assert f"failed: {shown}" in text
+    markdown = run_ralph("report", "--md").stdout
+    assert f"| t0 | {shown.replace(chr(92), chr(92) * 2)} |" in markdown      # `\\` in Markdown
+    for out in (text, markdown):
+        assert not any(c in out for c in "\x1b\x07")
+
+
+def test_a_report_since_a_moment_names_the_modes_of_all_its_runs_not_the_latests(
+        git_repo, run_ralph):
+    ralph_dir = git_repo / ".ralph"
+    make_run(ralph_dir, "20261122T200000Z-pppppp", 2)
+    make_run(ralph_dir, RUN, 2)
+    plan = run_state.read(ralph_dir, "20261122T200000Z-pppppp")
+    plan.mode = "plan"
+    run_state.save(ralph_dir, plan)
+    events = ralph_dir / "runs" / plan.run_id / "events.jsonl"
+    events.write_text(events.read_text().replace('"mode": "build"', '"mode": "plan"'))
+    merged = run_ralph("report", "--since", "3650d").stdout
+    assert merged.startswith("ralph report: 2 run(s) started in the last 3650d 0h (build, plan)\n")
+    one = run_ralph("report", RUN).stdout
+    assert one.startswith(f"ralph report: run {RUN} (build)\n")
 
 
 def test_notify_without_a_channel_is_refused_before_anything_is_written(git_repo, run_ralph):

@@ -5,6 +5,7 @@ screenshot, and a Content-Security-Policy that lets no script run, not even an i
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -138,3 +139,34 @@ def test_a_script_slipped_into_the_page_is_refused_by_its_policy(git_repo, run_r
     title = Dom(dumped.stdout).find("title")[0]["text"]
     assert title == f"ralph report: run {RUN}"
     assert "violates the following Content Security Policy directive" in dumped.stderr
+
+
+def test_control_characters_are_shown_escaped_and_a_long_word_wraps_in_its_cell(
+        git_repo, run_ralph, run_task, tmp_path):
+    """A title with escape sequences and one long unbroken word: the page holds no raw
+    control character (the title is shown `\\x1b[31m`), and the word wraps inside its cell,
+    so the Tasks table stays as wide as the page instead of pushing its columns off screen.
+    The table's width is measured by the browser: a copy of the page without its policy runs
+    one script that writes it into the title."""
+    word = "W" * 200
+    hostile = f"Red \x1b[31mALERT\x1b[0m \x1b]0;pwned\x07 {word}"
+    lines = [json.dumps({"id": "t0", "t": hostile}), json.dumps({"id": "t1", "t": "Plain"})]
+    assert run_task("plan-sync", input="\n".join(lines) + "\n").returncode == 0
+    make_run(git_repo / ".ralph", RUN, 3)
+    page = tmp_path / "report.html"
+    assert run_ralph("report", "--html", str(page)).returncode == 0
+    html = page.read_text()
+    assert not any(chr(c) in html for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)]
+                   if chr(c) not in "\n\t")
+    dom = Dom(chromium(tmp_path, page, "--dump-dom").stdout)
+    assert f"Red \\x1b[31mALERT\\x1b[0m \\x1b]0;pwned\\x07 {word}" in [
+        c["text"] for c in dom.find("td", "task-table")]
+
+    measure = ("<script>var t=document.getElementById('task-table');"
+               "document.title=t.scrollWidth+' '+t.parentNode.clientWidth</script></body>")
+    probe = tmp_path / "probe.html"
+    probe.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
+                     .replace("</body>", measure))
+    measured = chromium(tmp_path, probe, "--dump-dom", "--window-size=1280,900")
+    table, room = map(int, Dom(measured.stdout).find("title")[0]["text"].split())
+    assert 0 < table <= room

@@ -75,6 +75,19 @@ def action(tmp_path: Path, bin_dir: Path) -> dict[str, str]:
             "MARK": str(tmp_path / "claimed"), "RELEASE": str(tmp_path / "release")}
 
 
+def build_until_a_session_hangs(git_repo, base_env, run_task, action) -> tuple[Running, str]:
+    """`ralph build` over t1 and t2, its first session hung holding the task it claimed
+    (released by touching action["RELEASE"]): the run and that task."""
+    sync(run_task, "t1", "t2")
+    first = Running(["build"], cwd=git_repo, env={**base_env, **action, "HANG_AT": "1"})
+    try:
+        mark = Path(action["MARK"])
+        return first, wait_for(lambda: mark.exists() and mark.read_text().strip(), timeout=20)
+    except BaseException:
+        first.kill()
+        raise
+
+
 def test_kill_9_mid_session_then_build_again_takes_over_fails_the_task_and_resumes(
         git_repo, base_env, run_task, run_ralph, action, tmp_path):
     sync(run_task, "t1", "t2", "t3")
@@ -149,12 +162,8 @@ def test_a_task_left_active_by_a_run_ended_with_sigterm_is_released_by_the_next_
     the run, and takes it. The person stopped the run, not the task's session: no failure is
     counted (`_release`, retry_count unchanged), so --max-attempts never holds a task for the
     times its runs were stopped."""
-    sync(run_task, "t1", "t2")
-    env = {**base_env, **action, "HANG_AT": "1"}
-    first = Running(["build"], cwd=git_repo, env=env)
+    first, hung = build_until_a_session_hangs(git_repo, base_env, run_task, action)
     try:
-        mark = Path(action["MARK"])
-        hung = wait_for(lambda: mark.exists() and mark.read_text().strip(), timeout=20)
         os.kill(first.proc.pid, signal.SIGTERM)
         assert first.proc.wait(30) == 130
     finally:
@@ -246,6 +255,98 @@ CORRUPT = {
     "binary": bytes(range(256)),
     "schema-invalid": b'{"version": 1, "mode": "build", "iteration": -3}',
 }
+
+
+def test_a_closed_stdout_ends_the_run_as_ctrl_c_does_and_a_plain_rerun_starts_a_new_run(
+        git_repo, base_env, run_task, run_ralph, action, tmp_path):
+    """`ralph build -n 3 | head -1`: the reader takes the banner's first line and exits. The
+    run's next write finds the pipe closed: one line on stderr, exit 130, the run ended in its
+    state and its lock released, so the next plain run is a new one, not a resume."""
+    sync(run_task, "t1", "t2", "t3")
+    env = {**base_env, **action, "HANG_AT": "1"}
+    err = tmp_path / "stderr"
+    with err.open("wb") as err_file:
+        proc = subprocess.Popen([sys.executable, str(RALPH), "build", "-n", "3"], cwd=git_repo,
+                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=err_file)
+    try:
+        assert proc.stdout.readline().decode() == "\u2501" * 40 + "\n"    # head -1
+        proc.stdout.close()                                              # and the reader is gone
+        wait_for(lambda: Path(action["MARK"]).exists(), timeout=20)
+        Path(action["RELEASE"]).touch()                                  # the session ends
+        assert proc.wait(30) == 130
+    finally:
+        Path(action["RELEASE"]).touch()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert err.read_text().splitlines() == [
+        "Stopped: ralph's stdout was closed (its reader exited); ending the run as Ctrl+C does "
+        "(exit 130)"]
+    assert not (git_repo / ".ralph" / "run.lock").exists()
+    first, = runs(git_repo)
+    assert (state_of(first)["exitCode"], state_of(first)["endedAt"] is not None) == (130, True)
+
+    again = run_ralph("build", "-n", "3", env={**action, "HANG_AT": "0"})
+
+    assert again.returncode == 0, again.stderr
+    assert "Resuming" not in again.stderr
+    assert len(runs(git_repo)) == 2
+    assert all(t["status"] == "done" for t in export(run_task))
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "kill -9"])
+def test_the_task_of_a_dead_run_whose_state_is_corrupt_is_given_back_by_the_next_run(
+        git_repo, base_env, run_task, run_ralph, action, how):
+    """The run that left a task active (stopped by SIGTERM: no crash-safety step; or killed)
+    also left a state.json that cannot be read. Its events still name the agent it registered:
+    the next run gives that agent's task back at once (released after a stop, failed after a
+    crash), instead of leaving it active until its lease runs out."""
+    first, hung = build_until_a_session_hangs(git_repo, base_env, run_task, action)
+    try:
+        run_dir, = runs(git_repo)
+        wait_for(lambda: (state_of(run_dir).get("active") or {}).get("pid"))
+        os.kill(first.proc.pid, signal.SIGTERM if how == "SIGTERM" else signal.SIGKILL)
+        first.proc.wait(30)
+    finally:
+        first.kill()
+        if how == "SIGTERM":
+            Path(action["RELEASE"]).touch()
+    agent = state_of(run_dir)["extra"]["agentId"]
+    assert {t["id"]: t["status"] for t in export(run_task)}[hung] == "active"
+    (run_dir / "state.json").write_text("{ not json")
+
+    try:
+        second = run_ralph("build", env={**action, "HANG_AT": "0"})
+    finally:
+        Path(action["RELEASE"]).touch()
+
+    assert second.returncode == 0, second.stderr
+    assert "All tasks complete. Exiting loop." in second.stdout
+    stopped = how == "SIGTERM"
+    verb = "released" if stopped else "failed"
+    reason = (f"ralph.py {'was interrupted' if stopped else 'exited'} during the session "
+              f"(run {run_dir.name})")
+    whose = "interrupted" if stopped else "dead"
+    assert f"{verb} task {hung} of the {whose} run's agent {agent}: {reason}" in second.stderr
+    tasks = {t["id"]: t for t in export(run_task)}
+    assert all(t["status"] == "done" for t in tasks.values())
+    assert (tasks[hung]["retry_count"], tasks[hung]["fail_reason"]) == (0 if stopped else 1,
+                                                                         reason)
+
+
+def test_a_run_that_ends_after_its_third_session_counts_three_iterations(
+        git_repo, run_task, run_ralph, action):
+    """`All tasks complete` ends the run right after its last session, before a LOOP
+    separator: that session's iteration is counted all the same (status, progress.md)."""
+    sync(run_task, "t1", "t2", "t3")
+    proc = run_ralph("build", "-n", "3", env=action)
+    assert proc.returncode == 0, proc.stderr
+    assert "All tasks complete. Exiting loop." in proc.stdout
+    run_dir, = runs(git_repo)
+    assert (state_of(run_dir)["iteration"], state_of(run_dir)["sessionsStarted"]) == (3, 3)
+    status = run_ralph("status").stdout
+    assert "Iteration:  3 of 3, sessions started: 3\n" in status
 
 
 @pytest.mark.parametrize("content", CORRUPT.values(), ids=CORRUPT.keys())

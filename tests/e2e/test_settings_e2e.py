@@ -50,6 +50,20 @@ def test_a_unit_less_number_after_a_part_is_refused_before_any_write(
     assert treehash.diff(before, treehash.snapshot(git_repo)) == []
 
 
+@pytest.mark.parametrize("args,message", [
+    (("--max-runtime", "0"), "Error: --max-runtime must be greater than 0, got 0"),
+    (("--max-runtime", "0m"), "Error: --max-runtime must be greater than 0, got 0"),
+    (("--max-cost", "0.00"), "Error: --max-cost must be greater than 0, got 0"),
+], ids=["0", "0m", "0.00"])
+def test_a_zero_limit_on_the_command_line_is_shown_as_given_not_as_a_float(
+        git_repo, run_ralph, bin_dir, args, message):
+    install_stub(bin_dir)
+    before = treehash.snapshot(git_repo)
+    result = run_ralph("build", *args)
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", message + "\n")
+    assert treehash.diff(before, treehash.snapshot(git_repo)) == []
+
+
 def test_plan_minus_n_0_is_the_one_error_even_with_a_bad_ralph_yml(git_repo, run_ralph, bin_dir):
     # s.3: a flag error stops ralph.py before anything else, ralph.yml's checks included.
     install_stub(bin_dir)

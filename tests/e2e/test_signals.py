@@ -15,6 +15,7 @@ from loophelp import Running, alive, tasks  # noqa: F401  (fixtures)
 
 WAITING = "\nWaiting for claude to finish cleanup... Press Ctrl+C again to force quit.\n"
 REMAIN = {"out": "1 open, 0 active, 0 done, 0 blocked, 0 deleted\n"}
+TERMINATED = "Terminated: SIGTERM stopped the run (exit 130); 'ralph build --resume' continues it"
 
 
 @pytest.fixture
@@ -98,6 +99,7 @@ def test_sigterm_during_a_session_kills_the_group_at_once_without_the_message(
         assert "Waiting for claude" not in run.stdout
         assert not alive(agent_pid) and not alive(child_pid)
         assert run.stdout.endswith("started\nderegistered ab12\n")
+        assert run.stderr.splitlines() == [TERMINATED]         # one line, as Ctrl+C's notice
     finally:
         run.kill()
 
@@ -131,7 +133,7 @@ def test_a_signal_during_setup_exits_130_before_the_banner(git_repo, base_env, t
         pid(str(block) + ".ready")
         os.kill(run.proc.pid, signal.SIGTERM)
         assert run.wait(timeout=5) == 130
-        assert run.stdout == "" and run.stderr == ""
+        assert run.stdout == "" and run.stderr.splitlines() == [TERMINATED]
         assert not Path(stub["STUB_PIDFILE"]).exists()
     finally:
         block.write_text("")

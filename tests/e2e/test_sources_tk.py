@@ -90,6 +90,18 @@ def test_ralph_task_answers_from_tk_when_ralph_yml_names_it(run_ralph, tk_repo, 
     assert not (git_repo / ".ralph" / "tasks.db").exists()      # not the embedded store
 
 
+def test_a_tickets_escape_sequences_are_shown_escaped_by_ralph_task(run_ralph, tk_repo, git_repo):
+    """A ticket is text from anyone who can push: `ralph task list` and `show` over tk show its
+    control characters as the embedded store's commands do (ralphpy.inert), never raw."""
+    ticket = tk_repo("create", "Red \x1b[31mALERT\x1b[0m \x1b]0;pwned\x07")
+    (git_repo / "ralph.yml").write_text("tasks: tk\n")
+    shown = "Red \\x1b[31mALERT\\x1b[0m \\x1b]0;pwned\\x07"
+    for args in (("list",), ("list", "--markdown"), ("show", ticket)):
+        proc = run_ralph("task", *args, env=tk_repo.env)
+        assert proc.returncode == 0, proc.stderr
+        assert shown in proc.stdout and not any(c in proc.stdout for c in "\x1b\x07"), args
+
+
 def test_a_hold_on_a_ticket_is_not_released_from_an_agent_session(run_ralph, tk_repo, git_repo):
     ticket = tk_repo("create", "Parked")
     env = {**tk_repo.env, "RALPH_TASKS": "tk"}

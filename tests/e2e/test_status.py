@@ -106,6 +106,27 @@ def test_status_of_a_finished_run_shows_how_it_ended(tmp_path: Path):
         out.getvalue())
 
 
+def test_status_shows_escape_sequences_in_a_runs_records_escaped(tmp_path: Path):
+    """A task id, a fail reason and an exit reason come from agents and stores: `ralph status`
+    shows their control characters as text, one line each."""
+    ralph_dir = tmp_path / ".ralph"
+    hostile = "\x1b]0;pwned\x07\x1b[2Jgone\nnext"
+    state = run_state.RunState(run_id="run-bad", mode="build", max_iterations=2)
+    state.begin_session("t\x1b[31m1", 11, ".ralph/logs/1.log")
+    state.finish(6, f"no progress: {hostile}")
+    state.active = {"n": 1, "task": "t\x1b[31m1"}
+    run_state.save(ralph_dir, state)
+    progress.append_event(ralph_dir, "run-bad", "session_end", n=1, task="t\x1b[31m1",
+                          exit_code=1, outcome="failed", reason=hostile)
+    result = ralph_status(tmp_path)
+    assert result.returncode == 0
+    shown = "\\x1b]0;pwned\\x07\\x1b[2Jgone\\nnext"
+    assert f"no progress: {shown} (exit 6)" in result.stdout
+    assert "Current:    t\\x1b[31m1 (session 1" in result.stdout
+    assert f"session 1  t\\x1b[31m1  failed  (exit 1, {shown})" in result.stdout
+    assert not any(c in result.stdout for c in "\x1b\x07")
+
+
 def test_status_without_any_run_says_so_and_exits_0(tmp_path: Path):
     result = ralph_status(tmp_path)
     assert (result.returncode, result.stdout) == (0, "No ralph run found in .ralph.\n")

@@ -101,6 +101,30 @@ def test_show_of_a_failed_deleted_task_has_retries_reason_and_deleted(run_task, 
     assert f"Deleted:     {deleted}\n" in out and "Assignee" not in out
 
 
+HOSTILE = "Red \x1b[31mALERT\x1b[0m \x1b]0;pwned\x07 \x9b2J\x7f"
+SHOWN = "Red \\x1b[31mALERT\\x1b[0m \\x1b]0;pwned\\x07 \\x9b2J\\x7f"
+
+
+def test_list_show_and_deps_show_control_characters_escaped_never_raw(run_task):
+    """A title from a planner model or a fleet's store is data: its escape sequences are shown
+    (`\\x1b[31m`), never sent to the terminal; a description keeps its newlines and tabs,
+    a one-line table cell shows them escaped. The store keeps the text as given."""
+    ok(run_task("create", "a", HOSTILE, "-d", "one\n\ttwo\x1b[2J"))
+    ok(run_task("create", "b", "Plain\ntitle", "--deps", "a"))
+    table = ok(run_task("list"))
+    assert table == (TABLE_HEADER + f"a                    2 open     -     {SHOWN:<35} -\n"
+                     + "b                    2 open     -     Plain\\ntitle                        -\n")
+    markdown = ok(run_task("list", "--markdown"))
+    assert f"title: {SHOWN}\n" in markdown and "title: Plain\ntitle\n" in markdown
+    shown = ok(run_task("show", "a"))
+    assert f"Title:       {SHOWN}\n" in shown
+    assert "Description: one\n\ttwo\\x1b[2J\n" in shown
+    assert ok(run_task("deps", "b")) == f"a [open] {SHOWN}\n"
+    for out in (table, markdown, shown):
+        assert not any(c in out for c in "\x1b\x07\x9b\x7f")
+    assert json.loads(ok(run_task("_export-json")).splitlines()[0])["title"] == HOSTILE
+
+
 def test_show_errors(run_task):
     fails(run_task("show"), 1, "Error: missing task ID\nUsage: ralph task show <id> [--with-deps]\n")
     fails(run_task("show", "a", "--deps"), 1, "Error: unknown flag '--deps'\n")

@@ -736,6 +736,22 @@ def test_sessions_that_finish_their_task_are_no_failures_whatever_the_agents_exi
     assert [(e["class"], e["counts_as_failure"]) for e in ends] == [("agent_error", False)] * 6
     assert all(t["status"] == "done" for t in tasks_of(run_task).values())
 
+def test_a_hold_reason_an_agent_wrote_is_printed_with_its_escapes_shown(
+        git_repo, run_ralph, run_task, agent):
+    """The reason of `task fail` comes from the agent: the `Held task` line ralph prints shows
+    its escape sequences as text, as every line ralph prints does."""
+    sync(run_task, "t1")
+    hostile = 'bad \033[2J\033]0;pwned\007'
+    fail = ('id=$("$RALPH_TASK_SCRIPT" list --status active --markdown | sed -n "s/^id: //p"); '
+            f'"$RALPH_TASK_SCRIPT" fail "$id" --reason "$(printf \'{hostile}\')" >/dev/null')
+    proc = run_ralph("build", "--max-attempts", "1",
+                     env={**agent("claude"), "STUB_ACTION": fail, "STUB_EXIT": "1"})
+    assert proc.returncode == 0, proc.stderr
+    shown = "bad \\x1b[2J\\x1b]0;pwned\\x07"
+    assert f"Held task t1: failed 1 times (--max-attempts 1): {shown}\n" in proc.stdout
+    assert not any(c in proc.stdout + proc.stderr for c in "\x1b\x07")
+
+
 def test_a_task_failing_max_attempts_times_is_held_with_its_reasons_and_skipped(
         git_repo, run_ralph, run_task, agent):
     sync(run_task, "t1")
@@ -890,11 +906,40 @@ def test_ctl_pause_holds_the_next_session_until_resume(git_repo, base_env, run_t
     try:
         wait_for(lambda: "Paused: " in run.stdout)
         assert not (tmp_path / "n.started.1").exists()
+        status = subprocess.run([sys.executable, str(RALPH), "status"], cwd=git_repo, env=env,
+                                capture_output=True, text=True, timeout=30)
+        line, = [x for x in status.stdout.splitlines() if x.startswith("Status:")]
+        assert line.startswith("Status:     paused, held by pid ")
+        assert line.endswith("; `ralph ctl resume` continues it")
+        shown = json.loads(subprocess.run([sys.executable, str(RALPH), "status", "--json"],
+                                          cwd=git_repo, env=env, capture_output=True,
+                                          text=True, timeout=30).stdout)
+        assert (shown["alive"], shown["paused"]) == (True, True)
         subprocess.run(ctl + ["resume"], cwd=git_repo, env=env, check=True, capture_output=True)
         assert run.wait() == 0
         assert "Resumed\n" in run.stdout and (tmp_path / "n.started.1").exists()
     finally:
         run.kill()
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/unattended.md"])
+def test_the_documented_overnight_command_leaves_nothing_untracked_for_git_add(
+        git_repo, base_env, bin_dir, run_task, page):
+    """The page's own `nohup ralph build ... > <file> 2>&1 &` line, run as written: its output
+    file must not be an untracked file that an agent's `git add -A` would commit."""
+    line, = [x for x in (ROOT / page).read_text().splitlines() if "nohup ralph build" in x]
+    install_stub(bin_dir)
+    (bin_dir / "ralph").symlink_to(RALPH)
+    sync(run_task, "t1")
+    run_task("delete", "t1")                            # an empty backlog: one short run
+    subprocess.run(["sh", "-c", line], cwd=git_repo, env=base_env, check=True, timeout=30)
+    out = wait_for(lambda: [p for p in git_repo.rglob("ralph.out")
+                            if "No tasks available" in p.read_text()], timeout=30)
+    wait_for(lambda: not (git_repo / ".ralph" / "run.lock").exists())
+    assert out[0].parent == git_repo / ".ralph"
+    untracked = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                               cwd=git_repo, env=base_env, capture_output=True, text=True)
+    assert untracked.stdout == ""
 
 
 def test_sighup_finishes_the_session_then_exits_0(git_repo, base_env, run_task, agent, tmp_path):

@@ -239,3 +239,15 @@ def test_the_architecture_page_names_every_module_in_its_package():
         if path.name not in named:
             missing.append(str(path.relative_to(LIB)))
     assert missing == []
+
+
+def test_a_bench_quoted_in_two_pages_gives_the_same_numbers_in_both():
+    """bench/sources.py's per-iteration overhead is quoted in the README's Speed table and in
+    docs/task-sources.md: one measurement, the same numbers (a reader compares them)."""
+    row, = [line for line in (ROOT / "README.md").read_text().splitlines()
+            if line.startswith("| `bench/sources.py`")]
+    readme = [int(n) for n in re.search(r"\| ([0-9]+) / ([0-9]+) / ([0-9]+) ms;", row).groups()]
+    page = (ROOT / "docs" / "task-sources.md").read_text()
+    quoted = [int(re.search(rf"^\| {name} \| ([0-9]+) ms \|", page, re.MULTILINE).group(1))
+              for name in ("sqlite", "tk", "flowctl")]
+    assert quoted == readme

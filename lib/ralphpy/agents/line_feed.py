@@ -2,8 +2,8 @@
 chunks split anywhere, each complete line handed once to the subclass's `_line`, a line longer
 than max_line_bytes dropped whole without ever being held (counted in the summary's
 `events_seen`: "lines", "oversized"), and the text one chunk produced written and flushed at
-once. Knows nothing of what a line means: claude_render.py renders Claude's stream-json,
-streams.py the other CLIs' JSON lines.
+once, its control characters shown escaped (ralphpy.inert). Knows nothing of what a line
+means: claude_render.py renders Claude's stream-json, streams.py the other CLIs' JSON lines.
 
 A subclass sets `self._s` (a summary with an `events_seen` dict holding "lines" and
 "oversized") and implements `_line(line, parts)`, appending the text to show to parts.
@@ -11,6 +11,8 @@ A subclass sets `self._s` (a summary with an `events_seen` dict holding "lines" 
 from __future__ import annotations
 
 from typing import BinaryIO
+
+from ralphpy import inert
 
 MAX_LINE_BYTES = 8 * 1024 * 1024   # a longer line is not rendered (the log keeps it)
 
@@ -75,8 +77,8 @@ class LineFeed:
 
     def _emit(self, parts: list[str]) -> None:
         text = "".join(parts)
-        if text:
-            self._out.write(self._encode(text))
+        if text:                        # the agent's words shown, their escapes never obeyed
+            self._out.write(self._encode(inert.shown(text, lines=True)))
             self._out.flush()
 
     # Hooks.

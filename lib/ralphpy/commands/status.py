@@ -22,7 +22,7 @@ from ralphpy.report.render_text import clean
 from ralphpy.runs import progress
 from ralphpy.runs import lock as run_lock
 from ralphpy.runs import state as run_state
-from ralphpy.unattended import night_config
+from ralphpy.unattended import control, night_config
 
 LAST_OUTCOMES = 5
 
@@ -42,9 +42,8 @@ Options:
 
 
 def _outcome(event: dict[str, Any]) -> dict[str, Any]:
-    keys = ("ts", "n", "task", "outcome", "exit_code", "duration_s", "cost_usd", "turns",
-            "reason")
-    return {k: event.get(k) for k in keys}
+    return {k: event.get(k) for k in ("ts", "n", "task", "outcome", "exit_code", "duration_s",
+                                        "cost_usd", "turns", "reason")}
 
 
 def read_status(ralph_dir: Path, named: str | None = None) -> dict[str, Any]:
@@ -78,6 +77,7 @@ def read_status(ralph_dir: Path, named: str | None = None) -> dict[str, Any]:
         "resumeAt": state.resume_at if state else None,
         "interrupted": bool(state and state.ended_at is None and lock.state != "alive"
                             and lock.state != "foreign"),
+        "paused": lock.state == "alive" and control.paused(ralph_dir),   # `ralph ctl pause`
     })
     ends = [e for e in progress.read_events(ralph_dir, run_id) if e["event"] == "session_end"] \
         if run_id else []
@@ -126,7 +126,10 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
     if status["runId"] is None and status["lock"] in ("free", "unreadable"):
         fleet = view.lines(status.get("fleet"))              # other hosts' runs
         return f"No ralph run found in {ralph_dir}.\n" + "".join(f"{x}\n" for x in fleet)
-    if status["alive"]:
+    if status["alive"] and status.get("paused"):          # a session running ends first
+        line = ("running, pausing after the current session, " if status["active"] else
+                "paused, ") + f"{status['lockDetail']}; `ralph ctl resume` continues it"
+    elif status["alive"]:
         line = f"running, {status['lockDetail']}"
     elif status["lock"] == "foreign":
         line = f"unknown, {status['lockDetail']}"
@@ -142,7 +145,7 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
     if status["mode"] is None:
         lines += ["State:      not written yet or unreadable",
                   *view.lines(status.get("fleet"))]
-        return "\n".join(lines) + "\n"
+        return "\n".join(map(clean, lines)) + "\n"          # titles shown, not obeyed
     limit = f" of {status['maxIterations']}" if status["maxIterations"] else " (no limit)"
     lines += [f"Started:    {status['startedAt']}",
               f"Updated:    {status['updatedAt']}",
@@ -173,7 +176,7 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
         shown = Path(ralph_dir) / "runs" / str(status["runId"]) / "report.html"
         lines.append(f"Report:     {shown} (`ralph report` shows it here)")
     lines += view.lines(status.get("fleet"))
-    return "\n".join(lines) + "\n"
+    return "\n".join(map(clean, lines)) + "\n"              # titles shown, not obeyed
 
 
 def _watch_text(status: dict[str, Any], extra: dict[str, Any], shown: Path) -> str:
@@ -201,8 +204,8 @@ def _watch_text(status: dict[str, Any], extra: dict[str, Any], shown: Path) -> s
 
 def _watch_line(status: dict[str, Any], extra: dict[str, Any]) -> str:
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    state = ("running" if status["alive"] else "ended" if status.get("endedAt")
-             else "not running")
+    state = ("ended" if status.get("endedAt") else "not running") if not status["alive"] else \
+        "paused" if status.get("paused") and not status["active"] else "running"
     bits = [stamp, f"run {status['runId']}", state]
     if status.get("currentTask") or status.get("active"):
         task = status.get("currentTask") or ", ".join(extra["activeTasks"]) or "(agent picks)"

@@ -57,6 +57,8 @@ def _read_file(path: Path) -> dict[str, Any]:
 
 def _shown(value: Any) -> str:
     """A value as a message shows it: a password in a URL (a task store's) is `***`."""
+    if isinstance(value, float):              # a flag's number or duration: `0`, not `0.0`
+        return f"{value:g}"
     if not isinstance(value, str):
         return str(value)
     from ralphpy.tasks.store_url import redact
@@ -64,15 +66,17 @@ def _shown(value: Any) -> str:
 
 
 def load(mode: str, cli_values: Mapping[str, Any], environ: Mapping[str, str],
-         repo_root: Path) -> Options:
+         repo_root: Path, only: frozenset[str] | None = None) -> Options:
     """Merge and validate. cli_values holds only what the command line gave. Raises
     UsageError: one line per problem, all of them, in .problems too; then plan mode's
-    `-n 0` rule (s.3)."""
+    `-n 0` rule (s.3). only: the settings a command uses (`ralph task`: `tasks`): the others
+    keep their defaults, and a problem in them (a key misspelt in ralph.yml) is left to the
+    command that uses them."""
     if cli_values.get("max_iterations") is not None:     # s.3: a flag error comes first,
         iteration_limit(mode, cli_values["max_iterations"])  # before ralph.yml is read
     problems: list[str] = []
     file_values = _read_file(Path(repo_root) / CONFIG_NAME)
-    for key in file_values:
+    for key in file_values if only is None else ():
         if key not in _YML_KEYS:
             close = difflib.get_close_matches(str(key).replace("-", "_"), _YML_KEYS, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
@@ -88,6 +92,8 @@ def load(mode: str, cli_values: Mapping[str, Any], environ: Mapping[str, str],
              file_values.get(setting.name) if setting.in_yml else None),
         ]
         values[setting.name], sources[setting.name] = setting.default, "default"
+        if only is not None and setting.name not in only:
+            continue
         chosen = False
         for source, label, raw in candidates:
             if raw is None:        # not given here (a null in ralph.yml means "default")

@@ -24,7 +24,7 @@ def _same_moment(whole: float | None, precise: float | None) -> float | None:
 
 
 def _apply_state(r: Report, state: run_state.RunState, running: bool) -> None:
-    r.mode = state.mode
+    r.add_mode(state.mode)
     start = _same_moment(epoch(state.started_at), r.started)
     if start is not None:
         r.started = start if r.started is None else min(r.started, start)

@@ -118,7 +118,7 @@ class Builder:
 
     def _on_run_start(self, run_id: str, e: dict[str, Any], ts: float | None) -> None:
         self._stop_open(run_id)         # resumed: what the killed ralph.py ran died with it
-        self.r.mode = e.get("mode") if isinstance(e.get("mode"), str) else self.r.mode
+        self.r.add_mode(e.get("mode"))
         if e.get("billing") in ("api", "subscription"):
             self.r.billing = e["billing"]
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # What each exit code of a run_end means for the reader (errors.py's table).
+RATE_MIN_S = 600.0      # a rate needs a run this long to mean anything: else none is shown
 STOP_KINDS = {0: "finished", 1: "error", 3: "locked", 4: "scope change", 5: "budget",
               6: "breaker", 7: "usage disabled", 8: "environment", 130: "interrupted"}
 # Billing of the figure the agent reports as cost (report.billing).
@@ -103,14 +104,21 @@ class Report:
     def cost_usd(self) -> float:
         return sum(s.cost_usd or 0.0 for s in self.sessions)
 
+    def add_mode(self, mode: object) -> None:
+        """A run's mode: runs merged (--since) show every mode among them, not the last one."""
+        if isinstance(mode, str):
+            self.mode = ", ".join(sorted({*(self.mode.split(", ") if self.mode else ()), mode}))
+
     @property
     def done(self) -> int:
         return sum(1 for t in self.tasks.values() if t.outcome == "done")
 
     @property
     def tasks_per_hour(self) -> float | None:
-        hours = self.elapsed_s / 3600
-        return self.done / hours if hours > 0 else None
+        """None for a run shorter than RATE_MIN_S: 3 tasks in a second are not 10,800/h."""
+        if self.elapsed_s < RATE_MIN_S:
+            return None
+        return self.done / (self.elapsed_s / 3600)
 
     @property
     def cost_per_done(self) -> float | None:

@@ -1,7 +1,8 @@
 """Owns the HTML report (report.html): one self-contained page (no script, no network: inline
 SVG charts and one stylesheet), readable on a phone. Its Content-Security-Policy allows nothing
 but that stylesheet, by its hash: even text that got past the escaping could run no code and
-load nothing. Every untrusted text (titles, reasons, agent text) is escaped. The task table
+load nothing. Every untrusted text (titles, reasons, agent text) is escaped, its control
+characters shown (ralphpy.inert), and a long unbroken word wraps in its cell. The task table
 stops at TASK_ROWS rows, so a run of 10,000 sessions stays a page of well under 2 MB."""
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import base64
 import hashlib
 from html import escape
 
+from ralphpy import inert
 from ralphpy.report import charts, svg
 from ralphpy.report.model import BILLING_TEXT, Report
 
@@ -31,7 +33,8 @@ margin:0}
 .legend{font-size:.8em;color:#444}.key{margin-right:10px;white-space:nowrap}
 .scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}
 table{border-collapse:collapse;font-size:.85em;background:#fff;min-width:100%}
-th,td{border:1px solid #ddd;padding:4px 6px;text-align:left;vertical-align:top}
+th,td{border:1px solid #ddd;padding:4px 6px;text-align:left;vertical-align:top;
+overflow-wrap:anywhere}
 td.n{text-align:right;white-space:nowrap}th{background:#eee;position:sticky;top:0}
 tr.failed td:first-child{border-left:4px solid #c62828}
 tr.held td:first-child{border-left:4px solid #ef6c00}
@@ -46,7 +49,7 @@ CSP = (f"default-src 'none'; style-src 'sha256-{_STYLE_HASH}'; img-src data:; "
 
 
 def _e(text: object, limit: int | None = CELL_CHARS) -> str:
-    value = "" if text is None else str(text)
+    value = inert.shown("" if text is None else str(text), lines=True)   # no raw control byte
     if limit is not None and len(value) > limit:
         value = value[:limit - 1] + "\u2026"
     return escape(value, quote=True)

@@ -1,21 +1,20 @@
 """Owns the terminal report: a few summary lines, sparklines, a compact task table (the tasks
 that need a look first) and what could not be read. Untrusted text (titles, reasons, agent
-text) has its control characters replaced, so it cannot move the cursor or recolour the
+text) has its control characters shown escaped (ralphpy.inert), so it cannot move the cursor or recolour the
 terminal. Knows nothing of reading records."""
 from __future__ import annotations
 
-import re
-
+from ralphpy import inert
 from ralphpy.report import charts
 from ralphpy.report.model import BILLING_TEXT, Report
 
 TASK_ROWS = 40
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def clean(text: object, width: int | None = None) -> str:
-    """One line of untrusted text, safe for a terminal, cut to width characters."""
-    value = _CONTROL.sub("?", "" if text is None else str(text))
+    """One line of untrusted text, safe for a terminal (its control characters shown
+    escaped), cut to width characters."""
+    value = inert.shown("" if text is None else str(text))
     if width is not None and len(value) > width:
         value = value[:max(1, width - 1)] + "\u2026"
     return value

@@ -99,6 +99,9 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
           resume: bool, recover: leftovers.Recover, source: str) -> Run:
     run_id = lock.holder.run_id
     loaded = run_state.load(ralph_dir, run_id) if resumable else run_state.Loaded(None)
+    # An unreadable state (moved aside): what the dead run left, read before new events
+    left = leftovers.from_events(progress.read_events(ralph_dir, run_id), functools.partial(
+        _pidfile, ralph_dir, run_id)) if loaded.recovery else None
     state = loaded.state or run_state.RunState(run_id=run_id, mode=mode,
                                                max_iterations=max_iterations, options=options)
     run = Run(Path(ralph_dir), lock, state, resumed=loaded.state is not None)
@@ -128,8 +131,10 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
         leftovers.recover_dead(state, recover, log=functools.partial(_log, run),
                                stopped=stopped)
     else:
-        if resume:
+        if resume and left is None:
             _log(run, "resume", f"Nothing to resume: starting run {run_id}")
+        if left is not None:
+            leftovers.recover_unreadable(state, left, recover, log=functools.partial(_log, run))
         leftovers.release_interrupted(ralph_dir, run_id, recover,
                                       log=functools.partial(_log, run))
     run_state.save(ralph_dir, state)
@@ -146,7 +151,7 @@ def begin_session(run: Run, *, task: str | None, log: Path, agent: str, cli: str
     run.session_clock = time.monotonic()
     run.session_since = readonly.since_now()
     run.state.begin_session(task, None, str(log), agent=agent or None)
-    pidfile = _run_dir(run) / f"session-{run.state.sessions_started:03d}.pid"
+    pidfile = _pidfile(run.ralph_dir, run.state.run_id, run.state.sessions_started)
     run.state.active["pidfile"] = str(pidfile)
     if agent:
         run.state.extra["agentId"] = agent
@@ -160,6 +165,11 @@ def begin_session(run: Run, *, task: str | None, log: Path, agent: str, cli: str
 
 def _run_dir(run: Run) -> Path:
     return run_state.state_path(run.ralph_dir, run.state.run_id).parent
+
+
+def _pidfile(ralph_dir: Path, run_id: str, n: int) -> Path:
+    """Session n's pid file (session/pidfile.py's handshake)."""
+    return run_state.state_path(ralph_dir, run_id).parent / f"session-{n:03d}.pid"
 
 
 def _drop_pidfile(active: dict[str, Any] | None) -> None:
@@ -198,10 +208,10 @@ def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: 
                 completed: list[str] = (), failed: list[str] = (),
                 fail_reason: str | None = None, reasons: Mapping[str, str] | None = None,
                 extra: dict[str, Any] | None = None) -> None:
-    """After the session (and the crash-safety step): its outcome in the state, one session_end
-    event, progress.md rewritten. completed/failed: the tasks the session finished or left;
-    reasons: a failed task's own reason where not fail_reason (the agent's `task fail`).
-    extra: more fields for the event (the unattended-run outcome: exit class and detail)."""
+    """After the session (and the crash-safety step): its outcome in the state, its iteration
+    counted (the run may end before its LOOP separator), one session_end event, progress.md
+    rewritten. completed/failed: the tasks the session finished or left; reasons: a failed
+    task's own reason (the agent's `task fail`); extra: more fields for the event."""
     reasons = reasons or {}
     state = run.state
     ended = state.active
@@ -217,6 +227,7 @@ def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: 
     for slug in failed:
         state.end_session(slug, ok=False, reason=reasons.get(slug, fail_reason), **details)
     state.active = None
+    state.iteration += not interrupted        # `All tasks complete` after session 3: 3, not 2
     outcome = ("interrupted" if interrupted else "failed" if failed
                else "completed" if completed else "no task")
     tasks = [*completed, *failed]

@@ -5,7 +5,9 @@ and the task a run ended by Ctrl+C or SIGTERM left active (exit 130, s.16: no cr
 step then), released when a new run starts. A run the person stopped was no attempt at its
 task: its task goes back without a failure counted (`attempt=False`: `task _release`, which
 --max-attempts does not see in later runs); a crashed run's task is failed, so that a task
-whose session takes ralph down with it each time is still held in the end. Does not own the
+whose session takes ralph down with it each time is still held in the end. When the dead
+run's state.json could not be read, its events say which agent it registered, the session it
+left running and how it ended, and that is settled the same way. Does not own the
 task calls (the `recover` callback, loop.launch), the run state's format (runs.state) or
 printing: each line goes to `log(kind, line)`, which runlife.lifecycle prints on stderr and
 records as a `log` event."""
@@ -73,6 +75,46 @@ def recover_dead(state: run_state.RunState, recover: Recover, log: Log,
     _say(log, "resume", got, agent, reason, stopped)
 
 
+@dataclass
+class Left:
+    """What a run whose state.json could not be read left, as its events tell it."""
+    agent: str
+    active: dict[str, Any] | None          # the session it started and never ended
+    stopped: bool                          # its last end was Ctrl+C or SIGTERM (exit 130)
+
+
+def from_events(events: list[dict[str, Any]], pidfile: Callable[[int], Path]) -> Left | None:
+    """The agent a run registered, the session it left running (with its pid file: session n's
+    path is pidfile(n)) and whether its last end was a stop, read from its events; None
+    when no session of it named an agent."""
+    agent, active, stopped = None, None, False
+    for event in events:
+        kind = event.get("event")
+        if kind == "run_start":
+            stopped = False                              # resumed: it ran again after that
+        elif kind == "session_start" and isinstance(event.get("agent_id"), str):
+            agent = event["agent_id"]
+            n = event.get("n")
+            active = {"n": n, "task": event.get("task"), "log": event.get("log"),
+                      "agent": agent,
+                      **({"pidfile": str(pidfile(n))} if isinstance(n, int) else {})}
+        elif kind == "session_end":
+            active = None
+        elif kind == "run_end":
+            stopped = event.get("exit_code") == INTERRUPTED
+    return Left(agent, active, stopped) if agent else None
+
+
+def recover_unreadable(state: run_state.RunState, left: Left, recover: Recover,
+                       log: Log) -> None:
+    """The run taken up again had a state.json that could not be read (moved aside; `state`
+    is the fresh one): what it left is settled from its events as recover_dead settles a
+    readable state, so its agent's task is not left active until its lease runs out."""
+    state.active = left.active
+    state.extra["agentId"] = left.agent
+    recover_dead(state, recover, log, stopped=left.stopped)
+
+
 def release_interrupted(ralph_dir: Path, current: str, recover: Recover, log: Log) -> None:
     """The run before this new one (`current`) ended by Ctrl+C/SIGTERM: what its agent, gone
     since, still holds would wait for its lease to run out (10 minutes; up to the session
@@ -116,4 +158,5 @@ def _say(log: Log, kind: str, got: Recovered, agent: str, reason: str, stopped: 
             reason=reason)
 
 
-__all__ = ["Recovered", "Recover", "recover_dead", "release_interrupted"]
+__all__ = ["Recovered", "Recover", "Left", "from_events", "recover_dead", "recover_unreadable",
+           "release_interrupted"]

@@ -8,6 +8,7 @@ import json
 import os
 from typing import Iterable, Mapping
 
+from ralphpy import inert
 from ralphpy.sources.base import ACTIVE, DONE, HELD, Listing
 from ralphpy.sources.leases import Lease
 from ralphpy.tasks import markdown as md
@@ -66,7 +67,7 @@ def markdown(records: Iterable[dict], fields: frozenset, by_id: Mapping[str, dic
                 for d in sorted(r["deps"]) if d in by_id and by_id[d].get("result")]
         view["deps"] = sorted(r["deps"])
         views.append((view, fields))
-    return md.sections(views)
+    return inert.shown(md.sections(views), lines=True)     # titles shown, not obeyed
 
 
 def table(records: Iterable[dict]) -> str:
@@ -109,7 +110,7 @@ def show(r: dict, by_id: Mapping[str, dict], with_deps: bool) -> str:
                    if d in by_id and by_id[d].get("result")]
         if results:
             lines += ["", "Blocker Results:"] + [f"  {d}: {res}" for d, res in results]
-    return "\n".join(lines) + "\n"
+    return inert.shown("\n".join(lines) + "\n", lines=True)    # titles shown, not obeyed
 
 
 def export_json(records: Iterable[dict]) -> str:

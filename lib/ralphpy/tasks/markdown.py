@@ -3,6 +3,7 @@ table, and `_render-md`'s mapping of a JSON object to a section (s.9.17). Pure f
 plain values; does not own the database or which tasks are shown."""
 from __future__ import annotations
 
+from ralphpy import inert
 from ralphpy.tasks import jsontext
 
 TYPE_CHECKING = False
@@ -154,19 +155,29 @@ AGENT_HEADER = "ID     PID      HOSTNAME             STARTED                   S
 def task_table(tasks: Sequence[dict], holds: dict | None = None) -> str:
     """printf '%-20s %s %-8s %-5s %-35s %s' per task under the header; none: no output.
     holds (task id -> reason): a held open task's status reads `held`, and one line per held
-    task after the table says why."""
+    task after the table says why. A cell's control characters (a newline too) are shown
+    escaped (ralphpy.inert); the table is checked once, cells only when it holds any."""
     if not tasks:
         return ""
     holds = holds or {}
+    text = _task_rows(tasks, holds, str)
+    lines = 1 + len(tasks) + sum(1 for t in tasks if t["id"] in holds)
+    if text.count("\n") == lines and inert.shown(text, lines=True) is text:
+        return text                                   # the common case: plain text throughout
+    return _task_rows(tasks, holds, inert.shown)
+
+
+def _task_rows(tasks: Sequence[dict], holds: dict, shown) -> str:
     rows, why = [TASK_HEADER], []
     for t in tasks:
         pri = "" if t["priority"] is None else str(t["priority"])
         status = t["status"] or ""
+        slug, title = shown(str(t["slug"])), shown(t["title"])
         if t["id"] in holds:
             status = "held" if status == "open" else status
-            why.append(f"held {t['slug']}: {holds[t['id']] or 'yes'}")
-        rows.append(f"{t['slug']:<20} {pri} {status:<8} {_dash(t['category']):<5} "
-                    f"{t['title']:<35} {_dash(t['assignee'])}")
+            why.append(f"held {slug}: {shown(holds[t['id']] or 'yes')}")
+        rows.append(f"{slug:<20} {pri} {status:<8} {shown(_dash(t['category'])):<5} "
+                    f"{title:<35} {shown(_dash(t['assignee']))}")
     return "\n".join(rows + why) + "\n"
 
 

@@ -4,6 +4,7 @@ with a constant number of queries. Does not own formats (markdown.py) or writes.
 from __future__ import annotations
 
 
+from ralphpy import inert
 from ralphpy.tasks import args as A
 from ralphpy.tasks import db, dep_tree, jsontext, markdown as md, queries as q
 from ralphpy.tasks.context import Ctx
@@ -43,8 +44,9 @@ def list_tasks(ctx: Ctx, argv: Sequence[str]) -> str:
     tasks, blockers, holds = db.read(ctx.conn, snapshot)
     if not markdown:
         return md.task_table(tasks, holds)
-    return md.join_sections([md.task_section(t, blockers.get(t["id"], ()), md.LIST_MD,
-                                             held=holds.get(t["id"])) for t in tasks])
+    return inert.shown(md.join_sections([md.task_section(   # titles shown, not obeyed
+        t, blockers.get(t["id"], ()), md.LIST_MD, held=holds.get(t["id"])) for t in tasks]),
+        lines=True)
 
 
 def _holds(conn, ctx: Ctx) -> dict:
@@ -104,7 +106,7 @@ def show(ctx: Ctx, argv: Sequence[str]) -> str:
     with_results = [b for b in blockers if b[3]]
     if parsed.get("--with-deps") and with_results:
         lines += ["", "Blocker Results:"] + [f"  {b[0]}: {b[3]}" for b in with_results]
-    return "\n".join(lines) + "\n"
+    return inert.shown("\n".join(lines) + "\n", lines=True)    # titles shown, not obeyed
 
 
 def deps(ctx: Ctx, argv: Sequence[str]) -> str:
@@ -126,7 +128,8 @@ def deps(ctx: Ctx, argv: Sequence[str]) -> str:
     if not graph.get(task["id"]):
         return "(no dependencies)\n"
     lines = sorted((depth, *info[node]) for depth, node in dep_tree.walk(graph, task["id"]))
-    return "".join(f"{'  ' * (d - 1)}{slug} [{status}] {title}\n" for d, slug, status, title in lines)
+    return "".join(f"{'  ' * (d - 1)}{inert.shown(slug)} [{status}] {inert.shown(str(title))}\n"
+                   for d, slug, status, title in lines)
 
 
 def export_json(ctx: Ctx, argv: Sequence[str]) -> str:

@@ -124,8 +124,9 @@ EVENT_CASES = [
     ("text-as-is-no-newline-added", line(assistant(text("Hi *there*  "))), "Hi *there*  "),
     ("blocks-in-order", line(assistant(text("a"), tool("Read", {"file_path": "f"}), text("b"))),
      f"a\n{WRENCH} Read f\nb"),
+    # [SAFER] s.12 says "exactly as is"; control characters are shown escaped, never obeyed
     ("text-with-newlines-and-control-chars", line(assistant(text("x\n\ty\x1b[0m\r"))),
-     "x\n\ty\x1b[0m\r"),
+     "x\n\ty\\x1b[0m\\r"),
     ("missing-text-is-empty", line(assistant({"type": "text"}, text("z"))), "z"),
     ("numeric-text-is-json-text", line(assistant(text(12.50))), "12.5"),
     ("other-block-types-render-nothing",
