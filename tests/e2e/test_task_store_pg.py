@@ -97,7 +97,7 @@ def test_first_use_applies_the_migrations_once_even_when_two_start_together(run_
         results = list(pool.map(lambda _: run_task("plan-status"), range(4)))
     for proc in results:
         assert ok(proc) == "0 open, 0 active, 0 done, 0 blocked, 0 deleted\n"
-    assert query(pg, "SELECT version FROM ralph_schema ORDER BY 1") == [(1,), (2,), (3,)]
+    assert query(pg, "SELECT version FROM ralph_schema ORDER BY 1") == [(1,), (2,), (3,), (4,)]
 
 
 def test_a_store_of_an_older_schema_is_upgraded_on_first_use(run_task, pg):
@@ -105,7 +105,7 @@ def test_a_store_of_an_older_schema_is_upgraded_on_first_use(run_task, pg):
     query(pg, "DROP INDEX idx_tasks_scope_expiry")         # as version 1 left it
     query(pg, "DELETE FROM ralph_schema WHERE version > 1")
     assert ok(run_task("show", "a")).startswith("ID:          a\n")
-    assert query(pg, "SELECT version FROM ralph_schema ORDER BY 1") == [(1,), (2,), (3,)]
+    assert query(pg, "SELECT version FROM ralph_schema ORDER BY 1") == [(1,), (2,), (3,), (4,)]
     indexes = {name for (name,) in query(pg, "SELECT indexname FROM pg_indexes WHERE "
                                              "tablename = 'tasks'")}
     assert "idx_tasks_scope_expiry" in indexes and "idx_tasks_scope_lease" not in indexes

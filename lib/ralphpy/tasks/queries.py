@@ -87,8 +87,9 @@ def scope_params(scope: Scope, **extra: object) -> dict:
 def fetch_tasks(conn: sqlite3.Connection, scope: Scope, where: str = "TRUE", limit: int | None = None,
                 *, by_rowid: bool = False, **params: object) -> list[sqlite3.Row]:
     """Tasks of the scope matching `where`, in the spec's order. by_rowid: `where` picks a few
-    rowids (first_claimable); they are looked up one by one instead of testing every task of
-    the scope against the list (`+` keeps SQLite from walking the scope's index).
+    rows by an index of its own (first_claimable's rowids, views.SELECTIONS); they are looked
+    up one by one instead of testing every task of the scope against it (`+` keeps SQLite
+    from walking the scope's index).
     PostgreSQL rows also carry `rowid` and `claim_version` (the fencing token, claims.py)."""
     cols = ", ".join(f"t.{c.strip()}" for c in COLUMNS.split(","))
     if getattr(conn, "dialect", "sqlite") == "postgresql":
