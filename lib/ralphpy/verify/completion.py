@@ -129,7 +129,7 @@ class Gate:
         return {t["id"] for t in tasks if t.get("status") == "done" and t["id"] not in judged
                 and str(t.get("updated_at")) >= since}
 
-    def _run_since(self) -> str:
+    def _run_since(self) -> str:                       # the store's datetime format
         return str(self.run.state.started_at or "").replace("T", " ").rstrip("Z")[:19]
 
     def _records(self) -> dict[str, dict]:
@@ -243,11 +243,10 @@ class Gate:
         """When no task is left to do: every task this run verified and that is still done,
         whose verification ran at another commit than HEAD, is verified again (each command
         once). A failure reopens all tasks of that command. Returns the reopened verdicts."""
-        if not self._records():
-            return []
-        pending, tasks = reads.settled(self.task, self.opts.armed, self.env, self.cwd,
-                                       sorted(self._records()), tasks)
-        if pending:
+        pending, tasks = (reads.settled(self.task, self.opts.armed, self.env, self.cwd,
+                                        sorted(self._records()), tasks)
+                          if self._records() else (True, []))
+        if pending:                             # nothing verified yet, or work left to do
             return []
         status = {t["id"]: t for t in tasks}
         done = {t["id"] for t in tasks if t.get("status") == "done"}
