@@ -215,6 +215,13 @@ def _select(sql: str, params: tuple, environ: Mapping[str, str], cwd: Path) -> l
         db.release(conn)
 
 
+def dependency_count(*, environ: Mapping[str, str], cwd: Path) -> int | None:
+    """How many dependencies the store holds (`block` and `unblock` stamp no task's
+    updated_at); None when unknown. A count of one table's rows, in C."""
+    rows = _select("SELECT count(*) FROM task_deps", (), environ, cwd)
+    return rows[0][0] if rows else None
+
+
 def since_now() -> str:
     """Now, as the reads below take their since_utc: SQLite's datetime('now'), which stamps a
     task's updated_at and deleted_at, so a read compares the store's own text."""
@@ -259,5 +266,6 @@ def failed_since(before: Mapping[str, int], since_utc: str, *, environ: Mapping[
             if (retries or 0) > before.get(row_id, 0)}
 
 
-__all__ = ["ReadResult", "call", "export_records", "any_pending", "deleted_since", "failed_since", "finished_by", "retry_counts",
+__all__ = ["ReadResult", "call", "export_records", "any_pending", "dependency_count",
+           "deleted_since", "failed_since", "finished_by", "retry_counts",
            "since_now", "db_path"]

@@ -19,20 +19,20 @@ from ralphpy import programs
 from ralphpy.unattended import control, guards, limit_wait, logrotate, outcome, usage_limits
 from ralphpy.runs import progress
 from ralphpy.runs import state as run_state
-from ralphpy.backlog import answers
 from ralphpy.backlog import client as task_client
 from ralphpy.session import watchdog
 from ralphpy.unattended.session_outcome import classify_session, stop_error
 from ralphpy.unattended.session_outcome import fail_reason as session_fail_reason
+from ralphpy.unattended.backlog_watch import BacklogWatch
 from ralphpy.unattended.night_config import NightConfig
-from ralphpy.runs.lifecycle import Run
+from ralphpy.runs import lifecycle
 from ralphpy.signals import Guard
 
 _POLL_S = 0.05
 
 
 class Night:
-    def __init__(self, cfg: NightConfig, run: Run, *, task: Any, env: Mapping[str, str],
+    def __init__(self, cfg: NightConfig, run: lifecycle.Run, *, task: Any, env: Mapping[str, str],
                  guard: Guard, log_dir: Path, say: Callable[[str], None],
                  warn: Callable[[str], None]):
         """log_dir: where the session logs go (./.ralph/logs, s.20.3), rotated before each."""
@@ -46,7 +46,7 @@ class Night:
         self.timeouts = watchdog.SessionTimeouts(cfg.session_s, cfg.idle_s)
         self.stop_line: str | None = None
         self._pending: tuple[Any, Any, float] | None = None   # (outcome, limit hit, cost)
-        self._rows: dict[str, dict] = {}                      # last `_export-json`, by slug
+        self.watch = BacklogWatch(task, env, Path.cwd())       # the backlog's fingerprint
         self._hold_warned = False
         self._classified: tuple[Any, Any, Any] = (None, None, None)   # (result, outcome, hit)
 
@@ -57,7 +57,7 @@ class Night:
             self.warn(f"Note: removed {self.ralph_dir / control.STOP} left from before this run")
         persisted = self._persisted_limit()
         if self.task.embedded and (self.cfg.limits.max_idle_sessions or self.cfg.limits.max_attempts):
-            self.guards.baseline(self._fingerprint(None), self._head())   # no task call of s.1's table
+            self.guards.baseline(self.watch.fingerprint(None), self._head())   # no task call of s.1's table
         if persisted is not None:
             self.say(f"Usage limit from an earlier run: resume time {persisted.reset_at.isoformat()}")
             self.wait_limit(persisted)
@@ -140,7 +140,7 @@ class Night:
         held = []
         if out.kind not in outcome.NOT_AN_ATTEMPT:
             held = [slug for slug in failed if self.attempt_failed(
-                slug, reasons.get(slug, reason), self._rows.get(slug, {}).get("retry_count"))]
+                slug, reasons.get(slug, reason), self.watch.retries.get(slug))]
         n = (self.state.active or {}).get("n", self.state.sessions_started)
         progress.keep_outcome(self.state, n, out.kind, out.detail, out.counts_as_failure)
         self._pending = (out, hit, cost)
@@ -172,9 +172,9 @@ class Night:
         out, hit, cost = self._pending
         self._pending = None
         need = self.cfg.limits.max_idle_sessions or self.cfg.limits.max_attempts
-        verdict = self.guards.after_session(out, cost, self._fingerprint(counts_text) if need else "",
+        verdict = self.guards.after_session(out, cost, self.watch.fingerprint(counts_text) if need else "",
                                             self._head() if need else None)
-        self._save()
+        self._keep()                   # saved with the session's record (lifecycle), or below
         stop = stop_error(out, self.agent)
         if stop is not None:
             raise stop
@@ -266,21 +266,13 @@ class Night:
         self._event("log", kind="task_held", task=hold.task_id, attempts=hold.attempts,
                     message=hold.reason, ok=res.ok)
         if res.ok:
+            self.watch.held.add(hold.task_id)           # `held` is no volatile field
             self.say(f"Held task {hold.task_id}: {hold.reason}")
         elif not self._hold_warned:      # an external task CLI may lack _hold: warn once
             self._hold_warned = True
             self.warn(f"Warning: cannot hold task {hold.task_id} (`task _hold` failed); "
                       "the breakers still bound the run")
         return res.ok
-
-    def _fingerprint(self, counts_text: str | None) -> str:
-        if self.task.embedded or counts_text is None:
-            export = self.task.call("_export-json", env=self.env)   # in-process for ours
-            if export.ok:
-                self._rows = {str(row.get("id")): row
-                              for row in answers.parse_export(export.output) or []}
-                return guards.backlog_fingerprint(export.output)
-        return guards.backlog_fingerprint(counts_text or "")
 
     def _head(self) -> str | None:
         done = programs.run(["git", "rev-parse", "-q", "--verify", "HEAD"], cwd=Path.cwd(),
@@ -290,10 +282,12 @@ class Night:
     def _event(self, event: str, **fields: Any) -> None:
         progress.append_event(self.ralph_dir, self.state.run_id, event, **fields)
 
-    def _save(self) -> None:
+    def _keep(self) -> None:
         self.state.extra["guards"] = self.guards.to_dict()
-        run_state.save(self.ralph_dir, self.state)
-        progress.write_progress(self.ralph_dir, self.state)
+
+    def _save(self) -> None:           # now, before a wait: the resume time a resume honours
+        self._keep()
+        lifecycle.save(self.run)
 
 
 __all__ = ["Night"]
