@@ -60,6 +60,17 @@ def state_of(run_dir: Path) -> dict:
     return json.loads((run_dir / "state.json").read_text())
 
 
+def agent_pid_of(run_dir: Path) -> int | None:
+    """The active session's agent pid: in the pid file the state names (written ahead), where
+    the agent links it before exec; the state does not save it."""
+    pidfile = (state_of(run_dir).get("active") or {}).get("pidfile")
+    try:
+        fields = Path(pidfile).read_text().split() if pidfile else []
+    except FileNotFoundError:
+        return None
+    return int(fields[0]) if fields and fields[0].isdigit() else None
+
+
 def events_of(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
@@ -85,8 +96,7 @@ def test_kill_9_mid_session_then_build_again_takes_over_fails_the_task_and_resum
         mark = Path(action["MARK"])         # the shell creates it before it writes the id
         hung_task = wait_for(lambda: mark.exists() and mark.read_text().strip(), timeout=20)
         run_dir, = runs(git_repo)
-        wait_for(lambda: (state_of(run_dir).get("active") or {}).get("pid"))
-        agent_pid = state_of(run_dir)["active"]["pid"]
+        agent_pid = wait_for(lambda: agent_pid_of(run_dir))
         os.kill(first.proc.pid, signal.SIGKILL)              # ralph.py alone, not its agent's group
         first.proc.wait(10)
     finally:
@@ -186,9 +196,9 @@ def test_a_plan_run_after_a_build_killed_with_9_stops_its_agent_and_fails_its_ta
     sync(run_task, "t1")
     mark = Path(action["MARK"])
 
-    def agent_pid():                            # its task claimed, its pid in the run state
+    def agent_pid():                            # its task claimed, its pid in its pid file
         dirs = runs(git_repo) if mark.exists() and mark.read_text().strip() else []
-        return dirs and (state_of(dirs[0]).get("active") or {}).get("pid")
+        return dirs and agent_pid_of(dirs[0])
     _, agent_pid = killed_when(["build", "-n", "3"], cwd=git_repo, env={
         **base_env, **action, "HANG_AT": "1"}, ready=agent_pid)   # its agent hangs on
     run_dir, = runs(git_repo)
