@@ -19,10 +19,14 @@ Targets (met / MISSED):
   - < 20 ms per iteration at 1,000 and at 10,000 tasks;
   - flat: the cost at 10,000 within 1.5x of the cost at 1,000;
   - at least 20x less than ralph.sh in the same run (when RALPH_SH is set);
-  - the verify gate's own cost per session no worse than before the loop stopped reading the
-    whole backlog per session. Reference, measured with this script on that code (2026-11-28,
-    2 cores shared with other work, load average 13 to 18, --iterations 20 --repeat 3), CPU
-    minimum: REFERENCE_GATE_MS below.
+  - the verify gate's cost no worse than before the loop stopped reading the whole backlog
+    per session. Reference: this script on that code (commit f14122b, 2026-11-28 15:10 to
+    15:30 UTC, 2 cores shared with other work, load average 16 to 22, --iterations 20
+    --repeat 3), CPU minimum. That code read the whole backlog after every session for the
+    gate whether or not it was configured, so its cost shows in the plain loop too: the
+    difference was 10.2 ms at 1,000 tasks and 0.4 ms at 10,000, the loop with the gate on
+    69.5 and 320.9 ms. The target compares the loop with the gate on (REFERENCE_GATE_MS);
+    the difference is printed beside it.
 """
 from __future__ import annotations
 
@@ -39,9 +43,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# The verify gate's own cost per session (ms of CPU, minimum) at 1,000 and 10,000 tasks,
-# measured on the code before this script's targets were set (see the docstring).
-REFERENCE_GATE_MS = {1000: None, 10000: None}
+# The loop with the verify gate on (ms of CPU per iteration, minimum) at 1,000 and 10,000
+# tasks, measured on the code before the loop stopped reading the whole backlog (docstring).
+REFERENCE_GATE_MS = {1000: 69.5, 10000: 320.9}
 TARGET_MS, FLAT, RATIO = 20.0, 1.5, 20.0
 
 
@@ -132,7 +136,7 @@ def main() -> None:
         print(f"marginal cost per iteration: (T(-n {args.iterations}) - T(-n 1)) / "
               f"{args.iterations - 1}, {args.repeat} times; load average "
               f"{os.getloadavg()[0]:.1f} at the start")
-        plain, gate, theirs = {}, {}, {}
+        plain, gate, theirs, verify_runs = {}, {}, {}, {}
         for size in args.sizes:
             repo = make_repo(base, size, env)
             plain[size] = marginal(ralph, repo, env, args.iterations, args.repeat)
@@ -140,6 +144,7 @@ def main() -> None:
             verify = marginal([*ralph, "--verify", "true"], repo, env, args.iterations,
                               args.repeat)
             show("ralph.py --verify true", size, verify)
+            verify_runs[size] = verify
             gate[size] = min(verify["cpu"]) - min(plain[size]["cpu"])
             print(f"  {'verify gate alone':22s} {size:>6,} tasks: CPU {gate[size]:6.1f} ms "
                   "per session (min against min)")
@@ -171,13 +176,13 @@ def main() -> None:
                       "ralph.sh checkout)")
                 break
         for size in args.sizes:
-            ref = REFERENCE_GATE_MS.get(size)
+            ref, cost = REFERENCE_GATE_MS.get(size), min(verify_runs[size]["cpu"])
             if ref is None:
-                print(f"  verify gate at {size:,} tasks: {gate[size]:.1f} ms (no reference)")
+                print(f"  verify gate at {size:,} tasks: {cost:.1f} ms (no reference)")
             else:
-                print(f"  verify gate no worse than before at {size:,} tasks: {gate[size]:.1f} "
-                      f"ms against {ref:.1f} ms -> {verdict(gate[size] <= ref)}")
-
+                print(f"  the loop with the verify gate no worse than before at {size:,} tasks: "
+                      f"{cost:.1f} ms against {ref:.1f} ms (the gate alone: {gate[size]:.1f} ms) "
+                      f"-> {verdict(cost <= ref)}")
 
 if __name__ == "__main__":
     main()
