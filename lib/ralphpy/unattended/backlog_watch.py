@@ -3,8 +3,9 @@
 without progress (guards.backlog_fingerprint's rule), and each task's retry_count as last read
 (--max-attempts carries earlier runs' failures over). The backlog is read whole once, at the
 first fingerprint; after that, with the embedded store, only the tasks touched since the last
-one (every write stamps updated_at: an index finds them), the tasks the run held, and the
-number of dependencies (`block` and `unblock` stamp nothing). Elsewhere (a task source, another
+one (every write stamps updated_at: an index finds them) and the tasks the run held, unless
+the number of dependencies changed (`block` and `unblock` stamp no task): then whole again,
+so the fingerprint is always the one a whole read gives. Elsewhere (a task source, another
 task CLI) the whole `_export-json` each time, or the `plan-status` counts. Knows nothing of the
 breaker's counting (guards) or of the loop."""
 from __future__ import annotations
@@ -25,15 +26,19 @@ class BacklogWatch:
         self.retries: dict[str, Any] = {}         # slug -> retry_count, as last read
         self.checked: str | None = None           # rows touched since are read next
         self.held: set[str] = set()               # held by the run since: read again next
+        self.deps: int | None = None              # dependencies in the store at the last read
 
     def fingerprint(self, counts_text: str | None) -> str:
         """The backlog's fingerprint now; counts_text: `plan-status`'s output, the fingerprint
         of a task CLI that is not ours (no extra task call)."""
         if not (self.task.embedded or counts_text is None):
             return guards.backlog_fingerprint(counts_text or "")
-        if self.checked is not None and (found := self._touched()) is not None:
+        deps = backlog_readonly.dependency_count(environ=self.env, cwd=self.cwd)
+        if (self.checked is not None and deps == self.deps
+                and (found := self._touched()) is not None):
             self._keep(found)
-        else:
+        else:                                   # the first time, or a dependency came or went
+            self.deps = deps
             self.checked = backlog_readonly.since_now()     # before the read: none missed
             export = self.task.call("_export-json", env=self.env)   # in-process for ours
             if not export.ok:
@@ -41,8 +46,7 @@ class BacklogWatch:
                 return guards.backlog_fingerprint(counts_text or "")
             self.rows, self.retries = {}, {}
             self._keep(answers.parse_export(export.output) or [])
-        deps = backlog_readonly.dependency_count(environ=self.env, cwd=self.cwd)
-        digest = hashlib.sha256(f"deps {deps}\n".encode())
+        digest = hashlib.sha256()
         for slug in sorted(self.rows):
             digest.update(f"{slug}\n{self.rows[slug]}\n".encode())
         return digest.hexdigest()
