@@ -13,6 +13,7 @@ rendering; does not own them, nor any write. Never prints."""
 from __future__ import annotations
 
 import io
+import os
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -44,12 +45,23 @@ def _seconds(text: str) -> float:
         return _READ_RETRY_S                 # the task CLI names a bad value; here: the default
 
 
+# The git top level of each (directory, process directory, the environment git reads): a run
+# reads its store around every session, and finding the repository from its files each time
+# was a third of what those reads cost. A repository does not move under a running loop.
+_TOPLEVELS: dict[tuple, str] = {}
+_GIT_READS = ("PATH", "HOME", "XDG_CONFIG_HOME", "SUDO_UID")
+
+
 def _db_path(git, explicit: str) -> Path:
     """tasks/db.locate() without its mkdir and .gitignore (task-cli.md s.3); explicit: the
     file RALPH_TASKS_DB names, "" for the default one."""
     if explicit:
         return Path(git.cwd) / explicit
-    return Path(git.toplevel()) / ".ralph" / "tasks.db"
+    key = (str(git.cwd), os.getcwd(), tuple(sorted(
+        (k, v) for k, v in git.environ.items() if k.startswith("GIT_") or k in _GIT_READS)))
+    if key not in _TOPLEVELS:
+        _TOPLEVELS[key] = git.toplevel()
+    return Path(_TOPLEVELS[key]) / ".ralph" / "tasks.db"
 
 
 def db_path(environ: Mapping[str, str], cwd: Path) -> Path | None:
