@@ -236,7 +236,7 @@ class Gate:
         write_atomic(Path(self.run.ralph_dir) / "verify" / f"{safe_name(v.task)}.json",
                      (json.dumps(body, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
         # the run state (and progress.md) is saved by the caller's next step: the loop's
-        # end_session, --parallel's save after each finished session or launch
+        # record of the session, --parallel's save after each finished session or launch
 
     # ------------------------------------------------------------------ stale verifications
     def recheck(self, tasks: list[dict] | None = None) -> list[verdicts.Verdict]:
