@@ -523,3 +523,54 @@ def test_ctl_resume_over_a_file_in_the_way_is_one_line_exit_8(git_repo, run_ralp
     proc = run_ralph("ctl", "resume")
     assert (proc.returncode, proc.stdout) == (8, "")
     assert proc.stderr == f"Error: cannot remove {git_repo}/.ralph/PAUSE: {why}\n"
+
+
+GIT_HOLD = """\
+#!/bin/sh
+# git, held at the breaker's read of HEAD after a session while $HOLD_MARK exists
+if [ -e "$HOLD_MARK" ] && [ "$*" = "rev-parse -q --verify HEAD" ]; then
+    touch "$HELD"
+    while [ -e "$HOLD_MARK" ]; do sleep 0.02; done
+fi
+exec {git} "$@"
+"""
+
+
+def test_a_kill_9_after_a_session_ended_before_its_record_is_resumed_as_a_crash(
+        git_repo, base_env, bin_dir, run_task, run_ralph, tmp_path):
+    """The session's record is saved with the iteration counter after plan-status and the
+    breakers: ralph.py killed in between (here while the breaker reads HEAD) leaves the state
+    naming the session active; the next run resumes the run, settles that session as one
+    ralph.py died in, and finishes the backlog."""
+    import shutil
+    sync(run_task, "t1", "t2")
+    install_stub(bin_dir)
+    (bin_dir / "git").write_text(GIT_HOLD.format(git=shutil.which("git")))
+    (bin_dir / "git").chmod(0o755)
+    mark, held = tmp_path / "hold", tmp_path / "held"
+    action = tmp_path / "action.sh"          # claim and finish one task, then hold git
+    action.write_text('#!/bin/sh\nid=$("$RALPH_TASK_SCRIPT" claim | sed -n "s/^id: //p")\n'
+                      '[ -n "$id" ] && "$RALPH_TASK_SCRIPT" done "$id" >/dev/null\n'
+                      f'touch "{mark}"\n')
+    action.chmod(0o755)
+    env = {**base_env, "STUB_ACTION": str(action), "HOLD_MARK": str(mark), "HELD": str(held)}
+    try:
+        killed_when(["build"], cwd=git_repo, env=env, ready=held.exists)
+    finally:
+        mark.unlink(missing_ok=True)
+    run_dir, = runs(git_repo)
+    before = state_of(run_dir)
+    assert before["active"]["n"] == 1 and before["iteration"] == 0    # no record saved yet
+    assert [e["outcome"] for e in events_of(run_dir) if e["event"] == "session_end"] == [
+        "completed"]
+
+    again = run_ralph("build", env={"STUB_ACTION": str(action), "HOLD_MARK": str(mark),
+                                    "HELD": str(held)})
+    assert again.returncode == 0, again.stderr
+    assert (f"Resuming run {run_dir.name} (interrupted at iteration 0, 1 sessions started)"
+            in again.stderr)
+    assert "All tasks complete. Exiting loop." in again.stdout
+    assert {t["id"]: t["status"] for t in export(run_task)} == {"t1": "done", "t2": "done"}
+    after = state_of(run_dir)
+    assert after["active"] is None and after["exitCode"] == 0 and after["sessionsStarted"] == 2
+    assert not (run_dir / "session-002.pid").exists()        # it went with its record
