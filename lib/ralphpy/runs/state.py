@@ -288,5 +288,5 @@ def merge_options(state: RunState, max_iterations: int | None, options: dict[str
     return mismatches
 
 
-__all__ = ["RunState", "Loaded", "active_session", "new_run_id", "save", "load", "read", "find_resumable",
-           "latest_run", "previous_run", "merge_options", "state_path"]
+__all__ = ["RunState", "Loaded", "active_session", "new_run_id", "save", "load", "read",
+           "find_resumable", "latest_run", "previous_run", "merge_options", "state_path"]

@@ -57,7 +57,8 @@ class Night:
             self.warn(f"Note: removed {self.ralph_dir / control.STOP} left from before this run")
         persisted = self._persisted_limit()
         if self.task.embedded and (self.cfg.limits.max_idle_sessions or self.cfg.limits.max_attempts):
-            self.guards.baseline(self.watch.fingerprint(None), self._head())   # no task call of s.1's table
+            # no task call of s.1's table
+            self.guards.baseline(self.watch.fingerprint(None), self._head())
         if persisted is not None:
             self.say(f"Usage limit from an earlier run: resume time {persisted.reset_at.isoformat()}")
             self.wait_limit(persisted)
@@ -172,8 +173,9 @@ class Night:
         out, hit, cost = self._pending
         self._pending = None
         need = self.cfg.limits.max_idle_sessions or self.cfg.limits.max_attempts
-        verdict = self.guards.after_session(out, cost, self.watch.fingerprint(counts_text) if need else "",
-                                            self._head() if need else None)
+        verdict = self.guards.after_session(
+            out, cost, self.watch.fingerprint(counts_text) if need else "",
+            self._head() if need else None)
         self._keep()                   # saved with the session's record (lifecycle), or below
         stop = stop_error(out, self.agent)
         if stop is not None:
