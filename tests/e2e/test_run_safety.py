@@ -60,6 +60,17 @@ def state_of(run_dir: Path) -> dict:
     return json.loads((run_dir / "state.json").read_text())
 
 
+def agent_pid_of(run_dir: Path) -> int | None:
+    """The active session's agent pid: in the pid file the state names (written ahead), where
+    the agent links it before exec; the state does not save it."""
+    pidfile = (state_of(run_dir).get("active") or {}).get("pidfile")
+    try:
+        fields = Path(pidfile).read_text().split() if pidfile else []
+    except FileNotFoundError:
+        return None
+    return int(fields[0]) if fields and fields[0].isdigit() else None
+
+
 def events_of(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
@@ -98,8 +109,7 @@ def test_kill_9_mid_session_then_build_again_takes_over_fails_the_task_and_resum
         mark = Path(action["MARK"])         # the shell creates it before it writes the id
         hung_task = wait_for(lambda: mark.exists() and mark.read_text().strip(), timeout=20)
         run_dir, = runs(git_repo)
-        wait_for(lambda: (state_of(run_dir).get("active") or {}).get("pid"))
-        agent_pid = state_of(run_dir)["active"]["pid"]
+        agent_pid = wait_for(lambda: agent_pid_of(run_dir))
         os.kill(first.proc.pid, signal.SIGKILL)              # ralph.py alone, not its agent's group
         first.proc.wait(10)
     finally:
@@ -195,9 +205,9 @@ def test_a_plan_run_after_a_build_killed_with_9_stops_its_agent_and_fails_its_ta
     sync(run_task, "t1")
     mark = Path(action["MARK"])
 
-    def agent_pid():                            # its task claimed, its pid in the run state
+    def agent_pid():                            # its task claimed, its pid in its pid file
         dirs = runs(git_repo) if mark.exists() and mark.read_text().strip() else []
-        return dirs and (state_of(dirs[0]).get("active") or {}).get("pid")
+        return dirs and agent_pid_of(dirs[0])
     _, agent_pid = killed_when(["build", "-n", "3"], cwd=git_repo, env={
         **base_env, **action, "HANG_AT": "1"}, ready=agent_pid)   # its agent hangs on
     run_dir, = runs(git_repo)
@@ -305,7 +315,7 @@ def test_the_task_of_a_dead_run_whose_state_is_corrupt_is_given_back_by_the_next
     first, hung = build_until_a_session_hangs(git_repo, base_env, run_task, action)
     try:
         run_dir, = runs(git_repo)
-        wait_for(lambda: (state_of(run_dir).get("active") or {}).get("pid"))
+        wait_for(lambda: agent_pid_of(run_dir))
         os.kill(first.proc.pid, signal.SIGTERM if how == "SIGTERM" else signal.SIGKILL)
         first.proc.wait(30)
     finally:
@@ -614,3 +624,54 @@ def test_ctl_resume_over_a_file_in_the_way_is_one_line_exit_8(git_repo, run_ralp
     proc = run_ralph("ctl", "resume")
     assert (proc.returncode, proc.stdout) == (8, "")
     assert proc.stderr == f"Error: cannot remove {git_repo}/.ralph/PAUSE: {why}\n"
+
+
+GIT_HOLD = """\
+#!/bin/sh
+# git, held at the breaker's read of HEAD after a session while $HOLD_MARK exists
+if [ -e "$HOLD_MARK" ] && [ "$*" = "rev-parse -q --verify HEAD" ]; then
+    touch "$HELD"
+    while [ -e "$HOLD_MARK" ]; do sleep 0.02; done
+fi
+exec {git} "$@"
+"""
+
+
+def test_a_kill_9_after_a_session_ended_before_its_record_is_resumed_as_a_crash(
+        git_repo, base_env, bin_dir, run_task, run_ralph, tmp_path):
+    """The session's record is saved with the iteration counter after plan-status and the
+    breakers: ralph.py killed in between (here while the breaker reads HEAD) leaves the state
+    naming the session active; the next run resumes the run, settles that session as one
+    ralph.py died in, and finishes the backlog."""
+    import shutil
+    sync(run_task, "t1", "t2")
+    install_stub(bin_dir)
+    (bin_dir / "git").write_text(GIT_HOLD.format(git=shutil.which("git")))
+    (bin_dir / "git").chmod(0o755)
+    mark, held = tmp_path / "hold", tmp_path / "held"
+    action = tmp_path / "action.sh"          # claim and finish one task, then hold git
+    action.write_text('#!/bin/sh\nid=$("$RALPH_TASK_SCRIPT" claim | sed -n "s/^id: //p")\n'
+                      '[ -n "$id" ] && "$RALPH_TASK_SCRIPT" done "$id" >/dev/null\n'
+                      f'touch "{mark}"\n')
+    action.chmod(0o755)
+    env = {**base_env, "STUB_ACTION": str(action), "HOLD_MARK": str(mark), "HELD": str(held)}
+    try:
+        killed_when(["build"], cwd=git_repo, env=env, ready=held.exists)
+    finally:
+        mark.unlink(missing_ok=True)
+    run_dir, = runs(git_repo)
+    before = state_of(run_dir)
+    assert before["active"]["n"] == 1 and before["iteration"] == 0    # no record saved yet
+    assert [e["outcome"] for e in events_of(run_dir) if e["event"] == "session_end"] == [
+        "completed"]
+
+    again = run_ralph("build", env={"STUB_ACTION": str(action), "HOLD_MARK": str(mark),
+                                    "HELD": str(held)})
+    assert again.returncode == 0, again.stderr
+    assert (f"Resuming run {run_dir.name} (interrupted at iteration 0, 1 sessions started)"
+            in again.stderr)
+    assert "All tasks complete. Exiting loop." in again.stdout
+    assert {t["id"]: t["status"] for t in export(run_task)} == {"t1": "done", "t2": "done"}
+    after = state_of(run_dir)
+    assert after["active"] is None and after["exitCode"] == 0 and after["sessionsStarted"] == 2
+    assert not (run_dir / "session-002.pid").exists()        # it went with its record

@@ -100,18 +100,20 @@ def test_first_use_applies_the_migrations_once_even_when_two_start_together(run_
         results = list(pool.map(lambda _: run_task("plan-status"), range(4)))
     for proc in results:
         assert ok(proc) == "0 open, 0 active, 0 done, 0 blocked, 0 deleted\n"
-    assert query(pg, "SELECT version FROM ralph_schema ORDER BY 1") == [(1,), (2,), (3,)]
+    assert query(pg, "SELECT version FROM ralph_schema ORDER BY 1") == [(1,), (2,), (3,), (4,)]
 
 
 def test_a_store_of_an_older_schema_is_upgraded_on_first_use(run_task, pg):
     ok(run_task("create", "a", "A"))
-    query(pg, "DROP INDEX idx_tasks_scope_expiry")         # as version 1 left it
+    for index in ("idx_tasks_scope_expiry", "idx_tasks_updated", "idx_tasks_retried"):
+        query(pg, f"DROP INDEX {index}")                   # as version 1 left it
     query(pg, "DELETE FROM ralph_schema WHERE version > 1")
     assert ok(run_task("show", "a")).startswith("ID:          a\n")
-    assert query(pg, "SELECT version FROM ralph_schema ORDER BY 1") == [(1,), (2,), (3,)]
+    assert query(pg, "SELECT version FROM ralph_schema ORDER BY 1") == [(1,), (2,), (3,), (4,)]
     indexes = {name for (name,) in query(pg, "SELECT indexname FROM pg_indexes WHERE "
                                              "tablename = 'tasks'")}
     assert "idx_tasks_scope_expiry" in indexes and "idx_tasks_scope_lease" not in indexes
+    assert {"idx_tasks_updated", "idx_tasks_retried"} <= indexes
 
 
 def test_a_schema_newer_than_this_code_is_refused(run_task, pg):
@@ -119,7 +121,7 @@ def test_a_schema_newer_than_this_code_is_refused(run_task, pg):
     query(pg, "INSERT INTO ralph_schema (version) VALUES (99)")
     before = dump(pg)
     fails(run_task("create", "b", "B"), 1, "Error: the task store's schema is version 99, newer "
-                                           "than this ralph.py knows (3): upgrade ralph.py\n")
+                                           "than this ralph.py knows (4): upgrade ralph.py\n")
     assert dump(pg) == before
 
 

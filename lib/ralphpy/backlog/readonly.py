@@ -13,12 +13,15 @@ rendering; does not own them, nor any write. Never prints."""
 from __future__ import annotations
 
 import io
+import os
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping, TypeVar
 from urllib.parse import quote
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -42,12 +45,23 @@ def _seconds(text: str) -> float:
         return _READ_RETRY_S                 # the task CLI names a bad value; here: the default
 
 
+# The git top level of each (directory, process directory, the environment git reads): a run
+# reads its store around every session, and finding the repository from its files each time
+# was a third of what those reads cost. A repository does not move under a running loop.
+_TOPLEVELS: dict[tuple, str] = {}
+_GIT_READS = ("PATH", "HOME", "XDG_CONFIG_HOME", "SUDO_UID")
+
+
 def _db_path(git, explicit: str) -> Path:
     """tasks/db.locate() without its mkdir and .gitignore (task-cli.md s.3); explicit: the
     file RALPH_TASKS_DB names, "" for the default one."""
     if explicit:
         return Path(git.cwd) / explicit
-    return Path(git.toplevel()) / ".ralph" / "tasks.db"
+    key = (str(git.cwd), os.getcwd(), tuple(sorted(
+        (k, v) for k, v in git.environ.items() if k.startswith("GIT_") or k in _GIT_READS)))
+    if key not in _TOPLEVELS:
+        _TOPLEVELS[key] = git.toplevel()
+    return Path(_TOPLEVELS[key]) / ".ralph" / "tasks.db"
 
 
 def db_path(environ: Mapping[str, str], cwd: Path) -> Path | None:
@@ -150,6 +164,47 @@ def call(argv: list[str], *, environ: Mapping[str, str], cwd: Path) -> ReadResul
     return ReadResult(True, output.rstrip("\n"), found.db_path, True, found.where)
 
 
+def _in_process(read: Callable[[object], T], environ: Mapping[str, str], cwd: Path) -> T | None:
+    """read(ctx) over the embedded store, opened read-only as `call` opens it; None when there
+    is no store to read (a task source's backlog) or the read failed."""
+    from ralphpy.tasks import db
+    from ralphpy.tasks.context import Ctx
+    from ralphpy.tasks.errors import TaskError
+    from ralphpy.tasks.git_scope import Git, resolve_scope
+    conn, found = _open(environ, cwd)
+    if conn is None:
+        return None
+    try:
+        scope = resolve_scope(Git(str(cwd), environ))
+        return read(Ctx(conn, scope, environ, str(cwd), io.StringIO()))
+    except TaskError:
+        return None
+    except Exception as err:
+        if not _failed(err):
+            raise                                    # a bug: let the traceback show
+        return None
+    finally:
+        db.release(conn)
+
+
+def export_records(selection: str, *, environ: Mapping[str, str], cwd: Path,
+                   **params: object) -> list[dict] | None:
+    """`_export-json`'s records of part of the scope, found by an index (tasks.views'
+    SELECTIONS: `touched` since=, `slugs` slugs=[...], `retried`, `verify_line`); None when
+    the store cannot be read here (a task source: ask the task command instead)."""
+    from ralphpy.tasks import jsontext, views
+    if "slugs" in params:
+        params["slugs"] = jsontext.dumps(list(params["slugs"]))
+    return _in_process(lambda ctx: views.export_records(ctx, selection, **params), environ, cwd)
+
+
+def any_pending(*, environ: Mapping[str, str], cwd: Path) -> bool | None:
+    """Whether a task of the scope could still be started (open or active, not held, its
+    blockers done); None when the store cannot be read here."""
+    from ralphpy.tasks import views
+    return _in_process(views.any_pending, environ, cwd)
+
+
 def _select(sql: str, params: tuple, environ: Mapping[str, str], cwd: Path) -> list[tuple]:
     """The rows of one read-only query over the store; [] when there is none or it fails."""
     from ralphpy.tasks import db
@@ -172,6 +227,13 @@ def _select(sql: str, params: tuple, environ: Mapping[str, str], cwd: Path) -> l
         db.release(conn)
 
 
+def dependency_count(*, environ: Mapping[str, str], cwd: Path) -> int | None:
+    """How many dependencies the store holds (`block` and `unblock` stamp no task's
+    updated_at); None when unknown. A count of one table's rows, in C."""
+    rows = _select("SELECT count(*) FROM task_deps", (), environ, cwd)
+    return rows[0][0] if rows else None
+
+
 def since_now() -> str:
     """Now, as the reads below take their since_utc: SQLite's datetime('now'), which stamps a
     task's updated_at and deleted_at, so a read compares the store's own text."""
@@ -192,15 +254,17 @@ def deleted_since(since_utc: str, *, environ: Mapping[str, str],
     """(slug, assignee) of each task deleted at or after since_utc (a `task delete` keeps the
     assignee: the agent that held it, if any), oldest first; [] when unknown."""
     return [(row[0], row[1]) for row in _select(
-        "SELECT slug, assignee FROM tasks WHERE status = 'deleted' AND deleted_at >= ? "
-        "ORDER BY deleted_at, slug", (since_utc,), environ, cwd)]
+        "SELECT slug, assignee FROM tasks WHERE status = 'deleted' AND updated_at >= ? "
+        "AND deleted_at >= ? ORDER BY deleted_at, slug", (since_utc, since_utc), environ, cwd)]
 
 
 def retry_counts(*, environ: Mapping[str, str], cwd: Path) -> dict[str, int]:
-    """Each open or active task's retry_count by its row id (a slug repeats across scopes):
-    taken before a session, so failed_since can tell the tasks a `fail` put back during it."""
+    """Each open or active task's retry_count above 0 by its row id (a slug repeats across
+    scopes; a task left out had 0): taken before a session, so failed_since can tell the tasks
+    a `fail` put back during it. Read from idx_tasks_retried: never failed tasks are not read."""
     return {row[0]: row[1] for row in _select(
-        "SELECT id, retry_count FROM tasks WHERE status IN ('open', 'active')", (), environ, cwd)}
+        "SELECT id, retry_count FROM tasks WHERE retry_count > 0 "
+        "AND status IN ('open', 'active')", (), environ, cwd)}
 
 
 def failed_since(before: Mapping[str, int], since_utc: str, *, environ: Mapping[str, str],
@@ -214,5 +278,6 @@ def failed_since(before: Mapping[str, int], since_utc: str, *, environ: Mapping[
             if (retries or 0) > before.get(row_id, 0)}
 
 
-__all__ = ["ReadResult", "call", "deleted_since", "failed_since", "finished_by", "retry_counts",
+__all__ = ["ReadResult", "call", "export_records", "any_pending", "dependency_count",
+           "deleted_since", "failed_since", "finished_by", "retry_counts",
            "since_now", "db_path"]

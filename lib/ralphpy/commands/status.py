@@ -59,7 +59,7 @@ def read_status(ralph_dir: Path, named: str | None = None) -> dict[str, Any]:
         "host": holder.host if holder else None,
     }
     state = run_state.read(ralph_dir, run_id) if run_id else None
-    active = state.active if state else None
+    active = run_state.active_session(state)          # its agent's pid from its pid file
     status.update({
         "mode": state.mode if state else None,
         "iteration": state.iteration if state else None,

@@ -41,6 +41,7 @@ class Book:
         self.extra_agents: list[str] = []
         self.sessions: dict[str, Session] = {}       # by task: the running sessions
         self.starting: dict | None = None        # the session being started (write-ahead)
+        self.ended: list[Path | None] = []       # pid files of sessions ended since the save
         self.pool: session_pool.Pool | None = None
         self.export_warned = False
         # The deletions read since the run began (parallel_sessions.name_unheld), and those named
@@ -120,6 +121,10 @@ class Book:
                                 "deletionsSince": self.deletions_since,
                                 "deletionsNamed": sorted(self.deletions_named)}
         run_state.save(self.ralph_dir, st)
+        for pidfile in self.ended:          # after the save: the state no longer names them
+            if pidfile:
+                pidfile.unlink(missing_ok=True)
+        self.ended = []
         progress.write_progress(self.ralph_dir, st)
 
     def event(self, name: str, **fields: Any) -> None:

@@ -155,7 +155,7 @@ class ParallelBuild:
         tripped = self.guards.after_session(counted, guards.reported_cost(result.summary),
                                             None, None)
         self.book.state.extra["guards"] = self.guards.to_dict()   # a resumed run keeps them
-        self.book.save()
+        self.book.save()                    # the session's record: its one write after it ended
         if lost := lifecycle.lock_lost(self.ctx.run, self.book.state.iteration):
             self.stop = self.stop or lost                   # no new session; exit 8 at the end
         elif stop := session_outcome.stop_error(how, self.ctx.adapter.name):

@@ -91,8 +91,7 @@ def start(book: Book, task: dict, template: str | None) -> Session | None:
     ctx.say(f"[{tid}] started: agent {agent}, branch {wt.branch}")
     book.event("session_start", n=n, task=tid, agent=ctx.adapter.name, agent_id=agent,
                branch=wt.branch, log=str(s.log))
-    book.save()
-    return s
+    return s                  # a recovery needs no more than the write-ahead record and pid file
 
 
 def not_started(book: Book, task: dict, reason: str) -> None:
@@ -275,9 +274,7 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
                cost_usd=getattr(summary, "total_cost_usd", None),
                turns=getattr(summary, "num_turns", None),
                **x.fields)                # its CLI's release; the task held, if it was
-    book.save()
-    if x.pidfile:
-        x.pidfile.unlink(missing_ok=True)
+    book.ended.append(x.pidfile)    # saved with the guards' counts (parallel_loop), then gone
     ctx.say(f"[{tid}] {'done' if ended == 'completed' else ended}: {message}")
     return outcome.Outcome(how.kind, message, not ok and not stopped), how, hit
 

@@ -39,6 +39,11 @@ class Run:
     retries_before: dict[str, int] = field(default_factory=dict)   # retry counts at its start
     closed: bool = False
     notifying: bool = False                          # a notify channel listens to its events
+    ended: dict[str, Any] | None = None              # the session recorded, not saved yet
+
+    def save(self) -> None:
+        """save(run): for the layers below, which hold a Run but may not import this module."""
+        save(self)
 
 
 def _log(run: Run, kind: str, message: str, **fields: Any) -> None:
@@ -159,8 +164,7 @@ def begin_session(run: Run, *, task: str | None, log: Path, agent: str, cli: str
     progress.append_event(run.ralph_dir, run.state.run_id, "session_start",
                           n=run.state.sessions_started, task=task, agent=cli,
                           **({"agent_id": agent} if agent else {}), log=str(log))
-    progress.write_progress(run.ralph_dir, run.state)
-    return pidfile
+    return pidfile                                  # progress.md: with the session's record
 
 
 def _run_dir(run: Run) -> Path:
@@ -182,10 +186,10 @@ def _drop_pidfile(active: dict[str, Any] | None) -> None:
 
 
 def agent_started(run: Run, pid: int) -> None:
-    """The agent runs: its pid and start time let a resumed run kill it if ralph.py dies."""
+    """The agent runs: its pid and start time, kept with the session. Not saved: a resumed run
+    finds them in the write-ahead pid file, where the agent linked them before exec."""
     if run.state.active is not None:
         run.state.active.update(pid=pid, pidStartTime=procs.start_time(pid))
-        run_state.save(run.ralph_dir, run.state)
 
 
 def lock_lost(run: Run, n: int | None) -> EnvironmentFailure | None:
@@ -208,10 +212,13 @@ def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: 
                 completed: list[str] = (), failed: list[str] = (),
                 fail_reason: str | None = None, reasons: Mapping[str, str] | None = None,
                 extra: dict[str, Any] | None = None) -> None:
-    """After the session (and the crash-safety step): its outcome in the state, its iteration
-    counted (the run may end before its LOOP separator), one session_end event, progress.md
-    rewritten. completed/failed: the tasks the session finished or left; reasons: a failed
-    task's own reason (the agent's `task fail`); extra: more fields for the event."""
+    """After the session (and the crash-safety step): its outcome in the state and one
+    session_end event; the state and progress.md are saved with the iteration counter
+    (iteration_done), or at the run's end (finish_run). Until then the state names the
+    session active, and a resume after a kill -9 settles it as one ralph.py died in (its
+    tasks were given back already). completed/failed: the tasks the session finished or left;
+    reasons: a failed task's own reason where not fail_reason (the agent's `task fail`).
+    extra: more fields for the event (the unattended-run outcome: exit class and detail)."""
     reasons = reasons or {}
     state = run.state
     ended = state.active
@@ -244,17 +251,24 @@ def end_session(run: Run, *, returncode: int | None, summary: Any, interrupted: 
     if len(tasks) > 1:                   # which of them ended how (the report's per-task outcome)
         event.update(completed=list(completed), failed=list(failed))
     event.update(extra or {})
-    run_state.save(run.ralph_dir, state)
-    _drop_pidfile(ended)                            # after the save: the state no longer names it
+    run.ended = ended
     progress.append_event(run.ralph_dir, state.run_id, "session_end", **event)
-    progress.write_progress(run.ralph_dir, state)
+
+
+def save(run: Run) -> None:
+    """Save the state and progress.md now: the last session's record with it (end_session),
+    whose pid file goes after the save, once the state no longer names it."""
+    run_state.save(run.ralph_dir, run.state)
+    ended, run.ended = run.ended, None
+    _drop_pidfile(ended)
+    progress.write_progress(run.ralph_dir, run.state)
 
 
 def iteration_done(run: Run, iteration: int) -> None:
-    """The loop completed an iteration (the LOOP <n> counter)."""
+    """The loop completed an iteration (the LOOP <n> counter): saved with the session's
+    record, the one write after a session."""
     run.state.iteration = iteration
-    run_state.save(run.ralph_dir, run.state)
-    progress.write_progress(run.ralph_dir, run.state)
+    save(run)
 
 
 def preview(ralph_dir: Path, mode: str, resume: bool = False) -> str:
@@ -283,9 +297,8 @@ def finish_run(run: Run | None, exit_code: int, reason: str) -> None:
     ended = run.state.active             # a session cut short (an error, a signal): its group
     try:                                 # was reaped by session.run, its pid file names nothing
         run.state.finish(exit_code, reason)
-        run_state.save(run.ralph_dir, run.state)
-        _drop_pidfile(ended)
-        progress.write_progress(run.ralph_dir, run.state)
+        run.ended = run.ended or ended
+        save(run)
         progress.append_event(run.ralph_dir, run.state.run_id, "run_end",
                               exit_code=exit_code, reason=reason)
         from ralphpy.report import files   # the renderers: at the end only
@@ -299,4 +312,4 @@ def finish_run(run: Run | None, exit_code: int, reason: str) -> None:
 
 
 __all__ = ["Run", "start_run", "resumable", "begin_session", "agent_started", "end_session",
-           "iteration_done", "finish_run", "preview"]
+           "save", "iteration_done", "finish_run", "preview"]

@@ -149,6 +149,28 @@ def _parse(raw: bytes, run_id: str) -> RunState:
         resume_at=data.get("resumeAt"), extra=data.get("extra", {}))
 
 
+def active_session(state: RunState | None) -> dict[str, Any] | None:
+    """The state's active session as a reader shows it (`ralph status`): its agent's pid and
+    start time, which the run keeps in the session's pid file and does not save, filled in
+    from there."""
+    active = state.active if state else None
+    if not active:
+        return active
+    if active.get("sessions"):                       # a --parallel run's, each with its own
+        return {**active, "sessions": [_with_pid(x) for x in active["sessions"]]}
+    return _with_pid(active)
+
+
+def _with_pid(session: dict[str, Any]) -> dict[str, Any]:
+    if session.get("pid") is not None or not session.get("pidfile"):
+        return session
+    from ralphpy.session import pidfile as session_pidfile   # only a live session's reader
+    linked = session_pidfile.read(Path(session["pidfile"]))
+    if linked is None:
+        return session
+    return {**session, "pid": linked[0], "pidStartTime": linked[1]}
+
+
 def state_path(ralph_dir: Path, run_id: str) -> Path:
     return Path(ralph_dir) / "runs" / run_id / "state.json"
 
@@ -274,5 +296,5 @@ def merge_options(state: RunState, max_iterations: int | None, options: dict[str
     return mismatches
 
 
-__all__ = ["RunState", "Loaded", "new_run_id", "save", "load", "read", "find_resumable",
-           "latest_run", "previous_run", "merge_options", "state_path"]
+__all__ = ["RunState", "Loaded", "active_session", "new_run_id", "save", "load", "read",
+           "find_resumable", "latest_run", "previous_run", "merge_options", "state_path"]

@@ -57,6 +57,18 @@ def child_claim(path: Path, tag: str = "") -> Callable[[], None]:
     return claim
 
 
+def read(path: Path) -> tuple[int, int | None] | None:
+    """Read-only (`ralph status`): (pid, start time or None) of the agent that linked its pid
+    at path; None when none did (yet), or the recovery did."""
+    try:
+        fields = Path(path).read_text(encoding="utf-8").split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not fields or not fields[0].isdigit():
+        return None
+    return int(fields[0]), int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+
+
 def take(path: Path) -> tuple[int, int | None, str] | None:
     """For the recovery: None when no agent was (or ever will be) started for this pid file;
     else (pid, start time or None, its session's tag or "") of the agent that was."""
@@ -71,4 +83,4 @@ def take(path: Path) -> tuple[int, int | None, str] | None:
     return int(fields[0]), start, fields[2] if len(fields) > 2 else ""
 
 
-__all__ = ["child_claim", "take"]
+__all__ = ["child_claim", "read", "take"]

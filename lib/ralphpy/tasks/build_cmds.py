@@ -22,14 +22,15 @@ def plan_status(ctx: Ctx, argv: Sequence[str]) -> str:
     # Two reads of one snapshot: each status's count from idx_tasks_scope_status alone, then
     # how many tasks are blocked and how many of those are open or active, over
     # idx_tasks_id_status (a task's id, status and scope, and its blockers' statuses): no
-    # table row is read (decisions/0002). Holds count as blocked only for tasks that could
-    # otherwise be worked on; without any hold the test is left out (a lookup per task).
+    # table row is read (decisions/0002), and only the dependencies and holds are walked.
+    # Holds count as blocked only for tasks that could otherwise be worked on; without any
+    # hold the test is left out.
     def count(conn):
         totals = conn.execute(f"SELECT t.status, count(*) FROM tasks t WHERE {q.IN_SCOPE} "
                               "GROUP BY t.status", params).fetchall()
         held = conn.execute("SELECT EXISTS (SELECT 1 FROM task_holds)").fetchone()[0]
-        blocked = (f"({q.BLOCKED_BY_INDEX} OR (t.status IN ('open', 'active') AND {q.HELD}))"
-                   if held else q.BLOCKED_BY_INDEX)
+        blocked = (f"({q.BLOCKED_IDS} OR (t.status IN ('open', 'active') AND {q.HELD_IDS}))"
+                   if held else q.BLOCKED_IDS)
         return totals, conn.execute(
             "SELECT count(*), sum(CASE WHEN t.status = 'open' THEN 1 ELSE 0 END), "
             f"sum(CASE WHEN t.status = 'active' THEN 1 ELSE 0 END) FROM tasks t {q.BY_ID_STATUS} "

@@ -1,6 +1,6 @@
 """Owns the backlog's store: where it is (s.3: a SQLite file, or a `postgresql://` URL in
 $RALPH_TASKS_DB), opening it (SQLite: WAL, foreign keys, busy timeout, the ralph.sh schema
-plus two extensions, `task_holds` and an index, s.5; PostgreSQL: pg.py), and transactions:
+plus extensions, `task_holds` and indexes, s.5; PostgreSQL: pg.py), and transactions:
 `write` runs a function inside BEGIN IMMEDIATE and retries the whole transaction after 0.1,
 0.3 and 0.9 s when the database stays busy (s.4); `read` gives one consistent snapshot. The
 commands see one connection type either way. Does not own any command, query or output
@@ -81,9 +81,16 @@ _SCHEMA = (
     # (queries.expired_walk_limit).
     """CREATE INDEX IF NOT EXISTS idx_tasks_scope_expiry
     ON tasks(scope_repo, scope_branch, (CASE WHEN status = 'active' THEN lease_expires_at END))""",
+    # Extension: the tasks a session touched (every write stamps updated_at), read after each
+    # session by the run's record and the verify gate without walking the backlog.
+    "CREATE INDEX IF NOT EXISTS idx_tasks_updated ON tasks(updated_at)",
+    # Extension: the tasks failed before, whose retry_count a run takes before each session
+    # (most tasks never failed: the index holds only the others).
+    "CREATE INDEX IF NOT EXISTS idx_tasks_retried ON tasks(retry_count) WHERE retry_count > 0",
 )
 _SCHEMA_NAMES = ("tasks", "idx_tasks_scope_status", "task_deps", "agents", "task_holds",
-                 "idx_tasks_id_status", "idx_tasks_scope_expiry")
+                 "idx_tasks_id_status", "idx_tasks_scope_expiry", "idx_tasks_updated",
+                 "idx_tasks_retried")
 _SCHEMA_PRESENT = ("SELECT name FROM sqlite_master WHERE name IN "
                    f"({','.join('?' * len(_SCHEMA_NAMES))})")
 

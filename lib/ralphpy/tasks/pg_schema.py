@@ -81,7 +81,12 @@ _V2 = ("CREATE INDEX idx_tasks_scope_lease ON tasks(scope_repo, scope_branch, st
 _V3 = ("DROP INDEX idx_tasks_scope_lease",
        "CREATE INDEX idx_tasks_scope_expiry ON tasks(scope_repo, scope_branch, "
        "(CASE WHEN status = 'active' THEN lease_expires_at END))")
-MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1), (2, _V2), (3, _V3))
+# 4: what the run reads after each session (the tasks a session touched, and before it the
+# tasks that failed before) found by an index instead of a walk over the backlog (db.py has
+# them too).
+_V4 = ("CREATE INDEX idx_tasks_updated ON tasks(updated_at)",
+       "CREATE INDEX idx_tasks_retried ON tasks(retry_count) WHERE retry_count > 0")
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4))
 KNOWN = MIGRATIONS[-1][0]
 
 

@@ -28,10 +28,13 @@ HELD = "EXISTS (SELECT 1 FROM task_holds h WHERE h.task_id = t.id)"
 # without reading its row; SQLite's planner would rather take the unique index on id and read
 # the row, so plan-status names it (decisions/0002).
 BY_ID_STATUS = "INDEXED BY idx_tasks_id_status"
-# BLOCKED for a walk over every task (plan-status): blockers' statuses from that index, and
-# CROSS JOIN keeps task_deps the outer loop.
-BLOCKED_BY_INDEX = (f"EXISTS (SELECT 1 FROM task_deps d CROSS JOIN tasks b {BY_ID_STATUS} "
-                    "WHERE d.task_id = t.id AND b.id = d.blocked_by AND b.status NOT IN ('done', 'deleted'))")
+# BLOCKED as a list of the blocked tasks' ids (plan-status): a walk over the dependencies,
+# not over every task, with the blockers' statuses from that index (CROSS JOIN keeps
+# task_deps the outer loop); the blocked tasks are then looked up by id. A backlog without
+# dependencies costs nothing however many tasks it holds.
+BLOCKED_IDS = (f"t.id IN (SELECT d.task_id FROM task_deps d CROSS JOIN tasks b {BY_ID_STATUS} "
+               "WHERE b.id = d.blocked_by AND b.status NOT IN ('done', 'deleted'))")
+HELD_IDS = "t.id IN (SELECT h.task_id FROM task_holds h)"
 OPEN = "t.status = 'open'"
 EXPIRED = "t.status = 'active' AND t.lease_expires_at < datetime('now')"  # s.9.4: claimable too
 
@@ -87,8 +90,9 @@ def scope_params(scope: Scope, **extra: object) -> dict:
 def fetch_tasks(conn: sqlite3.Connection, scope: Scope, where: str = "TRUE", limit: int | None = None,
                 *, by_rowid: bool = False, **params: object) -> list[sqlite3.Row]:
     """Tasks of the scope matching `where`, in the spec's order. by_rowid: `where` picks a few
-    rowids (first_claimable); they are looked up one by one instead of testing every task of
-    the scope against the list (`+` keeps SQLite from walking the scope's index).
+    rows by an index of its own (first_claimable's rowids, views.SELECTIONS); they are looked
+    up one by one instead of testing every task of the scope against it (`+` keeps SQLite
+    from walking the scope's index).
     PostgreSQL rows also carry `rowid` and `claim_version` (the fencing token, claims.py)."""
     cols = ", ".join(f"t.{c.strip()}" for c in COLUMNS.split(","))
     if getattr(conn, "dialect", "sqlite") == "postgresql":

@@ -1,6 +1,8 @@
 """Owns the read-only commands over many tasks or one (s.9.8, 9.9, 9.13) and the internal
 `_export-json` (a ralph.py extension): list, show, deps. Each returns its stdout text. Renders N tasks
-with a constant number of queries. Does not own formats (markdown.py) or writes."""
+with a constant number of queries. Also the `_export-json` records of the parts of the scope a run
+reads between sessions, each found by an index, and whether a task could still be started. Does
+not own formats (markdown.py) or writes."""
 from __future__ import annotations
 
 
@@ -132,6 +134,21 @@ def deps(ctx: Ctx, argv: Sequence[str]) -> str:
                    for d, slug, status, title in lines)
 
 
+def _record(t, blockers: dict, holds: dict) -> dict:
+    """One task as `_export-json` prints it."""
+    steps = md.steps_list(t["steps"])
+    return {
+        "id": t["slug"], "title": t["title"], "description": t["description"],
+        "priority": t["priority"], "status": t["status"], "category": t["category"],
+        "spec": t["spec_ref"], "ref": t["ref"], "assignee": t["assignee"],
+        "lease_expires_at": t["lease_expires_at"], "retry_count": t["retry_count"],
+        "fail_reason": t["fail_reason"], "steps": steps or None,
+        "deps": [b[0] for b in blockers.get(t["id"], ())], "result": t["result"],
+        "created_at": t["created_at"], "updated_at": t["updated_at"],
+        "deleted_at": t["deleted_at"], "held": holds.get(t["id"]),
+    }
+
+
 def export_json(ctx: Ctx, argv: Sequence[str]) -> str:
     A.flags(argv)
 
@@ -140,21 +157,51 @@ def export_json(ctx: Ctx, argv: Sequence[str]) -> str:
         holds = _holds(conn, ctx)
         return tasks, q.fetch_blockers(conn, (), whole_scope=ctx.scope), holds
     tasks, blockers, holds = db.read(ctx.conn, snapshot)
-    out = []
-    for t in tasks:
-        steps = md.steps_list(t["steps"])
-        record = {
-            "id": t["slug"], "title": t["title"], "description": t["description"],
-            "priority": t["priority"], "status": t["status"], "category": t["category"],
-            "spec": t["spec_ref"], "ref": t["ref"], "assignee": t["assignee"],
-            "lease_expires_at": t["lease_expires_at"], "retry_count": t["retry_count"],
-            "fail_reason": t["fail_reason"], "steps": steps or None,
-            "deps": [b[0] for b in blockers.get(t["id"], ())], "result": t["result"],
-            "created_at": t["created_at"], "updated_at": t["updated_at"],
-            "deleted_at": t["deleted_at"], "held": holds.get(t["id"]),
-        }
-        out.append(jsontext.dumps(record, ensure_ascii=False) + "\n")
-    return "".join(out)
+    return "".join(jsontext.dumps(_record(t, blockers, holds), ensure_ascii=False) + "\n"
+                   for t in tasks)
 
 
-__all__ = ["list_tasks", "show", "deps", "export_json"]
+# The parts of the scope a run reads between sessions, each found by an index (db.py), so that
+# reading them costs the same at 100 tasks and at 100,000: (where, whether the scope's own
+# indexes are kept out of the planner's way: without statistics SQLite takes the scope's
+# equality for the better bet and walks every task of it).
+SELECTIONS = {
+    "touched": ("t.updated_at >= :since", True),                         # idx_tasks_updated
+    "retried": ("t.retry_count > 0", True),                              # idx_tasks_retried
+    "slugs": ("t.slug IN (SELECT value FROM json_each(:slugs))", False),  # (scope, slug) unique
+    # a walk of the descriptions in C, once per run (the verify gate's start)
+    "verify_line": ("lower(t.description) LIKE '%verify:%'", False),
+}
+# Whether the loop could still start a task: open or active, not held, every blocker done in
+# the scope (the verify gate's re-check waits for that); the first such task ends the walk.
+_PENDING = (f"SELECT 1 FROM tasks t WHERE {q.IN_SCOPE} AND t.status IN ('open', 'active') "
+            f"AND NOT {q.HELD} AND NOT EXISTS (SELECT 1 FROM task_deps d LEFT JOIN tasks b "
+            f"ON b.id = d.blocked_by AND b.scope_repo = :repo AND b.scope_branch = :branch "
+            f"AND b.status = 'done' WHERE d.task_id = t.id AND b.id IS NULL) LIMIT 1")
+
+
+def export_records(ctx: Ctx, selection: str, **params: object) -> list[dict]:
+    """The `_export-json` records of the scope's tasks in SELECTIONS[selection], in the
+    spec's order, read in one snapshot."""
+    def snapshot(conn):
+        where, unindexed = SELECTIONS[selection]
+        tasks = q.fetch_tasks(conn, ctx.scope, where, by_rowid=unindexed, **params)
+        ids = [t["id"] for t in tasks]
+        if not ids:
+            return [], {}, {}
+        holds = dict(conn.execute(
+            "SELECT h.task_id, coalesce(h.reason, '') FROM task_holds h "
+            "WHERE h.task_id IN (SELECT value FROM json_each(?))", (jsontext.dumps(ids),)))
+        return tasks, q.fetch_blockers(conn, ids), holds
+    tasks, blockers, holds = db.read(ctx.conn, snapshot)
+    return [_record(t, blockers, holds) for t in tasks]
+
+
+def any_pending(ctx: Ctx) -> bool:
+    """Whether a task of the scope could still be started (_PENDING)."""
+    return db.read(ctx.conn, lambda conn: conn.execute(
+        _PENDING, q.scope_params(ctx.scope)).fetchone() is not None)
+
+
+__all__ = ["list_tasks", "show", "deps", "export_json", "export_records", "any_pending",
+           "SELECTIONS"]

@@ -40,15 +40,21 @@ def backlog_fingerprint(export_jsonl: str) -> str:
         try:
             row = json.loads(line)
         except ValueError:
-            rows.append({"unparsed": line})
+            rows.append(json.dumps({"unparsed": line}, sort_keys=True))
             continue
-        if isinstance(row, dict):
-            row = {k: v for k, v in row.items() if k not in _VOLATILE}
-            if row.get("status") == "active":
-                row["status"] = "open"
-        rows.append(row)
-    rows.sort(key=lambda r: json.dumps(r, sort_keys=True))
-    return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
+        rows.append(stable_row(row))
+    rows.sort()
+    return hashlib.sha256(("[" + ", ".join(rows) + "]").encode()).hexdigest()
+
+
+def stable_row(row: Any) -> str:
+    """One task of the export as the fingerprint sees it: its volatile fields left out, active
+    as open (backlog_fingerprint)."""
+    if isinstance(row, dict):
+        row = {k: v for k, v in row.items() if k not in _VOLATILE}
+        if row.get("status") == "active":
+            row["status"] = "open"
+    return json.dumps(row, sort_keys=True)
 
 
 def reported_cost(summary: Any) -> float | None:
@@ -217,4 +223,5 @@ class Guards:
         return cls(limits, **known)
 
 
-__all__ = ["Guards", "Limits", "Verdict", "Hold", "backlog_fingerprint", "reported_cost"]
+__all__ = ["Guards", "Limits", "Verdict", "Hold", "backlog_fingerprint", "stable_row",
+           "reported_cost"]

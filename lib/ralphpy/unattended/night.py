@@ -19,10 +19,10 @@ from ralphpy import programs
 from ralphpy.unattended import control, guards, limit_wait, logrotate, outcome, usage_limits
 from ralphpy.runs import progress
 from ralphpy.runs import state as run_state
-from ralphpy.backlog import answers
 from ralphpy.backlog import client as task_client
 from ralphpy.session import watchdog
 from ralphpy.unattended.session_outcome import stop_error
+from ralphpy.unattended.backlog_watch import BacklogWatch
 from ralphpy.unattended.night_config import NightConfig
 from ralphpy.signals import Guard
 
@@ -46,7 +46,7 @@ class Night:
         self.timeouts = watchdog.SessionTimeouts(cfg.session_s, cfg.idle_s)
         self.stop_line: str | None = None
         self._pending: tuple[Any, Any, float] | None = None   # (outcome, limit hit, cost)
-        self._rows: dict[str, dict] = {}                      # last `_export-json`, by slug
+        self.watch = BacklogWatch(task, env, Path.cwd())       # the backlog's fingerprint
         self._hold_warned = False
 
     # ------------------------------------------------------------------ run start and end
@@ -56,7 +56,8 @@ class Night:
             self.warn(f"Note: removed {self.ralph_dir / control.STOP} left from before this run")
         persisted = self._persisted_limit()
         if self.task.embedded and (self.cfg.limits.max_idle_sessions or self.cfg.limits.max_attempts):
-            self.guards.baseline(self._fingerprint(None), self._head())   # no task call of s.1's table
+            # no task call of s.1's table
+            self.guards.baseline(self.watch.fingerprint(None), self._head())
         if persisted is not None:
             self.say(f"Usage limit from an earlier run: resume time {persisted.reset_at.isoformat()}")
             self.wait_limit(persisted)
@@ -121,7 +122,7 @@ class Night:
         held = []
         if out.kind not in outcome.NOT_AN_ATTEMPT:
             held = [slug for slug in failed if self.attempt_failed(
-                slug, reasons.get(slug, reason), self._rows.get(slug, {}).get("retry_count"))]
+                slug, reasons.get(slug, reason), self.watch.retries.get(slug))]
         n = (self.state.active or {}).get("n", self.state.sessions_started)
         progress.keep_outcome(self.state, n, out.kind, out.detail, out.counts_as_failure)
         self._pending = (out, hit, cost)
@@ -153,9 +154,10 @@ class Night:
         out, hit, cost = self._pending
         self._pending = None
         need = self.cfg.limits.max_idle_sessions or self.cfg.limits.max_attempts
-        verdict = self.guards.after_session(out, cost, self._fingerprint(counts_text) if need else "",
-                                            self._head() if need else None)
-        self._save()
+        verdict = self.guards.after_session(
+            out, cost, self.watch.fingerprint(counts_text) if need else "",
+            self._head() if need else None)
+        self._keep()                   # saved with the session's record (lifecycle), or below
         stop = stop_error(out, self.agent)
         if stop is not None:
             raise stop
@@ -247,21 +249,13 @@ class Night:
         self._event("log", kind="task_held", task=hold.task_id, attempts=hold.attempts,
                     message=hold.reason, ok=res.ok)
         if res.ok:
+            self.watch.held.add(hold.task_id)           # `held` is no volatile field
             self.say(f"Held task {hold.task_id}: {hold.reason}")
         elif not self._hold_warned:      # an external task CLI may lack _hold: warn once
             self._hold_warned = True
             self.warn(f"Warning: cannot hold task {hold.task_id} (`task _hold` failed); "
                       "the breakers still bound the run")
         return res.ok
-
-    def _fingerprint(self, counts_text: str | None) -> str:
-        if self.task.embedded or counts_text is None:
-            export = self.task.call("_export-json", env=self.env)   # in-process for ours
-            if export.ok:
-                self._rows = {str(row.get("id")): row
-                              for row in answers.parse_export(export.output) or []}
-                return guards.backlog_fingerprint(export.output)
-        return guards.backlog_fingerprint(counts_text or "")
 
     def _head(self) -> str | None:
         done = programs.run(["git", "rev-parse", "-q", "--verify", "HEAD"], cwd=Path.cwd(),
@@ -271,10 +265,12 @@ class Night:
     def _event(self, event: str, **fields: Any) -> None:
         progress.append_event(self.ralph_dir, self.state.run_id, event, **fields)
 
-    def _save(self) -> None:
+    def _keep(self) -> None:
         self.state.extra["guards"] = self.guards.to_dict()
-        run_state.save(self.ralph_dir, self.state)
-        progress.write_progress(self.ralph_dir, self.state)
+
+    def _save(self) -> None:           # now, before a wait: the resume time a resume honours
+        self._keep()
+        self.run.save()
 
 
 __all__ = ["Night"]

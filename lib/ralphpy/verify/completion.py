@@ -5,7 +5,8 @@ the attempt counts; `_hold` for tampering under `tamper: hold`), recording it (e
 `verify`, the run state's `verify` map for progress.md and `ralph status`, one
 .ralph/verify/<task>.json per task next to its result), and the re-check of stale verifications
 before a run may call itself complete. Knows nothing of the loop's order (loop.features and
-parallel's session_end and run call in), of git beyond HEAD, or of printing."""
+parallel's session_end and run call in), of reading the backlog (verify.reads), of git beyond
+HEAD, or of printing."""
 from __future__ import annotations
 
 import functools
@@ -16,11 +17,12 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ralphpy.assign.task_files import safe_name
 from ralphpy.atomic_file import write_atomic
-from ralphpy.backlog import client as task_client
+from ralphpy.backlog import readonly as backlog_readonly
 from ralphpy.backlog.calls import TaskCommand
 from ralphpy.runs import progress
 from ralphpy.verify import gate
 from ralphpy.verify import options as verify_options
+from ralphpy.verify import reads
 from ralphpy.verify import verdicts
 
 if TYPE_CHECKING:
@@ -48,9 +50,12 @@ class Gate:
         # Each completion judged once: updated_at has whole seconds, so a task reopened and
         # done again within the second is told apart by its retry count (a reopen raises it).
         self.judged: set[tuple[str, str, str]] = set()     # (task, updated_at, retry_count)
-        tasks = self._tasks()
-        self.lines = self._task_lines(tasks)                # `verify:` lines at run start
-        self.unjudged = self._unjudged(tasks)               # a resumed run's, never judged
+        # A task created before `started` was there at the start (if not in `lines`, with
+        # no `verify:` line); the rows touched since `checked` are read after the next session
+        self.started = self.checked = backlog_readonly.since_now()
+        self.lines = reads.task_lines(reads.at_start(self.task, self.opts.armed, self.env,
+                                                     self.cwd, self.started))
+        self.unjudged = self._unjudged()                    # a resumed run's, never judged
         self._mark()
 
     def _mark(self) -> None:
@@ -102,30 +107,30 @@ class Gate:
         return bool(base)
 
     # ------------------------------------------------------------------ reading
-    def _tasks(self) -> list[dict]:
-        """The backlog (`_export-json`): always with the embedded task CLI (in-process, read
-        only); with another one only when the gate is configured, so a run without it makes
-        the task calls it always made."""
-        if not (self.task.embedded or self.opts.armed):
-            return []
-        return task_client.export_tasks(self.task.bound(self.env)) or []
+    def _tasks(self, selection: str = "", **params: Any) -> list[dict]:
+        return reads.tasks(self.task, self.opts.armed, self.env, self.cwd, selection, **params)
 
-    @staticmethod
-    def _task_lines(tasks: list[dict]) -> dict[str, str]:
-        """Each task's `verify:` command, "" for a task without one: a line the session adds
-        to a task that had none is a change too, never the command that judges it."""
-        return {t["id"]: verify_options.task_command(t.get("description")) or "" for t in tasks}
+    def _start_line(self, record: dict) -> str | None:
+        """The line a task not in `lines` had when the run started: none ("") when it was
+        there then, None when it was created since."""
+        if record["id"] in self.lines:
+            return self.lines[record["id"]]
+        return "" if str(record.get("created_at") or "") < self.started else None
 
-    def _unjudged(self, tasks: list[dict]) -> set[str]:
+    def _unjudged(self) -> set[str]:
         """A resumed run: the tasks marked done during it that no verdict covers, because
         ralph.py died (or was interrupted) while their session ended or their check ran.
         They are judged after the first session, as if that session had marked them done."""
         if not getattr(self.run, "resumed", False):
             return set()
-        since = str(self.run.state.started_at or "").replace("T", " ").rstrip("Z")[:19]
+        since = self._run_since()
+        tasks = self._tasks("touched", since=since)
         judged = self._records()
         return {t["id"] for t in tasks if t.get("status") == "done" and t["id"] not in judged
                 and str(t.get("updated_at")) >= since}
+
+    def _run_since(self) -> str:                       # the store's datetime format
+        return str(self.run.state.started_at or "").replace("T", " ").rstrip("Z")[:19]
 
     def _records(self) -> dict[str, dict]:
         return self.run.state.extra.setdefault("verify", {})
@@ -135,8 +140,11 @@ class Gate:
         """Judge every task the session marked done (status done, updated since the session
         started), then re-check stale ones when nothing is left to do. Returns the loop's
         failed list and reason with the reopened tasks added (their attempt counts)."""
-        tasks = self._tasks()
         since = getattr(self.run, "session_since", "") or ""
+        checked, self.checked = self.checked, backlog_readonly.since_now()
+        # a resumed run's first session: since the run started, its unjudged tasks included
+        frm = min(checked, since or checked, *([self._run_since()] if self.unjudged else []))
+        tasks = self._tasks("touched", since=frm)
         reopened: list[verdicts.Verdict] = []
         judged = len(self.judged)
         # one diff for every task the session marked done, read before any verify command runs
@@ -152,10 +160,11 @@ class Gate:
             if verdict is not None and not verdict.ok:
                 reopened.append(verdict)
         if not reopened:
-            reopened += self.recheck(tasks)
+            reopened += self.recheck()
         # The lines the run first saw stay the judges: a line a session rewrote without
         # marking its task done is still a change when a later session marks it done.
-        self.lines = {**self._task_lines(tasks), **self.lines}
+        self.lines = {**reads.task_lines(tasks, self._start_line), **self.lines}
+        self.unjudged.clear()           # a task reopened since is touched when done again
         if len(self.judged) > judged:   # else what this session changed is judged with the
             self._mark()                # next task marked done (a cheat split over sessions)
         else:
@@ -171,7 +180,7 @@ class Gate:
         (no command, nothing to protect)."""
         slug = record["id"]
         own = verify_options.task_command(record.get("description")) or ""
-        start = self.lines.get(slug)            # None: the task was created during the session
+        start = self._start_line(record)        # None: the task was created during the session
         changed = start is not None and own != start
         command = (own if start is None else start) or self.opts.command
         if not (command or self.opts.protect or changed):
@@ -227,20 +236,20 @@ class Gate:
         write_atomic(Path(self.run.ralph_dir) / "verify" / f"{safe_name(v.task)}.json",
                      (json.dumps(body, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
         # the run state (and progress.md) is saved by the caller's next step: the loop's
-        # end_session, --parallel's save after each finished session or launch
+        # record of the session, --parallel's save after each finished session or launch
 
     # ------------------------------------------------------------------ stale verifications
     def recheck(self, tasks: list[dict] | None = None) -> list[verdicts.Verdict]:
         """When no task is left to do: every task this run verified and that is still done,
         whose verification ran at another commit than HEAD, is verified again (each command
         once). A failure reopens all tasks of that command. Returns the reopened verdicts."""
-        if not self._records():
+        pending, tasks = (reads.settled(self.task, self.opts.armed, self.env, self.cwd,
+                                        sorted(self._records()), tasks)
+                          if self._records() else (True, []))
+        if pending:                             # nothing verified yet, or work left to do
             return []
-        tasks = self._tasks() if tasks is None else tasks
         status = {t["id"]: t for t in tasks}
         done = {t["id"] for t in tasks if t.get("status") == "done"}
-        if any(_pending(t, done) for t in tasks):
-            return []
         head, dirty, tree = gate.tree_state(self.cwd, self.env)
         stale: dict[str, list[str]] = {}
         for slug, rec in self._records().items():
@@ -279,12 +288,6 @@ class Gate:
                 part = f"{body}\nverify_failed: |\n{block}{tail or ''}"
             out.append(part)
         return "".join(out)
-
-
-def _pending(t: dict, done: set[str]) -> bool:
-    """Work the loop could still start: open or active, not held, its blockers done."""
-    return (t.get("status") in ("open", "active") and not t.get("held")
-            and all(dep in done for dep in t.get("deps") or []))
 
 
 def start(values: Any, task: TaskCommand, env: Mapping[str, str], cwd: Path,

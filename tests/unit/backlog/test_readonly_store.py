@@ -54,3 +54,34 @@ def test_a_kept_connection_the_server_dropped_is_opened_again(git_repo: Path, ba
     pg_server.restart()
     assert readonly.finished_by("w1", "2000-01-01 00:00:00", environ=env, cwd=git_repo) == ["a"]
     assert readonly.call(["list", "--all"], environ=env, cwd=git_repo).ok
+
+
+def test_the_reads_around_a_session_answer_on_a_postgresql_store(git_repo: Path, base_env,
+                                                                   run_task, pg_url,
+                                                                   monkeypatch):
+    """What the loop reads between sessions by index (the tasks touched since, some by id,
+    those that failed before, with a `verify:` line, whether one could still start) in
+    PostgreSQL's dialect."""
+    monkeypatch.chdir(git_repo)
+    env = {**base_env, "RALPH_TASKS_DB": pg_url}
+    lines = ('{"id":"a","t":"A","d":"Fix.\\nverify: make test"}\n{"id":"b","t":"B"}\n'
+             '{"id":"c","t":"C","deps":["a"]}\n')
+    assert run_task("plan-sync", env=env, input=lines).returncode == 0
+    w1 = {**env, "RALPH_AGENT_ID": "w1"}
+    for argv in (("claim", "b"), ("fail", "b", "--reason", "no"), ("claim", "a"), ("done", "a")):
+        assert run_task(*argv, env=w1).returncode == 0, argv
+    kw = {"environ": env, "cwd": git_repo}
+    ids = lambda records: [t["id"] for t in records]          # noqa: E731
+    assert ids(readonly.export_records("touched", since="2000-01-01 00:00:00", **kw)) == [
+        "a", "b", "c"]
+    assert ids(readonly.export_records("touched", since="2999-01-01 00:00:00", **kw)) == []
+    assert ids(readonly.export_records("slugs", slugs=["c", "a"], **kw)) == ["a", "c"]
+    assert [(t["id"], t["retry_count"]) for t in readonly.export_records("retried", **kw)] == [
+        ("b", 1)]
+    assert ids(readonly.export_records("verify_line", **kw)) == ["a"]
+    assert readonly.export_records("slugs", slugs=["c"], **kw)[0]["deps"] == ["a"]
+    assert list(readonly.retry_counts(**kw).values()) == [1]
+    assert readonly.any_pending(**kw) is True
+    for slug in ("b", "c"):
+        assert run_task("_hold", slug, "--reason", "parked", env=env).returncode == 0
+    assert readonly.any_pending(**kw) is False

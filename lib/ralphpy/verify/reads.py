@@ -1,0 +1,85 @@
+"""Owns what the verify gate reads of the backlog: a part of it as `_export-json` has it,
+read by an index where the store is the embedded one (tasks.views.SELECTIONS: the tasks a
+session touched, some by id, those with a `verify:` line), else the whole of it; each task's
+`verify:` line; whether the loop could still start a task. Knows nothing of judging, acting
+or recording (verify.completion)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ralphpy.backlog import client as task_client
+from ralphpy.backlog import readonly as backlog_readonly
+from ralphpy.backlog.calls import TaskCommand
+from ralphpy.verify import options as verify_options
+
+
+def tasks(task: TaskCommand, armed: bool, env: Mapping[str, str], cwd: Path,
+          selection: str = "", **params: Any) -> list[dict]:
+    """With the embedded task CLI, the tasks of `selection`, read without a task call; else (a
+    task source behind it, another task CLI, no selection) the whole backlog: a superset,
+    which every caller filters. With another task CLI only when the gate is configured
+    (`armed`), so a run without it makes the task calls it always made."""
+    if not (task.embedded or armed):
+        return []
+    found = _by_index(task, env, cwd, selection, **params) if selection else None
+    return found if found is not None else task_client.export_tasks(task.bound(env)) or []
+
+
+def at_start(task: TaskCommand, armed: bool, env: Mapping[str, str], cwd: Path,
+             since: str) -> list[dict]:
+    """The tasks whose `verify:` line the run keeps from its start: those that have one, and
+    those created in the second of `since` (created_at cannot tell whether a task of that
+    second was there at the start; any other task without a line is told by it)."""
+    if not (task.embedded or armed):
+        return []
+    with_line = _by_index(task, env, cwd, "verify_line")
+    if with_line is None:
+        return task_client.export_tasks(task.bound(env)) or []
+    return with_line + (_by_index(task, env, cwd, "touched", since=since) or [])
+
+
+def _by_index(task: TaskCommand, env: Mapping[str, str], cwd: Path, selection: str,
+              **params: Any) -> list[dict] | None:
+    if not task.embedded:
+        return None
+    return backlog_readonly.export_records(selection, environ=env, cwd=cwd, **params)
+
+
+def task_lines(records: list[dict], known: Callable[[dict], str | None] = lambda t: None
+               ) -> dict[str, str]:
+    """Each task's `verify:` command, "" for a task without one: a line the session adds to a
+    task that had none is a change too, never the command that judges it. known: the line
+    the run already knows a task by, which stays."""
+    lines = {}
+    for t in records:
+        line = known(t)
+        lines[t["id"]] = (verify_options.task_command(t.get("description")) or ""
+                          if line is None else line)
+    return lines
+
+
+def settled(task: TaskCommand, armed: bool, env: Mapping[str, str], cwd: Path,
+            verified: list[str], records: list[dict] | None = None
+            ) -> tuple[bool, list[dict]]:
+    """(whether the loop could still start a task, the records of the `verified` tasks).
+    Asked by index where the store allows; else from `records` or the whole backlog."""
+    pending = None
+    if records is None and task.embedded:
+        pending = backlog_readonly.any_pending(environ=env, cwd=cwd)
+    if pending:
+        return True, []
+    if pending is None:
+        records = tasks(task, armed, env, cwd) if records is None else records
+        done = {t["id"] for t in records if t.get("status") == "done"}
+        return any(_pending(t, done) for t in records), records
+    return False, tasks(task, armed, env, cwd, "slugs", slugs=verified)
+
+
+def _pending(t: dict, done: set[str]) -> bool:
+    """Work the loop could still start: open or active, not held, its blockers done."""
+    return (t.get("status") in ("open", "active") and not t.get("held")
+            and all(dep in done for dep in t.get("deps") or []))
+
+
+__all__ = ["tasks", "at_start", "task_lines", "settled"]
