@@ -59,7 +59,7 @@ from ralphpy.fleet import store as fleet_store  # noqa: E402
 from ralphpy.loop import features, launch, preflight, preview, sessions, start  # noqa: E402
 from ralphpy.loop.context import RunContext  # noqa: E402
 from ralphpy.runlife import lifecycle  # noqa: E402
-from ralphpy.unattended import night_config  # noqa: E402
+from ralphpy.unattended import night  # noqa: E402
 
 GENERAL_HELP = """\
 Usage: ralph <command> [options]
@@ -262,7 +262,7 @@ def run_mode(mode: str, args: list[str]) -> int:
         start.start_run(ctx)                                      # lock (exit 3), state, resume
         ctx.assign = features.assignment(ctx) if mode == "build" else None   # a resumed run keeps its mode
         start.session_setup(ctx)                                  # [SAFER] cleanup armed from here on
-        ctx.limits = night_config.resolve(ctx.options, ctx.run.state.options)  # breakers' default rule
+        ctx.limits = night.resolve(ctx.options, ctx.run.state.options)  # breakers' default rule
         ctx.features = features.for_run(ctx)                      # FREEZE_SCOPE: snapshot; verify, sync
         ctx.guard.raise_pending()                                 # a signal during an in-process call
         banner(ctx)

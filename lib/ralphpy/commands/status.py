@@ -22,7 +22,7 @@ from ralphpy.report.render_text import clean
 from ralphpy.runs import progress
 from ralphpy.runs import lock as run_lock
 from ralphpy.runs import state as run_state
-from ralphpy.unattended import control, night_config
+from ralphpy.unattended import control, night
 
 LAST_OUTCOMES = 5
 
@@ -95,7 +95,7 @@ def read_status(ralph_dir: Path, named: str | None = None) -> dict[str, Any]:
 
 def _breakers(state: run_state.RunState | None) -> dict[str, Any] | None:
     """The no-progress breaker's counters and where each stops the run (0: off, as the run
-    applies it: unattended.night_config's rule)."""
+    applies it: unattended.night's rule)."""
     guards = state.extra.get("guards") if state else None
     if not isinstance(guards, dict):
         return None
@@ -103,7 +103,7 @@ def _breakers(state: run_state.RunState | None) -> dict[str, Any] | None:
     out = {}
     for counter, limit in (("consecutive_failures", "max_consecutive_failures"),
                            ("idle_sessions", "max_idle_sessions")):
-        on = night_config.breaker_applies(limit, state.mode, state.max_iterations,
+        on = night.breaker_applies(limit, state.mode, state.max_iterations,
                                           int(given.get("parallel") or 1), given)
         at = given.get(limit, BY_NAME[limit].default) if on else 0
         out[counter] = {"count": guards.get(counter, 0), "stopsAt": at}

@@ -23,7 +23,7 @@ from ralphpy.runs import progress
 if TYPE_CHECKING:                        # annotations only: features import this module
     from ralphpy.loop.features import Assign, Features
     from ralphpy.sync.branch import Target
-    from ralphpy.unattended.night_config import NightConfig
+    from ralphpy.unattended.night import NightConfig
 
 Say = Callable[[str], None]
 

@@ -376,8 +376,8 @@ def sync(ctx: RunContext) -> Sync | None:
 
 def unattended(ctx: RunContext) -> Unattended:
     """The unattended checks: always on (with no setting given they only watch `ralph ctl`)."""
-    from ralphpy.unattended import night, night_config
-    cfg = night_config.resolve(ctx.options, ctx.run.state.options)   # breakers' default rule
+    from ralphpy.unattended import night
+    cfg = night.resolve(ctx.options, ctx.run.state.options)   # breakers' default rule
     return Unattended(night.Night(cfg, ctx.run, task=ctx.task, env=ctx.env, guard=ctx.guard,
                                   log_dir=ctx.cwd / ".ralph" / "logs", say=ctx.say,
                                   warn=ctx.warn))

@@ -1,21 +1,28 @@
-"""Owns what one plan/build run does between its sessions in unattended runs:
-`ralph ctl` pause/stop and SIGHUP between sessions, log rotation, classifying each finished
-session (its fields for the session_end event, the outcomes in progress.md), holding tasks
-that failed --max-attempts times, the breaker and budgets (their state persisted in the run
-state), and waiting out usage limits (the resume time persisted in the run state, and one
-persisted by an earlier run honoured). Each piece is one call into the module that owns it
-(outcome, usage_limits, limit_wait, guards, control, logrotate). Knows nothing of running the
-agent (session) or of the run's lifecycle on disk (runlife.lifecycle), and never prints: lines
-for the user go through the `say`/`warn` callables ralph.py passes in."""
+"""Owns what one plan/build run does between its sessions in unattended runs, and the settings
+it acts on (`NightConfig`: session timeouts, the kill grace, usage-limit waits, and the
+breakers' default rule: --max-attempts, --max-idle-sessions and --max-consecutive-failures take
+their defaults (3, 3, 5) only in a build run without an iteration limit; with `-n N` (and in
+plan mode) they are off unless given explicitly; --max-idle-sessions is off in a `--parallel`
+run, which starts each task once). Between sessions: `ralph ctl` pause/stop and SIGHUP, log
+rotation; after each: counting its outcome (its fields for the session_end event, the outcomes
+in progress.md), holding tasks that failed --max-attempts times, the breaker and budgets (their
+state persisted in the run state), and waiting out usage limits (the resume time persisted in
+the run state, and one persisted by an earlier run honoured). Each piece is one call into the
+module that owns it (outcome, usage_limits, limit_wait, guards, control, logrotate). Knows
+nothing of running the agent (session), of classifying a session (the session lifecycle does,
+once), of where the settings come from (config) or of the run's lifecycle on disk
+(runlife.lifecycle), and never prints: lines for the user go through the `say`/`warn`
+callables ralph.py passes in."""
 from __future__ import annotations
 
 import dataclasses
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Mapping
 
 from ralphpy import programs
+from ralphpy.config.options import Options
 from ralphpy.unattended import control, guards, limit_wait, logrotate, outcome, usage_limits
 from ralphpy.runs import progress
 from ralphpy.runs import state as run_state
@@ -23,12 +30,59 @@ from ralphpy.backlog import client as task_client
 from ralphpy.session import watchdog
 from ralphpy.unattended.session_outcome import stop_error
 from ralphpy.unattended.backlog_watch import BacklogWatch
-from ralphpy.unattended.night_config import NightConfig
 from ralphpy.signals import Guard
 
 if TYPE_CHECKING:                        # an annotation only: runlife sits above unattended
     from ralphpy.runlife.lifecycle import Run
 _POLL_S = 0.05
+DEFAULT_MAX_LIMIT_WAIT_S = 6 * 3600.0
+
+
+@dataclasses.dataclass(frozen=True)
+class NightConfig:
+    session_s: float | None
+    idle_s: float | None
+    kill_grace_s: float
+    margin_s: float
+    default_wait_s: float
+    limits: guards.Limits
+
+
+def breaker_applies(name: str, mode: str, max_iterations: int, parallel: int,
+                    explicit: Container[str]) -> bool:
+    """Whether the breaker `name` (max_attempts, max_idle_sessions, max_consecutive_failures)
+    bounds a run of these settings; `explicit`: the settings not left at their default."""
+    if name == "max_attempts" and mode != "build":
+        return False
+    if name == "max_idle_sessions" and parallel > 1:
+        return False
+    # [SH-COMPAT] with `-n N` the user's N is the bound, as in ralph.sh.
+    return name in explicit or (mode == "build" and max_iterations == 0)
+
+
+def resolve(opts: Options, explicit: Iterable[str]) -> NightConfig:
+    """From the run's options (a resumed run's persisted values applied). `explicit`: the
+    settings not left at their default (the run state's options)."""
+    explicit = set(explicit)
+
+    def breaker(name: str) -> int:
+        on = breaker_applies(name, opts.mode, opts.max_iterations, opts.parallel, explicit)
+        return int(getattr(opts, name)) if on else 0
+
+    limit_wait = opts.max_limit_wait
+    return NightConfig(
+        session_s=opts.session_timeout or None,
+        idle_s=opts.idle_timeout or None,
+        kill_grace_s=float(opts.kill_grace),
+        margin_s=float(opts.limit_wait_margin),
+        default_wait_s=float(opts.limit_default_wait),
+        limits=guards.Limits(
+            max_attempts=breaker("max_attempts"),
+            max_idle_sessions=breaker("max_idle_sessions"),
+            max_consecutive_failures=breaker("max_consecutive_failures"),
+            max_cost_usd=opts.max_cost,
+            max_runtime_s=opts.max_runtime,
+            max_limit_wait_s=DEFAULT_MAX_LIMIT_WAIT_S if limit_wait is None else limit_wait or None))
 
 
 class Night:
@@ -273,4 +327,4 @@ class Night:
         self.run.save()
 
 
-__all__ = ["Night"]
+__all__ = ["Night", "NightConfig", "breaker_applies", "resolve"]
