@@ -262,7 +262,6 @@ def test_with_the_real_task_cli_an_abandoned_task_is_failed_with_the_reason(run_
 
 
 def test_with_the_real_task_cli_the_scope_and_script_are_exported(run_ralph, agent, git_repo):
-    from conftest import TASK
     run_ralph("build", "-n", "1", env={**agent.env, "STUB_ACTION": "true"})
     # An empty backlog: no session. A task makes one.
     assert agent.calls() == []
@@ -271,7 +270,7 @@ def test_with_the_real_task_cli_the_scope_and_script_are_exported(run_ralph, age
     run_ralph("build", "-n", "1", env=agent.env)
     env = agent.calls()[0]["env"]
     assert (env["RALPH_SCOPE_REPO"], env["RALPH_SCOPE_BRANCH"]) == ("acme/widgets", "main")
-    assert env["RALPH_TASK_SCRIPT"] == str(TASK)
+    assert env["RALPH_TASK_SCRIPT"] == str(git_repo / ".ralph" / "bin" / "task")   # its launcher
     assert len(env["RALPH_AGENT_ID"]) == 4
 
 

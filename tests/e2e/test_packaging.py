@@ -54,9 +54,12 @@ def test_installed_console_scripts_run_a_build_loop_with_the_packaged_task_cli(
     assert proc.returncode == 0, proc.stderr
     assert "Mode:   build" in proc.stdout
     assert "Reached max iterations: 1" in proc.stdout
-    # The agent is told about the installed task CLI and the installed module's directory.
+    # The agent is told about the installed task CLI (through the launcher that names the
+    # installed interpreter) and the installed module's directory.
     seen = json.loads(log.read_text().splitlines()[0])["env"]
-    assert seen["RALPH_TASK_SCRIPT"] == str(installed / "bin" / "ralph-task")
+    launcher = git_repo / ".ralph" / "bin" / "task"
+    assert seen["RALPH_TASK_SCRIPT"] == str(launcher)
+    assert launcher.read_text().startswith(f"#!{installed / 'bin' / 'python'} -S\n")
     assert Path(seen["SCRIPT_DIR"]) == Path(sysconfig.get_path("purelib", vars={"base": str(installed)}))
     assert proc.stdout.count("deregistered ") == 1
     listed = run_process([str(installed / "bin" / "ralph"), "task", "list"], cwd=git_repo, env=env)

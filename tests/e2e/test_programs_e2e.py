@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from conftest import RALPH, TASK, git, ignore_ralph_dir, install_stub, run_process
+from conftest import RALPH, git, ignore_ralph_dir, install_stub, run_process
 
 # Commits its task's file in its worktree and completes the task.
 ACTION = r"""
@@ -44,7 +44,7 @@ def test_the_git_calls_of_a_parallel_run_see_what_ralph_exported(
     exported = {tuple(line.split()[1:]) for line in seen}
     assert len(exported) == 1, seen
     ((script, agent),) = exported
-    assert script == str(TASK)                    # s.9: export RALPH_TASK_SCRIPT
+    assert script == str(git_repo / ".ralph" / "bin" / "task")   # s.9: export RALPH_TASK_SCRIPT
     assert agent != "unset"                       # s.9: export RALPH_AGENT_ID (the first agent)
 
 

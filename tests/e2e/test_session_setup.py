@@ -275,7 +275,7 @@ def test_an_unusable_task_command_skips_every_task_call_and_the_loop_goes_on(run
     assert agent.calls()[0]["env"]["RALPH_TASK_SCRIPT"] == "/nonexistent/task"
 
 
-def test_installed_layout_reads_the_packaged_models_json_and_uses_ralph_task(
+def test_installed_layout_reads_the_packaged_models_json_and_exports_the_launcher(
         tmp_path, base_env, git_repo, agent):
     # As a console script: ralph.py sits in site-packages (no lib/, no models.json next to it)
     # and ralphpy is importable.
@@ -288,7 +288,7 @@ def test_installed_layout_reads_the_packaged_models_json_and_uses_ralph_task(
     assert f"Model:  opus-4.5 ({OPUS_BEDROCK})\n" in proc.stdout, proc.stderr
     seen = agent.calls()[0]["env"]
     assert seen["SCRIPT_DIR"] == str(site)
-    assert Path(seen["RALPH_TASK_SCRIPT"]).name == "ralph-task"
+    assert seen["RALPH_TASK_SCRIPT"] == str(git_repo / ".ralph" / "bin" / "task")   # its launcher
     assert seen["RALPH_SCOPE_REPO"] == "acme/widgets"
 
 

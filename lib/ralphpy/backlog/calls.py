@@ -13,11 +13,13 @@ import contextlib
 import io
 import os
 import shutil
+import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, ContextManager, Mapping
 
+import ralphpy
 from ralphpy import programs
 from ralphpy.errors import EnvironmentFailure
 from ralphpy.sources import registry
@@ -63,6 +65,16 @@ class TaskCommand:
     # A call that found the store unreachable (the task CLI's retry budget spent): called with
     # the result and how many times in a row; True: it waited, make the call again.
     store_lost: Callable[[TaskResult, int], bool] | None = None
+
+    def script(self, ralph_dir: Path) -> str:
+        """What an agent calls, RALPH_TASK_SCRIPT (s.9): a task command given, as given; the
+        project's own CLI through the launcher under `ralph_dir` that starts it with the
+        interpreter of this process, without a PATH lookup (sources.entry), else its path."""
+        if not (self.embedded or self.source):
+            return self.command
+        from ralphpy.sources import entry
+        lib = os.path.dirname(os.path.dirname(os.path.realpath(ralphpy.__file__)))
+        return entry.write_launcher(ralph_dir, sys.executable, lib) or self.command
 
     def call(self, *args: str, env: Mapping[str, str]) -> TaskResult:
         """A task call whose output is captured."""

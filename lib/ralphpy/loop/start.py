@@ -126,7 +126,7 @@ def _sync_or_parallel(ctx: RunContext, asked_sync: bool) -> None:
 def session_setup(ctx: RunContext) -> None:
     """s.9, in order; on a fleet's store, then the agent's claims file (RALPH_CLAIMS_FILE)."""
     ctx.branch = workspace.current_branch(ctx.env)              # BRANCH=$(git branch --show-current)
-    ctx.export("RALPH_TASK_SCRIPT", ctx.task.command)           # export RALPH_TASK_SCRIPT=$TASK_SCRIPT
+    ctx.export("RALPH_TASK_SCRIPT", ctx.task.script(ctx.ralph_dir))  # export RALPH_TASK_SCRIPT=$TASK_SCRIPT
     ctx.export("SCRIPT_DIR", str(ctx.script_dir))               # export SCRIPT_DIR
     scope = ctx.task.call("_get-scope", env=ctx.env)            # SCOPE=$(task _get-scope)
     if scope.ok:
