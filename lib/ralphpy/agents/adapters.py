@@ -214,6 +214,13 @@ def login_hint(name: str) -> str:
     return adapter.login if adapter is not None else ANY_LOGIN
 
 
+def reports_result(name: str) -> bool:
+    """Whether agent `name`'s output ends with a result event (a session without one did not
+    finish): every named CLI's stream does; the `command` backend's plain output has none."""
+    adapter = _TABLE.get(name)
+    return adapter is not None and "result" in adapter.reports
+
+
 def refusal(name: str, stderr_tail: str, summary: Any) -> Refusal | None:
     """Agent `name`'s own refusal of a finished session (a login it cannot get past, no
     credit), from what it printed; None when its adapter knows of none."""
@@ -241,4 +248,4 @@ def spill_prompt(command: str, data: str, path: Path) -> str:
 
 
 __all__ = ["AgentAdapter", "KNOWN_AGENTS", "get_adapter", "AGENT", "prompt_fits",
-           "spill_prompt", "login_hint", "refusal", "ANY_LOGIN"]
+           "spill_prompt", "login_hint", "refusal", "reports_result", "ANY_LOGIN"]
