@@ -343,6 +343,7 @@ COMMANDS = {
     "status": library_command("status"),                          # is a run alive
     "ctl": library_command("ctl"),                                # pause | resume | stop
     "report": library_command("run_report"),                      # what a run did
+    "doctor": library_command("doctor", in_ralph_dir=False),      # what to fix before a run
 }
 
 
