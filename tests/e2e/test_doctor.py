@@ -11,7 +11,7 @@ import socket
 import pytest
 
 import treehash
-from conftest import git
+from conftest import git, wait_for
 
 SECRET = "sk-ant-api03-FAKE-doctor-must-never-print-this"
 CLIS = ("claude", "codex", "gemini", "opencode", "pi", "amp")
@@ -131,6 +131,21 @@ def test_a_cli_whose_version_fails_is_a_warning_not_a_failure(doctor, bin_dir, g
                                      "agent; `claude --version` failed (exit 2)")
 
 
+def test_a_cli_whose_version_hangs_is_a_warning_and_its_wrapper_s_children_are_stopped(
+        doctor, bin_dir, git_repo, tmp_path):
+    marker = tmp_path / "child.pid"
+    sleep = shutil.which("sleep")                   # not on the test's PATH
+    (bin_dir / "claude").write_text(f"#!/bin/sh\n{sleep} 300 &\necho $! > {marker}\nwait\n")
+    (bin_dir / "claude").chmod(0o755)
+    proc = doctor()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert lines(proc)["claude"] == (f"warning claude: found at {bin_dir / 'claude'}, the run's "
+                                     "agent; `claude --version` gave no answer within 5s")
+    child = int(marker.read_text())
+    wait_for(lambda: not os.path.exists(f"/proc/{child}") or
+             open(f"/proc/{child}/stat").read().split()[2] == "Z")
+
+
 def test_without_a_git_identity_it_says_how_to_set_one(doctor, all_tools, git_repo):
     proc = doctor(env={k: "" for k in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL",
                                        "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL")})
@@ -213,3 +228,27 @@ def test_help_is_printed_and_an_unknown_option_is_one_error_line(doctor, git_rep
     bad = doctor("--bogus")
     assert (bad.returncode, bad.stdout) == (1, "")
     assert bad.stderr == "Error: Unknown option '--bogus'\nRun 'ralph doctor --help' for usage\n"
+
+
+def test_a_task_source_whose_tool_is_missing_is_named_with_what_installs_it(
+        doctor, all_tools, git_repo):
+    (git_repo / "ralph.yml").write_text("tasks: tk\n")
+    proc = doctor()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert lines(proc)["task source tk"].startswith("missing task source tk: tk not found: "
+                                                    "install ")
+
+
+def test_an_external_task_command_owns_its_backlog_and_is_only_checked_to_be_executable(
+        doctor, all_tools, tmp_path):
+    folder = tmp_path / "plain"                 # outside git: the command's backlog, not ours
+    folder.mkdir()
+    proc = doctor(cwd=folder, env={"RALPH_TASK_CMD": "/nope/task"})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    got = lines(proc)
+    assert got["task command"] == ("missing task command: RALPH_TASK_CMD /nope/task is not an "
+                                   "executable file")
+    assert "git repository" not in got
+    ours = doctor(cwd=folder, env={"RALPH_TASK_CMD": "claude"})      # any executable on PATH
+    assert ours.returncode == 0, ours.stdout
+    assert lines(ours)["task command"] == "ok task command: RALPH_TASK_CMD claude"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, TextIO
@@ -71,17 +72,20 @@ def _release(adapter: adapters.AgentAdapter, path: str, env: Mapping[str, str],
     known = version.of_session(adapter, None, env)
     if known:
         return OK, known
-    try:
-        ran = programs.run([path, "--version"], cwd=cwd, env=env, timeout=VERSION_TIMEOUT_S)
-    except programs.TimeoutExpired:
-        return WARNING, f"`{adapter.binary[0]} --version` gave no answer within " \
-                        f"{VERSION_TIMEOUT_S:g}s"
-    except OSError as err:
-        return WARNING, f"`{adapter.binary[0]} --version` cannot run: {err.strerror}"
-    said = next((line.strip() for line in (ran.out + "\n" + ran.err).splitlines()
-                 if line.strip()), "")
-    if ran.code != 0 or not said:
-        return WARNING, f"`{adapter.binary[0]} --version` failed (exit {ran.code})"
+    asked = f"`{adapter.binary[0]} --version`"
+    with tempfile.TemporaryFile() as output:     # a group of its own: a wrapper's children go too
+        try:
+            code = programs.run_group([path, "--version"], cwd=cwd, env=env, output=output,
+                                      timeout=VERSION_TIMEOUT_S, kill_grace=1.0)
+        except OSError as err:
+            return WARNING, f"{asked} cannot run: {err.strerror}"
+        output.seek(0)
+        text = output.read(4096).decode("utf-8", "replace")
+    if code is None:
+        return WARNING, f"{asked} gave no answer within {VERSION_TIMEOUT_S:g}s"
+    said = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if code != 0 or not said:
+        return WARNING, f"{asked} failed (exit {code})"
     return OK, said[:80]
 
 
