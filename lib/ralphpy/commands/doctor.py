@@ -68,15 +68,17 @@ def _message(err: RalphError) -> str:
 def _release(adapter: adapters.AgentAdapter, path: str, env: Mapping[str, str],
              cwd: Path) -> tuple[str, str | None]:
     """(status, release): the npm package's version when the CLI is one (agents.version),
-    else the first line `<cli> --version` prints within VERSION_TIMEOUT_S."""
+    else the first line `<cli> --version` prints within VERSION_TIMEOUT_S (with the words of
+    an --agent-cmd that runs it: `npx -y <package> --version`)."""
     known = version.of_session(adapter, None, env)
     if known:
         return OK, known
     asked = f"`{adapter.binary[0]} --version`"
     with tempfile.TemporaryFile() as output:     # a group of its own: a wrapper's children go too
         try:
-            code = programs.run_group([path, "--version"], cwd=cwd, env=env, output=output,
-                                      timeout=VERSION_TIMEOUT_S, kill_grace=1.0)
+            code = programs.run_group([path, *adapter.binary[1:], "--version"], cwd=cwd,
+                                      env=env, output=output, timeout=VERSION_TIMEOUT_S,
+                                      kill_grace=1.0)
         except OSError as err:
             return WARNING, f"{asked} cannot run: {err.strerror}"
         output.seek(0)
