@@ -74,6 +74,7 @@ def test_with_everything_present_every_check_is_ok_and_it_exits_0(
     assert got["origin"].startswith("ok origin: tasks are scoped to ")
     assert got["task store"] == ("ok task store: .ralph/tasks.db not created yet (the first "
                                  "`ralph plan` or `ralph task` creates it)")
+    assert got["specs"] == "ok specs: present"
     assert got["bwrap"] == f"ok bwrap: {bin_dir / 'bwrap'}"
     assert got["chromium"] == f"ok chromium: {bin_dir / 'chromium'}"
     assert proc.stdout.splitlines()[-1] == "Nothing required is missing."
@@ -242,7 +243,8 @@ def test_a_task_source_whose_tool_is_missing_is_named_with_what_installs_it(
 def test_an_external_task_command_owns_its_backlog_and_is_only_checked_to_be_executable(
         doctor, all_tools, tmp_path):
     folder = tmp_path / "plain"                 # outside git: the command's backlog, not ours
-    folder.mkdir()
+    (folder / "specs").mkdir(parents=True)
+    (folder / "specs" / "a.md").write_text("# A\n")
     proc = doctor(cwd=folder, env={"RALPH_TASK_CMD": "/nope/task"})
     assert proc.returncode == 1, proc.stdout + proc.stderr
     got = lines(proc)
@@ -252,3 +254,15 @@ def test_an_external_task_command_owns_its_backlog_and_is_only_checked_to_be_exe
     ours = doctor(cwd=folder, env={"RALPH_TASK_CMD": "claude"})      # any executable on PATH
     assert ours.returncode == 0, ours.stdout
     assert lines(ours)["task command"] == "ok task command: RALPH_TASK_CMD claude"
+
+
+def test_without_specs_the_built_in_backlog_is_missing_them_and_a_source_keeps_its_own(
+        doctor, all_tools, git_repo, base_env, bin_dir):
+    git(git_repo, "rm", "-rq", "specs", env=base_env)
+    proc = doctor()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert lines(proc)["specs"] == ("missing specs: No specs found. Run /ralph-spec first to "
+                                    "generate specs in ./specs/ (the built-in backlog's plan "
+                                    "and build need them)")
+    (git_repo / "ralph.yml").write_text("tasks: tk\n")
+    assert lines(doctor())["specs"] == "ok specs: the task source tk keeps its own plan"

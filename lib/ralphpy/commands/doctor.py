@@ -44,6 +44,9 @@ Options:
   --help, -h   Show this help
 """
 OK, MISSING, WARNING = "ok", "missing", "warning"
+# s.8's words (ralph.py's NO_SPECS), with what is needed of them here.
+NO_SPECS = ("No specs found. Run /ralph-spec first to generate specs in ./specs/ (the built-in "
+            "backlog's plan and build need them)")
 VERSION_TIMEOUT_S = 5.0
 SANDBOX_HINT = "optional: the sandbox uses it; install the Debian package bubblewrap"
 CHROMIUM_HINT = ("optional: only the HTML report's tests use it; install the Debian package "
@@ -209,6 +212,16 @@ def _backlog(opts, env: Mapping[str, str], cwd: Path, err: TextIO) -> list[Check
     return [*checks, Check(OK, "task store", f"{shown} opens and is a task store")]
 
 
+def _specs(opts, cwd: Path) -> Check:
+    """s.8's `./specs` check, as the run makes it (loop.preflight.specs_found)."""
+    tasks = opts.tasks if opts is not None else None
+    if tasks and registry.is_source(tasks):
+        return Check(OK, "specs", f"the task source {tasks} keeps its own plan")
+    if not preflight.specs_for(tasks, cwd):
+        return Check(MISSING, "specs", NO_SPECS)
+    return Check(OK, "specs", "present")
+
+
 def _tool(names: tuple[str, ...], label: str, hint: str, env: Mapping[str, str]) -> Check:
     for name in names:
         found = shutil.which(name, path=env.get("PATH", os.defpath))
@@ -230,6 +243,7 @@ def run_checks(env: Mapping[str, str], cwd: Path, err: TextIO) -> list[Check]:
     checks += _agents(opts, env, cwd, home)
     checks.append(_identity(env, cwd))
     checks += _backlog(opts, env, cwd, err)
+    checks.append(_specs(opts, cwd))
     checks.append(_tool(("bwrap",), "bwrap", SANDBOX_HINT, env))
     checks.append(_tool(("chromium", "chromium-browser"), "chromium", CHROMIUM_HINT, env))
     return checks

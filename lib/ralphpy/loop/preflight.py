@@ -29,10 +29,14 @@ def specs_found(ctx: RunContext) -> bool:
     from ./specs; from a subdirectory, the repository's own specs/ counts too. A task source
     keeps its own plan (flowctl's specs are in .flow/specs/, tk's tickets are the plan):
     nothing to check (docs/task-sources.md)."""
-    if registry.is_source(ctx.options.tasks):
+    return specs_for(ctx.options.tasks, ctx.cwd)
+
+
+def specs_for(tasks: str | None, cwd: Path) -> bool:
+    """specs_found's answer for the `tasks` setting and a directory, without a run."""
+    if tasks and registry.is_source(tasks):
         return True
-    return (workspace.specs_present(ctx.cwd)
-            or workspace.specs_present(settings.find_repo_root(ctx.cwd)))
+    return workspace.specs_present(cwd) or workspace.specs_present(settings.find_repo_root(cwd))
 
 
 def check(ctx: RunContext) -> None:
@@ -109,4 +113,4 @@ def _shown(where: str, cwd: Path) -> str:
         return where
 
 
-__all__ = ["specs_found", "check", "agent_program", "repository", "scope", "backlog"]
+__all__ = ["specs_found", "specs_for", "check", "agent_program", "repository", "scope", "backlog"]
