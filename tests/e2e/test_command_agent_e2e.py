@@ -60,6 +60,9 @@ def test_a_command_agent_that_exits_0_having_done_its_task_is_a_completed_succes
     assert "Sessions:   2 (success 2)" in report.stdout, report.stdout
     assert "\nAgent CLI:  command (2 sessions)\n" in report.stdout
     assert "agent_error" not in report.stdout
+    sessions = json.loads(run_ralph("report", "--json").stdout)["sessions"]
+    assert sorted((s["tasks"], s["outcome"], s["klass"], s["agent"]) for s in sessions) == [
+        (["c1"], "completed", "success", "command"), (["c2"], "completed", "success", "command")]
     md = run_ralph("report", "--md").stdout
     assert " | command | c1 | success | " in md, md
 
