@@ -314,8 +314,9 @@ def load_options(mode: str, given: flags.CommandLine,
 def task_command(args: list[str]) -> int:
     """`ralph task ...`: the task command with the rest of argv, exec style (s.2), on the store
     or source a run started here would use: the `tasks` setting (RALPH_TASKS, then ralph.yml)."""
-    opts = load_options("build", flags.parse("build", []),          # ralph.yml's tasks: alone;
-                        only=frozenset({"tasks"}))                  # a typo elsewhere is build's
+    # ralph.yml's `tasks` and the store's connect bound alone: a typo elsewhere is build's
+    opts = load_options("build", flags.parse("build", []),
+                        only=frozenset({"tasks", "store_connect_timeout"}))
     if opts is None:
         return EXIT_USAGE
     start.task_source(opts, warn)                                 # tool missing, bad URL: exit 1
@@ -352,6 +353,7 @@ COMMANDS = {
     "status": library_command("status"),                          # is a run alive
     "ctl": library_command("ctl"),                                # pause | resume | stop
     "report": library_command("run_report"),                      # what a run did
+    "doctor": library_command("doctor", in_ralph_dir=False),      # what to fix before a run
 }
 
 
@@ -363,6 +365,7 @@ HELP_LINES = {
     "status": "Show this backlog's run: running, paused or ended, its task, last outcomes",
     "report": "Show what a run did: tasks, outcomes, cost, time (--md, --json, --html FILE)",
     "ctl": "Pause, resume or stop a running loop from another shell",
+    "doctor": "Check the machine and this repository before a run: what to fix, one line each",
     "help": "Show this list ('ralph help <command>' shows a command's options)",
 }
 HELD_TASKS = """\

@@ -81,7 +81,7 @@ def test_a_cli_whose_stream_names_no_release_is_named_by_its_npm_package_without
     assert "\nAgent CLI:  codex 0.171.0 (2 sessions)\n" in run_ralph("report").stdout
 
 
-def test_a_stub_outside_any_npm_package_names_no_release_and_the_report_no_line(
+def test_a_stub_outside_any_npm_package_names_no_release_and_the_report_its_kind_alone(
         two_tasks, run_ralph, bin_dir, tmp_path):
     install_stub(bin_dir)
     proc = run_ralph("build", "-n", "1", env={"STUB_STREAM": stream(tmp_path, RESULT),
@@ -89,4 +89,4 @@ def test_a_stub_outside_any_npm_package_names_no_release_and_the_report_no_line(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     [end] = session_ends(two_tasks)
     assert "agent_version" not in end
-    assert "Agent CLI" not in run_ralph("report").stdout
+    assert "\nAgent CLI:  claude (1 session)\n" in run_ralph("report").stdout

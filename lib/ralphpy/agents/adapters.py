@@ -57,6 +57,7 @@ class AgentAdapter:
     reports: frozenset[str] = frozenset()
     notes: str = ""
     login: str = ANY_LOGIN          # how to log in again and the key it reads (exit 9)
+    package: str = ""               # the npm package that installs the CLI (ralph doctor's hint)
     # The CLI's own refusal of a session, from its stderr's tail and the summary (refusal.py):
     # set, the agent's stderr is read (passed on as it comes), not inherited.
     refusal: Callable[[str, Any], Refusal | None] | None = None
@@ -123,7 +124,8 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
         "claude", ("claude",),
         ("-p", PROMPT, "--output-format=stream-json", "--verbose", DANGER, MODEL, EXTRA),
         claude_render.StreamRenderer, danger_args=("--dangerously-skip-permissions",),
-        reports=_CLAUDE_FACTS, login="(`claude /login`) or fix the API key (ANTHROPIC_API_KEY)"),
+        reports=_CLAUDE_FACTS, login="(`claude /login`) or fix the API key (ANTHROPIC_API_KEY)",
+        package="@anthropic-ai/claude-code"),
     # pi runs tools without asking, so --danger adds nothing. pi 0.73 rejects `--` ("Error:
     # Unknown option: --") and reads an argument starting with '-' as an option and one with
     # '@' as a file to attach, so the prompt goes on stdin, which print mode (-p) reads.
@@ -131,7 +133,8 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
         "pi", ("pi",), ("--mode", "json", "-p", MODEL, DANGER, EXTRA),
         streams.PiRenderer,
         reports=frozenset({"cost", "turns", "tokens", "result", "errors"}),
-        notes="pi has no permission prompts: --danger changes nothing"),
+        notes="pi has no permission prompts: --danger changes nothing",
+        package="@mariozechner/pi-coding-agent"),
     # Without --danger: workspace-write sandbox (edits in the checkout, no network), since
     # codex exec defaults to read-only and could do no work.
     AgentAdapter(
@@ -141,7 +144,7 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
         safe_args=("--sandbox", "workspace-write"), model_args=("-m", MODEL),
         reports=frozenset({"turns", "tokens", "result", "errors"}),
         login="(`codex login`) or fix the API key (OPENAI_API_KEY, or the model provider's "
-              "env_key)"),
+              "env_key)", package="@openai/codex"),
     # amp's --stream-json is Claude Code's stream-json: the s.12 renderer reads it (amp.py
     # adds amp's own lines). The prompt must follow --execute directly (amp reads it as that
     # option's value). amp says a refused key or a spent credit only on stderr.
@@ -149,14 +152,16 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
         "amp", ("amp",), ("--execute", PROMPT, "--stream-json", DANGER, EXTRA),
         amp.AmpRenderer, danger_args=("--dangerously-allow-all",), model_args=None,
         reports=frozenset({"turns", "result", "errors"}),
-        login="(`amp login`) or fix the API key (AMP_API_KEY)", refusal=amp.refusal),
+        login="(`amp login`) or fix the API key (AMP_API_KEY)", refusal=amp.refusal,
+        package="@ampcode/cli"),
     # opencode's run flag for skipping permissions changed name across versions; the
     # OPENCODE_PERMISSION variable works in all of them.
     AgentAdapter(
         "opencode", ("opencode",), ("run", "--format", "json", MODEL, EXTRA, PROMPT),
         streams.OpencodeRenderer, model_args=("-m", MODEL),
         danger_env={"OPENCODE_PERMISSION": '{"*":"allow"}'},
-        reports=frozenset({"cost", "turns", "tokens", "result", "errors"})),
+        reports=frozenset({"cost", "turns", "tokens", "result", "errors"}),
+        package="opencode-ai"),
     # gemini 0.61 refuses to run headless in a folder it does not trust (exit 55): --danger
     # also trusts the checkout for the session; without it the user trusts the folder once.
     AgentAdapter(
@@ -165,7 +170,8 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
         streams.GeminiRenderer, danger_args=("--yolo", "--skip-trust"),
         model_args=("-m", MODEL),
         reports=frozenset({"tokens", "result", "errors"}),
-        login="(`gemini`, then /auth) or fix the API key (GEMINI_API_KEY)"),
+        login="(`gemini`, then /auth) or fix the API key (GEMINI_API_KEY)",
+        package="@google/gemini-cli"),
 )}
 
 KNOWN_AGENTS: tuple[str, ...] = tuple(sorted([*_TABLE, "command"]))
@@ -208,10 +214,22 @@ def get_adapter(name: str, agent_cmd: str | None = None) -> AgentAdapter:
     return adapter
 
 
+def named() -> tuple[AgentAdapter, ...]:
+    """Every named agent CLI's adapter (not `command`, which has no CLI of its own)."""
+    return tuple(_TABLE.values())
+
+
 def login_hint(name: str) -> str:
     """How agent `name` (`--agent`) is logged in again, as the exit-9 line says it."""
     adapter = _TABLE.get(name)
     return adapter.login if adapter is not None else ANY_LOGIN
+
+
+def reports_result(name: str) -> bool:
+    """Whether agent `name`'s output ends with a result event (a session without one did not
+    finish): every named CLI's stream does; the `command` backend's plain output has none."""
+    adapter = _TABLE.get(name)
+    return adapter is not None and "result" in adapter.reports
 
 
 def refusal(name: str, stderr_tail: str, summary: Any) -> Refusal | None:
@@ -241,4 +259,4 @@ def spill_prompt(command: str, data: str, path: Path) -> str:
 
 
 __all__ = ["AgentAdapter", "KNOWN_AGENTS", "get_adapter", "AGENT", "prompt_fits",
-           "spill_prompt", "login_hint", "refusal", "ANY_LOGIN"]
+           "spill_prompt", "named", "login_hint", "refusal", "reports_result", "ANY_LOGIN"]

@@ -6,8 +6,9 @@ executable. Each failure is one line: UsageError (exit 1) for what the user sets
 agent, git), EnvironmentFailure (exit 8) for a task store that cannot be read. Under an external RALPH_TASK_CMD, as
 ralph.sh's own suite drives it, neither the backlog nor the default agent is checked: that
 command owns its backlog, and a missing `claude` stays s.11's error line and a finished
-session. Not the store's first connection (fleet.store), not a task source's own checks
-(sources.registry), not reading a directory (workspace)."""
+session. `ralph doctor` asks the same checks one by one. Not the store's first connection
+(fleet.store), not a task source's own checks (sources.registry), not reading a directory
+(workspace)."""
 from __future__ import annotations
 
 import os
@@ -28,10 +29,14 @@ def specs_found(ctx: RunContext) -> bool:
     from ./specs; from a subdirectory, the repository's own specs/ counts too. A task source
     keeps its own plan (flowctl's specs are in .flow/specs/, tk's tickets are the plan):
     nothing to check (docs/task-sources.md)."""
-    if registry.is_source(ctx.options.tasks):
+    return specs_for(ctx.options.tasks, ctx.cwd)
+
+
+def specs_for(tasks: str | None, cwd: Path) -> bool:
+    """specs_found's answer for the `tasks` setting and a directory, without a run."""
+    if tasks and registry.is_source(tasks):
         return True
-    return (workspace.specs_present(ctx.cwd)
-            or workspace.specs_present(settings.find_repo_root(ctx.cwd)))
+    return workspace.specs_present(cwd) or workspace.specs_present(settings.find_repo_root(cwd))
 
 
 def check(ctx: RunContext) -> None:
@@ -65,16 +70,34 @@ def agent_program(program: str, env: Mapping[str, str], cwd: Path) -> str:
     return found
 
 
+def repository(env: Mapping[str, str], cwd: Path) -> str:
+    """The top level of the git repository cwd is in, as the task CLI finds it; else
+    UsageError with its cause."""
+    from ralphpy.tasks.errors import TaskError
+    from ralphpy.tasks.git_scope import Git
+    try:
+        return Git(str(cwd), env).toplevel()
+    except TaskError as err:
+        raise UsageError(f"cannot read the backlog: {err.message}") from None
+
+
+def scope(env: Mapping[str, str], cwd: Path) -> tuple[str, str]:
+    """(repository, branch) the built-in backlog's tasks are scoped to: a git repository with
+    an `origin` remote, or RALPH_SCOPE_REPO; else UsageError with the task CLI's cause."""
+    from ralphpy.tasks.errors import TaskError
+    from ralphpy.tasks.git_scope import Git, resolve_scope
+    try:
+        found = resolve_scope(Git(str(cwd), env))
+    except TaskError as err:
+        raise UsageError(f"cannot read the backlog: {err.message}") from None
+    return found.repo, found.branch
+
+
 def backlog(env: Mapping[str, str], cwd: Path) -> str:
     """The built-in task CLI can name this checkout's scope and read its store, without a
     write (backlog.readonly): the same cause its own `task list` would print, in one line.
     Returns what `task peek -n 1` answers ("": nothing claimable)."""
-    from ralphpy.tasks.errors import TaskError
-    from ralphpy.tasks.git_scope import Git, resolve_scope
-    try:
-        resolve_scope(Git(str(cwd), env))                   # git repo, origin or RALPH_SCOPE_REPO
-    except TaskError as err:
-        raise UsageError(f"cannot read the backlog: {err.message}") from None
+    scope(env, cwd)                                         # git repo, origin or RALPH_SCOPE_REPO
     read = readonly.call(["peek", "-n", "1"], environ=env, cwd=cwd)
     if not read.ok:
         where = f" {_shown(read.where, cwd)}" if read.where else ""
@@ -90,4 +113,4 @@ def _shown(where: str, cwd: Path) -> str:
         return where
 
 
-__all__ = ["specs_found", "check", "agent_program", "backlog"]
+__all__ = ["specs_found", "specs_for", "check", "agent_program", "repository", "scope", "backlog"]

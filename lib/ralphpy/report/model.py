@@ -137,9 +137,10 @@ class Report:
         return sorted(timed, key=lambda s: -(s.duration_s or 0.0))[:count]
 
     def agent_clis(self) -> Counter:
-        """Sessions by the agent CLI release that ran them; empty when no release is known
-        (runs recorded before sessions named it)."""
-        if not any(s.agent_version for s in self.sessions):
+        """Sessions by the kind of agent that ran them (its adapter's name: claude, codex, ...,
+        command) and its CLI's release where known; empty when no session names either (runs
+        recorded before sessions named their agent)."""
+        if not any(s.agent or s.agent_version for s in self.sessions):
             return Counter()
         return Counter(s.cli for s in self.sessions)
 

@@ -130,7 +130,8 @@ def classify(returncode: int | None, summary: Any, *, timed_out: bool = False,
              idle_out: bool = False, limit_hit: Any = None, stderr_tail: str = "",
              session_timeout_s: float | None = None,
              idle_timeout_s: float | None = None, root_refused: str | None = None,
-             agent_refusal: tuple[str, str] | None = None) -> Outcome:
+             agent_refusal: tuple[str, str] | None = None,
+             reports_result: bool = True) -> Outcome:
     """The Outcome of a finished session, by PRECEDENCE.
 
     returncode is Popen's (negative: killed by that signal; 137 = 128+SIGKILL from a shell
@@ -141,7 +142,9 @@ def classify(returncode: int | None, summary: Any, *, timed_out: bool = False,
     root_refused: root_refusal()'s detail. An api_retry that failed authentication
     (summary.auth_error) is an auth failure whatever ended the agent. agent_refusal: (kind,
     detail) of a refusal the CLI's adapter read in its output, USAGE_DISABLED (no credit) or
-    AUTH_FAILURE, each ranked as its kind."""
+    AUTH_FAILURE, each ranked as its kind. reports_result: False for an agent that has no
+    result event to emit (the `command` backend's plain output): its exit 0 is a success,
+    judged like any session by what it did to the backlog."""
     if limit_hit is not None and getattr(limit_hit, "kind", None) == "disabled":
         return _make(USAGE_DISABLED, f"usage disabled: {limit_hit.message}")
     if agent_refusal is not None and agent_refusal[0] == USAGE_DISABLED:
@@ -178,7 +181,7 @@ def classify(returncode: int | None, summary: Any, *, timed_out: bool = False,
     if _field(summary, "is_error") is True or (isinstance(subtype, str)
                                                and subtype.startswith("error")):
         return _make(AGENT_ERROR, f"agent reported an error (result {subtype or 'is_error'})")
-    if summary is not None and subtype is None:
+    if summary is not None and subtype is None and reports_result:
         return _make(AGENT_ERROR, "agent exited without a result event")
     return _make(SUCCESS, f"result {subtype}" if subtype else "exit 0")
 

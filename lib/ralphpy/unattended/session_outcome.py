@@ -37,7 +37,8 @@ def classify_session(result: Any, *, danger: bool, agent: str, env: Mapping[str,
     return outcome.classify(result.returncode, summary, timed_out=result.timed_out,
                             idle_out=result.idle_out, limit_hit=hit, session_timeout_s=session_s,
                             idle_timeout_s=idle_s, root_refused=refused,
-                            agent_refusal=said_as), hit
+                            agent_refusal=said_as,
+                            reports_result=adapters.reports_result(agent)), hit
 
 
 def fail_reason(out: outcome.Outcome) -> str:

@@ -267,8 +267,9 @@ def test_the_agent_cli_release_of_each_session_is_shown_in_every_format_escaped(
     assert "<td>claude 2.1.332</td>" in html and "<img" not in html.split("<body", 1)[1]
 
 
-def test_a_run_whose_sessions_name_no_release_has_no_agent_cli_line(ralph_dir):
+def test_a_run_whose_sessions_name_no_release_still_names_their_kind_of_agent(ralph_dir):
     make_run(ralph_dir, RUN, 2)
     r = report_of(ralph_dir)
     assert [s.cli for s in r.sessions] == ["claude", "claude"]
-    assert "Agent CLI" not in render_text.render(r) and "Agent CLI" not in render_md.render(r)
+    assert "\nAgent CLI:  claude (2 sessions)\n" in render_text.render(r)
+    assert "| Agent CLI | claude (2) |" in render_md.render(r)
