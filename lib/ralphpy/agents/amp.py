@@ -22,7 +22,7 @@ and read in its bundle (its error printer writes `Error: <message>` on stderr an
   Credits ...` or `No Usage Available ...` for spent credits, `Unauthorized ...` for a 401.
 
 Does not own running amp (session/), reading its stderr (session/stderr_tee.py) or what a
-refusal does to the run (unattended/session_outcome.py). Never prints.
+refusal does to the run (unattended/outcome.py). Never prints.
 """
 from __future__ import annotations
 

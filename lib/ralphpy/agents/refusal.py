@@ -1,7 +1,7 @@
 """Owns what an agent CLI's own refusal of a session is, as its adapter reads it in what the
 CLI printed (agents/amp.py): its kind, one waiting cannot fix (a login the CLI cannot get past,
 an account without credit), and a one-line detail quoting the CLI. Knows nothing of which CLI
-says what, nor of what the run does about it (unattended/session_outcome.py: exit 9, exit 7).
+says what, nor of what the run does about it (unattended/outcome.py: exit 9, exit 7).
 """
 from __future__ import annotations
 

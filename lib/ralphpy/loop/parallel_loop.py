@@ -34,7 +34,7 @@ from ralphpy.parallel import NEEDS_BRANCH, recovery, scheduler, worktrees
 from ralphpy.config.settings import find_repo_root
 from ralphpy.runlife import lifecycle
 from ralphpy.session import pool as session_pool
-from ralphpy.unattended import guards, logrotate, outcome, session_outcome
+from ralphpy.unattended import guards, logrotate, outcome
 
 LEASE = "3600"           # a claimed task stays ours while its session runs (task-cli s.9.4)
 
@@ -158,7 +158,7 @@ class ParallelBuild:
         self.book.save()                    # the session's record: its one write after it ended
         if lost := lifecycle.lock_lost(self.ctx.run, self.book.state.iteration):
             self.stop = self.stop or lost                   # no new session; exit 8 at the end
-        elif stop := session_outcome.stop_error(how, self.ctx.adapter.name):
+        elif stop := outcome.stop_error(how, self.ctx.adapter.name):
             # a rejected key, root refused, a disabled account: no new session; exit 9/10/7
             self.stop = self.stop or stop
         elif tripped:           # no new session; exit 5/6 at the end, with the figures of

@@ -27,7 +27,7 @@ from ralphpy.loop.context import RunContext
 from ralphpy.session import fresh_start, heartbeat, respawn, watchdog
 from ralphpy.session.pool import Pool, SessionResult
 from ralphpy.unattended import outcome
-from ralphpy.unattended import session_outcome
+
 
 @dataclass(frozen=True)
 class Prompt:
@@ -65,7 +65,7 @@ class Session:
     started: str = ""                        # when it was written ahead (UTC, --parallel)
     clock: float = field(default_factory=time.monotonic)
     result: SessionResult | None = None
-    outcome: outcome.Outcome | None = None   # how it ended (session_outcome.classify_session)
+    outcome: outcome.Outcome | None = None   # how it ended (outcome.classify_session)
     hit: Any = None                          # the usage limit it hit
     failed: list[str] = field(default_factory=list)      # tasks it left failed (attempts)
     completed: list[str] = field(default_factory=list)   # tasks it finished
@@ -88,10 +88,10 @@ class Session:
 
     def give_back_reason(self) -> str:
         """Why a task this session left active goes back: s.15.5's reason, or the one naming
-        the timeout or the usage limit (session_outcome.fail_reason), or the interrupt."""
+        the timeout or the usage limit (outcome.fail_reason), or the interrupt."""
         if self.result is not None and self.result.interrupted and self.place is not None:
             return INTERRUPTED_REASON
-        return session_outcome.fail_reason(self.outcome) if self.outcome else FAIL_REASON
+        return outcome.fail_reason(self.outcome) if self.outcome else FAIL_REASON
 
 
 def first_interrupt(ctx: RunContext) -> None:
@@ -175,11 +175,11 @@ def timeouts(ctx: RunContext) -> watchdog.SessionTimeouts:
 
 
 def classify(ctx: RunContext, s: Session, result: SessionResult) -> None:
-    """How the session ended, once for every later step (session_outcome.classify_session),
+    """How the session ended, once for every later step (outcome.classify_session),
     and the notices of what happened around it: a failing heartbeat, processes that left
     its group, a timeout that ended it (stdout stays s.12's rendering)."""
     s.result = result
-    s.outcome, s.hit = session_outcome.classify_session(
+    s.outcome, s.hit = outcome.classify_session(
         result, danger=ctx.options.danger, agent=ctx.adapter.name, env=ctx.env,
         session_s=ctx.limits.session_s, idle_s=ctx.limits.idle_s,
         default_wait_s=ctx.limits.default_wait_s)

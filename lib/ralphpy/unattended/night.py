@@ -28,7 +28,6 @@ from ralphpy.runs import progress
 from ralphpy.runs import state as run_state
 from ralphpy.backlog import client as task_client
 from ralphpy.session import watchdog
-from ralphpy.unattended.session_outcome import stop_error
 from ralphpy.unattended.backlog_watch import BacklogWatch
 from ralphpy.signals import Guard
 
@@ -212,7 +211,7 @@ class Night:
             out, cost, self.watch.fingerprint(counts_text) if need else "",
             self._head() if need else None)
         self._keep()                   # saved with the session's record (lifecycle), or below
-        stop = stop_error(out, self.agent)
+        stop = outcome.stop_error(out, self.agent)
         if stop is not None:
             raise stop
         if verdict is not None:

@@ -1,13 +1,25 @@
-"""Owns the classification of a finished session: one kind per session, picked by
-a fixed precedence, with a one-line detail for events.jsonl and progress.md and whether it
-counts as a failed attempt. Knows nothing of how the session ran (session), of limit wording
-(usage_limits) or of what the loop does next (guards)."""
+"""Owns how a finished session is judged, once, for both loops (the one session lifecycle,
+loop/sessions.py): its class, one kind per session picked by a fixed precedence from its exit,
+its usage limit (usage_limits), a root refusal and the CLI's own refusal its adapter reads
+(agents/refusal.py: no credit ranks as a disabled account, a login it cannot get past as an
+auth failure), with a one-line detail for events.jsonl and progress.md and whether it counts as
+a failed attempt; the error that ends the run after it when waiting or another session cannot
+help (a disabled account, a rejected key, root refused: exit 7, 9, 10); and the reason its task
+goes back with when the session left it active. Knows nothing of how the session ran
+(session), of limit wording (usage_limits) or of what the loop does next (night, guards)."""
 from __future__ import annotations
 
+import os
 import re
 import signal
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping
+
+from ralphpy.agents import adapters, refusal
+from ralphpy.backlog.answers import FAIL_REASON
+from ralphpy.errors import AuthFailed, RalphError, RootRefused, UsageDisabled
+from ralphpy.unattended import usage_limits
 
 SUCCESS = "success"
 AGENT_ERROR = "agent_error"
@@ -186,4 +198,52 @@ def classify(returncode: int | None, summary: Any, *, timed_out: bool = False,
     return _make(SUCCESS, f"result {subtype}" if subtype else "exit 0")
 
 
-__all__ = ["Outcome", "classify", "root_refusal", "PRECEDENCE", "ROOT_REFUSAL_TEXT"]
+_KINDS = {refusal.AUTH: AUTH_FAILURE, refusal.NO_CREDIT: USAGE_DISABLED}
+
+
+def classify_session(result: Any, *, danger: bool, agent: str, env: Mapping[str, str],
+                     session_s: float | None, idle_s: float | None,
+                     default_wait_s: float | None = None) -> tuple[Outcome, Any]:
+    """How a finished session (a session result: returncode, summary, timed_out, idle_out)
+    ended, and the usage limit it hit (usage_limits.LimitHit or None): the one classification
+    of the single loop and of `--parallel` sessions. default_wait_s: a limit's wait when its
+    reset time is unknown (None: usage_limits' own)."""
+    summary = result.summary
+    wait = {} if default_wait_s is None else {"default_wait": timedelta(seconds=default_wait_s)}
+    hit = usage_limits.detect(summary, "", datetime.now(timezone.utc), **wait)
+    refused = root_refusal(result.returncode, summary, danger=danger, agent=agent, env=env,
+                           euid=os.geteuid())
+    said = adapters.refusal(agent, getattr(result, "stderr_tail", ""), summary)
+    said_as = None if said is None else (_KINDS[said.kind], said.detail)
+    return classify(result.returncode, summary, timed_out=result.timed_out,
+                    idle_out=result.idle_out, limit_hit=hit, session_timeout_s=session_s,
+                    idle_timeout_s=idle_s, root_refused=refused, agent_refusal=said_as,
+                    reports_result=adapters.reports_result(agent)), hit
+
+
+def fail_reason(out: Outcome) -> str:
+    """The reason a task the session that ended as `out` left active goes back with: s.15.5's,
+    or the class's detail when that names a timeout or why the session was no attempt at its
+    task (NOT_AN_ATTEMPT: the usage limit and its reset time), which `show` then says."""
+    named = (*NOT_AN_ATTEMPT, TIMEOUT, IDLE)
+    return out.detail if out.kind in named else FAIL_REASON
+
+
+def stop_error(out: Outcome, agent: str) -> RalphError | None:
+    """The error that ends the run after a session of `agent` (the CLI) that ended this way
+    (exit 7, 9 or 10): waiting or another session cannot help; a person must act. None: the
+    run goes on."""
+    if out.kind == USAGE_DISABLED:
+        return UsageDisabled(out.detail)
+    if out.kind == AUTH_FAILURE:
+        return AuthFailed(f"{out.detail}; log in again {adapters.login_hint(agent)}, then "
+                          "start the run again")
+    if out.kind == ROOT_REFUSED:
+        return RootRefused(f"{out.detail}; in a container or VM you trust, set IS_SANDBOX=1 "
+                           "(IS_SANDBOX=1 ralph build --danger), else run ralph as a user "
+                           "other than root")
+    return None
+
+
+__all__ = ["Outcome", "classify", "classify_session", "fail_reason", "stop_error", "root_refusal",
+           "PRECEDENCE", "ROOT_REFUSAL_TEXT"]

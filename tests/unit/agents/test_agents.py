@@ -18,7 +18,7 @@ from ralphpy.agents.summary import PlainRenderer
 from ralphpy.agents.streams import CodexRenderer, GeminiRenderer, OpencodeRenderer, PiRenderer
 from ralphpy.unattended.outcome import classify
 from ralphpy.errors import UsageDisabled, UsageError
-from ralphpy.unattended import session_outcome, usage_limits
+from ralphpy.unattended import outcome, usage_limits
 
 NASTY = "/ralph-build it's \"quoted\" $(rm -rf /) `x` \\back\\slash\nsecond line\n\ttab --flag"
 
@@ -478,7 +478,7 @@ def test_a_gemini_session_ended_by_a_quota_of_0_stops_the_run_with_exit_7():
     assert (hit.kind, hit.reset_at) == (usage_limits.DISABLED, None)      # nothing to wait for
     how = classify(173, renderer.summary, limit_hit=hit)
     assert (how.kind, how.counts_as_failure) == ("usage_disabled", False)
-    stop = session_outcome.stop_error(how, "gemini")
+    stop = outcome.stop_error(how, "gemini")
     assert (type(stop), stop.exit_code) == (UsageDisabled, 7)
     assert str(stop) == (
         'usage disabled: the API\'s quota is 0 ("Quota exceeded for metric: generativelanguage.'

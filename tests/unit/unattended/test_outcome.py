@@ -10,7 +10,7 @@ import pytest
 from ralphpy.agents.claude_render import SessionSummary
 from ralphpy.session.pool import SessionResult
 from ralphpy.unattended.outcome import PRECEDENCE, Outcome, classify, root_refusal
-from ralphpy.unattended.session_outcome import classify_session, stop_error
+from ralphpy.unattended.outcome import classify_session, stop_error
 from ralphpy.unattended.usage_limits import DISABLED, LIMIT, LimitHit
 
 RESET = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
