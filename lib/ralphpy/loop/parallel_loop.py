@@ -250,6 +250,7 @@ class ParallelBuild:
                 self._open_run()
                 book.free_agents = [ctx.agent_id] + [self._register()
                                                      for _ in range(opts.parallel - 1)]
+                book.slots = {agent: i for i, agent in enumerate(book.free_agents)}
                 book.save()                    # the agents, before any of them claims a task
                 plan.started = book.state.sessions_started if opts.max_iterations else 0
                 while True:
