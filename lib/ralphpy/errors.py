@@ -88,8 +88,8 @@ class SessionNotStarted(RalphError):
 
 
 __all__ = [
-    "RalphError", "SessionNotStarted", "UsageError", "RunLocked", "ScopeChanged", "BudgetExhausted", "NoProgress",
-    "UsageDisabled", "AuthFailed", "RootRefused", "EnvironmentFailure",
+    "RalphError", "UsageError", "RunLocked", "ScopeChanged", "BudgetExhausted", "NoProgress",
+    "UsageDisabled", "AuthFailed", "RootRefused", "EnvironmentFailure", "SessionNotStarted",
     "EXIT_OK", "EXIT_USAGE", "EXIT_LOCKED", "EXIT_SCOPE_CHANGED", "EXIT_BUDGET",
     "EXIT_NO_PROGRESS", "EXIT_USAGE_DISABLED", "EXIT_ENVIRONMENT", "EXIT_AUTH",
     "EXIT_ROOT_REFUSED", "EXIT_TASK_CMD_MISSING",

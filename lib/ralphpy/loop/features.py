@@ -2,8 +2,8 @@
 unattended-run checks between sessions (`ralph ctl`, SIGHUP, --max-runtime), scope freeze
 (FREEZE_SCOPE), the verify gate (--verify, the tamper check), assignment mode (--assign), the
 prompt template (--prompt), git across machines (--sync) and a worktree's set-up (RALPH_SLOT,
-.worktreeinclude, worktree_setup). `Features` runs them in order, so
-each loop has one path whichever are on. Knows nothing of the loop's own order (ralph.py) or of
+.worktreeinclude, worktree_setup). `Features` runs them in order, so each loop has one path
+whichever are on. Knows nothing of the loop's own order (ralph.py) or of
 what a feature does inside (unattended.night, scope, verify, assign.mode, sync.runner)."""
 from __future__ import annotations
 
@@ -438,6 +438,6 @@ def for_run(ctx: RunContext) -> Features:
 
 
 __all__ = ["Prompt", "Feature", "Features", "Unattended", "ScopeFreeze", "Verify", "Assign",
-           "PromptTemplate", "Sync", "WorktreeSetup", "REGISTRY", "for_run", "unattended", "scope_freeze",
-           "verification", "assignment", "prompt_template", "sync", "worktree_setup",
-           "FROZEN_DONE"]
+           "PromptTemplate", "Sync", "WorktreeSetup", "REGISTRY", "for_run", "unattended",
+           "scope_freeze", "verification", "assignment", "prompt_template", "sync",
+           "worktree_setup", "FROZEN_DONE"]
