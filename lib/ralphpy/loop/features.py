@@ -4,7 +4,8 @@ unattended-run checks between sessions (`ralph ctl`, SIGHUP, --max-runtime), sco
 prompt template (--prompt), git across machines (--sync) and a worktree's set-up (RALPH_SLOT,
 .worktreeinclude, worktree_setup). `Features` runs them in order, so each loop has one path
 whichever are on. Knows nothing of the loop's own order (ralph.py) or of
-what a feature does inside (unattended.night, scope, verify, assign.mode, sync.runner)."""
+what a feature does inside (unattended.night, scope, verify, assign.mode, sync.runner,
+parallel.worktree_setup)."""
 from __future__ import annotations
 
 import dataclasses
