@@ -2,9 +2,10 @@
 """`make demo`: a real ralph build loop over a demo backlog, with a bundled stub agent.
 
 What it does, step by step (each step prints what it runs):
-  1. creates a git repository in a temp directory (origin remote, one spec, one commit);
+  1. creates a git repository in a temp directory (origin remote, three specs, one commit);
   2. puts demo/stub-agent on PATH as `claude` (in a temp bin directory);
-  3. loads a backlog of 5 tasks, two of them with dependencies, with `scripts/task plan-sync`;
+  3. loads a backlog of 5 tasks of three specs, two of them with dependencies, with
+     `scripts/task plan-sync` (tasks of different specs may run at once under --parallel);
   4. runs `ralph.py build -n 10` there, streaming its output: each session the stub agent
      claims a task, writes a file, commits it and marks the task done with the commit;
   5. shows `task list --all` and `git log --oneline`, and where the repository is.
@@ -38,19 +39,19 @@ BACKLOG = [
     {"id": "demo-03", "t": "Test the greeting", "p": 2, "cat": "test",
      "spec": "greeting.md", "deps": ["demo-01", "demo-02"]},
     {"id": "demo-04", "t": "Document the greeting in the README", "p": 3, "cat": "docs",
-     "spec": "greeting.md"},
+     "spec": "readme.md"},
     {"id": "demo-05", "t": "Add a changelog entry", "p": 3, "cat": "chore",
-     "spec": "greeting.md"},
+     "spec": "changelog.md"},
 ]
 
-SPEC = """# Greeting
-
-A tiny command that greets.
-
-## Requirements
-- `greet` prints `Hello, world!`
-- `greet --name Ada` prints `Hello, Ada!`
-"""
+# One spec file per spec the backlog names: with `--parallel`, tasks of different specs may
+# run at once (docs/parallel.md), so the demo's docs and changelog tasks overlap the code's.
+SPECS = {
+    "greeting.md": "# Greeting\n\nA tiny command that greets.\n\n## Requirements\n"
+                   "- `greet` prints `Hello, world!`\n- `greet --name Ada` prints `Hello, Ada!`\n",
+    "readme.md": "# README\n\nThe README says what `greet` does.\n",
+    "changelog.md": "# Changelog\n\nEach change has a line in CHANGELOG.md.\n",
+}
 
 
 def step(text: str) -> None:
@@ -81,10 +82,11 @@ def make_repo(repo: Path, env: dict[str, str]) -> None:
     # The task CLI derives the backlog's scope from the origin URL (task-cli.md s.7).
     run(["git", "remote", "add", "origin", "https://github.com/example/ralph-demo.git"], repo, env)
     (repo / "specs").mkdir(exist_ok=True)
-    (repo / "specs" / "greeting.md").write_text(SPEC, encoding="utf-8")
+    for name, text in SPECS.items():
+        (repo / "specs" / name).write_text(text, encoding="utf-8")
     (repo / "README.md").write_text("# ralph demo\n", encoding="utf-8")
     run(["git", "add", "-A"], repo, env)
-    run(["git", "commit", "-q", "-m", "Demo project with one spec"], repo, env)
+    run(["git", "commit", "-q", "-m", "Demo project with three specs"], repo, env)
 
 
 USAGE = "Usage: run_demo.py [--dir DIR] [-- BUILD_OPTIONS...]"

@@ -81,9 +81,15 @@ class EnvironmentFailure(RalphError):
     exit_code = EXIT_ENVIRONMENT
 
 
+class SessionNotStarted(RalphError):
+    """A session's place could not be made ready before its agent started (a --parallel
+    worktree's set-up failed): its task fails with this reason and the run goes on, as when
+    its worktree cannot be created; never an exit of its own."""
+
+
 __all__ = [
     "RalphError", "UsageError", "RunLocked", "ScopeChanged", "BudgetExhausted", "NoProgress",
-    "UsageDisabled", "AuthFailed", "RootRefused", "EnvironmentFailure",
+    "UsageDisabled", "AuthFailed", "RootRefused", "EnvironmentFailure", "SessionNotStarted",
     "EXIT_OK", "EXIT_USAGE", "EXIT_LOCKED", "EXIT_SCOPE_CHANGED", "EXIT_BUDGET",
     "EXIT_NO_PROGRESS", "EXIT_USAGE_DISABLED", "EXIT_ENVIRONMENT", "EXIT_AUTH",
     "EXIT_ROOT_REFUSED", "EXIT_TASK_CMD_MISSING",

@@ -45,6 +45,20 @@ def test_demo_completes_every_task_with_a_commit_of_its_own(tmp_path, base_env, 
             assert done_at[dep] < done_at[task["id"]]
 
 
+def test_the_parallel_demo_runs_two_sessions_at_once(tmp_path, base_env):
+    """The README's promise: `make demo ARGS='--parallel 2'` overlaps two sessions (its tasks
+    of different specs), as its events record them, and its start line says so."""
+    result = run_process([sys.executable, str(DEMO), "--dir", str(tmp_path / "demo"), "--",
+                          "--parallel", "2"], cwd=tmp_path, env=base_env, timeout=110)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "parallel: up to 2 sessions at once\n" in result.stderr
+    (events,) = (tmp_path / "demo" / "repo" / ".ralph" / "runs").glob("*/events.jsonl")
+    kinds = [e["event"] for e in map(json.loads, events.read_text().splitlines())
+             if e["event"] in ("session_start", "session_end")]
+    assert kinds[:2] == ["session_start", "session_start"], kinds
+    assert kinds.count("session_start") == kinds.count("session_end") == 5
+
+
 def test_demo_refuses_unknown_arguments(tmp_path, base_env):
     result = run_process([sys.executable, str(DEMO), "--bogus"], cwd=tmp_path, env=base_env)
     assert (result.returncode, result.stderr) == (

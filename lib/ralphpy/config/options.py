@@ -54,6 +54,8 @@ class Options:
     agent_cmd: str | None
     parallel: int
     merge: str
+    worktree_setup: str | None
+    worktree_setup_timeout: float
     # git across machines
     sync: bool
     # notifications (notify.settings reads them from the persisted options)

@@ -209,6 +209,17 @@ SETTINGS: tuple[Setting, ...] = (
          "  --merge rebase|ff|none      Merge a finished task's branch (--parallel)",
          needs="rebase, ff or none", modes=("build",),
          check=kinds.one_of("rebase", "ff", "none")),
+    # A worktree has the tracked files only: .worktreeinclude copies the ignored ones a project
+    # needs (.env), this command does the rest (parallel.worktree_setup).
+    _row("worktree_setup", "text", None, "parallel",
+         "run this command (sh -c) in each new --parallel worktree before its agent starts; a"
+         " failure fails its task",
+         "  --worktree-setup CMD        Run CMD in each new worktree before its\n"
+         "                              agent starts (--parallel)",
+         needs="a command", modes=("build",)),
+    _row("worktree_setup_timeout", "duration", 600.0, "parallel",
+         "stop the worktree set-up command after this long (its task fails)",
+         check=kinds.positive),
     # git across machines (docs/fleet.md). No environment variable (decisions/0007).
     _row("sync", "bool", False, "sync",
          "fetch and rebase onto the shared branch before each session; push after each"

@@ -1,9 +1,11 @@
 """Owns the features that plug into ralph.py's loops, all through one interface (`Feature`): the
 unattended-run checks between sessions (`ralph ctl`, SIGHUP, --max-runtime), scope freeze
 (FREEZE_SCOPE), the verify gate (--verify, the tamper check), assignment mode (--assign), the
-prompt template (--prompt) and git across machines (--sync). `Features` runs them in order, so
-each loop has one path whichever are on. Knows nothing of the loop's own order (ralph.py) or of
-what a feature does inside (unattended.night, scope, verify, assign.mode, sync.runner)."""
+prompt template (--prompt), git across machines (--sync) and a worktree's set-up (RALPH_SLOT,
+.worktreeinclude, worktree_setup). `Features` runs them in order, so each loop has one path
+whichever are on. Knows nothing of the loop's own order (ralph.py) or of
+what a feature does inside (unattended.night, scope, verify, assign.mode, sync.runner,
+parallel.worktree_setup)."""
 from __future__ import annotations
 
 import dataclasses
@@ -374,6 +376,40 @@ def sync(ctx: RunContext) -> Sync | None:
     return Sync(ctx) if ctx.options.sync else None
 
 
+class WorktreeSetup(Feature):
+    """RALPH_SLOT in every agent's environment (its --parallel slot, 0..N-1; 0 in the single
+    loop), so servers a session starts can pick distinct ports; and a new --parallel worktree
+    made ready before its agent starts: the ignored files `.worktreeinclude` names copied in
+    from the checkout, then the `worktree_setup` command (parallel.worktree_setup). A set-up
+    that fails raises SessionNotStarted: that session's task fails with the reason."""
+
+    def __init__(self, ctx: RunContext):
+        self.ctx = ctx
+
+    def prepare(self, session: Session) -> None:
+        session.env["RALPH_SLOT"] = str(session.slot)
+        wt = session.place
+        if wt is None:                                  # the checkout has its files already
+            return
+        from ralphpy.parallel import worktree_setup     # only a --parallel run pays for it
+        try:
+            copied = worktree_setup.copy_included(wt.repo, wt.path, self.ctx.env)
+        except OSError as err:
+            raise errors.SessionNotStarted(
+                f"cannot copy {worktree_setup.FILE}'s files into its worktree: {err}") from None
+        if copied:
+            session.fields["included"] = copied         # its session_end event names them
+        if command := self.ctx.options.worktree_setup:
+            worktree_setup.run_command(command, wt.path, session.env,
+                                       timeout=self.ctx.options.worktree_setup_timeout,
+                                       kill_grace=self.ctx.limits.kill_grace_s)
+
+
+def worktree_setup(ctx: RunContext) -> WorktreeSetup:
+    """Always on: RALPH_SLOT costs nothing; the rest acts only on a --parallel worktree."""
+    return WorktreeSetup(ctx)
+
+
 def unattended(ctx: RunContext) -> Unattended:
     """The unattended checks: always on (with no setting given they only watch `ralph ctl`)."""
     from ralphpy.unattended import night
@@ -388,6 +424,7 @@ def unattended(ctx: RunContext) -> Unattended:
 Factory = Callable[[RunContext], "Feature | None"]
 REGISTRY: list[Factory] = [
     unattended,                          # ralph ctl, SIGHUP, budgets, breakers, limit waits
+    worktree_setup,                      # RALPH_SLOT; .worktreeinclude, worktree_setup
     scope_freeze,                        # FREEZE_SCOPE: snapshot, check before each session
     lambda ctx: ctx.assign or prompt_template(ctx),   # --assign claims and injects; --prompt
     verification,                        # --verify: reopen, hold
@@ -402,5 +439,6 @@ def for_run(ctx: RunContext) -> Features:
 
 
 __all__ = ["Prompt", "Feature", "Features", "Unattended", "ScopeFreeze", "Verify", "Assign",
-           "PromptTemplate", "Sync", "REGISTRY", "for_run", "unattended", "scope_freeze",
-           "verification", "assignment", "prompt_template", "sync", "FROZEN_DONE"]
+           "PromptTemplate", "Sync", "WorktreeSetup", "REGISTRY", "for_run", "unattended",
+           "scope_freeze", "verification", "assignment", "prompt_template", "sync",
+           "worktree_setup", "FROZEN_DONE"]

@@ -38,6 +38,7 @@ class Book:
         self.ralph_dir = ctx.run.ralph_dir           # <git top>/.ralph
         self.state: run_state.RunState = ctx.run.state
         self.free_agents: list[str] = []
+        self.slots: dict[str, int] = {}              # agent id -> its slot (RALPH_SLOT)
         self.extra_agents: list[str] = []
         self.sessions: dict[str, Session] = {}       # by task: the running sessions
         self.starting: dict | None = None        # the session being started (write-ahead)

@@ -30,7 +30,7 @@ from ralphpy.loop import parallel_sessions, sessions
 from ralphpy.loop.context import RunContext
 from ralphpy.loop.features import Unattended, Verify
 from ralphpy.loop.parallel_book import Book
-from ralphpy.parallel import NEEDS_BRANCH, recovery, scheduler, worktrees
+from ralphpy.parallel import NEEDS_BRANCH, components, recovery, scheduler, worktrees
 from ralphpy.config.settings import find_repo_root
 from ralphpy.runlife import lifecycle
 from ralphpy.session import pool as session_pool
@@ -79,7 +79,23 @@ class ParallelBuild:
         book.save()
         opts = self.ctx.options
         book.event("log", kind="parallel", message=f"{opts.parallel} slots, merge "
-                                                   f"{opts.merge}, into {self.ctx.branch}")
+                                                   f"{opts.merge}, into {self.ctx.branch}",
+                   at_once=self._say_at_once())
+
+    def _say_at_once(self) -> int:
+        """One stderr line (stdout stays the banner's): how many of the open tasks can run at
+        once, and why only one when that is so (docs/parallel.md, components.at_once)."""
+        tasks = [t for t in self.book.export().values()
+                 if t.get("status") == "open" and not t.get("held") and not t.get("deleted_at")]
+        count, why = components.at_once(tasks, self.ctx.options.parallel)
+        if count == 0:
+            line = f"parallel: {why} to start"
+        elif count == 1:
+            line = f"parallel: 1 session at a time: {why}"
+        else:
+            line = f"parallel: up to {count} sessions at once"
+        self.ctx.warn(line)
+        return count
 
     def _recovered(self, line: str) -> None:
         """A recovery line: on stderr and in events.jsonl, as the single loop's resume lines."""
@@ -234,6 +250,7 @@ class ParallelBuild:
                 self._open_run()
                 book.free_agents = [ctx.agent_id] + [self._register()
                                                      for _ in range(opts.parallel - 1)]
+                book.slots = {agent: i for i, agent in enumerate(book.free_agents)}
                 book.save()                    # the agents, before any of them claims a task
                 plan.started = book.state.sessions_started if opts.max_iterations else 0
                 while True:

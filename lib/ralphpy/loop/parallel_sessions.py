@@ -26,7 +26,7 @@ from ralphpy.assign import choice, task_files
 from ralphpy.assign import assigned_session
 from ralphpy.backlog import answers
 from ralphpy.backlog import readonly as backlog_readonly
-from ralphpy.errors import RalphError
+from ralphpy.errors import RalphError, SessionNotStarted
 from ralphpy.loop import sessions
 from ralphpy.loop.features import Unattended
 from ralphpy.loop.parallel_book import Book, listed
@@ -44,7 +44,7 @@ def start(book: Book, task: dict, template: str | None) -> Session | None:
     book.state.sessions_started += 1
     n = book.state.sessions_started
     s = sessions.new(ctx, "/ralph-build", Prompt("", tid), n=n, agent=agent, record=task)
-    s.tag, s.task = f"[{tid}] ", tid
+    s.tag, s.task, s.slot = f"[{tid}] ", tid, book.slots.get(agent, 0)
     s.log = sessions.log_path(ctx, s)
     run_dir = book.ralph_dir / "runs" / book.state.run_id
     s.pidfile = run_dir / f"session-{n:03d}.pid"
@@ -79,7 +79,11 @@ def start(book: Book, task: dict, template: str | None) -> Session | None:
     s.env = {**worktrees.session_env(wt, ctx.env, Path(ctx.cwd)),
              "RALPH_AGENT_ID": agent, "RALPH_FROZEN_IDS_FILE": str(frozen)}
     s.out = PrefixWriter(ctx.stdout.buffer, tid)
-    sessions.begin(ctx, s)
+    try:
+        sessions.begin(ctx, s)      # the features' prepare: the worktree's set-up among them
+    except SessionNotStarted as err:
+        _remove(book, wt)
+        return not_started(book, task, str(err))
     failed = sessions.launch(ctx, book.pool, s)
     if failed is not None:
         worktrees.remove(wt, env=ctx.env)
@@ -92,6 +96,14 @@ def start(book: Book, task: dict, template: str | None) -> Session | None:
     book.event("session_start", n=n, task=tid, agent=ctx.adapter.name, agent_id=agent,
                branch=wt.branch, log=str(s.log))
     return s                  # a recovery needs no more than the write-ahead record and pid file
+
+
+def _remove(book: Book, wt: worktrees.Worktree) -> None:
+    """The worktree of a session that did not start goes (its task fails with the reason)."""
+    try:
+        worktrees.remove(wt, env=book.ctx.env)
+    except RalphError as err:
+        book.ctx.warn(f"[{wt.task}] could not remove its worktree: {err}")
 
 
 def not_started(book: Book, task: dict, reason: str) -> None:
@@ -250,10 +262,7 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     x.completed = [tid] if ok else []
     x.reasons[tid], x.prior = message, prior
     ctx.features.record(x)          # the unattended checks count the attempt (and hold)
-    try:
-        worktrees.remove(x.place, env=ctx.env)
-    except RalphError as err:
-        ctx.warn(f"[{tid}] could not remove its worktree: {err}")
+    _remove(book, x.place)
     book.free_agents.append(x.agent)
     book.state.iteration += 1                      # sessions ended, as the loop's k
     entry = {"task": tid, "at": run_state.utc_now(), "agent": x.agent, "n": x.n,

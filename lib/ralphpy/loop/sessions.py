@@ -50,6 +50,7 @@ class Session:
     command: str                             # the skill: /ralph-build, /ralph-plan
     prompt: Prompt
     agent: str                               # its agent id ("" in plan mode)
+    slot: int = 0                            # its --parallel slot (RALPH_SLOT); 0: single loop
     task: str | None = None                  # the task ralph claimed for it, if any
     record: dict = field(default_factory=dict)   # that task as claimed (--parallel)
     place: Any = None                        # its worktree (--parallel); None: the checkout

@@ -1,5 +1,6 @@
-"""Owns `--parallel N`: filling N slots with sessions in git worktrees, component safety,
-merging branches back, and recovery of a killed parallel run."""
+"""Owns `--parallel N`: filling N slots with sessions in git worktrees, which tasks may run at
+once (components, specs), a new worktree's set-up, merging branches back, and recovery of a
+killed parallel run."""
 
 # Checked before anything is written (loop.start.check_checkout) and again by a resumed run,
 # whose --parallel may come from its state.

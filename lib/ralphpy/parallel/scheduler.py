@@ -3,7 +3,8 @@ state machine over injected callables, so it is tested without processes: up to 
 once; a task is launched at most once per run (a failed one waits for the next run; the run
 takes a task whose session hit a usage limit out of `tried` after the wait);
 `--max-iterations` counts sessions started across all slots (a failed launch counts, as in the
-seed); components never overlap among active sessions (components.pick_compatible).
+seed); places (components, else specs) never overlap among active sessions
+(components.pick_compatible).
 
 Does not own processes, worktrees, the task store, signals or printing: `peek` gives the
 claimable tasks, `claim` takes one for a session (False: lost a race), `launch` starts it
@@ -32,7 +33,7 @@ class ParallelRun:
 
     parallel: int
     max_iterations: int = 0          # 0: no limit
-    untagged_alone: bool = True
+    unplaced_alone: bool = True
     active: dict[str, Active] = field(default_factory=dict)
     tried: set[str] = field(default_factory=set)
     started: int = 0
@@ -60,7 +61,7 @@ class ParallelRun:
                 seen.add(task_id)
                 fresh.append(task)
         return components.pick_compatible(fresh, [a.task for a in self.active.values()],
-                                          self.capacity(), untagged_alone=self.untagged_alone)
+                                          self.capacity(), unplaced_alone=self.unplaced_alone)
 
     def launched(self, task: dict, handle: Any) -> None:
         self.started += 1

@@ -148,6 +148,8 @@ respawn_limit: 5
 continue_session: on
 respawn_safety: off
 merge: ff
+worktree_setup: npm ci
+worktree_setup_timeout: 5m
 sync: true
 tasks: tk
 lease: 5m
@@ -167,6 +169,7 @@ protect: "tests/** .github/**"
     assert settings.protect == ("tests/**", ".github/**")
     assert (settings.lease, settings.store_connect_timeout) == (300, 30)
     assert settings.sync is True
+    assert (settings.worktree_setup, settings.worktree_setup_timeout) == ("npm ci", 300)
 
 
 @pytest.mark.parametrize("yml", ["protect: [tests/**, .github/**]\n",
