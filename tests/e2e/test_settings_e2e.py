@@ -51,7 +51,8 @@ def test_a_unit_less_number_after_a_part_is_refused_before_any_write(
 
 
 def test_plan_minus_n_0_is_the_one_error_even_with_a_bad_ralph_yml(git_repo, run_ralph, bin_dir):
-    # s.3: a flag error stops ralph.py before anything else, ralph.yml's checks included.
+    # docs/contract/ralph-cli.md s.3: a flag error stops ralph.py before anything else, ralph.yml's
+    # checks included.
     install_stub(bin_dir)
     (git_repo / "ralph.yml").write_text("max_runtime: bogus\n")
     result = run_ralph("plan", "-n", "0")

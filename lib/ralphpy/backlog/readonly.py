@@ -43,8 +43,8 @@ def _seconds(text: str) -> float:
 
 
 def _db_path(git, explicit: str) -> Path:
-    """tasks/db.locate() without its mkdir and .gitignore (task-cli.md s.3); explicit: the
-    file RALPH_TASKS_DB names, "" for the default one."""
+    """tasks/db.locate() without its mkdir and .gitignore (docs/contract/task-cli.md s.3); explicit:
+    the file RALPH_TASKS_DB names, "" for the default one."""
     if explicit:
         return Path(git.cwd) / explicit
     return Path(git.toplevel()) / ".ralph" / "tasks.db"

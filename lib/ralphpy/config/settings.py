@@ -67,7 +67,7 @@ def load(mode: str, cli_values: Mapping[str, Any], environ: Mapping[str, str],
          repo_root: Path) -> Options:
     """Merge and validate. cli_values holds only what the command line gave. Raises
     UsageError: one line per problem, all of them, in .problems too; then plan mode's
-    `-n 0` rule (s.3)."""
+    `-n 0` rule (docs/contract/ralph-cli.md s.3)."""
     if cli_values.get("max_iterations") is not None:     # s.3: a flag error comes first,
         iteration_limit(mode, cli_values["max_iterations"])  # before ralph.yml is read
     problems: list[str] = []

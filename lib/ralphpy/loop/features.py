@@ -24,7 +24,7 @@ F = TypeVar("F", bound="Feature")
 
 @dataclasses.dataclass(frozen=True)
 class Prompt:
-    data: str                            # the text after the skill command (s.11)
+    data: str  # the text after the skill command (docs/contract/ralph-cli.md s.11)
     task: str | None = None              # the task ralph assigned for this session, if any
     command: str | None = None           # instead of both: the whole prompt (a --prompt template)
 

@@ -1,7 +1,7 @@
-"""Owns one session as the loop runs it (ralph-cli.md s.11): the prompt (spilled to a file when
-it cannot be one argument), the agent's argv and environment, respawn safety and the one-shot
-FRESH_START, the run state around it (write-ahead pid file, agent pid), `session.run` with the
-run's timeouts; then its record (run state, progress, the unattended-run outcome) and s.15.5's
+"""Owns one session as the loop runs it (docs/contract/ralph-cli.md s.11): the prompt (spilled to a
+file when it cannot be one argument), the agent's argv and environment, respawn safety and the
+one-shot FRESH_START, the run state around it (write-ahead pid file, agent pid), `session.run` with
+the run's timeouts; then its record (run state, progress, the unattended-run outcome) and s.15.5's
 crash safety. Knows nothing of the loop's order (ralph.py) or of the session pump (session)."""
 from __future__ import annotations
 

@@ -30,7 +30,8 @@ class Setup:
     """What the run needs from ralph.py (its RunContext, flattened)."""
 
     task: TaskCommand
-    env: dict[str, str]                          # the run's: every child's, git's too (s.9)
+    env: dict[str, str]                          # the run's: every child's, git's too
+                                                 # (docs/contract/ralph-cli.md s.9)
     cwd: Path
     adapter: adapters.AgentAdapter
     danger: bool

@@ -1,7 +1,7 @@
 """Owns component tags, the parallel-safety rule of seed 001: with `--parallel N`, a
 task whose components overlap those of an active session is not started alongside it.
 
-Where tags come from (the task store's schema is fixed, task-cli.md s.5), all merged:
+Where tags come from (the task store's schema is fixed, docs/contract/task-cli.md s.5), all merged:
 - a `components` field (list or comma-separated text), as an extension table
   `task_components` would export it, and a `tags` list (backlogs such as tk's) - only its
   `component:*` entries;

@@ -24,7 +24,8 @@ def start(book: Book, task: dict, template: str | None) -> Session | None:
     book.state.sessions_started += 1
     n = book.state.sessions_started
     stem = f"{s.stem}-{n:03d}-{worktrees.branch_safe(tid)}"
-    log = workspace.ralph_subdir(Path(s.cwd), "logs") / f"{stem}.jsonl"   # s.20.3
+    # docs/contract/ralph-cli.md s.20.3
+    log = workspace.ralph_subdir(Path(s.cwd), "logs") / f"{stem}.jsonl"
     run_dir = book.ralph_dir / "runs" / book.state.run_id
     pidfile = run_dir / f"session-{n:03d}.pid"
     # Write-ahead: the session is in the run state before its worktree or agent exists, and

@@ -4,13 +4,13 @@ protocol (a task marked completed in the worktree's current-task.json is marked 
 --assign a task done is archived), then by its task's status: `done` is verified in its
 worktree when the verify gate is on (a failure re-opens or holds the task, docs/verify.md, and
 is counted as an attempt) and merged back into the run's branch (a failed merge re-opens the
-task with the reason and keeps the branch), `active` is failed (s.15.5, or with the timeout
-that ended it) and counted as an attempt (--max-attempts holds it, unattended.night; not when
-Ctrl+C or SIGTERM stopped the run, the session ending interrupted, nor after a usage limit:
-then the task is released, its retry_count kept, answers.give_back), as is a task the agent put
-back itself with `task fail` (the build skill's way to give up), anything else is recorded as
-left; a task none of the run's sessions held, deleted meanwhile, is named once per run; then
-its worktree goes, its agent id is free again, and the run state, the session_end event and
+task with the reason and keeps the branch), `active` is failed (docs/contract/ralph-cli.md s.15.5,
+or with the timeout that ended it) and counted as an attempt (--max-attempts holds it,
+unattended.night; not when Ctrl+C or SIGTERM stopped the run, the session ending interrupted, nor
+after a usage limit: then the task is released, its retry_count kept, answers.give_back), as is a
+task the agent put back itself with `task fail` (the build skill's way to give up), anything else is
+recorded as left; a task none of the run's sessions held, deleted meanwhile, is named once per run;
+then its worktree goes, its agent id is free again, and the run state, the session_end event and
 the user's line record it. Knows nothing of the breaker, the budgets, the usage-limit wait or
 of what runs next (run)."""
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """Owns what a run that ended badly left behind, as the next run of the backlog settles it: the
 session of a crashed run being resumed (kill -9, OOM, power loss: its agent's process group
 killed, its task settled or failed with a reason, its agent released, through a callback)
-and the task a run ended by Ctrl+C or SIGTERM left active (exit 130, s.16: no crash-safety
-step then), released when a new run starts. A run the person stopped was no attempt at its
-task: its task goes back without a failure counted (`attempt=False`: `task _release`, which
---max-attempts does not see in later runs); a crashed run's task is failed, so that a task
-whose session takes ralph down with it each time is still held in the end. Does not own the
-task calls (the `recover` callback, loop.launch), the run state's format (runs.state) or
-printing: each line goes to `log(kind, line)`, which runs.lifecycle prints on stderr and
-records as a `log` event."""
+and the task a run ended by Ctrl+C or SIGTERM left active (exit 130,
+docs/contract/ralph-cli.md s.16: no crash-safety step then), released when a new run starts. A run
+the person stopped was no attempt at its task: its task goes back without a failure counted
+(`attempt=False`: `task _release`, which --max-attempts does not see in later runs); a crashed run's
+task is failed, so that a task whose session takes ralph down with it each time is still held in the
+end. Does not own the task calls (the `recover` callback, loop.launch), the run state's format
+(runs.state) or printing: each line goes to `log(kind, line)`, which runs.lifecycle prints on stderr
+and records as a `log` event."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,6 +1,7 @@
-"""Owns the read-only commands over many tasks or one (s.9.8, 9.9, 9.13) and the internal
-`_export-json` (a ralph.py extension): list, show, deps. Each returns its stdout text. Renders N tasks
-with a constant number of queries. Does not own formats (markdown.py) or writes."""
+"""Owns the read-only commands over many tasks or one (docs/contract/task-cli.md s.9.8, 9.9, 9.13)
+and the internal `_export-json` (a ralph.py extension): list, show, deps. Each returns its stdout
+text. Renders N tasks with a constant number of queries. Does not own formats (markdown.py) or
+writes."""
 from __future__ import annotations
 
 

@@ -41,9 +41,10 @@ def classify_session(result: Any, *, danger: bool, agent: str, env: Mapping[str,
 
 
 def fail_reason(out: outcome.Outcome) -> str:
-    """The reason a task the session that ended as `out` left active goes back with: s.15.5's,
-    or the class's detail when that names a timeout or why the session was no attempt at its
-    task (outcome.NOT_AN_ATTEMPT: the usage limit and its reset time), which `show` then says."""
+    """The reason a task the session that ended as `out` left active goes back with:
+    docs/contract/ralph-cli.md s.15.5's, or the class's detail when that names a timeout or why the
+    session was no attempt at its task (outcome.NOT_AN_ATTEMPT: the usage limit and its reset time),
+    which `show` then says."""
     named = (*outcome.NOT_AN_ATTEMPT, outcome.TIMEOUT, outcome.IDLE)
     return out.detail if out.kind in named else FAIL_REASON
 

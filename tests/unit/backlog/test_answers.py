@@ -1,5 +1,6 @@
-"""The task CLI's answers read back: markdown-KV (task-cli.md s.8, for external backends) and
-`show` (s.9.9) into task dicts, split on "\n" only, so a U+2028 inside a field stays there."""
+"""The task CLI's answers read back: markdown-KV (docs/contract/task-cli.md s.8, for external
+backends) and `show` (s.9.9) into task dicts, split on "\n" only, so a U+2028 inside a field stays
+there."""
 from __future__ import annotations
 
 import pytest
