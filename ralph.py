@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """ralph.py: run an AI coding agent in a Ralph loop over a task backlog. A drop-in for ralph.sh
-(same commands, flags, messages and exit codes; contract: spec/ralph-cli.md).
+(same commands, flags, messages and exit codes; contract: docs/contract/ralph-cli.md).
 
     $ ./ralph.py plan                  # one planner session: study specs/, create tasks
     $ ./ralph.py plan -n 3 --completion-promise DONE

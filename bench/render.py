@@ -35,7 +35,8 @@ RESULTS = ROOT / "bench" / "results"
 GENERATOR_VERSION = 1
 CHUNK = 64 * 1024   # what one os.read of a Linux pipe returns at most by default
 
-# ralph-cli.md s.12 as a jq program (the rendering of ralph.sh, with its corners settled).
+# docs/contract/ralph-cli.md s.12 as a jq program (the rendering of ralph.sh, with its corners
+# settled).
 JQ_FILTER = r'''
 def f: if . == null then "" elif type == "string" then . else tojson end;
 def r: if . == null then "null" elif type == "string" then . else tojson end;

@@ -30,7 +30,7 @@ RALPH = ROOT / "ralph.py"
 TASK = ROOT / "scripts" / "task"
 STUB_AGENT = Path(__file__).resolve().parent / "stub-agent"
 
-# The demo backlog, in plan-sync's JSONL fields (task-cli.md s.9.1).
+# The demo backlog, in plan-sync's JSONL fields (docs/contract/task-cli.md s.9.1).
 BACKLOG = [
     {"id": "demo-01", "t": "Create the greeting module", "p": 1, "cat": "feat",
      "spec": "greeting.md", "steps": ["write greeting.py", "commit"]},
@@ -79,7 +79,7 @@ def make_repo(repo: Path, env: dict[str, str]) -> None:
     run(["git", "config", "user.name", "Ralph Demo"], repo, env)
     run(["git", "config", "user.email", "demo@example.com"], repo, env)
     run(["git", "config", "commit.gpgsign", "false"], repo, env)
-    # The task CLI derives the backlog's scope from the origin URL (task-cli.md s.7).
+    # The task CLI derives the backlog's scope from the origin URL (docs/contract/task-cli.md s.7).
     run(["git", "remote", "add", "origin", "https://github.com/example/ralph-demo.git"], repo, env)
     (repo / "specs").mkdir(exist_ok=True)
     for name, text in SPECS.items():

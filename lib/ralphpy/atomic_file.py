@@ -52,8 +52,8 @@ def ensure_dir(path: Path) -> None:
 
 def ignore_ralph_dir(ralph_dir: Path) -> None:
     """`.ralph/` (created when missing) ignores itself: a `.gitignore` holding `*`, written
-    once and never rewritten (task-cli.md s.3, as the task CLI writes it), before anything
-    else is written there, whichever command writes first, so an agent's `git add -A` never
+    once and never rewritten (docs/contract/task-cli.md s.3, as the task CLI writes it), before
+    anything else is written there, whichever command writes first, so an agent's `git add -A` never
     commits ralph's files. EnvironmentFailure when the folder cannot be created."""
     try:
         os.makedirs(ralph_dir, exist_ok=True)

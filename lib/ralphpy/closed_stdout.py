@@ -71,7 +71,8 @@ class Stdout:
             except OSError:
                 pass
             self._on_closed()
-            self._guard.interrupt(signal.SIGINT)      # as the first Ctrl+C (s.16), once
+            self._guard.interrupt(signal.SIGINT)      # as the first Ctrl+C
+                                                      # (docs/contract/ralph-cli.md s.16), once
         return written
 
 

@@ -1,7 +1,7 @@
 """Owns running a program that is not an agent (git, an external task command): an argv list,
 no shell, stdin from /dev/null, and the environment and working directory given by the
-caller, so a call sees the run's exports (ralph-cli.md s.9) wherever it runs. The exit code
-is data for the caller; a program that cannot be started raises OSError. A program that may
+caller, so a call sees the run's exports (docs/contract/ralph-cli.md s.9) wherever it runs. The exit
+code is data for the caller; a program that cannot be started raises OSError. A program that may
 start children of its own (a user's test command) runs in a process group of its own
 (`run_group`), which goes with it, as does what it started outside that group (strays.py).
 Knows nothing of what the programs are. Agents run in session/ (process groups, pumps,

@@ -1,9 +1,9 @@
-"""Owns what SIGINT, SIGTERM and SIGHUP mean to a run. SIGINT/SIGTERM (ralph-cli.md s.16):
-outside an agent session they raise `Interrupted` (so the run unwinds through its exit cleanup
-and exits 130); inside one they are queued for the session, which forwards or escalates them
-(session.py). SIGHUP is a graceful stop request: it only sets `hangup`, the current
-session finishes and the loop ends the run cleanly. Knows nothing of the agent or the loop,
-and never prints."""
+"""Owns what SIGINT, SIGTERM and SIGHUP mean to a run. SIGINT/SIGTERM
+(docs/contract/ralph-cli.md s.16): outside an agent session they raise `Interrupted` (so the run
+unwinds through its exit cleanup and exits 130); inside one they are queued for the session, which
+forwards or escalates them (session.py). SIGHUP is a graceful stop request: it only sets `hangup`,
+the current session finishes and the loop ends the run cleanly. Knows nothing of the agent or the
+loop, and never prints."""
 from __future__ import annotations
 
 import contextlib

@@ -1,7 +1,7 @@
-"""Owns the facts ralph.py reads from the working directory before a run (ralph-cli.md s.8,
-s.9.1, s.20.3): whether ./specs holds anything, the current git branch, where the run's own
-.ralph/ is (lock, state, progress, control files), and creating ralph's own
-directories under ./.ralph/. Knows nothing of tasks or agents; never prints."""
+"""Owns the facts ralph.py reads from the working directory before a run
+(docs/contract/ralph-cli.md s.8, s.9.1, s.20.3): whether ./specs holds anything, the current git
+branch, where the run's own .ralph/ is (lock, state, progress, control files), and creating ralph's
+own directories under ./.ralph/. Knows nothing of tasks or agents; never prints."""
 from __future__ import annotations
 
 import os

@@ -198,10 +198,10 @@ def test_a_task_finished_before_a_kill_9_of_ralph_is_archived_on_resume_not_run_
 @pytest.mark.parametrize("mode", ["hang", "file,hang"])
 def test_a_task_left_by_a_run_ended_with_sigterm_is_settled_by_the_next_run(
         run_ralph, run_task, git_repo, agent, base_env, tmp_path, mode):
-    """SIGTERM (or Ctrl+C) ends a run with no crash-safety step (s.16): its task stays active
-    under its agent, gone since. A plain re-run releases it at once (it would wait out the
-    lease: the session timeout and a minute) and resumes it from current-task.json, or, when
-    the agent had finished it by the file protocol, settles it without running it again."""
+    """SIGTERM (or Ctrl+C) ends a run with no crash-safety step (docs/contract/ralph-cli.md s.16):
+    its task stays active under its agent, gone since. A plain re-run releases it at once (it would
+    wait out the lease: the session timeout and a minute) and resumes it from current-task.json, or,
+    when the agent had finished it by the file protocol, settles it without running it again."""
     run_task("create", "t1", "First", "-p", "1")
     run_task("create", "t2", "Second", "-p", "2")
     mark = tmp_path / "started"

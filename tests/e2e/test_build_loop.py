@@ -1,5 +1,5 @@
-"""Black-box: the build loop of ralph-cli.md s.11, s.13, s.15 with a stub task CLI recording
-every call and a stub agent recording its argv."""
+"""Black-box: the build loop of docs/contract/ralph-cli.md s.11, s.13, s.15 with a stub task CLI
+recording every call and a stub agent recording its argv."""
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """Black-box: dispatch on the first argument, help texts byte for byte, every flag error with
-its exit code (and nothing run or written), `ralph task` passthrough (ralph-cli.md s.2-s.4)."""
+its exit code (and nothing run or written), `ralph task` passthrough
+(docs/contract/ralph-cli.md s.2-s.4)."""
 from __future__ import annotations
 
 import stat

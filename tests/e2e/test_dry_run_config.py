@@ -68,7 +68,8 @@ def test_dry_run_of_plan_mode_shows_the_whole_backlog_and_a_held_lock(git_repo, 
 
 def test_new_flags_are_listed_just_before_help_in_the_mode_help(run_ralph):
     out = run_ralph("build", "--help").stdout
-    # Other features' option lines may sit around these (s.4: all just before `--help, -h`).
+    # Other features' option lines may sit around these (docs/contract/ralph-cli.md s.4: all just
+    # before `--help, -h`).
     assert out.endswith("  --help, -h                  Show this help\n")
     extra = out.split("  --danger                    Enable --dangerously-skip-permissions\n")[1]
     assert ("  --dry-run                   Show what would run; write nothing\n"

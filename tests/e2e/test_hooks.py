@@ -1,6 +1,7 @@
-"""Black-box tests of the Claude Code hooks scripts/hooks/{precompact,session_end} (ralph-cli.md
-s.19): run as real processes, against a recording stub task CLI (argv, environment, failures)
-and against the real task CLI (scopes, other agents, the effect of `fail`)."""
+"""Black-box tests of the Claude Code hooks scripts/hooks/{precompact,session_end}
+(docs/contract/ralph-cli.md s.19): run as real processes, against a recording stub task CLI (argv,
+environment, failures) and against the real task CLI (scopes, other agents, the effect of
+`fail`)."""
 from __future__ import annotations
 
 import json

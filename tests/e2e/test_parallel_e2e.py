@@ -61,7 +61,8 @@ def intervals(tmp_path) -> dict[str, list]:
 
 
 def last_line(stdout: str) -> str:
-    """The run's last message (the agents' `deregistered <id>` lines come at exit, s.17)."""
+    """The run's last message (the agents' `deregistered <id>` lines come at exit,
+    docs/contract/ralph-cli.md s.17)."""
     return [line for line in stdout.splitlines() if not line.startswith("deregistered ")][-1]
 
 

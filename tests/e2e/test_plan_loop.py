@@ -1,4 +1,5 @@
-"""Black-box: the plan loop (ralph-cli.md s.14) and its completion promise (s.20.1)."""
+"""Black-box: the plan loop (docs/contract/ralph-cli.md s.14) and its completion promise
+(s.20.1)."""
 from __future__ import annotations
 
 import pytest

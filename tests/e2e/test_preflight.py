@@ -82,8 +82,9 @@ def test_a_build_with_nothing_to_claim_does_not_ask_for_the_agent(run_ralph, git
 
 def test_a_missing_claude_under_an_external_task_command_keeps_ralph_shs_session(
         run_ralph, tasks):
-    """ralph.sh's own suite drives ralph with RALPH_TASK_CMD and no claude: s.11's error line
-    and a finished session, as before (the compatibility rule of the preflight)."""
+    """ralph.sh's own suite drives ralph with RALPH_TASK_CMD and no claude:
+    docs/contract/ralph-cli.md s.11's error line and a finished session, as before (the
+    compatibility rule of the preflight)."""
     tasks.script(peek={"out": "x"}, plan_status={"out": "1 open, 0 active\n"})
     proc = run_ralph("build", "-n", "1", env=tasks.env)
     assert proc.returncode == 0

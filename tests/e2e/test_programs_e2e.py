@@ -1,6 +1,6 @@
 """Black-box: how ralph.py runs the programs that are not agents (git, an external task
-command). Each call gets the run's environment, ralph-cli.md s.9's exports included, and a
-start that runs no such program costs no import of a process library."""
+command). Each call gets the run's environment, docs/contract/ralph-cli.md s.9's exports included,
+and a start that runs no such program costs no import of a process library."""
 from __future__ import annotations
 
 import sys

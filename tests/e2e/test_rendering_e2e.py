@@ -1,5 +1,6 @@
-"""Black-box: streams through ralph.py (ralph-cli.md s.12, s.20.3): the rendering reaches
-stdout while the agent still runs, and the session log holds the raw stream byte for byte."""
+"""Black-box: streams through ralph.py (docs/contract/ralph-cli.md s.12, s.20.3): the rendering
+reaches stdout while the agent still runs, and the session log holds the raw stream byte for
+byte."""
 from __future__ import annotations
 
 import json

@@ -166,10 +166,10 @@ def test_kill_9_mid_session_then_build_again_takes_over_fails_the_task_and_resum
 @pytest.mark.parametrize("resume", [False, True], ids=["new run", "--resume"])
 def test_a_task_left_active_by_a_run_ended_with_sigterm_is_released_by_the_next_run(
         git_repo, base_env, run_task, run_ralph, action, tmp_path, resume):
-    """s.16: a run ended by SIGTERM (or Ctrl+C) runs no crash-safety step, so its agent's
-    claimed task stays active, claimable again only once its lease runs out. The next run (a
-    new one, or the stopped one resumed) gives it back to open first, with a reason naming
-    the run, and takes it. The person stopped the run, not the task's session: no failure is
+    """docs/contract/ralph-cli.md s.16: a run ended by SIGTERM (or Ctrl+C) runs no crash-safety
+    step, so its agent's claimed task stays active, claimable again only once its lease runs out.
+    The next run (a new one, or the stopped one resumed) gives it back to open first, with a reason
+    naming the run, and takes it. The person stopped the run, not the task's session: no failure is
     counted (`_release`, retry_count unchanged), so --max-attempts never holds a task for the
     times its runs were stopped."""
     first, hung = build_until_a_session_hangs(git_repo, base_env, run_task, action)

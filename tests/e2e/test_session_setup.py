@@ -1,5 +1,6 @@
-"""Black-box: backend detection (s.6), model resolution (s.7), preflight (s.8), session setup
-and its exports (s.9), the banner (s.10), agent register/deregister (s.9.4, s.17)."""
+"""Black-box: backend detection (docs/contract/ralph-cli.md s.6), model resolution (s.7), preflight
+(s.8), session setup and its exports (s.9), the banner (s.10), agent register/deregister (s.9.4,
+s.17)."""
 from __future__ import annotations
 
 import json

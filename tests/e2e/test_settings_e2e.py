@@ -65,7 +65,8 @@ def test_a_zero_limit_on_the_command_line_is_shown_as_given_not_as_a_float(
 
 
 def test_plan_minus_n_0_is_the_one_error_even_with_a_bad_ralph_yml(git_repo, run_ralph, bin_dir):
-    # s.3: a flag error stops ralph.py before anything else, ralph.yml's checks included.
+    # docs/contract/ralph-cli.md s.3: a flag error stops ralph.py before anything else, ralph.yml's
+    # checks included.
     install_stub(bin_dir)
     (git_repo / "ralph.yml").write_text("max_runtime: bogus\n")
     result = run_ralph("plan", "-n", "0")

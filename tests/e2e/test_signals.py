@@ -1,5 +1,5 @@
-"""Black-box with real signals and real process groups (ralph-cli.md s.16, s.17): ralph.py
-runs in a session of its own, as a terminal's foreground job would; the stub agent records
+"""Black-box with real signals and real process groups (docs/contract/ralph-cli.md s.16, s.17):
+ralph.py runs in a session of its own, as a terminal's foreground job would; the stub agent records
 the signals it gets; no process started by ralph.py may outlive it."""
 from __future__ import annotations
 

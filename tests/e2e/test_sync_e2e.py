@@ -32,7 +32,8 @@ def crashed_sync_run(pair: Fleet, *args: str, before: str = "") -> None:
 
 
 def last_line(stdout: str) -> str:
-    """The run's last message (the agent's `deregistered <id>` comes at exit, s.17)."""
+    """The run's last message (the agent's `deregistered <id>` comes at exit,
+    docs/contract/ralph-cli.md s.17)."""
     return [line for line in stdout.splitlines() if not line.startswith("deregistered ")][-1]
 
 

@@ -1,5 +1,5 @@
-"""Black-box tests of scripts/task (spec/task-cli.md): help, errors, scope, database location,
-and every command's output, byte for byte. Real processes, real git repos, real SQLite."""
+"""Black-box tests of scripts/task (docs/contract/task-cli.md): help, errors, scope, database
+location, and every command's output, byte for byte. Real processes, real git repos, real SQLite."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,5 +1,5 @@
 """Black-box tests of the shared, dependency, agent and internal task commands
-(spec/task-cli.md s.9.8-9.17, and ralph.py's internal extensions), byte for byte."""
+(docs/contract/task-cli.md s.9.8-9.17, and ralph.py's internal extensions), byte for byte."""
 from __future__ import annotations
 
 import io

@@ -1,5 +1,6 @@
-"""Black-box tests of the task store under concurrency and foreign writers (spec/task-cli.md
-s.3-5, s.10): atomic claims, lock retry, a ralph.sh-made database, no partial writes."""
+"""Black-box tests of the task store under concurrency and foreign writers
+(docs/contract/task-cli.md s.3-5, s.10): atomic claims, lock retry, a ralph.sh-made database, no
+partial writes."""
 from __future__ import annotations
 
 import sqlite3

@@ -278,7 +278,7 @@ def test_a_repeated_done_of_the_same_claim_is_answered_as_the_first(run_task, pg
     before = dump(pg)
     assert ok(run_task("done", "t", env=env)) == "done t\n"   # the first answer was lost
     assert dump(pg) == before
-    # without the token it is the spec's answer (s.9.6)
+    # without the token it is the spec's answer (docs/contract/task-cli.md s.9.6)
     fails(run_task("done", "t"), 1, "Error: task 't' is not active (status: done)\n")
 
 

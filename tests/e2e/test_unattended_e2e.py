@@ -758,8 +758,9 @@ def test_a_task_failing_max_attempts_times_is_held_with_its_reasons_and_skipped(
     proc = run_ralph("build", "--max-attempts", "2", env={**agent("claude"), "STUB_EXIT": "1"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("failed t1\n") == 2
-    # plan-status counts a held task as blocked: 0 open, 0 active (spec s.15.6); the run says
-    # so instead of "All tasks complete", as --assign does
+    # plan-status counts a held task as blocked: 0 open, 0 active
+    # (docs/contract/ralph-cli.md s.15.6); the run says so instead of "All tasks complete", as
+    # --assign does
     assert ("No tasks left to claim, 1 held: t1. Exiting loop.\n"
             "Release a held task with: ralph task _unhold <id>\nderegistered ") in proc.stdout
     reason = f"failed 2 times (--max-attempts 2): {SPEC_REASON} | {SPEC_REASON}"

@@ -1,9 +1,9 @@
 """Owns the agent's command line: the agent backends as one table of adapters, one per agent
-CLI, each knowing its argv (s.11 for claude, byte-exact), whether the prompt goes on argv or
-stdin, the extra environment it needs, which renderer reads its stdout, which facts (cost,
-turns, tokens, result, rate-limit events, errors) that CLI reports, so the loop can tell a user
-that a budget cannot be enforced, and, for a CLI that says a refusal only on its stderr (amp),
-how to recognise it (`refusal`; amp's words are agents/amp.py's). `get_adapter(name,
+CLI, each knowing its argv (docs/contract/ralph-cli.md s.11 for claude, byte-exact), whether the
+prompt goes on argv or stdin, the extra environment it needs, which renderer reads its stdout, which
+facts (cost, turns, tokens, result, rate-limit events, errors) that CLI reports, so the loop can
+tell a user that a budget cannot be enforced, and, for a CLI that says a refusal only on its stderr
+(amp), how to recognise it (`refusal`; amp's words are agents/amp.py's). `get_adapter(name,
 agent_cmd)` picks one by `--agent` / `agent:` name; `--agent-cmd` replaces the binary (and is
 the argv template of the `command` backend).
 

@@ -1,7 +1,7 @@
-"""Owns which model backend the agent talks to (ralph-cli.md s.6: `CLAUDE_CODE_USE_BEDROCK`,
-then the Claude settings files) and what a `--model` alias resolves to there (s.7,
-models.json). Knows nothing of flags, the banner or how the agent is started; never fails:
-every unreadable input is skipped, as ralph.sh's `jq ... 2>/dev/null` did."""
+"""Owns which model backend the agent talks to (docs/contract/ralph-cli.md s.6:
+`CLAUDE_CODE_USE_BEDROCK`, then the Claude settings files) and what a `--model` alias resolves to
+there (s.7, models.json). Knows nothing of flags, the banner or how the agent is started; never
+fails: every unreadable input is skipped, as ralph.sh's `jq ... 2>/dev/null` did."""
 from __future__ import annotations
 
 import json

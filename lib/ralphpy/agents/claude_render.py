@@ -1,7 +1,7 @@
 """Owns the rendering of Claude Code's `--output-format=stream-json` into the human text of
-ralph-cli.md s.12 (byte-exact), and the per-session facts read from the same stream: result
-subtype, cost, turns, the last texts (s.20.1 promise), permission denials and rate-limit events.
-Beyond s.12: a `system` event of subtype `api_retry` (the CLI retrying a failed API call) is
+docs/contract/ralph-cli.md s.12 (byte-exact), and the per-session facts read from the same stream:
+result subtype, cost, turns, the last texts (s.20.1 promise), permission denials and rate-limit
+events. Beyond s.12: a `system` event of subtype `api_retry` (the CLI retrying a failed API call) is
 shown as one line and counted, and one that failed authentication marks the session as one to
 stop at once (`StreamRenderer.abort`): waiting cannot fix a bad key. The `system/init` event's
 `claude_code_version` is kept as the session's `cli_version` (not shown).

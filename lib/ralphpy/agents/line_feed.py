@@ -1,6 +1,6 @@
-"""Owns bounded line splitting of an agent's output stream (ralph-cli.md s.12): bytes fed in
-chunks split anywhere, each complete line handed once to the subclass's `_line`, a line longer
-than max_line_bytes dropped whole without ever being held (counted in the summary's
+"""Owns bounded line splitting of an agent's output stream (docs/contract/ralph-cli.md s.12): bytes
+fed in chunks split anywhere, each complete line handed once to the subclass's `_line`, a line
+longer than max_line_bytes dropped whole without ever being held (counted in the summary's
 `events_seen`: "lines", "oversized"), and the text one chunk produced written and flushed at
 once, its control characters shown escaped (ralphpy.inert). Knows nothing of what a line
 means: claude_render.py renders Claude's stream-json, streams.py the other CLIs' JSON lines.

@@ -1,8 +1,9 @@
 """Owns the renderers of the JSON Lines event streams of `codex exec --json`,
 `gemini --output-format stream-json`, `pi --mode json` and `opencode run --format json`
 (event shapes as each CLI documents them). Each maps its events
-to s.12's look (text as is, tool calls as tool lines, an end line) and fills the shared
-`AgentSummary`: last assistant message, cost or tokens, turns, result status, error texts.
+to docs/contract/ralph-cli.md s.12's look (text as is, tool calls as tool lines, an end line) and
+fills the shared `AgentSummary`: last assistant message, cost or tokens, turns, result status, error
+texts.
 
 Does not own line splitting, memory bounds or the summary type (summary.py), nor
 Claude Code's or amp's stream-json (render.py).

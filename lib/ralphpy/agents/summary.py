@@ -4,12 +4,12 @@ bounded JSON Lines splitter the per-CLI renderers of agent_streams.py build on, 
 `PlainRenderer` of the `command` backend, which copies any CLI's output through.
 
 Each renderer has the interface of `render.StreamRenderer` (feed(bytes) in any chunking /
-close() / summary), so the loop reads cost, completion texts (s.20.1 promise) and errors the
-same way whatever the agent. Does not own Claude Code's stream-json (render.py, also used for
-amp, whose `--stream-json` is Claude-compatible), reading the agent's pipe, the log file, or
-interpreting the facts (usage limits, budgets: unattended/ reads the result and the text
-tails; a renderer makes a failed turn's message the result. `error_texts` is not read there:
-it holds failed tools' output too, which may quote any wording). Memory is bounded: one
+close() / summary), so the loop reads cost, completion texts (docs/contract/ralph-cli.md s.20.1
+promise) and errors the same way whatever the agent. Does not own Claude Code's stream-json
+(render.py, also used for amp, whose `--stream-json` is Claude-compatible), reading the agent's
+pipe, the log file, or interpreting the facts (usage limits, budgets: unattended/ reads the result
+and the text tails; a renderer makes a failed turn's message the result. `error_texts` is not read
+there: it holds failed tools' output too, which may quote any wording). Memory is bounded: one
 partial line of at most `max_line_bytes` (longer lines are skipped, as render.py does) and
 capped tails.
 """

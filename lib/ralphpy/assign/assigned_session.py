@@ -94,7 +94,7 @@ def start_assigned_session(task_call: TaskCall, *, repo: Path, ralph_dir: Path, 
             task_files.write_backlog(ralph_dir, records)
         return AssignedSession(None, messages=messages)
     before = next((r for r in records or [] if r.get("id") == task.id), {})
-    # An active task whose lease expired is claimable "as open" (task-cli.md s.9.3).
+    # An active task whose lease expired is claimable "as open" (docs/contract/task-cli.md s.9.3).
     baseline = "open" if before.get("status") in (None, "open", "active") else before["status"]
     if records is not None:
         task_files.write_backlog(ralph_dir, [r for r in records if r.get("id") != task.id])

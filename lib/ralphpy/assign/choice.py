@@ -3,7 +3,7 @@ next task through a TaskCall, read it fully, and render the anti-drift block fro
 with `{placeholder}` substitution. Knows nothing of the loop, of task files or of sessions;
 the only backlog write is the `claim` task call.
 
-Priorities: the task store orders by priority ascending (task-cli.md s.8), so the
+Priorities: the task store orders by priority ascending (docs/contract/task-cli.md s.8), so the
 criticality words map onto numbers as critical=0, high=1, medium=2 (the store's default),
 low=3. Numbers above 3 read as "low" in the prompt.
 
@@ -96,7 +96,7 @@ def claim_next(task_call: TaskCall, *, agent: str | None = None, lease: int | No
     if not claimed:
         return None
     fields = claimed[0]
-    # claim never prints the description or the last fail reason (task-cli.md s.8).
+    # claim never prints the description or the last fail reason (docs/contract/task-cli.md s.8).
     record = client.task_record(task_call, fields["id"]) or {}
     return build_task({**record, **fields, "description": record.get("description") or "",
                        "fail_reason": record.get("fail_reason") or ""}, repo)

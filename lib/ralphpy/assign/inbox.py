@@ -4,8 +4,8 @@ with `task create`, each file once, highest priority first. Knows nothing of the
 prompts; the only backlog writes are `create` task calls.
 
 Why `create` and not `plan-sync`: plan-sync soft-deletes every task of a spec that is missing
-from its input (task-cli.md s.9.1 "Orphans"), so syncing one inbox task could delete planned
-tasks. `create` only adds.
+from its input (docs/contract/task-cli.md s.9.1 "Orphans"), so syncing one inbox task could delete
+planned tasks. `create` only adds.
 
 Idempotence: every file looked at is recorded in `<inbox>/.imported.json` with its SHA-256
 and outcome (`imported` with the slugs, `rejected` with the reason, or `partial`). A file whose name and

@@ -39,7 +39,8 @@ class Step:
     events: list[dict] = field(default_factory=list)
     prompt_data: str = ""                # the text after `/ralph-build ` (the anti-drift block)
     task: str | None = None              # the assigned task's id
-    fail_output: str = ""                # `failed <id>`: passed through to stdout (s.15.5)
+    fail_output: str = ""                # `failed <id>`: passed through to stdout
+                                         # (docs/contract/ralph-cli.md s.15.5)
     outcome: str = ""                    # after(): completed | failed | released | unknown
 
 

@@ -217,7 +217,8 @@ def _seconds_between(start: str, end: str) -> int | None:
 def _git(repo: Path, *args: str) -> str:
     # Artifacts are best effort: a failing git (no repository, unknown start sha after a
     # history rewrite) yields empty lists, never an exception that loses the archive.
-    # The environment is ralph.py's own, read now: it holds the run's exports (s.9).
+    # The environment is ralph.py's own, read now: it holds the run's exports
+    # (docs/contract/ralph-cli.md s.9).
     try:
         done = programs.run(["git", *args], cwd=repo, env=os.environ, timeout=60)
     except (OSError, programs.TimeoutExpired):

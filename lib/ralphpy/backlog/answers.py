@@ -1,13 +1,14 @@
-"""Owns reading the task CLI's answers (ralph-cli.md s.9, s.15; task-cli.md s.8, s.9.9): the
-scope lines of `_get-scope`, the slugs of `list --markdown`, the open/active counts of
-`plan-status`, whole task records from `_export-json`, `show` and markdown-KV; the one
-reason the loop gives `task fail` for a session that did not finish its task, the call that
-gives such a task back (give_back), and the notice for a task the session's agent deleted
-instead (both loops). Pure functions
+"""Owns reading the task CLI's answers (docs/contract/ralph-cli.md s.9, s.15;
+docs/contract/task-cli.md s.8, s.9.9): the scope lines of `_get-scope`, the slugs of
+`list --markdown`, the open/active counts of `plan-status`, whole task records from `_export-json`,
+`show` and markdown-KV; the one reason the loop gives `task fail` for a session that did not finish
+its task, the call that gives such a task back (give_back), and the notice for a task the session's
+agent deleted instead (both loops). Pure functions
 over text, which is split on "\n" only (never splitlines(): a title or description may hold
 U+2028 and other characters splitlines() breaks on). Knows nothing of how the calls are made.
 
-Markdown-KV (task-cli.md s.8), for task backends that only offer `list --all --markdown`:
+Markdown-KV (docs/contract/task-cli.md s.8), for task backends that only offer
+`list --all --markdown`:
 
     ## Task web/01          ->  {"id": "web/01", "title": "Full task", "priority": 1,
     id: web/01                   "deps": ["dep/01", "dep/02"], "steps": ["first"], ...}
@@ -28,7 +29,7 @@ import json
 import re
 from dataclasses import dataclass
 
-FAIL_REASON = "session exited without completing task"     # ralph-cli.md s.15.5
+FAIL_REASON = "session exited without completing task"     # docs/contract/ralph-cli.md s.15.5
 DELETED_NOTICE = "task {}: deleted by the session's agent, not finished (nothing verified it)"
 # A task nobody in the session held, deleted during it: the backlog shrank without the work.
 DELETED_UNHELD_NOTICE = ("task {}: deleted during the session, not done (it was not the "
@@ -90,7 +91,8 @@ def all_done(output: str) -> bool:
     return int(open_count) == 0 and int(actives[0]) == 0
 
 
-# show's labels (task-cli.md s.9.9), padded to 13 characters; mapped onto _export-json keys.
+# show's labels (docs/contract/task-cli.md s.9.9), padded to 13 characters; mapped onto _export-json
+# keys.
 _SHOW_LABELS = {
     "ID": "id", "Title": "title", "Status": "status", "Priority": "priority",
     "Category": "category", "Description": "description", "Spec": "spec", "Ref": "ref",

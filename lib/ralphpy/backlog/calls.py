@@ -1,5 +1,5 @@
-"""Owns the task calls of the loop (ralph-cli.md s.1 "Task command", "Task call"): which task
-command to use (`$RALPH_TASK_CMD`, else the project's own task CLI), running it without a
+"""Owns the task calls of the loop (docs/contract/ralph-cli.md s.1 "Task command", "Task call"):
+which task command to use (`$RALPH_TASK_CMD`, else the project's own task CLI), running it without a
 shell with an explicit environment, and what a call yields (ok + stdout with trailing `\n`
 removed; stderr discarded, but an in-process call's last line is kept and a PostgreSQL store's
 retry lines reach `notice`); a call that found the store unreachable is made again for as long

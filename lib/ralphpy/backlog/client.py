@@ -5,8 +5,8 @@ callable taking the argv after the task command and returning `(ok, output)`; ra
 writes the backlog itself (every write is a task call made by the caller). Parsing the
 answers is answers.py's.
 
-Output follows ralph-cli.md s.1 "Task call": stdout with trailing newlines removed, stderr
-discarded, success = exit 0. So the same modules work with the in-process CLI or an external
+Output follows docs/contract/ralph-cli.md s.1 "Task call": stdout with trailing newlines removed,
+stderr discarded, success = exit 0. So the same modules work with the in-process CLI or an external
 (ralph.sh) task CLI.
 """
 from __future__ import annotations

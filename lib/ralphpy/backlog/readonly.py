@@ -53,8 +53,8 @@ _GIT_READS = ("PATH", "HOME", "XDG_CONFIG_HOME", "SUDO_UID")
 
 
 def _db_path(git, explicit: str) -> Path:
-    """tasks/db.locate() without its mkdir and .gitignore (task-cli.md s.3); explicit: the
-    file RALPH_TASKS_DB names, "" for the default one."""
+    """tasks/db.locate() without its mkdir and .gitignore (docs/contract/task-cli.md s.3); explicit:
+    the file RALPH_TASKS_DB names, "" for the default one."""
     if explicit:
         return Path(git.cwd) / explicit
     key = (str(git.cwd), os.getcwd(), tuple(sorted(

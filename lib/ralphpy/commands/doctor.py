@@ -44,7 +44,7 @@ Options:
   --help, -h   Show this help
 """
 OK, MISSING, WARNING = "ok", "missing", "warning"
-# s.8's words (ralph.py's NO_SPECS), with what is needed of them here.
+# docs/contract/ralph-cli.md s.8's words (ralph.py's NO_SPECS), with what is needed of them here.
 NO_SPECS = ("No specs found. Run /ralph-spec first to generate specs in ./specs/ (the built-in "
             "backlog's plan and build need them)")
 VERSION_TIMEOUT_S = 5.0

@@ -1,6 +1,7 @@
 """Owns `ralph install`: copies the shipped Claude Code skills and hooks (package data under
 ralphpy/claude/) into a project's or the user's `.claude/` and registers the hooks as
-`PreCompact` and `SessionEnd` command hooks in its `settings.json` (ralph-cli.md s.19).
+`PreCompact` and `SessionEnd` command hooks in its `settings.json`
+(docs/contract/ralph-cli.md s.19).
 
 Idempotent: a file whose bytes (and, for hooks, mode) already match is left alone, and a hook
 command already registered is not added again. Every other key and hook of settings.json is

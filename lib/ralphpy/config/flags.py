@@ -1,7 +1,8 @@
 """Owns the command line of `ralph plan` and `ralph build`, derived from the settings table:
-parsing the flags by hand into the values given (ralph.sh's exact messages, s.3) and the mode
-help texts (s.4, byte for byte). Never prints: a bad flag raises UsageError, `--help` comes
-back as `CommandLine.help`. Merging with ralph.yml and the environment is settings'."""
+parsing the flags by hand into the values given (ralph.sh's exact messages,
+docs/contract/ralph-cli.md s.3) and the mode help texts (s.4, byte for byte). Never prints: a bad
+flag raises UsageError, `--help` comes back as `CommandLine.help`. Merging with ralph.yml and the
+environment is settings'."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

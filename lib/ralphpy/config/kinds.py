@@ -132,7 +132,8 @@ def _decimal(text: str) -> int:
     return int(text)
 
 
-# A flag's argument: ValueError means the flag's own "requires ..." message (s.3).
+# A flag's argument: ValueError means the flag's own "requires ..." message
+# (docs/contract/ralph-cli.md s.3).
 _FLAG_CONVERTERS: dict[str, Callable[[str], Any]] = {
     "int": _decimal, "number": _float, "duration": parse_duration, "text": str,
     "list": _list}

@@ -13,7 +13,7 @@ from ralphpy.config.table import BY_NAME, SETTINGS
 @dataclass(frozen=True)
 class Options:
     mode: str                            # plan | build
-    # loop (s.3)
+    # loop (docs/contract/ralph-cli.md s.3)
     max_iterations: int                  # the mode default applied; 0: unlimited (build)
     model: str | None                    # the alias as given; resolved by agents.backend
     danger: bool

@@ -69,9 +69,9 @@ def load(mode: str, cli_values: Mapping[str, Any], environ: Mapping[str, str],
          repo_root: Path, only: frozenset[str] | None = None) -> Options:
     """Merge and validate. cli_values holds only what the command line gave. Raises
     UsageError: one line per problem, all of them, in .problems too; then plan mode's
-    `-n 0` rule (s.3). only: the settings a command uses (`ralph task`: `tasks`): the others
-    keep their defaults, and a problem in them (a key misspelt in ralph.yml) is left to the
-    command that uses them."""
+    `-n 0` rule (docs/contract/ralph-cli.md s.3). only: the settings a command uses (`ralph task`:
+    `tasks`): the others keep their defaults, and a problem in them (a key misspelt in ralph.yml) is
+    left to the command that uses them."""
     if cli_values.get("max_iterations") is not None:     # s.3: a flag error comes first,
         iteration_limit(mode, cli_values["max_iterations"])  # before ralph.yml is read
     problems: list[str] = []

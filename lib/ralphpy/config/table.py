@@ -13,8 +13,9 @@ from ralphpy.config import kinds
 from ralphpy.errors import UsageError
 
 MODES = ("plan", "build")
-# The `--help` lines of a mode list the flags section by section, in this order (s.4: the
-# lines of options ralph.sh did not have go after its four and before `--help, -h`).
+# The `--help` lines of a mode list the flags section by section, in this order
+# (docs/contract/ralph-cli.md s.4: the lines of options ralph.sh did not have go after its four and
+# before `--help, -h`).
 SECTIONS = ("loop", "run", "tasks", "scope", "assign", "agent", "parallel", "sync", "verify",
             "notify", "unattended")
 # s.3: without -n, plan runs one iteration and build runs until the backlog is done.

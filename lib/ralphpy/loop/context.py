@@ -35,7 +35,8 @@ class RunContext:
     task: task_calls.TaskCommand
     guard: signals.Guard
     script_dir: Path
-    say: Say                                 # stdout, flushed at once (s.1 ordering)
+    say: Say                                 # stdout, flushed at once
+                                             # (docs/contract/ralph-cli.md s.1 ordering)
     warn: Say                                # stderr
     stdout: TextIO                           # where the agent's rendered output and passed-
                                              # through task output go (flushed, then .buffer)

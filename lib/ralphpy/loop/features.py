@@ -56,8 +56,8 @@ class Feature:
         """Before the agent starts: where it runs, its environment, its output."""
 
     def after_session(self, session: Session) -> None:
-        """After the session, before s.15.5's crash safety: add the tasks this feature failed
-        to session.failed and say why in session.reason."""
+        """After the session, before docs/contract/ralph-cli.md s.15.5's crash safety: add the tasks
+        this feature failed to session.failed and say why in session.reason."""
 
     def record(self, session: Session) -> None:
         """The session is recorded: add fields to its session_end event (session.fields)."""

@@ -1,5 +1,5 @@
-"""Owns the single loop's session as ralph.py runs it (ralph-cli.md s.11): through the one
-session lifecycle (loop.sessions), in the checkout, a pool of one, with the run state around it
+"""Owns the single loop's session as ralph.py runs it (docs/contract/ralph-cli.md s.11): through the
+one session lifecycle (loop.sessions), in the checkout, a pool of one, with the run state around it
 (write-ahead record and pid file, agent pid); then its record (run state, progress, the
 features' fields: the unattended-run outcome, the attempts counted), and the crash-safety
 give-back of a dead run's agent on resume; `--parallel`'s run handed over (loop.parallel_loop).

@@ -36,7 +36,8 @@ from ralphpy.runlife import lifecycle
 from ralphpy.session import pool as session_pool
 from ralphpy.unattended import guards, logrotate, outcome
 
-LEASE = "3600"           # a claimed task stays ours while its session runs (task-cli s.9.4)
+LEASE = "3600"           # a claimed task stays ours while its session runs
+                         # (docs/contract/task-cli.md s.9.4)
 
 
 class ParallelBuild:
@@ -268,7 +269,8 @@ class ParallelBuild:
                     reason = plan.reason
                 elif self.verdict is not None and not pool.interrupted:
                     reason = "limit_reached"
-                while self.ended or len(pool):         # stopped: the sessions end (s.16)
+                while self.ended or len(pool):         # stopped: the sessions end
+                                                       # (docs/contract/ralph-cli.md s.16)
                     pool.handle_signals()
                     self._wait({})
             finally:

@@ -8,13 +8,13 @@ reason. End: classified as the single loop's, the anti-drift file protocol settl
 marked completed in current-task.json is marked done; with --assign a task done is
 archived), the features' after_session hooks (the verify gate judges a done task in its
 worktree), then by its task's status: `done` is merged back into the run's branch (a failed
-merge re-opens it with the reason and keeps the branch), `active` goes back (s.15.5, the
-lifecycle's give-back), a task the agent put back itself with `task fail` is a failed attempt,
-anything else is recorded as left; attempts are counted (--max-attempts holds the task); a
-task none of the run's sessions held, deleted meanwhile, is named once per run; then its
-worktree goes, its agent id is free again, and the run state, the session_end event and the
-user's line record it. Knows nothing of choosing tasks (parallel.scheduler), the breaker, the
-budgets, the usage-limit wait or of what runs next (loop.parallel_loop)."""
+merge re-opens it with the reason and keeps the branch), `active` goes back
+(docs/contract/ralph-cli.md s.15.5, the lifecycle's give-back), a task the agent put back itself
+with `task fail` is a failed attempt, anything else is recorded as left; attempts are counted
+(--max-attempts holds the task); a task none of the run's sessions held, deleted meanwhile, is named
+once per run; then its worktree goes, its agent id is free again, and the run state, the session_end
+event and the user's line record it. Knows nothing of choosing tasks (parallel.scheduler), the
+breaker, the budgets, the usage-limit wait or of what runs next (loop.parallel_loop)."""
 from __future__ import annotations
 
 import time

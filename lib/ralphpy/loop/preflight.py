@@ -1,7 +1,7 @@
 """Owns the checks a plan or build run makes before its first write and its first session:
-which specs s.8's check asks for, then ([SAFER], docs/compatibility.md) the built-in backlog
-is readable (a git repository, an `origin` remote or RALPH_SCOPE_REPO, a store that opens
-and is a task store) and, when a session will start, the agent's program is found and
+which specs docs/contract/ralph-cli.md s.8's check asks for, then ([SAFER], docs/compatibility.md)
+the built-in backlog is readable (a git repository, an `origin` remote or RALPH_SCOPE_REPO, a store
+that opens and is a task store) and, when a session will start, the agent's program is found and
 executable. Each failure is one line: UsageError (exit 1) for what the user sets up (the
 agent, git), EnvironmentFailure (exit 8) for a task store that cannot be read. Under an external RALPH_TASK_CMD, as
 ralph.sh's own suite drives it, neither the backlog nor the default agent is checked: that

@@ -5,10 +5,10 @@ FRESH_START, its log, and the features' `prepare` hook (a `--parallel` session's
 `launch`: the agent in the pool (the single loop's is a pool of one). `end`: its outcome
 classified once, the notices of its heartbeat, strays and timeout, the features' `after_session`
 hooks in their order (assignment's completion check, the verify gate, a worktree's merge,
-`--sync`'s push), s.15.5's crash safety for what its agent left active, and the features'
-`record` hook (the unattended checks count its attempts). Knows nothing of the loops' order
-(ralph.py, loop.parallel_loop), of the run's record on disk (runlife.lifecycle, parallel_book) or
-of what a feature does inside (loop.features)."""
+`--sync`'s push), docs/contract/ralph-cli.md s.15.5's crash safety for what its agent left active,
+and the features' `record` hook (the unattended checks count its attempts). Knows nothing of the
+loops' order (ralph.py, loop.parallel_loop), of the run's record on disk (runlife.lifecycle,
+parallel_book) or of what a feature does inside (loop.features)."""
 from __future__ import annotations
 
 import os

@@ -4,7 +4,7 @@ A task's place is its component tags when it has any; else its `spec` (a planned
 default component: two tasks of different specs may run at once, two of one spec may not);
 a task with neither runs alone (docs/decisions/0036).
 
-Where tags come from (the task store's schema is fixed, task-cli.md s.5), all merged:
+Where tags come from (the task store's schema is fixed, docs/contract/task-cli.md s.5), all merged:
 - a `components` field (list or comma-separated text), as an extension table
   `task_components` would export it, and a `tags` list (backlogs such as tk's) - only its
   `component:*` entries;

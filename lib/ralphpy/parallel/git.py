@@ -1,7 +1,7 @@
 """Owns the git calls of `--parallel N` and `--sync`: each one runs with the run's environment
-(ralph-cli.md s.9 exports included), never waits for an editor, and waits out git's short-lived
-lock files; a network call may be given a timeout. Plus the few questions and steps both ask
-for (top level, ref exists, ancestry, registered worktrees, uncommitted changes with a task
+(docs/contract/ralph-cli.md s.9 exports included), never waits for an editor, and waits out git's
+short-lived lock files; a network call may be given a timeout. Plus the few questions and steps both
+ask for (top level, ref exists, ancestry, registered worktrees, uncommitted changes with a task
 source's own files left out, a rebase that is aborted when it fails, the commit a rebase made
 of a given one, setting a branch aside).
 Knows nothing of tasks, branches' names or merging."""

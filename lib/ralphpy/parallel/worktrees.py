@@ -229,9 +229,9 @@ def remove(wt: Worktree, *, env: Mapping[str, str]) -> None:
 def session_env(wt: Worktree, environ: Mapping[str, str], cwd: Path) -> dict[str, str]:
     """Variables a session in `wt` needs on top of `environ` (ralph.py's, s.9 exports) so its
     task calls reach the run's backlog, not the worktree's: the database of the main checkout
-    (a relative RALPH_TASKS_DB is made absolute from ralph.py's `cwd`, task-cli.md s.3; a
-    server's URL is passed as it is), and the run's scope branch (git would say
-    `ralph/<runId>/<task>` inside the worktree, s.7)."""
+    (a relative RALPH_TASKS_DB is made absolute from ralph.py's `cwd`,
+    docs/contract/task-cli.md s.3; a server's URL is passed as it is), and the run's scope branch
+    (git would say `ralph/<runId>/<task>` inside the worktree, s.7)."""
     from ralphpy.tasks import store_url
     extra = {}
     db = environ.get("RALPH_TASKS_DB")

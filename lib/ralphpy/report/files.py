@@ -35,8 +35,8 @@ def write(ralph_dir: Path, run_id: str, environ: Mapping[str, str] | None = None
 def write_at_end(ralph_dir: Path, run_id: str, wait: bool = True) -> None:
     """At the end of a run: write its report files. A failure must not change how the run
     ends: it becomes a `log` event (kind report_failed) instead. wait: False for a run that
-    was interrupted, whose exit follows the signal at once (ralph-cli.md s.16): a lost task
-    store is not waited for (the report then has the run's own records only)."""
+    was interrupted, whose exit follows the signal at once (docs/contract/ralph-cli.md s.16): a lost
+    task store is not waited for (the report then has the run's own records only)."""
     environ = None if wait else {**os.environ, "RALPH_STORE_RETRY": "0"}
     try:
         write(ralph_dir, run_id, environ)

@@ -1,13 +1,13 @@
 """Owns what a run that ended badly left behind, as the next run of the backlog settles it: the
 session of a crashed run being resumed (kill -9, OOM, power loss: its agent's process group
 killed, its task settled or failed with a reason, its agent released, through a callback)
-and the task a run ended by Ctrl+C or SIGTERM left active (exit 130, s.16: no crash-safety
-step then), released when a new run starts. A run the person stopped was no attempt at its
-task: its task goes back without a failure counted (`attempt=False`: `task _release`, which
---max-attempts does not see in later runs); a crashed run's task is failed, so that a task
-whose session takes ralph down with it each time is still held in the end. When the dead
-run's state.json could not be read, its events say which agent it registered, the session it
-left running and how it ended, and that is settled the same way. Does not own the
+and the task a run ended by Ctrl+C or SIGTERM left active (exit 130,
+docs/contract/ralph-cli.md s.16: no crash-safety step then), released when a new run starts. A run
+the person stopped was no attempt at its task: its task goes back without a failure counted
+(`attempt=False`: `task _release`, which --max-attempts does not see in later runs); a crashed run's
+task is failed, so that a task whose session takes ralph down with it each time is still held in the
+end. When the dead run's state.json could not be read, its events say which agent it registered, the
+session it left running and how it ended, and that is settled the same way. Does not own the
 task calls (the `recover` callback, loop.launch), the run state's format (runs.state) or
 printing: each line goes to `log(kind, line)`, which runlife.lifecycle prints on stderr and
 records as a `log` event."""

@@ -6,7 +6,7 @@ in the run state that progress.md shows), and the "every frozen task is done" ta
 
 Knows nothing of printing, flags or exit codes (ralph.py decides), nor of how a snapshot is
 taken or compared (scope.snapshot). Extra task calls happen only through this module, so with
-the freeze off the loop's task calls are exactly ralph-cli.md's table.
+the freeze off the loop's task calls are exactly docs/contract/ralph-cli.md's table.
 """
 from __future__ import annotations
 

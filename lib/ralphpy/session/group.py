@@ -1,5 +1,5 @@
-"""Owns an agent's process group (ralph-cli.md s.11): starting the agent without a shell as
-the leader of a group of its own (stdin /dev/null or given bytes, stdout a pipe, stderr
+"""Owns an agent's process group (docs/contract/ralph-cli.md s.11): starting the agent without a
+shell as the leader of a group of its own (stdin /dev/null or given bytes, stdout a pipe, stderr
 inherited or a pipe the pool reads, explicit environment), tied to ralph.py's life and, with a
 pid file, recorded before exec; signalling the group; telling that the leader exited without
 reaping it (and a pidfd to poll for it). Knows nothing of reading the output, deadlines or

@@ -1,8 +1,8 @@
-"""Owns the session pump (ralph-cli.md s.11, s.12, s.16): one or several agent sessions at once
-(`--parallel N`; a single session is a pool of one), each started by session/group.py with its
-own log and renderer, and one poll loop in the main thread that copies every byte of each
-agent's stdout to its log and renderer as it arrives (an agent's stderr too when its adapter
-reads it: session/stderr_tee.py) and watches the signal wakeup fd.
+"""Owns the session pump (docs/contract/ralph-cli.md s.11, s.12, s.16): one or several agent
+sessions at once (`--parallel N`; a single session is a pool of one), each started by
+session/group.py with its own log and renderer, and one poll loop in the main thread that copies
+every byte of each agent's stdout to its log and renderer as it arrives (an agent's stderr too when
+its adapter reads it: session/stderr_tee.py) and watches the signal wakeup fd.
 Signals keep s.16's meaning for all sessions together: the first SIGINT is forwarded once to
 every group (the caller's callback prints the waiting message), a second SIGINT or a SIGTERM
 SIGKILLs every group. When a session's --session-timeout or --idle-timeout runs out, its group

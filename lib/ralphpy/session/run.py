@@ -1,5 +1,5 @@
-"""Owns one agent session (ralph-cli.md s.11, s.12, s.16) as the loop asks for it: a pool of
-one (session/pool.py pumps it), started only when no signal is pending, recorded through the
+"""Owns one agent session (docs/contract/ralph-cli.md s.11, s.12, s.16) as the loop asks for it: a
+pool of one (session/pool.py pumps it), started only when no signal is pending, recorded through the
 caller's on_start, and marked interrupted when a signal arrives as the agent ends. Knows
 nothing of prompts, task calls or the loop; never prints (the waiting message is the caller's
 callback)."""

@@ -1,7 +1,8 @@
 """Owns an agent's stderr when ralph reads it (an adapter whose CLI says a refusal only there,
 agents/adapters.py `reads_stderr`): each read of the pipe goes on at once, byte for byte, to
-ralph's own stderr, where the inherited stream went (s.11: the user still sees it as it
-comes), and only the last `keep_bytes` are kept for the adapter to read once the session ended.
+ralph's own stderr, where the inherited stream went (docs/contract/ralph-cli.md s.11: the user still
+sees it as it comes), and only the last `keep_bytes` are kept for the adapter to read once the
+session ended.
 
 Does not own when the pipe is read (the pool polls it with stdout) or what the lines mean (the
 adapter's patterns). Writing on is best effort: a closed or stuck stderr of ralph's own loses

@@ -13,8 +13,8 @@ from typing import Mapping, Protocol, Sequence
 from ralphpy import programs
 from ralphpy.errors import RalphError
 
-# Contract statuses a source maps its own onto (task-cli.md s.5); "held" is open but not
-# claimable until a human releases it (a flowctl task blocked with a reason).
+# Contract statuses a source maps its own onto (docs/contract/task-cli.md s.5); "held" is open but
+# not claimable until a human releases it (a flowctl task blocked with a reason).
 OPEN, ACTIVE, DONE, HELD = "open", "active", "done", "held"
 
 

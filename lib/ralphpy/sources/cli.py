@@ -1,7 +1,7 @@
 """Owns the task command line answered from a task source (RALPH_TASKS=tk|flowctl): the same
 `main()` as ralphpy.tasks.cli (argv, streams, environ; returns 0, 1 or 2, never exits), the
-same help, `Error: ` lines and exit codes (task-cli.md s.1), and `_get-scope` passed to the
-embedded CLI. Does not own any command (contract_cmds.py) or any tool (tk.py, flowctl.py)."""
+same help, `Error: ` lines and exit codes (docs/contract/task-cli.md s.1), and `_get-scope` passed
+to the embedded CLI. Does not own any command (contract_cmds.py) or any tool (tk.py, flowctl.py)."""
 from __future__ import annotations
 
 import os

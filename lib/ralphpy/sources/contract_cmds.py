@@ -1,8 +1,8 @@
-"""Owns the task-CLI contract's commands answered from a source (task-cli.md s.9): peek, claim,
-renew, done, fail, list, show, plan-status, _export-json, _hold/_unhold, _reopen, agent. Claims
-go through the lease record, status changes through the source's tool. Commands a source cannot
-answer exactly (plan-sync, create, update, ...) are refused with one line naming the tool's own
-command. Raises TaskError; never prints."""
+"""Owns the task-CLI contract's commands answered from a source (docs/contract/task-cli.md s.9):
+peek, claim, renew, done, fail, list, show, plan-status, _export-json, _hold/_unhold, _reopen,
+agent. Claims go through the lease record, status changes through the source's tool. Commands a
+source cannot answer exactly (plan-sync, create, update, ...) are refused with one line naming the
+tool's own command. Raises TaskError; never prints."""
 from __future__ import annotations
 
 import contextlib

@@ -24,7 +24,7 @@ _SUFFIX = ".json"
 
 
 def utc_text(epoch: float) -> str:
-    """task-cli.md s.6's timestamp format, UTC."""
+    """docs/contract/task-cli.md s.6's timestamp format, UTC."""
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(epoch))
 
 
@@ -34,7 +34,7 @@ class Lease:
     agent: str
     pid: int
     expires: float                  # epoch seconds
-    retry_count: int = 0            # expired leases taken over (task-cli.md s.9.4)
+    retry_count: int = 0            # expired leases taken over (docs/contract/task-cli.md s.9.4)
 
     @property
     def valid(self) -> bool:

@@ -1,5 +1,5 @@
-"""Owns how a source's tasks look through the contract (task-cli.md s.8): each task's contract
-status from the tool's status and ralph's lease (a valid lease: active under its agent; an
+"""Owns how a source's tasks look through the contract (docs/contract/task-cli.md s.8): each task's
+contract status from the tool's status and ralph's lease (a valid lease: active under its agent; an
 expired one: claimable again), blocked and claimable, and the output formats (markdown-KV, the
 task table, show, _export-json, plan-status). Pure functions; knows nothing of the tools."""
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Owns `agent register | list | deregister` (s.9.15): 4-hex agent ids unique over the whole
-table, the scope's active agents, stopping an agent. Does not own the agent table format
-(markdown.py) or anything about tasks."""
+"""Owns `agent register | list | deregister` (docs/contract/task-cli.md s.9.15): 4-hex agent ids
+unique over the whole table, the scope's active agents, stopping an agent. Does not own the agent
+table format (markdown.py) or anything about tasks."""
 from __future__ import annotations
 
 import os

@@ -1,6 +1,6 @@
-"""Owns the argument rules shared by the commands (s.1 "Arguments"): a value flag takes the
-next argument verbatim even when it starts with `-`; a flag without its value and an
-unrecognised argument are one-line errors (exit 1). Also the digit checks. Does not own
+"""Owns the argument rules shared by the commands (docs/contract/task-cli.md s.1 "Arguments"): a
+value flag takes the next argument verbatim even when it starts with `-`; a flag without its value
+and an unrecognised argument are one-line errors (exit 1). Also the digit checks. Does not own
 which flags a command has."""
 from __future__ import annotations
 

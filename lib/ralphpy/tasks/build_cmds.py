@@ -1,6 +1,6 @@
-"""Owns the build-phase commands (s.9.2-9.7): plan-status, peek, claim, renew, done, fail, and
-`_release`, fail's twin for ralph.py that counts no failure. Each returns its stdout text or
-raises TaskError. Does not own argument syntax rules
+"""Owns the build-phase commands (docs/contract/task-cli.md s.9.2-9.7): plan-status, peek, claim,
+renew, done, fail, and `_release`, fail's twin for ralph.py that counts no failure. Each returns its
+stdout text or raises TaskError. Does not own argument syntax rules
 (args.py), SQL shared with other commands (queries.py) or formats (markdown.py)."""
 from __future__ import annotations
 

@@ -57,8 +57,8 @@ def _open_claim(extra: str) -> str:
 
 
 def _any_claim(extra: str) -> str:
-    """The claim in the spec's order over open tasks and expired leases (s.9.4), in one
-    statement."""
+    """The claim in the spec's order over open tasks and expired leases
+    (docs/contract/task-cli.md s.9.4), in one statement."""
     open_one, expired_one = q.claimable_walks(_COLUMNS, extra, "1", _LOCK)
     return (
         f"WITH open_one AS ({open_one}), expired_one AS ({expired_one}), "

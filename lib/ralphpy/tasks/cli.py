@@ -1,4 +1,4 @@
-"""Owns the `task` command line (spec/task-cli.md): help, dispatch, the order of checks
+"""Owns the `task` command line (docs/contract/task-cli.md): help, dispatch, the order of checks
 (open the database, schema, scope, then the command's own arguments, s.1), printing results
 and `Error: ` lines, and exit codes. `main()` never exits and keeps no state between calls.
 Does not own any command's logic (backlog, plan_sync, views, edit, agent_cmds)."""

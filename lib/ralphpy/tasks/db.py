@@ -1,8 +1,8 @@
-"""Owns the backlog's store: where it is (s.3: a SQLite file, or a `postgresql://` URL in
-$RALPH_TASKS_DB), opening it (SQLite: WAL, foreign keys, busy timeout, the ralph.sh schema
-plus extensions, `task_holds` and indexes, s.5; PostgreSQL: pg.py), and transactions:
-`write` runs a function inside BEGIN IMMEDIATE and retries the whole transaction after 0.1,
-0.3 and 0.9 s when the database stays busy (s.4); `read` gives one consistent snapshot. The
+"""Owns the backlog's store: where it is (docs/contract/task-cli.md s.3: a SQLite file, or a
+`postgresql://` URL in $RALPH_TASKS_DB), opening it (SQLite: WAL, foreign keys, busy timeout, the
+ralph.sh schema plus extensions, `task_holds` and indexes, s.5; PostgreSQL: pg.py), and
+transactions: `write` runs a function inside BEGIN IMMEDIATE and retries the whole transaction after
+0.1, 0.3 and 0.9 s when the database stays busy (s.4); `read` gives one consistent snapshot. The
 commands see one connection type either way. Does not own any command, query or output
 format."""
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Owns the `deps` walk (s.9.13): the distinct (blocker, depth) pairs below a task, sorted by
-depth then slug, ending on cycles. Pure function over an adjacency map; does not own queries
-or output. Exact and polynomial on acyclic graphs (every path is simple there); a task on a
-dependency cycle is listed and expanded only at its first depth, and the queried task is
+"""Owns the `deps` walk (docs/contract/task-cli.md s.9.13): the distinct (blocker, depth) pairs
+below a task, sorted by depth then slug, ending on cycles. Pure function over an adjacency map; does
+not own queries or output. Exact and polynomial on acyclic graphs (every path is simple there); a
+task on a dependency cycle is listed and expanded only at its first depth, and the queried task is
 never listed below itself, so the walk always ends (exact simple-path semantics on cyclic
 graphs would be exponential)."""
 from __future__ import annotations

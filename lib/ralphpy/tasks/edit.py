@@ -1,7 +1,7 @@
-"""Owns the commands that edit tasks one by one or by filter (s.9.10-9.12, 9.14): create,
-update, delete, block, unblock. Every check that does not need the database runs before the
-transaction; every write is one transaction. Does not own argument rules (args.py), reads for
-display (views.py) or the internal edits ralph.py makes (run_edits.py)."""
+"""Owns the commands that edit tasks one by one or by filter (docs/contract/task-cli.md s.9.10-9.12,
+9.14): create, update, delete, block, unblock. Every check that does not need the database runs
+before the transaction; every write is one transaction. Does not own argument rules (args.py), reads
+for display (views.py) or the internal edits ralph.py makes (run_edits.py)."""
 from __future__ import annotations
 
 import uuid

@@ -1,11 +1,11 @@
 """Owns the task CLI's failure type: one message line, an optional `Usage:` line and the exit
-code of spec/task-cli.md s.1 (1 usage/validation/state, 2 not found or nothing eligible).
+code of docs/contract/task-cli.md s.1 (1 usage/validation/state, 2 not found or nothing eligible).
 Does not print; cli.py prints once."""
 from __future__ import annotations
 
 from ralphpy.errors import EXIT_USAGE, RalphError
 
-EXIT_NOT_FOUND = 2  # task-cli.md s.1: "not found" and "nothing eligible"
+EXIT_NOT_FOUND = 2  # docs/contract/task-cli.md s.1: "not found" and "nothing eligible"
 
 
 class TaskError(RalphError):

@@ -9,7 +9,7 @@ else gives None and the caller asks git itself: an environment variable that ste
 (GIT_DIR, GIT_CONFIG_*, ...), `include`, `url.*.insteadOf`, `core.worktree`, `extensions`,
 a remote defined outside the repository's config, a symbolic HEAD that is not a plain
 `ref: refs/heads/<name>` line, a symbolic branch ref, and every error case, so that git's
-own message and exit decide (spec/task-cli.md s.3, s.7). Does not run git."""
+own message and exit decide (docs/contract/task-cli.md s.3, s.7). Does not run git."""
 from __future__ import annotations
 
 import os

@@ -1,5 +1,5 @@
 """Owns the git questions of the task CLI: the git root (where `.ralph/tasks.db` lives) and the
-scope, a (repository, branch) pair (spec/task-cli.md s.3, s.7). Git is run with exactly the
+scope, a (repository, branch) pair (docs/contract/task-cli.md s.3, s.7). Git is run with exactly the
 spec's argument vectors, and only when the repository's files do not give git's answer
 (git_files). Does not own the database or the commands."""
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Owns the task CLI's text formats (s.8): markdown-KV sections, the task table, the agent
-table, and `_render-md`'s mapping of a JSON object to a section (s.9.17). Pure functions over
-plain values; does not own the database or which tasks are shown."""
+"""Owns the task CLI's text formats (docs/contract/task-cli.md s.8): markdown-KV sections, the task
+table, the agent table, and `_render-md`'s mapping of a JSON object to a section (s.9.17). Pure
+functions over plain values; does not own the database or which tasks are shown."""
 from __future__ import annotations
 
 from ralphpy import inert

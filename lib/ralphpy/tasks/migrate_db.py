@@ -1,8 +1,8 @@
 """Owns `ralph task migrate-db <postgresql-url>` (a ralph.py extension): the whole SQLite
 backlog (every scope: tasks with their ids, results, retries, fail reasons and times;
 dependencies; holds; agents) copied into a PostgreSQL store in one transaction, in the SQLite
-rowid order (the order's last key, s.8). A target that already holds any of these tasks is
-refused: nothing is copied twice or half. The source is left as it was."""
+rowid order (the order's last key, docs/contract/task-cli.md s.8). A target that already holds any
+of these tasks is refused: nothing is copied twice or half. The source is left as it was."""
 from __future__ import annotations
 
 from ralphpy.tasks import args as A

@@ -3,7 +3,8 @@ imported only here), statements in the commands' SQLite text (pg_dialect transla
 makes the rows), and transactions that survive a lost server:
 retried after a growing pause (one line each; a run's Ctrl+C ends it) until RALPH_STORE_RETRY
 seconds (default 300) have passed. Writes take one advisory lock, as SQLite's BEGIN IMMEDIATE
-serializes writers (s.4); claims do not (skip locked). Not the schema (pg_schema), no command."""
+serializes writers (docs/contract/task-cli.md s.4); claims do not (skip locked). Not the schema
+(pg_schema), no command."""
 from __future__ import annotations
 
 import os

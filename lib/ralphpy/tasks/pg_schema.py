@@ -1,10 +1,10 @@
 """Owns the PostgreSQL task store's schema as numbered migrations: each is applied once, in
 order, on first use, under an advisory lock (two first users never both apply it), and
 recorded in `ralph_schema`. A store whose schema is newer than this code knows is refused.
-The tables are ralph.sh's (s.5) with the columns that text compares by byte (`COLLATE "C"`,
-SQLite's BINARY order), a `rowid` (SQLite's implicit one: the last sort key of s.8), and the
-fleet's columns: a task's `claim_version` (the fencing token) and an agent's boot id and
-last heartbeat. `datetime()` is SQLite's, for the forms the commands use, so one SQL text
+The tables are ralph.sh's (docs/contract/task-cli.md s.5) with the columns that text compares by
+byte (`COLLATE "C"`, SQLite's BINARY order), a `rowid` (SQLite's implicit one: the last sort key of
+s.8), and the fleet's columns: a task's `claim_version` (the fencing token) and an agent's boot id
+and last heartbeat. `datetime()` is SQLite's, for the forms the commands use, so one SQL text
 serves both stores (s.6: UTC text `YYYY-MM-DD HH:MM:SS`)."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Owns `plan-sync` (s.9.1): validate every JSONL line first, then upsert by slug, replace
-dependencies (forward references allowed) and soft-delete orphans of each spec, all in one
-transaction, with a constant number of statements (the scope's tasks and the synced tasks'
+"""Owns `plan-sync` (docs/contract/task-cli.md s.9.1): validate every JSONL line first, then upsert
+by slug, replace dependencies (forward references allowed) and soft-delete orphans of each spec, all
+in one transaction, with a constant number of statements (the scope's tasks and the synced tasks'
 dependencies read first, then batched writes of what differs); PostgreSQL's planner
 statistics refreshed after a sync that changed something. Does not own the transaction
 machinery (db.py) or other commands."""

@@ -1,7 +1,7 @@
 """Owns the SQL shared by the commands: task order, the blocked and claimable predicates
-(s.8, plus the `task_holds` and frozen-ids extensions), fetching tasks and fetching the
-blockers of many tasks in one query (never a query per task). Does not own output formats
-or argument checks."""
+(docs/contract/task-cli.md s.8, plus the `task_holds` and frozen-ids extensions), fetching tasks and
+fetching the blockers of many tasks in one query (never a query per task). Does not own output
+formats or argument checks."""
 from __future__ import annotations
 
 import os

@@ -1,8 +1,8 @@
-"""Owns the read-only commands over many tasks or one (s.9.8, 9.9, 9.13) and the internal
-`_export-json` (a ralph.py extension): list, show, deps. Each returns its stdout text. Renders N tasks
-with a constant number of queries. Also the `_export-json` records of the parts of the scope a run
-reads between sessions, each found by an index, and whether a task could still be started. Does
-not own formats (markdown.py) or writes."""
+"""Owns the read-only commands over many tasks or one (docs/contract/task-cli.md s.9.8, 9.9, 9.13)
+and the internal `_export-json` (a ralph.py extension): list, show, deps. Each returns its stdout
+text. Renders N tasks with a constant number of queries. Also the `_export-json` records of the
+parts of the scope a run reads between sessions, each found by an index, and whether a task could
+still be started. Does not own formats (markdown.py) or writes."""
 from __future__ import annotations
 
 

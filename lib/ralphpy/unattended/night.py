@@ -263,8 +263,8 @@ class Night:
 
     def _wait(self, seconds: float) -> bool:
         """Block up to `seconds`; True when a stop was requested (SIGHUP or ralph ctl stop).
-        SIGINT/SIGTERM raise Interrupted from the sleep (s.16: exit 130), or, while a
-        `--parallel` run's pool queues them, end the wait for the pool to handle."""
+        SIGINT/SIGTERM raise Interrupted from the sleep (docs/contract/ralph-cli.md s.16: exit 130),
+        or, while a `--parallel` run's pool queues them, end the wait for the pool to handle."""
         end = time.monotonic() + seconds
         while True:
             if self.guard.hangup or self.guard.pending or (self.ralph_dir / control.STOP).exists():

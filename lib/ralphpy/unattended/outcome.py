@@ -121,9 +121,10 @@ def root_refusal(returncode: int | None, summary: Any, *, danger: bool, agent: s
                  env: Mapping[str, str], euid: int) -> str | None:
     """The detail of a `claude` that refused --danger because it runs as root, else None.
 
-    The CLI says so on stderr, which ralph does not read (s.11: inherited), so the refusal is
-    recognised by its circumstances: claude with --danger, euid 0, IS_SANDBOX not set, a
-    non-zero exit with nothing at all on stdout (not even stream-json's init event)."""
+    The CLI says so on stderr, which ralph does not read (docs/contract/ralph-cli.md s.11:
+    inherited), so the refusal is recognised by its circumstances: claude with --danger, euid 0,
+    IS_SANDBOX not set, a non-zero exit with nothing at all on stdout (not even stream-json's init
+    event)."""
     if not danger or agent != "claude" or euid != 0 or returncode in (None, 0) or returncode < 0:
         return None
     if env.get("IS_SANDBOX") == "1":

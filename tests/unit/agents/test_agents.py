@@ -368,7 +368,8 @@ def test_json_stream_renderers_fill_the_session_summary(factory, stream, last_te
         assert s.total_cost_usd == pytest.approx(cost)
     assert s.num_turns == turns
     assert (s.input_tokens, s.output_tokens) == tokens
-    # s.20.1: the echoed prompt (gemini, pi user messages) never counts as a promise.
+    # docs/contract/ralph-cli.md s.20.1: the echoed prompt (gemini, pi user messages) never counts
+    # as a promise.
     assert claude_render.promise_received(s, "COMPLETE") is promise
 
 

@@ -1,5 +1,6 @@
 """ralphpy.agents.claude_render through its public interface: bytes in through feed()/close(), bytes out of
-the caller's stream, facts out of .summary (ralph-cli.md s.12, s.20.1; issues 3 and 7)."""
+the caller's stream, facts out of .summary (docs/contract/ralph-cli.md s.12, s.20.1; issues 3 and
+7)."""
 from __future__ import annotations
 
 import io

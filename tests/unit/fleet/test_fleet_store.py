@@ -25,7 +25,6 @@ def test_the_fleet_store_is_a_postgresql_url_in_ralph_tasks_db(environ, expected
 
 
 def test_the_check_refuses_an_unknown_scheme_without_its_password():
-    store.check({"RALPH_TASKS_DB": URL})
     store.check({"RALPH_TASKS_DB": "x.db"})
     store.check({"RALPH_TASKS_DB": "foo://a", "RALPH_TASKS": "flowctl"})   # not used
     with pytest.raises(UsageError) as err:
@@ -33,6 +32,17 @@ def test_the_check_refuses_an_unknown_scheme_without_its_password():
     assert err.value.exit_code == EXIT_USAGE
     assert str(err.value) == ("unknown task store 'foo://u:***@db/x': use a file path or "
                               "postgresql://user@host/database")
+
+
+def test_the_check_refuses_a_postgresql_store_it_cannot_reach_without_its_password():
+    lines: list[str] = []
+    with pytest.raises(UsageError) as err:                  # nothing listens on port 1
+        store.check({"RALPH_TASKS_DB": "postgresql://ralph:hunter2@127.0.0.1:1/tasks"}, 1.0,
+                    lines.append)
+    assert err.value.exit_code == EXIT_USAGE
+    assert "not reached within 1s" in str(err.value)
+    assert "hunter2" not in str(err.value) + "".join(lines)
+    assert lines == ["waiting up to 1s for postgresql://ralph:***@127.0.0.1:1/tasks"]
 
 
 def test_each_agent_has_its_own_claims_file_in_the_run_directory(tmp_path: Path):

@@ -1,6 +1,7 @@
-"""plan-status's counts (task-cli.md s.9.2) on backlogs of random statuses, dependencies and
-holds, against the same counts made from `_export-json` in Python: the blocked tasks are found
-by walking the dependencies and holds, which must give what testing every task gave."""
+"""plan-status's counts (docs/contract/task-cli.md s.9.2) on backlogs of random statuses,
+dependencies and holds, against the same counts made from `_export-json` in Python: the blocked
+tasks are found by walking the dependencies and holds, which must give what testing every task
+gave."""
 from __future__ import annotations
 
 import io
