@@ -186,9 +186,9 @@ def build_loop(ctx: RunContext) -> int:
         if prompt is None:                                                # only tasks leased to others
             return finish(ctx, "No tasks available. Exiting loop.")
         session = launch.run_session(ctx, "/ralph-build", prompt)         # claude -p "/ralph-build $PEEK_MD"
-        if session.result.interrupted:                                    # (features: assign's completion
-            launch.record_session(ctx, session)                           # check, verify, --sync's push)
-            return EXIT_INTERRUPTED
+        if session.result.interrupted:                                    # then assign's check, verify, --sync
+            launch.record_session(ctx, session)                           # progress record; the next run
+            return EXIT_INTERRUPTED                                       # settles its task
         sessions.give_back_active(ctx, session)                           # crash safety, before plan-status:
                                                                           # fail, or _release after no attempt
         launch.record_session(ctx, session)                               # record, attempts, holds
@@ -203,7 +203,8 @@ def build_loop(ctx: RunContext) -> int:
 
 def parallel_build(ctx: RunContext) -> int:
     """Up to N sessions at once, one claimed task each, in git worktrees whose branches are
-    merged back (lib/ralphpy/parallel owns it all; here: how it ends)."""
+    merged back (loop/parallel_loop.py runs them through the same session lifecycle and
+    features; here: how it ends)."""
     scope = ctx.features.get(features.ScopeFreeze)                       # FREEZE_SCOPE: exit 4
     reason = launch.run_parallel(ctx)
     if reason == "interrupted":
