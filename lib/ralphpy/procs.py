@@ -93,16 +93,36 @@ def carrying(entry: str) -> list[tuple[int, int, str]] | None:
     for name in names:
         if not name.isdigit():
             continue
+        # Every process is read after every session: raw reads, and the split into entries
+        # only where the bytes hold the entry at all (a Path per process cost 2.5x as much).
+        environ = _read(f"{_PROC}/{name}/environ")
+        if environ is None or needle not in environ or needle not in environ.split(b"\0"):
+            continue                    # gone meanwhile, another user's, or not tagged
+        command = _read(f"{_PROC}/{name}/cmdline")
         try:
-            if needle not in (_PROC / name / "environ").read_bytes().split(b"\0"):
-                continue
-            command = (_PROC / name / "cmdline").read_bytes()
             pgid = os.getpgid(int(name))
         except OSError:
-            continue                    # gone meanwhile, or another user's
-        found.append((int(name), pgid, command.replace(b"\0", b" ").decode("utf-8", "replace")
-                      .strip()))
+            continue
+        found.append((int(name), pgid, (command or b"").replace(b"\0", b" ")
+                      .decode("utf-8", "replace").strip()))
     return found
+
+
+def _read(path: str) -> bytes | None:
+    """A /proc file's bytes, or None when it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 __all__ = ["pid_alive", "group_exists", "start_time", "boot_id", "group_members", "carrying"]

@@ -52,28 +52,29 @@ def rotate(log_dir: Path, *, keep: int = DEFAULT_KEEP,
         return report
     protected = {Path(p).resolve() for p in protect}
     files = []
+    # Run before every session: plain tuples, a Path only for a file to trim or delete.
     for entry in os.scandir(log_dir):
         if entry.name.startswith(".") or not entry.is_file(follow_symlinks=False):
             continue
         stat = entry.stat(follow_symlinks=False)
-        files.append([stat.st_mtime, entry.name, Path(entry.path), stat.st_size])
+        files.append([stat.st_mtime, entry.name, entry.path, stat.st_size])
     files.sort(key=lambda f: (f[0], f[1]), reverse=True)
     for item in files:
-        path, size = item[2], item[3]
-        if max_file_bytes and size > max_file_bytes and path.resolve() not in protected:
+        if max_file_bytes and item[3] > max_file_bytes and \
+                (path := Path(item[2])).resolve() not in protected:
             _trim(path, max_file_bytes)
             item[3] = path.stat().st_size
             report.trimmed.append(path)
     total = sum(f[3] for f in files)
     kept = len(files)
     for index in range(len(files) - 1, 0, -1):      # oldest first, never index 0 (newest)
-        path, size = files[index][2], files[index][3]
-        if path.resolve() in protected:
-            continue
         over_count = keep and kept > keep
         over_size = max_total_bytes and total > max_total_bytes
         if not (over_count or over_size):
             break
+        path, size = Path(files[index][2]), files[index][3]
+        if path.resolve() in protected:
+            continue
         path.unlink(missing_ok=True)
         report.deleted.append(path)
         kept -= 1
