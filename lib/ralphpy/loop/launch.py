@@ -7,7 +7,6 @@ Knows nothing of the loop's order (ralph.py) or of the session pump (session).""
 from __future__ import annotations
 
 from ralphpy.assign import assigned_session
-from ralphpy.backlog import answers
 from ralphpy.backlog import readonly as backlog_readonly
 from ralphpy.config.settings import find_repo_root
 from ralphpy.loop import sessions
@@ -18,7 +17,7 @@ from ralphpy.runlife import lifecycle
 from ralphpy.runs import leftovers
 from ralphpy.fleet import store as fleet_store
 from ralphpy.session import run as session_run
-from ralphpy.backlog.answers import DELETED_NOTICE, DELETED_UNHELD_NOTICE, FAIL_REASON
+from ralphpy.backlog.answers import DELETED_NOTICE, DELETED_UNHELD_NOTICE
 
 def run_session(ctx: RunContext, command: str, prompt: Prompt) -> sessions.Session:
     """s.11: the single loop's session, a pool of one in the checkout: begun (the write-ahead
@@ -115,35 +114,6 @@ def run_parallel(ctx: RunContext) -> str:
     return parallel_loop.run(ctx)
 
 
-def fail_active_tasks(ctx: RunContext, agent: str | None = None, reason: str = FAIL_REASON,
-                      passthrough: bool = True, env: dict[str, str] | None = None,
-                      attempt: bool = True) -> list[str]:
-    """s.15.5: release what the session left active for this agent; the slugs it failed (a
-    `fail` refused is not one). Also used on resume for a dead run's agent (its `fail` output
-    not passed through). env: the agent's; by default ctx.env, which on a fleet's store holds
-    the run's agent's claims file (session_setup), so a task another host took meanwhile is
-    refused. attempt: False for a session that was no attempt at its task, whose tasks go
-    back without a failure counted where the task command is ours (answers.give_back)."""
-    agent = agent or ctx.agent_id
-    if not agent:
-        return []
-    env = ctx.env if env is None else env
-    active = ctx.task.call("list", "--status", "active", "--assignee", agent,
-                           "--markdown", env=env)              # task list --status active ...
-    failed = []
-    for slug in answers.slugs(active.output):
-        argv = answers.give_back(slug, reason, attempt=attempt, ours=ctx.task.embedded)
-        if passthrough:
-            ctx.stdout.flush()
-            result = ctx.task.passthrough(*argv, env=env,   # task fail $id --reason "..."
-                                          out=ctx.stdout.buffer)
-        else:
-            result = ctx.task.call(*argv, env=env)
-        if result.ok:
-            failed.append(slug)
-    return failed
-
-
 def release_dead_agent(ctx: RunContext, run_id: str, agent: str, reason: str, *,
                        attempt: bool = True) -> leftovers.Recovered:
     """On resume after a crash: settle the dead run's assigned session as its end would have
@@ -157,10 +127,10 @@ def release_dead_agent(ctx: RunContext, run_id: str, agent: str, reason: str, *,
         env = fleet_store.as_agent(ctx.env, ctx.ralph_dir, run_id, agent)
     done, notes = assigned_session.settle_interrupted(
         ctx.task.bound(env), repo=find_repo_root(ctx.cwd), ralph_dir=ctx.ralph_dir, agent=agent)
-    failed = fail_active_tasks(ctx, agent, reason, passthrough=False, env=env, attempt=attempt)
+    failed = sessions.give_back(ctx, sessions.active_tasks(ctx, agent, env), reason,
+                                attempt=attempt, env=env, passthrough=False)
     ctx.task.call("agent", "deregister", agent, env=ctx.env)
     return leftovers.Recovered(failed, [done] if done else [], notes)
 
 
-__all__ = ["run_session", "record_session", "run_parallel", "fail_active_tasks",
-           "release_dead_agent"]
+__all__ = ["run_session", "record_session", "run_parallel", "release_dead_agent"]

@@ -87,9 +87,19 @@ class Book:
             if not self.export_warned:
                 self.export_warned = True
                 self.ctx.warn(f"Error: --parallel reads the backlog with `{self.ctx.task.command} "
-                            "_export-json`, which failed; no task is started")
+                              "_export-json`, which failed; no task is started")
             return {}
         return {record["id"]: record for record in records if record.get("id")}
+
+    def record(self, tid: str) -> dict:
+        """One task's `_export-json` record ({} when it is not there): read by its id from
+        ralph's own store, as a session's end needs it; else from the task command's export."""
+        if self.ctx.task.embedded:
+            found = backlog_readonly.export_records("slugs", environ=self.ctx.env,
+                                                    cwd=self.ctx.cwd, slugs=[tid])
+            if found is not None:
+                return found[0] if found else {}
+        return self.export().get(tid) or {}
 
     def passthrough(self, *args: str, agent: str | None = None) -> bool:
         """A task call whose output goes to the run's stdout; True when it succeeded."""

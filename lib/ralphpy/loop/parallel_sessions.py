@@ -233,7 +233,7 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     sessions.classify(ctx, x, result)                  # once, as the single loop's
     how, hit = x.outcome, x.hit
     claimed_retries = x.record.get("retry_count")
-    x.record = assigned_end(book, x.place, x.agent, book.export().get(tid) or {})
+    x.record = assigned_end(book, x.place, x.agent, book.record(tid))
     status = x.record.get("status")
     attempt = False                    # a failed attempt at the task (--max-attempts may hold)
     prior = x.record.get("retry_count")  # its failures before this one (earlier runs count)

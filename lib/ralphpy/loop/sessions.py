@@ -15,7 +15,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ralphpy import strays, workspace
 from ralphpy.agents import adapters, version
@@ -76,10 +76,6 @@ class Session:
     fields: dict[str, Any] = field(default_factory=dict)    # for its session_end event
 
     @property
-    def stem(self) -> str:
-        return self.log.stem if self.log else ""
-
-    @property
     def attempt(self) -> bool:
         """False when the session was no attempt at its task (a usage limit, a stop of the
         run: outcome.NOT_AN_ATTEMPT, or Ctrl+C during it): its task goes back uncounted."""
@@ -110,8 +106,9 @@ def new(ctx: RunContext, command: str, prompt: Prompt, *, n: int, agent: str | N
 
 
 def begin(ctx: RunContext, s: Session) -> Session:
-    """s.11: everything the agent's start needs. The features' `prepare` hook runs first (a
-    worktree, its environment, its output prefix); then the prompt, argv and environment."""
+    """s.11: everything the agent's start needs: its environment (over what the caller set: a
+    worktree's variables) and log, then the features' `prepare` hook, then the prompt (spilled
+    to a file when too big), argv and heartbeat."""
     env = dict(ctx.env)
     if s.place is not None:
         # the slot's agent id and its claims file, so its own task calls present its
@@ -158,7 +155,7 @@ def launch(ctx: RunContext, pool: Pool, s: Session) -> SessionResult | None:
     runs, else the result of a start that failed (its error said on stderr)."""
     ctx.stdout.flush()
     adapter = ctx.adapter
-    failed = pool.start(key(s), s.argv, env=s.env, cwd=s.cwd, log_path=s.log,
+    failed = pool.start(_key(s), s.argv, env=s.env, cwd=s.cwd, log_path=s.log,
                         renderer=adapter.new_renderer(s.out), stdin=adapter.stdin(s.text),
                         pidfile=s.pidfile, heartbeat=s.beat, read_stderr=adapter.reads_stderr)
     if failed is not None:
@@ -166,7 +163,7 @@ def launch(ctx: RunContext, pool: Pool, s: Session) -> SessionResult | None:
     return failed
 
 
-def key(s: Session) -> str:
+def _key(s: Session) -> str:
     return s.task if s.place is not None and s.task else "session"
 
 
@@ -202,26 +199,42 @@ def _notice(ctx: RunContext, s: Session, kind: str, message: str) -> None:
 
 
 def give_back_active(ctx: RunContext, s: Session, env: dict[str, str] | None = None) -> None:
-    """s.15.5: every task still active for the session's agent goes back to open (`task
-    fail`, or, after a session that was no attempt, released: answers.give_back); those it
+    """s.15.5: every task still active for the session's agent goes back to open; those it
     failed join `s.failed`. The single loop asks which tasks (`list --status active
     --assignee`, ralph.sh's call); a `--parallel` session's agent held its one task."""
     if not s.agent:
         return
-    reason = s.give_back_reason()
-    if s.place is None:
-        active = ctx.task.call("list", "--status", "active", "--assignee", s.agent,
-                               "--markdown", env=ctx.env)       # task list --status active ...
-        slugs = answers.slugs(active.output)
-    else:
-        slugs = [s.task]
+    env = ctx.env if env is None else env
+    slugs = active_tasks(ctx, s.agent, env) if s.place is None else [s.task]
+    s.failed += [slug for slug in give_back(ctx, slugs, s.give_back_reason(), attempt=s.attempt,
+                                            env=env) if slug not in s.failed]
+
+
+def active_tasks(ctx: RunContext, agent: str, env: Mapping[str, str]) -> list[str]:
+    """The tasks `agent` holds active."""
+    active = ctx.task.call("list", "--status", "active", "--assignee", agent, "--markdown",
+                           env=env)                             # task list --status active ...
+    return answers.slugs(active.output)
+
+
+def give_back(ctx: RunContext, slugs: list[str], reason: str, *, attempt: bool,
+              env: Mapping[str, str], passthrough: bool = True) -> list[str]:
+    """s.15.5's give-back of `slugs`: `task fail` with `reason`, or, after no attempt at them,
+    released without a failure counted where the task command is ours (answers.give_back);
+    its output passed through to stdout unless `passthrough` is False. The slugs it failed (a
+    `fail` refused, say one another host holds on a fleet's store, is not one)."""
+    failed = []
     for slug in slugs:
-        argv = answers.give_back(slug, reason, attempt=s.attempt, ours=ctx.task.embedded)
-        ctx.stdout.flush()
-        done = ctx.task.passthrough(*argv, env=ctx.env if env is None else env,
-                                    out=ctx.stdout.buffer)     # task fail $id --reason "..."
-        if done.ok and slug not in s.failed:
-            s.failed.append(slug)
+        argv = answers.give_back(slug, reason, attempt=attempt, ours=ctx.task.embedded)
+        if passthrough:
+            ctx.stdout.flush()
+            done = ctx.task.passthrough(*argv, env=env,       # task fail $id --reason "..."
+                                        out=ctx.stdout.buffer)
+        else:
+            done = ctx.task.call(*argv, env=env)
+        if done.ok:
+            failed.append(slug)
+    return failed
 
 
 def end(ctx: RunContext, s: Session, result: SessionResult) -> Session:
@@ -236,4 +249,5 @@ def end(ctx: RunContext, s: Session, result: SessionResult) -> Session:
 
 
 __all__ = ["Prompt", "Session", "new", "begin", "launch", "end", "classify", "give_back_active",
-           "first_interrupt", "timeouts", "key", "WAITING", "INTERRUPTED_REASON"]
+           "active_tasks", "give_back",
+           "first_interrupt", "timeouts", "WAITING", "INTERRUPTED_REASON"]
