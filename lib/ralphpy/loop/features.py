@@ -413,8 +413,7 @@ def worktree_setup(ctx: RunContext) -> WorktreeSetup:
 def unattended(ctx: RunContext) -> Unattended:
     """The unattended checks: always on (with no setting given they only watch `ralph ctl`)."""
     from ralphpy.unattended import night
-    cfg = night.resolve(ctx.options, ctx.run.state.options)   # breakers' default rule
-    return Unattended(night.Night(cfg, ctx.run, task=ctx.task, env=ctx.env, guard=ctx.guard,
+    return Unattended(night.Night(ctx.limits, ctx.run, task=ctx.task, env=ctx.env, guard=ctx.guard,
                                   log_dir=ctx.cwd / ".ralph" / "logs", say=ctx.say,
                                   warn=ctx.warn))
 

@@ -27,7 +27,6 @@ from ralphpy.unattended import control, guards, limit_wait, logrotate, outcome, 
 from ralphpy.runs import progress
 from ralphpy.runs import state as run_state
 from ralphpy.backlog import client as task_client
-from ralphpy.session import watchdog
 from ralphpy.unattended.backlog_watch import BacklogWatch
 from ralphpy.signals import Guard
 
@@ -96,7 +95,6 @@ class Night:
         saved = self.state.extra.get("guards")
         self.guards = (guards.Guards.from_dict(cfg.limits, saved) if isinstance(saved, dict)
                        else guards.Guards(cfg.limits))     # a resumed run keeps its counters
-        self.timeouts = watchdog.SessionTimeouts(cfg.session_s, cfg.idle_s)
         self.stop_line: str | None = None
         self._pending: tuple[Any, Any, float] | None = None   # (outcome, limit hit, cost)
         self.watch = BacklogWatch(task, env, Path.cwd())       # the backlog's fingerprint
