@@ -47,7 +47,7 @@ def start(book: Book, task: dict, template: str | None) -> Session | None:
     s.tag, s.task, s.slot = f"[{tid}] ", tid, book.slots.get(agent, 0)
     s.log = sessions.log_path(ctx, s)
     run_dir = book.ralph_dir / "runs" / book.state.run_id
-    s.pidfile = run_dir / f"session-{n:03d}.pid"
+    s.pidfile = run_state.pidfile_path(book.ralph_dir, book.state.run_id, n)
     # Write-ahead: the session is in the run state before its worktree or agent exists, and
     # its agent records its pid in its pid file before it runs (session.pidfile), so a kill -9
     # of ralph.py at any point leaves nothing unlisted.

@@ -105,8 +105,8 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
     run_id = lock.holder.run_id
     loaded = run_state.load(ralph_dir, run_id) if resumable else run_state.Loaded(None)
     # An unreadable state (moved aside): what the dead run left, read before new events
-    left = leftovers.from_events(progress.read_events(ralph_dir, run_id), functools.partial(
-        _pidfile, ralph_dir, run_id)) if loaded.recovery else None
+    left = leftovers.from_events(progress.read_events(ralph_dir, run_id), ralph_dir,
+                                 run_id) if loaded.recovery else None
     state = loaded.state or run_state.RunState(run_id=run_id, mode=mode,
                                                max_iterations=max_iterations, options=options)
     run = Run(Path(ralph_dir), lock, state, resumed=loaded.state is not None)
@@ -156,7 +156,7 @@ def begin_session(run: Run, *, task: str | None, log: Path, agent: str, cli: str
     run.session_clock = time.monotonic()
     run.session_since = readonly.since_now()
     run.state.begin_session(task, None, str(log), agent=agent or None)
-    pidfile = _pidfile(run.ralph_dir, run.state.run_id, run.state.sessions_started)
+    pidfile = run_state.pidfile_path(run.ralph_dir, run.state.run_id, run.state.sessions_started)
     run.state.active["pidfile"] = str(pidfile)
     if agent:
         run.state.extra["agentId"] = agent
@@ -165,15 +165,6 @@ def begin_session(run: Run, *, task: str | None, log: Path, agent: str, cli: str
                           n=run.state.sessions_started, task=task, agent=cli,
                           **({"agent_id": agent} if agent else {}), log=str(log))
     return pidfile                                  # progress.md: with the session's record
-
-
-def _run_dir(run: Run) -> Path:
-    return run_state.state_path(run.ralph_dir, run.state.run_id).parent
-
-
-def _pidfile(ralph_dir: Path, run_id: str, n: int) -> Path:
-    """Session n's pid file (session/pidfile.py's handshake)."""
-    return run_state.state_path(ralph_dir, run_id).parent / f"session-{n:03d}.pid"
 
 
 def _drop_pidfile(active: dict[str, Any] | None) -> None:

@@ -83,10 +83,10 @@ class Left:
     stopped: bool                          # its last end was Ctrl+C or SIGTERM (exit 130)
 
 
-def from_events(events: list[dict[str, Any]], pidfile: Callable[[int], Path]) -> Left | None:
-    """The agent a run registered, the session it left running (with its pid file: session n's
-    path is pidfile(n)) and whether its last end was a stop, read from its events; None
-    when no session of it named an agent."""
+def from_events(events: list[dict[str, Any]], ralph_dir: Path, run_id: str) -> Left | None:
+    """The agent run `run_id` registered, the session it left running (with its pid file) and
+    whether its last end was a stop, read from its events; None when no session of it named
+    an agent."""
     agent, active, stopped = None, None, False
     for event in events:
         kind = event.get("event")
@@ -97,7 +97,8 @@ def from_events(events: list[dict[str, Any]], pidfile: Callable[[int], Path]) ->
             n = event.get("n")
             active = {"n": n, "task": event.get("task"), "log": event.get("log"),
                       "agent": agent,
-                      **({"pidfile": str(pidfile(n))} if isinstance(n, int) else {})}
+                      **({"pidfile": str(run_state.pidfile_path(ralph_dir, run_id, n))}
+                         if isinstance(n, int) else {})}
         elif kind == "session_end":
             active = None
         elif kind == "run_end":

@@ -175,6 +175,11 @@ def state_path(ralph_dir: Path, run_id: str) -> Path:
     return Path(ralph_dir) / "runs" / run_id / "state.json"
 
 
+def pidfile_path(ralph_dir: Path, run_id: str, n: int) -> Path:
+    """Session n's pid file (session/pidfile.py's handshake), beside the run's state."""
+    return state_path(ralph_dir, run_id).parent / f"session-{n:03d}.pid"
+
+
 def new_run_id() -> str:
     """Sortable by start time, unique enough for one backlog: 20261122T004512Z-3f9a1c."""
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)

@@ -33,8 +33,10 @@ class BacklogWatch:
         of a task CLI that is not ours (no extra task call)."""
         if not (self.task.embedded or counts_text is None):
             return guards.backlog_fingerprint(counts_text or "")
-        deps = backlog_readonly.dependency_count(environ=self.env, cwd=self.cwd)
-        if (self.checked is not None and deps == self.deps
+        # the store read here is the task CLI's only when that CLI is ours
+        deps = (backlog_readonly.dependency_count(environ=self.env, cwd=self.cwd)
+                if self.task.embedded else None)
+        if (self.task.embedded and self.checked is not None and deps == self.deps
                 and (found := self._touched()) is not None):
             self._keep(found)
         else:                                   # the first time, or a dependency came or went

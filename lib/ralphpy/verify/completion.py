@@ -53,9 +53,10 @@ class Gate:
         # A task created before `started` was there at the start (if not in `lines`, with
         # no `verify:` line); the rows touched since `checked` are read after the next session
         self.started = self.checked = backlog_readonly.since_now()
-        self.lines = reads.task_lines(reads.at_start(self.task, self.opts.armed, self.env,
-                                                     self.cwd, self.started))
-        self.unjudged = self._unjudged()                    # a resumed run's, never judged
+        start = reads.at_start(self.task, self.opts.armed, self.env, self.cwd, self.started)
+        self.lines = reads.task_lines(start)
+        # a resumed run's, never judged; a task CLI not ours gave the whole backlog already
+        self.unjudged = self._unjudged(None if self.task.embedded else start)
         self._mark()
 
     def _mark(self) -> None:
@@ -117,14 +118,14 @@ class Gate:
             return self.lines[record["id"]]
         return "" if str(record.get("created_at") or "") < self.started else None
 
-    def _unjudged(self) -> set[str]:
+    def _unjudged(self, tasks: list[dict] | None = None) -> set[str]:
         """A resumed run: the tasks marked done during it that no verdict covers, because
         ralph.py died (or was interrupted) while their session ended or their check ran.
         They are judged after the first session, as if that session had marked them done."""
         if not getattr(self.run, "resumed", False):
             return set()
         since = self._run_since()
-        tasks = self._tasks("touched", since=since)
+        tasks = self._tasks("touched", since=since) if tasks is None else tasks
         judged = self._records()
         return {t["id"] for t in tasks if t.get("status") == "done" and t["id"] not in judged
                 and str(t.get("updated_at")) >= since}
@@ -159,8 +160,8 @@ class Gate:
             verdict = self.judge(t, self.cwd, diff_findings)
             if verdict is not None and not verdict.ok:
                 reopened.append(verdict)
-        if not reopened:
-            reopened += self.recheck()
+        if not reopened:                # a task CLI not ours: the whole backlog, read above
+            reopened += self.recheck(None if self.task.embedded else tasks)
         # The lines the run first saw stay the judges: a line a session rewrote without
         # marking its task done is still a change when a later session marks it done.
         self.lines = {**reads.task_lines(tasks, self._start_line), **self.lines}

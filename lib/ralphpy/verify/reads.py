@@ -64,16 +64,14 @@ def settled(task: TaskCommand, armed: bool, env: Mapping[str, str], cwd: Path,
             ) -> tuple[bool, list[dict]]:
     """(whether the loop could still start a task, the records of the `verified` tasks).
     Asked by index where the store allows; else from `records` or the whole backlog."""
-    pending = None
     if records is None and task.embedded:
         pending = backlog_readonly.any_pending(environ=env, cwd=cwd)
-    if pending:
-        return True, []
-    if pending is None:
-        records = tasks(task, armed, env, cwd) if records is None else records
-        done = {t["id"] for t in records if t.get("status") == "done"}
-        return any(_pending(t, done) for t in records), records
-    return False, tasks(task, armed, env, cwd, "slugs", slugs=verified)
+        if pending is not None:
+            return pending, ([] if pending else tasks(task, armed, env, cwd, "slugs",
+                                                      slugs=verified))
+    records = tasks(task, armed, env, cwd) if records is None else records
+    done = {t["id"] for t in records if t.get("status") == "done"}
+    return any(_pending(t, done) for t in records), records
 
 
 def _pending(t: dict, done: set[str]) -> bool:
