@@ -55,6 +55,8 @@ def ignore_ralph_dir(ralph_dir: Path) -> None:
     once and never rewritten (docs/contract/task-cli.md s.3, as the task CLI writes it), before
     anything else is written there, whichever command writes first, so an agent's `git add -A` never
     commits ralph's files. EnvironmentFailure when the folder cannot be created."""
+    if os.path.lexists(os.path.join(ralph_dir, ".gitignore")):
+        return                          # every write under .ralph/ asks: one stat when it is there
     try:
         os.makedirs(ralph_dir, exist_ok=True)
     except OSError as err:

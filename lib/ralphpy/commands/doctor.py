@@ -24,6 +24,7 @@ from ralphpy import programs
 from ralphpy.agents import adapters, auth, version
 from ralphpy.backlog import readonly
 from ralphpy.config import settings
+from ralphpy.config.table import BY_NAME
 from ralphpy.errors import EXIT_OK, EXIT_USAGE, RalphError, UsageError
 from ralphpy.fleet import store as fleet_store
 from ralphpy.loop import preflight
@@ -197,7 +198,8 @@ def _backlog(opts, env: Mapping[str, str], cwd: Path, err: TextIO) -> list[Check
     store = fleet_store.url(env)
     try:
         if store is not None:
-            timeout = opts.store_connect_timeout if opts is not None else 15.0
+            timeout = (opts.store_connect_timeout if opts is not None
+                       else BY_NAME["store_connect_timeout"].default)
             fleet_store.check(env, timeout, lambda line: err.write(line + "\n"))
         preflight.backlog(env, cwd)
     except RalphError as error:

@@ -36,7 +36,7 @@ def check(environ: Mapping[str, str], connect_timeout_s: float = 15.0,
         raise UsageError(store_url.unknown_scheme_message(value))
     if importlib.util.find_spec("psycopg") is None:
         from ralphpy.tasks import pg                 # psycopg itself is not imported
-        raise UsageError(f"a postgresql:// task store needs psycopg: {pg.install_hint()}")
+        raise UsageError(pg.driver_missing())
     _probe(value, connect_timeout_s, warn)
 
 

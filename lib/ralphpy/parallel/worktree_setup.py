@@ -37,7 +37,8 @@ def included(repo: Path, env: Mapping[str, str]) -> list[str]:
     # Untracked files matching the patterns (as exclude patterns), then which of them the
     # repository's own ignore rules ignore.
     code, out, _ = git(repo, "ls-files", "-z", "--others", "--ignored",
-                       f"--exclude-from={patterns}", check=False)
+                       f"--exclude-from={patterns}", "--", ":(exclude).ralph", ":(exclude).git",
+                       check=False)                 # not a walk of the run's logs, each session
     matched = [p for p in out.split("\0") if p and not p.startswith(_NEVER)]
     if code != 0:
         return []

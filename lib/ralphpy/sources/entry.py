@@ -104,7 +104,7 @@ def write_launcher(ralph_dir: Path, python: str, lib: str) -> str | None:
     """The launcher under `ralph_dir`, written when it is missing or differs (atomically: an
     agent of another run may be calling it), its path returned; None when `python` cannot be
     named in its first line or the file cannot be written (the caller keeps its command)."""
-    from ralphpy import atomic_file, workspace
+    from ralphpy import atomic_file
     from ralphpy.errors import EnvironmentFailure
     text = launcher_text(python, lib)
     if text is None:
@@ -116,8 +116,7 @@ def write_launcher(ralph_dir: Path, python: str, lib: str) -> str | None:
     except OSError:
         same = False
     if not same:
-        try:                                    # a new .ralph/ gets its `*` .gitignore
-            workspace.ralph_subdir(ralph_dir.parent, LAUNCHER[0])
+        try:                                    # a new .ralph/ gets its `*` .gitignore first
             atomic_file.write_atomic(path, text, mode=0o755)
         except EnvironmentFailure:
             return None

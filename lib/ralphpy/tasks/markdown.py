@@ -162,7 +162,8 @@ def task_table(tasks: Sequence[dict], holds: dict | None = None) -> str:
     holds = holds or {}
     text = _task_rows(tasks, holds, str)
     lines = 1 + len(tasks) + sum(1 for t in tasks if t["id"] in holds)
-    if text.count("\n") == lines and inert.shown(text, lines=True) is text:
+    # a cell keeps no newline nor tab (lines=True would let a tab through)
+    if text.count("\n") == lines and "\t" not in text and inert.shown(text, lines=True) is text:
         return text                                   # the common case: plain text throughout
     return _task_rows(tasks, holds, inert.shown)
 

@@ -30,6 +30,11 @@ _DEFAULT_RETRY_S = 300.0
 _CONNECT_TIMEOUT_S = 5
 
 
+def driver_missing() -> str:
+    """The one line a PostgreSQL store without its driver gets, naming what installs it."""
+    return f"a postgresql:// task store needs psycopg: {install_hint()}"
+
+
 def install_hint() -> str:
     """What installs psycopg for the Python running this: from a checkout `make setup` (its
     .venv, which ralph.py and scripts/task then use), under pipx an inject into ralph's own
@@ -50,7 +55,7 @@ def _driver():
     try:
         import psycopg
     except ImportError:
-        raise TaskError(f"a postgresql:// task store needs psycopg: {install_hint()}") from None
+        raise TaskError(driver_missing()) from None
     return psycopg
 
 
@@ -255,4 +260,5 @@ def is_out_of_range(err: BaseException) -> bool:
     return is_error(err) and getattr(err, "sqlstate", None) == "22003"
 
 
-__all__ = ["Connection", "connect", "install_hint", "is_error", "is_out_of_range"]
+__all__ = ["Connection", "connect", "driver_missing", "install_hint", "is_error",
+           "is_out_of_range"]
