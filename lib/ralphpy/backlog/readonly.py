@@ -136,53 +136,47 @@ def call(argv: list[str], *, environ: Mapping[str, str], cwd: Path) -> ReadResul
     """Run one read-only task command (`peek ...`, `list ...`, `_export-json`, `_fleet`)
     in-process on a read-only connection. ok=False with the error line as output when it
     fails."""
-    from ralphpy.tasks import build_cmds, db, views
-    from ralphpy.tasks.context import Ctx
-    from ralphpy.tasks.errors import TaskError
-    from ralphpy.tasks.git_scope import Git, resolve_scope
-    from ralphpy.tasks.store_url import redact
+    from ralphpy.tasks import build_cmds, views
     commands = {"peek": build_cmds.peek, "list": views.list_tasks,
                 "_export-json": views.export_json}
     if argv[0] == "_fleet":
         from ralphpy.tasks import fleet_cmds
         commands["_fleet"] = fleet_cmds.fleet
-    conn, found = _open(environ, cwd)
-    if conn is None:
+    output, found = _read(lambda ctx: commands[argv[0]](ctx, argv[1:]), environ, cwd)
+    if output is None:
         return found
-    try:
-        scope = resolve_scope(Git(str(cwd), environ))
-        output = commands[argv[0]](Ctx(conn, scope, environ, str(cwd), io.StringIO()), argv[1:])
-    except TaskError as err:
-        return ReadResult(False, err.lines().strip(), found.db_path, True, found.where)
-    except Exception as err:
-        if not _failed(err):
-            raise                                    # a bug: let the traceback show
-        return ReadResult(False, f"Error: database error: {redact(' '.join(str(err).split()))}",
-                          found.db_path, True, found.where)
-    finally:
-        db.release(conn)
     return ReadResult(True, output.rstrip("\n"), found.db_path, True, found.where)
 
 
 def _in_process(read: Callable[[object], T], environ: Mapping[str, str], cwd: Path) -> T | None:
     """read(ctx) over the embedded store, opened read-only as `call` opens it; None when there
     is no store to read (a task source's backlog) or the read failed."""
+    return _read(read, environ, cwd)[0]
+
+
+def _read(read: Callable[[object], T], environ: Mapping[str, str], cwd: Path
+          ) -> tuple[T | None, ReadResult]:
+    """read(ctx) over the store opened read-only, and how it went: (its value, where the store
+    is); (None, the error line) when there is none or the read failed."""
     from ralphpy.tasks import db
     from ralphpy.tasks.context import Ctx
     from ralphpy.tasks.errors import TaskError
     from ralphpy.tasks.git_scope import Git, resolve_scope
+    from ralphpy.tasks.store_url import redact
     conn, found = _open(environ, cwd)
     if conn is None:
-        return None
+        return None, found
     try:
         scope = resolve_scope(Git(str(cwd), environ))
-        return read(Ctx(conn, scope, environ, str(cwd), io.StringIO()))
-    except TaskError:
-        return None
+        return read(Ctx(conn, scope, environ, str(cwd), io.StringIO())), found
+    except TaskError as err:
+        return None, ReadResult(False, err.lines().strip(), found.db_path, True, found.where)
     except Exception as err:
         if not _failed(err):
             raise                                    # a bug: let the traceback show
-        return None
+        return None, ReadResult(False, "Error: database error: "
+                                f"{redact(' '.join(str(err).split()))}",
+                                found.db_path, True, found.where)
     finally:
         db.release(conn)
 
