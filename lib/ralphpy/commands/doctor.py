@@ -22,7 +22,7 @@ from typing import Mapping, TextIO
 
 from ralphpy import programs
 from ralphpy.agents import adapters, auth, version
-from ralphpy.backlog import readonly
+from ralphpy.backlog import calls, readonly
 from ralphpy.config import settings
 from ralphpy.config.table import BY_NAME
 from ralphpy.errors import EXIT_OK, EXIT_USAGE, RalphError, UsageError
@@ -170,8 +170,8 @@ def _backlog(opts, env: Mapping[str, str], cwd: Path, err: TextIO) -> list[Check
     tasks = opts.tasks if opts is not None else None
     if env.get("RALPH_TASK_CMD"):                       # it owns its backlog (the preflight's rule)
         command = env["RALPH_TASK_CMD"]
-        found = shutil.which(command, path=env.get("PATH", os.defpath)) or (
-            command if os.access(command, os.X_OK) else None)
+        # as a run finds it (RALPH_TASK_CMD set: the checkout's own CLI is not looked at)
+        found = calls.resolve(cwd, env, in_process=False).executable
         why = "" if found else " is not an executable file"
         return [Check(OK if found else MISSING, "task command", f"RALPH_TASK_CMD {command}{why}")]
     checks = []
