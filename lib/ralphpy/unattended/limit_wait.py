@@ -55,6 +55,8 @@ def wait_until(reset_at: datetime, *, margin: timedelta = timedelta(minutes=2),
             f"longer than {cap_flag} {format_duration(max_wait.total_seconds())}; "
             f"start the run again after the reset")
     if remaining <= 0:
+        # Said all the same: the record shows why the next session starts without a wait.
+        log("Usage limit: reset time already passed, resuming")
         return RESUMED
     log(f"Usage limit: waiting until {_when(target)} ({format_duration(remaining)})")
     next_log = now + log_every

@@ -61,8 +61,11 @@ def test_a_stop_request_ends_the_wait_early():
 
 def test_a_reset_time_already_past_needs_no_wait():
     fake = FakeClock()
-    assert wait_until(START - timedelta(minutes=5), clock=fake.clock, wait=fake.wait) == RESUMED
+    lines: list[str] = []
+    assert wait_until(START - timedelta(minutes=5), clock=fake.clock, wait=fake.wait,
+                      log=lines.append) == RESUMED
     assert fake.waits == []
+    assert lines == ["Usage limit: reset time already passed, resuming"]
 
 
 def test_a_wait_longer_than_the_cap_raises_budget_exhausted_before_waiting():
