@@ -413,8 +413,7 @@ def test_a_parallel_run_waits_out_a_usage_limit_then_runs_the_limited_task_again
     proc = run_ralph("build", "--parallel", "2", "--max-consecutive-failures", "1", *LIMIT_ENV,
                      env=parallel_limit_agent(bin_dir, tmp_path, "t1"))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.count("Usage limit: waiting until ") == 1
-    assert proc.stdout.count("Usage limit: wait over, resuming\n") == 1
+    assert resumes(proc.stdout) == 1       # its other sessions may outlast the 2 s reset
     assert "All tasks complete. Exiting loop." in proc.stdout
     ends = events(git_repo, "session_end")
     limited = [e for e in ends if e["class"] == "usage_limit"]
