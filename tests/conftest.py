@@ -52,8 +52,9 @@ def log_git_calls(bin_dir: Path, log: Path) -> None:
     wrapper.chmod(0o755)
 
 
-def wait_for(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.01):
-    """Poll predicate until it returns something truthy; fail the test at the deadline."""
+def wait_for(predicate: Callable[[], object], timeout: float = 30.0, interval: float = 0.01):
+    """Poll predicate until it returns something truthy; fail the test at the deadline (30 s by
+    default: CI is a loaded 2-core machine running four workers, and passing costs no more)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
