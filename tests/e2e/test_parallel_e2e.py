@@ -444,7 +444,7 @@ def test_killing_ralph_mid_run_and_resuming_cleans_worktrees_and_loses_no_task(
                             cwd=git_repo, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        wait_for(lambda: len(intervals(tmp_path)) >= 3, timeout=30)
+        wait_for(lambda: len(intervals(tmp_path)) >= 3)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     finally:
@@ -477,7 +477,7 @@ def test_a_task_marked_completed_in_current_task_json_before_a_kill_9_is_merged_
                             cwd=git_repo, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        wait_for(lambda: (marks / "marked-k1").exists(), timeout=30)
+        wait_for(lambda: (marks / "marked-k1").exists())
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     finally:
@@ -510,7 +510,7 @@ def _start_hanging_run(run_task, setup, git_repo, base_env, tmp_path, n=2, args=
     proc = subprocess.Popen([sys.executable, str(RALPH), "build", "--parallel", str(n), *args],
                             cwd=git_repo, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
-    wait_for(lambda: len(intervals(tmp_path)) >= n, timeout=30)
+    wait_for(lambda: len(intervals(tmp_path)) >= n)
     return proc, env
 
 
@@ -651,7 +651,7 @@ def test_ctrl_c_and_sigterm_stop_every_session_and_put_their_tasks_back(
     assert proc.returncode == 130, err
     if signals_sent[0] == signal.SIGINT:
         assert "Waiting for claude to finish cleanup... Press Ctrl+C again to force quit." in out
-    wait_for(lambda: not _stub_pids(git_repo), timeout=5)      # no orphan agent
+    wait_for(lambda: not _stub_pids(git_repo))      # no orphan agent
     tasks = export(run_task)
     assert [(t["status"], t["assignee"], t["held"]) for t in tasks.values()] == [
         ("open", None, None)] * 2
@@ -675,7 +675,7 @@ def test_ralph_status_shows_every_active_session(run_task, setup, git_repo, base
                 capture_output=True, text=True, timeout=30).stdout)
             sessions = (data.get("active") or {}).get("sessions") or []
             return data if sum(1 for x in sessions if x["pid"]) == 2 else None
-        data = wait_for(with_both_pids, timeout=30)
+        data = wait_for(with_both_pids)
         assert data["alive"] is True
         sessions = data["active"]["sessions"]
         assert sorted(s["task"] for s in sessions) == ["h0", "h1"]
@@ -794,7 +794,7 @@ def test_a_hung_parallel_session_is_ended_by_its_timeout_while_the_others_finish
     assert last_line(proc.stdout) == "No tasks available. Exiting loop."
     assert f"[slow] failed: {reason}" in proc.stdout
     hung = int(pidfile.read_text())
-    wait_for(lambda: not _alive(hung), timeout=5)              # no orphan of the hung session
+    wait_for(lambda: not _alive(hung))              # no orphan of the hung session
     assert not _stub_pids(git_repo)
     tasks = export(run_task)
     assert (tasks["fast1"]["status"], tasks["fast2"]["status"]) == ("done", "done")

@@ -155,7 +155,7 @@ def test_spec_edits_to_files_past_the_racy_window_are_each_caught(run_ralph, wor
         (world.repo / "specs" / f"{name}.md").write_text(f"# {name.upper()}\n")
         assert world.run_task("create", tid, name, "-r", f"specs/{name}.md").returncode == 0
     specs = list((world.repo / "specs").glob("*.md"))
-    wait_for(lambda: all(time.time() - p.stat().st_ctime > 2.2 for p in specs), timeout=5)
+    wait_for(lambda: all(time.time() - p.stat().st_ctime > 2.2 for p in specs))
     env = world.act(EDITS_ONE_PER_SESSION, once=False)
     if watch != "watch":
         env["SCOPE_WATCH"] = "0"

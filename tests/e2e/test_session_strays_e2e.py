@@ -45,7 +45,7 @@ def stray_pid(git_repo, base_env, bin_dir, run_task, tmp_path) -> Iterator[Path]
 
 
 def assert_killed_and_said(repo: Path, stderr: str, stray: int) -> None:
-    wait_for(lambda: not alive(stray), timeout=5)        # SIGKILLed: gone once it has exited
+    wait_for(lambda: not alive(stray))        # SIGKILLed: gone once it has exited
     line = f"killed 1 process the agent left running outside its process group: {stray} sleep 600"
     assert line in stderr
     (run,) = (repo / ".ralph" / "runs").iterdir()
@@ -69,7 +69,7 @@ def test_a_process_that_left_the_group_of_a_killed_runs_agent_is_killed_by_the_r
     env = {"STUB_ACTION": HANG, "STRAY_PID": str(stray_pid)}
     first = Running(["build", "-n", "2", *loop], cwd=git_repo, env={**base_env, **env})
     try:
-        stray = int(wait_for(lambda: stray_pid.exists() and stray_pid.read_text(), timeout=30))
+        stray = int(wait_for(lambda: stray_pid.exists() and stray_pid.read_text()))
         os.kill(first.proc.pid, signal.SIGKILL)          # ralph.py alone: no session's end
         first.proc.wait(10)
     finally:

@@ -58,7 +58,7 @@ def test_first_sigint_lets_the_agent_finish_with_one_sigint_then_exits_130(
         assert signals_seen(stub) == ["SIGINT"]
         assert run.stdout.endswith("started\n" + WAITING + "bye\nderegistered ab12\n")
         assert after_session_calls(tasks) == [["agent", "deregister", "ab12"]]
-        wait_for(lambda: not alive(agent_pid) and not alive(child_pid), timeout=5)
+        wait_for(lambda: not alive(agent_pid) and not alive(child_pid))
     finally:
         run.kill()
 
@@ -119,7 +119,7 @@ def test_a_signal_between_sessions_exits_130_without_another_session(
         assert run.stdout.endswith("deregistered ab12\n")
         assert tasks.calls()[-1] == ["agent", "deregister", "ab12"]
         assert tasks.calls().count(["peek", "-n", "10"]) == 1
-        wait_for(lambda: not alive(task_pid), timeout=5)   # the task call was not left behind
+        wait_for(lambda: not alive(task_pid))   # the task call was not left behind
     finally:
         block.write_text("")
         run.kill()

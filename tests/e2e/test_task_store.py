@@ -264,7 +264,7 @@ def test_a_sessions_done_or_fail_of_a_task_another_agent_holds_is_refused(run_ta
 def test_expired_lease_written_by_waiting_is_taken_over(run_task, db):
     ok(run_task("create", "a", "A"))
     ok(run_task("claim", "--lease", "0", "--agent", "one"))
-    wait_for(lambda: query(db, "SELECT lease_expires_at < datetime('now') FROM tasks")[0][0], timeout=5)
+    wait_for(lambda: query(db, "SELECT lease_expires_at < datetime('now') FROM tasks")[0][0])
     assert ok(run_task("plan-status")) == "0 open, 1 active, 0 done, 0 blocked, 0 deleted\n"
     out = ok(run_task("claim", "--agent", "two"))
     assert "assignee: two\n" in out and "retry_count: 1\n" in out

@@ -320,7 +320,7 @@ def test_rendering_reaches_out_while_the_writing_process_is_still_running(tmp_pa
         out = io.BytesIO()
         renderer = StreamRenderer(out)
         renderer.feed(child.stdout.read1(65536))
-        wait_for(lambda: out.getvalue() == b"live", timeout=5)
+        wait_for(lambda: out.getvalue() == b"live")
         assert child.poll() is None
     finally:
         go.touch()

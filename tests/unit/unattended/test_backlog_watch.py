@@ -36,7 +36,7 @@ def whole(watch: BacklogWatch) -> str:
 def next_second() -> None:
     """updated_at has whole seconds: what follows is stamped after the last fingerprint."""
     now = readonly.since_now()
-    wait_for(lambda: readonly.since_now() > now, timeout=3)
+    wait_for(lambda: readonly.since_now() > now)
 
 
 @pytest.mark.parametrize("change", [
