@@ -72,7 +72,7 @@ def test_second_sigint_kills_the_agent_group_and_exits_130(git_repo, base_env, t
         wait_for(lambda: signals_seen(stub) == ["SIGINT"] and WAITING in run.stdout)
         assert run.proc.poll() is None                   # still waiting for the agent
         os.kill(run.proc.pid, signal.SIGINT)
-        assert run.wait(timeout=5) == 130
+        assert run.wait() == 130
         assert signals_seen(stub) == ["SIGINT"]
         assert not alive(agent_pid) and not alive(child_pid)
         assert run.stdout.endswith(WAITING + "deregistered ab12\n")
@@ -93,7 +93,7 @@ def test_sigterm_during_a_session_kills_the_group_at_once_without_the_message(
         wait_for(lambda: "started" in run.stdout)
         sent = time.monotonic()
         os.kill(run.proc.pid, signum)
-        assert run.wait(timeout=5) == 130
+        assert run.wait() == 130
         assert time.monotonic() - sent < 3
         assert signals_seen(stub) == []
         assert "Waiting for claude" not in run.stdout
@@ -114,7 +114,7 @@ def test_a_signal_between_sessions_exits_130_without_another_session(
     try:
         task_pid = pid(str(block) + ".ready")
         os.kill(run.proc.pid, signum)
-        assert run.wait(timeout=5) == 130
+        assert run.wait() == 130
         assert run.stdout.count("started\n") == 1 and "LOOP" not in run.stdout
         assert run.stdout.endswith("deregistered ab12\n")
         assert tasks.calls()[-1] == ["agent", "deregister", "ab12"]
@@ -132,7 +132,7 @@ def test_a_signal_during_setup_exits_130_before_the_banner(git_repo, base_env, t
     try:
         pid(str(block) + ".ready")
         os.kill(run.proc.pid, signal.SIGTERM)
-        assert run.wait(timeout=5) == 130
+        assert run.wait() == 130
         assert run.stdout == "" and run.stderr.splitlines() == [TERMINATED]
         assert not Path(stub["STUB_PIDFILE"]).exists()
     finally:
