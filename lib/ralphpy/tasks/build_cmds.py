@@ -31,7 +31,11 @@ def plan_status(ctx: Ctx, argv: Sequence[str]) -> str:
                               "GROUP BY t.status", params).fetchall()
         held = conn.execute("SELECT EXISTS (SELECT 1 FROM task_holds)").fetchone()[0]
         if not db.is_postgres(conn):
-            return totals, q.blocked_counts(conn, params, held)
+            try:
+                return totals, q.blocked_counts(conn, params, held)
+            except db.sqlite3.OperationalError as err:  # a file opened read-only, made before
+                if "no such table" not in str(err):      # the table (decisions/0037): the walk
+                    raise
         blocked = (f"({q.BLOCKED_IDS} OR (t.status IN ('open', 'active') AND {q.HELD_IDS}))"
                    if held else q.BLOCKED_IDS)
         return totals, conn.execute(

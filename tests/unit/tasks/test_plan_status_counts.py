@@ -131,3 +131,29 @@ def test_a_database_made_before_the_blocked_table_gets_it_filled(git_repo: Path,
         assert call(env, "plan-status") == "1 open, 0 active, 0 done, 1 blocked, 0 deleted\n"
     finally:
         os.chdir(old)
+
+
+def test_a_read_only_database_without_the_blocked_table_is_still_counted(git_repo: Path,
+                                                                         base_env):
+    """Opened read-only, a database made before task_blocked cannot get it: the counts come
+    from the walk over the dependencies, as before."""
+    import sqlite3
+    from ralphpy.tasks import build_cmds
+    from ralphpy.tasks.context import Ctx
+    from ralphpy.tasks.git_scope import Git, resolve_scope
+    old = os.getcwd()
+    os.chdir(git_repo)
+    try:
+        env = {**base_env, "RALPH_AGENT_ID": "w1"}
+        call(env, "plan-sync", stdin='{"id":"a","t":"A"}\n{"id":"b","t":"B","deps":["a"]}\n')
+        db = git_repo / ".ralph" / "tasks.db"
+        conn = sqlite3.connect(db, isolation_level=None)
+        conn.execute("DROP TABLE task_blocked")
+        conn.close()
+        ro = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None)
+        ctx = Ctx(ro, resolve_scope(Git(str(git_repo), env)), env, str(git_repo), io.StringIO())
+        assert build_cmds.plan_status(ctx, []) == \
+            "1 open, 0 active, 0 done, 1 blocked, 0 deleted\n"
+        ro.close()
+    finally:
+        os.chdir(old)
