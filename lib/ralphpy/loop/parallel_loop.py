@@ -15,8 +15,9 @@ resume, before_end); the loop never asks a feature by name.
 Does not own choosing which tasks may run together (parallel.scheduler, parallel.components),
 the run's record (parallel_book), starting or ending one session (parallel_sessions, which run
 it through the one session lifecycle, loop.sessions), git (parallel.worktrees), the verify
-gate (a stale verification is re-checked when nothing is left to start: before_end), the prompt text (assign.choice), the agent argv (agents) or printing: messages go through the
-run context's `say`/`warn`, sessions' renderings to its stdout, each line prefixed.
+gate (a stale verification is re-checked when nothing is left to start: before_end), the
+prompt text (assign.choice), the agent argv (agents) or printing: messages go through the run
+context's `say`/`warn`, sessions' renderings to its stdout, each line prefixed.
 """
 from __future__ import annotations
 
@@ -158,7 +159,7 @@ class ParallelBuild:
 
     def _finish(self, tid: str, result) -> bool:
         # the features' record hooks counted it (the breaker, the budgets: Unattended)
-        counted, how, hit = parallel_sessions.finish(self.book, tid, result)
+        counted, how, _ = parallel_sessions.finish(self.book, tid, result)
         self.book.save()                    # the session's record: its one write after it ended
         if lost := lifecycle.lock_lost(self.ctx.run, self.book.state.iteration):
             self.stop = self.stop or lost                   # no new session; exit 8 at the end
@@ -206,11 +207,12 @@ class ParallelBuild:
     # ------------------------------------------------------------------ the run
     def run(self) -> tuple[str, str]:
         """Run to the end; returns the scheduler's reason (`complete`, `blocked`,
-        `max_iterations`), `interrupted` or `stopped_by_request` (ralph ctl stop or SIGHUP),
-        with the line a stop request ends the run with. Raises, once the running sessions ended: NoProgress when
-        --max-consecutive-failures sessions in a row failed, BudgetExhausted when --max-cost
-        or --max-runtime is reached or a usage limit resets later than --max-limit-wait
-        allows, ScopeChanged when the frozen scope changed under STOP_ON_SCOPE_CHANGE."""
+        `max_iterations`), `interrupted` or `stopped_by_request` (ralph ctl stop or SIGHUP,
+        a feature's hold), with the line a stop request ends the run with. Raises, once the
+        running sessions ended, a feature's error (NoProgress when --max-consecutive-failures
+        sessions in a row failed, BudgetExhausted when --max-cost or --max-runtime is reached
+        or a usage limit resets later than --max-limit-wait allows), the lock's loss, or
+        ScopeChanged when the frozen scope changed under STOP_ON_SCOPE_CHANGE."""
         ctx, book, opts = self.ctx, self.book, self.ctx.options
         if not ctx.branch:
             raise UsageError(NEEDS_BRANCH)

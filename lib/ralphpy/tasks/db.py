@@ -264,7 +264,8 @@ def _ensure_schema(conn: sqlite3.Connection) -> None:
         return
 
     def create(c: sqlite3.Connection) -> None:
-        fill = c.execute("SELECT 1 FROM sqlite_master WHERE name = 'task_blocked'").fetchone() is None
+        made = "SELECT 1 FROM sqlite_master WHERE name = 'task_blocked'"
+        fill = c.execute(made).fetchone() is None
         for statement in _SCHEMA:
             c.execute(statement)
         if fill:
