@@ -80,7 +80,8 @@ class Feature:
         this feature failed to session.failed and say why in session.reason."""
 
     def record(self, session: Session) -> None:
-        """The session is recorded: add fields to its session_end event (session.fields)."""
+        """The session is recorded: add fields to its session_end event (session.fields).
+        A dead run's --parallel session judged when the run resumed has no result."""
 
     def settle(self, session: Session, counts: str | None, last: bool) -> None:
         """Between a session and the next (after the loop's plan-status or promise check):
@@ -225,7 +226,11 @@ class Unattended(Feature):
 
     def record(self, session: Session) -> None:
         result = session.result
-        if result is None:
+        if result is None:               # a dead run's session, judged when the run resumed:
+            tid = session.task           # its failed attempt counts (--max-attempts)
+            if session.place is not None and tid in session.failed:
+                self.night.attempt_failed(tid, session.reasons.get(tid, session.reason),
+                                          session.prior)
             return
         if session.place is not None:                   # a --parallel session: its one task
             self.running.discard(session.log)

@@ -28,7 +28,6 @@ from ralphpy.backlog import answers
 from ralphpy.backlog import readonly as backlog_readonly
 from ralphpy.errors import RalphError, SessionNotStarted
 from ralphpy.loop import sessions
-from ralphpy.loop.features import Unattended
 from ralphpy.loop.parallel_book import Book, listed
 from ralphpy.loop.sessions import Prompt, Session
 from ralphpy.parallel import worktrees
@@ -216,9 +215,8 @@ def land_recovered(book: Book, wt: worktrees.Worktree, record: dict) -> tuple[bo
     ctx.features.after_session(s)
     if wt.task in s.failed:
         message = s.reasons.get(wt.task, s.reason)
-        unattended = ctx.features.get(Unattended)     # the attempt counts (--max-attempts)
-        if unattended is not None:
-            unattended.night.attempt_failed(wt.task, message, record.get("retry_count"))
+        s.reasons[wt.task], s.prior = message, record.get("retry_count")
+        ctx.features.record(s)              # the attempt counts (--max-attempts); no result
         return False, message
     return merge(book, wt, record)
 
