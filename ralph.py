@@ -206,11 +206,11 @@ def parallel_build(ctx: RunContext) -> int:
     merged back (loop/parallel_loop.py runs them through the same session lifecycle and
     features; here: how it ends)."""
     scope = ctx.features.get(features.ScopeFreeze)                       # FREEZE_SCOPE: exit 4
-    reason = launch.run_parallel(ctx)
+    reason, line = launch.run_parallel(ctx)
     if reason == "interrupted":
         return EXIT_INTERRUPTED
-    if reason == "stopped_by_request":                                   # ralph ctl stop, SIGHUP
-        return stop(ctx, ctx.features.get(features.Unattended).night.stop_line)
+    if reason == features.STOPPED_BY_REQUEST:                            # ralph ctl stop, SIGHUP
+        return stop(ctx, line)
     if reason == "max_iterations":
         return stop(ctx, f"Reached max iterations: {ctx.options.max_iterations}")
     counts = ctx.task.call("plan-status", env=ctx.env)                   # task plan-status

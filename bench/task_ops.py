@@ -223,6 +223,9 @@ def main() -> int:
     for size in (int(s) for s in opts.sizes.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
             repo, env = make_repo(Path(tmp) / "repo"), _env()
+            # ralph.sh's lib/task opens the database beside its own script unless told; ours
+            # ignores RALPH_DB_PATH (docs/tasks.md), so both use the repo's.
+            env["RALPH_DB_PATH"] = str(repo / ".ralph" / "tasks.db")
             wall, _, proc = _run(clis["ours"] + ["plan-sync"], repo, env, jsonl(size))
             assert proc.returncode == 0, proc.stderr
             for i in range(0, 30, 10):  # a few tasks under a valid lease

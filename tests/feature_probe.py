@@ -1,7 +1,8 @@
 """A feature that records every hook it is given, for the test that a feature registered once
 (one line in loop.features.REGISTRY) is active in the single loop and under --parallel alike.
 Run as a process: `python feature_probe.py <ralph argv...>` registers it, then runs ralph.py's
-main; each hook appends one JSON line to $PROBE_LOG."""
+main; each hook appends one JSON line to $PROBE_LOG. Its run-level hold: once the file
+$PROBE_HOLD names exists, the run starts no session and stops."""
 from __future__ import annotations
 
 import json
@@ -46,6 +47,13 @@ def main() -> None:
 
         def finish(self) -> None:
             note("finish")
+
+        def holding(self):
+            """Run-level: once $PROBE_HOLD exists, no session starts any more; a stop line
+            ends the run (exit 0)."""
+            if os.environ.get("PROBE_HOLD") and Path(os.environ["PROBE_HOLD"]).exists():
+                return features.Hold(features.STOPPED_BY_REQUEST, line="Stopped: probe hold")
+            return None
 
     features.REGISTRY.append(lambda ctx: Probe())
     ralph.main(sys.argv[1:])

@@ -61,3 +61,27 @@ def test_a_feature_registered_once_runs_for_every_session_of_both_loops(
     else:                                                   # in the checkout; the agent claims
         assert not any(h["worktree"] or h["cwd"] for h in per_session)
         assert all(a["cwd"] == str(git_repo) for a in agents)
+
+
+# The agent asks the run to hold (the probe feature's run-level hook) once its task is done.
+HOLD_ACTION = ACTION + 'touch "$PROBE_HOLD"\n'
+
+
+@pytest.mark.parametrize("flags", [[], ["--parallel", "2"]], ids=["single", "parallel"])
+def test_a_features_run_level_hold_stops_both_loops(
+        git_repo, base_env, bin_dir, run_task, tmp_path, flags):
+    install_stub(bin_dir)
+    ignore_ralph_dir(git_repo, base_env)
+    # One component: a --parallel run starts one session at a time, so the hold comes
+    # before the second one starts.
+    for tid in ("t1", "t2", "t3"):
+        assert run_task("create", tid, f"Task {tid}", "-c", "component:one").returncode == 0
+    env = {**base_env, "STUB_ACTION": HOLD_ACTION, "PROBE_LOG": str(tmp_path / "probe.jsonl"),
+           "AGENT_LOG": str(tmp_path / "agent.jsonl"), "PROBE_HOLD": str(tmp_path / "hold")}
+    proc = run_process([sys.executable, str(PROBE), "build", "-n", "3", *flags], cwd=git_repo,
+                       env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "Stopped: probe hold" in proc.stdout.splitlines()     # its line ends the run
+    assert len(read_jsonl(tmp_path / "agent.jsonl")) == 1       # no session after the hold
+    statuses = [run_task("show", tid).stdout for tid in ("t1", "t2", "t3")]
+    assert sum("Status:      done" in text for text in statuses) == 1

@@ -3,9 +3,13 @@ unattended-run checks between sessions (`ralph ctl`, SIGHUP, --max-runtime), sco
 (FREEZE_SCOPE), the verify gate (--verify, the tamper check), assignment mode (--assign), the
 prompt template (--prompt), git across machines (--sync) and a worktree's set-up (RALPH_SLOT,
 .worktreeinclude, worktree_setup). `Features` runs them in order, so each loop has one path
-whichever are on. Knows nothing of the loop's own order (ralph.py) or of
-what a feature does inside (unattended.night, scope, verify, assign.mode, sync.runner,
-parallel.worktree_setup)."""
+whichever are on; the run-level hooks (holding, resume, before_end) let a --parallel run
+hold, wait and end as the single loop does without naming a feature. Knows nothing of the
+loop's own order (ralph.py) or of what a feature does inside (unattended.night, scope, verify,
+assign.mode, sync.runner, parallel.worktree_setup).
+
+One concern over 500 lines: the interface and each feature's adapter to it, side by side so
+a reader sees every hook's users in one place; what a feature does lives in its package."""
 from __future__ import annotations
 
 import dataclasses
@@ -19,12 +23,28 @@ from ralphpy.config.settings import find_repo_root
 from ralphpy.loop.context import RunContext
 from ralphpy.loop.sessions import Prompt, Session
 from ralphpy.runs import progress
-from ralphpy.unattended import outcome
+from ralphpy.unattended import guards, logrotate, outcome
 from ralphpy.unattended.night import Night
 from ralphpy.verify import completion
 
 FROZEN_DONE = "All frozen tasks complete. Exiting loop."
 F = TypeVar("F", bound="Feature")
+
+# How a run ends on a feature's hold (Hold.reason; ralph.py's parallel_build reads them).
+STOPPED_BY_AGENT = "stopped_by_agent"        # an agent that cannot go on: exit 7, 9, 10
+STOPPED_BY_REQUEST = "stopped_by_request"    # ralph ctl stop, SIGHUP: exit 0
+LIMIT_REACHED = "limit_reached"              # the breaker, a budget: exit 5, 6
+
+
+@dataclasses.dataclass(frozen=True)
+class Hold:
+    """Why the run starts no new session now (Feature.holding). reason None: a wait (a pause,
+    a usage limit) that resume() waits out; else the run ends for that reason once its running
+    sessions have ended: `error` raised when set, else `line` printed (exit 0)."""
+
+    reason: str | None = None
+    line: str = ""
+    error: errors.RalphError | None = None
 
 
 class Feature:
@@ -60,11 +80,29 @@ class Feature:
         this feature failed to session.failed and say why in session.reason."""
 
     def record(self, session: Session) -> None:
-        """The session is recorded: add fields to its session_end event (session.fields)."""
+        """The session is recorded: add fields to its session_end event (session.fields).
+        A dead run's --parallel session judged when the run resumed has no result."""
 
     def settle(self, session: Session, counts: str | None, last: bool) -> None:
         """Between a session and the next (after the loop's plan-status or promise check):
         raise what ends the run, or wait. last: no session is left to run after this one."""
+
+    def holding(self) -> Hold | None:
+        """Run-level, in both loops: why no new session may start now, or None. Never waits:
+        a --parallel run asks before each session it starts while others run, and waits or
+        ends once they have ended; the single loop asks between two sessions, after
+        before_session."""
+        return None
+
+    def resume(self, last: bool) -> None:
+        """Run-level: wait out this feature's wait hold (no session of the run is running);
+        the loop then asks holding() again. last: no session is left to run, so nothing is
+        worth waiting for. May raise a RalphError (exit 5)."""
+
+    def before_end(self) -> bool:
+        """A --parallel run has no task left to start and no session running: True when this
+        feature put work back (the tasks are looked for again), else the run ends."""
+        return False
 
     def end_lines(self, lines: list[str]) -> list[str]:
         """The lines that end the build loop."""
@@ -92,10 +130,18 @@ class Features(Feature):
             feature.start()
 
     def before_session(self) -> str | None:
-        """Each feature's before_session, then its before_claims, in the features' order."""
+        """Each feature's before_session, then its before_claims, in the features' order;
+        then the features' holds, honoured as a --parallel run honours them: a wait waited
+        out, an end raised or its line returned."""
         for feature in self.items:
             if (line := feature.before_session() or feature.before_claims()) is not None:
                 return line
+        while (hold := self.holding()) is not None:
+            if hold.error is not None:
+                raise hold.error
+            if hold.reason is not None:
+                return hold.line
+            self.resume(last=False)
         return None
 
     def before_claims(self) -> str | None:
@@ -126,6 +172,18 @@ class Features(Feature):
         for feature in self.items:
             feature.settle(session, counts, last)
 
+    def holding(self) -> Hold | None:
+        """The first feature's hold that ends the run, else the first wait, else None."""
+        holds = [hold for feature in self.items if (hold := feature.holding()) is not None]
+        return next((h for h in holds if h.reason is not None), holds[0] if holds else None)
+
+    def resume(self, last: bool) -> None:
+        for feature in self.items:
+            feature.resume(last)
+
+    def before_end(self) -> bool:
+        return any([feature.before_end() for feature in self.items])   # each one asked
+
     def end_lines(self, lines: list[str]) -> list[str]:
         for feature in self.items:
             lines = feature.end_lines(lines)
@@ -148,6 +206,12 @@ class Unattended(Feature):
 
     def __init__(self, night: Night):
         self.night = night
+        # A --parallel run's sessions end while others run: what they mean for the run is
+        # kept here and told by holding() (the single loop's settle acts at once instead).
+        self.stop: errors.RalphError | None = None     # an agent that cannot go on
+        self.verdict: guards.Verdict | None = None     # the breaker, a budget
+        self.limit = None                              # the latest usage limit hit, to wait out
+        self.running: set = set()                      # the logs being written (not rotated)
 
     def start(self) -> None:
         self.night.start()                               # stale STOP, persisted limit wait
@@ -155,12 +219,23 @@ class Unattended(Feature):
     def before_session(self) -> str | None:
         return self.night.between_sessions()
 
+    def prepare(self, session: Session) -> None:
+        if session.place is not None:        # .ralph/logs bounded, as before a single loop's
+            logrotate.rotate(self.night.log_dir, protect=[*self.running, session.log])
+            self.running.add(session.log)
+
     def record(self, session: Session) -> None:
         result = session.result
-        if result is None:
+        if result is None:               # a dead run's session, judged when the run resumed:
+            tid = session.task           # its failed attempt counts (--max-attempts)
+            if session.place is not None and tid in session.failed:
+                self.night.attempt_failed(tid, session.reasons.get(tid, session.reason),
+                                          session.prior)
             return
         if session.place is not None:                   # a --parallel session: its one task
+            self.running.discard(session.log)
             self._record_claimed(session)
+            self._judge(session)
             return
         if result.interrupted:
             return
@@ -180,8 +255,51 @@ class Unattended(Feature):
         progress.keep_outcome(self.night.state, session.n, out.kind, out.detail,
                               tid not in session.completed)
 
+    def _judge(self, session: Session) -> None:
+        """A --parallel session ended: counted by the breaker and the budgets (their counts
+        saved with the session's record), budgets first; a usage limit is no failure, waited
+        out once the running sessions have ended (the latest reset of theirs)."""
+        night, how, hit = self.night, session.outcome, session.hit
+        tripped = night.guards.after_session(session.counted,
+                                             guards.reported_cost(session.result.summary),
+                                             None, None)
+        night.state.extra["guards"] = night.guards.to_dict()   # a resumed run keeps them
+        if stop := outcome.stop_error(how, night.agent):  # a rejected key, root refused, a
+            self.stop = self.stop or stop                 # disabled account: exit 9/10/7
+        elif tripped:
+            self.verdict = tripped                        # exit 5/6, after the sessions end
+        elif how.kind == outcome.USAGE_LIMIT and (self.limit is None
+                                                  or hit.reset_at > self.limit.reset_at):
+            self.limit = hit
+
     def settle(self, session: Session, counts: str | None, last: bool) -> None:
         self.night.settle(counts, last=last)             # exit 5/6/7, or wait out a limit
+
+    def holding(self) -> Hold | None:
+        night = self.night
+        if self.stop is not None:
+            return Hold(STOPPED_BY_AGENT, error=self.stop)
+        if self.verdict is None:
+            self.verdict = night.guards.before_session()          # --max-runtime
+        if night.stop_line is None and (line := night.stop_requested()):
+            progress.append_event(night.ralph_dir, night.state.run_id, "log", kind="stop",
+                                  message=line)                   # ralph ctl stop, SIGHUP
+        if night.stop_line is not None:
+            return Hold(STOPPED_BY_REQUEST, line=night.stop_line)
+        if self.verdict is not None:
+            return Hold(LIMIT_REACHED, error=self.verdict.error())
+        if self.limit is not None or night.paused():
+            return Hold()                                         # waited out by resume()
+        return None
+
+    def resume(self, last: bool) -> None:
+        if self.limit is not None and last:
+            self.night.skip_limit(self.limit)    # no session left: not waited out
+        elif self.limit is not None:
+            self.night.wait_limit(self.limit)    # Usage limit: ...; exit 5; a stop ends it
+        elif self.night.paused():
+            self.night.between_sessions()        # Paused: ...; --max-runtime: exit 5
+        self.limit = None
 
     def end_lines(self, lines: list[str]) -> list[str]:
         return assign_mode.end_line(self.night.held(), lines[0]) + lines[1:]
@@ -263,6 +381,9 @@ class Verify(Feature):
         session.failed += [slug for slug in reopened if slug not in session.failed]
         if reason:
             session.reason = reason                     # why a task was reopened
+
+    def before_end(self) -> bool:
+        return bool(self.gate.recheck())        # a stale verification failed: reopened
 
 
 def verification(ctx: RunContext) -> Verify | None:
@@ -437,7 +558,8 @@ def for_run(ctx: RunContext) -> Features:
     return Features(*(make(ctx) for make in REGISTRY))
 
 
-__all__ = ["Prompt", "Feature", "Features", "Unattended", "ScopeFreeze", "Verify", "Assign",
+__all__ = ["Prompt", "Hold", "Feature", "Features", "Unattended", "ScopeFreeze", "Verify", "Assign",
            "PromptTemplate", "Sync", "WorktreeSetup", "REGISTRY", "for_run", "unattended",
            "scope_freeze", "verification", "assignment", "prompt_template", "sync",
-           "worktree_setup", "FROZEN_DONE"]
+           "worktree_setup", "FROZEN_DONE", "STOPPED_BY_AGENT", "STOPPED_BY_REQUEST",
+           "LIMIT_REACHED"]

@@ -107,9 +107,10 @@ def record_session(ctx: RunContext, s: sessions.Session) -> None:
                           extra=s.fields or None)               # how the session ended
 
 
-def run_parallel(ctx: RunContext) -> str:
+def run_parallel(ctx: RunContext) -> tuple[str, str]:
     """--parallel N: up to N sessions at once, one claimed task each, in git worktrees whose
-    branches are merged back (loop.parallel_loop). Returns why it ended."""
+    branches are merged back (loop.parallel_loop). Returns why it ended, and the line a stop
+    request ended it with."""
     from ralphpy.loop import parallel_loop  # git worktrees: only a --parallel run pays
     return parallel_loop.run(ctx)
 

@@ -7,16 +7,17 @@ single loop: an agent that cannot go on (a rejected key, root refused, usage dis
 9, 10, 7), the --max-consecutive-failures breaker (exit 6), the budgets --max-cost and
 --max-runtime (exit 5), `ralph ctl stop` and SIGHUP (exit 0) and the frozen scope's stop
 (exit 4): no new session starts, the running ones end (and are merged), then the run ends. A
-usage limit and `ralph ctl pause` are waited out as the single loop waits them
-(unattended.night) once the running sessions have ended; after a usage limit's wait the
-limited sessions' tasks may start again.
+usage limit and `ralph ctl pause` are waited out as the single loop waits them once the
+running sessions have ended; after a usage limit's wait the limited sessions' tasks may start
+again. What holds or ends the run, and the waits, are the features' (loop.features: holding,
+resume, before_end); the loop never asks a feature by name.
 
 Does not own choosing which tasks may run together (parallel.scheduler, parallel.components),
 the run's record (parallel_book), starting or ending one session (parallel_sessions, which run
 it through the one session lifecycle, loop.sessions), git (parallel.worktrees), the verify
-gate (verify.completion; a stale verification is re-checked when nothing is left to start),
-the prompt text (assign.choice), the agent argv (agents) or printing: messages go through the
-run context's `say`/`warn`, sessions' renderings to its stdout, each line prefixed.
+gate (a stale verification is re-checked when nothing is left to start: before_end), the
+prompt text (assign.choice), the agent argv (agents) or printing: messages go through the run
+context's `say`/`warn`, sessions' renderings to its stdout, each line prefixed.
 """
 from __future__ import annotations
 
@@ -26,15 +27,14 @@ from ralphpy.assign import mode as assign_mode
 from ralphpy.assign import task_files
 from ralphpy.config.table import BY_NAME
 from ralphpy.errors import RalphError, ScopeChanged, UsageError
-from ralphpy.loop import parallel_sessions, sessions
+from ralphpy.loop import features, parallel_sessions, sessions
 from ralphpy.loop.context import RunContext
-from ralphpy.loop.features import Unattended, Verify
 from ralphpy.loop.parallel_book import Book
 from ralphpy.parallel import NEEDS_BRANCH, components, recovery, scheduler, worktrees
 from ralphpy.config.settings import find_repo_root
 from ralphpy.runlife import lifecycle
 from ralphpy.session import pool as session_pool
-from ralphpy.unattended import guards, logrotate, outcome
+from ralphpy.unattended import outcome
 
 LEASE = "3600"           # a claimed task stays ours while its session runs
                          # (docs/contract/task-cli.md s.9.4)
@@ -47,18 +47,12 @@ class ParallelBuild:
         self.template = None if self.book.dispatch_template() else \
             assign_mode.anti_drift_template(ctx.options, find_repo_root(ctx.cwd))
         self.ended: list = []                    # sessions ended, not yet finished (_wait)
-        self.night = ctx.features.get(Unattended).night
-        verify = ctx.features.get(Verify)
-        self.verify = verify.gate if verify else None           # stale re-checks at the end
         self.lease_s = ctx.options.lease if ctx.fleet() else 0.0   # claims, heartbeats
-        # The run's breaker and budgets, as the single loop keeps them (its counters in the
-        # run state): a session fails here when its task did not end done (and merged).
-        self.guards: guards.Guards = self.night.guards
-        self.verdict: guards.Verdict | None = None   # exit 5 or 6 once the sessions ended
-        self.stop: RalphError | None = None      # as the single loop: exit 7, 9 or 10
+        self.stop: RalphError | None = None      # the run's lock lost: exit 8
         self.scope_stop: ScopeChanged | None = None  # no new session; exit 4 at the end
-        self.limit = None                        # a usage limit hit: waited out (_resume)
-        self.limited: list[str] = []             # the tasks of its sessions: tried again after
+        self.hold: features.Hold | None = None   # the features' hold, as last asked
+        self.limited: list[str] = []             # tasks of sessions that hit a usage limit:
+                                                 # tried again after its wait
 
     # ------------------------------------------------------------------ start and recovery
     def _open_run(self) -> None:
@@ -120,9 +114,8 @@ class ParallelBuild:
                  if t.get("status") == "open" and not t.get("held") and not t.get("deleted_at")
                  and (frozen is None or t["id"] in frozen)
                  and all(dep in done for dep in t.get("deps") or [])]
-        verify = self.verify
-        if not found and not self.book.sessions and verify and verify.recheck():
-            return self._peek()                  # a stale verification failed: reopened
+        if not found and not self.book.sessions and self.ctx.features.before_end():
+            return self._peek()                  # work put back (a stale verification failed)
         return found
 
     def _frozen_ids(self) -> set[str] | None:
@@ -152,8 +145,6 @@ class ParallelBuild:
         return ok
 
     def _launch(self, task: dict):
-        # .ralph/logs bounded as before a single loop's session; the logs being written kept
-        logrotate.rotate(self.night.log_dir, protect=[x.log for x in self.book.sessions.values()])
         return parallel_sessions.start(self.book, task, self.template)
 
     def _wait(self, active: dict) -> list[tuple[str, bool]]:
@@ -167,47 +158,34 @@ class ParallelBuild:
         return [(tid, self._finish(tid, result))]
 
     def _finish(self, tid: str, result) -> bool:
-        counted, how, hit = parallel_sessions.finish(self.book, tid, result)
-        # budgets first, then the breaker; a usage-limit session is no failure (guards)
-        tripped = self.guards.after_session(counted, guards.reported_cost(result.summary),
-                                            None, None)
-        self.book.state.extra["guards"] = self.guards.to_dict()   # a resumed run keeps them
+        # the features' record hooks counted it (the breaker, the budgets: Unattended)
+        counted, how, _ = parallel_sessions.finish(self.book, tid, result)
         self.book.save()                    # the session's record: its one write after it ended
         if lost := lifecycle.lock_lost(self.ctx.run, self.book.state.iteration):
             self.stop = self.stop or lost                   # no new session; exit 8 at the end
-        elif stop := outcome.stop_error(how, self.ctx.adapter.name):
-            # a rejected key, root refused, a disabled account: no new session; exit 9/10/7
-            self.stop = self.stop or stop
-        elif tripped:           # no new session; exit 5/6 at the end, with the figures of
-            self.verdict = tripped                          # the sessions that ended since
         elif how.kind == outcome.USAGE_LIMIT:
-            self.limited.append(tid)            # not a failure: no new session, the wait (the
-            if self.limit is None or hit.reset_at > self.limit.reset_at:   # latest reset of the
-                self.limit = hit                # sessions'), then its task again
+            self.limited.append(tid)            # not a failure: its task again after the wait
         return not counted.counts_as_failure
 
     def _stopping(self) -> bool:
-        """The run ends: a signal, the breaker or a budget, an agent that cannot go on, the
-        frozen scope, a stop request."""
+        """The run ends: a signal, the run's lock lost, the frozen scope, or a feature's hold
+        that ends it (an agent that cannot go on, a stop request, the breaker or a budget;
+        --max-runtime reached and a stop request are found when asked)."""
+        self.hold = self.ctx.features.holding()
         return (self.book.pool.interrupted or bool(self.ctx.guard.pending)
-                or self.verdict is not None or self.stop is not None
-                or self.scope_stop is not None
-                or self.night.stop_line is not None)       # ralph ctl stop, SIGHUP: exit 0
+                or self.stop is not None or self.scope_stop is not None
+                or (self.hold is not None and self.hold.reason is not None))
 
     def _holding(self) -> bool:
         """Asked before each session starts (the running ones go on meanwhile): True when
-        none may start now: the run ends (_stopping; --max-runtime reached and a stop request
-        are found here), or waits for a usage limit or a pause once the sessions ended."""
-        if self.verdict is None:
-            self.verdict = self.guards.before_session()         # --max-runtime
-        if self.night.stop_line is None and (line := self.night.stop_requested()):
-            self.book.event("log", kind="stop", message=line)   # ralph ctl stop, SIGHUP
-        return self._stopping() or self.limit is not None or self.night.paused()
+        none may start now: the run ends (_stopping), or a feature's wait (a usage limit, a
+        pause) is waited out once the sessions ended."""
+        return self._stopping() or self.hold is not None
 
     def _resume(self, plan: scheduler.ParallelRun) -> bool:
-        """The scheduler stopped for a usage limit or a pause: the running sessions end (they
-        may hit the limit too), then the wait: until the latest reset, or until `ralph ctl
-        resume`. True: the scheduler fills the slots again (after a usage limit, the limited
+        """The scheduler stopped for a feature's wait: the running sessions end (they may hit
+        the limit too), then the features wait (until the latest reset, or until `ralph ctl
+        resume`). True: the scheduler fills the slots again (after a usage limit, the limited
         sessions' tasks among the candidates)."""
         pool = self.book.pool
         while len(pool) or self.ended:
@@ -216,33 +194,30 @@ class ParallelBuild:
                 plan.finished(tid, ok)
         if self._stopping():
             return False
-        if self.limit is not None and 0 < plan.max_iterations <= plan.started:
-            self.night.skip_limit(self.limit)    # no session left: the run ends, no wait
-            plan.reason = "max_iterations"
+        last = 0 < plan.max_iterations <= plan.started      # no session left to run
+        self.ctx.features.resume(last)           # Usage limit: ...; Paused: ...; exit 5
+        if last and self.limited:
+            plan.reason = "max_iterations"       # the limit not waited out: the run ends
             return False
-        if self.limit is not None:
-            self.night.wait_limit(self.limit)    # Usage limit: ...; exit 5; a stop ends it
-            self.limit = None
-            plan.tried.difference_update(self.limited)
-            self.limited = []
-        else:
-            self.night.between_sessions()        # Paused: ...; --max-runtime: exit 5
+        plan.tried.difference_update(self.limited)
+        self.limited = []
         pool.handle_signals()                           # a Ctrl+C during the wait
         return not self._stopping()
 
     # ------------------------------------------------------------------ the run
-    def run(self) -> str:
+    def run(self) -> tuple[str, str]:
         """Run to the end; returns the scheduler's reason (`complete`, `blocked`,
-        `max_iterations`), `interrupted` or `stopped_by_request` (ralph ctl stop or SIGHUP:
-        the night's stop_line). Raises, once the running sessions ended: NoProgress when
-        --max-consecutive-failures sessions in a row failed, BudgetExhausted when --max-cost
-        or --max-runtime is reached or a usage limit resets later than --max-limit-wait
-        allows, ScopeChanged when the frozen scope changed under STOP_ON_SCOPE_CHANGE."""
+        `max_iterations`), `interrupted` or `stopped_by_request` (ralph ctl stop or SIGHUP,
+        a feature's hold), with the line a stop request ends the run with. Raises, once the
+        running sessions ended, a feature's error (NoProgress when --max-consecutive-failures
+        sessions in a row failed, BudgetExhausted when --max-cost or --max-runtime is reached
+        or a usage limit resets later than --max-limit-wait allows), the lock's loss, or
+        ScopeChanged when the frozen scope changed under STOP_ON_SCOPE_CHANGE."""
         ctx, book, opts = self.ctx, self.book, self.ctx.options
         if not ctx.branch:
             raise UsageError(NEEDS_BRANCH)
         plan = scheduler.ParallelRun(parallel=opts.parallel, max_iterations=opts.max_iterations)
-        reason = "interrupted"
+        reason, hold = "interrupted", None
         with session_pool.Pool(ctx.guard, lambda: sessions.first_interrupt(ctx),
                                timeouts=sessions.timeouts(ctx),
                                kill_grace_s=ctx.limits.kill_grace_s) as pool:
@@ -259,16 +234,20 @@ class ParallelBuild:
                                   wait=self._wait, stopping=self._holding)
                     if plan.reason != "stopped" or self._stopping() or not self._resume(plan):
                         break
+                hold = self.hold                       # a feature's end, or a wait (None)
+                ends = hold.reason if hold is not None and not pool.interrupted else None
                 if self.stop is not None and not pool.interrupted:
                     reason = "stopped_by_agent"
+                elif ends == features.STOPPED_BY_AGENT:
+                    reason, self.stop = ends, hold.error
                 elif self.scope_stop is not None and not pool.interrupted:
                     reason = "scope_changed"
-                elif self.night.stop_line is not None and not pool.interrupted:
-                    reason = "stopped_by_request"
+                elif ends == features.STOPPED_BY_REQUEST:
+                    reason = ends
                 elif plan.reason != "stopped":
                     reason = plan.reason
-                elif self.verdict is not None and not pool.interrupted:
-                    reason = "limit_reached"
+                elif ends is not None:
+                    reason, self.stop = ends, hold.error    # limit_reached (a feature's)
                 while self.ended or len(pool):         # stopped: the sessions end
                                                        # (docs/contract/ralph-cli.md s.16)
                     pool.handle_signals()
@@ -280,13 +259,16 @@ class ParallelBuild:
                 if ctx.guard.pending or pool.interrupted:
                     reason = "interrupted"
                 self.close(reason)
-        if reason == "stopped_by_agent":
-            raise self.stop                            # exit 7, 9 or 10, as the single loop
-        if reason == "limit_reached":
-            raise self.verdict.error()                 # exit 5 or 6, as the single loop
+        if reason == features.LIMIT_REACHED:           # with the figures of the sessions
+            now = self.ctx.features.holding()          # that ended since it tripped
+            if now is not None and now.reason == reason:
+                self.stop = now.error
+        if reason in ("stopped_by_agent", features.LIMIT_REACHED) and self.stop is not None:
+            raise self.stop                            # exit 7, 8, 9, 10, 5 or 6, as the
+                                                       # single loop
         if reason == "scope_changed":
             raise self.scope_stop                      # exit 4, as the single loop
-        return reason
+        return reason, hold.line if reason == features.STOPPED_BY_REQUEST else ""
 
     def _register(self) -> str:
         ok, out = self.book.call("agent", "register")
@@ -313,8 +295,9 @@ NOT_PARALLEL = {"continue_session": "each --parallel session starts fresh in its
                 "max_idle_sessions": "a --parallel run starts each task at most once"}
 
 
-def run(ctx: RunContext) -> str:
-    """The parallel build loop; returns why it ended (see ParallelBuild.run). Flags it has no
+def run(ctx: RunContext) -> tuple[str, str]:
+    """The parallel build loop; returns why it ended and a stop request's line (see
+    ParallelBuild.run). Flags it has no
     use for, given on the command line, are named once."""
     opts = ctx.options
     for name, why in NOT_PARALLEL.items():

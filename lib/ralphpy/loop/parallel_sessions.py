@@ -28,7 +28,6 @@ from ralphpy.backlog import answers
 from ralphpy.backlog import readonly as backlog_readonly
 from ralphpy.errors import RalphError, SessionNotStarted
 from ralphpy.loop import sessions
-from ralphpy.loop.features import Unattended
 from ralphpy.loop.parallel_book import Book, listed
 from ralphpy.loop.sessions import Prompt, Session
 from ralphpy.parallel import worktrees
@@ -216,9 +215,8 @@ def land_recovered(book: Book, wt: worktrees.Worktree, record: dict) -> tuple[bo
     ctx.features.after_session(s)
     if wt.task in s.failed:
         message = s.reasons.get(wt.task, s.reason)
-        unattended = ctx.features.get(Unattended)     # the attempt counts (--max-attempts)
-        if unattended is not None:
-            unattended.night.attempt_failed(wt.task, message, record.get("retry_count"))
+        s.reasons[wt.task], s.prior = message, record.get("retry_count")
+        ctx.features.record(s)              # the attempt counts (--max-attempts); no result
         return False, message
     return merge(book, wt, record)
 
@@ -258,10 +256,13 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
         if status == "deleted":
             name_deleted(book, tid)
     name_unheld(book)               # the store's first read since this session's agent ran
+    stopped = result.interrupted and not ok          # as the single loop: no failure counted
     x.failed = [tid] if attempt else []
     x.completed = [tid] if ok else []
     x.reasons[tid], x.prior = message, prior
-    ctx.features.record(x)          # the unattended checks count the attempt (and hold)
+    x.counted = outcome.Outcome(how.kind, message, not ok and not stopped)
+    ctx.features.record(x)          # the unattended checks count the attempt (and hold),
+                                    # the breaker and budgets count the session
     _remove(book, x.place)
     book.free_agents.append(x.agent)
     book.state.iteration += 1                      # sessions ended, as the loop's k
@@ -272,7 +273,6 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
         entry if ok else {**entry, "reason": message})
     summary = result.summary
     resume = {"resume_at": hit.reset_at.isoformat()} if hit and hit.reset_at else {}
-    stopped = result.interrupted and not ok          # as the single loop: no failure counted
     ended = ("deleted" if status == "deleted" else "completed" if ok
              else "interrupted" if stopped else "failed")
     book.event("session_end", n=x.n, task=tid, exit_code=result.returncode,
@@ -285,7 +285,7 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
                **x.fields)                # its CLI's release; the task held, if it was
     book.ended.append(x.pidfile)    # saved with the guards' counts (parallel_loop), then gone
     ctx.say(f"[{tid}] {'done' if ended == 'completed' else ended}: {message}")
-    return outcome.Outcome(how.kind, message, not ok and not stopped), how, hit
+    return x.counted, how, hit
 
 
 __all__ = ["start", "not_started", "finish", "land_recovered", "merge", "assigned_end",

@@ -68,6 +68,8 @@ class Session:
     result: SessionResult | None = None
     outcome: outcome.Outcome | None = None   # how it ended (outcome.classify_session)
     hit: Any = None                          # the usage limit it hit
+    counted: outcome.Outcome | None = None   # --parallel: as the breaker counts it (a
+                                             # failure unless its task ended done, merged)
     failed: list[str] = field(default_factory=list)      # tasks it left failed (attempts)
     completed: list[str] = field(default_factory=list)   # tasks it finished
     reasons: dict[str, str] = field(default_factory=dict)   # a failed task's own reason

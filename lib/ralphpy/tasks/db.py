@@ -26,6 +26,16 @@ _RETRY_DELAYS = (0.1, 0.3, 0.9)  # s.4: three retries of the whole transaction
 _BUSY_TIMEOUT_S = 5.0
 _CACHE_KIB = 65536  # an upper bound: pages are allocated as they are read
 
+# The blocked predicate of s.8, for the triggers that keep task_blocked (a blocker `b`).
+_UNFINISHED = "b.status NOT IN ('done', 'deleted')"
+_STILL_BLOCKED = ("EXISTS (SELECT 1 FROM task_deps d JOIN tasks b ON b.id = d.blocked_by "
+                  f"WHERE d.task_id = task_blocked.task_id AND {_UNFINISHED})")
+_DEPENDENTS_LEAVE = ("DELETE FROM task_blocked WHERE task_id IN (SELECT task_id FROM task_deps "
+                     f"WHERE blocked_by = NEW.id) AND NOT {_STILL_BLOCKED};")
+_DEPENDENTS_JOIN = ("INSERT OR IGNORE INTO task_blocked SELECT t.id, t.scope_repo, "
+                    "t.scope_branch, t.status FROM task_deps d JOIN tasks t ON t.id = d.task_id "
+                    "WHERE d.blocked_by = NEW.id AND NEW.status NOT IN ('done', 'deleted');")
+
 # s.5, verbatim: a database created by ralph.sh is used as it is.
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS tasks (
@@ -87,10 +97,64 @@ _SCHEMA = (
     # Extension: the tasks failed before, whose retry_count a run takes before each session
     # (most tasks never failed: the index holds only the others).
     "CREATE INDEX IF NOT EXISTS idx_tasks_retried ON tasks(retry_count) WHERE retry_count > 0",
+    # Extension: the blocked tasks (s.8: a blocker neither done nor deleted), each with its own
+    # status and scope, kept by the triggers below whichever CLI writes (ralph.sh's too), so
+    # plan-status counts them from one index range instead of walking every dependency
+    # (decisions/0037). The dependents of a task are found by idx_task_deps_blocked_by.
+    "CREATE INDEX IF NOT EXISTS idx_task_deps_blocked_by ON task_deps(blocked_by)",
+    """CREATE TABLE IF NOT EXISTS task_blocked (
+    task_id      TEXT PRIMARY KEY,
+    scope_repo   TEXT,
+    scope_branch TEXT,
+    status       TEXT
+)""",
+    """CREATE INDEX IF NOT EXISTS idx_task_blocked_scope_status
+    ON task_blocked(scope_repo, scope_branch, status)""",
+    # A dependency added: its task is blocked when its blocker is unfinished.
+    f"""CREATE TRIGGER IF NOT EXISTS task_blocked_dep_added AFTER INSERT ON task_deps BEGIN
+    INSERT OR IGNORE INTO task_blocked SELECT t.id, t.scope_repo, t.scope_branch, t.status
+    FROM tasks t, tasks b WHERE t.id = NEW.task_id AND b.id = NEW.blocked_by AND {_UNFINISHED};
+END""",
+    # A dependency removed: its task stays blocked only by another unfinished blocker.
+    f"""CREATE TRIGGER IF NOT EXISTS task_blocked_dep_removed AFTER DELETE ON task_deps BEGIN
+    DELETE FROM task_blocked WHERE task_id = OLD.task_id AND NOT {_STILL_BLOCKED};
+END""",
+    # A task's status or scope changed: its own entry follows; when it became finished or
+    # unfinished, its dependents leave or join.
+    """CREATE TRIGGER IF NOT EXISTS task_blocked_task_changed
+    AFTER UPDATE OF status, scope_repo, scope_branch ON tasks BEGIN
+    UPDATE task_blocked SET status = NEW.status, scope_repo = NEW.scope_repo,
+        scope_branch = NEW.scope_branch WHERE task_id = NEW.id;
+END""",
+    f"""CREATE TRIGGER IF NOT EXISTS task_blocked_blocker_changed AFTER UPDATE OF status ON tasks
+    WHEN (OLD.status IN ('done', 'deleted')) IS NOT (NEW.status IN ('done', 'deleted')) BEGIN
+    {_DEPENDENTS_LEAVE}
+    {_DEPENDENTS_JOIN}
+END""",
+    # A task added (a dependency may name it already when foreign keys were off) or removed.
+    f"""CREATE TRIGGER IF NOT EXISTS task_blocked_task_added AFTER INSERT ON tasks BEGIN
+    INSERT OR IGNORE INTO task_blocked SELECT NEW.id, NEW.scope_repo, NEW.scope_branch,
+        NEW.status WHERE EXISTS (SELECT 1 FROM task_deps d JOIN tasks b ON b.id = d.blocked_by
+        WHERE d.task_id = NEW.id AND {_UNFINISHED});
+    {_DEPENDENTS_JOIN}
+END""",
+    f"""CREATE TRIGGER IF NOT EXISTS task_blocked_task_removed AFTER DELETE ON tasks BEGIN
+    DELETE FROM task_blocked WHERE task_id = OLD.id;
+    {_DEPENDENTS_LEAVE.replace("NEW.", "OLD.")}
+END""",
 )
 _SCHEMA_NAMES = ("tasks", "idx_tasks_scope_status", "task_deps", "agents", "task_holds",
                  "idx_tasks_id_status", "idx_tasks_scope_expiry", "idx_tasks_updated",
-                 "idx_tasks_retried")
+                 "idx_tasks_retried", "idx_task_deps_blocked_by", "task_blocked",
+                 "idx_task_blocked_scope_status", "task_blocked_dep_added",
+                 "task_blocked_dep_removed", "task_blocked_task_changed",
+                 "task_blocked_blocker_changed", "task_blocked_task_added",
+                 "task_blocked_task_removed")
+# task_blocked made from the backlog as it is, once, in the transaction that creates it
+# (a database made by ralph.sh or by an earlier ralph.py); the triggers keep it from then on.
+_FILL_BLOCKED = ("INSERT OR IGNORE INTO task_blocked SELECT t.id, t.scope_repo, t.scope_branch, "
+                 "t.status FROM tasks t WHERE EXISTS (SELECT 1 FROM task_deps d JOIN tasks b "
+                 f"ON b.id = d.blocked_by WHERE d.task_id = t.id AND {_UNFINISHED})")
 _SCHEMA_PRESENT = ("SELECT name FROM sqlite_master WHERE name IN "
                    f"({','.join('?' * len(_SCHEMA_NAMES))})")
 
@@ -200,8 +264,12 @@ def _ensure_schema(conn: sqlite3.Connection) -> None:
         return
 
     def create(c: sqlite3.Connection) -> None:
+        made = "SELECT 1 FROM sqlite_master WHERE name = 'task_blocked'"
+        fill = c.execute(made).fetchone() is None
         for statement in _SCHEMA:
             c.execute(statement)
+        if fill:
+            c.execute(_FILL_BLOCKED)
     write(conn, create)
 
 

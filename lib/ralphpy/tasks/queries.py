@@ -35,6 +35,22 @@ BY_ID_STATUS = "INDEXED BY idx_tasks_id_status"
 BLOCKED_IDS = (f"t.id IN (SELECT d.task_id FROM task_deps d CROSS JOIN tasks b {BY_ID_STATUS} "
                "WHERE b.id = d.blocked_by AND b.status NOT IN ('done', 'deleted'))")
 HELD_IDS = "t.id IN (SELECT h.task_id FROM task_holds h)"
+
+
+def blocked_counts(conn, params: dict, held: bool) -> tuple[int, int, int]:
+    """SQLite: (blocked, of them open, of them active) in the scope, from the table of blocked
+    tasks the store's triggers keep (db.py, decisions/0037); with holds, the held open or
+    active tasks not blocked otherwise are added (few: a hold is a breaker's last resort)."""
+    by_status = dict(conn.execute(
+        "SELECT status, count(*) FROM task_blocked WHERE scope_repo = :repo AND "
+        "scope_branch = :branch GROUP BY status", params).fetchall())
+    if held:
+        for status, n in conn.execute(
+                "SELECT t.status, count(*) FROM task_holds h JOIN tasks t ON t.id = h.task_id "
+                f"WHERE {IN_SCOPE} AND t.status IN ('open', 'active') AND h.task_id NOT IN "
+                "(SELECT task_id FROM task_blocked) GROUP BY t.status", params):
+            by_status[status] = by_status.get(status, 0) + n
+    return sum(by_status.values()), by_status.get("open", 0), by_status.get("active", 0)
 OPEN = "t.status = 'open'"
 EXPIRED = "t.status = 'active' AND t.lease_expires_at < datetime('now')"  # s.9.4: claimable too
 
