@@ -410,6 +410,45 @@ def worktree_setup(ctx: RunContext) -> WorktreeSetup:
     return WorktreeSetup(ctx)
 
 
+class Questions(Feature):
+    """docs/questions.md: a question an agent asked (`task ask`) is told once between sessions
+    (stderr and the events, so the notify channels carry it); at its deadline its default is
+    the answer; an answer goes into the prompt of its task's next session; a task done
+    forgets its question. questions.between does the work."""
+
+    def __init__(self, ctx: RunContext):
+        from ralphpy.questions import between
+        from ralphpy.tasks import question_files
+        self.ctx, where = ctx, ctx.ralph_dir / "questions"
+        ctx.export(question_files.DIR_ENV, str(where))  # a worktree's `task ask` writes here
+        self.waiting = between.Waiting(where, ctx.task.bound(ctx.env))
+
+    def _tell(self) -> None:
+        for note in self.waiting.between():
+            self.ctx.warn(note.message)
+            self.ctx.record("log", kind=note.kind, message=note.message, task=note.task,
+                            **note.fields)
+
+    def before_claims(self) -> str | None:
+        self._tell()                                    # a deadline passed: its default
+        return None
+
+    def prepare(self, session: Session) -> None:
+        prompt = session.prompt
+        if prompt.data:                                 # a --prompt template has none
+            session.prompt = dataclasses.replace(
+                prompt, data=self.waiting.annotate(prompt.data, prompt.task))
+
+    def record(self, session: Session) -> None:
+        self.waiting.done(session.completed)
+        self._tell()                                    # what this session asked, told now
+
+
+def questions(ctx: RunContext) -> Questions:
+    """Always on: with no question asked it costs one missing folder's look per session."""
+    return Questions(ctx)
+
+
 def unattended(ctx: RunContext) -> Unattended:
     """The unattended checks: always on (with no setting given they only watch `ralph ctl`)."""
     from ralphpy.unattended import night
@@ -428,6 +467,7 @@ REGISTRY: list[Factory] = [
     lambda ctx: ctx.assign or prompt_template(ctx),   # --assign claims and injects; --prompt
     verification,                        # --verify: reopen, hold
     sync,                                # --sync: rebase, push
+    questions,                           # task ask: told, defaults, answers in the prompt
 ]
 
 
@@ -440,4 +480,4 @@ def for_run(ctx: RunContext) -> Features:
 __all__ = ["Prompt", "Feature", "Features", "Unattended", "ScopeFreeze", "Verify", "Assign",
            "PromptTemplate", "Sync", "WorktreeSetup", "REGISTRY", "for_run", "unattended",
            "scope_freeze", "verification", "assignment", "prompt_template", "sync",
-           "worktree_setup", "FROZEN_DONE"]
+           "worktree_setup", "FROZEN_DONE", "Questions", "questions"]
