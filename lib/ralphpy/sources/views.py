@@ -12,7 +12,6 @@ from ralphpy import inert
 from ralphpy.sources.base import ACTIVE, DONE, HELD, Listing
 from ralphpy.sources.leases import Lease
 from ralphpy.tasks import markdown as md
-from ralphpy.tasks.question_files import release_hint
 
 
 def rows(listing: Listing, leases: Mapping[str, Lease], holds: Mapping[str, str]) -> list[dict]:
@@ -101,6 +100,7 @@ def show(r: dict, by_id: Mapping[str, dict], with_deps: bool) -> str:
         if always or (value not in (None, "", 0)):
             lines.append(f"{label + ':':<13}{'' if value is None else value}")
             if key == "held" and r.get("ralph_hold"):     # as the embedded store says it
+                from ralphpy.tasks.question_files import release_hint   # only when held
                 lines[-1] += "; " + release_hint(str(value), r["id"])
     if r["deps"]:
         lines += ["", "Dependencies:"]

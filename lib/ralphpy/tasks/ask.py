@@ -47,7 +47,17 @@ def parse(argv: Sequence[str]) -> tuple[str, str, str | None, float | None]:
     return slug, text, parsed.get("--default"), seconds
 
 
+HELP = f"""Usage: {USAGE}
+
+Ask a person a question about a task: the task is held, with the question as the reason,
+until `ralph answer <id> "<answer>"` (or, after --timeout, the --default) answers it; its
+next session is given the answer. --timeout takes 90s, 15m, 2h, 1h30m.
+"""
+
+
 def ask(ctx: Ctx, argv: Sequence[str]) -> str:
+    if list(argv) in (["--help"], ["-h"]):      # not in `task --help`: that text is s.2's
+        return HELP
     slug, text, default, seconds = parse(argv)
     where = questions.folder(ctx.environ, Git(ctx.cwd, ctx.environ).toplevel)
 
@@ -67,4 +77,4 @@ def ask(ctx: Ctx, argv: Sequence[str]) -> str:
     return f"asked {slug}: held until a person answers; go on with another task\n"
 
 
-__all__ = ["ask", "parse", "USAGE"]
+__all__ = ["ask", "parse", "USAGE", "HELP"]

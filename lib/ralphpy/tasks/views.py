@@ -9,7 +9,6 @@ from __future__ import annotations
 from ralphpy import inert
 from ralphpy.tasks import args as A
 from ralphpy.tasks import db, dep_tree, jsontext, markdown as md, queries as q
-from ralphpy.tasks import question_files as questions
 from ralphpy.tasks.context import Ctx
 from ralphpy.tasks.errors import TaskError
 
@@ -98,7 +97,9 @@ def show(ctx: Ctx, argv: Sequence[str]) -> str:
         if shown:
             lines.append(f"{label + ':':<13}{'' if value is None else value}")
         if label == "Status" and held is not None:    # no claim takes it until released
-            lines.append(f"{'Held:':<13}{held[0] or 'yes'}; {questions.release_hint(held[0], task['slug'])}")
+            from ralphpy.tasks import question_files  # pathlib: only for a held task
+            lines.append(f"{'Held:':<13}{held[0] or 'yes'}; "
+                         f"{question_files.release_hint(held[0], task['slug'])}")
     steps = md.steps_list(task["steps"])
     if steps:
         lines += ["", "Steps:"] + [f"  {i}. {s if isinstance(s, str) else md.compact(s)}"
