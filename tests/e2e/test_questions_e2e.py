@@ -175,7 +175,7 @@ def test_a_run_goes_on_while_a_question_waits_and_the_answer_reaches_the_tasks_n
         run.kill()
         run.wait()
     assert run.returncode == 0, err
-    assert (tmp_path / "work.log").read_text().split()[2:] == ["t1"]
+    assert (tmp_path / "work.log").read_text().split()[2:] == ["t1"], out + err
     assert all("Status:      done" in run_task("show", tid).stdout for tid in ("t1", "t2"))
     first, second, third = prompts(tmp_path)
     assert "PostgreSQL" not in first + second

@@ -422,9 +422,18 @@ class Questions(Feature):
         self.ctx, where = ctx, ctx.ralph_dir / "questions"
         ctx.export(question_files.DIR_ENV, str(where))  # a worktree's `task ask` writes here
         self.waiting = between.Waiting(where, ctx.task.bound(ctx.env))
+        self.answered: set[str] = set()      # released since take_answered() last asked
+
+    def take_answered(self) -> set[str]:
+        """The tasks whose questions were answered since the last call: a --parallel run
+        starts each task once, but one parked by a question may start again once answered."""
+        taken, self.answered = self.answered, set()
+        return taken
 
     def _tell(self) -> None:
         for note in self.waiting.between():
+            if note.kind in ("question_answered", "question_default"):
+                self.answered.add(note.task)
             self.ctx.warn(note.message)
             self.ctx.record("log", kind=note.kind, message=note.message, task=note.task,
                             **note.fields)

@@ -28,7 +28,7 @@ from ralphpy.config.table import BY_NAME
 from ralphpy.errors import RalphError, ScopeChanged, UsageError
 from ralphpy.loop import parallel_sessions, sessions
 from ralphpy.loop.context import RunContext
-from ralphpy.loop.features import Unattended, Verify
+from ralphpy.loop.features import Questions, Unattended, Verify
 from ralphpy.loop.parallel_book import Book
 from ralphpy.parallel import NEEDS_BRANCH, components, recovery, scheduler, worktrees
 from ralphpy.config.settings import find_repo_root
@@ -59,6 +59,7 @@ class ParallelBuild:
         self.scope_stop: ScopeChanged | None = None  # no new session; exit 4 at the end
         self.limit = None                        # a usage limit hit: waited out (_resume)
         self.limited: list[str] = []             # the tasks of its sessions: tried again after
+        self.plan: scheduler.ParallelRun | None = None
 
     # ------------------------------------------------------------------ start and recovery
     def _open_run(self) -> None:
@@ -111,6 +112,9 @@ class ParallelBuild:
         except ScopeChanged as err:
             self.scope_stop = err
             return []
+        questions = self.ctx.features.get(Questions)
+        if questions is not None and self.plan is not None:     # docs/questions.md: answered,
+            self.plan.tried.difference_update(questions.take_answered())   # it may start again
         tasks = self.book.export()
         if self.ctx.assign is not None and tasks:    # --assign: backlog.json, the queue as seen now
             task_files.write_backlog(self.book.ralph_dir, list(tasks.values()))
@@ -241,7 +245,8 @@ class ParallelBuild:
         ctx, book, opts = self.ctx, self.book, self.ctx.options
         if not ctx.branch:
             raise UsageError(NEEDS_BRANCH)
-        plan = scheduler.ParallelRun(parallel=opts.parallel, max_iterations=opts.max_iterations)
+        plan = self.plan = scheduler.ParallelRun(parallel=opts.parallel,
+                                                 max_iterations=opts.max_iterations)
         reason = "interrupted"
         with session_pool.Pool(ctx.guard, lambda: sessions.first_interrupt(ctx),
                                timeouts=sessions.timeouts(ctx),
