@@ -299,3 +299,55 @@ def test_a_question_asked_in_one_session_is_answered_in_the_prompt_of_its_tasks_
     assert first_task(given) == "t1"
     assert ("question: |\n  Which database should the store use?\n"
             "answer: |\n  PostgreSQL, as the fleet uses\nanswered_by: a person") in given
+
+
+WORK_PAST_DEADLINE = """set -e
+id=t2
+"$RALPH_TASK_SCRIPT" claim t2 >/dev/null
+python3 - <<'PY'
+import json, os, time
+asked = os.path.join(os.environ["RALPH_QUESTIONS_DIR"], "asked", "t1.json")
+give_up = time.monotonic() + 60
+while time.time() <= json.load(open(asked))["deadline"] and time.monotonic() < give_up:
+    time.sleep(0.1)
+PY
+echo "built $id" > "work-$id.txt"
+git add "work-$id.txt"
+git commit -q -m "Build $id"
+"$RALPH_TASK_SCRIPT" done "$id" --result "{\\"commit\\":\\"$(git rev-parse --short HEAD)\\"}"
+"""
+
+
+def test_a_question_nobody_answers_gives_its_default_to_the_tasks_next_session(
+        git_repo, run_ralph, run_task, base_env, home):
+    sync(run_task, {"id": "t1", "t": "Pick the store", "p": 1},
+         {"id": "t2", "t": "Write the docs", "p": 2})
+    ralph_install(git_repo, base_env)
+    prompts: list[str] = []
+
+    def asker(body, n):
+        if tool_results(body):
+            return Text("Session over.")
+        prompt = first_user_text(body)
+        prompts.append(prompt)
+        if first_task(prompt) == "t2":             # works past the deadline, then finishes
+            return bash(WORK_PAST_DEADLINE, "Working on t2 meanwhile.")
+        if "answer: |" in prompt:
+            return bash(WORK.replace("{given}", ""), "Working on the next task.")
+        return bash(ASK.replace("--timeout 2h", "--default SQLite --timeout 1s"),
+                    "This needs a person's decision.")
+
+    with StandIn(asker) as api:
+        proc = run_ralph("build", "--danger", "-n", "3",
+                         env=claude_env(base_env, home, api.url), timeout=200)
+    assert proc.returncode == 0, proc.stderr
+    assert "question on t1 timed out: took its default answer: SQLite" in proc.stderr
+    assert {t["id"]: t["status"] for t in tasks_of(run_task).values()} == {
+        "t1": "done", "t2": "done"}
+    given = next(p for p in prompts if "answer: |" in p)
+    assert first_task(given) == "t1"
+    assert ("answer: |\n  SQLite\nanswered_by: default (no answer came in time; the "
+            "question named it)") in given
+    report = run_ralph("report", "--md")
+    assert "question_default: question on t1 timed out: took its default answer: SQLite" \
+        in report.stdout
