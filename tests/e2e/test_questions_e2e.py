@@ -180,6 +180,10 @@ def test_a_run_goes_on_while_a_question_waits_and_the_answer_reaches_the_tasks_n
     first, second, third = prompts(tmp_path)
     assert "PostgreSQL" not in first + second
     if flags:                        # ralph assigned t1: the answer follows its instructions
+        assert "[t1] asked: question: Which database should the store use?\n" in out
+        asked = [e for e in read_jsonl(next((git_repo / ".ralph/runs").glob("*/events.jsonl")))
+                 if e.get("event") == "session_end" and e.get("outcome") == "asked"]
+        assert [e["counts_as_failure"] for e in asked] == [False]   # parked, not failed
         assert ("## The answer to your question on this task\n\nYou asked: Which database "
                 "should the store use?\n\nAnswer: PostgreSQL, as the fleet uses\n") in third
     else:                            # the agent picks from the peek: under t1's section
