@@ -24,7 +24,7 @@ def snapshot(repo: Path) -> dict[str, bytes]:
 
 
 def test_ask_holds_the_task_with_the_question_and_gives_back_the_askers_claim(
-        git_repo, run_task):
+        git_repo, run_task, any_store):
     assert run_task("create", "t1", "Pick a store").returncode == 0
     assert run_task("claim", "t1", "--agent", "a1").returncode == 0
     proc = run_task("ask", "t1", "Which database?", "--default", "sqlite", "--timeout", "2h")
@@ -66,7 +66,7 @@ def test_a_bad_ask_says_what_is_wrong_and_writes_nothing(git_repo, run_task, arg
 
 
 def test_answer_releases_the_task_once_and_refuses_what_it_cannot_answer(
-        git_repo, run_task, run_ralph):
+        git_repo, run_task, run_ralph, base_env, any_store):
     assert run_task("create", "t1", "Pick a store").returncode == 0
     assert run_task("ask", "t1", "Which database?").returncode == 0
     before = snapshot(git_repo)
@@ -77,14 +77,14 @@ def test_answer_releases_the_task_once_and_refuses_what_it_cannot_answer(
         (["t9", "yes"], "Error: task 't9' has no question waiting for an answer "
                         "('ralph task show t9' says why it is held)\n"),
     ]:
-        proc = run_ralph("answer", *args)
+        proc = run_ralph("answer", *args, env=base_env)
         assert (proc.returncode, proc.stderr, proc.stdout) == (1, line, "")
         assert snapshot(git_repo) == before                 # nothing written
-    proc = run_ralph("answer", "t1", "PostgreSQL")
+    proc = run_ralph("answer", "t1", "PostgreSQL", env=base_env)   # the same store
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("answered t1: ")
     assert "Held" not in run_task("show", "t1").stdout
-    again = run_ralph("answer", "t1", "SQLite")
+    again = run_ralph("answer", "t1", "SQLite", env=base_env)
     assert (again.returncode, again.stderr) == (
         1, "Error: the question on t1 was answered already: PostgreSQL\n")
     assert "answer" in run_ralph("answer", "--help").stdout
