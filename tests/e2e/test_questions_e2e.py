@@ -155,6 +155,18 @@ def start_run(git_repo, base_env, bin_dir, run_task, tmp_path, ask_flags: str,
                             stdin=subprocess.DEVNULL, text=True)
 
 
+def run_events(repo: Path) -> list[dict]:
+    """The run's events so far (a line still being written is left for the next look)."""
+    found = list((repo / ".ralph/runs").glob("*/events.jsonl"))
+    events = []
+    for line in found[0].read_text().splitlines() if found else []:
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            pass
+    return events
+
+
 def prompts(tmp_path) -> list[str]:
     return [" ".join(call["argv"]) for call in read_jsonl(tmp_path / "stub.jsonl")]
 
@@ -164,10 +176,12 @@ def test_a_run_goes_on_while_a_question_waits_and_the_answer_reaches_the_tasks_n
         git_repo, base_env, bin_dir, run_task, run_ralph, tmp_path, flags):
     run = start_run(git_repo, base_env, bin_dir, run_task, tmp_path, "", flags)
     try:
-        # the question is out and the run went on with t2 (its session waits for t1's hold)
-        wait_for(lambda: (git_repo / ASKED / "t1.json").exists() and
-                 (tmp_path / "work.log").exists() and
-                 sorted((tmp_path / "work.log").read_text().split()) == ["t1", "t2"], timeout=60)
+        # the question is out, t1's session has ended (the first to end: t2's waits for t1's
+        # hold) and the run went on with t2
+        wait_for(lambda: (tmp_path / "work.log").exists() and
+                 sorted((tmp_path / "work.log").read_text().split()) == ["t1", "t2"] and
+                 any(e.get("event") == "session_end" for e in run_events(git_repo)),
+                 timeout=60)
         answered = run_ralph("answer", "t1", "PostgreSQL, as the fleet uses")   # another process
         assert answered.returncode == 0, answered.stderr
         out, err = run.communicate(timeout=120)
@@ -181,7 +195,7 @@ def test_a_run_goes_on_while_a_question_waits_and_the_answer_reaches_the_tasks_n
     assert "PostgreSQL" not in first + second
     if flags:                        # ralph assigned t1: the answer follows its instructions
         assert "[t1] asked: question: Which database should the store use?\n" in out
-        asked = [e for e in read_jsonl(next((git_repo / ".ralph/runs").glob("*/events.jsonl")))
+        asked = [e for e in run_events(git_repo)
                  if e.get("event") == "session_end" and e.get("outcome") == "asked"]
         assert [e["counts_as_failure"] for e in asked] == [False]   # parked, not failed
         assert ("## The answer to your question on this task\n\nYou asked: Which database "
@@ -190,7 +204,7 @@ def test_a_run_goes_on_while_a_question_waits_and_the_answer_reaches_the_tasks_n
         assert ("question: |\n  Which database should the store use?\nanswer: |\n"
                 "  PostgreSQL, as the fleet uses\nanswered_by: a person") in third
     assert "question on t1: Which database should the store use?" in err
-    logs = [e for e in read_jsonl(next((git_repo / ".ralph/runs").glob("*/events.jsonl")))
+    logs = [e for e in run_events(git_repo)
             if e.get("event") == "log" and e.get("kind", "").startswith("question")]
     assert [e["kind"] for e in logs] == ["question", "question_answered"]
     assert logs[1]["answer"] == "PostgreSQL, as the fleet uses"
