@@ -333,6 +333,21 @@ def task_command(args: list[str]) -> int:
         return errors.EXIT_TASK_CMD_MISSING
 
 
+def answer_command(args: list[str]) -> int:
+    """`ralph answer <id> "<answer>"` (docs/questions.md), on the store or source `ralph task`
+    uses; the settings are read only once the arguments are good."""
+    def task():
+        opts = load_options("build", flags.parse("build", []),
+                            only=frozenset({"tasks", "store_connect_timeout"}))
+        if opts is None:
+            return None
+        start.task_source(opts, warn)                             # tool missing, bad URL: exit 1
+        return task_calls.resolve(Path(SCRIPT_DIR), os.environ)
+    from ralphpy.commands import answer
+    return answer.main(args, ralph_dir=workspace.ralph_dir(Path.cwd()), task=task,
+                       environ=os.environ)
+
+
 # The first argument (s.2). A later command is one line here and one in HELP_LINES.
 # GENERAL_HELP stays byte-exact (s.2); `ralph help` lists every command.
 def library_command(name: str, *, in_ralph_dir: bool = True):
@@ -355,6 +370,7 @@ COMMANDS = {
     "ctl": library_command("ctl"),                                # pause | resume | stop
     "report": library_command("run_report"),                      # what a run did
     "doctor": library_command("doctor", in_ralph_dir=False),      # what to fix before a run
+    "answer": answer_command,                                     # a question an agent asked
 }
 
 
@@ -367,6 +383,7 @@ HELP_LINES = {
     "report": "Show what a run did: tasks, outcomes, cost, time (--md, --json, --html FILE)",
     "ctl": "Pause, resume or stop a running loop from another shell",
     "doctor": "Check the machine and this repository before a run: what to fix, one line each",
+    "answer": "Answer the question an agent asked on a task; the task goes on with it",
     "help": "Show this list ('ralph help <command>' shows a command's options)",
 }
 HELD_TASKS = """\

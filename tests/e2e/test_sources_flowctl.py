@@ -151,3 +151,18 @@ def test_a_backlog_flowctl_cannot_list_is_one_line_before_any_session(
     assert line.startswith(f"Error: flowctl tasks --json failed: Task {broken} invalid JSON: ")
     assert proc.stdout == ""
     assert claims(tmp_path) == [] and not (git_repo / ".ralph").exists()
+
+
+def test_a_question_on_a_flowctl_task_is_its_hold_and_ralph_answer_releases_it(
+        run_ralph, flow, git_repo):
+    tid = add(flow, "Pick a store")
+    env = {**flow.env, "RALPH_TASKS": "flowctl"}
+    proc = run_ralph("task", "ask", tid, "Which database?", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (git_repo / ".ralph/sources/flowctl/holds" / tid).read_text() == \
+        "question: Which database?\n"
+    assert run_ralph("task", "claim", env=env).returncode == 2      # held: not claimable
+    answered = run_ralph("answer", tid, "PostgreSQL", env=env)
+    assert answered.returncode == 0, answered.stderr
+    assert "Held" not in run_ralph("task", "show", tid, env=env).stdout
+    assert statuses(flow)[tid] == "todo"

@@ -267,3 +267,20 @@ def test_a_ticket_whose_id_is_not_its_file_name_is_named_and_skipped_not_claimed
             "(tk finds a ticket by its file name); skipped") in proc.stderr
     assert claims(tmp_path) == [good] and status(tk_repo, good) == "closed"
     assert renamed.read_bytes() == before
+
+
+def test_a_question_on_a_ticket_is_its_hold_and_ralph_answer_releases_it(
+        run_ralph, tk_repo, git_repo):
+    ticket = tk_repo("create", "Pick a store")
+    env = {**tk_repo.env, "RALPH_TASKS": "tk"}
+    proc = run_ralph("task", "ask", ticket, "Which database?", "--default", "SQLite", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (git_repo / ".ralph/sources/tk/holds" / ticket).read_text() == \
+        "question: Which database?\n"                   # the hold the source keeps
+    assert (f'\nHeld:        question: Which database?; answer it with: ralph answer {ticket} '
+            '"<answer>"\n') in run_ralph("task", "show", ticket, env=env).stdout
+    assert run_ralph("task", "ask", "nope", "Which?", env=env).returncode == 2
+    answered = run_ralph("answer", ticket, "PostgreSQL", env=env)
+    assert answered.returncode == 0, answered.stderr
+    assert not (git_repo / ".ralph/sources/tk/holds" / ticket).exists()
+    assert "Held" not in run_ralph("task", "show", ticket, env=env).stdout

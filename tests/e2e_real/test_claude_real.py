@@ -9,11 +9,13 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from conftest import RALPH, wait_for
 from realcli import claude_env, events, installed_version, needs_clis, ralph_install, tasks_of
 from standin import Fail, Stall, StandIn, Text, bash, first_user_text, tool_results
 
@@ -223,3 +225,129 @@ def test_assign_mode_hands_each_session_its_task_and_the_cli_finishes_them(
         "a": "done", "b": "done", "c": "done"}
     assert [given_task(t["body"]) for t in api.agent_turns() if not tool_results(t["body"])] \
         == ["a", "b", "c"]
+
+
+# docs/questions.md, as the model: the first session asks on t1 and ends; the next one works
+# on t2 until t1's hold is gone (the question answered from another shell); the session after
+# that finds the answer under t1 in its prompt and builds t1.
+ASK = """set -e
+"$RALPH_TASK_SCRIPT" claim t1 >/dev/null
+"$RALPH_TASK_SCRIPT" ask t1 "Which database should the store use?" --timeout 2h
+"""
+WORK_WHILE_ASKED = """set -e
+id=t2
+"$RALPH_TASK_SCRIPT" claim t2 >/dev/null
+i=0
+while "$RALPH_TASK_SCRIPT" show t1 | grep -q '^Held:' && [ $i -lt 500 ]; do
+  i=$((i+1)); sleep 0.2
+done
+echo "built $id" > "work-$id.txt"
+git add "work-$id.txt"
+git commit -q -m "Build $id"
+"$RALPH_TASK_SCRIPT" done "$id" --result "{\\"commit\\":\\"$(git rev-parse --short HEAD)\\"}"
+"""
+
+
+def first_task(prompt: str) -> str:
+    """The id of the first task of the peek the prompt carries."""
+    found = re.search(r"^## Task (\S+)", prompt.split("<command-args>", 1)[-1], re.M)
+    return found.group(1) if found else ""
+
+
+def test_a_question_asked_in_one_session_is_answered_in_the_prompt_of_its_tasks_next_one(
+        git_repo, run_ralph, run_task, base_env, home):
+    sync(run_task, {"id": "t1", "t": "Pick the store", "p": 1},
+         {"id": "t2", "t": "Write the docs", "p": 2})
+    ralph_install(git_repo, base_env)
+    prompts: list[str] = []
+
+    def asker(body, n):
+        # by what the prompt says, not by the count: the CLI may send a turn's request twice
+        if tool_results(body):
+            return Text("Session over.")
+        prompt = first_user_text(body)
+        prompts.append(prompt)
+        if first_task(prompt) == "t2":
+            return bash(WORK_WHILE_ASKED, "Working on t2 meanwhile.")
+        if "answer: |" in prompt:
+            return bash(WORK.replace("{given}", ""), "Working on the next task.")
+        return bash(ASK, "This needs a person's decision.")
+
+    with StandIn(asker) as api:
+        run = subprocess.Popen([sys.executable, str(RALPH), "build", "--danger", "-n", "3"],
+                               cwd=git_repo, env=claude_env(base_env, home, api.url),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL, text=True)
+        try:
+            wait_for(lambda: "Status:      active" in run_task("show", "t2").stdout
+                     or run.poll() is not None, timeout=150)    # t2's session works
+            assert run.poll() is None, run.communicate()
+            answered = run_ralph("answer", "t1", "PostgreSQL, as the fleet uses")  # another shell
+            assert answered.returncode == 0, answered.stderr
+            out, err = run.communicate(timeout=180)
+        finally:
+            run.kill()
+            run.wait()
+    assert run.returncode == 0, err
+    assert "question on t1: Which database should the store use?" in err
+    assert {t["id"]: t["status"] for t in tasks_of(run_task).values()} == {
+        "t1": "done", "t2": "done"}
+    answered_at = [i for i, p in enumerate(prompts) if "answer: |" in p]
+    assert answered_at and first_task(prompts[0]) == "t1"
+    assert "t2" in map(first_task, prompts[:answered_at[0]])     # asked, then t2, then t1
+    given = prompts[answered_at[0]]
+    assert first_task(given) == "t1"
+    assert ("question: |\n  Which database should the store use?\n"
+            "answer: |\n  PostgreSQL, as the fleet uses\nanswered_by: a person") in given
+
+
+WORK_PAST_DEADLINE = """set -e
+id=t2
+"$RALPH_TASK_SCRIPT" claim t2 >/dev/null
+python3 - <<'PY'
+import json, os, time
+asked = os.path.join(os.environ["RALPH_QUESTIONS_DIR"], "asked", "t1.json")
+give_up = time.monotonic() + 60
+while time.time() <= json.load(open(asked))["deadline"] and time.monotonic() < give_up:
+    time.sleep(0.1)
+PY
+echo "built $id" > "work-$id.txt"
+git add "work-$id.txt"
+git commit -q -m "Build $id"
+"$RALPH_TASK_SCRIPT" done "$id" --result "{\\"commit\\":\\"$(git rev-parse --short HEAD)\\"}"
+"""
+
+
+def test_a_question_nobody_answers_gives_its_default_to_the_tasks_next_session(
+        git_repo, run_ralph, run_task, base_env, home):
+    sync(run_task, {"id": "t1", "t": "Pick the store", "p": 1},
+         {"id": "t2", "t": "Write the docs", "p": 2})
+    ralph_install(git_repo, base_env)
+    prompts: list[str] = []
+
+    def asker(body, n):
+        if tool_results(body):
+            return Text("Session over.")
+        prompt = first_user_text(body)
+        prompts.append(prompt)
+        if first_task(prompt) == "t2":             # works past the deadline, then finishes
+            return bash(WORK_PAST_DEADLINE, "Working on t2 meanwhile.")
+        if "answer: |" in prompt:
+            return bash(WORK.replace("{given}", ""), "Working on the next task.")
+        return bash(ASK.replace("--timeout 2h", "--default SQLite --timeout 1s"),
+                    "This needs a person's decision.")
+
+    with StandIn(asker) as api:
+        proc = run_ralph("build", "--danger", "-n", "3",
+                         env=claude_env(base_env, home, api.url), timeout=200)
+    assert proc.returncode == 0, proc.stderr
+    assert "question on t1 timed out: took its default answer: SQLite" in proc.stderr
+    assert {t["id"]: t["status"] for t in tasks_of(run_task).values()} == {
+        "t1": "done", "t2": "done"}
+    given = next(p for p in prompts if "answer: |" in p)
+    assert first_task(given) == "t1"
+    assert ("answer: |\n  SQLite\nanswered_by: default (no answer came in time; the "
+            "question named it)") in given
+    report = run_ralph("report", "--md")
+    assert "question_default: question on t1 timed out: took its default answer: SQLite" \
+        in report.stdout

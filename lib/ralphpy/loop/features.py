@@ -104,6 +104,11 @@ class Feature:
         feature put work back (the tasks are looked for again), else the run ends."""
         return False
 
+    def startable_again(self) -> set[str]:
+        """Run-level: the tasks this feature let go since it was last asked, which a
+        --parallel run (it starts each task once) may start again."""
+        return set()
+
     def end_lines(self, lines: list[str]) -> list[str]:
         """The lines that end the build loop."""
         return lines
@@ -183,6 +188,9 @@ class Features(Feature):
 
     def before_end(self) -> bool:
         return any([feature.before_end() for feature in self.items])   # each one asked
+
+    def startable_again(self) -> set[str]:
+        return set().union(*(feature.startable_again() for feature in self.items))
 
     def end_lines(self, lines: list[str]) -> list[str]:
         for feature in self.items:
@@ -531,6 +539,54 @@ def worktree_setup(ctx: RunContext) -> WorktreeSetup:
     return WorktreeSetup(ctx)
 
 
+class Questions(Feature):
+    """docs/questions.md: a question an agent asked (`task ask`) is told once between sessions
+    (stderr and the events, so the notify channels carry it); at its deadline its default is
+    the answer; an answer goes into the prompt of its task's next session; a task done
+    forgets its question. questions.between does the work."""
+
+    def __init__(self, ctx: RunContext):
+        from ralphpy.questions import between
+        from ralphpy.tasks import question_files
+        self.ctx, where = ctx, ctx.ralph_dir / "questions"
+        ctx.export(question_files.DIR_ENV, str(where))  # a worktree's `task ask` writes here
+        self.waiting = between.Waiting(where, ctx.task.bound(ctx.env))
+        self.answered: set[str] = set()      # released since startable_again() last asked
+
+    def startable_again(self) -> set[str]:
+        """The tasks whose questions were answered since the last call: parked by a question,
+        each may start again once answered."""
+        taken, self.answered = self.answered, set()
+        return taken
+
+    def _tell(self) -> None:
+        for note in self.waiting.between():
+            if note.kind in ("question_answered", "question_default"):
+                self.answered.add(note.task)
+            self.ctx.warn(note.message)
+            self.ctx.record("log", kind=note.kind, message=note.message, task=note.task,
+                            **note.fields)
+
+    def before_claims(self) -> str | None:
+        self._tell()                                    # a deadline passed: its default
+        return None
+
+    def prepare(self, session: Session) -> None:
+        prompt = session.prompt
+        if prompt.data:                                 # a --prompt template has none
+            session.prompt = dataclasses.replace(
+                prompt, data=self.waiting.annotate(prompt.data, prompt.task))
+
+    def record(self, session: Session) -> None:
+        self.waiting.done(session.completed)
+        self._tell()                                    # what this session asked, told now
+
+
+def questions(ctx: RunContext) -> Questions:
+    """Always on: with no question asked it costs one missing folder's look per session."""
+    return Questions(ctx)
+
+
 def unattended(ctx: RunContext) -> Unattended:
     """The unattended checks: always on (with no setting given they only watch `ralph ctl`)."""
     from ralphpy.unattended import night
@@ -549,6 +605,7 @@ REGISTRY: list[Factory] = [
     lambda ctx: ctx.assign or prompt_template(ctx),   # --assign claims and injects; --prompt
     verification,                        # --verify: reopen, hold
     sync,                                # --sync: rebase, push
+    questions,                           # task ask: told, defaults, answers in the prompt
 ]
 
 
@@ -562,4 +619,4 @@ __all__ = ["Prompt", "Hold", "Feature", "Features", "Unattended", "ScopeFreeze",
            "PromptTemplate", "Sync", "WorktreeSetup", "REGISTRY", "for_run", "unattended",
            "scope_freeze", "verification", "assignment", "prompt_template", "sync",
            "worktree_setup", "FROZEN_DONE", "STOPPED_BY_AGENT", "STOPPED_BY_REQUEST",
-           "LIMIT_REACHED"]
+           "LIMIT_REACHED", "Questions", "questions"]

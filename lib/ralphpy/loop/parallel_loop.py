@@ -53,6 +53,7 @@ class ParallelBuild:
         self.hold: features.Hold | None = None   # the features' hold, as last asked
         self.limited: list[str] = []             # tasks of sessions that hit a usage limit:
                                                  # tried again after its wait
+        self.plan: scheduler.ParallelRun | None = None
 
     # ------------------------------------------------------------------ start and recovery
     def _open_run(self) -> None:
@@ -105,6 +106,9 @@ class ParallelBuild:
         except ScopeChanged as err:
             self.scope_stop = err
             return []
+        again = self.ctx.features.startable_again()     # e.g. a question answered
+        if again and self.plan is not None:
+            self.plan.tried.difference_update(again)
         tasks = self.book.export()
         if self.ctx.assign is not None and tasks:    # --assign: backlog.json, the queue as seen now
             task_files.write_backlog(self.book.ralph_dir, list(tasks.values()))
@@ -216,7 +220,8 @@ class ParallelBuild:
         ctx, book, opts = self.ctx, self.book, self.ctx.options
         if not ctx.branch:
             raise UsageError(NEEDS_BRANCH)
-        plan = scheduler.ParallelRun(parallel=opts.parallel, max_iterations=opts.max_iterations)
+        plan = self.plan = scheduler.ParallelRun(parallel=opts.parallel,
+                                                 max_iterations=opts.max_iterations)
         reason, hold = "interrupted", None
         with session_pool.Pool(ctx.guard, lambda: sessions.first_interrupt(ctx),
                                timeouts=sessions.timeouts(ctx),

@@ -34,6 +34,7 @@ from ralphpy.parallel import worktrees
 from ralphpy.parallel.git import Git
 from ralphpy.parallel.prefix_writer import PrefixWriter
 from ralphpy.runs import state as run_state
+from ralphpy.tasks import question_files
 from ralphpy.unattended import outcome
 
 
@@ -247,6 +248,8 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
         # counted), and no attempt counts.
         sessions.give_back_active(ctx, x, env=book.agent_env(x.agent))
         ok, message, attempt = False, x.give_back_reason(), tid in x.failed and x.attempt
+    elif status == "open" and asked(x.record):
+        ok, message = False, x.record["held"]          # "question: ...", the hold's reason
     elif status == "open" and x.record.get("fail_reason") and \
             (x.record.get("retry_count") or 0) > (claimed_retries or 0):
         ok, message, attempt = False, x.record["fail_reason"], True   # the agent's `task fail`
@@ -257,10 +260,11 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
             name_deleted(book, tid)
     name_unheld(book)               # the store's first read since this session's agent ran
     stopped = result.interrupted and not ok          # as the single loop: no failure counted
+    parked = asked(x.record)                         # docs/questions.md: no failure either
     x.failed = [tid] if attempt else []
     x.completed = [tid] if ok else []
     x.reasons[tid], x.prior = message, prior
-    x.counted = outcome.Outcome(how.kind, message, not ok and not stopped)
+    x.counted = outcome.Outcome(how.kind, message, not ok and not stopped and not parked)
     ctx.features.record(x)          # the unattended checks count the attempt (and hold),
                                     # the breaker and budgets count the session
     _remove(book, x.place)
@@ -274,11 +278,12 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     summary = result.summary
     resume = {"resume_at": hit.reset_at.isoformat()} if hit and hit.reset_at else {}
     ended = ("deleted" if status == "deleted" else "completed" if ok
-             else "interrupted" if stopped else "failed")
+             else "interrupted" if stopped else "asked" if parked else "failed")
     book.event("session_end", n=x.n, task=tid, exit_code=result.returncode,
                duration_s=round(time.monotonic() - x.clock, 3), outcome=ended,
                reason=message, **{"class": how.kind, "detail": how.detail,
-                                  "counts_as_failure": how.counts_as_failure and not stopped},
+                                  "counts_as_failure": how.counts_as_failure and not stopped
+                                  and not parked},
                **resume,
                cost_usd=getattr(summary, "total_cost_usd", None),
                turns=getattr(summary, "num_turns", None),
@@ -288,5 +293,10 @@ def finish(book: Book, tid: str, result: Any) -> tuple[outcome.Outcome, outcome.
     return x.counted, how, hit
 
 
-__all__ = ["start", "not_started", "finish", "land_recovered", "merge", "assigned_end",
+def asked(record: dict) -> bool:
+    """The task is held by a question a person is to answer (`task ask`)."""
+    return str(record.get("held") or "").startswith(question_files.REASON)
+
+
+__all__ = ["start", "not_started", "finish", "asked", "land_recovered", "merge", "assigned_end",
            "name_deleted", "name_unheld"]

@@ -1,7 +1,9 @@
 """Owns which events of events.jsonl become notifications and what they say: run_end (with a
 category: finished, budget, breaker, scope change, interrupted, error ...), usage_limit_wait
 (start), usage_limit_wait_end (derived: the first event of the run after a wait), task_held and
-scope_changed. A notification is one JSON object; its `title` is one line for a desktop or a
+scope_changed, and the questions agents ask a person (question: asked; question_default and
+question_timeout: its deadline passed, with or without a default; question_answered). A
+notification is one JSON object; its `title` is one line for a desktop or a
 chat message. Knows nothing of delivery."""
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ from ralphpy.config.durations import format_duration
 from ralphpy.report.model import STOP_KINDS
 from ralphpy.report.events import ends_limit_wait
 
-KINDS = ("run_end", "usage_limit_wait", "usage_limit_wait_end", "task_held", "scope_changed")
+KINDS = ("run_end", "usage_limit_wait", "usage_limit_wait_end", "task_held", "scope_changed",
+         "question", "question_answered", "question_default", "question_timeout")
+_QUESTIONS = KINDS[5:]
 
 
 def _title(name: str, record: dict[str, Any], category: str | None) -> str:
@@ -27,6 +31,8 @@ def _title(name: str, record: dict[str, Any], category: str | None) -> str:
         return "ralph: waiting for the usage limit" + (f" until {until}" if until else "")
     if name == "usage_limit_wait_end":
         return f"ralph: usage-limit wait over after {format_duration(record['waited_s'])}"
+    if name in _QUESTIONS:
+        return f"ralph: {record.get('message') or name}"
     if name == "task_held":
         return f"ralph: task {record.get('task')} held: {record.get('message') or '-'}"
     changes = record.get("changes") or []
@@ -66,6 +72,11 @@ class Tracker:
             self.wait_started = time.monotonic()
             found.append(self._make("usage_limit_wait", record,
                                     resumeAt=record.get("resume_at")))
+        elif name == "log" and kind in _QUESTIONS:     # a reply: `ralph answer`, answerWith
+            found.append(self._make(kind, record, task=record.get("task"),
+                                    question=record.get("question"),
+                                    **({"answer": record["answer"]} if "answer" in record else
+                                       {"answerWith": record.get("answer_with")})))
         elif name == "log" and kind == "task_held":
             found.append(self._make("task_held", record, task=record.get("task"),
                                     reason=record.get("message")))

@@ -13,7 +13,10 @@ from typing import Any
 from ralphpy.report.model import STOP_KINDS, LimitWait, Report, Session, Task
 from ralphpy.unattended.outcome import NOT_AN_ATTEMPT
 
-_TASK_LOG_KINDS = ("task_held", "drift", "respawn", "assign", "strays")
+_TASK_LOG_KINDS = ("task_held", "drift", "respawn", "assign", "strays",
+                   # docs/questions.md: each answer says whether it was the default
+                   "question", "question_answered", "question_default", "question_timeout",
+                   "question_unsettled")
 # The `--sync` steps a reader must know of (docs/fleet.md): commits set aside by a conflict or
 # not on the shared branch yet, a session that started without the other machines' work, a
 # stash left behind. Fetches, rebases and pushes that worked are not news.

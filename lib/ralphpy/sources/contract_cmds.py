@@ -217,6 +217,24 @@ def unhold(b: Backlog, argv: Sequence[str]) -> str:
     return f"unheld {task_id}\n"
 
 
+def ask(b: Backlog, argv: Sequence[str]) -> str:
+    """docs/questions.md: the task held with the question as its hold's reason, in the holds
+    file a source's holds live in; an active task given back (its lease dropped)."""
+    from ralphpy.tasks import ask as embedded, question_files as questions
+    task_id, text, default, seconds = embedded.parse(argv)
+    r = b.record(task_id)
+    if r["status"] in ("done", "deleted"):
+        raise TaskError(f"task '{task_id}' is {r['status']}: there is nothing to ask about")
+    where = questions.folder(b.environ, lambda: str(Path(b.source.root)))
+    questions.ask(where, task_id, text, default, seconds, time.time())
+    atomic_file.ensure_dir(b.holds_dir)                 # .ralph/ ignores itself
+    (b.holds_dir / task_id).write_text(questions.REASON + text + "\n", encoding="utf-8")
+    if r["status"] == "active":
+        b.tool(b.source.release, task_id, questions.REASON + text)
+        b.leases.drop(task_id)
+    return f"asked {task_id}: held until a person answers; go on with another task\n"
+
+
 def list_tasks(b: Backlog, argv: Sequence[str]) -> str:
     parsed = A.flags(argv, values=("--status", "--assignee"), switches=("--all", "--markdown"))
     if "--all" in parsed and "--status" in parsed:
@@ -268,7 +286,7 @@ def agent(b: Backlog, argv: Sequence[str]) -> str:
 COMMANDS = {"peek": peek, "claim": claim, "renew": renew, "done": done, "fail": fail,
             "list": list_tasks, "show": show, "plan-status": plan_status,
             "_export-json": export_json, "_hold": hold, "_unhold": unhold, "_reopen": reopen,
-            "agent": agent}
+            "agent": agent, "ask": ask}
 
 
 def unsupported(source: str, command: str) -> TaskError:

@@ -100,7 +100,8 @@ def show(r: dict, by_id: Mapping[str, dict], with_deps: bool) -> str:
         if always or (value not in (None, "", 0)):
             lines.append(f"{label + ':':<13}{'' if value is None else value}")
             if key == "held" and r.get("ralph_hold"):     # as the embedded store says it
-                lines[-1] += f"; release it with: ralph task _unhold {r['id']}"
+                from ralphpy.tasks.question_files import release_hint   # only when held
+                lines[-1] += "; " + release_hint(str(value), r["id"])
     if r["deps"]:
         lines += ["", "Dependencies:"]
         lines += [f"  {d} ({by_id[d]['status'] if d in by_id else 'missing'})"

@@ -65,6 +65,7 @@ _COMMANDS = {
     "agent": ("agent_cmds", "agent"),
     "_heartbeat": ("fleet_cmds", "heartbeat"), "_fleet": ("fleet_cmds", "fleet"),
     "migrate-db": ("migrate_db", "migrate_db"),
+    "ask": ("ask", "ask"),
 }
 
 

@@ -97,8 +97,9 @@ def show(ctx: Ctx, argv: Sequence[str]) -> str:
         if shown:
             lines.append(f"{label + ':':<13}{'' if value is None else value}")
         if label == "Status" and held is not None:    # no claim takes it until released
-            lines.append(f"{'Held:':<13}{held[0] or 'yes'}; release it with: "
-                         f"ralph task _unhold {task['slug']}")
+            from ralphpy.tasks import question_files  # pathlib: only for a held task
+            lines.append(f"{'Held:':<13}{held[0] or 'yes'}; "
+                         f"{question_files.release_hint(held[0], task['slug'])}")
     steps = md.steps_list(task["steps"])
     if steps:
         lines += ["", "Steps:"] + [f"  {i}. {s if isinstance(s, str) else md.compact(s)}"

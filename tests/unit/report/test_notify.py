@@ -230,3 +230,21 @@ def test_the_desktop_channel_uses_notify_send_and_says_once_when_it_is_missing(
         "--app-name=ralph",
         "ralph: run stopped (breaker): No progress: 3 sessions in a row failed (exit 6)",
         "No progress: 3 sessions in a row failed"]
+
+
+def test_a_question_and_its_default_reach_the_webhook_with_the_command_that_answers(
+        ralph_dir, receiver):
+    hook = receiver()
+    dispatch.attach(ralph_dir, RUN, {"notify": hook.url})
+    progress.append_event(ralph_dir, RUN, "log", kind="question", task="t1",
+                          message='question on t1: Which DB? (answer: ralph answer t1 "...")',
+                          question="Which DB?", answer_with='ralph answer t1 "<answer>"')
+    progress.append_event(ralph_dir, RUN, "log", kind="question_default", task="t1",
+                          message="question on t1 timed out: took its default answer: SQLite",
+                          question="Which DB?", answer="SQLite", by="default")
+    assert dispatch.detach(ralph_dir, RUN) is True
+    asked, defaulted = hook.bodies
+    assert (asked["event"], asked["task"], asked["question"], asked["answerWith"]) == (
+        "question", "t1", "Which DB?", 'ralph answer t1 "<answer>"')
+    assert asked["title"].startswith("ralph: question on t1: Which DB?")
+    assert (defaulted["event"], defaulted["answer"]) == ("question_default", "SQLite")
