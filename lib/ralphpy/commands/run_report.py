@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ralphpy.atomic_file import write_atomic
-from ralphpy.config.durations import format_duration, parse_duration
+from ralphpy.durations import format_duration, parse_duration
 from ralphpy.errors import EXIT_OK, EXIT_USAGE, RalphError
 from ralphpy.report import collect, files, render_html, render_md, render_text
 

@@ -9,7 +9,7 @@ import math
 import re
 from typing import Any, Callable
 
-from ralphpy.config.durations import parse_duration
+from ralphpy.durations import parse_duration
 
 KINDS = ("int", "bool", "number", "duration", "text", "list")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")

@@ -47,7 +47,7 @@ def _probe(value: str, timeout_s: float, warn: Callable[[str], None]) -> None:
     every session. A server not reached within `timeout_s` is a typo in its host or port, not
     an outage (there was nothing to wait out): one stderr line when the wait begins, then
     UsageError. An outage after this is waited out by the run's task calls (fleet.outage)."""
-    from ralphpy.config.durations import format_duration
+    from ralphpy.durations import format_duration
     from ralphpy.tasks import pg
     from ralphpy.tasks.errors import TaskError
     shown_store, bound = shown(value), format_duration(timeout_s)

@@ -78,7 +78,7 @@ def read(environ: Mapping[str, str], repo: Path, recorded: dict | None,
 def _ago(seconds: float | None) -> str:
     if seconds is None:
         return "no heartbeat yet"
-    from ralphpy.config.durations import format_duration
+    from ralphpy.durations import format_duration
     return f"heartbeat {format_duration(seconds)} ago"
 
 

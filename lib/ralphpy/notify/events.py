@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ralphpy.config.durations import format_duration
+from ralphpy.durations import format_duration
 from ralphpy.report.model import STOP_KINDS
 from ralphpy.report.events import ends_limit_wait
 

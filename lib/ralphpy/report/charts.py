@@ -8,7 +8,7 @@ import math
 from collections import Counter
 from datetime import datetime, timezone
 
-from ralphpy.config.durations import format_duration
+from ralphpy.durations import format_duration
 from ralphpy.report.model import Report, Task
 
 MAX_POINTS = 240

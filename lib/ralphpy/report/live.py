@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ralphpy.config.durations import format_duration
+from ralphpy.durations import format_duration
 from ralphpy.report import collect, events
 
 TAIL_BYTES = 65536

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ralphpy.config.durations import format_duration
+from ralphpy.durations import format_duration
 from ralphpy.errors import (EXIT_BUDGET, EXIT_NO_PROGRESS, BudgetExhausted, NoProgress,
                              RalphError)
 

@@ -8,7 +8,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from typing import Callable
 
-from ralphpy.config.durations import format_duration
+from ralphpy.durations import format_duration
 from ralphpy.errors import BudgetExhausted
 
 RESUMED = "resumed"

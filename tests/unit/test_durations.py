@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ralphpy.config.durations import format_duration, parse_duration
+from ralphpy.durations import format_duration, parse_duration
 
 
 @pytest.mark.parametrize("text,seconds", [
