@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Mapping
 
 from ralphpy import programs
 from ralphpy.config.options import Options
-from ralphpy.unattended import control, guards, limit_wait, logrotate, outcome, usage_limits
+from ralphpy.unattended import (clock, control, guards, limit_wait, logrotate, outcome, shift,
+                                 usage_limits)
 from ralphpy.runs import progress
 from ralphpy.runs import state as run_state
 from ralphpy.backlog import client as task_client
@@ -99,6 +100,7 @@ class Night:
         self._pending: tuple[Any, Any, float] | None = None   # (outcome, limit hit, cost)
         self.watch = BacklogWatch(task, env, Path.cwd())       # the backlog's fingerprint
         self._hold_warned = False
+        self.shift: shift.Shift | None = None   # pace:, agents:, escalate: (night shift)
 
     # ------------------------------------------------------------------ run start and end
     def start(self) -> None:
@@ -209,15 +211,64 @@ class Night:
             out, cost, self.watch.fingerprint(counts_text) if need else "",
             self._head() if need else None)
         self._keep()                   # saved with the session's record (lifecycle), or below
-        stop = outcome.stop_error(out, self.agent)
+        handed = out.kind in (outcome.USAGE_LIMIT, outcome.USAGE_DISABLED) and \
+            self.hand_over(hit, out.detail)
+        stop = None if handed else outcome.stop_error(out, self.agent)
         if stop is not None:
             raise stop
         if verdict is not None:
             raise verdict.error()
+        if handed:
+            return
         if out.kind == outcome.USAGE_LIMIT and last:
             self.skip_limit(hit)
         elif out.kind == outcome.USAGE_LIMIT:
             self.wait_limit(hit)
+
+    # ------------------------------------------------------------------ the night shift
+    def hand_over(self, hit: usage_limits.LimitHit | None, detail: str) -> bool:
+        """agents: the session's agent (self.agent) hit a usage limit or found its usage
+        disabled: True when another agent takes the next session (no wait, no stop)."""
+        if self.shift is None:
+            return False
+        other = self.shift.take_over(self.agent, hit, clock.now(self.env))
+        if other is None:
+            return False
+        until = f"until {hit.reset_at.isoformat()}" if hit and hit.reset_at else "for this run"
+        line = f"Fallback: {self.agent} is limited {until} ({detail}); {other} takes over"
+        self.warn(line)
+        self._event("log", kind="fallback", message=line, agent=self.agent, to=other)
+        self._save()
+        return True
+
+    def next_agent(self) -> str | None:
+        """pace:, agents: before a session: the agents whose limit has reset are back; when
+        every agent is limited or held by pace:, one stderr line (which window, why, until
+        when) and the wait, through the clock seam. Returns the stop line when `ralph ctl
+        stop` or SIGHUP ended the wait, else None (self.shift.choose now names an agent)."""
+        while self.shift is not None:
+            now = clock.now(self.env)
+            for agent in self.shift.back(now):
+                line = f"Fallback: {agent} is back: its usage limit has reset"
+                self.warn(line)
+                self._event("log", kind="fallback_back", message=line, agent=agent)
+                self._save()
+            choice = self.shift.choose(now)
+            if choice.until is None:
+                return None
+            line = (f"Pace: waiting until {choice.until.strftime('%Y-%m-%d %H:%M UTC')} "
+                    f"({choice.why})")
+            self.warn(line)
+            self._event("log", kind="pace_wait", message=line, agent=choice.agent,
+                        resume_at=choice.until.isoformat())
+            while (left := (choice.until - clock.now(self.env)).total_seconds()) > 0:
+                if clock.wait(left, self._wait, self.env):      # a stop ends it at once
+                    if not self.guard.pending:
+                        self.stop_line = ("Stopped: SIGHUP received while pacing"
+                                          if self.guard.hangup else
+                                          "Stopped: `ralph ctl stop` requested while pacing")
+                    return self.stop_line
+        return None
 
     # ------------------------------------------------------------------ helpers
     def skip_limit(self, hit: usage_limits.LimitHit) -> None:
