@@ -16,6 +16,7 @@ from ralphpy.assign import mode as assign_mode
 from ralphpy.assign.choice import dispatch_prompt
 from ralphpy.backlog import answers
 from ralphpy.config.settings import find_repo_root
+from ralphpy.loop import night_shift
 from ralphpy.loop.context import RunContext
 from ralphpy.loop.sessions import Prompt, Session
 from ralphpy.runs import progress
@@ -146,8 +147,8 @@ class Unattended(Feature):
     between sessions, what ends the run or a usage limit waited out; no silent "All tasks
     complete" while tasks are held (--max-attempts, the respawn guard). Night does the work."""
 
-    def __init__(self, night: Night):
-        self.night = night
+    def __init__(self, night: Night, ctx: RunContext | None = None):
+        self.night, self.ctx = night, ctx
 
     def start(self) -> None:
         self.night.start()                               # stale STOP, persisted limit wait
@@ -155,10 +156,22 @@ class Unattended(Feature):
     def before_session(self) -> str | None:
         return self.night.between_sessions()
 
+    def before_claims(self) -> str | None:
+        return self.night.next_agent()                   # pace:, agents: (may wait)
+
+    def prepare(self, session: Session) -> None:
+        if self.night.shift is not None:
+            night_shift.prepare(self.ctx, self.night.shift, session)
+
     def record(self, session: Session) -> None:
         result = session.result
         if result is None:
             return
+        self.night.agent = session.adapter.name          # the CLI this session ran
+        if self.night.shift is not None:
+            session.fields.update(self.night.shift.after_session(
+                session.adapter.name, session.fields.get("model"), result.summary,
+                len(session.completed), self.ctx.warn))
         if session.place is not None:                   # a --parallel session: its one task
             self._record_claimed(session)
             return
@@ -413,9 +426,10 @@ def worktree_setup(ctx: RunContext) -> WorktreeSetup:
 def unattended(ctx: RunContext) -> Unattended:
     """The unattended checks: always on (with no setting given they only watch `ralph ctl`)."""
     from ralphpy.unattended import night
-    return Unattended(night.Night(ctx.limits, ctx.run, task=ctx.task, env=ctx.env, guard=ctx.guard,
-                                  log_dir=ctx.cwd / ".ralph" / "logs", say=ctx.say,
-                                  warn=ctx.warn))
+    checks = night.Night(ctx.limits, ctx.run, task=ctx.task, env=ctx.env, guard=ctx.guard,
+                         log_dir=ctx.cwd / ".ralph" / "logs", say=ctx.say, warn=ctx.warn)
+    checks.shift = night_shift.shift_of(ctx)             # pace:, agents:, escalate: (or None)
+    return Unattended(checks, ctx)
 
 
 # The features of a run, in the order each hook runs them: one line each. A new feature is a
