@@ -19,6 +19,7 @@ HOUR = timedelta(hours=1)
 # is shown but cannot be paced (only its refusal counts).
 _LENGTHS = (("five_hour", 5 * HOUR), ("seven_day", 7 * 24 * HOUR))
 _NOT_WINDOWS = ("overage",)          # extra usage: money, not a window to spread
+_ROUNDING = 1e-9                     # 0.8 x 0.2 + 0.04 is not quite 0.2 in floating point
 
 
 def length(name: str) -> timedelta | None:
@@ -121,12 +122,13 @@ def held_until(window: Window, now: datetime, pace: float, per_session: float) -
     gone = window.gone(now)
     if gone is None or window.resets_at <= now:
         return None
-    if window.utilization <= pace * gone + per_session:
+    if window.utilization <= pace * gone + per_session + _ROUNDING:
         return None
     share = (window.utilization - per_session) / pace          # the share gone that allows it
     if share >= 1.0:
         return window.resets_at
-    return window.resets_at - length(window.name) * (1.0 - share)
+    until = window.resets_at - length(window.name) * (1.0 - share)
+    return until if until > now else None
 
 
 def describe(window: Window, now: datetime) -> str:

@@ -1,0 +1,48 @@
+"""The night shift's choice of agent and model (unattended.shift)."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from ralphpy.unattended import shift, usage_limits
+
+NOW = datetime(2026, 11, 28, 12, 0, tzinfo=timezone.utc)
+
+
+def hit(reset: datetime | None, kind: str = usage_limits.LIMIT) -> usage_limits.LimitHit:
+    return usage_limits.LimitHit(kind, reset, "You've hit your limit", "event")
+
+
+def test_the_run_agent_comes_first_and_a_limited_one_hands_over_until_its_reset():
+    extra: dict = {}
+    plan = shift.Shift(shift.config("claude", None, ("codex", "claude", "gemini"), ()), extra)
+    assert plan.cfg.agents == ("claude", "codex", "gemini")
+    assert plan.choose(NOW).agent == "claude"
+    assert plan.take_over("claude", hit(NOW + timedelta(hours=1)), NOW) == "codex"
+    assert plan.choose(NOW).agent == "codex"
+    assert plan.back(NOW + timedelta(minutes=30)) == []
+    again = shift.Shift(plan.cfg, extra)                          # a resumed run knows
+    assert again.choose(NOW).agent == "codex"
+    assert again.back(NOW + timedelta(hours=1)) == ["claude"]
+    assert again.choose(NOW + timedelta(hours=1)).agent == "claude"
+
+
+def test_disabled_usage_is_out_for_the_run_and_with_every_agent_limited_the_soonest_waits():
+    plan = shift.Shift(shift.config("claude", None, ("codex",), ()), {})
+    assert plan.take_over("claude", hit(None, usage_limits.DISABLED), NOW) == "codex"
+    assert plan.take_over("codex", hit(NOW + timedelta(hours=2)), NOW) is None
+    choice = plan.choose(NOW)
+    assert (choice.agent, choice.until) == ("codex", NOW + timedelta(hours=2))
+    assert plan.back(NOW + timedelta(days=30)) == ["codex"]        # claude stays out
+
+
+def test_one_agent_alone_never_hands_over():
+    plan = shift.Shift(shift.config("claude", "80%", (), ()), {})
+    assert plan.cfg.pace == 0.8
+    assert plan.take_over("claude", hit(NOW + timedelta(hours=1)), NOW) is None
+
+
+def test_escalation_follows_the_task_failures_and_stays_on_the_last_model():
+    plan = shift.Shift(shift.config("claude", None, ("codex",), ("haiku", "sonnet", "opus")), {})
+    assert [plan.model("claude", n) for n in range(5)] == [
+        "haiku", "sonnet", "opus", "opus", "opus"]
+    assert plan.model("codex", 2) is None                        # the first agent's models
