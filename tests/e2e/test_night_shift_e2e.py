@@ -9,7 +9,7 @@ import json
 import pytest
 
 import treehash
-from conftest import install_stub
+from conftest import git, ignore_ralph_dir, install_stub
 
 KNOWN = "amp, claude, codex, gemini, opencode, pi"
 MODELS = "haiku, opus, opus-4.5, opus-4.6, sonnet"
@@ -41,3 +41,34 @@ def test_a_bad_night_shift_setting_is_one_error_line_exit_1_and_nothing_written(
     result = run_ralph("build", *args)
     assert (result.returncode, result.stdout, result.stderr) == (1, "", f"Error: {message}\n")
     assert treehash.diff(before, treehash.snapshot(git_repo)) == []
+
+
+DONE = r"""
+tid=$(cat "$RALPH_FROZEN_IDS_FILE")
+echo "$tid" > "out-$tid.txt"
+git add -A >/dev/null && git commit -qm "work on $tid" >/dev/null
+"$RALPH_TASK_SCRIPT" done "$tid" >/dev/null
+"""
+
+
+def test_parallel_sessions_hand_a_usage_limit_to_the_fallback_agent_without_waiting(
+        git_repo, run_ralph, run_task, bin_dir, base_env, tmp_path):
+    install_stub(bin_dir, "claude", "claude-limit")          # claude: always limited
+    install_stub(bin_dir, "codex", "agent_cli")
+    ignore_ralph_dir(git_repo, base_env)
+    for tid in ("t1", "t2"):
+        assert run_task("create", tid, f"Task {tid}", "-c", f"component:{tid}").returncode == 0
+    log = tmp_path / "calls.jsonl"
+    proc = run_ralph("build", "--parallel", "2", "--fallback-agent", "codex",
+                     env={"STUB_LIMIT_KIND": "event", "STUB_ACTION": DONE, "STUB_LOG": str(log)},
+                     timeout=90)
+    assert proc.returncode == 0, proc.stderr
+    tasks = {t["id"]: t["status"] for t in map(json.loads, run_task("_export-json").stdout
+                                               .splitlines())}
+    assert tasks == {"t1": "done", "t2": "done"}, proc.stdout + proc.stderr
+    assert "Fallback: claude is limited until " in proc.stderr
+    assert "Usage limit: waiting" not in proc.stdout
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {c.get("prog", "claude") for c in calls} == {"claude", "codex"}
+    assert sorted(c["env"]["RALPH_FROZEN_IDS_FILE"].rsplit("-", 1)[1]
+                  for c in calls if c.get("prog") == "codex") == ["t1", "t2"]

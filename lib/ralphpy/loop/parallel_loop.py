@@ -47,6 +47,7 @@ class ParallelBuild:
         self.template = None if self.book.dispatch_template() else \
             assign_mode.anti_drift_template(ctx.options, find_repo_root(ctx.cwd))
         self.ended: list = []                    # sessions ended, not yet finished (_wait)
+        self.plan: scheduler.ParallelRun | None = None     # the scheduler's state (run)
         self.night = ctx.features.get(Unattended).night
         verify = ctx.features.get(Verify)
         self.verify = verify.gate if verify else None           # stale re-checks at the end
@@ -175,7 +176,10 @@ class ParallelBuild:
         self.book.save()                    # the session's record: its one write after it ended
         if lost := lifecycle.lock_lost(self.ctx.run, self.book.state.iteration):
             self.stop = self.stop or lost                   # no new session; exit 8 at the end
-        elif stop := outcome.stop_error(how, self.ctx.adapter.name):
+        elif how.kind in (outcome.USAGE_LIMIT, outcome.USAGE_DISABLED) and \
+                self.night.hand_over(hit, how.detail):
+            self.plan.tried.discard(tid)    # agents: another agent takes it again, no wait
+        elif stop := outcome.stop_error(how, self.night.agent):
             # a rejected key, root refused, a disabled account: no new session; exit 9/10/7
             self.stop = self.stop or stop
         elif tripped:           # no new session; exit 5/6 at the end, with the figures of
@@ -242,6 +246,7 @@ class ParallelBuild:
         if not ctx.branch:
             raise UsageError(NEEDS_BRANCH)
         plan = scheduler.ParallelRun(parallel=opts.parallel, max_iterations=opts.max_iterations)
+        self.plan = plan                         # a task handed to a fallback agent: again
         reason = "interrupted"
         with session_pool.Pool(ctx.guard, lambda: sessions.first_interrupt(ctx),
                                timeouts=sessions.timeouts(ctx),

@@ -235,7 +235,8 @@ class Night:
         if other is None:
             return False
         until = f"until {hit.reset_at.isoformat()}" if hit and hit.reset_at else "for this run"
-        line = f"Fallback: {self.agent} is limited {until} ({detail}); {other} takes over"
+        said = hit.message if hit is not None else detail
+        line = f"Fallback: {self.agent} is limited {until} ({said}); {other} takes over"
         self.warn(line)
         self._event("log", kind="fallback", message=line, agent=self.agent, to=other)
         self._save()
