@@ -80,6 +80,12 @@ def test_pace_reads_the_windows_of_the_real_cli_and_waits_until_the_window_allow
     assert len(logged) == 1 and logged[0]["resume_at"]
     state = json.loads(next((two_tasks / ".ralph" / "runs").glob("*/state.json")).read_text())
     assert state["extra"]["night_shift"]["windows"]["claude"]["five_hour"]["utilization"] == 0.6
+    status = run_ralph("status", env=env).stdout
+    assert "Windows:    claude: five_hour 60% (resets " in status, status
+    assert "seven_day 10% (resets " in status
+    report = run_ralph("report", env=env).stdout
+    assert "Windows:    five_hour 60% -> 60%, seven_day 10% -> 10%\n" in report, report
+    assert "Models:     claude default $" in report
 
 
 def test_a_spent_window_hands_the_session_to_codex_and_claude_comes_back_after_its_reset(
@@ -126,6 +132,9 @@ def test_a_spent_window_hands_the_session_to_codex_and_claude_comes_back_after_i
     state = json.loads(next((two_tasks / ".ralph" / "runs").glob("*/state.json")).read_text())
     costs = state["extra"]["night_shift"]["costs"]
     assert set(costs) == {"claude", "codex"}
+    assert "Agents:     claude $" in run_ralph("status", env=env).stdout
+    report = run_ralph("report", env=env).stdout
+    assert "Models:     claude default $0.00 (2 sessions, 1 done), codex default $" in report, report
 
 
 GIVE_UP = """set -e
@@ -170,3 +179,21 @@ def test_a_task_that_fails_three_times_escalates_haiku_sonnet_opus(
     models = state["extra"]["night_shift"]["models"]
     assert {k: v["finished"] for k, v in models.items()} == {
         "claude:haiku": 0, "claude:sonnet": 0, "claude:opus": 1}
+    report = run_ralph("report", env=claude_env(base_env, home, "http://127.0.0.1:9")).stdout
+    line = next(x for x in report.splitlines() if x.startswith("Models:"))
+    assert "claude haiku $" in line and "(1 session, 0 done)" in line
+    assert "claude opus $" in line and "(2 sessions, 1 done)" in line
+
+
+def test_with_an_api_key_pace_says_once_that_the_cost_budget_is_the_only_pacing(
+        two_tasks, run_ralph, run_task, base_env, home):
+    ralph_install(two_tasks, base_env)
+    with StandIn(builder) as api:                         # no windows: API-key auth
+        proc = run_ralph("build", "--danger", "--pace", "80%",
+                         env=claude_env(base_env, home, api.url), timeout=200)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("Pace: claude reported no usage windows (API-key auth has none); "
+                             "the run's cost budget (--max-cost) is its only pacing\n") == 1
+    assert "Pace: waiting" not in proc.stderr
+    assert [e["cli"] for e in events(two_tasks, "session_end")] == ["claude", "claude"]
+    assert all("windows" not in e for e in events(two_tasks, "session_end"))
