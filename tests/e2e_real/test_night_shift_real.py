@@ -86,6 +86,8 @@ def test_pace_reads_the_windows_of_the_real_cli_and_waits_until_the_window_allow
     report = run_ralph("report", env=env).stdout
     assert "Windows:    five_hour 60% -> 60%, seven_day 10% -> 10%\n" in report, report
     assert "Models:     claude default $" in report
+    html = next((two_tasks / ".ralph" / "runs").glob("*/report.html")).read_text()
+    assert "<dt>Windows</dt><dd>five_hour 60% -&gt; 60%, seven_day 10% -&gt; 10%</dd>" in html
 
 
 def test_a_spent_window_hands_the_session_to_codex_and_claude_comes_back_after_its_reset(
