@@ -72,3 +72,43 @@ def test_parallel_sessions_hand_a_usage_limit_to_the_fallback_agent_without_wait
     assert {c.get("prog", "claude") for c in calls} == {"claude", "codex"}
     assert sorted(c["env"]["RALPH_FROZEN_IDS_FILE"].rsplit("-", 1)[1]
                   for c in calls if c.get("prog") == "codex") == ["t1", "t2"]
+
+
+def test_a_fallback_agent_not_installed_is_refused_before_the_first_session(
+        git_repo, run_ralph, run_task, bin_dir, base_env):
+    install_stub(bin_dir)
+    assert run_task("create", "t1", "Task t1").returncode == 0
+    result = run_ralph("build", "--fallback-agent", "gemini",
+                       env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "Error: cannot run the fallback agent gemini: 'gemini' is not on PATH; install it, or "
+        "drop it from agents: (--fallback-agent)")
+    assert not (git_repo / ".ralph" / "runs").exists()
+
+
+ESCALATED = r"""
+"$RALPH_TASK_SCRIPT" done t1 >/dev/null 2>&1 || {
+  tid=$(cat "$RALPH_FROZEN_IDS_FILE"); "$RALPH_TASK_SCRIPT" done "$tid" >/dev/null; }
+"""
+
+
+@pytest.mark.parametrize("mode", [("--assign",), ("--parallel", "2")], ids=["assign", "parallel"])
+def test_a_claimed_task_that_failed_before_gets_the_escalated_model(
+        git_repo, run_ralph, run_task, bin_dir, base_env, tmp_path, mode):
+    install_stub(bin_dir)
+    ignore_ralph_dir(git_repo, base_env)
+    assert run_task("create", "t1", "Task t1").returncode == 0
+    for _ in range(2):                        # two failed attempts in earlier runs
+        assert run_task("claim", "--agent", "earlier").returncode == 0
+        assert run_task("fail", "t1", "--reason", "tests fail").returncode == 0
+    (git_repo / "ralph.yml").write_text("escalate: [haiku, sonnet, opus]\n")
+    log = tmp_path / "calls.jsonl"
+    result = run_ralph("build", *mode, "--max-attempts", "5",
+                       env={"STUB_LOG": str(log), "STUB_ACTION": ESCALATED}, timeout=90)
+    assert result.returncode == 0, result.stderr
+    (call,) = [json.loads(line) for line in log.read_text().splitlines()]
+    argv = call["argv"]
+    assert argv[argv.index("--model") + 1] == "opus"
+    assert "Session 1: agent claude, model opus (escalated: its task failed 2 times)" in \
+        result.stderr

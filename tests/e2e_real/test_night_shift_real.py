@@ -136,7 +136,8 @@ def test_a_spent_window_hands_the_session_to_codex_and_claude_comes_back_after_i
     assert set(costs) == {"claude", "codex"}
     assert "Agents:     claude $" in run_ralph("status", env=env).stdout
     report = run_ralph("report", env=env).stdout
-    assert "Models:     claude default $0.00 (2 sessions, 1 done), codex default $" in report, report
+    models = "Models:     claude default $0.00 (2 sessions, 1 done), codex default $"
+    assert models in report, report
 
 
 GIVE_UP = """set -e

@@ -55,9 +55,9 @@ class Shift:
             if isinstance(seen, dict):
                 self.windows[agent] = {n: w for n, d in seen.items()
                                        if (w := windows.Window.from_dict(n, d)) is not None}
-        self.uses: dict[str, list[float]] = {n: [float(u) for u in us if isinstance(u, (int, float))]
-                                             for n, us in (data.get("uses") or {}).items()
-                                             if isinstance(us, list)}
+        self.uses: dict[str, list[float]] = {
+            n: [float(u) for u in us if isinstance(u, (int, float))]
+            for n, us in (data.get("uses") or {}).items() if isinstance(us, list)}
         self.limited: dict[str, str | None] = dict(data.get("limited") or {})
         self.costs: dict[str, float] = dict(data.get("costs") or {})
         self.models: dict[str, dict[str, float]] = dict(data.get("models") or {})
