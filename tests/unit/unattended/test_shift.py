@@ -46,3 +46,20 @@ def test_escalation_follows_the_task_failures_and_stays_on_the_last_model():
     assert [plan.model("claude", n) for n in range(5)] == [
         "haiku", "sonnet", "opus", "opus", "opus"]
     assert plan.model("codex", 2) is None                        # the first agent's models
+
+
+def test_a_window_ahead_of_its_pace_hands_the_session_over_or_waits_when_none_may_start():
+    from ralphpy.unattended.windows import Window
+    extra: dict = {}
+    plan = shift.Shift(shift.config("claude", "80%", ("codex",), ()), extra)
+    ahead = Window("seven_day", 0.5, NOW + timedelta(days=6))     # 1 of 7 days gone
+    plan.windows["claude"] = {"seven_day": ahead}
+    choice = plan.choose(NOW)
+    assert (choice.agent, choice.until) == ("codex", None)
+    assert "claude's seven_day 50% used, 14% of it gone (pace 80%" in choice.why
+    plan.take_over("codex", hit(NOW + timedelta(days=9)), NOW)
+    waits = plan.choose(NOW)                       # 50% / 80% = 62.5% of the week gone
+    assert waits.agent == "claude"
+    assert waits.until == NOW + timedelta(days=6) - timedelta(days=7) * 0.375
+    plan.save()
+    assert shift.Shift(plan.cfg, extra).choose(NOW).until == waits.until   # kept in the state
