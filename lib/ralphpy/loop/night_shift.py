@@ -35,12 +35,13 @@ def failures(ctx: RunContext, session: Session) -> int:
 
 
 def prepare(ctx: RunContext, plan: shift.Shift, session: Session) -> None:
-    """The session's agent and model, as the shift chose them."""
+    """The session's agent and model, as the shift chose them (escalate: a build session's
+    task; a plan session runs on --model)."""
     agent = plan.choose(clock.now(ctx.env)).agent
     if agent != ctx.adapter.name:
         session.adapter, session.model = adapters.get_adapter(agent), None
     alias = None
-    if plan.cfg.escalate and agent == plan.cfg.agents[0]:
+    if plan.cfg.escalate and agent == plan.cfg.agents[0] and ctx.mode == "build":
         tries = failures(ctx, session)
         alias = plan.model(agent, tries)
         session.model = alias if agent != "claude" else backend.resolve_model(
