@@ -145,7 +145,9 @@ class Unattended(Feature):
     """`ralph ctl` pause/stop and SIGHUP between sessions, --max-runtime, log rotation; each
     session's outcome counted (--max-attempts holds a task, the breaker, the budgets) and,
     between sessions, what ends the run or a usage limit waited out; no silent "All tasks
-    complete" while tasks are held (--max-attempts, the respawn guard). Night does the work."""
+    complete" while tasks are held (--max-attempts, the respawn guard); the night shift
+    (docs/night-shift.md): pace:'s waits and agents:' hand-over before a session, each
+    session's agent and model (escalate:) as it starts. Night does the work."""
 
     def __init__(self, night: Night, ctx: RunContext | None = None):
         self.night, self.ctx = night, ctx

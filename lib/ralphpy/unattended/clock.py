@@ -7,7 +7,6 @@ agents."""
 from __future__ import annotations
 
 import os
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Mapping
@@ -41,10 +40,6 @@ def wait(seconds: float, stop: Callable[[float], bool],
     tmp.write_text(f"{moved:.3f}\n")
     tmp.replace(path)                     # a reader never sees half a number
     return stop(0.0)
-
-
-def monotonic() -> float:
-    return time.monotonic()
 
 
 __all__ = ["FAKE", "now", "wait"]

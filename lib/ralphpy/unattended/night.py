@@ -7,8 +7,10 @@ run, which starts each task once). Between sessions: `ralph ctl` pause/stop and 
 rotation; after each: counting its outcome (its fields for the session_end event, the outcomes
 in progress.md), holding tasks that failed --max-attempts times, the breaker and budgets (their
 state persisted in the run state), and waiting out usage limits (the resume time persisted in
-the run state, and one persisted by an earlier run honoured). Each piece is one call into the
-module that owns it (outcome, usage_limits, limit_wait, guards, control, logrotate). Knows
+the run state, and one persisted by an earlier run honoured), or, with fallback agents, handing the
+next session to another agent; before a session, pace:'s wait (the night shift's choices are
+unattended.shift's). Each piece is one call into the module that owns it (outcome,
+usage_limits, limit_wait, guards, control, logrotate, shift, clock). Knows
 nothing of running the agent (session), of classifying a session (the session lifecycle does,
 once), of where the settings come from (config) or of the run's lifecycle on disk
 (runlife.lifecycle), and never prints: lines for the user go through the `say`/`warn`
