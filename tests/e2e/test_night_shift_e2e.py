@@ -5,6 +5,7 @@ and model when the shift is on, never when it is off (the banner stays byte-exac
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -112,3 +113,43 @@ def test_a_claimed_task_that_failed_before_gets_the_escalated_model(
     assert argv[argv.index("--model") + 1] == "opus"
     assert "Session 1: agent claude, model opus (escalated: its task failed 2 times)" in \
         result.stderr
+
+
+# codex exec --json at its usage limit: the turn fails with the message (no reset named)
+CODEX_LIMITED = """#!/bin/sh
+echo '{"type":"thread.started","thread_id":"t"}'
+echo '{"type":"turn.started"}'
+echo '{"type":"turn.failed","error":{"message":"You'"'"'ve hit your usage limit."}}'
+exit 1
+"""
+CLAIM_AND_FINISH = ('id=$("$RALPH_TASK_SCRIPT" claim | sed -n "s/^id: //p" | head -n 1); '
+                    '"$RALPH_TASK_SCRIPT" done "$id" >/dev/null')
+
+
+def test_with_every_agent_limited_the_run_waits_for_the_first_one_free_not_the_last_hit(
+        git_repo, run_ralph, run_task, bin_dir, base_env, tmp_path):
+    """claude's limit resets in a minute, codex's (no reset named: --limit-default-wait) in
+    five hours: the wait is the minute (simulated), within --max-limit-wait 1h."""
+    start = int(time.time())        # the test clock starts at the wall clock's now: a limit
+    clock = tmp_path / "clock"      # without a reset is timed from the wall clock
+    clock.write_text(f"{start}\n")
+    install_stub(bin_dir, "claude", "claude-limit")
+    codex = bin_dir / "codex"
+    codex.write_text(CODEX_LIMITED)
+    codex.chmod(0o755)
+    assert run_task("create", "t1", "Task t1").returncode == 0
+    result = run_ralph(
+        "build", "--fallback-agent", "codex", "--limit-default-wait", "5h",
+        "--max-limit-wait", "1h", "--limit-wait-margin", "0",
+        env={"RALPH_TEST_CLOCK_FILE": str(clock), "STUB_LIMIT_KIND": "event",
+             "STUB_LIMIT_TIMES": "1", "STUB_LIMIT_STATE": str(tmp_path / "calls"),
+             "STUB_LIMIT_RESETS_AT": str(start + 60), "STUB_ACTION": CLAIM_AND_FINISH},
+        timeout=90)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Usage limit: waiting until " in result.stdout
+    assert [line for line in result.stderr.splitlines() if line.startswith("Session ")] == [
+        "Session 1: agent claude, model default", "Session 2: agent codex, model default",
+        "Session 3: agent claude, model default"]
+    assert "Fallback: claude is back: its usage limit has reset" in result.stderr
+    assert 60 <= float(clock.read_text()) - start < 3600          # simulated, the minute
+    assert json.loads(run_task("_export-json").stdout.splitlines()[0])["status"] == "done"

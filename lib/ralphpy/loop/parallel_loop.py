@@ -225,7 +225,8 @@ class ParallelBuild:
             plan.reason = "max_iterations"
             return False
         if self.limit is not None:
-            self.night.wait_limit(self.limit)    # Usage limit: ...; exit 5; a stop ends it
+            self.night.wait_limit(self.night.free_first(self.limit))   # Usage limit: ...;
+                                                 # exit 5; a stop ends it
             self.limit = None
             plan.tried.difference_update(self.limited)
             self.limited = []

@@ -222,6 +222,8 @@ class Night:
             raise verdict.error()
         if handed:
             return
+        if out.kind == outcome.USAGE_LIMIT:
+            hit = self.free_first(hit)                   # agents: the first agent free
         if out.kind == outcome.USAGE_LIMIT and last:
             self.skip_limit(hit)
         elif out.kind == outcome.USAGE_LIMIT:
@@ -243,6 +245,17 @@ class Night:
         self._event("log", kind="fallback", message=line, agent=self.agent, to=other)
         self._save()
         return True
+
+    def free_first(self, hit: usage_limits.LimitHit) -> usage_limits.LimitHit:
+        """agents: every agent is limited: the wait ends when the first of them is free (its
+        reset, or its pace), not at the reset the last session hit. Without agents: `hit`."""
+        if self.shift is None or len(self.shift.cfg.agents) < 2:
+            return hit
+        choice = self.shift.choose(clock.now(self.env))
+        if choice.until is None or hit.reset_at is None or choice.until >= hit.reset_at:
+            return hit
+        return dataclasses.replace(hit, reset_at=choice.until,
+                                   message=f"{hit.message}; {choice.why}")
 
     def next_agent(self) -> str | None:
         """pace:, agents: before a session: the agents whose limit has reset are back; when
@@ -302,7 +315,9 @@ class Night:
         started = time.monotonic()
         res = limit_wait.wait_until(hit.reset_at, margin=margin, cap_flag=flag,
                                     max_wait=None if cap_s is None else timedelta(seconds=cap_s),
-                                    wait=self._wait, log=self.say)   # BudgetExhausted: exit 5
+                                    clock=lambda: clock.now(self.env),
+                                    wait=lambda s: clock.wait(s, self._wait, self.env),
+                                    log=self.say)   # BudgetExhausted: exit 5
         self.guards.note_limit_wait(time.monotonic() - started)
         self.state.resume_at = None
         self.state.extra.pop("limit", None)
