@@ -20,6 +20,8 @@ from ralphpy.unattended.guards import reported_cost
 KEY = "night_shift"                  # the run state's extra field
 _USES_KEPT = 20                      # sessions' uses per window the median reads
 _SAME_WINDOW_S = 120                 # a reset this close to the last one: the same window
+
+
 @dataclasses.dataclass(frozen=True)
 class ShiftConfig:
     pace: float | None               # 0.8 for `pace: 80%`; None: off
@@ -114,7 +116,8 @@ class Shift:
                 soonest = Choice(agent, held[0], held[1])
         return soonest or Choice(self.cfg.agents[0], None, "; ".join(reasons))
 
-    def take_over(self, agent: str, hit: usage_limits.LimitHit | None, now: datetime) -> str | None:
+    def take_over(self, agent: str, hit: usage_limits.LimitHit | None,
+                  now: datetime) -> str | None:
         """`agent`'s session hit a usage limit (or found its usage disabled): it is limited
         until the reset (for the rest of the run when disabled). Another agent that may start
         now, which then takes the next session, or None (the run waits, or stops, as without
