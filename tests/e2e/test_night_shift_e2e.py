@@ -153,3 +153,23 @@ def test_with_every_agent_limited_the_run_waits_for_the_first_one_free_not_the_l
     assert "Fallback: claude is back: its usage limit has reset" in result.stderr
     assert 60 <= float(clock.read_text()) - start < 3600          # simulated, the minute
     assert json.loads(run_task("_export-json").stdout.splitlines()[0])["status"] == "done"
+
+
+def test_a_limit_an_earlier_run_left_is_handed_to_the_fallback_agent_without_a_wait(
+        git_repo, run_ralph, run_task, bin_dir, base_env, tmp_path):
+    install_stub(bin_dir, "claude", "claude-limit")
+    install_stub(bin_dir, "codex", "agent_cli")
+    assert run_task("create", "t1", "Task t1").returncode == 0
+    limited = {"STUB_LIMIT_KIND": "event",
+               "STUB_LIMIT_RESETS_AT": str(int(time.time()) + 3 * 3600)}
+    first = run_ralph("build", "-n", "1", env=limited)          # not waited out: -n 1
+    assert first.returncode == 0 and "Usage limit: not waited out" in first.stdout
+    second = run_ralph("build", "--fallback-agent", "codex",
+                       env={**limited, "STUB_ACTION": CLAIM_AND_FINISH}, timeout=60)
+    assert second.returncode == 0, second.stderr
+    assert "Usage limit from an earlier run: resume time " in second.stdout
+    assert "Usage limit: waiting" not in second.stdout
+    assert "; codex takes over" in second.stderr
+    assert [line for line in second.stderr.splitlines() if line.startswith("Session ")] == [
+        "Session 1: agent codex, model default"]
+    assert json.loads(run_task("_export-json").stdout.splitlines()[0])["status"] == "done"

@@ -115,7 +115,8 @@ class Night:
             self.guards.baseline(self.watch.fingerprint(None), self._head())
         if persisted is not None:
             self.say(f"Usage limit from an earlier run: resume time {persisted.reset_at.isoformat()}")
-            self.wait_limit(persisted)
+            if not self.hand_over(persisted, persisted.message):     # agents: another one
+                self.wait_limit(persisted)
 
     def finish(self) -> None:
         """At every exit after start(): a stop request is used up (the next run starts normally)."""
