@@ -173,3 +173,31 @@ def test_a_limit_an_earlier_run_left_is_handed_to_the_fallback_agent_without_a_w
     assert [line for line in second.stderr.splitlines() if line.startswith("Session ")] == [
         "Session 1: agent codex, model default"]
     assert json.loads(run_task("_export-json").stdout.splitlines()[0])["status"] == "done"
+
+
+def test_a_parallel_run_paces_once_its_sessions_have_ended_on_simulated_time(
+        git_repo, run_ralph, run_task, bin_dir, base_env, tmp_path):
+    start = int(time.time())
+    clock = tmp_path / "clock"
+    clock.write_text(f"{start}\n")
+    stream = tmp_path / "stream.jsonl"
+    stream.write_text(json.dumps({"type": "rate_limit_event", "rate_limit_info": {
+        "status": "allowed", "unifiedWindows": {
+            "five_hour": {"utilization": 0.6, "resetsAt": start + 4 * 3600}}}}) + "\n" +
+        json.dumps({"type": "result", "subtype": "success", "is_error": False,
+                    "result": "ok", "num_turns": 1, "total_cost_usd": 0.01}) + "\n")
+    install_stub(bin_dir)
+    ignore_ralph_dir(git_repo, base_env)
+    for tid in ("t1", "t2", "t3"):
+        assert run_task("create", tid, f"Task {tid}", "-c", f"component:{tid}").returncode == 0
+    result = run_ralph("build", "--parallel", "2", "--pace", "80%",
+                       env={"RALPH_TEST_CLOCK_FILE": str(clock), "STUB_STREAM": str(stream),
+                            "STUB_ACTION": DONE}, timeout=90)
+    assert result.returncode == 0, result.stderr
+    waits = [line for line in result.stderr.splitlines() if line.startswith("Pace: waiting")]
+    assert len(waits) == 1 and "claude's five_hour 60% used, 20% of it gone" in waits[0]
+    moved = float(clock.read_text()) - start
+    assert 2.75 * 3600 - 60 <= moved <= 2.75 * 3600 + 60
+    tasks = {t["id"]: t["status"] for t in map(json.loads, run_task("_export-json").stdout
+                                               .splitlines())}
+    assert tasks == {"t1": "done", "t2": "done", "t3": "done"}

@@ -156,10 +156,9 @@ class Unattended(Feature):
         self.night.start()                               # stale STOP, persisted limit wait
 
     def before_session(self) -> str | None:
-        return self.night.between_sessions()
-
-    def before_claims(self) -> str | None:
-        return self.night.next_agent()                   # pace:, agents: (may wait)
+        # pace:, agents: may wait here; a --parallel run waits once its sessions have ended
+        # (parallel_loop asks Night: its one pump must go on meanwhile)
+        return self.night.between_sessions() or self.night.next_agent()
 
     def prepare(self, session: Session) -> None:
         if self.night.shift is not None:

@@ -206,7 +206,8 @@ class ParallelBuild:
             self.verdict = self.guards.before_session()         # --max-runtime
         if self.night.stop_line is None and (line := self.night.stop_requested()):
             self.book.event("log", kind="stop", message=line)   # ralph ctl stop, SIGHUP
-        return self._stopping() or self.limit is not None or self.night.paused()
+        return (self._stopping() or self.limit is not None or self.night.paused()
+                or self.night.held_by_pace())                # pace:, every agent limited
 
     def _resume(self, plan: scheduler.ParallelRun) -> bool:
         """The scheduler stopped for a usage limit or a pause: the running sessions end (they
@@ -232,6 +233,7 @@ class ParallelBuild:
             self.limited = []
         else:
             self.night.between_sessions()        # Paused: ...; --max-runtime: exit 5
+            self.night.next_agent()              # pace: waits; a stop ends it
         pool.handle_signals()                           # a Ctrl+C during the wait
         return not self._stopping()
 

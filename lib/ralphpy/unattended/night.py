@@ -258,6 +258,11 @@ class Night:
         return dataclasses.replace(hit, reset_at=choice.until,
                                    message=f"{hit.message}; {choice.why}")
 
+    def held_by_pace(self) -> bool:
+        """pace:, agents: no agent may start a session now (a `--parallel` run then lets its
+        running sessions end and waits with next_agent)."""
+        return self.shift is not None and self.shift.choose(clock.now(self.env)).until is not None
+
     def next_agent(self) -> str | None:
         """pace:, agents: before a session: the agents whose limit has reset are back; when
         every agent is limited or held by pace:, one stderr line (which window, why, until
