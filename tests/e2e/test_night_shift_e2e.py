@@ -31,8 +31,11 @@ MODELS = "haiku, opus, opus-4.5, opus-4.6, sonnet"
     ((), "escalate: [haiku, sonet]\n",
      f"ralph.yml: escalate must be models of models.json or claude's own ({MODELS}, or a "
      "full claude-... id); not 'sonet', got ['haiku', 'sonet']"),
+    (("--agent", "codex"), "escalate: [haiku, sonnet]\n",
+     "escalate: names claude's models; the run's agent is codex (drop escalate:, or run "
+     "claude)"),
 ], ids=["pace-no-percent", "pace-over-100", "pace-yml", "agents-yml", "fallback-flag",
-        "escalate-yml"])
+        "escalate-yml", "escalate-other-agent"])
 def test_a_bad_night_shift_setting_is_one_error_line_exit_1_and_nothing_written(
         git_repo, run_ralph, bin_dir, args, yml, message):
     install_stub(bin_dir)
