@@ -60,8 +60,10 @@ def bash(command: str, text: str = "") -> Tool:
 
 
 class StandIn:
-    def __init__(self, brain: Callable[[dict, int], Any]):
+    def __init__(self, brain: Callable[[dict, int], Any],
+                 headers: Callable[[dict], dict] | None = None):
         self.brain = brain
+        self.headers = headers           # extra headers of each answer (rate-limit windows)
         self.requests: list[dict] = []
         self.unanswered: list[str] = []
         self.turns = 0
@@ -119,9 +121,10 @@ class StandIn:
             return handler.send_json(404, {"type": "error", "error": {
                 "type": "not_found_error", "message": "not here"}})
         answer = self._answer(body)
+        extra = self.headers(body) if self.headers else {}
         if isinstance(answer, Fail):
             return handler.send_json(answer.status, {"type": "error", "error": {
-                "type": answer.kind, "message": answer.message}}, answer.headers)
+                "type": answer.kind, "message": answer.message}}, {**extra, **answer.headers})
         blocks = []
         if isinstance(answer, Text):
             blocks = [{"type": "text", "text": answer.text}]
@@ -132,8 +135,8 @@ class StandIn:
                            "name": answer.name, "input": answer.input})
         stop = "tool_use" if isinstance(answer, Tool) else "end_turn"
         if not body.get("stream"):
-            return handler.send_json(200, _message(blocks, stop))
-        handler.start_stream()
+            return handler.send_json(200, _message(blocks, stop), extra)
+        handler.start_stream(extra)
         handler.event("message_start", {"type": "message_start", "message": _message([], None)})
         if isinstance(answer, Stall):
             return self.stall(handler)
@@ -208,8 +211,10 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def start_stream(self) -> None:
+    def start_stream(self, headers: dict | None = None) -> None:
         self.send_response(200)
+        for key, value in (headers or {}).items():
+            self.send_header(key, str(value))
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")

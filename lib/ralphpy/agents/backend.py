@@ -51,4 +51,20 @@ def resolve_model(alias: str, backend: str, models_path: Path) -> str:
     return model if isinstance(model, str) and model else alias
 
 
-__all__ = ["ANTHROPIC", "BEDROCK", "detect", "models_file", "resolve_model"]
+# The aliases the claude CLI resolves itself (`claude --model opus`), beside models.json's.
+CLAUDE_ALIASES = ("opus", "sonnet", "haiku")
+
+
+def known_models(models_path: Path | None = None) -> set[str]:
+    """The model aliases ralph can name: models.json's (the packaged copy unless given) and
+    the claude CLI's own."""
+    path = models_path or Path(__file__).resolve().parent.parent / "models.json"
+    try:
+        aliases = set(json.loads(path.read_bytes()))
+    except (OSError, ValueError, TypeError):
+        aliases = set()
+    return aliases | set(CLAUDE_ALIASES)
+
+
+__all__ = ["ANTHROPIC", "BEDROCK", "detect", "models_file", "resolve_model", "known_models",
+           "CLAUDE_ALIASES"]

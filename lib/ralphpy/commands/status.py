@@ -88,6 +88,7 @@ def read_status(ralph_dir: Path, named: str | None = None) -> dict[str, Any]:
     html = files.paths(ralph_dir, run_id)[1] if run_id else None
     status["report"] = str(html) if html is not None and html.exists() else None
     status["verify"] = (state.extra.get("verify") or None) if state else None   # docs/verify.md
+    status["nightShift"] = (state.extra.get("night_shift") or None) if state else None
     status["fleet"] = view.read(os.environ, ralph_dir.parent,      # docs/fleet.md
                                       state.extra.get("fleet") if state else None, named=named)
     return status
@@ -108,6 +109,28 @@ def _breakers(state: run_state.RunState | None) -> dict[str, Any] | None:
         at = given.get(limit, BY_NAME[limit].default) if on else 0
         out[counter] = {"count": guards.get(counter, 0), "stopsAt": at}
     return out
+
+
+def _night_shift(shift: Any) -> list[str]:
+    """The night shift's lines (docs/night-shift.md): each agent's usage windows as last
+    reported, the agents limited and until when, the cost of each agent."""
+    if not isinstance(shift, dict):
+        return []
+    lines = []
+    for agent, seen in sorted((shift.get("windows") or {}).items()):
+        if isinstance(seen, dict) and seen:
+            lines.append(f"Windows:    {agent}: " + ", ".join(
+                f"{name} {w.get('utilization', 0):.0%} (resets {w.get('resets_at')})"
+                for name, w in sorted(seen.items()) if isinstance(w, dict)
+                and isinstance(w.get("utilization"), (int, float))))
+    for agent, until in sorted((shift.get("limited") or {}).items()):
+        lines.append(f"Limited:    {agent} " + (f"until {until}" if until else "for this run"))
+    costs = shift.get("costs") or {}
+    if isinstance(costs, dict) and costs:
+        lines.append("Agents:     " + ", ".join(f"{agent} ${cost:.2f}"
+                                                for agent, cost in sorted(costs.items())
+                                                if isinstance(cost, (int, float))))
+    return lines
 
 
 def _describe_outcome(o: dict[str, Any]) -> str:
@@ -172,6 +195,7 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
                   f"  exit {r.get('exit_code')}  at {str(r.get('commit') or '')[:12]}"
                   + (f"  ({len(r['findings'])} tamper findings)" if r.get("findings") else "")
                   for task, r in status["verify"].items()]
+    lines += _night_shift(status.get("nightShift"))
     if status.get("report"):
         shown = Path(ralph_dir) / "runs" / str(status["runId"]) / "report.html"
         lines.append(f"Report:     {shown} (`ralph report` shows it here)")

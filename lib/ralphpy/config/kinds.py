@@ -111,7 +111,9 @@ def _list(value: Any) -> tuple[str, ...]:
     (an environment variable, a flag, or a ralph.yml line)."""
     if isinstance(value, str) and _words(value):
         return _words(_plain(value))
-    if isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value):
+    # a tuple: a flag's argument, read already (_FLAG_CONVERTERS)
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) and v.strip()
+                                                          for v in value):
         return tuple(_plain(v.strip()) for v in value)
     raise Bad("a list of texts, or one text of items separated by spaces or commas")
 
@@ -160,5 +162,19 @@ def one_of(*choices: str) -> Check:
     return lambda v: None if v in choices else "one of " + ", ".join(choices)
 
 
+def fraction_of_percent(text: str) -> float | None:
+    """`80%` -> 0.8: a whole percentage from 1% to 100%; None for anything else."""
+    text = text.strip()
+    digits = text[:-1].strip()
+    if not text.endswith("%") or not digits.isascii() or not digits.isdigit():
+        return None
+    return int(digits) / 100 if 1 <= int(digits) <= 100 else None
+
+
+def percentage(v: str) -> str | None:
+    return None if fraction_of_percent(v) is not None else \
+        "a percentage from 1% to 100% (e.g. 80%)"
+
+
 __all__ = ["KINDS", "Bad", "Check", "read", "from_flag", "at_least", "between", "positive",
-           "one_of"]
+           "one_of", "percentage", "fraction_of_percent"]

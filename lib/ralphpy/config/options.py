@@ -66,6 +66,10 @@ class Options:
     verify_timeout: float
     tamper: str
     protect: tuple[str, ...]
+    # the night shift (unattended.shift)
+    pace: str | None                     # `80%`
+    agents: tuple[str, ...]              # fallback agents, after --agent
+    escalate: tuple[str, ...]            # model aliases, one attempt after another
     # name -> "cli", "env", "ralph.yml" or "default"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 

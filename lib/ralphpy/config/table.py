@@ -73,6 +73,24 @@ def _task_store(value: str) -> str | None:
     return f"{', '.join(NAMES)} or a postgresql:// URL"
 
 
+def _known_agents(names: tuple[str, ...]) -> str | None:
+    """agents: each a named agent CLI (`command` has no CLI of its own to fall back to)."""
+    from ralphpy.agents.adapters import named
+    known = sorted(a.name for a in named())
+    unknown = [n for n in names if n not in known]
+    return f"agents ralph knows ({', '.join(known)}); not {unknown[0]!r}" if unknown else None
+
+
+def _known_models(names: tuple[str, ...]) -> str | None:
+    """escalate: each an alias of models.json, one the claude CLI knows itself, or a full
+    model id (claude-...)."""
+    from ralphpy.agents.backend import known_models
+    known = known_models()
+    unknown = [n for n in names if n not in known and not n.startswith("claude-")]
+    return (f"models of models.json or claude's own ({', '.join(sorted(known))}, or a full"
+            f" claude-... id); not {unknown[0]!r}" if unknown else None)
+
+
 SETTINGS: tuple[Setting, ...] = (
     # s.3, s.4: ralph.sh's four flags; their help lines are s.4's, byte for byte.
     _row("max_iterations", "int", None, "loop",
@@ -249,6 +267,21 @@ SETTINGS: tuple[Setting, ...] = (
     _row("protect", "list", (), "verify",
          "globs of files a session may add to but not change (a list, or one text of globs"
          " separated by spaces or commas)"),
+    # the night shift (docs/night-shift.md): pacing, fallback agents, model escalation
+    _row("pace", "text", None, "unattended",
+         "use at most this share of each usage window, spread over the window (e.g. 80%)",
+         "  --pace PCT                  Use at most PCT of each usage window, spread\n"
+         "                              over it (e.g. 80%)",
+         needs="a percentage (e.g. 80%)", check=kinds.percentage),
+    _row("agents", "list", (), "agent",
+         "fallback agents, in order, after --agent: the first not limited takes the next"
+         " session",
+         "  --fallback-agent NAMES      Agents that take over at a usage limit",
+         flags=("--fallback-agent",), needs="an agent name (e.g. codex)",
+         check=lambda names: _known_agents(names)),
+    _row("escalate", "list", (), "agent",
+         "models of a task's attempts, one after another failure (e.g. [haiku, sonnet, opus])",
+         check=lambda names: _known_models(names)),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 

@@ -20,6 +20,7 @@ from ralphpy.assign import mode as assign_mode
 from ralphpy.assign.choice import dispatch_prompt
 from ralphpy.backlog import answers
 from ralphpy.config.settings import find_repo_root
+from ralphpy.loop import night_shift
 from ralphpy.loop.context import RunContext
 from ralphpy.loop.sessions import Prompt, Session
 from ralphpy.runs import progress
@@ -210,24 +211,31 @@ class Unattended(Feature):
     """`ralph ctl` pause/stop and SIGHUP between sessions, --max-runtime, log rotation; each
     session's outcome counted (--max-attempts holds a task, the breaker, the budgets) and,
     between sessions, what ends the run or a usage limit waited out; no silent "All tasks
-    complete" while tasks are held (--max-attempts, the respawn guard). Night does the work."""
+    complete" while tasks are held (--max-attempts, the respawn guard); the night shift
+    (docs/night-shift.md): pace:'s waits and agents:' hand-over before a session, each
+    session's agent and model (escalate:) as it starts. Night does the work."""
 
-    def __init__(self, night: Night):
-        self.night = night
+    def __init__(self, night: Night, ctx: RunContext | None = None):
+        self.night, self.ctx = night, ctx
         # A --parallel run's sessions end while others run: what they mean for the run is
         # kept here and told by holding() (the single loop's settle acts at once instead).
         self.stop: errors.RalphError | None = None     # an agent that cannot go on
         self.verdict: guards.Verdict | None = None     # the breaker, a budget
         self.limit = None                              # the latest usage limit hit, to wait out
         self.running: set = set()                      # the logs being written (not rotated)
+        self.handed_over: set[str] = set()             # tasks another agent takes (agents:)
 
     def start(self) -> None:
         self.night.start()                               # stale STOP, persisted limit wait
 
     def before_session(self) -> str | None:
-        return self.night.between_sessions()
+        # pace:, agents: may wait here; a --parallel run holds instead (holding()) and waits
+        # once its sessions have ended (resume()): its one pump must go on meanwhile
+        return self.night.between_sessions() or self.night.next_agent()
 
     def prepare(self, session: Session) -> None:
+        if self.night.shift is not None:
+            night_shift.prepare(self.ctx, self.night.shift, session)
         if session.place is not None:        # .ralph/logs bounded, as before a single loop's
             logrotate.rotate(self.night.log_dir, protect=[*self.running, session.log])
             self.running.add(session.log)
@@ -240,6 +248,11 @@ class Unattended(Feature):
                 self.night.attempt_failed(tid, session.reasons.get(tid, session.reason),
                                           session.prior)
             return
+        self.night.agent = session.adapter.name          # the CLI this session ran
+        if self.night.shift is not None:
+            session.fields.update(self.night.shift.after_session(
+                session.adapter.name, session.fields.get("model"), result.summary,
+                len(session.completed), self.ctx.warn))
         if session.place is not None:                   # a --parallel session: its one task
             self.running.discard(session.log)
             self._record_claimed(session)
@@ -272,7 +285,10 @@ class Unattended(Feature):
                                              guards.reported_cost(session.result.summary),
                                              None, None)
         night.state.extra["guards"] = night.guards.to_dict()   # a resumed run keeps them
-        if stop := outcome.stop_error(how, night.agent):  # a rejected key, root refused, a
+        if how.kind in (outcome.USAGE_LIMIT, outcome.USAGE_DISABLED) and \
+                night.hand_over(hit, how.detail):
+            self.handed_over.add(session.task)            # agents: another agent, no wait
+        elif stop := outcome.stop_error(how, night.agent):  # a rejected key, root refused, a
             self.stop = self.stop or stop                 # disabled account: exit 9/10/7
         elif tripped:
             self.verdict = tripped                        # exit 5/6, after the sessions end
@@ -296,18 +312,23 @@ class Unattended(Feature):
             return Hold(STOPPED_BY_REQUEST, line=night.stop_line)
         if self.verdict is not None:
             return Hold(LIMIT_REACHED, error=self.verdict.error())
-        if self.limit is not None or night.paused():
-            return Hold()                                         # waited out by resume()
-        return None
+        if self.limit is not None or night.paused() or night.held_by_pace():
+            return Hold()                         # waited out by resume(); pace:, or every
+        return None                               # agent of agents: limited
 
     def resume(self, last: bool) -> None:
         if self.limit is not None and last:
             self.night.skip_limit(self.limit)    # no session left: not waited out
-        elif self.limit is not None:
-            self.night.wait_limit(self.limit)    # Usage limit: ...; exit 5; a stop ends it
-        elif self.night.paused():
+        elif self.limit is not None:             # Usage limit: ...; exit 5; a stop ends it
+            self.night.wait_limit(self.night.free_first(self.limit))
+        elif self.night.paused() or self.night.held_by_pace():
             self.night.between_sessions()        # Paused: ...; --max-runtime: exit 5
+            self.night.next_agent()              # pace: waits; a stop ends it
         self.limit = None
+
+    def startable_again(self) -> set[str]:
+        taken, self.handed_over = self.handed_over, set()
+        return taken
 
     def end_lines(self, lines: list[str]) -> list[str]:
         return assign_mode.end_line(self.night.held(), lines[0]) + lines[1:]
@@ -590,9 +611,10 @@ def questions(ctx: RunContext) -> Questions:
 def unattended(ctx: RunContext) -> Unattended:
     """The unattended checks: always on (with no setting given they only watch `ralph ctl`)."""
     from ralphpy.unattended import night
-    return Unattended(night.Night(ctx.limits, ctx.run, task=ctx.task, env=ctx.env, guard=ctx.guard,
-                                  log_dir=ctx.cwd / ".ralph" / "logs", say=ctx.say,
-                                  warn=ctx.warn))
+    checks = night.Night(ctx.limits, ctx.run, task=ctx.task, env=ctx.env, guard=ctx.guard,
+                         log_dir=ctx.cwd / ".ralph" / "logs", say=ctx.say, warn=ctx.warn)
+    checks.shift = night_shift.shift_of(ctx)             # pace:, agents:, escalate: (or None)
+    return Unattended(checks, ctx)
 
 
 # The features of a run, in the order each hook runs them: one line each. A new feature is a

@@ -26,11 +26,12 @@ def run_session(ctx: RunContext, command: str, prompt: Prompt) -> sessions.Sessi
     ctx.sessions += 1
     s = sessions.begin(ctx, sessions.new(ctx, command, prompt, n=ctx.sessions))
     s.pidfile = lifecycle.begin_session(ctx.run, task=prompt.task, log=s.log,
-                                        agent=ctx.agent_id, cli=ctx.adapter.name)
+                                        agent=ctx.agent_id, cli=s.adapter.name,
+                                        model=s.fields.get("model"))
     if _reads_back(ctx):                      # what a `task fail` during the session changes
         ctx.run.retries_before = backlog_readonly.retry_counts(environ=ctx.env, cwd=ctx.cwd)
     ctx.stdout.flush()
-    adapter = ctx.adapter
+    adapter = s.adapter
     result = session_run.run(s.argv, env=s.env,
                          log_path=s.log, out=ctx.stdout.buffer, guard=ctx.guard,
                          on_first_interrupt=lambda: sessions.first_interrupt(ctx),

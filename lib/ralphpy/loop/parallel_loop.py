@@ -106,9 +106,11 @@ class ParallelBuild:
         except ScopeChanged as err:
             self.scope_stop = err
             return []
-        again = self.ctx.features.startable_again()     # e.g. a question answered
+        # a question answered, a task handed to a fallback agent (agents:): it may start again
+        again = self.ctx.features.startable_again()
         if again and self.plan is not None:
             self.plan.tried.difference_update(again)
+            self.limited = [tid for tid in self.limited if tid not in again]
         tasks = self.book.export()
         if self.ctx.assign is not None and tasks:    # --assign: backlog.json, the queue as seen now
             task_files.write_backlog(self.book.ralph_dir, list(tasks.values()))

@@ -93,8 +93,9 @@ def start(book: Book, task: dict, template: str | None) -> Session | None:
     s.started = book.starting["startedAt"]
     book.starting = None
     ctx.say(f"[{tid}] started: agent {agent}, branch {wt.branch}")
-    book.event("session_start", n=n, task=tid, agent=ctx.adapter.name, agent_id=agent,
-               branch=wt.branch, log=str(s.log))
+    book.event("session_start", n=n, task=tid, agent=s.adapter.name, agent_id=agent,
+               branch=wt.branch, log=str(s.log),
+               **({"model": s.fields["model"]} if "model" in s.fields else {}))
     return s                  # a recovery needs no more than the write-ahead record and pid file
 
 

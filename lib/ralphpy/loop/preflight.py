@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ralphpy import workspace
+from ralphpy.agents import adapters
 from ralphpy.backlog import readonly
 from ralphpy.config import settings
 from ralphpy.errors import EnvironmentFailure, UsageError
@@ -52,6 +53,12 @@ def check(ctx: RunContext) -> None:
     if ctx.mode == "build" and claimable == "":
         return
     agent_program(ctx.adapter.argv("", model=ctx.model)[0], ctx.env, ctx.cwd)
+    for name in ctx.options.agents:                         # agents: a fallback is run too
+        program = adapters.get_adapter(name).binary[0]
+        if name != ctx.adapter.name and \
+                shutil.which(program, path=ctx.env.get("PATH", os.defpath)) is None:
+            raise UsageError(f"cannot run the fallback agent {name}: '{program}' is not on "
+                             "PATH; install it, or drop it from agents: (--fallback-agent)")
 
 
 def agent_program(program: str, env: Mapping[str, str], cwd: Path) -> str:

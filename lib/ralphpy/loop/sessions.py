@@ -50,6 +50,8 @@ class Session:
     command: str                             # the skill: /ralph-build, /ralph-plan
     prompt: Prompt
     agent: str                               # its agent id ("" in plan mode)
+    adapter: Any = None                      # its agent CLI (the run's, or a fallback agent)
+    model: str | None = None                 # its resolved model (--model, or escalate:)
     slot: int = 0                            # its --parallel slot (RALPH_SLOT); 0: single loop
     task: str | None = None                  # the task ralph claimed for it, if any
     record: dict = field(default_factory=dict)   # that task as claimed (--parallel)
@@ -103,7 +105,8 @@ def new(ctx: RunContext, command: str, prompt: Prompt, *, n: int, agent: str | N
         record: dict | None = None) -> Session:
     """A session about to begin: its number, its agent (the run's, or a --parallel slot's)."""
     return Session(n=n, command=prompt.command or command, prompt=prompt,
-                   agent=ctx.agent_id if agent is None else agent,
+                   agent=ctx.agent_id if agent is None else agent, adapter=ctx.adapter,
+                   model=ctx.model,
                    task=prompt.task, record=record or {}, out=ctx.stdout.buffer)
 
 
@@ -121,14 +124,14 @@ def begin(ctx: RunContext, s: Session) -> Session:
     stem = s.log.stem
     ctx.features.prepare(s)
     s.text = f"{s.command} {s.prompt.data}" if s.prompt.data else s.command
-    adapter = ctx.adapter                                       # claude unless --agent
+    adapter = s.adapter                     # claude unless --agent (or a feature's choice)
     if not adapter.prompt_on_stdin and not adapters.prompt_fits(s.text):   # [SAFER] ralph.sh: E2BIG
         path = workspace.ralph_subdir(ctx.cwd, "prompts") / f"{stem}.md"
         s.text = adapters.spill_prompt(s.command, s.prompt.data, path)
         size = len(s.prompt.data.encode("utf-8", "surrogateescape"))
         ctx.say(f"{s.tag}Note: task data ({size} bytes) is too large for one command-line "
                 f"argument; passing it in {path}")
-    s.argv = adapter.argv(s.text, danger=ctx.options.danger, model=ctx.model)
+    s.argv = adapter.argv(s.text, danger=ctx.options.danger, model=s.model)
     if s.place is None:                  # a worktree starts fresh: nothing inherited, no resume
         if ctx.options.respawn_safety:
             note = respawn.neutralise_ralph_loop(ctx.cwd)       # no inherited ralph-loop
@@ -156,7 +159,7 @@ def launch(ctx: RunContext, pool: Pool, s: Session) -> SessionResult | None:
     """Start the agent of `s` in `pool` under the key of its task (or "session"); None when it
     runs, else the result of a start that failed (its error said on stderr)."""
     ctx.stdout.flush()
-    adapter = ctx.adapter
+    adapter = s.adapter
     failed = pool.start(_key(s), s.argv, env=s.env, cwd=s.cwd, log_path=s.log,
                         renderer=adapter.new_renderer(s.out), stdin=adapter.stdin(s.text),
                         pidfile=s.pidfile, heartbeat=s.beat, read_stderr=adapter.reads_stderr)
@@ -180,11 +183,11 @@ def classify(ctx: RunContext, s: Session, result: SessionResult) -> None:
     its group, a timeout that ended it (stdout stays s.12's rendering)."""
     s.result = result
     s.outcome, s.hit = outcome.classify_session(
-        result, danger=ctx.options.danger, agent=ctx.adapter.name, env=ctx.env,
+        result, danger=ctx.options.danger, agent=s.adapter.name, env=ctx.env,
         session_s=ctx.limits.session_s, idle_s=ctx.limits.idle_s,
         default_wait_s=ctx.limits.default_wait_s)
     s.reason = s.give_back_reason()          # the record's, unless a feature says why
-    s.fields.update(version.session_fields(ctx.adapter, result.summary, ctx.env))  # its CLI's release
+    s.fields.update(version.session_fields(s.adapter, result.summary, ctx.env))  # its CLI's release
     if result.heartbeat is not None and result.heartbeat.failures:
         _notice(ctx, s, "heartbeat", heartbeat.problem(result.heartbeat))
     if result.strays:

@@ -50,6 +50,9 @@ def choose_agent(ctx: RunContext) -> None:
         ctx.model = opts.model if ctx.adapter.name != "claude" else backend.resolve_model(
             opts.model, ctx.backend, backend.models_file(ctx.script_dir))
     ctx.adapter.argv("", model=ctx.model)                       # a --model this agent cannot take
+    if opts.escalate and ctx.adapter.name != "claude":          # docs/night-shift.md
+        raise UsageError(f"escalate: names claude's models; the run's agent is "
+                         f"{ctx.adapter.name} (drop escalate:, or run claude)")
 
 
 def check_checkout(ctx: RunContext) -> None:

@@ -128,7 +128,7 @@ class Builder:
     def _on_session_start(self, run_id: str, e: dict[str, Any], ts: float | None) -> None:
         n = e.get("n") if isinstance(e.get("n"), int) else None
         session = Session(f"{run_id}:{n}", n, _tasks(e.get("task")), start=ts,
-                          agent=text(e.get("agent")))
+                          agent=text(e.get("agent")), model=text(e.get("model")))
         self.open[session.key] = session
         self.r.sessions.append(session)
 
@@ -151,8 +151,12 @@ class Builder:
         s.detail, s.reason = text(e.get("detail")), text(e.get("reason"))
         s.exit_code = e.get("exit_code") if isinstance(e.get("exit_code"), int) else None
         s.agent_version = text(e.get("agent_version"))
+        s.agent, s.model = text(e.get("cli")) or s.agent, text(e.get("model")) or s.model
+        s.windows = _windows(e.get("windows"))
         share = 1 / len(s.tasks) if s.tasks else 0
         done_here = e.get("completed") if isinstance(e.get("completed"), list) else None
+        s.finished = len(done_here) if done_here is not None else \
+            len(s.tasks) if s.outcome == "completed" else 0
         for task_id in s.tasks:
             task = self.task(task_id)
             outcome = s.outcome if done_here is None else (
@@ -275,6 +279,15 @@ class Builder:
             task.attempts += 1
             if task.outcome == "not finished" and running:
                 task.outcome = "running"
+
+
+def _windows(value: Any) -> dict[str, float]:
+    """A session's usage windows (docs/night-shift.md): name -> utilization, odd entries
+    skipped."""
+    if not isinstance(value, dict):
+        return {}
+    return {name: use for name, w in value.items() if isinstance(name, str)
+            and isinstance(w, dict) and (use := _number(w.get("utilization"))) is not None}
 
 
 def text(value: Any) -> str | None:

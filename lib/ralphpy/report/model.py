@@ -36,6 +36,9 @@ class Session:
     exit_code: int | None = None
     agent: str | None = None            # the agent CLI (session_start), e.g. claude
     agent_version: str | None = None    # the release of it that ran (session_end)
+    model: str | None = None            # the model the night shift started it with
+    finished: int = 0                   # tasks it finished
+    windows: dict = field(default_factory=dict)   # usage windows it saw: name -> utilization
 
     @property
     def cli(self) -> str:
@@ -135,6 +138,31 @@ class Report:
     def longest(self, count: int = 5) -> list[Session]:
         timed = [s for s in self.sessions if s.duration_s is not None]
         return sorted(timed, key=lambda s: -(s.duration_s or 0.0))[:count]
+
+    def night_shift(self) -> list[tuple[str, str]]:
+        """The night shift's summary rows (docs/night-shift.md), none for a run without it:
+        what each agent and model cost and finished, and each usage window's use over the run
+        (first seen, last seen)."""
+        rows = []
+        models: dict[str, list[float]] = {}
+        for s in self.sessions:
+            if s.model is not None:
+                spent = models.setdefault(f"{s.agent or '-'} {s.model}", [0.0, 0, 0])
+                spent[0] += s.cost_usd or 0.0
+                spent[1] += 1
+                spent[2] += s.finished
+        if models:
+            rows.append(("Models", ", ".join(
+                f"{name} ${cost:.2f} ({int(n)} session{'s' if n != 1 else ''}, {int(done)} done)"
+                for name, (cost, n, done) in models.items())))
+        seen: dict[str, list[float]] = {}
+        for s in self.sessions:
+            for name, use in s.windows.items():
+                seen.setdefault(name, [use, use])[1] = use
+        if seen:
+            rows.append(("Windows", ", ".join(f"{name} {first:.0%} -> {last:.0%}"
+                                              for name, (first, last) in sorted(seen.items()))))
+        return rows
 
     def agent_clis(self) -> Counter:
         """Sessions by the kind of agent that ran them (its adapter's name: claude, codex, ...,

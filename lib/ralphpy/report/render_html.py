@@ -63,6 +63,7 @@ def _figures(r: Report) -> str:
         ("Done per hour", f"{r.tasks_per_hour:.2f}" if r.tasks_per_hour is not None else "-"),
         ("Cost", charts.money(r.cost_usd)), ("Cost per done task", charts.money(r.cost_per_done)),
         ("Waiting on limits", f"{charts.duration(r.limit_wait_s)} ({len(r.limit_waits)})"),
+        *r.night_shift(),                    # models and usage windows (docs/night-shift.md)
     ]
     cells = "".join(f"<div><dt>{_e(k)}</dt><dd>{_e(v)}</dd></div>" for k, v in items)
     return (f'<dl class="figures" id="figures">{cells}</dl>'

@@ -34,6 +34,7 @@ def _summary(r: Report) -> list[str]:
     clis = r.agent_clis()
     if clis:
         rows.append(("Agent CLI", ", ".join(f"{cli} ({n})" for cli, n in clis.most_common())))
+    rows += r.night_shift()                  # models and usage windows (docs/night-shift.md)
     lines = [f"# ralph report: {cell(r.title)}", "", "| | |", "| --- | --- |"]
     lines += [f"| {name} | {cell(value)} |" for name, value in rows]
     outcomes = r.outcomes()

@@ -39,6 +39,7 @@ def _summary(r: Report) -> list[str]:
         lines.append("Agent CLI:  " + ", ".join(
             f"{clean(cli, 40)} ({n} session{'s' if n != 1 else ''})"
             for cli, n in clis.most_common()))
+    lines += [f"{name + ':':<12}{clean(value)}" for name, value in r.night_shift()]
     lines += [f"Stop:       {clean(s)}" for s in r.stops]
     return lines
 

@@ -147,12 +147,14 @@ def _open(ralph_dir: Path, mode: str, lock: run_lock.RunLock, resumable: str | N
     return run
 
 
-def begin_session(run: Run, *, task: str | None, log: Path, agent: str, cli: str) -> Path:
+def begin_session(run: Run, *, task: str | None, log: Path, agent: str, cli: str,
+                  model: str | None = None) -> Path:
     """Before the agent starts: the state names the active session (and the agent id, so a
     resumed run can release what this agent holds) and the pid file its agent links its pid
     into before exec (session_pidfile), returned for session.run: a kill -9 of ralph.py
     between the agent's start and agent_started leaves its process group known. cli: the
-    agent CLI that runs (`claude`, `codex`, ...), for the session_start event."""
+    agent CLI that runs (`claude`, `codex`, ...), for the session_start event; model: the model
+    it was started with, named there when the night shift chose it (docs/night-shift.md)."""
     run.session_clock = time.monotonic()
     run.session_since = readonly.since_now()
     run.state.begin_session(task, None, str(log), agent=agent or None)
@@ -163,7 +165,8 @@ def begin_session(run: Run, *, task: str | None, log: Path, agent: str, cli: str
     run_state.save(run.ralph_dir, run.state)        # write-ahead: saved before the start
     progress.append_event(run.ralph_dir, run.state.run_id, "session_start",
                           n=run.state.sessions_started, task=task, agent=cli,
-                          **({"agent_id": agent} if agent else {}), log=str(log))
+                          **({"agent_id": agent} if agent else {}), log=str(log),
+                          **({"model": model} if model else {}))
     return pidfile                                  # progress.md: with the session's record
 
 

@@ -7,8 +7,10 @@ run, which starts each task once). Between sessions: `ralph ctl` pause/stop and 
 rotation; after each: counting its outcome (its fields for the session_end event, the outcomes
 in progress.md), holding tasks that failed --max-attempts times, the breaker and budgets (their
 state persisted in the run state), and waiting out usage limits (the resume time persisted in
-the run state, and one persisted by an earlier run honoured). Each piece is one call into the
-module that owns it (outcome, usage_limits, limit_wait, guards, control, logrotate). Knows
+the run state, and one persisted by an earlier run honoured), or, with fallback agents, handing the
+next session to another agent; before a session, pace:'s wait (the night shift's choices are
+unattended.shift's). Each piece is one call into the module that owns it (outcome,
+usage_limits, limit_wait, guards, control, logrotate, shift, clock). Knows
 nothing of running the agent (session), of classifying a session (the session lifecycle does,
 once), of where the settings come from (config) or of the run's lifecycle on disk
 (runlife.lifecycle), and never prints: lines for the user go through the `say`/`warn`
@@ -23,7 +25,8 @@ from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Mapping
 
 from ralphpy import programs
 from ralphpy.config.options import Options
-from ralphpy.unattended import control, guards, limit_wait, logrotate, outcome, usage_limits
+from ralphpy.unattended import (clock, control, guards, limit_wait, logrotate, outcome, shift,
+                                 usage_limits)
 from ralphpy.runs import progress
 from ralphpy.runs import state as run_state
 from ralphpy.backlog import client as task_client
@@ -99,6 +102,7 @@ class Night:
         self._pending: tuple[Any, Any, float] | None = None   # (outcome, limit hit, cost)
         self.watch = BacklogWatch(task, env, Path.cwd())       # the backlog's fingerprint
         self._hold_warned = False
+        self.shift: shift.Shift | None = None   # pace:, agents:, escalate: (night shift)
 
     # ------------------------------------------------------------------ run start and end
     def start(self) -> None:
@@ -111,7 +115,8 @@ class Night:
             self.guards.baseline(self.watch.fingerprint(None), self._head())
         if persisted is not None:
             self.say(f"Usage limit from an earlier run: resume time {persisted.reset_at.isoformat()}")
-            self.wait_limit(persisted)
+            if not self.hand_over(persisted, persisted.message):     # agents: another one
+                self.wait_limit(persisted)
 
     def finish(self) -> None:
         """At every exit after start(): a stop request is used up (the next run starts normally)."""
@@ -209,15 +214,83 @@ class Night:
             out, cost, self.watch.fingerprint(counts_text) if need else "",
             self._head() if need else None)
         self._keep()                   # saved with the session's record (lifecycle), or below
-        stop = outcome.stop_error(out, self.agent)
+        handed = out.kind in (outcome.USAGE_LIMIT, outcome.USAGE_DISABLED) and \
+            self.hand_over(hit, out.detail)
+        stop = None if handed else outcome.stop_error(out, self.agent)
         if stop is not None:
             raise stop
         if verdict is not None:
             raise verdict.error()
+        if handed:
+            return
+        if out.kind == outcome.USAGE_LIMIT:
+            hit = self.free_first(hit)                   # agents: the first agent free
         if out.kind == outcome.USAGE_LIMIT and last:
             self.skip_limit(hit)
         elif out.kind == outcome.USAGE_LIMIT:
             self.wait_limit(hit)
+
+    # ------------------------------------------------------------------ the night shift
+    def hand_over(self, hit: usage_limits.LimitHit | None, detail: str) -> bool:
+        """agents: the session's agent (self.agent) hit a usage limit or found its usage
+        disabled: True when another agent takes the next session (no wait, no stop)."""
+        if self.shift is None:
+            return False
+        other = self.shift.take_over(self.agent, hit, clock.now(self.env))
+        if other is None:
+            return False
+        until = f"until {hit.reset_at.isoformat()}" if hit and hit.reset_at else "for this run"
+        said = hit.message if hit is not None else detail
+        line = f"Fallback: {self.agent} is limited {until} ({said}); {other} takes over"
+        self.warn(line)
+        self._event("log", kind="fallback", message=line, agent=self.agent, to=other)
+        self._save()
+        return True
+
+    def free_first(self, hit: usage_limits.LimitHit) -> usage_limits.LimitHit:
+        """agents: every agent is limited: the wait ends when the first of them is free (its
+        reset, or its pace), not at the reset the last session hit. Without agents: `hit`."""
+        if self.shift is None or len(self.shift.cfg.agents) < 2:
+            return hit
+        choice = self.shift.choose(clock.now(self.env))
+        if choice.until is None or hit.reset_at is None or choice.until >= hit.reset_at:
+            return hit
+        return dataclasses.replace(hit, reset_at=choice.until,
+                                   message=f"{hit.message}; {choice.why}")
+
+    def held_by_pace(self) -> bool:
+        """pace:, agents: no agent may start a session now (a `--parallel` run then lets its
+        running sessions end and waits with next_agent)."""
+        return self.shift is not None and self.shift.choose(clock.now(self.env)).until is not None
+
+    def next_agent(self) -> str | None:
+        """pace:, agents: before a session: the agents whose limit has reset are back; when
+        every agent is limited or held by pace:, one stderr line (which window, why, until
+        when) and the wait, through the clock seam. Returns the stop line when `ralph ctl
+        stop` or SIGHUP ended the wait, else None (self.shift.choose now names an agent)."""
+        while self.shift is not None:
+            now = clock.now(self.env)
+            for agent in self.shift.back(now):
+                line = f"Fallback: {agent} is back: its usage limit has reset"
+                self.warn(line)
+                self._event("log", kind="fallback_back", message=line, agent=agent)
+                self._save()
+            choice = self.shift.choose(now)
+            if choice.until is None:
+                return None
+            line = (f"Pace: waiting until {choice.until.strftime('%Y-%m-%d %H:%M UTC')} "
+                    f"({choice.why})")
+            self.warn(line)
+            self._event("log", kind="pace_wait", message=line, agent=choice.agent,
+                        resume_at=choice.until.isoformat())
+            while (left := (choice.until - clock.now(self.env)).total_seconds()) > 0:
+                if clock.wait(left, self._wait, self.env):      # a stop ends it at once
+                    if not self.guard.pending:
+                        self.stop_line = ("Stopped: SIGHUP received while pacing"
+                                          if self.guard.hangup else
+                                          "Stopped: `ralph ctl stop` requested while pacing")
+                    return self.stop_line
+        return None
 
     # ------------------------------------------------------------------ helpers
     def skip_limit(self, hit: usage_limits.LimitHit) -> None:
@@ -248,7 +321,9 @@ class Night:
         started = time.monotonic()
         res = limit_wait.wait_until(hit.reset_at, margin=margin, cap_flag=flag,
                                     max_wait=None if cap_s is None else timedelta(seconds=cap_s),
-                                    wait=self._wait, log=self.say)   # BudgetExhausted: exit 5
+                                    clock=lambda: clock.now(self.env),
+                                    wait=lambda s: clock.wait(s, self._wait, self.env),
+                                    log=self.say)   # BudgetExhausted: exit 5
         self.guards.note_limit_wait(time.monotonic() - started)
         self.state.resume_at = None
         self.state.extra.pop("limit", None)

@@ -51,7 +51,9 @@ def test_options_have_one_typed_field_per_setting_row():
 def test_every_setting_row_is_complete():
     for setting in SETTINGS:
         # no flag: a ralph.yml-only setting (assign_prompt, inbox, respawn_limit, ...)
-        assert setting.help and setting.flag in (None, "--" + setting.name.replace("_", "-"))
+        # `agents:` lists the fallback agents, after --agent: its flag says so
+        named = {"agents": "--fallback-agent"}.get(setting.name, setting.name.replace("_", "-"))
+        assert setting.help and setting.flag in (None, "--" + named.lstrip("-"))
         assert setting.kind in ("int", "bool", "number", "duration", "text", "list")
         assert bool(setting.flags) == bool(setting.flag_help)
         assert setting.in_yml or setting.flags
@@ -160,6 +162,9 @@ verify: pytest -q
 verify_timeout: 2m
 tamper: warn
 protect: "tests/** .github/**"
+pace: 80%
+agents: [claude, codex, gemini]
+escalate: [haiku, sonnet, opus]
 """
     settings = load(tmp_path, yml)
     assert set(settings.explicit()) == YML_KEYS
@@ -170,6 +175,8 @@ protect: "tests/** .github/**"
     assert (settings.lease, settings.store_connect_timeout) == (300, 30)
     assert settings.sync is True
     assert (settings.worktree_setup, settings.worktree_setup_timeout) == ("npm ci", 300)
+    assert (settings.pace, settings.agents) == ("80%", ("claude", "codex", "gemini"))
+    assert settings.escalate == ("haiku", "sonnet", "opus")
 
 
 @pytest.mark.parametrize("yml", ["protect: [tests/**, .github/**]\n",

@@ -1,0 +1,57 @@
+"""Owns the night shift's part of a session (docs/night-shift.md): the run's `Shift` built from
+its settings (None with none of pace:, agents:, escalate:), and, before each session's agent
+starts, the agent the shift chose (the run's, or a fallback agent's adapter) and the model of
+its task's attempt (escalate:, resolved through models.json as --model is), said in one
+stderr line and a `log` event. Knows nothing of the choice itself (unattended.shift) or of
+waiting (unattended.night)."""
+from __future__ import annotations
+
+from ralphpy.agents import adapters, backend
+from ralphpy.backlog import answers
+from ralphpy.loop.context import RunContext
+from ralphpy.loop.sessions import Session
+from ralphpy.unattended import clock, shift
+
+
+def shift_of(ctx: RunContext) -> shift.Shift | None:
+    opts = ctx.options
+    cfg = shift.config(ctx.adapter.name, opts.pace, opts.agents, opts.escalate)
+    return shift.Shift(cfg, ctx.run.state.extra) if cfg.on else None
+
+
+def failures(ctx: RunContext, session: Session) -> int:
+    """The failed attempts of the session's task so far (its retry_count): the task ralph
+    claimed (--parallel: its record), else the one a feature claimed (--assign, --prompt) or
+    the first task of the peek the agent is given, asked by id (`task show`: the peek's
+    markdown has no retry count, docs/contract/ralph-cli.md s.11)."""
+    found = session.record.get("retry_count") if session.record else None
+    if found is None:
+        rows = answers.parse_markdown_kv(session.prompt.data) if not session.task else []
+        tid = session.task or (rows[0].get("id") if rows else None)
+        shown = ctx.task.call("show", tid, env=ctx.env) if tid else None
+        found = answers.parse_show(shown.output).get("retry_count") if shown and shown.ok \
+            else None
+    return found if isinstance(found, int) else 0
+
+
+def prepare(ctx: RunContext, plan: shift.Shift, session: Session) -> None:
+    """The session's agent and model, as the shift chose them (escalate: a build session's
+    task; a plan session runs on --model)."""
+    agent = plan.choose(clock.now(ctx.env)).agent
+    if agent != ctx.adapter.name:
+        session.adapter, session.model = adapters.get_adapter(agent), None
+    alias = None
+    if plan.cfg.escalate and agent == plan.cfg.agents[0] and ctx.mode == "build":
+        tries = failures(ctx, session)
+        alias = plan.model(agent, tries)
+        session.model = alias if agent != "claude" else backend.resolve_model(
+            alias, ctx.backend, backend.models_file(ctx.script_dir))
+    shown = alias or (ctx.options.model if agent == ctx.adapter.name else None) or "default"
+    session.fields["cli"], session.fields["model"] = agent, shown
+    line = f"Session {session.n}: agent {agent}, model {shown}"
+    if alias is not None and tries:
+        line += f" (escalated: its task failed {tries} time{'s' if tries > 1 else ''})"
+    ctx.notice("night_shift", session.tag + line, task=session.task if session.tag else None)
+
+
+__all__ = ["shift_of", "failures", "prepare"]
