@@ -65,10 +65,10 @@ def _unattended(name: str, kind: str, default: Any, help: str, line: str, **more
 
 def _task_store(value: str) -> str | None:
     """--tasks: a source name, or a store URL whose scheme is known (postgresql://)."""
-    from ralphpy.sources.registry import NAMES
+    from ralphpy.sources.registry import NAMES, source_name
     from ralphpy.tasks import store_url
     kind = store_url.scheme(value)
-    if kind in store_url.POSTGRES_SCHEMES or (kind is None and value in NAMES):
+    if kind in store_url.POSTGRES_SCHEMES or (kind is None and source_name(value) in NAMES):
         return None
     return f"{', '.join(NAMES)} or a postgresql:// URL"
 
@@ -99,12 +99,13 @@ SETTINGS: tuple[Setting, ...] = (
     # The task source is this invocation's choice, made before the run state is read
     # (docs/task-sources.md): not persisted.
     _row("tasks", "text", "sqlite", "tasks",
-         "task source: sqlite (the embedded store), tk, flowctl, or a postgresql:// URL (the"
+         "task source: sqlite (the embedded store), tk, flowctl, github[:OWNER/REPO][?label=L]"
+         " (labelled issues, docs/github.md), or a postgresql:// URL (the"
          " embedded task CLI on a PostgreSQL store shared by a fleet, docs/fleet.md)",
-         "  --tasks sqlite|tk|flowctl|postgresql://...\n"
+         "  --tasks sqlite|tk|flowctl|github|postgresql://...\n"
          "                              Task source (default: sqlite, .ralph/tasks.db;\n"
          "                              postgresql://user@host/db: a fleet's shared store)",
-         needs="sqlite, tk, flowctl or a postgresql:// URL", env="RALPH_TASKS",
+         needs="sqlite, tk, flowctl, github or a postgresql:// URL", env="RALPH_TASKS",
          check=_task_store, persist=False),
     # A fleet's claims are renewed by the runner's heartbeat (docs/fleet.md): a stopped host's
     # task is free again once this lease runs out. ralph.yml only: the machines of a fleet

@@ -22,7 +22,8 @@ from ralphpy.tasks import markdown as md
 from ralphpy.tasks.errors import TaskError, not_found
 
 # What to use instead, per source, for the commands that edit the backlog's definition.
-NATIVE = {"tk": "tk create / tk dep / tk close", "flowctl": "flowctl task create / flowctl dep add"}
+NATIVE = {"tk": "tk create / tk dep / tk close", "flowctl": "flowctl task create / flowctl dep add",
+          "github": "GitHub issues (label, 'blocked by #N')"}
 UNSUPPORTED = ("plan-sync", "create", "update", "delete", "block", "unblock", "deps")
 
 
@@ -272,6 +273,7 @@ COMMANDS = {"peek": peek, "claim": claim, "renew": renew, "done": done, "fail": 
 
 
 def unsupported(source: str, command: str) -> TaskError:
+    source = source.partition(":")[0]          # github:OWNER/REPO is the github source
     return TaskError(f"'{command}' is not supported by the {source} task source; use "
                      f"{NATIVE.get(source, 'the tool itself')}")
 

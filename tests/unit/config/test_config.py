@@ -295,9 +295,9 @@ def test_tasks_takes_a_postgresql_url(tmp_path: Path, value: str):
 
 def test_an_unknown_store_scheme_in_tasks_is_refused_without_its_password(tmp_path: Path):
     assert problems(tmp_path, tasks="mysql://u:hunter2@db/x") == [
-        "--tasks must be sqlite, tk, flowctl or a postgresql:// URL, got 'mysql://u:***@db/x'"]
+        "--tasks must be sqlite, tk, flowctl, github or a postgresql:// URL, got 'mysql://u:***@db/x'"]
     assert problems(tmp_path, "tasks: ./tasks.db\n") == [
-        "ralph.yml: tasks must be sqlite, tk, flowctl or a postgresql:// URL, got './tasks.db'"]
+        "ralph.yml: tasks must be sqlite, tk, flowctl, github or a postgresql:// URL, got './tasks.db'"]
 
 
 def test_the_lease_is_a_duration_of_at_least_three_seconds(tmp_path: Path):

@@ -1,0 +1,200 @@
+"""Owns the GitHub source (docs/github.md): the open issues of a repository that carry the
+backlog's label are its tasks (never pull requests), read through one ETag-revalidated listing
+cached under .ralph/sources/github/; priority and `component:` from labels, dependencies from
+"blocked by #N" / "depends on #N" lines and open task-list items (`- [ ] #N`). A claim labels
+the issue `ralph:active` and assigns the token's user; done comments with the result and
+closes it; a failure comments why and takes label and assignee off. Does not own leases or the
+contract (contract_cmds.py), nor the requests (ralphpy.github.client)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+from typing import Mapping
+from urllib.parse import quote
+
+from ralphpy import atomic_file
+from ralphpy.github import client as api
+from ralphpy.github import target as targets
+from ralphpy.sources import base
+from ralphpy.sources.base import ACTIVE, HELD, OPEN, Listing, Task
+
+NAME = "github"
+MARKER = None                       # the backlog is not in the repository
+INSTALL = api.INSTALL
+ACTIVE_LABEL = "ralph:active"
+HELD_LABEL = "ralph:held"           # a person's word is needed (a pull request closed unmerged)
+DONE_NOTE = "ralph: done: "
+FAIL_NOTE = "ralph: failed: "
+# An issue body is a person's (or anyone's) text: past this it is cut, with a note saying so,
+# so one huge body cannot fill every prompt the peek goes into.
+BODY_MAX = 20_000
+_DEP = re.compile(r"(?im)^\s*(?:[-*]\s*)?(?:blocked by|depends on)\s*:?\s*((?:#\d+[\s,]*(?:and\s+)?)+)")
+_TASK_ITEM = re.compile(r"(?m)^\s*[-*]\s+\[ \]\s+#(\d+)\b")
+_PRIORITY = re.compile(r"^(?:priority:\s*|p)([0-4])$", re.I)
+
+
+def _keep(issue: dict) -> dict:
+    """What the cache keeps of an issue: the fields a task is made of."""
+    return {"number": issue.get("number"), "title": issue.get("title") or "",
+            "body": issue.get("body") or "", "state": issue.get("state"),
+            "labels": [label.get("name", "") if isinstance(label, dict) else str(label)
+                       for label in issue.get("labels") or []],
+            "assignees": [a.get("login") for a in issue.get("assignees") or []
+                          if isinstance(a, dict)],
+            "created_at": issue.get("created_at"), "html_url": issue.get("html_url"),
+            "pull_request": bool(issue.get("pull_request"))}
+
+
+def dependencies(body: str) -> list[str]:
+    found = [n for group in _DEP.findall(body) for n in re.findall(r"#(\d+)", group)]
+    found += _TASK_ITEM.findall(body)
+    return list(dict.fromkeys(found))
+
+
+def task_from(issue: dict, failures: Mapping[str, dict]) -> Task:
+    number = str(issue["number"])
+    labels = issue["labels"]
+    status = ACTIVE if ACTIVE_LABEL in labels else HELD if HELD_LABEL in labels else OPEN
+    priority = next((int(m.group(1)) for m in map(_PRIORITY.match, labels) if m), 2)
+    body = issue["body"].replace("\r\n", "\n").strip()
+    if len(body) > BODY_MAX:
+        body = body[:BODY_MAX] + f"\n[... {len(body) - BODY_MAX} more characters of the issue]"
+    failed = failures.get(number, {})
+    return Task(id=number, title=issue["title"] or f"#{number}", status=status,
+                tool_status="in_progress" if status == ACTIVE else
+                "held" if status == HELD else "open",
+                priority=priority, deps=dependencies(body),
+                tags=[label for label in labels if label.startswith("component:")],
+                category=next((label[5:] for label in labels if label.startswith("type:")), None),
+                description=body or None, fail_reason=failed.get("reason"),
+                retry_count=int(failed.get("count", 0)), created=issue.get("created_at"),
+                extra={"ref": issue.get("html_url"), "assignee": (issue["assignees"] or [None])[0],
+                       "result": None})
+
+
+class GitHubSource:
+    name = NAME
+
+    def __init__(self, environ: Mapping[str, str], cwd: Path):
+        self.environ = environ
+        self.target = targets.parse(environ.get("RALPH_TASKS") or NAME, environ, cwd)
+        self.root = base.find_root(".git", environ, cwd)
+        self.tool = importlib.util.find_spec("github") is not None or None
+        self.dir = Path(self.root) / ".ralph" / "sources" / NAME
+        self.readonly = bool(environ.get("RALPH_SOURCE_READONLY"))
+        self.calls = 0
+        self._client: api.Client | None = None
+        self._login: str | None = None
+
+    @property
+    def client(self) -> api.Client:
+        if self._client is None:
+            self._client = api.Client(self.target, self.environ)
+        return self._client
+
+    def _cache(self, name: str) -> Path | None:
+        if self.readonly:
+            return None
+        return self.dir / f"{self.target.owner}+{self.target.repo}" / name
+
+    def _issue(self, number: str) -> str:
+        return f"{self.client.repo_path}/issues/{number}"
+
+    def _failures(self) -> dict:
+        path = self.dir / "failures.json"
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def load(self) -> Listing:
+        path = f"{self.client.repo_path}/issues"
+        params = {"state": "open", "labels": self.target.label, "sort": "created",
+                  "direction": "asc"}
+        before = self.client.requests
+        items = self.client.pages(path, params, self._cache("issues.json"), keep=_keep)
+        failures = self._failures()
+        tasks = {}
+        for issue in items:
+            if not issue["pull_request"] and issue["state"] == "open":
+                task = task_from(issue, failures)
+                tasks[task.id] = task
+        self._drop_closed_deps(tasks)
+        self.calls += self.client.requests - before
+        ordered = sorted(tasks.values(), key=lambda t: (t.priority, int(t.id)))
+        return Listing({t.id: t for t in ordered})
+
+    def _drop_closed_deps(self, tasks: dict[str, Task]) -> None:
+        """A dependency outside the listing is done when its issue is closed; an open issue
+        without the label, or one that does not exist, keeps blocking (as tk's `ready`)."""
+        outside = sorted({d for t in tasks.values() for d in t.deps if d not in tasks}, key=int)
+        if not outside:
+            return
+        cache_file = self._cache("dependencies.json")
+        try:
+            cached = json.loads(cache_file.read_text(encoding="utf-8")) if cache_file else {}
+        except (OSError, ValueError):
+            cached = {}
+        closed = set()
+        for number in outside:
+            old = cached.get(number, {})
+            status, headers, data = self.client.rest("GET", self._issue(number),
+                                                     etag=old.get("etag"), ok=(404, 410))
+            if status == 200 and isinstance(data, dict):
+                cached[number] = old = {"etag": headers.get("etag"), "state": data.get("state")}
+            if old.get("state") == "closed":
+                closed.add(number)
+        if cache_file is not None:
+            atomic_file.write_atomic(cache_file, json.dumps(cached).encode())
+        for task in tasks.values():
+            task.deps = [d for d in task.deps if d not in closed]
+
+    def _login_name(self) -> str:
+        if self._login is None:
+            _, _, user = self.client.rest("GET", "/user")
+            self._login = (user or {}).get("login") or ""
+        return self._login
+
+    def _take_off(self, number: str) -> None:
+        self.client.rest("DELETE", f"{self._issue(number)}/labels/{quote(ACTIVE_LABEL, safe='')}",
+                         ok=(404,))
+        login = self._login_name()
+        if login:
+            self.client.rest("DELETE", f"{self._issue(number)}/assignees",
+                             body={"assignees": [login]})
+
+    def start(self, task_id: str) -> None:
+        self.client.rest("POST", f"{self._issue(task_id)}/labels",
+                         body={"labels": [ACTIVE_LABEL]})
+        login = self._login_name()
+        if login:
+            self.client.rest("POST", f"{self._issue(task_id)}/assignees",
+                             body={"assignees": [login]})
+
+    def finish(self, task_id: str, result: dict | None, summary: str) -> None:
+        if summary:
+            self.client.rest("POST", f"{self._issue(task_id)}/comments",
+                             body={"body": DONE_NOTE + summary})
+        self.client.rest("DELETE", f"{self._issue(task_id)}/labels/"
+                         f"{quote(ACTIVE_LABEL, safe='')}", ok=(404,))
+        self.client.rest("PATCH", self._issue(task_id),
+                         body={"state": "closed", "state_reason": "completed"})
+
+    def release(self, task_id: str, reason: str) -> None:
+        reason = reason or "no reason given"
+        self.client.rest("POST", f"{self._issue(task_id)}/comments",
+                         body={"body": FAIL_NOTE + reason})
+        self._take_off(task_id)
+        failures = self._failures()
+        count = int(failures.get(task_id, {}).get("count", 0)) + 1
+        failures[task_id] = {"reason": reason, "count": count}
+        atomic_file.write_atomic(self.dir / "failures.json", json.dumps(failures).encode())
+
+    def reopen(self, task_id: str, reason: str) -> None:
+        self.release(task_id, reason)
+
+
+__all__ = ["GitHubSource", "task_from", "dependencies", "NAME", "MARKER", "INSTALL",
+           "ACTIVE_LABEL", "HELD_LABEL"]
