@@ -170,6 +170,12 @@ class Standin:
         if not path.startswith(prefix):
             return 404, {"message": "Not Found"}, {}
         rest = path[len(prefix):]
+        if rest == "" and verb == "GET":
+            return 200, {"id": 1, "node_id": "R_1", "name": self.repo,
+                         "full_name": f"{self.owner}/{self.repo}", "private": True,
+                         "owner": _user(self.owner), "html_url": "", "url": "",
+                         "default_branch": "main", "allow_squash_merge": True,
+                         "allow_merge_commit": True, "allow_rebase_merge": True}, {}
         first = lambda name: query.get(name, [""])[0]    # noqa: E731
         if verb == "GET" and rest == "/issues":
             wanted = {label for label in first("labels").split(",") if label}

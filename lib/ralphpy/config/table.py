@@ -228,6 +228,26 @@ SETTINGS: tuple[Setting, ...] = (
          " finished task (build)",
          "  --sync                      Rebase on origin before each session,\n"
          "                              push each finished task"),
+    # A pull request per finished task (docs/github.md). No environment variable, as --sync.
+    _row("pr", "bool", False, "sync",
+         "build: push each finished task to its own branch and open a pull request; hold the"
+         " task until it is merged",
+         "  --pr                        A pull request per finished task (GitHub)",
+         modes=("build",)),
+    _row("pr_wait", "text", "checks", "sync",
+         "--pr: checks (wait for the checks and reviews, feed failures back) or none",
+         "  --pr-wait checks|none       Wait for checks and reviews (default: checks)",
+         needs="checks or none", modes=("build",), check=kinds.one_of("checks", "none")),
+    _row("pr_merge", "text", "auto", "sync",
+         "--pr: merge a green pull request (auto: a merge commit, squash, rebase) or leave it"
+         " to a person (manual)",
+         "  --pr-merge auto|squash|rebase|manual\n"
+         "                              Merge green pull requests (default: auto)",
+         needs="auto, squash, rebase or manual", modes=("build",),
+         check=kinds.one_of("auto", "squash", "rebase", "manual")),
+    _row("pr_poll", "duration", 30.0, "sync",
+         "--pr: how often a waiting pull request's checks and reviews are read",
+         check=kinds.at_least(1)),
     # One channel per line: a command, an http(s):// URL or `desktop` (notify.settings).
     _row("notify", "text", None, "notify",
          "notify on run end, stops, limit waits, held tasks, scope changes",

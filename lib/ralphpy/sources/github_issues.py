@@ -18,15 +18,17 @@ from ralphpy import atomic_file
 from ralphpy.github import client as api
 from ralphpy.github import target as targets
 from ralphpy.sources import base
-from ralphpy.sources.base import ACTIVE, HELD, OPEN, Listing, Task
+from ralphpy.sources.base import ACTIVE, DONE, HELD, OPEN, Listing, Task
 
 NAME = "github"
 MARKER = None                       # the backlog is not in the repository
 INSTALL = api.INSTALL
 ACTIVE_LABEL = "ralph:active"
-HELD_LABEL = "ralph:held"           # a person's word is needed (a pull request closed unmerged)
+HELD_LABEL = "ralph:held"           # a person's word is needed
+DONE_LABEL = "ralph:done"           # --pr: done, the issue closed by its pull request's merge
 DONE_NOTE = "ralph: done: "
 FAIL_NOTE = "ralph: failed: "
+REOPEN_NOTE = "ralph: reopened: "
 # An issue body is a person's (or anyone's) text: past this it is cut, with a note saying so,
 # so one huge body cannot fill every prompt the peek goes into.
 BODY_MAX = 20_000
@@ -53,25 +55,25 @@ def dependencies(body: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def task_from(issue: dict, failures: Mapping[str, dict]) -> Task:
+def task_from(issue: dict, failures: Mapping[str, dict], results: Mapping[str, str] = {}) -> Task:
     number = str(issue["number"])
     labels = issue["labels"]
-    status = ACTIVE if ACTIVE_LABEL in labels else HELD if HELD_LABEL in labels else OPEN
+    status = (DONE if DONE_LABEL in labels else ACTIVE if ACTIVE_LABEL in labels
+              else HELD if HELD_LABEL in labels else OPEN)
     priority = next((int(m.group(1)) for m in map(_PRIORITY.match, labels) if m), 2)
     body = issue["body"].replace("\r\n", "\n").strip()
     if len(body) > BODY_MAX:
         body = body[:BODY_MAX] + f"\n[... {len(body) - BODY_MAX} more characters of the issue]"
     failed = failures.get(number, {})
     return Task(id=number, title=issue["title"] or f"#{number}", status=status,
-                tool_status="in_progress" if status == ACTIVE else
-                "held" if status == HELD else "open",
+                tool_status={ACTIVE: "in_progress", HELD: "held", DONE: "done"}.get(status, "open"),
                 priority=priority, deps=dependencies(body),
                 tags=[label for label in labels if label.startswith("component:")],
                 category=next((label[5:] for label in labels if label.startswith("type:")), None),
                 description=body or None, fail_reason=failed.get("reason"),
                 retry_count=int(failed.get("count", 0)), created=issue.get("created_at"),
                 extra={"ref": issue.get("html_url"), "assignee": (issue["assignees"] or [None])[0],
-                       "result": None})
+                       "result": results.get(number) if status == DONE else None})
 
 
 class GitHubSource:
@@ -102,8 +104,9 @@ class GitHubSource:
     def _issue(self, number: str) -> str:
         return f"{self.client.repo_path}/issues/{number}"
 
-    def _failures(self) -> dict:
-        path = self.dir / "failures.json"
+    def _failures(self, name: str = "failures.json") -> dict:
+        """ralph's notes beside the issues: failures (reason, count), results of done tasks."""
+        path = self.dir / name
         try:
             return json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -115,11 +118,11 @@ class GitHubSource:
                   "direction": "asc"}
         before = self.client.requests
         items = self.client.pages(path, params, self._cache("issues.json"), keep=_keep)
-        failures = self._failures()
+        failures, results = self._failures(), self._failures("results.json")
         tasks = {}
         for issue in items:
             if not issue["pull_request"] and issue["state"] == "open":
-                task = task_from(issue, failures)
+                task = task_from(issue, failures, results)
                 tasks[task.id] = task
         self._drop_closed_deps(tasks)
         self.calls += self.client.requests - before
@@ -158,8 +161,7 @@ class GitHubSource:
         return self._login
 
     def _take_off(self, number: str) -> None:
-        self.client.rest("DELETE", f"{self._issue(number)}/labels/{quote(ACTIVE_LABEL, safe='')}",
-                         ok=(404,))
+        self._unlabel(number, ACTIVE_LABEL)
         login = self._login_name()
         if login:
             self.client.rest("DELETE", f"{self._issue(number)}/assignees",
@@ -173,12 +175,24 @@ class GitHubSource:
             self.client.rest("POST", f"{self._issue(task_id)}/assignees",
                              body={"assignees": [login]})
 
+    def _unlabel(self, task_id: str, label: str) -> None:
+        self.client.rest("DELETE", f"{self._issue(task_id)}/labels/{quote(label, safe='')}",
+                         ok=(404,))
+
     def finish(self, task_id: str, result: dict | None, summary: str) -> None:
+        """Comment the result; close the issue, or under --pr (RALPH_PR) label it done and
+        leave the closing to its pull request's `Closes #N`."""
         if summary:
             self.client.rest("POST", f"{self._issue(task_id)}/comments",
                              body={"body": DONE_NOTE + summary})
-        self.client.rest("DELETE", f"{self._issue(task_id)}/labels/"
-                         f"{quote(ACTIVE_LABEL, safe='')}", ok=(404,))
+        self._unlabel(task_id, ACTIVE_LABEL)
+        if self.environ.get("RALPH_PR"):
+            self.client.rest("POST", f"{self._issue(task_id)}/labels",
+                             body={"labels": [DONE_LABEL]})
+            results = self._failures("results.json")
+            results[task_id] = summary
+            atomic_file.write_atomic(self.dir / "results.json", json.dumps(results).encode())
+            return
         self.client.rest("PATCH", self._issue(task_id),
                          body={"state": "closed", "state_reason": "completed"})
 
@@ -193,8 +207,12 @@ class GitHubSource:
         atomic_file.write_atomic(self.dir / "failures.json", json.dumps(failures).encode())
 
     def reopen(self, task_id: str, reason: str) -> None:
-        self.release(task_id, reason)
+        """A done task back to open (a conflict, a pull request that waits or was refused)."""
+        self.client.rest("POST", f"{self._issue(task_id)}/comments",
+                         body={"body": REOPEN_NOTE + (reason or "no reason given")})
+        self._unlabel(task_id, DONE_LABEL)
+        self._take_off(task_id)
 
 
 __all__ = ["GitHubSource", "task_from", "dependencies", "NAME", "MARKER", "INSTALL",
-           "ACTIVE_LABEL", "HELD_LABEL"]
+           "ACTIVE_LABEL", "HELD_LABEL", "DONE_LABEL"]

@@ -151,6 +151,10 @@ merge: ff
 worktree_setup: npm ci
 worktree_setup_timeout: 5m
 sync: true
+pr: true
+pr_wait: none
+pr_merge: squash
+pr_poll: 2m
 tasks: tk
 lease: 5m
 store_connect_timeout: 30s
@@ -169,6 +173,8 @@ protect: "tests/** .github/**"
     assert settings.protect == ("tests/**", ".github/**")
     assert (settings.lease, settings.store_connect_timeout) == (300, 30)
     assert settings.sync is True
+    assert (settings.pr, settings.pr_wait, settings.pr_merge, settings.pr_poll) == (
+        True, "none", "squash", 120)
     assert (settings.worktree_setup, settings.worktree_setup_timeout) == ("npm ci", 300)
 
 
