@@ -161,3 +161,32 @@ def test_pr_with_a_rejected_token_stops_before_any_session(run_ralph, remote, gi
     assert proc.returncode == 9, proc.stderr
     assert proc.stderr.splitlines()[-1].startswith("Error: GitHub rejected the token")
     assert claims(tmp_path) == []
+
+
+def test_two_machines_never_open_two_pull_requests_for_one_task(
+        run_ralph, remote, git_repo, tmp_path, base_env):
+    """Machine one opens the pull request (left for a person); the task's hold is on GitHub,
+    so machine two does not take it. A person lifts the hold and machine two redoes the task:
+    its branch exists already, so it opens no second pull request."""
+    green(remote)
+    number = remote.add_issue("Parse the input", "", labels=("ralph",))
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", str(remote.bare), str(other)], check=True,
+                   env=base_env)
+    (other / "ralph.yml").write_text("pr_poll: 1s\n")
+    first = run_ralph("build", "--tasks", "github", "--pr", "--pr-merge", "manual", "-n", "1",
+                      env=remote.env, timeout=180)
+    assert first.returncode == 0, first.stderr
+    assert "ralph:held" in remote.labels(number)
+    idle = run_ralph("build", "--tasks", "github", "--pr", "-n", "1", env=remote.env,
+                     cwd=other, timeout=180)
+    assert "No tasks available. Exiting loop." in idle.stdout, idle.stderr
+    remote.issues[number]["labels"] = [x for x in remote.issues[number]["labels"]
+                                       if x["name"] == "ralph"]        # a person lifts it
+    second = run_ralph("build", "--tasks", "github", "--pr", "--pr-merge", "manual", "-n", "1",
+                       env=remote.env, cwd=other, timeout=180)
+    assert second.returncode == 0, second.stderr
+    assert (f"pr: ralph-pr/{number} exists already (another run opened it): task {number} "
+            "gets no second pull request") in second.stderr
+    assert claims(tmp_path) == [str(number), str(number)]
+    assert [p["head"]["ref"] for p in remote.pulls.values()] == [f"ralph-pr/{number}"]

@@ -205,6 +205,8 @@ def hold(b: Backlog, argv: Sequence[str]) -> str:
     b.record(task_id)
     atomic_file.ensure_dir(b.holds_dir)                 # .ralph/ ignores itself
     (b.holds_dir / task_id).write_text(reason + "\n", encoding="utf-8")
+    if shared := getattr(b.source, "hold", None):       # a backlog other machines read too
+        b.tool(shared, task_id, reason)
     return f"held {task_id}\n"
 
 
@@ -215,6 +217,8 @@ def unhold(b: Backlog, argv: Sequence[str]) -> str:
     b.record(task_id)
     with contextlib.suppress(FileNotFoundError):
         (b.holds_dir / task_id).unlink()
+    if shared := getattr(b.source, "unhold", None):
+        b.tool(shared, task_id)
     return f"unheld {task_id}\n"
 
 

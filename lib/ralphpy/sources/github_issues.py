@@ -29,6 +29,7 @@ DONE_LABEL = "ralph:done"           # --pr: done, the issue closed by its pull r
 DONE_NOTE = "ralph: done: "
 FAIL_NOTE = "ralph: failed: "
 REOPEN_NOTE = "ralph: reopened: "
+HOLD_NOTE = "ralph: held: "
 # An issue body is a person's (or anyone's) text: past this it is cut, with a note saying so,
 # so one huge body cannot fill every prompt the peek goes into.
 BODY_MAX = 20_000
@@ -205,6 +206,16 @@ class GitHubSource:
         count = int(failures.get(task_id, {}).get("count", 0)) + 1
         failures[task_id] = {"reason": reason, "count": count}
         atomic_file.write_atomic(self.dir / "failures.json", json.dumps(failures).encode())
+
+    def hold(self, task_id: str, reason: str) -> None:
+        """Held on GitHub too (the label, the reason as a comment): another machine's run
+        reads the same issues and must not take the task either."""
+        self.client.rest("POST", f"{self._issue(task_id)}/labels", body={"labels": [HELD_LABEL]})
+        self.client.rest("POST", f"{self._issue(task_id)}/comments",
+                         body={"body": HOLD_NOTE + reason})
+
+    def unhold(self, task_id: str) -> None:
+        self._unlabel(task_id, HELD_LABEL)
 
     def reopen(self, task_id: str, reason: str) -> None:
         """A done task back to open (a conflict, a pull request that waits or was refused)."""
