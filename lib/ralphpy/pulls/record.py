@@ -27,6 +27,7 @@ class Pull:
     feedback: str = ""                  # what reopened it: a failed check's log, a review
     seen_reviews: list[int] = field(default_factory=list)   # reviews already fed back
     checks: str = ""                    # the last check state: pending, success, failure
+    issue: str = ""                     # the task's GitHub issue, when it is one
 
 
 def load(path: Path) -> dict[str, Pull]:

@@ -207,7 +207,8 @@ class Runner:
             _, _, made = self.client.rest("POST", f"{self.client.repo_path}/pulls", body={
                 "title": str(task.get("title") or tid), "head": branch, "base": self.base,
                 "body": body})
-            pull = Pull(tid, int(made["number"]), branch, made.get("html_url", ""))
+            pull = Pull(tid, int(made["number"]), branch, made.get("html_url", ""),
+                        issue=str(task.get("ref") or "") if self.closes_issues else "")
             self.pulls[tid] = pull
             self.say(f"pr: #{pull.number} opened for task {tid}: {pull.url}")
         pull.reason = f"pull request #{pull.number} waits for " + (
