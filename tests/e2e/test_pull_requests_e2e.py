@@ -193,3 +193,39 @@ def test_two_machines_never_open_two_pull_requests_for_one_task(
             "gets no second pull request") in second.stderr
     assert claims(tmp_path) == [str(number), str(number)]
     assert [p["head"]["ref"] for p in remote.pulls.values()] == [f"ralph-pr/{number}"]
+
+
+def test_parallel_sessions_each_open_a_pull_request_instead_of_merging_locally(
+        run_ralph, remote, git_repo, tmp_path):
+    heads = {}
+
+    def checks(number, sha):                     # each pull request's first head fails once
+        if number in heads:
+            remote.set_checks(sha, ("test", "success", "ok"))
+        else:
+            heads[number] = sha
+            remote.set_checks(sha, ("test", "failure", f"broken in #{number}"))
+    remote.on_pull = checks
+    a = remote.add_issue("Parse the input", "", labels=("ralph", "component:parse"))
+    b = remote.add_issue("Print a report", "", labels=("ralph", "component:report"))
+    local = git(git_repo, "rev-parse", "main").strip()
+    agent = AGENT.replace('out=$("$RALPH_TASK_SCRIPT" claim) || exit 0\n', "").replace(
+        """tid=$(printf '%s\\n' "$out" | sed -n 's/^id: //p' | head -n 1)""",
+        'tid=$(cat "$RALPH_FROZEN_IDS_FILE")')                 # ralph claimed it for the session
+    assert "claim" not in agent and "RALPH_FROZEN_IDS_FILE" in agent
+    run = ("build", "--tasks", "github", "--pr", "--parallel", "2")
+    first = run_ralph(*run, env={**remote.env, "STUB_ACTION": agent}, timeout=240)
+    assert first.returncode == 0, first.stderr
+    numbers = sorted(remote.pulls)
+    assert len(numbers) == 2 and not any(p["merged"] for p in remote.pulls.values())
+    assert "a check failed: task" in first.stderr       # reopened: a run tries a task once
+    second = run_ralph(*run, env={**remote.env, "STUB_ACTION": agent}, timeout=240)
+    assert second.returncode == 0, second.stderr
+    assert sorted(remote.pulls) == numbers               # the same two pull requests
+    pulls = sorted(remote.pulls.values(), key=lambda p: p["head"]["ref"])
+    assert [(p["head"]["ref"], p["merged"]) for p in pulls] == [
+        (f"ralph-pr/{a}", True), (f"ralph-pr/{b}", True)]
+    assert sorted(claims(tmp_path)) == sorted([str(a), str(a), str(b), str(b)])
+    assert remote.issues[a]["state"] == remote.issues[b]["state"] == "closed"
+    assert f"work-{a}.txt" in remote_files(remote) and f"work-{b}.txt" in remote_files(remote)
+    assert git(git_repo, "rev-parse", "main").strip() == local     # nothing merged locally

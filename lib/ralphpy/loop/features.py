@@ -418,12 +418,15 @@ class PullRequests(Feature):
         self.runner = start.runner(ctx.options, ctx.env, ctx.cwd, ctx.ralph_dir,
                                    ctx.task.bound(ctx.env), ctx.agent_id, self.report)
         ctx.export("RALPH_PR", "1")                     # a GitHub task's `done` leaves it open
+        if ctx.options.parallel > 1:                    # the pull request is the merge: a
+            ctx.options = dataclasses.replace(ctx.options, merge="none")   # worktree's branch
+                                                        # is not merged into the checkout
 
     def report(self, line: str) -> None:
         self.ctx.warn(line)                             # stderr: stdout stays ralph.sh's
         self.ctx.record("pr", message=line)
 
-    def before_session(self) -> str | None:
+    def before_claims(self) -> str | None:
         self.runner.between_sessions()                  # may wait for pull requests
         return None
 
@@ -432,9 +435,12 @@ class PullRequests(Feature):
         return dataclasses.replace(prompt, data=prompt.data + note) if note else prompt
 
     def after_session(self, session: Session) -> None:
-        if session.place is None:                       # --parallel is refused at start
-            summary = session.result.summary if session.result else None
-            self.runner.after_session(getattr(summary, "total_cost_usd", None))
+        summary = session.result.summary if session.result else None
+        cost = getattr(summary, "total_cost_usd", None)
+        if session.place is None:
+            self.runner.after_session(cost)
+        elif session.record.get("status") == "done":    # --parallel: its task, its worktree
+            self.runner.publish_worktree(session.record, session.place.path, cost)
 
 
 def pull_requests(ctx: RunContext) -> PullRequests | None:

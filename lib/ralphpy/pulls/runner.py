@@ -1,4 +1,4 @@
-"""Owns what `--pr` does during a single-loop run and when (docs/github.md). Before a session:
+"""Owns what `--pr` does during a run and when (docs/github.md). Before a session:
 settle the pull requests left waiting (merged: the task is done; a failed check or a review
 asking for changes: the task reopened with that word; closed without a merge: held), wait while
 they are all that is left, and put the checkout at the commit the session starts from (the
@@ -7,7 +7,8 @@ branch never moves). After a session: for each task it marked done, its commits 
 task's branch `ralph-pr/<task>` and a pull request is opened (or the open one updated), and
 the task is held until the pull request settles. The branch is created through the API first:
 creating a ref that exists fails (422), so of two runs or machines one opens the pull request
-and the other leaves it alone. Reports each step as one line; never prints."""
+and the other leaves it alone. A --parallel session's worktree is published the same way
+(publish_worktree). Reports each step as one line; never prints."""
 from __future__ import annotations
 
 import json
@@ -64,6 +65,13 @@ class Runner:
     def _call(self, *argv: str) -> tuple[bool, str]:
         return self.task_call(list(argv))
 
+    def _must(self, *argv: str) -> None:
+        """A task call the task's state depends on: its failure is named, not silent."""
+        ok, out = self._call(*argv)
+        if not ok:
+            self.say(f"pr: task {argv[1]}: `task {argv[0]}` failed: "
+                     f"{inert.shown(out.strip().splitlines()[-1] if out.strip() else '')}")
+
     # ------------------------------------------------------------ between sessions
     def settle(self) -> None:
         """Every pull request still open: merged, closed, reopened or still waiting."""
@@ -104,8 +112,8 @@ class Runner:
         why = ("a check failed" if verdict.checks == "failure" else "a review requests changes")
         reason = f"pull request #{pull.number}: {why}: {verdict.feedback}"
         self._call("_unhold", pull.task)
-        self._call("claim", pull.task, "--agent", self.agent)
-        self._call("fail", pull.task, "--reason", reason[:2000])
+        self._must("claim", pull.task, "--agent", self.agent)
+        self._must("fail", pull.task, "--reason", reason[:2000])
         self.say(f"pr: #{pull.number}: {why}: task {pull.task} reopened; the next session "
                  f"continues on {pull.branch}")
 
@@ -126,8 +134,9 @@ class Runner:
         self._merged(pull, (answer or {}).get("sha", ""))
 
     def claimable(self) -> bool:
+        """A task can be claimed, or one is active (a --parallel session runs on it)."""
         ok, out = self._call("peek", "-n", "1")
-        return not ok or "status: open" in out
+        return not ok or "status: open" in out or "status: active" in out
 
     def wait_for_pulls(self) -> None:
         """While pull requests wait and no task can be claimed, wait for them (one line)."""
@@ -182,14 +191,31 @@ class Runner:
             self.settle()           # so the loop's plan-status sees them merged or reopened
             self.wait_for_pulls()
 
-    def _publish(self, task: dict, head: str, cost: object) -> None:
+    def publish_worktree(self, task: dict, path: Path, cost: object) -> None:
+        """--parallel: a done task's worktree, its commits since the remote's base. A
+        reopened task's worktree starts from the run's branch, not from its pull request's:
+        its new commits replace the branch's (the same pull request)."""
+        head = self.git(path, "rev-parse", "HEAD")[1].strip()
+        self.git(path, "fetch", "-q", "origin", self.base, timeout=120)
+        self.start = self.git(path, "merge-base", head, "FETCH_HEAD")[1].strip()
+        try:
+            self._publish(task, head, cost, cwd=path, replace=True)
+        finally:
+            self._save()
+
+    def _publish(self, task: dict, head: str, cost: object, cwd: Path | None = None,
+                 replace: bool = False) -> None:
         tid = str(task.get("id"))
         pull = self.pulls.get(tid)
+        cwd = cwd or self.top
         if head == self.start:
             self.say(f"pr: task {tid} finished without a commit: no pull request")
             return
         if pull is not None and pull.state == record.REOPENED:
-            self.git(self.top, "push", "-q", "origin", f"{head}:refs/heads/{pull.branch}")
+            push = ["push", "-q", "origin", f"{head}:refs/heads/{pull.branch}"]
+            if replace:
+                push[1:1] = ["--force"]
+            self.git(cwd, *push)
             pull.state, pull.feedback = record.WAITING, ""
             self.say(f"pr: #{pull.number} updated: {pull.branch} at {head[:12]}")
         else:
@@ -201,7 +227,7 @@ class Runner:
                 self.say(f"pr: {branch} exists already (another run opened it): task {tid} "
                          "gets no second pull request")
                 return
-            self.git(self.top, "push", "-q", f"--force-with-lease=refs/heads/{branch}:"
+            self.git(cwd, "push", "-q", f"--force-with-lease=refs/heads/{branch}:"
                      f"{self.start}", "origin", f"{head}:refs/heads/{branch}")
             body = self._body(task, cost)
             _, _, made = self.client.rest("POST", f"{self.client.repo_path}/pulls", body={
@@ -213,8 +239,8 @@ class Runner:
             self.say(f"pr: #{pull.number} opened for task {tid}: {pull.url}")
         pull.reason = f"pull request #{pull.number} waits for " + (
             "its checks and reviews" if self.wait_checks else "a review or a merge")
-        self._call("_reopen", tid, "--reason", pull.reason)
-        self._call("_hold", tid, "--reason", pull.reason)
+        self._must("_reopen", tid, "--reason", pull.reason)
+        self._must("_hold", tid, "--reason", pull.reason)
 
     def _body(self, task: dict, cost: object) -> str:
         lines = [f"Task `{task.get('id')}`: {task.get('title') or ''}".rstrip(), ""]

@@ -20,8 +20,9 @@ def _target(env: Mapping[str, str], cwd: Path) -> targets.Target:
 
 
 def check(opts, env: Mapping[str, str], cwd: Path) -> None:
-    if opts.parallel > 1:
-        raise UsageError("--pr does not work with --parallel yet: run without --parallel")
+    if opts.parallel > 1 and opts.source("merge") != "default" and opts.merge != "none":
+        raise UsageError(f"--pr with --parallel: the pull request is the merge, so --merge "
+                         f"{opts.merge} cannot apply (leave it out, or --merge none)")
     if opts.sync:
         raise UsageError("--pr and --sync both push: choose one")
     if not workspace.current_branch(env):
