@@ -64,6 +64,9 @@ def test_labelled_issues_become_merged_pull_requests(run_ralph, remote, git_repo
                                     f"work-{b}.txt"]
     assert f"pr: #{pulls[0]['number']} opened for task {a}" in proc.stderr
     assert git(git_repo, "branch", "--show-current").strip() == "main"   # the user's branch stays
+    report = run_ralph("report", "--md", env=remote.env).stdout
+    assert (f"pull request #{pulls[0]['number']} merged, checks success "
+            f"{pulls[0]['html_url']}; issue https://github.com/acme/widgets/issues/{a}") in report
     status = run_ralph("status", env=remote.env)
     assert (f"  {a}  #{pulls[0]['number']} merged, checks success  {pulls[0]['html_url']}  "
             f"issue https://github.com/acme/widgets/issues/{a}") in status.stdout

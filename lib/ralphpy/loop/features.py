@@ -422,9 +422,9 @@ class PullRequests(Feature):
             ctx.options = dataclasses.replace(ctx.options, merge="none")   # worktree's branch
                                                         # is not merged into the checkout
 
-    def report(self, line: str) -> None:
+    def report(self, line: str, fields: dict) -> None:
         self.ctx.warn(line)                             # stderr: stdout stays ralph.sh's
-        self.ctx.record("pr", message=line)
+        self.ctx.record("pr", message=line, **fields)
 
     def before_claims(self) -> str | None:
         self.runner.between_sessions()                  # may wait for pull requests

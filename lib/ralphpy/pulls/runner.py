@@ -41,7 +41,7 @@ class Runner:
     base: str                        # the branch pull requests go into
     task_call: task_client.TaskCall
     agent: str
-    say: Callable[[str], None]
+    say: Callable[[str, dict], None]     # (line, the event's fields)
     record_file: Path
     wait_checks: bool = True
     merge: str = "auto"
@@ -65,11 +65,17 @@ class Runner:
     def _call(self, *argv: str) -> tuple[bool, str]:
         return self.task_call(list(argv))
 
+    def _tell(self, pull: Pull | None, line: str) -> None:
+        fields = {} if pull is None else {
+            "task": pull.task, "number": pull.number, "url": pull.url, "issue": pull.issue,
+            "state": pull.state, "checks": pull.checks}
+        self.say(line, fields)
+
     def _must(self, *argv: str) -> None:
         """A task call the task's state depends on: its failure is named, not silent."""
         ok, out = self._call(*argv)
         if not ok:
-            self.say(f"pr: task {argv[1]}: `task {argv[0]}` failed: "
+            self._tell(None, f"pr: task {argv[1]}: `task {argv[0]}` failed: "
                      f"{inert.shown(out.strip().splitlines()[-1] if out.strip() else '')}")
 
     # ------------------------------------------------------------ between sessions
@@ -97,14 +103,14 @@ class Runner:
         if ok and answers.slugs(out):                                     # closed by the merge
             self._call("done", pull.task, "--result", json.dumps(
                 {"commit": commit or "merged", "pull_request": pull.number}))
-        self.say(f"pr: #{pull.number} merged: task {pull.task} done")
+        self._tell(pull, f"pr: #{pull.number} merged: task {pull.task} done")
 
     def _closed(self, pull: Pull) -> None:
         pull.state = record.CLOSED
         pull.reason = (f"pull request #{pull.number} was closed without merging; a person "
                        "decides what happens to the task")
         self._call("_hold", pull.task, "--reason", pull.reason)
-        self.say(f"pr: #{pull.number} closed without merging: task {pull.task} held")
+        self._tell(pull, f"pr: #{pull.number} closed without merging: task {pull.task} held")
 
     def _reopen(self, pull: Pull, verdict: feedback.Verdict) -> None:
         pull.state, pull.feedback = record.REOPENED, verdict.feedback
@@ -114,15 +120,15 @@ class Runner:
         self._call("_unhold", pull.task)
         self._must("claim", pull.task, "--agent", self.agent)
         self._must("fail", pull.task, "--reason", reason[:2000])
-        self.say(f"pr: #{pull.number}: {why}: task {pull.task} reopened; the next session "
-                 f"continues on {pull.branch}")
+        self._tell(pull, f"pr: #{pull.number}: {why}: task {pull.task} reopened; the next "
+                         f"session continues on {pull.branch}")
 
     def _green(self, pull: Pull) -> None:
         if self.merge == "manual":
             pull.state = record.MANUAL
             pull.reason = f"pull request #{pull.number} is ready: a person merges it"
             self._call("_hold", pull.task, "--reason", pull.reason)
-            self.say(f"pr: #{pull.number} is green: left for a person to merge")
+            self._tell(pull, f"pr: #{pull.number} is green: left for a person to merge")
             return
         status, _, answer = self.client.rest(
             "PUT", f"{self.client.repo_path}/pulls/{pull.number}/merge",
@@ -146,7 +152,7 @@ class Runner:
             if not said:
                 waiting = ", ".join(f"#{p.number} (task {p.task})" for p in self.pulls.values()
                                     if p.state == record.WAITING)
-                self.say(f"pr: waiting for pull requests: {waiting}")
+                self._tell(None, f"pr: waiting for pull requests: {waiting}")
                 said = True
             self.sleep(self.poll)
             self.settle()
@@ -209,7 +215,7 @@ class Runner:
         pull = self.pulls.get(tid)
         cwd = cwd or self.top
         if head == self.start:
-            self.say(f"pr: task {tid} finished without a commit: no pull request")
+            self._tell(None, f"pr: task {tid} finished without a commit: no pull request")
             return
         if pull is not None and pull.state == record.REOPENED:
             push = ["push", "-q", "origin", f"{head}:refs/heads/{pull.branch}"]
@@ -217,15 +223,15 @@ class Runner:
                 push[1:1] = ["--force"]
             self.git(cwd, *push)
             pull.state, pull.feedback = record.WAITING, ""
-            self.say(f"pr: #{pull.number} updated: {pull.branch} at {head[:12]}")
+            self._tell(pull, f"pr: #{pull.number} updated: {pull.branch} at {head[:12]}")
         else:
             branch = branch_for(tid)
             status, _, _ = self.client.rest(           # the atomic step: one creator wins
                 "POST", f"{self.client.repo_path}/git/refs",
                 body={"ref": f"refs/heads/{branch}", "sha": self.start}, ok=(422,))
             if status == 422:
-                self.say(f"pr: {branch} exists already (another run opened it): task {tid} "
-                         "gets no second pull request")
+                self._tell(None, f"pr: {branch} exists already (another run opened it): "
+                                 f"task {tid} gets no second pull request")
                 return
             self.git(cwd, "push", "-q", f"--force-with-lease=refs/heads/{branch}:"
                      f"{self.start}", "origin", f"{head}:refs/heads/{branch}")
@@ -236,7 +242,7 @@ class Runner:
             pull = Pull(tid, int(made["number"]), branch, made.get("html_url", ""),
                         issue=str(task.get("ref") or "") if self.closes_issues else "")
             self.pulls[tid] = pull
-            self.say(f"pr: #{pull.number} opened for task {tid}: {pull.url}")
+            self._tell(pull, f"pr: #{pull.number} opened for task {tid}: {pull.url}")
         pull.reason = f"pull request #{pull.number} waits for " + (
             "its checks and reviews" if self.wait_checks else "a review or a merge")
         self._must("_reopen", tid, "--reason", pull.reason)

@@ -32,7 +32,7 @@ def check(opts, env: Mapping[str, str], cwd: Path) -> None:
 
 
 def runner(opts, env: Mapping[str, str], cwd: Path, ralph_dir: Path, task_call,
-           agent: str, say: Callable[[str], None]) -> Runner:
+           agent: str, say: Callable[[str, dict], None]) -> Runner:
     top = Path(Git(env)(cwd, "rev-parse", "--show-toplevel")[1].strip())
     return Runner(api.Client(_target(env, cwd), env), Git(env), top,
                   workspace.current_branch(env), task_call, agent, say,
