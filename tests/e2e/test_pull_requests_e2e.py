@@ -232,3 +232,16 @@ def test_parallel_sessions_each_open_a_pull_request_instead_of_merging_locally(
     assert remote.issues[a]["state"] == remote.issues[b]["state"] == "closed"
     assert f"work-{a}.txt" in remote_files(remote) and f"work-{b}.txt" in remote_files(remote)
     assert git(git_repo, "rev-parse", "main").strip() == local     # nothing merged locally
+
+
+@pytest.mark.parametrize("args, line", [
+    (("--sync",), "Error: --pr and --sync both push: choose one"),
+    (("--parallel", "2", "--merge", "ff"),
+     "Error: --pr with --parallel: the pull request is the merge, so --merge ff cannot apply "
+     "(leave it out, or --merge none)"),
+])
+def test_pr_beside_a_setting_it_cannot_work_with_is_one_line(run_ralph, remote, git_repo, args,
+                                                             line):
+    proc = run_ralph("build", "--tasks", "github", "--pr", *args, env=remote.env)
+    assert (proc.returncode, proc.stderr.splitlines()[-1:]) == (1, [line]), proc.stderr
+    assert not (git_repo / ".ralph").exists()
