@@ -4,13 +4,14 @@ reviews fed back into the task, merges, and a pull request a person closed."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
+import sys
 
 import pytest
 
 import ghstandin
-from conftest import git, read_jsonl
-from conftest import install_stub
+from conftest import RALPH, git, install_stub, read_jsonl, wait_for
 from sourcehelp import AGENT, claims
 
 # sourcehelp's agent, adding a line at each session: a session continuing a task commits too.
@@ -245,3 +246,32 @@ def test_pr_beside_a_setting_it_cannot_work_with_is_one_line(run_ralph, remote, 
     proc = run_ralph("build", "--tasks", "github", "--pr", *args, env=remote.env)
     assert (proc.returncode, proc.stderr.splitlines()[-1:]) == (1, [line]), proc.stderr
     assert not (git_repo / ".ralph").exists()
+
+
+def test_an_interrupted_pr_session_leaves_the_checkout_on_its_branch(run_ralph, remote, git_repo,
+                                                                     tmp_path):
+    remote.add_issue("Parse the input", "", labels=("ralph",))
+    started = tmp_path / "started"
+    env = {**remote.env, "STUB_ACTION": f"touch '{started}'; exec sleep 60"}
+    proc = subprocess.Popen([sys.executable, str(RALPH), "build", "--tasks", "github", "--pr"],
+                            cwd=git_repo, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(started.exists, timeout=60)
+        assert git(git_repo, "branch", "--show-current").strip() == ""    # detached meanwhile
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130
+    assert git(git_repo, "branch", "--show-current").strip() == "main"
+
+
+def test_pr_without_an_origin_is_one_line(run_ralph, remote, git_repo, base_env):
+    git(git_repo, "remote", "remove", "origin", env=base_env)
+    proc = run_ralph("build", "--tasks", "github", "--pr", env=remote.env)
+    assert (proc.returncode, proc.stderr.splitlines()) == (1, [
+        "Error: --pr pushes each task's branch to the remote 'origin', which this checkout "
+        "does not have"]), proc.stderr

@@ -442,6 +442,9 @@ class PullRequests(Feature):
         elif session.record.get("status") == "done":    # --parallel: its task, its worktree
             self.runner.publish_worktree(session.record, session.place.path, cost)
 
+    def finish(self) -> None:
+        self.runner.restore()                           # never left detached (Ctrl+C)
+
 
 def pull_requests(ctx: RunContext) -> PullRequests | None:
     """--pr for a build run (checked at start-up: start.check_checkout), or None when off."""

@@ -27,6 +27,9 @@ def check(opts, env: Mapping[str, str], cwd: Path) -> None:
         raise UsageError("--pr and --sync both push: choose one")
     if not workspace.current_branch(env):
         raise UsageError("--pr needs a checked-out branch: the base of the pull requests")
+    if Git(env)(cwd, "remote", "get-url", "origin", check=False)[0] != 0:
+        raise UsageError("--pr pushes each task's branch to the remote 'origin', which this "
+                         "checkout does not have")
     client = api.Client(_target(env, cwd), env)
     client.rest("GET", client.repo_path)            # the repository and the token, at once
 
