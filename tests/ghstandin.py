@@ -49,6 +49,7 @@ class Standin:
         self.limit_reset = 0
         self.next_number = 1
         self.on_pull = None        # called with a new or updated pull request's head sha
+        self.require_approval = False   # branch protection: an approving review to merge
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -304,6 +305,10 @@ class Standin:
                 self._pull_view(pr)
                 if pr["state"] != "open":
                     return 405, {"message": "Pull Request is not mergeable"}, {}
+                if self.require_approval and not any(
+                        r["state"] == "APPROVED" for r in self.reviews.get(pr["number"], [])):
+                    return 405, {"message": "At least 1 approving review is required by "
+                                            "reviewers with write access."}, {}
                 sha = self._merge(pr, (body or {}).get("merge_method") or "merge")
                 pr.update(state="closed", merged=True, merged_at=_STAMP,
                           merge_commit_sha=sha, closed_at=_STAMP)

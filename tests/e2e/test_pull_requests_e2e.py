@@ -275,3 +275,29 @@ def test_pr_without_an_origin_is_one_line(run_ralph, remote, git_repo, base_env)
     assert (proc.returncode, proc.stderr.splitlines()) == (1, [
         "Error: --pr pushes each task's branch to the remote 'origin', which this checkout "
         "does not have"]), proc.stderr
+
+
+def test_a_green_pull_request_waits_for_the_approval_the_repository_requires(
+        remote, git_repo):
+    green(remote)
+    remote.require_approval = True
+    number = remote.add_issue("Parse the input", "", labels=("ralph",))
+    proc = subprocess.Popen([sys.executable, str(RALPH), "build", "--tasks", "github", "--pr"],
+                            cwd=git_repo, env=remote.env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: any(verb == "PUT" and status == 405
+                             for verb, _, status in remote.requests), timeout=90)
+        (pull,) = remote.pulls.values()
+        assert not pull["merged"]
+        remote.review(pull["number"], "APPROVED", "Looks good.")
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert pull["merged"] and remote.issues[number]["state"] == "closed"
+    assert (f"pr: pull request #{pull['number']} cannot be merged yet: At least 1 approving "
+            "review is required by reviewers with write access.") in err.splitlines()
+    assert f"pr: waiting for pull requests: #{pull['number']} (task {number})" in err

@@ -134,8 +134,11 @@ class Runner:
             "PUT", f"{self.client.repo_path}/pulls/{pull.number}/merge",
             body={"merge_method": MERGE_METHODS[self.merge]}, ok=(405, 409))
         if status in (405, 409):                       # an approval or a rule missing
-            pull.reason = (f"pull request #{pull.number} cannot be merged yet: "
-                           f"{(answer or {}).get('message', status)}")
+            reason = (f"pull request #{pull.number} cannot be merged yet: "
+                      f"{inert.shown(str((answer or {}).get('message', status)))}")
+            if reason != pull.reason:                  # said once, then waited for
+                pull.reason = reason
+                self._tell(pull, f"pr: {reason}")
             return
         self._merged(pull, (answer or {}).get("sha", ""))
 
