@@ -50,6 +50,7 @@ class Standin:
         self.next_number = 1
         self.on_pull = None        # called with a new or updated pull request's head sha
         self.require_approval = False   # branch protection: an approving review to merge
+        self.required_checks: list[str] | None = None   # branch protection: checks to pass
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -317,6 +318,13 @@ class Standin:
                         self.issues[int(closes)].update(state="closed",
                                                         state_reason="completed")
                 return 200, {"sha": sha, "merged": True, "message": "Pull Request merged"}, {}
+        m = re.fullmatch(r"/branches/([^/]+)/protection/required_status_checks", rest)
+        if m and verb == "GET":
+            if self.required_checks is None:
+                return 404, {"message": "Branch not protected"}, {}
+            return 200, {"url": "", "strict": False, "contexts": list(self.required_checks),
+                         "checks": [{"context": c, "app_id": None}
+                                    for c in self.required_checks]}, {}
         m = re.fullmatch(r"/commits/([^/]+)/check-runs", rest)
         if m and verb == "GET":
             ref = unquote(m.group(1))

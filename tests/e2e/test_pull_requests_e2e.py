@@ -301,3 +301,15 @@ def test_a_green_pull_request_waits_for_the_approval_the_repository_requires(
     assert (f"pr: pull request #{pull['number']} cannot be merged yet: At least 1 approving "
             "review is required by reviewers with write access.") in err.splitlines()
     assert f"pr: waiting for pull requests: #{pull['number']} (task {number})" in err
+
+
+def test_only_the_checks_the_base_branch_requires_are_waited_for(run_ralph, remote, git_repo):
+    remote.required_checks = ["test"]
+    remote.on_pull = lambda number, sha: remote.set_checks(
+        sha, ("test", "success", "ok"), ("lint", "failure", "style nit"))
+    number = remote.add_issue("Parse the input", "", labels=("ralph",))
+    proc = run_ralph("build", "--tasks", "github", "--pr", env=remote.env, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    (pull,) = remote.pulls.values()
+    assert pull["merged"] and remote.issues[number]["state"] == "closed"
+    assert "a check failed" not in proc.stderr

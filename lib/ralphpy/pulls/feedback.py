@@ -28,7 +28,22 @@ def tail(text: str) -> str:
     return "\n".join(lines)[-LOG_TAIL_CHARS:]
 
 
-def read(client: Client, number: int, seen_reviews: list[int], wait_checks: bool) -> Verdict:
+def required_checks(client: Client, base: str) -> set[str] | None:
+    """The check names the base branch's protection requires; None when it requires none
+    that ralph can read (no protection, or the token may not read it): then every check run
+    counts."""
+    status, _, found = client.rest(
+        "GET", f"{client.repo_path}/branches/{base}/protection/required_status_checks",
+        ok=(403, 404))
+    if status != 200 or not isinstance(found, dict):
+        return None
+    names = {c.get("context") for c in found.get("checks") or [] if c.get("context")}
+    names |= set(found.get("contexts") or [])
+    return names or None
+
+
+def read(client: Client, number: int, seen_reviews: list[int], wait_checks: bool,
+         required: set[str] | None = None) -> Verdict:
     _, _, pr = client.rest("GET", f"{client.repo_path}/pulls/{number}")
     pr = pr or {}
     state = "merged" if pr.get("merged") or pr.get("merged_at") else pr.get("state", "open")
@@ -40,6 +55,10 @@ def read(client: Client, number: int, seen_reviews: list[int], wait_checks: bool
         _, _, found = client.rest("GET", f"{client.repo_path}/commits/{head}/check-runs",
                                   params={"per_page": 100})
         runs = (found or {}).get("check_runs") or []
+        if required is not None:              # only what the branch's protection requires
+            runs = [r for r in runs if r.get("name") in required]
+            if {r.get("name") for r in runs} != required:
+                runs.append({"status": "queued"})          # a required check not started yet
         failed = [r for r in runs if r.get("conclusion") in FAILED]
         if failed:
             checks = "failure"

@@ -52,6 +52,8 @@ class Runner:
     continuing: Pull | None = None
     done_before: set[str] = field(default_factory=set)
     pulls: dict[str, Pull] = field(default_factory=dict)
+    required: set[str] | None = None
+    required_read: bool = False
 
     def __post_init__(self) -> None:
         self.pulls = record.load(self.record_file)
@@ -81,10 +83,13 @@ class Runner:
     # ------------------------------------------------------------ between sessions
     def settle(self) -> None:
         """Every pull request still open: merged, closed, reopened or still waiting."""
+        if self.wait_checks and not self.required_read and self.pulls:   # once per run
+            self.required = feedback.required_checks(self.client, self.base)
+            self.required_read = True
         for pull in [p for p in self.pulls.values() if p.state in (record.WAITING,
                                                                     record.MANUAL)]:
             verdict = feedback.read(self.client, pull.number, pull.seen_reviews,
-                                    self.wait_checks)
+                                    self.wait_checks, self.required)
             pull.checks = verdict.checks
             if verdict.state == "merged":
                 self._merged(pull, verdict.merge_commit)
