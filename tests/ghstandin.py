@@ -46,6 +46,7 @@ class Standin:
         self.review_comments: dict[int, list[dict]] = {}
         self.requests: list[tuple[str, str, int]] = []   # (verb, path, status)
         self.limited = 0                                # requests still to answer 403
+        self.failing: list[str] = []        # paths whose next request is answered 502
         self.limit_reset = 0
         self.next_number = 1
         self.on_pull = None        # called with a new or updated pull request's head sha
@@ -161,6 +162,9 @@ class Standin:
         if auth not in (f"token {TOKEN}", f"Bearer {TOKEN}"):
             return 401, {"message": "Bad credentials",
                          "documentation_url": "https://docs.github.com/rest"}, {}
+        if path in self.failing:
+            self.failing.remove(path)
+            return 502, {"message": "Server Error"}, {}
         if self.limited > 0:
             self.limited -= 1
             return 403, {"message": "API rate limit exceeded for user ID 1."}, {

@@ -313,3 +313,18 @@ def test_only_the_checks_the_base_branch_requires_are_waited_for(run_ralph, remo
     (pull,) = remote.pulls.values()
     assert pull["merged"] and remote.issues[number]["state"] == "closed"
     assert "a check failed" not in proc.stderr
+
+
+def test_a_github_failure_between_sessions_is_one_line_and_settled_later(run_ralph, remote,
+                                                                        git_repo):
+    def green_then_fail(number, sha):
+        remote.set_checks(sha, ("test", "success", "ok"))
+        remote.failing.append(f"/repos/acme/widgets/pulls/{number}")   # its next read
+    remote.on_pull = green_then_fail
+    number = remote.add_issue("Parse the input", "", labels=("ralph",))
+    proc = run_ralph("build", "--tasks", "github", "--pr", env=remote.env, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    (pull,) = remote.pulls.values()
+    assert pull["merged"] and remote.issues[number]["state"] == "closed"
+    assert (f"pr: GitHub GET /repos/acme/widgets/pulls/{pull['number']}: 502 Server Error; "
+            "tried again before the next session") in proc.stderr.splitlines()

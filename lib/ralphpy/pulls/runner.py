@@ -19,7 +19,7 @@ from typing import Callable
 
 from ralphpy import inert
 from ralphpy.backlog import answers, client as task_client
-from ralphpy.github.client import Client, GitHubError
+from ralphpy.github.client import Client
 from ralphpy.parallel.git import Git
 from ralphpy.parallel.worktrees import branch_safe
 from ralphpy.pulls import feedback, record
@@ -77,8 +77,9 @@ class Runner:
         """A task call the task's state depends on: its failure is named, not silent."""
         ok, out = self._call(*argv)
         if not ok:
-            self._tell(None, f"pr: task {argv[1]}: `task {argv[0]}` failed: "
-                     f"{inert.shown(out.strip().splitlines()[-1] if out.strip() else '')}")
+            detail = inert.shown(out.strip().splitlines()[-1]) if out.strip() else ""
+            self._tell(None, f"pr: task {argv[1]}: `task {argv[0]}` failed"
+                             + (f": {detail}" if detail else ""))
 
     # ------------------------------------------------------------ between sessions
     def settle(self) -> None:
@@ -278,4 +279,4 @@ class Runner:
         return "\n".join(lines)
 
 
-__all__ = ["Runner", "branch_for", "PREFIX", "MERGE_METHODS", "GitHubError"]
+__all__ = ["Runner", "branch_for", "PREFIX", "MERGE_METHODS"]
