@@ -418,26 +418,15 @@ class PullRequests(Feature):
         self.runner = start.runner(ctx.options, ctx.env, ctx.cwd, ctx.ralph_dir,
                                    ctx.task.bound(ctx.env), ctx.agent_id, self.report)
         ctx.export("RALPH_PR", "1")                     # a GitHub task's `done` leaves it open
-        if ctx.options.parallel > 1:                    # the pull request is the merge: a
-            ctx.options = dataclasses.replace(ctx.options, merge="none")   # worktree's branch
-                                                        # is not merged into the checkout
+        if ctx.options.parallel > 1:                    # the pull request is the merge
+            ctx.options = dataclasses.replace(ctx.options, merge="none")
 
     def report(self, line: str, fields: dict) -> None:
         self.ctx.warn(line)                             # stderr: stdout stays ralph.sh's
         self.ctx.record("pr", message=line, **fields)
 
-    def _unless_github_fails(self, step, *args) -> None:
-        """GitHub failing one request (a 5xx, a lost connection) is named and the run goes
-        on: what was not settled is settled before the next session. A rejected token
-        (AuthFailed) stops the run."""
-        from ralphpy.github.client import GitHubError
-        try:
-            step(*args)
-        except GitHubError as err:
-            self.report(f"pr: {err}; tried again before the next session", {})
-
     def before_claims(self) -> str | None:
-        self._unless_github_fails(self.runner.between_sessions)   # may wait for pull requests
+        self.runner.safely(self.runner.between_sessions)   # may wait for pull requests
         return None
 
     def prompt(self, prompt: Prompt) -> Prompt | None:
@@ -448,10 +437,10 @@ class PullRequests(Feature):
         summary = session.result.summary if session.result else None
         cost = getattr(summary, "total_cost_usd", None)
         if session.place is None:
-            self._unless_github_fails(self.runner.after_session, cost)
+            self.runner.safely(self.runner.after_session, cost)
         elif session.record.get("status") == "done":    # --parallel: its task, its worktree
-            self._unless_github_fails(self.runner.publish_worktree, session.record,
-                                      session.place.path, cost)
+            self.runner.safely(self.runner.publish_worktree, session.record,
+                               session.place.path, cost)
 
     def finish(self) -> None:
         self.runner.restore()                           # never left detached (Ctrl+C)

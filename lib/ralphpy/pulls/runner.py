@@ -19,7 +19,7 @@ from typing import Callable
 
 from ralphpy import inert
 from ralphpy.backlog import answers, client as task_client
-from ralphpy.github.client import Client
+from ralphpy.github.client import Client, GitHubError
 from ralphpy.parallel.git import Git
 from ralphpy.parallel.worktrees import branch_safe
 from ralphpy.pulls import feedback, record
@@ -72,6 +72,15 @@ class Runner:
             "task": pull.task, "number": pull.number, "url": pull.url, "issue": pull.issue,
             "state": pull.state, "checks": pull.checks}
         self.say(line, fields)
+
+    def safely(self, step: Callable[..., None], *args: object) -> None:
+        """GitHub failing one request (a 5xx, a lost connection) is named and the run goes
+        on: what was not settled is settled before the next session. A rejected token
+        (AuthFailed) stops the run."""
+        try:
+            step(*args)
+        except GitHubError as err:
+            self._tell(None, f"pr: {err}; tried again before the next session")
 
     def _must(self, *argv: str) -> None:
         """A task call the task's state depends on: its failure is named, not silent."""
