@@ -27,6 +27,10 @@ def _user(login: str) -> dict:
             "site_admin": False, "avatar_url": "", "gravatar_id": "", "url": "", "html_url": ""}
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
 def _git(bare: Path, *args: str, input: str | None = None) -> str:
     return subprocess.run(["git", *args], cwd=bare, input=input, capture_output=True, text=True,
                           check=True).stdout.strip()
@@ -76,7 +80,7 @@ class Standin:
                 "title": title, "body": body, "state": "open", "state_reason": None,
                 "user": _user("octocat"), "labels": [self._label(n) for n in labels],
                 "assignee": None, "assignees": [], "milestone": None, "locked": False,
-                "comments": 0, "created_at": _STAMP, "updated_at": _STAMP, "closed_at": None,
+                "comments": 0, "created_at": _now(), "updated_at": _now(), "closed_at": None,
                 "author_association": "OWNER"}
             if pull:
                 self.issues[number]["pull_request"] = {"url": "", "html_url": ""}
@@ -88,6 +92,12 @@ class Standin:
         with self.lock:
             self.limited = requests
             self.limit_reset = int(time.time()) + seconds
+
+    def set_labels(self, number: int, *names: str) -> None:
+        """A person edits the issue's labels on GitHub."""
+        with self.lock:
+            self.issues[number].update(labels=[self._label(n) for n in names],
+                                       updated_at=_now())
 
     def labels(self, number: int) -> list[str]:
         return [label["name"] for label in self.issues[number]["labels"]]
@@ -188,7 +198,10 @@ class Standin:
             state = first("state") or "open"
             found = [i for n, i in sorted(self.issues.items())
                      if (state == "all" or i["state"] == state)
-                     and wanted <= {label["name"] for label in i["labels"]}]
+                     and wanted <= {label["name"] for label in i["labels"]}
+                     and i["updated_at"] >= (first("since") or "")]
+            if first("sort") == "updated":
+                found.sort(key=lambda i: i["updated_at"], reverse=first("direction") != "asc")
             per, page = int(first("per_page") or 30), int(first("page") or 1)
             more = len(found) > per * page
             link = {"link": f'<{self.url}{path}?page={page + 1}>; rel="next"'} if more else {}
@@ -199,6 +212,8 @@ class Standin:
             issue = self.issues.get(number)
             if issue is None:
                 return 404, {"message": "Not Found"}, {}
+            if verb != "GET":
+                issue["updated_at"] = _now()          # as GitHub: any change of the issue
             if sub == "" and verb == "GET":
                 return 200, issue, {}
             if sub == "" and verb == "PATCH":
@@ -319,7 +334,7 @@ class Standin:
                           merge_commit_sha=sha, closed_at=_STAMP)
                 for closes in re.findall(r"(?i)\bcloses #(\d+)", pr["body"] or ""):
                     if int(closes) in self.issues:
-                        self.issues[int(closes)].update(state="closed",
+                        self.issues[int(closes)].update(state="closed", updated_at=_now(),
                                                         state_reason="completed")
                 return 200, {"sha": sha, "merged": True, "message": "Pull Request merged"}, {}
         m = re.fullmatch(r"/branches/([^/]+)/protection/required_status_checks", rest)

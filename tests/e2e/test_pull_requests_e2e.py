@@ -188,8 +188,7 @@ def test_two_machines_never_open_two_pull_requests_for_one_task(
     idle = run_ralph("build", "--tasks", "github", "--pr", "-n", "1", env=remote.env,
                      cwd=other, timeout=180)
     assert "No tasks available. Exiting loop." in idle.stdout, idle.stderr
-    remote.issues[number]["labels"] = [x for x in remote.issues[number]["labels"]
-                                       if x["name"] == "ralph"]        # a person lifts it
+    remote.set_labels(number, "ralph")                                 # a person lifts it
     second = run_ralph("build", "--tasks", "github", "--pr", "--pr-merge", "manual", "-n", "1",
                        env=remote.env, cwd=other, timeout=180)
     assert second.returncode == 0, second.stderr

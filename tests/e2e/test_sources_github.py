@@ -66,13 +66,20 @@ def test_a_claim_labels_and_assigns_the_issue_and_a_failure_comments_why(github,
     assert "Status:      open" in shown.stdout
 
 
-def test_an_unchanged_backlog_is_revalidated_with_its_etag(github, git_repo):
-    github.add_issue("One", "", labels=("ralph",))
-    assert task(github, git_repo, "peek").returncode == 0
+def test_an_unchanged_backlog_costs_one_304_at_any_size_and_a_change_is_seen(github,
+                                                                              git_repo):
+    for n in range(150):                               # two pages of a hundred at first
+        github.add_issue(f"Work item {n}", "", labels=("ralph",))
+    for _ in range(2):                                 # the full listing, then what changed
+        assert task(github, git_repo, "peek").returncode == 0
     del github.requests[:]
     again = task(github, git_repo, "peek")
-    assert again.returncode == 0 and "title: One" in again.stdout
+    assert again.returncode == 0 and "title: Work item 0" in again.stdout
     assert [status for _, _, status in github.requests] == [304]
+    github.set_labels(1, "ralph", "wontfix-later")     # a person closes the first one
+    github.issues[1]["state"] = "closed"
+    listed = task(github, git_repo, "list").stdout
+    assert "Work item 0 " not in listed and "Work item 1 " in listed
     assert (git_repo / ".ralph" / "sources" / "github" / "acme+widgets" / "issues.json").exists()
 
 

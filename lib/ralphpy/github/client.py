@@ -2,18 +2,16 @@
 github.com, an Enterprise server or the tests' stand-in, pooled connections): every request
 goes through `rest()`, which waits out a rate limit with one line (403 or 429 with
 x-ratelimit-remaining 0, or retry-after), stops on a rejected token (AuthFailed: the auth exit
-code) and turns any other failure into one line. `pages()` reads a listing revalidated with
-its ETags, cached under the caller's folder: a listing nothing changed in costs one 304 per
-page, which GitHub does not count against the rate limit. The token is never in a message."""
+code) and turns any other failure into one line; with an ETag given, a 304 comes back as
+such (GitHub does not count it against the rate limit). `pages()` reads a whole paged listing.
+The token is never in a message."""
 from __future__ import annotations
 
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Callable, Mapping
 
-from ralphpy import atomic_file
 from ralphpy.errors import AuthFailed, RalphError, UsageError
 from ralphpy.github import target as targets
 
@@ -98,35 +96,16 @@ class Client:
                                   "or the token cannot see it")
             raise GitHubError(f"GitHub {verb} {path}: {_message(data, status)}")
 
-    def pages(self, path: str, params: dict, cache_file: Path | None,
-              keep: Callable[[dict], dict] = dict) -> list:
-        """Every item of a paged listing, each page revalidated with the ETag it came with;
-        the cache holds what `keep` makes of each item."""
-        try:
-            cached = json.loads(cache_file.read_text(encoding="utf-8")) if cache_file else {}
-        except (OSError, ValueError):
-            cached = {}
-        key = json.dumps([path, params], sort_keys=True)
-        old = cached.get("pages", []) if cached.get("key") == key else []
-        pages, number, changed = [], 1, False
+    def pages(self, path: str, params: dict, keep: Callable[[dict], dict] = dict) -> list:
+        """Every item of a paged listing (a hundred a page), as `keep` makes each."""
+        items, number = [], 1
         while True:
-            before = old[number - 1] if number <= len(old) else None
-            status, headers, data = self.rest(
-                "GET", path, params={**params, "per_page": 100, "page": number},
-                etag=before and before.get("etag"))
-            if status == 304 and before is not None:
-                page = before
-            else:
-                page = {"etag": headers.get("etag"), "items": [keep(item) for item in data]
-                        if isinstance(data, list) else [], "next": 'rel="next"' in headers.get("link", "")}
-                changed = True
-            pages.append(page)
-            if not page["next"]:
-                break
+            _, headers, data = self.rest("GET", path,
+                                         params={**params, "per_page": 100, "page": number})
+            items += [keep(item) for item in data] if isinstance(data, list) else []
+            if 'rel="next"' not in headers.get("link", ""):
+                return items
             number += 1
-        if cache_file is not None and (changed or len(pages) != len(old)):
-            atomic_file.write_atomic(cache_file, json.dumps({"key": key, "pages": pages}).encode())
-        return [item for page in pages for item in page["items"]]
 
 
 __all__ = ["Client", "GitHubError", "INSTALL"]

@@ -1,6 +1,6 @@
 """Owns the GitHub source (docs/github.md): the open issues of a repository that carry the
-backlog's label are its tasks (never pull requests), read through one ETag-revalidated listing
-cached under .ralph/sources/github/; priority and `component:` from labels, dependencies from
+backlog's label are its tasks (never pull requests), cached under .ralph/sources/github/ and
+kept up to date by one ETag-revalidated request for what changed since (_issues); priority and `component:` from labels, dependencies from
 "blocked by #N" / "depends on #N" lines and open task-list items (`- [ ] #N`). A claim labels
 the issue `ralph:active` and assigns the token's user; done comments with the result and
 closes it; a failure comments why and takes label and assignee off. Does not own leases or the
@@ -35,6 +35,7 @@ HOLD_NOTE = "ralph: held: "
 BODY_MAX = 20_000
 _DEP = re.compile(r"(?im)^\s*(?:[-*]\s*)?(?:blocked by|depends on)\s*:?\s*((?:#\d+[\s,]*(?:and\s+)?)+)")
 _TASK_ITEM = re.compile(r"(?m)^\s*[-*]\s+\[ \]\s+#(\d+)\b")
+_EPOCH = "1970-01-01T00:00:00Z"
 _PRIORITY = re.compile(r"^(?:priority:\s*|p)([0-4])$", re.I)
 
 
@@ -46,7 +47,8 @@ def _keep(issue: dict) -> dict:
                        for label in issue.get("labels") or []],
             "assignees": [a.get("login") for a in issue.get("assignees") or []
                           if isinstance(a, dict)],
-            "created_at": issue.get("created_at"), "html_url": issue.get("html_url"),
+            "created_at": issue.get("created_at"), "updated_at": issue.get("updated_at"),
+            "html_url": issue.get("html_url"),
             "pull_request": bool(issue.get("pull_request"))}
 
 
@@ -113,12 +115,55 @@ class GitHubSource:
         except (OSError, ValueError):
             return {}
 
-    def load(self) -> Listing:
+    def _issues(self) -> list[dict]:
+        """The open labelled issues. The first read lists them all (a page per hundred);
+        after it, one request asks what changed since the newest change seen (`since`, any
+        label, open or closed, so a closed or unlabelled issue leaves the cache), sent with
+        its ETag: when nothing changed, a peek costs one 304 at any size of backlog."""
         path = f"{self.client.repo_path}/issues"
-        params = {"state": "open", "labels": self.target.label, "sort": "created",
-                  "direction": "asc"}
+        cache_file = self._cache("issues.json")
+        try:
+            cached = json.loads(cache_file.read_text(encoding="utf-8")) if cache_file else {}
+        except (OSError, ValueError):
+            cached = {}
+        if cached.get("label") != self.target.label or not cached.get("since"):
+            items = self.client.pages(path, {"state": "open", "labels": self.target.label},
+                                      keep=_keep)
+            issues = {str(i["number"]): i for i in items}
+            since = max((i["updated_at"] or "" for i in items), default="") or _EPOCH
+            etag = None
+        else:
+            issues, since, etag = cached["issues"], cached["since"], cached.get("etag")
+            # Newest first: any change lands on the first page and changes its ETag.
+            params = {"state": "all", "since": since, "sort": "updated", "direction": "desc",
+                      "per_page": 100}
+            status, first, data = self.client.rest("GET", path, params=params, etag=etag)
+            if status == 304:
+                return list(issues.values())
+            changed, headers = [_keep(i) for i in data or []], first
+            while 'rel="next"' in headers.get("link", ""):      # a burst of changes
+                params["page"] = params.get("page", 1) + 1
+                _, headers, more = self.client.rest("GET", path, params=params)
+                changed += [_keep(i) for i in more or []]
+            changed.reverse()                                    # oldest first, newest last
+            for issue in changed:
+                number = str(issue["number"])
+                if issue["state"] == "open" and self.target.label in issue["labels"]:
+                    issues[number] = issue
+                else:
+                    issues.pop(number, None)
+            newest = max((i["updated_at"] or "" for i in changed), default=since)
+            etag = first.get("etag") if newest == since else None     # the same query again
+            since = max(since, newest)
+        if cache_file is not None:
+            atomic_file.write_atomic(cache_file, json.dumps(
+                {"label": self.target.label, "since": since, "etag": etag,
+                 "issues": issues}).encode())
+        return list(issues.values())
+
+    def load(self) -> Listing:
         before = self.client.requests
-        items = self.client.pages(path, params, self._cache("issues.json"), keep=_keep)
+        items = self._issues()
         failures, results = self._failures(), self._failures("results.json")
         tasks = {}
         for issue in items:
