@@ -127,3 +127,15 @@ def test_no_token_and_a_bad_setting_are_one_line_each(run_ralph, github, git_rep
     assert (proc.returncode, proc.stderr.splitlines()) == (1, [
         "Error: --tasks github:acme/widgets?lable=x: unknown option 'lable' (known: label)"])
     assert not (git_repo / ".ralph").exists()
+
+
+def test_a_run_waits_out_a_rate_limit_at_start_with_one_line(run_ralph, github, git_repo,
+                                                             agent_env, tmp_path):
+    number = github.add_issue("One", "", labels=("ralph",))
+    github.rate_limit(requests=1, seconds=1)
+    proc = run_ralph("build", "--tasks", "github", env={**github.env, **agent_env},
+                     timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    waits = [line for line in proc.stderr.splitlines() if "rate limit" in line]
+    assert len(waits) == 1 and waits[0].startswith("GitHub API rate limit reached: waiting ")
+    assert claims(tmp_path) == [str(number)] and github.issues[number]["state"] == "closed"
