@@ -89,6 +89,7 @@ def read_status(ralph_dir: Path, named: str | None = None) -> dict[str, Any]:
     status["report"] = str(html) if html is not None and html.exists() else None
     status["verify"] = (state.extra.get("verify") or None) if state else None   # docs/verify.md
     status["nightShift"] = (state.extra.get("night_shift") or None) if state else None
+    status["pullRequests"] = _pull_requests(ralph_dir)                 # docs/github.md
     status["fleet"] = view.read(os.environ, ralph_dir.parent,      # docs/fleet.md
                                       state.extra.get("fleet") if state else None, named=named)
     return status
@@ -145,6 +146,26 @@ def _describe_outcome(o: dict[str, Any]) -> str:
             f"{o.get('outcome') or '?'}" + (f"  ({details})" if details else ""))
 
 
+def _pull_requests(ralph_dir: Path) -> dict[str, Any] | None:
+    """--pr's record: each task's issue (a GitHub task), pull request, state and checks."""
+    from ralphpy.pulls import record
+    pulls = record.load(ralph_dir / "pulls.json")
+    return {task: {"number": p.number, "url": p.url, "issue": p.issue or None,
+                   "state": p.state, "checks": p.checks or None, "reason": p.reason or None}
+            for task, p in pulls.items()} or None
+
+
+def _pull_lines(pulls: dict[str, Any] | None) -> list[str]:
+    if not pulls:
+        return []
+    lines = ["Pull requests:"]
+    for task, p in pulls.items():
+        checks = f", checks {p['checks']}" if p.get("checks") else ""
+        issue = f"  issue {p['issue']}" if p.get("issue") else ""
+        lines.append(f"  {task}  #{p['number']} {p['state']}{checks}  {p['url']}{issue}")
+    return lines
+
+
 def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
     if status["runId"] is None and status["lock"] in ("free", "unreadable"):
         fleet = view.lines(status.get("fleet"))              # other hosts' runs
@@ -199,6 +220,7 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
     if status.get("report"):
         shown = Path(ralph_dir) / "runs" / str(status["runId"]) / "report.html"
         lines.append(f"Report:     {shown} (`ralph report` shows it here)")
+    lines += _pull_lines(status.get("pullRequests"))
     lines += view.lines(status.get("fleet"))
     return "\n".join(map(clean, lines)) + "\n"              # titles shown, not obeyed
 

@@ -58,6 +58,10 @@ class Options:
     worktree_setup_timeout: float
     # git across machines
     sync: bool
+    pr: bool
+    pr_wait: str
+    pr_merge: str
+    pr_poll: float
     # notifications (notify.settings reads them from the persisted options)
     notify: str | None
     notify_timeout: float

@@ -65,10 +65,10 @@ def _unattended(name: str, kind: str, default: Any, help: str, line: str, **more
 
 def _task_store(value: str) -> str | None:
     """--tasks: a source name, or a store URL whose scheme is known (postgresql://)."""
-    from ralphpy.sources.registry import NAMES
+    from ralphpy.sources.registry import NAMES, source_name
     from ralphpy.tasks import store_url
     kind = store_url.scheme(value)
-    if kind in store_url.POSTGRES_SCHEMES or (kind is None and value in NAMES):
+    if kind in store_url.POSTGRES_SCHEMES or (kind is None and source_name(value) in NAMES):
         return None
     return f"{', '.join(NAMES)} or a postgresql:// URL"
 
@@ -117,12 +117,13 @@ SETTINGS: tuple[Setting, ...] = (
     # The task source is this invocation's choice, made before the run state is read
     # (docs/task-sources.md): not persisted.
     _row("tasks", "text", "sqlite", "tasks",
-         "task source: sqlite (the embedded store), tk, flowctl, or a postgresql:// URL (the"
+         "task source: sqlite (the embedded store), tk, flowctl, github[:OWNER/REPO][?label=L]"
+         " (labelled issues, docs/github.md), or a postgresql:// URL (the"
          " embedded task CLI on a PostgreSQL store shared by a fleet, docs/fleet.md)",
-         "  --tasks sqlite|tk|flowctl|postgresql://...\n"
+         "  --tasks sqlite|tk|flowctl|github|postgresql://...\n"
          "                              Task source (default: sqlite, .ralph/tasks.db;\n"
          "                              postgresql://user@host/db: a fleet's shared store)",
-         needs="sqlite, tk, flowctl or a postgresql:// URL", env="RALPH_TASKS",
+         needs="sqlite, tk, flowctl, github or a postgresql:// URL", env="RALPH_TASKS",
          check=_task_store, persist=False),
     # A fleet's claims are renewed by the runner's heartbeat (docs/fleet.md): a stopped host's
     # task is free again once this lease runs out. ralph.yml only: the machines of a fleet
@@ -245,6 +246,26 @@ SETTINGS: tuple[Setting, ...] = (
          " finished task (build)",
          "  --sync                      Rebase on origin before each session,\n"
          "                              push each finished task"),
+    # A pull request per finished task (docs/github.md). No environment variable, as --sync.
+    _row("pr", "bool", False, "sync",
+         "build: push each finished task to its own branch and open a pull request; hold the"
+         " task until it is merged",
+         "  --pr                        A pull request per finished task (GitHub)",
+         modes=("build",)),
+    _row("pr_wait", "text", "checks", "sync",
+         "--pr: checks (wait for the checks and reviews, feed failures back) or none",
+         "  --pr-wait checks|none       Wait for checks and reviews (default: checks)",
+         needs="checks or none", modes=("build",), check=kinds.one_of("checks", "none")),
+    _row("pr_merge", "text", "auto", "sync",
+         "--pr: merge a green pull request (auto: a merge commit, squash, rebase) or leave it"
+         " to a person (manual)",
+         "  --pr-merge auto|squash|rebase|manual\n"
+         "                              Merge green pull requests (default: auto)",
+         needs="auto, squash, rebase or manual", modes=("build",),
+         check=kinds.one_of("auto", "squash", "rebase", "manual")),
+    _row("pr_poll", "duration", 30.0, "sync",
+         "--pr: how often a waiting pull request's checks and reviews are read",
+         check=kinds.at_least(1)),
     # One channel per line: a command, an http(s):// URL or `desktop` (notify.settings).
     _row("notify", "text", None, "notify",
          "notify on run end, stops, limit waits, held tasks, scope changes",

@@ -555,6 +555,52 @@ class WorktreeSetup(Feature):
                                        kill_grace=self.ctx.limits.kill_grace_s)
 
 
+class PullRequests(Feature):
+    """--pr (docs/github.md): before each single-loop session the waiting pull requests are
+    settled (merged, reopened with their checks' or reviewers' word, held) and waited for
+    when nothing else can run; the session starts detached at the remote base, or on the
+    branch of the reopened task it continues, whose feedback its prompt quotes; after it,
+    each task it finished gets its branch and pull request and is held until the merge."""
+
+    def __init__(self, ctx: RunContext):
+        from ralphpy.pulls import start                 # only a --pr run pays for it
+        self.ctx = ctx
+        self.runner = start.runner(ctx.options, ctx.env, ctx.cwd, ctx.ralph_dir,
+                                   ctx.task.bound(ctx.env), ctx.agent_id, self.report)
+        ctx.export("RALPH_PR", "1")                     # a GitHub task's `done` leaves it open
+        if ctx.options.parallel > 1:                    # the pull request is the merge
+            ctx.options = dataclasses.replace(ctx.options, merge="none")
+
+    def report(self, line: str, fields: dict) -> None:
+        self.ctx.warn(line)                             # stderr: stdout stays ralph.sh's
+        self.ctx.record("pr", message=line, **fields)
+
+    def before_claims(self) -> str | None:
+        self.runner.safely(self.runner.between_sessions)   # may wait for pull requests
+        return None
+
+    def prompt(self, prompt: Prompt) -> Prompt | None:
+        note = self.runner.place()
+        return dataclasses.replace(prompt, data=prompt.data + note) if note else prompt
+
+    def after_session(self, session: Session) -> None:
+        summary = session.result.summary if session.result else None
+        cost = getattr(summary, "total_cost_usd", None)
+        if session.place is None:
+            self.runner.safely(self.runner.after_session, cost)
+        elif session.record.get("status") == "done":    # --parallel: its task, its worktree
+            self.runner.safely(self.runner.publish_worktree, session.record,
+                               session.place.path, cost)
+
+    def finish(self) -> None:
+        self.runner.restore()                           # never left detached (Ctrl+C)
+
+
+def pull_requests(ctx: RunContext) -> PullRequests | None:
+    """--pr for a build run (checked at start-up: start.check_checkout), or None when off."""
+    return PullRequests(ctx) if ctx.options.pr and ctx.mode == "build" else None
+
+
 def worktree_setup(ctx: RunContext) -> WorktreeSetup:
     """Always on: RALPH_SLOT costs nothing; the rest acts only on a --parallel worktree."""
     return WorktreeSetup(ctx)
@@ -628,6 +674,7 @@ REGISTRY: list[Factory] = [
     verification,                        # --verify: reopen, hold
     sync,                                # --sync: rebase, push
     questions,                           # task ask: told, defaults, answers in the prompt
+    pull_requests,                       # --pr: a pull request per finished task
 ]
 
 
@@ -637,8 +684,8 @@ def for_run(ctx: RunContext) -> Features:
     return Features(*(make(ctx) for make in REGISTRY))
 
 
-__all__ = ["Prompt", "Hold", "Feature", "Features", "Unattended", "ScopeFreeze", "Verify", "Assign",
-           "PromptTemplate", "Sync", "WorktreeSetup", "REGISTRY", "for_run", "unattended",
-           "scope_freeze", "verification", "assignment", "prompt_template", "sync",
-           "worktree_setup", "FROZEN_DONE", "STOPPED_BY_AGENT", "STOPPED_BY_REQUEST",
-           "LIMIT_REACHED", "Questions", "questions"]
+__all__ = ["Prompt", "Hold", "Feature", "Features", "Unattended", "ScopeFreeze", "Verify",
+           "Assign", "PromptTemplate", "Sync", "PullRequests", "WorktreeSetup", "Questions",
+           "REGISTRY", "for_run", "unattended", "scope_freeze", "verification", "assignment",
+           "prompt_template", "sync", "pull_requests", "worktree_setup", "questions",
+           "FROZEN_DONE", "STOPPED_BY_AGENT", "STOPPED_BY_REQUEST", "LIMIT_REACHED"]

@@ -61,6 +61,9 @@ def check_checkout(ctx: RunContext) -> None:
     repository on a branch, the remote of the shared branch, no rebase under way, and no
     --parallel (docs/fleet.md)."""
     opts = ctx.options
+    if opts.pr and opts.mode == "build":
+        from ralphpy.pulls import start as pulls_start      # --pr only
+        pulls_start.check(opts, ctx.env, ctx.cwd)
     if not opts.sync:
         if opts.mode == "build" and opts.parallel > 1 and not workspace.current_branch(ctx.env):
             from ralphpy.parallel import NEEDS_BRANCH     # the package only: no git worktrees

@@ -222,6 +222,16 @@ class Builder:
             dead.tasks = [task_id]
             task.attempts += 1
 
+    def _on_pr(self, run_id: str, e: dict[str, Any], ts: float | None) -> None:
+        """--pr: a task's pull request as its last event saw it (docs/github.md)."""
+        task_id, number = e.get("task"), e.get("number")
+        if not task_id or not isinstance(number, int):
+            return
+        task = self.task(str(task_id))
+        checks = f", checks {text(e.get('checks'))}" if e.get("checks") else ""
+        task.pull = f"#{number} {text(e.get('state'))}{checks} {text(e.get('url'))}".rstrip()
+        task.issue = text(e.get("issue")) or task.issue
+
     def _on_sync(self, run_id: str, e: dict[str, Any], ts: float | None) -> None:
         action = e.get("action")
         if action not in _SYNC_NOTICES:

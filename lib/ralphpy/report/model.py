@@ -63,6 +63,8 @@ class Task:
     hold_reason: str | None = None
     notices: list[str] = field(default_factory=list)   # scope changes, drift, respawns
     verify: str | None = None
+    pull: str | None = None             # --pr: "#3 merged, checks success <address>"
+    issue: str | None = None            # its GitHub issue's address
 
 
 @dataclass

@@ -88,6 +88,8 @@ def _task_table(r: Report) -> str:
     rows = []
     for t in tasks[:TASK_ROWS]:
         why = [f"held: {t.hold_reason}"] if t.hold_reason else []
+        why += [f"pull request {t.pull}"] if t.pull else []
+        why += [f"issue {t.issue}"] if t.issue else []
         why += t.fail_reasons[-3:] + t.notices[-3:]
         why_html = "<br>".join(_e(w) for w in why)
         rows.append(

@@ -56,6 +56,8 @@ def _tasks(r: Report) -> list[str]:
               "| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | --- | --- |"]
     for t in tasks:
         why = [f"held: {t.hold_reason}"] if t.hold_reason else []
+        why += [f"pull request {t.pull}"] if t.pull else []
+        why += [f"issue {t.issue}"] if t.issue else []
         why += t.fail_reasons[-3:] + t.notices[-3:]
         lines.append(
             f"| {cell(t.id)} | {cell(t.title or '')} | {cell(t.outcome)} | {t.attempts} "

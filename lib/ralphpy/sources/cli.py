@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Mapping, Sequence, TextIO
 
+from ralphpy.errors import RalphError
 from ralphpy.sources import registry
 from ralphpy.sources.base import SourceError
 from ralphpy.tasks.errors import TaskError
@@ -52,7 +53,7 @@ def main(argv: Sequence[str], *, stdin: TextIO | None = None, stdout: TextIO | N
         stderr.write(err.lines())
         stderr.flush()
         return err.exit_code
-    except (SourceError, OSError) as err:
+    except (SourceError, RalphError, OSError) as err:   # RalphError: GitHub's token, requests
         stderr.write(f"Error: {err}\n")
         stderr.flush()
         return 1

@@ -22,7 +22,8 @@ from ralphpy.tasks import markdown as md
 from ralphpy.tasks.errors import TaskError, not_found
 
 # What to use instead, per source, for the commands that edit the backlog's definition.
-NATIVE = {"tk": "tk create / tk dep / tk close", "flowctl": "flowctl task create / flowctl dep add"}
+NATIVE = {"tk": "tk create / tk dep / tk close", "flowctl": "flowctl task create / flowctl dep add",
+          "github": "GitHub issues (label, 'blocked by #N')"}
 UNSUPPORTED = ("plan-sync", "create", "update", "delete", "block", "unblock", "deps")
 
 
@@ -204,6 +205,8 @@ def hold(b: Backlog, argv: Sequence[str]) -> str:
     b.record(task_id)
     atomic_file.ensure_dir(b.holds_dir)                 # .ralph/ ignores itself
     (b.holds_dir / task_id).write_text(reason + "\n", encoding="utf-8")
+    if shared := getattr(b.source, "hold", None):       # a backlog other machines read too
+        b.tool(shared, task_id, reason)
     return f"held {task_id}\n"
 
 
@@ -214,6 +217,8 @@ def unhold(b: Backlog, argv: Sequence[str]) -> str:
     b.record(task_id)
     with contextlib.suppress(FileNotFoundError):
         (b.holds_dir / task_id).unlink()
+    if shared := getattr(b.source, "unhold", None):
+        b.tool(shared, task_id)
     return f"unheld {task_id}\n"
 
 
@@ -290,6 +295,7 @@ COMMANDS = {"peek": peek, "claim": claim, "renew": renew, "done": done, "fail": 
 
 
 def unsupported(source: str, command: str) -> TaskError:
+    source = source.partition(":")[0]          # github:OWNER/REPO is the github source
     return TaskError(f"'{command}' is not supported by the {source} task source; use "
                      f"{NATIVE.get(source, 'the tool itself')}")
 

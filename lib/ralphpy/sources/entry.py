@@ -56,13 +56,14 @@ def main() -> None:
 
 def find_driver(script: str, venv: str | None) -> None:
     """A PostgreSQL store (the one used, or the one `migrate-db` copies into) needs psycopg
-    from site-packages, which -S left off sys.path: this Python's folders and the user's, and
+    from site-packages, the GitHub source PyGithub (docs/github.md), which -S left off sys.path: this Python's folders and the user's, and
     the checkout's `venv` (`make setup`) when it is for this Python's version (its compiled
     modules are then this ABI's); else `script` is run again by the venv's interpreter, as
     ralph.py itself re-executes. Their .pth hooks (setuptools', editable installs) are left
     out: a fifth of a command's start-up, and psycopg needs none of them."""
     from ralphpy.tasks import store_url
-    if not (store_url.is_postgres(choice.store_in(os.environ) or "")
+    github = os.environ.get("RALPH_TASKS", "").partition(":")[0] == "github"
+    if not (github or store_url.is_postgres(choice.store_in(os.environ) or "")
             or sys.argv[1:2] == ["migrate-db"]):
         return
     import importlib.util
@@ -74,7 +75,7 @@ def find_driver(script: str, venv: str | None) -> None:
     for folder in folders:
         if os.path.isdir(folder) and folder not in sys.path:
             sys.path.append(folder)
-    if not venv or importlib.util.find_spec("psycopg") is not None:
+    if not venv or importlib.util.find_spec("github" if github else "psycopg") is not None:
         return
     python = os.path.join(venv, "bin", "python")
     if os.path.exists(python) and os.path.realpath(sys.prefix) != os.path.realpath(venv):

@@ -153,6 +153,10 @@ merge: ff
 worktree_setup: npm ci
 worktree_setup_timeout: 5m
 sync: true
+pr: true
+pr_wait: none
+pr_merge: squash
+pr_poll: 2m
 tasks: tk
 lease: 5m
 store_connect_timeout: 30s
@@ -174,6 +178,8 @@ escalate: [haiku, sonnet, opus]
     assert settings.protect == ("tests/**", ".github/**")
     assert (settings.lease, settings.store_connect_timeout) == (300, 30)
     assert settings.sync is True
+    assert (settings.pr, settings.pr_wait, settings.pr_merge, settings.pr_poll) == (
+        True, "none", "squash", 120)
     assert (settings.worktree_setup, settings.worktree_setup_timeout) == ("npm ci", 300)
     assert (settings.pace, settings.agents) == ("80%", ("claude", "codex", "gemini"))
     assert settings.escalate == ("haiku", "sonnet", "opus")
@@ -302,9 +308,9 @@ def test_tasks_takes_a_postgresql_url(tmp_path: Path, value: str):
 
 def test_an_unknown_store_scheme_in_tasks_is_refused_without_its_password(tmp_path: Path):
     assert problems(tmp_path, tasks="mysql://u:hunter2@db/x") == [
-        "--tasks must be sqlite, tk, flowctl or a postgresql:// URL, got 'mysql://u:***@db/x'"]
+        "--tasks must be sqlite, tk, flowctl, github or a postgresql:// URL, got 'mysql://u:***@db/x'"]
     assert problems(tmp_path, "tasks: ./tasks.db\n") == [
-        "ralph.yml: tasks must be sqlite, tk, flowctl or a postgresql:// URL, got './tasks.db'"]
+        "ralph.yml: tasks must be sqlite, tk, flowctl, github or a postgresql:// URL, got './tasks.db'"]
 
 
 def test_the_lease_is_a_duration_of_at_least_three_seconds(tmp_path: Path):

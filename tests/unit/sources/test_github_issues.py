@@ -1,0 +1,34 @@
+"""The GitHub source's reading of an issue: dependencies, priority, labels, a huge body."""
+from __future__ import annotations
+
+from ralphpy.sources import github_issues as gh
+from ralphpy.sources.base import ACTIVE, DONE, HELD, OPEN
+
+
+def issue(number=7, body="", labels=("ralph",)):
+    return gh._keep({"number": number, "title": "T", "body": body, "state": "open",
+                     "labels": [{"name": n} for n in labels], "assignees": [],
+                     "html_url": f"https://github.com/a/b/issues/{number}"})
+
+
+def test_dependencies_come_from_blocked_by_lines_and_open_task_list_items():
+    body = ("Blocked by #3 and #4\nDepends on: #5\n- [ ] #6 first\n- [x] #8 done already\n"
+            "See #9 for context\n  * blocked by #3\n")
+    assert gh.dependencies(body) == ["3", "4", "5", "6"]
+
+
+def test_labels_give_priority_components_category_and_status():
+    task = gh.task_from(issue(labels=("ralph", "P0", "component:api", "type:bug")), {})
+    assert (task.id, task.priority, task.tags, task.category, task.status) == (
+        "7", 0, ["component:api"], "bug", OPEN)
+    assert gh.task_from(issue(labels=("priority:3",)), {}).priority == 3
+    assert gh.task_from(issue(labels=("ralph:active",)), {}).status == ACTIVE
+    assert gh.task_from(issue(labels=("ralph:held",)), {}).status == HELD
+    done = gh.task_from(issue(labels=("ralph:done",)), {}, {"7": "abc123"})
+    assert (done.status, done.extra["result"]) == (DONE, "abc123")
+
+
+def test_a_huge_body_is_cut_with_a_note_and_failures_are_counted():
+    task = gh.task_from(issue(body="x" * (gh.BODY_MAX + 5)), {"7": {"reason": "r", "count": 2}})
+    assert task.description.endswith("\n[... 5 more characters of the issue]")
+    assert (task.fail_reason, task.retry_count) == ("r", 2)
