@@ -88,6 +88,7 @@ def read_status(ralph_dir: Path, named: str | None = None) -> dict[str, Any]:
     html = files.paths(ralph_dir, run_id)[1] if run_id else None
     status["report"] = str(html) if html is not None and html.exists() else None
     status["verify"] = (state.extra.get("verify") or None) if state else None   # docs/verify.md
+    status["sandbox"] = (state.extra.get("sandbox") or None) if state else None  # docs/sandbox.md
     status["fleet"] = view.read(os.environ, ralph_dir.parent,      # docs/fleet.md
                                       state.extra.get("fleet") if state else None, named=named)
     return status
@@ -152,6 +153,8 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
               f"Iteration:  {status['iteration']}{limit}, "
               f"sessions started: {status['sessionsStarted']}",
               f"Tasks:      {status['completed']} completed, {status['failed']} failed"]
+    if status.get("sandbox"):
+        lines.append(f"Sandbox:    {status['sandbox']}")
     active = status["active"]
     if active:
         lines.append(f"Current:    {active.get('task') or '(agent picks)'} (session "

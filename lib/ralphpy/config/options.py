@@ -66,6 +66,8 @@ class Options:
     verify_timeout: float
     tamper: str
     protect: tuple[str, ...]
+    sandbox: str
+    sandbox_image: str | None
     # name -> "cli", "env", "ralph.yml" or "default"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 

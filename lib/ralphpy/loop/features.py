@@ -1,11 +1,11 @@
 """Owns the features that plug into ralph.py's loops, all through one interface (`Feature`): the
 unattended-run checks between sessions (`ralph ctl`, SIGHUP, --max-runtime), scope freeze
 (FREEZE_SCOPE), the verify gate (--verify, the tamper check), assignment mode (--assign), the
-prompt template (--prompt), git across machines (--sync) and a worktree's set-up (RALPH_SLOT,
-.worktreeinclude, worktree_setup). `Features` runs them in order, so each loop has one path
-whichever are on. Knows nothing of the loop's own order (ralph.py) or of
+prompt template (--prompt), git across machines (--sync), a worktree's set-up (RALPH_SLOT,
+.worktreeinclude, worktree_setup) and the sandbox (--sandbox). `Features` runs them in order,
+so each loop has one path whichever are on. Knows nothing of the loop's own order (ralph.py) or of
 what a feature does inside (unattended.night, scope, verify, assign.mode, sync.runner,
-parallel.worktree_setup)."""
+parallel.worktree_setup, sandbox)."""
 from __future__ import annotations
 
 import dataclasses
@@ -54,6 +54,10 @@ class Feature:
 
     def prepare(self, session: Session) -> None:
         """Before the agent starts: where it runs, its environment, its output."""
+
+    def wrap(self, session: Session) -> None:
+        """The agent's argv and environment are final (its prompt, its CLI's flags): what runs
+        it inside something else (the sandbox) replaces session.argv."""
 
     def after_session(self, session: Session) -> None:
         """After the session, before docs/contract/ralph-cli.md s.15.5's crash safety: add the tasks
@@ -113,6 +117,10 @@ class Features(Feature):
     def prepare(self, session: Session) -> None:
         for feature in self.items:
             feature.prepare(session)
+
+    def wrap(self, session: Session) -> None:
+        for feature in self.items:
+            feature.wrap(session)
 
     def after_session(self, session: Session) -> None:
         for feature in self.items:
@@ -410,6 +418,44 @@ def worktree_setup(ctx: RunContext) -> WorktreeSetup:
     return WorktreeSetup(ctx)
 
 
+class Sandbox(Feature):
+    """--sandbox (docs/sandbox.md): each session's agent runs inside the run's sandbox, its
+    own tree (the checkout, or its --parallel worktree) read-write and of the rest only what
+    sandbox.plan allows; a container it may leave is removed after it."""
+
+    def __init__(self, ctx: RunContext):
+        from ralphpy.sandbox import store_keeper
+        self.ctx, self.backend = ctx, ctx.sandbox
+        self.main = find_repo_root(ctx.cwd)
+        self.keeper = store_keeper.Keeper()             # a SQLite store's WAL files kept
+        ctx.run.state.extra["sandbox"] = self.backend.shown         # for ralph status
+
+    def wrap(self, session: Session) -> None:
+        from ralphpy.sandbox import one_session
+        ctx = self.ctx
+        session.argv = one_session.wrap(
+            self.backend, self.keeper, session.argv, main=self.main, ralph_cwd=ctx.cwd,
+            top=session.place.path if session.place is not None else self.main,
+            cwd=session.cwd or ctx.cwd, env=session.env, state=ctx.adapter.state,
+            name=self._name(session))
+
+    def _name(self, session: Session) -> str:
+        return f"ralph-{self.ctx.run.state.run_id}-{session.n}"
+
+    def record(self, session: Session) -> None:
+        from ralphpy.sandbox import backends
+        if (argv := backends.leftover(self.backend, self._name(session))) is not None:
+            backends.run_quietly(argv, self.ctx.env)
+
+    def finish(self) -> None:
+        self.keeper.release()
+
+
+def sandbox(ctx: RunContext) -> Sandbox | None:
+    """--sandbox for this run (chosen and checked at start-up: start.choose_sandbox), or None."""
+    return Sandbox(ctx) if ctx.sandbox is not None else None
+
+
 def unattended(ctx: RunContext) -> Unattended:
     """The unattended checks: always on (with no setting given they only watch `ralph ctl`)."""
     from ralphpy.unattended import night
@@ -428,6 +474,7 @@ REGISTRY: list[Factory] = [
     lambda ctx: ctx.assign or prompt_template(ctx),   # --assign claims and injects; --prompt
     verification,                        # --verify: reopen, hold
     sync,                                # --sync: rebase, push
+    sandbox,                             # --sandbox: the agent inside bwrap, docker, podman
 ]
 
 
@@ -440,4 +487,4 @@ def for_run(ctx: RunContext) -> Features:
 __all__ = ["Prompt", "Feature", "Features", "Unattended", "ScopeFreeze", "Verify", "Assign",
            "PromptTemplate", "Sync", "WorktreeSetup", "REGISTRY", "for_run", "unattended",
            "scope_freeze", "verification", "assignment", "prompt_template", "sync",
-           "worktree_setup", "FROZEN_DONE"]
+           "worktree_setup", "Sandbox", "sandbox", "FROZEN_DONE"]

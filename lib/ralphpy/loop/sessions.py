@@ -1,7 +1,8 @@
 """Owns the one session lifecycle both loops run (docs/architecture.md, "The life of one
 session"): the `Session` record, and its steps in order. `begin`: the prompt as the agent gets
 it (spilled to a file when it cannot be one argument), argv, environment, respawn safety and
-FRESH_START, its log, and the features' `prepare` hook (a `--parallel` session's worktree).
+FRESH_START, its log, and the features' `prepare` hook (a `--parallel` session's worktree), then
+their `wrap` hook once argv is final (--sandbox).
 `launch`: the agent in the pool (the single loop's is a pool of one). `end`: its outcome
 classified once, the notices of its heartbeat, strays and timeout, the features' `after_session`
 hooks in their order (assignment's completion check, the verify gate, a worktree's merge,
@@ -135,6 +136,7 @@ def begin(ctx: RunContext, s: Session) -> Session:
         fresh = fresh_start.consume(ctx.ralph_dir)              # FRESH_START is one-shot
         s.argv += fresh_start.session_resume_args(ctx.options.continue_session, fresh)
     s.env.update(adapter.env(danger=ctx.options.danger))
+    ctx.features.wrap(s)                                        # --sandbox: bwrap ... -- argv
     if s.agent and ctx.fleet():                                 # a fleet's store: renew claims
         s.beat = fleet_store.heartbeat(ctx.task.executable, s.agent, ctx.options.lease, s.env,
                                        s.cwd)

@@ -7,6 +7,7 @@ the loops."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 from ralphpy import workspace
@@ -50,6 +51,33 @@ def choose_agent(ctx: RunContext) -> None:
         ctx.model = opts.model if ctx.adapter.name != "claude" else backend.resolve_model(
             opts.model, ctx.backend, backend.models_file(ctx.script_dir))
     ctx.adapter.argv("", model=ctx.model)                       # a --model this agent cannot take
+
+
+UNGUARDED = ("Warning: --danger in an unattended run without a sandbox: the agent can read "
+             "your keys and write anywhere you can (--sandbox auto, docs/sandbox.md)")
+
+
+def choose_sandbox(ctx: RunContext) -> None:
+    """--sandbox: the backend, checked to start a sandbox here before anything is written
+    (else UsageError: one line naming what to install or start, exit 1; never a silent run on
+    the host); without one, --danger in a run nobody watches (nohup, no terminal) is warned
+    about once, on stderr."""
+    from ralphpy.sandbox import backends
+    opts = ctx.options
+    ctx.sandbox = backends.resolve(opts.sandbox, opts.sandbox_image, ctx.env)
+    if ctx.sandbox is None and opts.danger and _unattended():
+        ctx.warn(UNGUARDED)
+
+
+def _unattended() -> bool:
+    """nohup (SIGHUP ignored) or no controlling terminal (cron, systemd, a detached shell)."""
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        return True
+    try:
+        os.close(os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY))
+    except OSError:
+        return True
+    return False
 
 
 def check_checkout(ctx: RunContext) -> None:
