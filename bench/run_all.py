@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-ORDER = ["task_ops", "loop", "render", "scope", "parallel", "report", "verify", "fleet"]
+ORDER = ["task_ops", "loop", "render", "scope", "parallel", "report", "verify", "fleet",
+         "sandbox"]
 
 
 def main(argv: list[str]) -> int:
