@@ -74,7 +74,7 @@ def main() -> int:
 
         def sandboxed() -> list[str]:
             return one_session.wrap(backend, keeper, [true], top=repo, main=repo, cwd=repo,
-                                    ralph_cwd=repo, env=env, state=(".claude", ".claude.json"),
+                                    ralph_cwd=repo, env=env, state=(".claude/", ".claude.json"),
                                     name="bench")
         plain, boxed = [], []
         for _ in range(args.repeat):

@@ -17,20 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import RALPH, git, ignore_ralph_dir, install_stub, wait_for
+from sandboxhelp import needs_bwrap
 
-
-def _bwrap_works() -> str | None:
-    """Why bubblewrap cannot run a sandbox on this machine, or None."""
-    if shutil.which("bwrap") is None:
-        return "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
-    done = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                           "--unshare-pid", "true"], capture_output=True, text=True)
-    if done.returncode != 0:
-        return f"bwrap cannot create namespaces here: {done.stderr.strip()}"
-    return None
-
-
-needs_bwrap = pytest.mark.skipif(_bwrap_works() is not None, reason=_bwrap_works() or "")
 
 # One build session, as the agent: claim, commit its work, mark it done.
 BUILD = ('id=$("$RALPH_TASK_SCRIPT" claim | sed -n "s/^id: //p"); '

@@ -438,6 +438,7 @@ class Sandbox(Feature):
             top=session.place.path if session.place is not None else self.main,
             cwd=session.cwd or ctx.cwd, env=session.env, state=ctx.adapter.state,
             name=self._name(session))
+        session.fields["sandbox"] = self.backend.name   # its session_end event names it
 
     def _name(self, session: Session) -> str:
         return f"ralph-{self.ctx.run.state.run_id}-{session.n}"

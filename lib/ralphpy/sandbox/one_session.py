@@ -2,7 +2,8 @@
 --parallel worktree of the checkout `main`) and the environment its agent gets, then the
 sandboxed argv. The files the task CLI writes (the SQLite store's, a fleet's claims file) are
 made to exist first and held in place (store_keeper); the checkout's `.git/hooks` is made so
-that it can be shown read-only. Knows nothing of the loop (loop.features.Sandbox calls it)."""
+that it can be shown read-only, and the agent's state folders so that what it writes there
+outlives the session. Knows nothing of the loop (loop.features.Sandbox calls it)."""
 from __future__ import annotations
 
 import os
@@ -22,6 +23,10 @@ def wrap(backend: Backend, keeper: Keeper, argv: Sequence[str], *, top: Path, ma
     where the agent starts; ralph_cwd: ralph's own directory (a relative RALPH_TASKS_DB, a
     spilled prompt); state: the agent's files under $HOME (its adapter's); name: the session's
     own (a container's)."""
+    home = env.get("HOME", "")
+    for name in state:                                  # a folder the CLI writes in: kept
+        if name.endswith("/") and home and home != "/":
+            os.makedirs(os.path.join(home, name), exist_ok=True)
     if (main / ".git").is_dir():
         (main / ".git" / "hooks").mkdir(exist_ok=True)   # read-only inside, even empty
     db = env.get("RALPH_TASKS_DB")

@@ -70,7 +70,7 @@ def build(tree: Tree, cwd: Path, env: Mapping[str, str], *, state: Iterable[str]
           program: str | None = None, store: Iterable[Path] = (),
           readable: Iterable[Path] = ()) -> Plan:
     """The plan of one session. state: the agent's state under $HOME (adapter-declared names,
-    read-write); program: the agent's resolved path (its folder read-only); store: files the
+    read-write, those that exist); program: the agent's resolved path (its folder read-only); store: files the
     task CLI writes (the SQLite files, a claims file); readable: files it reads (a frozen scope's
     ids). $PATH's folders that the tmpfs mounts would hide are shown read-only."""
     home = env.get("HOME", "")
@@ -89,7 +89,7 @@ def build(tree: Tree, cwd: Path, env: Mapping[str, str], *, state: Iterable[str]
             mounts.append(Mount(RO, folder))
     if home and home != "/":
         for name in state:
-            path = os.path.join(home, name)
+            path = os.path.join(home, name.rstrip("/"))
             if os.path.exists(path):
                 mounts.append(Mount(RW, path))
     mounts.append(Mount(RW, str(tree.top)))
