@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import RALPH, git, ignore_ralph_dir, install_stub, wait_for
+from loophelp import Running, tasks  # noqa: F401  (fixtures)
 from sandboxhelp import needs_bwrap
 
 
@@ -46,8 +48,9 @@ def _statuses(run_task) -> dict[str, str]:
 
 
 @needs_bwrap
-def test_a_whole_build_session_runs_inside_bwrap(repo, run_ralph, run_task):
+def test_a_whole_build_session_runs_inside_bwrap(repo, run_ralph, run_task, home):
     _sync(run_task, "t-2")
+    (home / ".ssh").mkdir()
     seen = ('echo "IS_SANDBOX=$IS_SANDBOX pid1=$(cat /proc/1/comm) home=$(ls -A ~ | tr "\\n" " ")" '
             '>> .ralph-seen.txt; ')
     proc = run_ralph("build", "--sandbox", "bwrap",
@@ -61,9 +64,9 @@ def test_a_whole_build_session_runs_inside_bwrap(repo, run_ralph, run_task):
     assert len(lines) == 2
     for line in lines:
         # IS_SANDBOX=1 inside; the agent's own pid namespace (bwrap's init is its pid 1);
-        # an empty $HOME (the stub claude keeps no state)
+        # of $HOME only claude's state folder (made for it), no ~/.ssh
         assert line.startswith("IS_SANDBOX=1 pid1=bwrap home="), line
-        assert line.split("home=")[1].strip() == ""
+        assert line.split("home=")[1].split() == [".claude"]
 
 
 @needs_bwrap
@@ -309,3 +312,60 @@ def test_a_whole_build_session_runs_inside_docker(repo, run_ralph, run_task):
     assert proc.returncode == 0, proc.stderr
     assert "\nSandbox: docker (" in proc.stdout
     assert _statuses(run_task) == {"t-1": "done"}
+
+
+# ------------------------------------------------------------------- signals (s.16)
+
+def _carrying(mark: str) -> list[int]:
+    """Processes on the host whose environment holds `mark`, whatever namespace they are in."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if mark.encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def _start_signal_run(git_repo, base_env, bin_dir, tasks, **extra):
+    install_stub(bin_dir, "claude", "claude_signals")
+    tasks.script(peek={"out": "## Task t\nid: t\n"},
+                 plan_status={"out": "1 open, 0 active, 0 done, 0 blocked, 0 deleted\n"})
+    files = {"STUB_PIDFILE": str(git_repo / "agent.pid"),    # in the tree: the agent writes them
+             "STUB_SIGLOG": str(git_repo / "signals"),
+             "STUB_CHILD_PIDFILE": str(git_repo / "child.pid")}
+    mark = f"SANDBOX_TEST_MARK={os.getpid()}-{id(files)}"
+    env = {**base_env, **tasks.env, **files, mark.split("=")[0]: mark.split("=")[1], **extra}
+    run = Running(["build", "--sandbox", "bwrap"], cwd=git_repo, env=env)
+    wait_for(lambda: (git_repo / "child.pid").exists() and (git_repo / "agent.pid").exists())
+    return run, mark
+
+
+@needs_bwrap
+def test_the_first_ctrl_c_reaches_the_sandboxed_agent_once_and_waits_for_it(
+        git_repo, base_env, bin_dir, tasks):
+    run, mark = _start_signal_run(git_repo, base_env, bin_dir, tasks)
+    try:
+        os.killpg(run.proc.pid, signal.SIGINT)          # what Ctrl+C at a terminal does
+        assert run.wait() == 130
+        assert (git_repo / "signals").read_text().split() == ["SIGINT"]
+        assert "\nWaiting for claude to finish cleanup... Press Ctrl+C again to force quit.\n" \
+               "bye\n" in run.stdout
+        wait_for(lambda: not _carrying(mark))          # its child went with the namespace
+    finally:
+        run.kill()
+
+
+@needs_bwrap
+def test_sigterm_kills_the_sandboxed_agent_and_all_it_started(git_repo, base_env, bin_dir, tasks):
+    run, mark = _start_signal_run(git_repo, base_env, bin_dir, tasks, STUB_ON_INT="ignore")
+    try:
+        assert _carrying(mark)                          # the sandbox, the agent, its child
+        os.kill(run.proc.pid, signal.SIGTERM)
+        assert run.wait() == 130
+        assert not (git_repo / "signals").exists()      # killed, not asked
+        wait_for(lambda: not _carrying(mark))
+    finally:
+        run.kill()

@@ -77,10 +77,12 @@ def test_bwrap_runs_the_plan_in_its_own_pid_namespace_dying_with_ralph_in_ralphs
     p = plan.Plan((Mount(TMPFS, "/tmp"), Mount(RW, "/w"), Mount(RO, "/w/.git/hooks")), "/w",
                   {"IS_SANDBOX": "1"})
     argv = bwrap.argv(p, ["claude", "-p", "hi"], "/usr/bin/bwrap")
-    assert argv == ["/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+    assert argv == ["env", "--ignore-signal=INT,TERM",      # bwrap outlives the first Ctrl+C
+                    "/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                     "--unshare-pid", "--die-with-parent", "--tmpfs", "/tmp", "--bind", "/w", "/w",
                     "--ro-bind", "/w/.git/hooks", "/w/.git/hooks", "--setenv", "IS_SANDBOX", "1",
-                    "--chdir", "/w", "--", "claude", "-p", "hi"]
+                    "--chdir", "/w", "--", "env", "--default-signal=INT,TERM", "--",
+                    "claude", "-p", "hi"]
     assert "--new-session" not in argv and "--unshare-net" not in argv
 
 
@@ -126,6 +128,6 @@ def test_none_is_no_sandbox_and_the_wrap_of_each_backend_is_its_own():
     assert backends.wrap(docker, p, ["a"], ["PATH"], "n")[:2] == ["/usr/bin/docker", "run"]
     assert backends.leftover(docker, "n") == ["/usr/bin/docker", "rm", "-f", "n"]
     bw = backends.Backend("bwrap", "/usr/bin/bwrap")
-    assert backends.wrap(bw, p, ["a"], [], "n")[0] == "/usr/bin/bwrap"
+    assert backends.wrap(bw, p, ["a"], [], "n")[2] == "/usr/bin/bwrap"
     assert backends.leftover(bw, "n") is None and bw.shown == "bwrap"
     assert docker.shown == "docker (img)"
