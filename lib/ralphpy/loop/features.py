@@ -439,6 +439,8 @@ class Sandbox(Feature):
             cwd=session.cwd or ctx.cwd, env=session.env, state=ctx.adapter.state,
             name=self._name(session))
         session.fields["sandbox"] = self.backend.name   # its session_end event names it
+        session.env["IS_SANDBOX"] = "1"                 # the sandbox's, as its agent's: no root
+                                                        # refusal to look for (outcome.root_refusal)
 
     def _name(self, session: Session) -> str:
         return f"ralph-{self.ctx.run.state.run_id}-{session.n}"

@@ -180,7 +180,7 @@ def classify(ctx: RunContext, s: Session, result: SessionResult) -> None:
     its group, a timeout that ended it (stdout stays s.12's rendering)."""
     s.result = result
     s.outcome, s.hit = outcome.classify_session(
-        result, danger=ctx.options.danger, agent=ctx.adapter.name, env=ctx.env,
+        result, danger=ctx.options.danger, agent=ctx.adapter.name, env=s.env or ctx.env,
         session_s=ctx.limits.session_s, idle_s=ctx.limits.idle_s,
         default_wait_s=ctx.limits.default_wait_s)
     s.reason = s.give_back_reason()          # the record's, unless a feature says why
