@@ -60,6 +60,8 @@ def test_a_whole_build_session_runs_inside_bwrap(repo, run_ralph, run_task, home
     assert "All tasks complete. Exiting loop." in proc.stdout
     assert _statuses(run_task) == {"t-1": "done", "t-2": "done"}
     assert git(repo, "log", "--format=%s", "-2").splitlines() == ["Build t-2", "Build t-1"]
+    status = run_ralph("status")
+    assert "\nSandbox:    bwrap\n" in status.stdout          # ralph status names it
     lines = (repo / ".ralph-seen.txt").read_text().splitlines()
     assert len(lines) == 2
     for line in lines:
@@ -201,16 +203,18 @@ def test_a_parallel_session_cannot_write_the_main_checkouts_git_hooks_or_config(
         git_repo, base_env, bin_dir, run_task):
     install_stub(bin_dir)
     ignore_ralph_dir(git_repo, base_env)
-    config = (git_repo / ".git" / "config").read_text()
     attack = ('common=$(git rev-parse --git-common-dir); '
               'printf "#!/bin/sh\\ntouch %s/pwned\\n" "$common" > "$common/hooks/post-merge"; '
               'chmod +x "$common/hooks/post-merge"; '
               'git config core.hooksPath /tmp/evil; ')
     proc = _parallel(git_repo, base_env, run_task, attack + PARALLEL_WORK)
     assert proc.returncode == 0, proc.stderr
-    assert _statuses(run_task) == {"p-1": "done", "p-2": "done"}   # merged without the hook
+    assert _statuses(run_task) == {"p-1": "done", "p-2": "done"}, proc.stdout + proc.stderr
     assert not (git_repo / ".git" / "hooks" / "post-merge").exists()
-    assert (git_repo / ".git" / "config").read_text() == config
+    hooks_path = subprocess.run(["git", "config", "--get", "core.hooksPath"], cwd=git_repo,
+                                env=base_env, capture_output=True, text=True)
+    assert (hooks_path.returncode, hooks_path.stdout) == (1, ""), (git_repo / ".git" / "config"
+                                                                   ).read_text()
     assert not (git_repo / ".git" / "pwned").exists()
 
 
@@ -295,6 +299,19 @@ def test_danger_with_a_sandbox_or_without_danger_warns_of_nothing(git_repo, base
                               cwd=git_repo, env=base_env, capture_output=True, text=True,
                               timeout=60, stdin=subprocess.DEVNULL, start_new_session=True)
         assert (proc.returncode, proc.stderr) == (0, ""), args
+
+
+@needs_bwrap
+def test_doctor_checks_the_sandbox_ralph_yml_names(git_repo, run_ralph, bin_dir):
+    install_stub(bin_dir)
+    (git_repo / "ralph.yml").write_text("sandbox: bwrap\n")
+    doctor = run_ralph("doctor")
+    assert f"ok       sandbox: bwrap starts a sandbox ({shutil.which('bwrap')})\n" in doctor.stdout
+    (git_repo / "ralph.yml").write_text("sandbox: podman\n")
+    doctor = run_ralph("doctor")
+    assert doctor.returncode == 1                       # required: the run would not start
+    assert ("missing  sandbox: --sandbox podman needs an image with the agent CLI in it: set "
+            "sandbox_image in ralph.yml or --sandbox-image\n") in doctor.stdout
 
 
 def _docker_daemon() -> str | None:

@@ -1,9 +1,9 @@
 """Owns the start-up and clean-up steps of one plan/build run that ralph.py calls in ralph.sh's
 order: the task source (before the task command is resolved), the agent and model
-(docs/contract/ralph-cli.md s.7), the run lock and state (a new run or a resumed one, whose
-persisted settings win), session setup (s.9: branch, exports, agent registration) and the exit
-cleanup (s.17: deregistration, exactly once); the --sync check before any write. Knows nothing of
-the loops."""
+(docs/contract/ralph-cli.md s.7), the sandbox (--sandbox, checked to start), the run lock and
+state (a new run or a resumed one, whose persisted settings win), session setup (s.9: branch,
+exports, agent registration) and the exit cleanup (s.17: deregistration, exactly once); the
+--sync check before any write. Knows nothing of the loops."""
 from __future__ import annotations
 
 import os
