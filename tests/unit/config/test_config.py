@@ -160,6 +160,8 @@ verify: pytest -q
 verify_timeout: 2m
 tamper: warn
 protect: "tests/** .github/**"
+sandbox: bwrap
+sandbox_image: agent:1
 """
     settings = load(tmp_path, yml)
     assert set(settings.explicit()) == YML_KEYS
@@ -168,6 +170,7 @@ protect: "tests/** .github/**"
     assert (settings.verify, settings.verify_timeout, settings.tamper) == ("pytest -q", 120, "warn")
     assert settings.protect == ("tests/**", ".github/**")
     assert (settings.lease, settings.store_connect_timeout) == (300, 30)
+    assert (settings.sandbox, settings.sandbox_image) == ("bwrap", "agent:1")
     assert settings.sync is True
     assert (settings.worktree_setup, settings.worktree_setup_timeout) == ("npm ci", 300)
 
