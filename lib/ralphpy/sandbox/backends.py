@@ -113,4 +113,5 @@ def run_quietly(argv: Sequence[str], env: Mapping[str, str]) -> None:
     _starts(argv, env)
 
 
-__all__ = ["run_quietly", "Backend", "CHOICES", "NONE", "AUTO", "resolve", "check", "wrap", "leftover"]
+__all__ = ["Backend", "CHOICES", "NONE", "AUTO", "resolve", "check", "wrap", "leftover",
+           "run_quietly"]

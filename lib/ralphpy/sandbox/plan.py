@@ -70,9 +70,9 @@ def build(tree: Tree, cwd: Path, env: Mapping[str, str], *, state: Iterable[str]
           program: str | None = None, store: Iterable[Path] = (),
           readable: Iterable[Path] = ()) -> Plan:
     """The plan of one session. state: the agent's state under $HOME (adapter-declared names,
-    read-write, those that exist); program: the agent's resolved path (its folder read-only); store: files the
-    task CLI writes (the SQLite files, a claims file); readable: files it reads (a frozen scope's
-    ids). $PATH's folders that the tmpfs mounts would hide are shown read-only."""
+    read-write, those that exist); program: the agent's resolved path (its folder read-only);
+    store: files the task CLI writes (the SQLite files, a claims file); readable: files it
+    reads (a frozen scope's ids). $PATH's folders the tmpfs mounts would hide: read-only."""
     home = env.get("HOME", "")
     hidden = ["/tmp"] + ([home] if home and home != "/" else [])
     mounts = [Mount(TMPFS, p) for p in hidden]
