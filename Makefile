@@ -6,7 +6,7 @@ ARGS ?=
 # The real agent CLIs of tests/e2e_real, pinned by package.json + package-lock.json.
 AGENTS_DIR ?= .agents
 
-.PHONY: setup setup-browser setup-postgres agents canary test demo bench ralph plan install
+.PHONY: setup setup-browser setup-postgres setup-sandbox agents canary test demo bench ralph plan install
 
 setup: $(VENV)/.installed
 
@@ -31,6 +31,11 @@ setup-browser:
 setup-postgres:
 	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ -x "$$(pg_config --bindir 2>/dev/null)/initdb" ] || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; else echo "make setup-postgres: SKIPPED: the PostgreSQL server is not installed, so the PostgreSQL tests will be skipped (apt-get install postgresql)" >&2; fi; }
 
+# The sandbox's tests run sessions inside bubblewrap (tests/e2e/test_sandbox_e2e.py): installed
+# when missing (root with apt-get); otherwise those tests skip and say why.
+setup-sandbox:
+	@command -v bwrap >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; else echo "bubblewrap is not installed: the sandbox tests will be skipped (apt-get install bubblewrap)"; fi; }
+
 # Without npm this is a loud skip (tests/e2e_real then skips, naming why), not a failure.
 # `npm install` over the lock, not `npm ci`: npm leaves other platforms' optional packages
 # of opencode-ai out of the lock, and `npm ci` then refuses it as out of sync.
@@ -46,7 +51,7 @@ $(AGENTS_DIR)/.installed: package.json package-lock.json
 
 # The Python set-up and the agent CLIs' npm install, most of a fresh clone's set-up (about 15
 # and 50 s on 2 cores), run side by side; the apt-get steps go first, one at a time (one dpkg lock).
-test: setup-browser setup-postgres
+test: setup-browser setup-postgres setup-sandbox
 	@$(MAKE) --no-print-directory -j2 --output-sync=target setup agents
 	$(PY) -m pytest -n 4 --dist worksteal
 

@@ -102,6 +102,8 @@ def banner(ctx: RunContext) -> None:
              f"Backend: {ctx.backend if ctx.adapter.name == 'claude' else ctx.adapter.name}"]
     if (store := fleet_store.url(ctx.env)) is not None:      # a fleet's store, never its password
         lines.append(f"Tasks:  {fleet_store.shown(store)}")
+    if ctx.sandbox is not None:                              # --sandbox (docs/sandbox.md)
+        lines.append(f"Sandbox: {ctx.sandbox.shown}")
     if ctx.agent_id:
         lines.append(f"Agent:  {ctx.agent_id}")
     if opts.model is not None:
@@ -247,6 +249,7 @@ def run_mode(mode: str, args: list[str]) -> int:
         assign_mode.validate(opts, settings.find_repo_root(ctx.cwd))   # template, before any write
     ctx.backend = backend.detect(ctx.env, ctx.cwd, Path(os.path.expanduser("~")))   # detect_backend
     start.choose_agent(ctx)                                       # --agent; MODEL=$(jq ...)
+    start.choose_sandbox(ctx)                                     # [SAFER] --sandbox: it starts, or exit 1
     if not preflight.specs_found(ctx):                            # [ -d specs ] && [ "$(ls -A specs)" ]
         say(NO_SPECS)                                             # [SH-COMPAT] on stdout
         return EXIT_USAGE

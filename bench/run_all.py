@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-ORDER = ["task_ops", "loop", "render", "scope", "parallel", "report", "verify", "fleet", "github"]
+ORDER = ["task_ops", "loop", "render", "scope", "parallel", "report", "verify", "fleet",
+         "github", "sandbox"]
 
 
 def main(argv: list[str]) -> int:

@@ -22,6 +22,10 @@ CAPTURE = subprocess.PIPE       # read into the result
 DISCARD = subprocess.DEVNULL    # thrown away (a program that daemonises cannot hold us up)
 INHERIT = None                  # ralph.py's own stdout or stderr
 TimeoutExpired = subprocess.TimeoutExpired
+# ralph's own git calls (verify's diff, --sync's rebase, --parallel's merges) run nothing a
+# session could have written into the repository: no hook, no fsmonitor command
+# (docs/sandbox.md). The agent's own git calls keep the user's hooks.
+GIT = ("git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 
 
 @dataclass(frozen=True)
@@ -102,4 +106,4 @@ def run_group(argv: Sequence[str], *, cwd: Path | str, env: Mapping[str, str],
     return None if timed_out else proc.returncode
 
 
-__all__ = ["Result", "run", "run_group", "CAPTURE", "DISCARD", "INHERIT", "TimeoutExpired"]
+__all__ = ["GIT", "Result", "run", "run_group", "CAPTURE", "DISCARD", "INHERIT", "TimeoutExpired"]

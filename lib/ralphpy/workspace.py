@@ -24,7 +24,7 @@ def current_branch(env: Mapping[str, str], cwd: Path | None = None) -> str:
     """s.9.1: `git branch --show-current` in cwd (default: the current directory) minus its
     trailing newline; "" when git fails."""
     try:
-        done = programs.run(["git", "branch", "--show-current"], cwd=cwd or Path.cwd(), env=env,
+        done = programs.run([*programs.GIT, "branch", "--show-current"], cwd=cwd or Path.cwd(), env=env,
                             stderr=programs.DISCARD)
     except OSError:
         return ""

@@ -3,6 +3,7 @@ command). Each call gets the run's environment, docs/contract/ralph-cli.md s.9's
 and a start that runs no such program costs no import of a process library."""
 from __future__ import annotations
 
+import shutil
 import sys
 
 from conftest import RALPH, git, ignore_ralph_dir, install_stub, run_process
@@ -15,32 +16,33 @@ git add -A >/dev/null && git commit -qm "work on $tid" >/dev/null
 "$RALPH_TASK_SCRIPT" done "$tid" >/dev/null
 """
 
-# Runs inside ralph.py's git calls: `git worktree add` (post-checkout) and the fast-forward
-# of the run's branch (post-merge) record what ralph.py exported before the sessions.
-HOOK = """\
+# A git first on PATH: each of ralph.py's own git calls (they start with the options that turn
+# hooks off, programs.GIT) records what ralph.py exported before the sessions; the agents' calls
+# (their own agent ids) are not recorded.
+GIT = """\
 #!/bin/sh
-echo "$(basename "$0") ${RALPH_TASK_SCRIPT:-unset} ${RALPH_AGENT_ID:-unset}" >> "$HOOK_LOG"
+if [ "$1 $2 $3 $4" = "-c core.hooksPath=/dev/null -c core.fsmonitor=false" ]; then
+    echo "$5 ${{RALPH_TASK_SCRIPT:-unset}} ${{RALPH_AGENT_ID:-unset}}" >> "$GIT_LOG"
+fi
+exec {git} "$@"
 """
 
 
 def test_the_git_calls_of_a_parallel_run_see_what_ralph_exported(
         run_ralph, run_task, git_repo, base_env, bin_dir, tmp_path):
     install_stub(bin_dir)
-    hooks = tmp_path / "hooks"
-    hooks.mkdir()
-    for name in ("post-checkout", "post-merge"):
-        (hooks / name).write_text(HOOK)
-        (hooks / name).chmod(0o755)
-    git(git_repo, "config", "core.hooksPath", str(hooks), env=base_env)
+    (bin_dir / "git").write_text(GIT.format(git=shutil.which("git")))
+    (bin_dir / "git").chmod(0o755)
     ignore_ralph_dir(git_repo, base_env)
     for tid in ("t1", "t2"):
         assert run_task("create", tid, f"Task {tid}", "-c", f"component:{tid}").returncode == 0
-    log = tmp_path / "hooks.log"
+    log = tmp_path / "git.log"
     proc = run_ralph("build", "--parallel", "2",
-                     env={"STUB_ACTION": ACTION, "HOOK_LOG": str(log)}, timeout=120)
+                     env={"STUB_ACTION": ACTION, "GIT_LOG": str(log)}, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    seen = log.read_text().splitlines()
-    assert {line.split()[0] for line in seen} == {"post-checkout", "post-merge"}
+    seen = [line for line in log.read_text().splitlines()       # a worktree's add, its
+            if line.split()[0] in ("worktree", "rebase", "merge")]  # merge back: in the sessions
+    assert {"worktree", "rebase"} <= {line.split()[0] for line in seen}
     exported = {tuple(line.split()[1:]) for line in seen}
     assert len(exported) == 1, seen
     ((script, agent),) = exported

@@ -629,7 +629,7 @@ def test_ctl_resume_over_a_file_in_the_way_is_one_line_exit_8(git_repo, run_ralp
 GIT_HOLD = """\
 #!/bin/sh
 # git, held at the breaker's read of HEAD after a session while $HOLD_MARK exists
-if [ -e "$HOLD_MARK" ] && [ "$*" = "rev-parse -q --verify HEAD" ]; then
+if [ -e "$HOLD_MARK" ] && [ "$*" = "-c core.hooksPath=/dev/null -c core.fsmonitor=false rev-parse -q --verify HEAD" ]; then
     touch "$HELD"
     while [ -e "$HOLD_MARK" ]; do sleep 0.02; done
 fi

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import log_git_calls, read_jsonl
+
+HOOKS_OFF = "-c core.hooksPath=/dev/null -c core.fsmonitor=false "   # ralph's own git calls
 from fleethelp import Fleet, make_fleet
 
 TASKS = [f"t{n:02d}" for n in range(1, 31)]
@@ -206,7 +208,7 @@ def test_the_shared_branch_is_resolved_once_per_run(pair, bin_dir, tmp_path, arg
     log_git_calls(bin_dir, log)
     proc = pair.ralph(0, *args)
     assert proc.returncode == 0, proc.stderr
-    calls = log.read_text().splitlines()
+    calls = [c.removeprefix(HOOKS_OFF) for c in log.read_text().splitlines()]
     # resolving the shared branch is the run's only `git remote get-url` (the remote exists)
     assert [c for c in calls if c.startswith("remote get-url")] == ["remote get-url origin"]
 
@@ -223,7 +225,7 @@ def test_a_crashed_sync_run_resumed_without_the_flag_still_syncs(pair, bin_dir, 
     assert "sync: pushed main to origin/main: 1 commit (task t01), head " in proc.stderr
     assert "sync: pushed main to origin/main: 1 commit (task t02), head " in proc.stderr
     assert pair.origin_subjects() == ["t02: work", "t01: work", "initial"]
-    calls = log.read_text().splitlines()
+    calls = [c.removeprefix(HOOKS_OFF) for c in log.read_text().splitlines()]
     assert [c for c in calls if c.startswith("remote get-url")] == ["remote get-url origin"]
 
 

@@ -61,6 +61,10 @@ class AgentAdapter:
     # The CLI's own refusal of a session, from its stderr's tail and the summary (refusal.py):
     # set, the agent's stderr is read (passed on as it comes), not inherited.
     refusal: Callable[[str, Any], Refusal | None] | None = None
+    # Its own files under $HOME (login, settings, sessions): a sandbox shows these, and of
+    # $HOME nothing else (docs/sandbox.md). A name ending in "/" is a folder, made when missing
+    # so that what the CLI writes there outlives the session.
+    state: tuple[str, ...] = ()
 
     @property
     def reads_stderr(self) -> bool:
@@ -125,7 +129,7 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
         ("-p", PROMPT, "--output-format=stream-json", "--verbose", DANGER, MODEL, EXTRA),
         claude_render.StreamRenderer, danger_args=("--dangerously-skip-permissions",),
         reports=_CLAUDE_FACTS, login="(`claude /login`) or fix the API key (ANTHROPIC_API_KEY)",
-        package="@anthropic-ai/claude-code"),
+        package="@anthropic-ai/claude-code", state=(".claude/", ".claude.json")),
     # pi runs tools without asking, so --danger adds nothing. pi 0.73 rejects `--` ("Error:
     # Unknown option: --") and reads an argument starting with '-' as an option and one with
     # '@' as a file to attach, so the prompt goes on stdin, which print mode (-p) reads.
@@ -134,7 +138,7 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
         streams.PiRenderer,
         reports=frozenset({"cost", "turns", "tokens", "result", "errors"}),
         notes="pi has no permission prompts: --danger changes nothing",
-        package="@mariozechner/pi-coding-agent"),
+        package="@mariozechner/pi-coding-agent", state=(".pi/",)),
     # Without --danger: workspace-write sandbox (edits in the checkout, no network), since
     # codex exec defaults to read-only and could do no work.
     AgentAdapter(
@@ -144,7 +148,7 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
         safe_args=("--sandbox", "workspace-write"), model_args=("-m", MODEL),
         reports=frozenset({"turns", "tokens", "result", "errors"}),
         login="(`codex login`) or fix the API key (OPENAI_API_KEY, or the model provider's "
-              "env_key)", package="@openai/codex"),
+              "env_key)", package="@openai/codex", state=(".codex/",)),
     # amp's --stream-json is Claude Code's stream-json: the s.12 renderer reads it (amp.py
     # adds amp's own lines). The prompt must follow --execute directly (amp reads it as that
     # option's value). amp says a refused key or a spent credit only on stderr.
@@ -153,7 +157,7 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
         amp.AmpRenderer, danger_args=("--dangerously-allow-all",), model_args=None,
         reports=frozenset({"turns", "result", "errors"}),
         login="(`amp login`) or fix the API key (AMP_API_KEY)", refusal=amp.refusal,
-        package="@ampcode/cli"),
+        package="@ampcode/cli", state=(".config/amp/", ".local/share/amp/", ".cache/amp/")),
     # opencode's run flag for skipping permissions changed name across versions; the
     # OPENCODE_PERMISSION variable works in all of them.
     AgentAdapter(
@@ -161,7 +165,8 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
         streams.OpencodeRenderer, model_args=("-m", MODEL),
         danger_env={"OPENCODE_PERMISSION": '{"*":"allow"}'},
         reports=frozenset({"cost", "turns", "tokens", "result", "errors"}),
-        package="opencode-ai"),
+        package="opencode-ai",
+        state=(".config/opencode/", ".local/share/opencode/", ".local/state/opencode/")),
     # gemini 0.61 refuses to run headless in a folder it does not trust (exit 55): --danger
     # also trusts the checkout for the session; without it the user trusts the folder once.
     AgentAdapter(
@@ -171,7 +176,7 @@ _TABLE: dict[str, AgentAdapter] = {a.name: a for a in (
         model_args=("-m", MODEL),
         reports=frozenset({"tokens", "result", "errors"}),
         login="(`gemini`, then /auth) or fix the API key (GEMINI_API_KEY)",
-        package="@google/gemini-cli"),
+        package="@google/gemini-cli", state=(".gemini/",)),
 )}
 
 KNOWN_AGENTS: tuple[str, ...] = tuple(sorted([*_TABLE, "command"]))

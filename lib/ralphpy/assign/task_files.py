@@ -220,7 +220,7 @@ def _git(repo: Path, *args: str) -> str:
     # The environment is ralph.py's own, read now: it holds the run's exports
     # (docs/contract/ralph-cli.md s.9).
     try:
-        done = programs.run(["git", *args], cwd=repo, env=os.environ, timeout=60)
+        done = programs.run([*programs.GIT, *args], cwd=repo, env=os.environ, timeout=60)
     except (OSError, programs.TimeoutExpired):
         return ""
     return done.stdout.decode("utf-8", "replace") if done.code == 0 else ""

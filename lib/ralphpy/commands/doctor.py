@@ -152,7 +152,7 @@ def _identity(env: Mapping[str, str], cwd: Path) -> Check:
                            ("email", ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL", "EMAIL"))):
         given = next((env[v] for v in variables if env.get(v)), "")
         if not given:
-            ran = programs.run(["git", "config", "--get", f"user.{key}"], cwd=cwd, env=env,
+            ran = programs.run([*programs.GIT, "config", "--get", f"user.{key}"], cwd=cwd, env=env,
                                timeout=VERSION_TIMEOUT_S)
             given = ran.out.strip() if ran.code == 0 else ""
         values[key] = given
@@ -224,6 +224,19 @@ def _specs(opts, cwd: Path) -> Check:
     return Check(OK, "specs", "present")
 
 
+def _sandbox(opts, env: Mapping[str, str]) -> list[Check]:
+    """The run's --sandbox (ralph.yml's `sandbox:`) starts a sandbox here, as the run checks
+    before its first session (sandbox.backends); nothing to check for `none`."""
+    from ralphpy.sandbox import backends
+    if opts is None or opts.sandbox == backends.NONE:
+        return []
+    try:
+        backend = backends.resolve(opts.sandbox, opts.sandbox_image, env)
+    except UsageError as error:
+        return [Check(MISSING, "sandbox", _message(error))]
+    return [Check(OK, "sandbox", f"{backend.shown} starts a sandbox ({backend.program})")]
+
+
 def _tool(names: tuple[str, ...], label: str, hint: str, env: Mapping[str, str]) -> Check:
     for name in names:
         found = shutil.which(name, path=env.get("PATH", os.defpath))
@@ -246,6 +259,7 @@ def run_checks(env: Mapping[str, str], cwd: Path, err: TextIO) -> list[Check]:
     checks.append(_identity(env, cwd))
     checks += _backlog(opts, env, cwd, err)
     checks.append(_specs(opts, cwd))
+    checks += _sandbox(opts, env)
     checks.append(_tool(("bwrap",), "bwrap", SANDBOX_HINT, env))
     checks.append(_tool(("chromium", "chromium-browser"), "chromium", CHROMIUM_HINT, env))
     return checks

@@ -90,6 +90,7 @@ def read_status(ralph_dir: Path, named: str | None = None) -> dict[str, Any]:
     status["verify"] = (state.extra.get("verify") or None) if state else None   # docs/verify.md
     status["nightShift"] = (state.extra.get("night_shift") or None) if state else None
     status["pullRequests"] = _pull_requests(ralph_dir)                 # docs/github.md
+    status["sandbox"] = (state.extra.get("sandbox") or None) if state else None  # docs/sandbox.md
     status["fleet"] = view.read(os.environ, ralph_dir.parent,      # docs/fleet.md
                                       state.extra.get("fleet") if state else None, named=named)
     return status
@@ -196,6 +197,8 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
               f"Iteration:  {status['iteration']}{limit}, "
               f"sessions started: {status['sessionsStarted']}",
               f"Tasks:      {status['completed']} completed, {status['failed']} failed"]
+    if status.get("sandbox"):
+        lines.append(f"Sandbox:    {status['sandbox']}")
     active = status["active"]
     if active:
         lines.append(f"Current:    {active.get('task') or '(agent picks)'} (session "

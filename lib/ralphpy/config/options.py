@@ -74,6 +74,8 @@ class Options:
     pace: str | None                     # `80%`
     agents: tuple[str, ...]              # fallback agents, after --agent
     escalate: tuple[str, ...]            # model aliases, one attempt after another
+    sandbox: str
+    sandbox_image: str | None
     # name -> "cli", "env", "ralph.yml" or "default"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 

@@ -17,7 +17,7 @@ MODES = ("plan", "build")
 # (docs/contract/ralph-cli.md s.4: the lines of options ralph.sh did not have go after its four and
 # before `--help, -h`).
 SECTIONS = ("loop", "run", "tasks", "scope", "assign", "agent", "parallel", "sync", "verify",
-            "notify", "unattended")
+            "notify", "unattended", "sandbox")
 # s.3: without -n, plan runs one iteration and build runs until the backlog is done.
 ITERATIONS_DEFAULT = {"plan": 1, "build": 0}
 _DURATION = "a duration (e.g. 90s, 15m, 1h)"
@@ -303,6 +303,17 @@ SETTINGS: tuple[Setting, ...] = (
     _row("escalate", "list", (), "agent",
          "models of a task's attempts, one after another failure (e.g. [haiku, sonnet, opus])",
          check=lambda names: _known_models(names)),
+    # docs/sandbox.md: what a session sees inside; none keeps every run as it was.
+    _row("sandbox", "text", "none", "sandbox",
+         "run each agent session in a sandbox: auto, bwrap, docker, podman or none",
+         "  --sandbox MODE              Run each session in a sandbox: auto, bwrap,\n"
+         "                              docker, podman or none (default)",
+         needs="auto, bwrap, docker, podman or none",
+         check=kinds.one_of("auto", "bwrap", "docker", "podman", "none"), persist=False),
+    _row("sandbox_image", "text", None, "sandbox",
+         "the image --sandbox docker or podman runs the agent in (the agent CLI installed)",
+         "  --sandbox-image IMAGE       The image of --sandbox docker|podman",
+         needs="an image name", persist=False),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 

@@ -9,7 +9,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, TextIO
+from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from ralphpy import signals
 from ralphpy import workspace
@@ -54,6 +54,7 @@ class RunContext:
     limits: NightConfig | None = None        # timeouts, limit waits, breaker, budgets
     assign: Assign | None = None             # assignment mode, set up before session setup
     features: Features | None = None         # what plugs into the loop (loop.features)
+    sandbox: Any = None                      # sandbox.backends.Backend; None: --sandbox none
     exit_reason: str = "unexpected error"    # the run's last line, for run_end / ralph status
     ralph_dir: Path = field(init=False)      # run lock, state, progress, ctl sentinels
     _sync_target: Target | None = field(default=None, init=False, repr=False)

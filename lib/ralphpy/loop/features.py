@@ -1,12 +1,13 @@
 """Owns the features that plug into ralph.py's loops, all through one interface (`Feature`): the
 unattended-run checks between sessions (`ralph ctl`, SIGHUP, --max-runtime), scope freeze
 (FREEZE_SCOPE), the verify gate (--verify, the tamper check), assignment mode (--assign), the
-prompt template (--prompt), git across machines (--sync) and a worktree's set-up (RALPH_SLOT,
-.worktreeinclude, worktree_setup). `Features` runs them in order, so each loop has one path
-whichever are on; the run-level hooks (holding, resume, before_end) let a --parallel run
-hold, wait and end as the single loop does without naming a feature. Knows nothing of the
-loop's own order (ralph.py) or of what a feature does inside (unattended.night, scope, verify,
-assign.mode, sync.runner, parallel.worktree_setup).
+prompt template (--prompt), git across machines (--sync), a worktree's set-up (RALPH_SLOT,
+.worktreeinclude, worktree_setup) and the sandbox (--sandbox). `Features` runs them in order,
+so each loop has one path whichever are on; the run-level hooks (holding, resume, before_end,
+startable_again) let a --parallel run hold, wait and end as the single loop does without
+naming a feature. Knows nothing of the loop's own order (ralph.py) or of what a feature does
+inside (unattended.night, scope, verify, assign.mode, sync.runner, parallel.worktree_setup,
+questions, pulls, sandbox).
 
 One concern over 500 lines: the interface and each feature's adapter to it, side by side so
 a reader sees every hook's users in one place; what a feature does lives in its package."""
@@ -75,6 +76,10 @@ class Feature:
 
     def prepare(self, session: Session) -> None:
         """Before the agent starts: where it runs, its environment, its output."""
+
+    def wrap(self, session: Session) -> None:
+        """The agent's argv and environment are final (its prompt, its CLI's flags): what runs
+        it inside something else (the sandbox) replaces session.argv."""
 
     def after_session(self, session: Session) -> None:
         """After the session, before docs/contract/ralph-cli.md s.15.5's crash safety: add the tasks
@@ -165,6 +170,10 @@ class Features(Feature):
     def prepare(self, session: Session) -> None:
         for feature in self.items:
             feature.prepare(session)
+
+    def wrap(self, session: Session) -> None:
+        for feature in self.items:
+            feature.wrap(session)
 
     def after_session(self, session: Session) -> None:
         for feature in self.items:
@@ -654,6 +663,47 @@ def questions(ctx: RunContext) -> Questions:
     return Questions(ctx)
 
 
+class Sandbox(Feature):
+    """--sandbox (docs/sandbox.md): each session's agent runs inside the run's sandbox, its
+    own tree (the checkout, or its --parallel worktree) read-write and of the rest only what
+    sandbox.plan allows; a container it may leave is removed after it."""
+
+    def __init__(self, ctx: RunContext):
+        from ralphpy.sandbox import store_keeper
+        self.ctx, self.backend = ctx, ctx.sandbox
+        self.main = find_repo_root(ctx.cwd)
+        self.keeper = store_keeper.Keeper()             # a SQLite store's WAL files kept
+        ctx.run.state.extra["sandbox"] = self.backend.shown         # for ralph status
+
+    def wrap(self, session: Session) -> None:
+        from ralphpy.sandbox import one_session
+        ctx = self.ctx
+        session.argv = one_session.wrap(
+            self.backend, self.keeper, session.argv, main=self.main, ralph_cwd=ctx.cwd,
+            top=session.place.path if session.place is not None else self.main,
+            cwd=session.cwd or ctx.cwd, env=session.env, state=session.adapter.state,
+            name=self._name(session))
+        session.fields["sandbox"] = self.backend.name   # its session_end event names it
+        session.env["IS_SANDBOX"] = "1"                 # the sandbox's, as its agent's: no root
+                                                        # refusal to look for (outcome.root_refusal)
+
+    def _name(self, session: Session) -> str:
+        return f"ralph-{self.ctx.run.state.run_id}-{session.n}"
+
+    def record(self, session: Session) -> None:
+        from ralphpy.sandbox import backends
+        if (argv := backends.leftover(self.backend, self._name(session))) is not None:
+            backends.run_quietly(argv, self.ctx.env)
+
+    def finish(self) -> None:
+        self.keeper.release()
+
+
+def sandbox(ctx: RunContext) -> Sandbox | None:
+    """--sandbox for this run (chosen and checked at start-up: start.choose_sandbox), or None."""
+    return Sandbox(ctx) if ctx.sandbox is not None else None
+
+
 def unattended(ctx: RunContext) -> Unattended:
     """The unattended checks: always on (with no setting given they only watch `ralph ctl`)."""
     from ralphpy.unattended import night
@@ -675,6 +725,7 @@ REGISTRY: list[Factory] = [
     sync,                                # --sync: rebase, push
     questions,                           # task ask: told, defaults, answers in the prompt
     pull_requests,                       # --pr: a pull request per finished task
+    sandbox,                             # --sandbox: the agent inside bwrap, docker, podman
 ]
 
 
@@ -686,6 +737,7 @@ def for_run(ctx: RunContext) -> Features:
 
 __all__ = ["Prompt", "Hold", "Feature", "Features", "Unattended", "ScopeFreeze", "Verify",
            "Assign", "PromptTemplate", "Sync", "PullRequests", "WorktreeSetup", "Questions",
-           "REGISTRY", "for_run", "unattended", "scope_freeze", "verification", "assignment",
-           "prompt_template", "sync", "pull_requests", "worktree_setup", "questions",
-           "FROZEN_DONE", "STOPPED_BY_AGENT", "STOPPED_BY_REQUEST", "LIMIT_REACHED"]
+           "Sandbox", "REGISTRY", "for_run", "unattended", "scope_freeze", "verification",
+           "assignment", "prompt_template", "sync", "pull_requests", "worktree_setup",
+           "questions", "sandbox", "FROZEN_DONE", "STOPPED_BY_AGENT", "STOPPED_BY_REQUEST",
+           "LIMIT_REACHED"]

@@ -1,7 +1,8 @@
 """Owns the one session lifecycle both loops run (docs/architecture.md, "The life of one
 session"): the `Session` record, and its steps in order. `begin`: the prompt as the agent gets
 it (spilled to a file when it cannot be one argument), argv, environment, respawn safety and
-FRESH_START, its log, and the features' `prepare` hook (a `--parallel` session's worktree).
+FRESH_START, its log, and the features' `prepare` hook (a `--parallel` session's worktree), then
+their `wrap` hook once argv is final (--sandbox).
 `launch`: the agent in the pool (the single loop's is a pool of one). `end`: its outcome
 classified once, the notices of its heartbeat, strays and timeout, the features' `after_session`
 hooks in their order (assignment's completion check, the verify gate, a worktree's merge,
@@ -140,6 +141,7 @@ def begin(ctx: RunContext, s: Session) -> Session:
         fresh = fresh_start.consume(ctx.ralph_dir)              # FRESH_START is one-shot
         s.argv += fresh_start.session_resume_args(ctx.options.continue_session, fresh)
     s.env.update(adapter.env(danger=ctx.options.danger))
+    ctx.features.wrap(s)                                        # --sandbox: bwrap ... -- argv
     if s.agent and ctx.fleet():                                 # a fleet's store: renew claims
         s.beat = fleet_store.heartbeat(ctx.task.executable, s.agent, ctx.options.lease, s.env,
                                        s.cwd)
@@ -183,7 +185,7 @@ def classify(ctx: RunContext, s: Session, result: SessionResult) -> None:
     its group, a timeout that ended it (stdout stays s.12's rendering)."""
     s.result = result
     s.outcome, s.hit = outcome.classify_session(
-        result, danger=ctx.options.danger, agent=s.adapter.name, env=ctx.env,
+        result, danger=ctx.options.danger, agent=s.adapter.name, env=s.env or ctx.env,
         session_s=ctx.limits.session_s, idle_s=ctx.limits.idle_s,
         default_wait_s=ctx.limits.default_wait_s)
     s.reason = s.give_back_reason()          # the record's, unless a feature says why

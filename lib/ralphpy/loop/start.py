@@ -1,12 +1,13 @@
 """Owns the start-up and clean-up steps of one plan/build run that ralph.py calls in ralph.sh's
 order: the task source (before the task command is resolved), the agent and model
-(docs/contract/ralph-cli.md s.7), the run lock and state (a new run or a resumed one, whose
-persisted settings win), session setup (s.9: branch, exports, agent registration) and the exit
-cleanup (s.17: deregistration, exactly once); the --sync check before any write. Knows nothing of
-the loops."""
+(docs/contract/ralph-cli.md s.7), the sandbox (--sandbox, checked to start), the run lock and
+state (a new run or a resumed one, whose persisted settings win), session setup (s.9: branch,
+exports, agent registration) and the exit cleanup (s.17: deregistration, exactly once); the
+--sync check before any write. Knows nothing of the loops."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 from ralphpy import workspace
@@ -53,6 +54,33 @@ def choose_agent(ctx: RunContext) -> None:
     if opts.escalate and ctx.adapter.name != "claude":          # docs/night-shift.md
         raise UsageError(f"escalate: names claude's models; the run's agent is "
                          f"{ctx.adapter.name} (drop escalate:, or run claude)")
+
+
+UNGUARDED = ("Warning: --danger in an unattended run without a sandbox: the agent can read "
+             "your keys and write anywhere you can (--sandbox auto, docs/sandbox.md)")
+
+
+def choose_sandbox(ctx: RunContext) -> None:
+    """--sandbox: the backend, checked to start a sandbox here before anything is written
+    (else UsageError: one line naming what to install or start, exit 1; never a silent run on
+    the host); without one, --danger in a run nobody watches (nohup, no terminal) is warned
+    about once, on stderr."""
+    from ralphpy.sandbox import backends
+    opts = ctx.options
+    ctx.sandbox = backends.resolve(opts.sandbox, opts.sandbox_image, ctx.env)
+    if ctx.sandbox is None and opts.danger and _unattended():
+        ctx.warn(UNGUARDED)
+
+
+def _unattended() -> bool:
+    """nohup (SIGHUP ignored) or no controlling terminal (cron, systemd, a detached shell)."""
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        return True
+    try:
+        os.close(os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY))
+    except OSError:
+        return True
+    return False
 
 
 def check_checkout(ctx: RunContext) -> None:

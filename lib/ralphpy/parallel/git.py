@@ -31,7 +31,7 @@ class Git:
         that outlives `timeout` is killed and answers exit 124 (a fetch from a hung server)."""
         for pause in (0.05, 0.2, 0.5, None):
             try:
-                done = programs.run(["git", *args], cwd=cwd, env=self.env, timeout=timeout)
+                done = programs.run([*programs.GIT, *args], cwd=cwd, env=self.env, timeout=timeout)
             except programs.TimeoutExpired:
                 done = programs.Result(124, b"", f"timed out after {timeout:g}s".encode())
             except OSError as err:

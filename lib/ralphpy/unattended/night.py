@@ -384,7 +384,7 @@ class Night:
         return res.ok
 
     def _head(self) -> str | None:
-        done = programs.run(["git", "rev-parse", "-q", "--verify", "HEAD"], cwd=Path.cwd(),
+        done = programs.run([*programs.GIT, "rev-parse", "-q", "--verify", "HEAD"], cwd=Path.cwd(),
                             env=self.env)
         return done.out.strip() or None
 

@@ -63,7 +63,7 @@ class Check:
 def git(tree: Path, *args: str, env: Mapping[str, str]) -> str:
     """A git answer, stripped; "" when git fails (not a repository, unknown commit)."""
     try:
-        done = programs.run(["git", *args], cwd=tree, env=env)
+        done = programs.run([*programs.GIT, *args], cwd=tree, env=env)
     except OSError:
         return ""                                                   # no git: no answer
     return done.out.strip() if done.code == 0 else ""              # not a repository: ""

@@ -191,7 +191,7 @@ _DIFF = ("diff", "-U0", "-M", "--no-color", "--no-ext-diff", "--no-textconv",
 def _git_diff(tree: Path, base: str, env: Mapping[str, str], *paths: str,
               text: bool = False) -> str | None:
     try:
-        done = programs.run(["git", "-c", "core.quotepath=false", *_DIFF,
+        done = programs.run([*programs.GIT, "-c", "core.quotepath=false", *_DIFF,
                              *(["--text"] if text else []), base, "--", *paths],
                             cwd=tree, env=env)
     except OSError:
@@ -202,7 +202,7 @@ def _git_diff(tree: Path, base: str, env: Mapping[str, str], *paths: str,
 def _git_out(tree: Path, env: Mapping[str, str], *args: str) -> str:
     """What a git command that reads prints ("" when it fails)."""
     try:
-        done = programs.run(["git", *args], cwd=tree, env=env)
+        done = programs.run([*programs.GIT, *args], cwd=tree, env=env)
     except OSError:
         return ""
     return done.stdout.decode("utf-8", "replace") if done.code == 0 else ""

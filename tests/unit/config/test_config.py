@@ -169,6 +169,8 @@ protect: "tests/** .github/**"
 pace: 80%
 agents: [claude, codex, gemini]
 escalate: [haiku, sonnet, opus]
+sandbox: bwrap
+sandbox_image: agent:1
 """
     settings = load(tmp_path, yml)
     assert set(settings.explicit()) == YML_KEYS
@@ -177,6 +179,7 @@ escalate: [haiku, sonnet, opus]
     assert (settings.verify, settings.verify_timeout, settings.tamper) == ("pytest -q", 120, "warn")
     assert settings.protect == ("tests/**", ".github/**")
     assert (settings.lease, settings.store_connect_timeout) == (300, 30)
+    assert (settings.sandbox, settings.sandbox_image) == ("bwrap", "agent:1")
     assert settings.sync is True
     assert (settings.pr, settings.pr_wait, settings.pr_merge, settings.pr_poll) == (
         True, "none", "squash", 120)

@@ -1,9 +1,11 @@
 """sync.runner: what --sync does around sessions, on a real bare origin, real clones and the
 real task CLI (in-process, as a run calls it) over one shared backlog. Origin is made to move
-at the moment of a push by a pre-push hook that pushes from the other clone."""
+at the moment of a push by a git first on PATH that pushes from the other clone first (ralph's
+own git calls run no hooks: a pre-push hook would not)."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -50,16 +52,26 @@ class Run:
         return [fields["action"] for _, fields in self.lines]
 
 
-def origin_moves_on_push(fleet: Fleet, file: str = "other.txt", once: bool = True) -> None:
-    """Machine 0's next push (each push when not once) finds that machine 1 pushed first."""
-    other, marker = fleet.clones[1], fleet.clones[0] / ".git" / "moved-once"
-    hook = fleet.clones[0] / ".git" / "hooks" / "pre-push"
-    hook.write_text(
+def origin_moves_on_push(fleet: Fleet, file: str = "other.txt", once: bool = True) -> Path:
+    """Machine 0's next push (each push when not once) finds that machine 1 pushed first.
+    Returns the script that does it: removed, pushes go through again."""
+    clone, other = fleet.clones[0], fleet.clones[1]
+    marker, mover = clone / ".git" / "moved-once", clone / ".git" / "move-origin.sh"
+    mover.write_text(
         "#!/bin/sh\nunset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE\n"
         + (f"[ -e '{marker}' ] && exit 0\ntouch '{marker}'\n" if once else "")
         + f"cd '{other}' && git pull -q --rebase origin main && date +%s%N >> '{file}' && "
         f"git add '{file}' && git commit -qm 'host2 moves origin' && git push -q origin main\n")
-    hook.chmod(0o755)
+    mover.chmod(0o755)
+    wrapper = Path(fleet.env["PATH"].split(os.pathsep)[0]) / "git"
+    real = shutil.which("git", path=os.environ["PATH"])
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$(pwd)" = "{clone}" ] && [ -x "{mover}" ]; then\n'
+        '    case " $* " in *" push "*) ' + f'"{mover}" >/dev/null 2>&1 ;; esac\nfi\n'
+        f'exec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    return mover
 
 
 def test_a_finished_task_is_pushed_and_a_session_that_finished_none_pushes_nothing(fleet):
@@ -150,7 +162,7 @@ def test_a_conflict_keeps_the_commits_on_a_branch_resets_and_reopens_the_task(fl
 
 def test_a_push_that_keeps_losing_the_race_gives_up_and_the_end_pushes_it(fleet):
     run = Run(fleet)
-    origin_moves_on_push(fleet, once=False)
+    mover = origin_moves_on_push(fleet, once=False)
     run.finish("t1")
     assert run.runner.after_session(SINCE) == ([], "")
     assert run.actions() == ["start"] + ["push_retry"] * runner.RETRIES + ["push_gave_up"]
@@ -158,7 +170,7 @@ def test_a_push_that_keeps_losing_the_race_gives_up_and_the_end_pushes_it(fleet)
                                 "retries (origin kept moving); its commits stay here and go "
                                 "with the next push")
     assert run.runner.pending == ["t1"]
-    os.unlink(fleet.clones[0] / ".git" / "hooks" / "pre-push")
+    os.unlink(mover)
     run.runner.end()
     assert run.actions()[-1] == "pushed" and fleet.origin_subjects()[0] == "t1: work"
 
