@@ -9,7 +9,8 @@ parallel.worktree_setup)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, TypeVar
+from pathlib import Path
+from typing import Callable, Mapping, TypeVar
 
 from ralphpy import errors
 from ralphpy.assign import mode as assign_mode
@@ -265,12 +266,39 @@ class Verify(Feature):
             session.reason = reason                     # why a task was reopened
 
 
+class VerifyScratch:
+    """Where the verify gate's second run runs: a detached worktree under .ralph/worktrees/
+    (parallel.worktrees), made ready as a --parallel worktree is (.worktreeinclude's files)
+    with the project's dependency folders linked in; removed after the run, and by the next
+    run's gate when ralph was killed during it. The user's checkout is never touched."""
+
+    def __init__(self, cwd: Path, env: Mapping[str, str]):
+        from ralphpy.parallel import worktrees
+        self.repo, self.env = find_repo_root(cwd), env
+        worktrees.remove_scratch(self.repo, env=self.env)        # a killed run's
+
+    def make(self, commit: str) -> Path:
+        from ralphpy.parallel import worktrees
+        return worktrees.scratch(self.repo, commit, env=self.env)
+
+    def bring_in(self, tree: Path, scratch: Path) -> None:
+        from ralphpy.parallel import worktree_setup
+        worktree_setup.copy_included(self.repo, scratch, self.env)
+        for source in dict.fromkeys((Path(tree), self.repo)):   # the task's tree, the checkout
+            worktree_setup.link_dependencies(source, scratch, self.env)
+
+    def remove(self, scratch: Path) -> None:
+        from ralphpy.parallel import worktrees
+        worktrees.remove_scratch(self.repo, env=self.env)
+
+
 def verification(ctx: RunContext) -> Verify | None:
     """Build mode's verify gate, from the commit before the first session (with no verify
     setting and no task's own `verify:` line, it judges nothing). None in plan mode."""
     if ctx.mode != "build":
         return None
-    return Verify(completion.start(ctx.options, ctx.task, ctx.env, ctx.cwd, ctx.run, ctx.warn))
+    return Verify(completion.start(ctx.options, ctx.task, ctx.env, ctx.cwd, ctx.run, ctx.warn,
+                                   scratch=VerifyScratch(ctx.cwd, ctx.env)))
 
 
 class Assign(Feature):
@@ -437,7 +465,7 @@ def for_run(ctx: RunContext) -> Features:
     return Features(*(make(ctx) for make in REGISTRY))
 
 
-__all__ = ["Prompt", "Feature", "Features", "Unattended", "ScopeFreeze", "Verify", "Assign",
+__all__ = ["Prompt", "Feature", "Features", "Unattended", "ScopeFreeze", "Verify", "VerifyScratch", "Assign",
            "PromptTemplate", "Sync", "WorktreeSetup", "REGISTRY", "for_run", "unattended",
            "scope_freeze", "verification", "assignment", "prompt_template", "sync",
            "worktree_setup", "FROZEN_DONE"]

@@ -267,6 +267,31 @@ def cleanup_run(repo: Path, run_id: str, base_branch: str | None = None, *,
     return removed
 
 
-__all__ = ["Worktree", "MergeResult", "create", "planned", "merge_back", "branch_merged",
+# The verify gate's scratch worktrees (its second run) live beside a run's, under a name no
+# run id takes, so cleanup_run removes them as it removes a killed run's worktrees.
+SCRATCH = "verify"
+
+
+def scratch(repo: Path, commit: str, *, env: Mapping[str, str]) -> Path:
+    """A detached worktree of `commit` under .ralph/worktrees/verify/ (one at a time: any
+    left there by a killed run is removed first)."""
+    git = Git(env)
+    top = git.toplevel(repo)
+    path = top / ".ralph" / "worktrees" / SCRATCH / commit[:12]
+    if path.parent.exists():
+        cleanup_run(top, SCRATCH, env=env)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    git(top, "worktree", "add", "-q", "-f", "--detach", str(path), commit)
+    return path
+
+
+def remove_scratch(top: Path, *, env: Mapping[str, str]) -> None:
+    """Remove the verify gate's scratch worktrees under the checkout `top`, if any (a stat
+    when there are none: no git call at a run's start)."""
+    if (Path(top) / ".ralph" / "worktrees" / SCRATCH).exists():
+        cleanup_run(top, SCRATCH, env=env)
+
+
+__all__ = ["scratch", "remove_scratch", "SCRATCH", "Worktree", "MergeResult", "create", "planned", "merge_back", "branch_merged",
            "run_branches", "keep_stray_head", "remove", "cleanup_run", "session_env",
            "branch_safe", "STRATEGIES"]

@@ -56,24 +56,13 @@ SKIP = re.compile(
 # a pytest hook rewrites outcomes or drops collected tests, options deselect, filter or ignore
 # tests or only collect them, settings change which files, classes and functions are tests or
 # where they are looked for (not `-p no:cacheprovider` and its like: dropping a plugin is
-# common and honest). Read in test configuration files and conftest.py only; jest's (and
-# vitest's testNamePattern) in the JavaScript runners' configuration files: with jest's
-# `roots` (where tests are looked for) and `modulePathIgnorePatterns` (a file it matches is
-# not found, as a test either), the latter a key only, `roots` being a word too. Which block a
-# key is in matters in those files: vitest's include, exclude and dir are vitest_config.py's,
-# and jest's files are jest_config.py's, which reads these keys' lines where it cannot read
-# their lists.
+# common and honest). Read in pytest's configuration files and conftest.py only: these explain
+# a failure of the tests as they stood, the runner's own answers judge (verify.runners).
 _RUNNER_MODULE = re.compile(r"(^|/)(?P<name>pytest|unittest|nose2?)\.py$")
 
-# The files the runners read their configuration from, named once for every rule that reads
-# them: pytest's options files (in the order pytest looks for them; pytest.toml since pytest
-# 9); jest's package.json (its "jest" key) and jest.config.*; vitest's vitest.config.* and
-# vite.config.* (its `test` key). Other tools' files that happen to share a name (coverage.py
-# reads setup.cfg, tox.ini and pyproject.toml) are listed by their own rule, for their own
-# reason.
+# pytest's options files (pytest.toml since pytest 9); vitest's configuration (thresholds)
 PYTEST_CONFIGS = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml",
                   "tox.ini", "setup.cfg")
-JEST_CONFIGS = r"package\.json|jest\.config\.[cm]?[jt]s(?:on)?"
 VITEST_CONFIGS = r"vite(?:st)?\.config\.[cm]?[jt]s"
 
 
@@ -92,10 +81,7 @@ _SELECTION = re.compile(
     r"|runtest_call|pyfunc_call|ignore_collect)\b")
 _TOML_OPTION = re.compile(r"(?<![\w-])-[km](?=[\"']\s*,)")   # addopts = ["-m", "not slow"]
 _RUNS_MODULE = re.compile(r"(?:^|[\s/\"'=])(?:python[\d.]*|py)\s+$")  # `python -m pytest`
-_JS_CONFIG_FILE = file_named(JEST_CONFIGS, VITEST_CONFIGS)
 _VITEST_CONFIG_FILE = file_named(VITEST_CONFIGS)
-_JS_SELECTION = re.compile(r"\b(?P<key>testPathIgnorePatterns|testMatch|testRegex|testNamePattern"
-                           r"|modulePathIgnorePatterns)\b|(?:^|[{,])\s*[\"']?roots[\"']?\s*:")
 
 # Coverage and quality thresholds: (key, number). coverageThreshold's members are on lines
 # of their own, so its keys count only in files that mention coverageThreshold.
@@ -116,9 +102,6 @@ _TEST_NAME = re.compile(
     r"(^|/)test_[^/]*\.py$|_test\.(py|go)$|\.(test|spec)\.[cm]?[jt]sx?$|(^|/)test\.[cm]?js$"
     r"|(^|/)tests\.py$|[-_]test\.[cm]?js$|(^|/)test-[^/]*\.[cm]?js$|Tests?\.(java|kt|cs)$")
 
-# A mark on a test, and a mark an `-m` expression excludes.
-_MARK = re.compile(r"\bpytest\.mark\.(?P<name>\w+)")
-_NOT_MARK = re.compile(r"\bnot\s+(?P<name>\w+)")
 
 
 def is_test_path(path: str) -> bool:
@@ -141,22 +124,13 @@ def shadowed_runner(path: str) -> str | None:
 def may_switch_off(path: str) -> bool:
     """A file whose mere presence or content can switch tests off (shadowed_runner,
     selections): read even when the session left it untracked."""
-    return bool(_RUNNER_MODULE.search(path) or _CONFIG_FILE.search(path)
-                or _JS_CONFIG_FILE.search(path))
+    return bool(_RUNNER_MODULE.search(path) or _CONFIG_FILE.search(path))
 
 
 def selections(path: str, line: str) -> list[str]:
     """What in a line of a test configuration file or conftest.py deselects, filters, ignores
     or rewrites tests, or changes which are collected ([] in any other file)."""
-    if _CONFIG_FILE.search(path):
-        return _pytest_selections(path, line)
-    return js_selections(line) if _VITEST_CONFIG_FILE.search(path) else []
-
-
-def js_selections(line: str) -> list[str]:
-    """The keys of jest's (and vitest's testNamePattern) that select tests, in a line of a
-    JavaScript runner's configuration file; jest's files are read so by jest_config.py."""
-    return [m.group("key") or "roots" for m in _JS_SELECTION.finditer(line)]
+    return _pytest_selections(path, line) if _CONFIG_FILE.search(path) else []
 
 
 def _pytest_selections(path: str, line: str) -> list[str]:
@@ -177,19 +151,9 @@ def is_assertion(line: str) -> bool:
     return bool(_ASSERTION.search(line))
 
 
-def skips(line: str, deselected: frozenset[str] = frozenset()) -> list[str]:
-    """The skip markers in a line; `deselected`: the marks the test configuration's `-m`
-    leaves out (deselected_markers), each as good as a skip."""
-    return [m.group(0).strip() for m in SKIP.finditer(line)] + [
-        f"pytest.mark.{m.group('name')} (left out by -m)" for m in _MARK.finditer(line)
-        if m.group("name") in deselected]
-
-
-def deselected_markers(path: str, config: list[str]) -> frozenset[str]:
-    """The marks the `-m` of a pytest configuration file leaves out: `addopts = -m "not slow
-    and not db"` gives slow and db."""
-    return frozenset(m.group("name") for line in config if "-m" in _pytest_selections(path, line)
-                     for m in _NOT_MARK.finditer(line))
+def skips(line: str) -> list[str]:
+    """The skip markers in a line."""
+    return [m.group(0).strip() for m in SKIP.finditer(line)]
 
 
 def threshold_block(path: str, texts: list[str]) -> str | None:
@@ -260,6 +224,5 @@ def lowered_thresholds(removed: list[tuple[int, str]], added: list[tuple[int, st
 
 
 __all__ = ["is_test_path", "test_names", "is_assertion", "skips", "thresholds", "protected",
-           "may_switch_off", "selections", "js_selections", "shadowed_runner",
-           "deselected_markers", "SKIP", "PYTEST_CONFIGS", "JEST_CONFIGS", "VITEST_CONFIGS",
+           "may_switch_off", "selections", "shadowed_runner", "SKIP", "PYTEST_CONFIGS",
            "file_named", "threshold_block", "lowered_thresholds", "glob_rx", "JS_SCRIPT"]
