@@ -27,6 +27,7 @@ _FAILED_LINE = re.compile(r"^\s*(?:FAILED (?P<py>\S+)|✖ (?P<node>.+?)(?: \(\d[
                           r"|● (?P<jest>.+›.+)$|(?:FAIL|×) (?P<js>.+?)(?: \d+ms)?$"
                           r"|not ok \d+ - (?P<tap>.+)$)")
 _MAX_NAMED = 10
+_VERBOSITY = re.compile(r"-[qv]+|--quiet|--verbose")
 
 
 @dataclass(frozen=True)
@@ -73,9 +74,12 @@ def tests(runner: Runner, tree: Path, env: Mapping[str, str], timeout_s: float
     name for node --test and jest, which list files. None when the runner cannot answer."""
     if runner.name == "node --test":
         return _node_files(runner, tree)
-    ask = {"pytest": ["--collect-only", "-q", "-p", "no:cacheprovider"],
-           "jest": ["--listTests"]}.get(runner.name)
-    argv = list(runner.argv) + ask if ask else _vitest_list(runner.argv)
+    if runner.name == "pytest":             # one -q lists node ids (-qq: files, -v: a tree)
+        argv = [w for w in runner.argv if not _VERBOSITY.fullmatch(w)] + [
+            "--collect-only", "-q", "-p", "no:cacheprovider"]
+    else:
+        argv = [*runner.argv, "--listTests"] if runner.name == "jest" else \
+            _vitest_list(runner.argv)
     try:
         done = programs.run(argv, cwd=tree, env=env, timeout=timeout_s)
     except (OSError, programs.TimeoutExpired):
