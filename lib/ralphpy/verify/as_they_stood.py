@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Protocol
@@ -38,11 +39,13 @@ class Second:
     failing: list[str] = field(default_factory=list)   # the start's tests that now fail
     dropped: list[str] = field(default_factory=list)   # the start's tests that no longer run
     restored: list[str] = field(default_factory=list)  # the test side taken from the start
+    collect_s: float = 0.0                             # the runner asked which tests run
 
     def as_record(self) -> dict:
         return {"exit_code": self.check.exit_code, "duration_s": self.check.duration_s,
                 "timed_out": self.check.timed_out, "tail_sha256": self.check.tail_sha256,
-                "failing": self.failing, "dropped": self.dropped, "restored": self.restored}
+                "failing": self.failing, "dropped": self.dropped, "restored": self.restored,
+                "collect_s": round(self.collect_s, 3)}
 
 
 def _git(tree: Path, env: Mapping[str, str], *args: str) -> str:
@@ -110,15 +113,18 @@ def _prepare(tree: Path, scratch: Path, base: str, changed: Mapping[str, str],
 
 def run(command: str, tree: Path, base: str, changed: Mapping[str, str],
         env: Mapping[str, str], timeout_s: float, scratch: Scratch,
-        runner: runners.Runner | None, ended: set[str] | None) -> Second:
+        runner: runners.Runner | None, ended: set[str] | None, collect_s: float = 0.0
+        ) -> Second:
     """The second run, in a scratch worktree removed afterwards; `ended`: the tests the
-    runner ran in the session's tree (None: not asked, or no answer)."""
+    runner ran in the session's tree (None: not asked, or no answer), asked in collect_s."""
     place = scratch.make(_session_commit(tree, env))
     try:
         restored = _prepare(tree, place, base, changed, env)
         scratch.bring_in(tree, place)
+        asked = time.monotonic()
         started = runners.tests(runner, place, env, timeout_s) if runner and ended is not None \
             else None
+        collect_s += time.monotonic() - asked
         with tempfile.TemporaryDirectory(prefix="ralph-verify-") as tmp:
             report = Path(tmp) / "report.xml"
             check = gate.run(command, place, runners.report_env(runner, env, report), timeout_s)
@@ -126,7 +132,7 @@ def run(command: str, tree: Path, base: str, changed: Mapping[str, str],
     finally:
         scratch.remove(place)
     dropped = sorted(started - ended) if started is not None and ended is not None else []
-    return Second(check, failing, dropped, restored)
+    return Second(check, failing, dropped, restored, collect_s)
 
 
 __all__ = ["Scratch", "Second", "touched", "run"]

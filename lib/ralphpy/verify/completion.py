@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -213,9 +214,10 @@ class Gate:
         """The second run, the session having touched the test side (docs/decisions/0038);
         the runner, where the command is a recognised call of one, asked which tests run."""
         runner = runners.recognise(command, tree)
+        asked = time.monotonic()
         ended = runners.tests(runner, tree, self.env, self.opts.timeout_s) if runner else None
         return as_they_stood.run(command, tree, base, changed, self.env, self.opts.timeout_s,
-                                 self.scratch, runner, ended)
+                                 self.scratch, runner, ended, time.monotonic() - asked)
 
     def judge_worktree(self, record: dict, wt: Any) -> verdicts.Verdict | None:
         """--parallel: judge a task in its worktree before its branch is merged; the
