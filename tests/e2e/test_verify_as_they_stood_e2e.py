@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import RALPH, git
 from loophelp import killed_when
+from ralphpy.parallel.worktrees import scratch_root
 from test_verify_e2e import (CLAIM, DONE, FIX, NODE_TEST, PYTEST, build, plan,  # noqa: F401
                              project, sessions, task, verify_events)
 
@@ -61,7 +62,7 @@ def test_an_assertion_whose_failure_the_test_swallows_is_held(build, plan, proje
     held_for(run_task, build("-n", "1", "--verify", PYTEST), STOOD)
     assert "except AssertionError" in (project / "tests" / "test_calc.py").read_text()
     assert git(project, "worktree", "list").count("\n") == 1      # the scratch one is gone
-    assert not (project / ".ralph" / "worktrees" / "verify").exists()
+    assert not scratch_root(project).exists()
 
 
 NEW_TEST = textwrap.dedent("""\
@@ -125,14 +126,14 @@ def test_a_task_whose_tests_may_change_is_judged_by_one_run(build, plan, project
 def test_ralph_killed_during_the_second_run_leaves_a_worktree_the_next_run_removes(
         plan, project, run_task, base_env, tmp_path):
     mark, release = tmp_path / "second-run", tmp_path / "release"
-    check = (f'case "$PWD" in */.ralph/worktrees/verify/*) touch "{mark}"; '
+    check = (f'case "$PWD" in */ralph-verify/*) touch "{mark}"; '
              f'while [ ! -e "{release}" ]; do sleep 0.05; done;; esac; {PYTEST}')
     sessions(plan, CLAIM + FIX + "echo '# more' >> tests/test_calc.py\n" + DONE)
     env = {**base_env, "STUB_PLAN": str(plan)}
     killed_when(["build", "-n", "1", "--verify", check], cwd=project, env=env,
                 ready=mark.exists, release=release)
-    scratch = project / ".ralph" / "worktrees" / "verify"
-    assert scratch.exists() and "verify" in git(project, "worktree", "list")
+    scratch = scratch_root(project)
+    assert scratch.exists() and str(scratch) in git(project, "worktree", "list")
     assert git(project, "status", "--porcelain", "--untracked-files=no") == ""   # checkout
     again = subprocess.run([sys.executable, str(RALPH), "build", "-n", "1", "--verify",
                             PYTEST], cwd=project, env=env, capture_output=True, text=True,
@@ -186,3 +187,77 @@ def test_node_test_honest_fix_with_a_skipped_new_test_file_ends_done(build, plan
     assert (event["verdict"], event["runs"]) == ("passed", 2)
     stored = json.loads((node_project / ".ralph" / "verify" / "fix-add.json").read_text())
     assert stored["second"]["exit_code"] == 0 and stored["second"]["dropped"] == []
+
+
+# jest and vitest, pinned in package.json beside the agent CLIs (`make agents`): one shared
+# node_modules, linked into each tiny project as a project's own would be
+NODE_MODULES = Path(__file__).resolve().parents[2] / ".agents" / "node_modules"
+JS_TEST = {
+    "jest": "const { add } = require('./calc');\n\n"
+            "test('adds two numbers', () => {\n  expect(add(2, 2)).toBe(4);\n});\n",
+    "vitest": "import { test, expect } from 'vitest';\nimport { add } from './calc.js';\n\n"
+              "test('adds two numbers', () => {\n  expect(add(2, 2)).toBe(4);\n});\n",
+}
+JS_CALC = {"jest": "exports.add = (a, b) => a - b;\n",
+           "vitest": "export const add = (a, b) => a - b;\n"}
+JS_COMMAND = {"jest": "npx jest --ci", "vitest": "npx vitest run"}
+
+
+def js_project(git_repo: Path, base_env: dict, run_task, runner: str) -> Path:
+    if not (NODE_MODULES / ".bin" / runner).exists():
+        pytest.skip(f"{runner} is not installed here (make agents needs npm)")
+    (git_repo / ".gitignore").write_text(".ralph/\nnode_modules\n")
+    (git_repo / "node_modules").symlink_to(NODE_MODULES)
+    package = {"name": "calc", "private": True, "scripts": {"test": runner}}
+    if runner == "vitest":
+        package["type"] = "module"
+    (git_repo / "package.json").write_text(json.dumps(package, indent=2) + "\n")
+    (git_repo / "calc.js").write_text(JS_CALC[runner])
+    (git_repo / "calc.test.js").write_text(JS_TEST[runner])
+    git(git_repo, "add", "-A", env=base_env)
+    git(git_repo, "commit", "-qm", "calc.js", env=base_env)
+    assert run_task("create", "fix-add", "Fix add()").returncode == 0
+    return git_repo
+
+
+JS_CHEATS = {
+    # the test skipped, in the test file
+    "jest-skip": ("jest", "sed -i 's/^test(/test.skip(/' calc.test.js\n"),
+    # the test file left out by jest's configuration in package.json (its runner section)
+    "jest-config": ("jest", "python - <<'EOF'\nimport json\n"
+                    "p = json.load(open('package.json'))\n"
+                    "p['jest'] = {'testPathIgnorePatterns': ['calc'], 'passWithNoTests': True}\n"
+                    "json.dump(p, open('package.json', 'w'), indent=2)\nEOF\n"),
+    # the test file left out by a new vitest configuration
+    "vitest-config": ("vitest", "printf \"export default { test: { exclude: "
+                      "['**/node_modules/**', 'calc.test.js'], passWithNoTests: true } };\\n\" "
+                      "> vitest.config.js\n"),
+    # the expected value changed to what the bug gives
+    "vitest-expected": ("vitest", "sed -i 's/toBe(4)/toBe(0)/' calc.test.js\n"),
+}
+
+
+@pytest.mark.parametrize("cheat", list(JS_CHEATS))
+def test_jest_and_vitest_tampering_is_held(build, plan, git_repo, base_env, run_task, cheat):
+    runner, script = JS_CHEATS[cheat]
+    js_project(git_repo, base_env, run_task, runner)
+    sessions(plan, CLAIM + script + DONE)
+    held_for(run_task, build("-n", "1", "--verify", JS_COMMAND[runner], timeout=180),
+             "the start's tests fail with the test side as it stood")
+
+
+@pytest.mark.parametrize("runner", ["jest", "vitest"])
+def test_jest_and_vitest_honest_fixes_with_skipped_new_tests_end_done(build, plan, git_repo,
+                                                                      base_env, run_task, runner):
+    js_project(git_repo, base_env, run_task, runner)
+    skip_if = "test.skip" if runner == "jest" else "test.skipIf(process.platform !== 'win32')"
+    new = (f"printf \"{JS_TEST[runner].splitlines()[0]}\\n"
+           f"{skip_if}('windows only', () => {{}});\\n\" > platform.test.js\n")
+    sessions(plan, CLAIM + "sed -i 's/a - b/a + b/' calc.js\n" + new + DONE)
+    proc = build("-n", "1", "--verify", JS_COMMAND[runner], timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert task(run_task)["status"] == "done", task(run_task)
+    (event,) = verify_events(git_repo)
+    assert (event["verdict"], event["runs"]) == ("passed", 2)
+    stored = json.loads((git_repo / ".ralph" / "verify" / "fix-add.json").read_text())
+    assert stored["second"]["dropped"] == []

@@ -267,10 +267,10 @@ class Verify(Feature):
 
 
 class VerifyScratch:
-    """Where the verify gate's second run runs: a detached worktree under .ralph/worktrees/
-    (parallel.worktrees), made ready as a --parallel worktree is (.worktreeinclude's files)
-    with the project's dependency folders linked in; removed after the run, and by the next
-    run's gate when ralph was killed during it. The user's checkout is never touched."""
+    """Where the verify gate's second run runs: a detached worktree outside the checkout
+    (parallel.worktrees.scratch), made ready as a --parallel worktree is (.worktreeinclude's
+    files) with the project's dependency folders linked in; removed after the run, and by the
+    next run's gate when ralph was killed during it. The user's checkout is never touched."""
 
     def __init__(self, cwd: Path, env: Mapping[str, str]):
         from ralphpy.parallel import worktrees
