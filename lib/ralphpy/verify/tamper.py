@@ -2,11 +2,10 @@
 (committed and uncommitted changes to tracked files, new files left untracked that a runner
 reads), read for what a person needs to see. A few rules stand alone (verdicts.ALONE): a
 `protect:` file changed, a test or protected file hidden from git, a test script or make
-target changed, code taken out of coverage. The others (a test file deleted or renamed away,
-a test or an assertion removed, a skip added, a test defined again or returned from early, a
-runner shadowed, a test selection or threshold changed) explain a failure of the tests as
-they stood (verify.as_they_stood) and are no finding alone: the runner, not these rules,
-says which tests run and whether they pass (docs/decisions/0038). Findings name the file and
+target changed, code taken out of coverage. The others, small and language-neutral (a test
+file deleted or renamed away, a test or an assertion removed, a skip added), explain a
+failure of the tests as they stood (verify.as_they_stood) and are no finding alone: the
+runner, not these rules, says which tests run and whether they pass (docs/decisions/0038). Findings name the file and
 the line (of the new file; of the old one for what was removed). Knows nothing of tasks or of
 what is done with the findings."""
 from __future__ import annotations
@@ -16,17 +15,15 @@ from pathlib import Path
 from typing import Mapping
 
 from ralphpy import programs
-from ralphpy.verify import coverage_exclusions, diff_files, patterns, test_bodies, test_commands
+from ralphpy.verify import coverage_exclusions, diff_files, patterns, test_commands
 from ralphpy.verify.diff_files import DiffFile
 
 
 @dataclass(frozen=True)
 class Finding:
     kind: str            # deleted_test, renamed_test, removed_test, removed_assertion,
-    path: str            # added_skip, lowered_threshold, protected_path, hidden_path,
-                         # shadowed_runner, narrowed_tests, redefined_test, early_return,
-                         # test_command, coverage_excluded, verify_line, dropped_test,
-                         # tests_as_they_stood
+    path: str            # added_skip, protected_path, hidden_path, test_command,
+                         # coverage_excluded, verify_line, dropped_test, tests_as_they_stood
     line: int | None
     detail: str
 
@@ -38,26 +35,9 @@ class Finding:
         return asdict(self)
 
 
-def _switched_off(f: DiffFile) -> list[Finding]:
-    """What added (a new file, or lines) can switch existing tests off without touching them."""
-    found: list[Finding] = []
-    if f.new is None:
-        return found
-    if f.old is None and (runner := patterns.shadowed_runner(f.new)):
-        found.append(Finding("shadowed_runner", f.new, None,
-                             f"a module named like the test runner ({runner}) shadows it"))
-    was = {text.strip() for _, text in f.removed}
-    for no, text in f.added:
-        if text.strip() not in was:
-            found += [Finding("narrowed_tests", f.new, no,
-                              f"test selection or outcome changed: {what}")
-                      for what in patterns.selections(f.new, text)]
-    return found
-
-
 def _file_findings(f: DiffFile, tree: Path, protect: tuple[str, ...],
                    olds: Mapping[str, str]) -> list[Finding]:
-    found: list[Finding] = _switched_off(f)
+    found: list[Finding] = []
     old, new = f.old, f.new
     if old is None:                      # added: adding is no finding
         return found
@@ -84,10 +64,7 @@ def _file_findings(f: DiffFile, tree: Path, protect: tuple[str, ...],
                 found.append(Finding("removed_assertion", old, no,
                                      f"assertion removed or changed: {text.strip()[:120]}"))
     if new is not None and patterns.is_test_path(new):       # a skip only skips in test code
-        found += _added_skips(f, path) + _shadowed_tests(f, path, tree)
-    block = patterns.threshold_block(path, [t for _, t in f.removed + f.added])
-    found += [Finding("lowered_threshold", (old or path) if removed else path, no, what)
-              for removed, no, what in patterns.lowered_thresholds(f.removed, f.added, block)]
+        found += _added_skips(f, path)
     if new is not None and test_commands.applies(new):
         found += [Finding("test_command", path, no, detail) for no, detail in
                   test_commands.changes(f, _read(tree / new), olds.get(old))]
@@ -111,25 +88,6 @@ def _added_skips(f: DiffFile, path: str) -> list[Finding]:
             else:
                 found.append(Finding("added_skip", path, no, f"skip added: {marker}"))
     return found
-
-
-def _shadowed_tests(f: DiffFile, path: str, tree: Path) -> list[Finding]:
-    """Existing tests that lines added beside them keep from running."""
-    if not f.added:
-        return []
-    lines = _read(tree / path).split("\n")
-    added = {no for no, _ in f.added}
-    found = [] if not path.endswith(".py") else [
-        Finding("redefined_test", path, no, f"test {name} defined again: the one at line "
-                f"{first} no longer runs") for no, name, first in
-        test_bodies.redefined_tests(lines, added, [text for _, text in f.removed])] + [
-        Finding("added_skip", path, no, f"skip added: @pytest.fixture on {name} (a fixture "
-                "is not collected)") for no, name in test_bodies.fixture_tests(lines)
-        if no in added]
-    return found + [
-        Finding("early_return", path, first, f"return added in {name}: the assertions after "
-                "it no longer run") for first, last, name in test_bodies.early_returns(lines)
-        if added.intersection(range(first, last + 1))]
 
 
 def _read(path: Path) -> str:
@@ -183,27 +141,16 @@ def hidden_paths(tree: Path, env: Mapping[str, str]) -> frozenset[str]:
     return frozenset(path for tag, path in _ls_files(tree, env) if _is_hidden(tag))
 
 
-def _listed(tree: Path, protect: tuple[str, ...], env: Mapping[str, str],
-            hidden_before: frozenset[str]) -> tuple[list[Finding], list[DiffFile]]:
+def _hidden(tree: Path, protect: tuple[str, ...], env: Mapping[str, str],
+            hidden_before: frozenset[str]) -> list[Finding]:
     """What no diff shows: test or protected files git was told not to look at since the
     diff's start (`update-index --skip-worktree` or `--assume-unchanged`: their changes are
-    missing from every diff and from `dirty`), and new files the session left untracked that
-    can switch tests off or code out of coverage all the same (a conftest.py, a pytest.py, a
-    .coveragerc: the runner or coverage reads them)."""
-    hidden, untracked = [], []
-    for tag, path in _ls_files(tree, env):
-        if tag == "?" and patterns.may_switch_off(path):
-            try:
-                text = (Path(tree) / path).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            untracked.append(DiffFile(None, path, added=list(enumerate(text.split("\n"), 1))))
-        elif _is_hidden(tag) and path not in hidden_before and (
-                patterns.is_test_path(path) or patterns.protected(path, protect)):
-            how = "skip-worktree" if tag == "S" else "assume-unchanged"
-            hidden.append(Finding("hidden_path", path, None,
-                                  f"hidden from git ({how}): its changes are not seen"))
-    return hidden, untracked
+    missing from every diff and from `dirty`)."""
+    return [Finding("hidden_path", path, None, "hidden from git ("
+                    f"{'skip-worktree' if tag == 'S' else 'assume-unchanged'}): its changes "
+                    "are not seen") for tag, path in _ls_files(tree, env)
+            if _is_hidden(tag) and path not in hidden_before
+            and (patterns.is_test_path(path) or patterns.protected(path, protect))]
 
 
 def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[str, str],
@@ -224,13 +171,13 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
                                                                text=True) or "")}
         files = [again.get(f.new or f.old, f) if (f.new or f.old) in marked else f
                  for f in files]
-    hidden, untracked = _listed(tree, protect, env, hidden_before)
+    hidden = _hidden(tree, protect, env, hidden_before)
     # a makefile as it was: which rule a removed line was in, which targets it had
     olds = {f.old: _git_out(tree, env, "show", f"{base}:{f.old}") for f in files
             if f.old and f.new and test_commands.is_makefile(f.old)}
     excluded = [Finding("coverage_excluded", path, no, detail)
                 for path, no, detail in coverage_exclusions.changes(files)]
-    return [finding for f in files + untracked
+    return [finding for f in files
             for finding in _file_findings(f, tree, protect, olds)] + excluded + hidden
 
 

@@ -69,14 +69,14 @@ def decide(slug: str, check: gate.Check | None, findings: list[tamper.Finding], 
 def _second_findings(second: as_they_stood.Second) -> list[tamper.Finding]:
     from ralphpy.verify.tamper import Finding
     where = ", ".join(second.restored[:3]) + (", ..." if len(second.restored) > 3 else "")
-    found = [Finding("dropped_test", "", None, f"test {name} of the start no longer runs")
-             for name in second.dropped]
+    found = []
     if not second.check.passed:
         named = ", ".join(second.failing) or f"`{second.check.command}` exited " \
             f"{second.check.exit_code}"
         found.append(Finding("tests_as_they_stood", where, None,
                              f"the start's tests fail with the test side as it stood: {named}"))
-    return found
+    return found + [Finding("dropped_test", "", None, f"test {name} of the start no longer runs")
+                    for name in second.dropped]
 
 
 def line(v: Verdict) -> str:

@@ -105,30 +105,10 @@ def test_no_change_and_added_tests_are_never_findings(repo):
      "tests/test_a.py:6: skip added: if False:"),
     ("    assert 2 == 2\n", "    assert 2 == 2\n\n\ndel test_two\n",
      "tests/test_a.py:13: skip added: del test_two"),
-    ("    assert 2 == 2\n", "    assert 2 == 2\n\n\ndef test_one():\n    pass\n",
-     "tests/test_a.py:13: test test_one defined again: the one at line 4 no longer runs"),
-    ("    value = 1\n", "    return\n    value = 1\n",
-     "tests/test_a.py:5: return added in test_one: the assertions after it no longer run"),
-    ("    value = 1\n", "    if True:\n        return\n    value = 1\n",
-     "tests/test_a.py:5: return added in test_one: the assertions after it no longer run"),
-    ("    value = 1\n", "    if 1: return None  # later\n    value = 1\n",
-     "tests/test_a.py:5: return added in test_one: the assertions after it no longer run"),
-    ("def test_two", "@pytest.fixture\ndef test_two",
-     "tests/test_a.py:9: skip added: @pytest.fixture on test_two (a fixture is not collected)"),
-    ("def test_one", "@pytest.fixture(scope='module')\n@other\nasync def test_one",
-     "tests/test_a.py:4: skip added: @pytest.fixture on test_one (a fixture is not collected)"),
     ("import pytest\n", "import pytest\n__test__ = False\n",
      "tests/test_a.py:2: skip added: __test__ = False"),
-    ("    value = 1\n", "    with open(__file__) as f:\n        return\n    value = 1\n",
-     "tests/test_a.py:6: return added in test_one: the assertions after it no longer run"),
-    ("    value = 1\n    assert value == 1\n", "    value = 1\n    try:\n"
-     "        with mock.patch('os.getcwd'):\n            if True:\n                return\n"
-     "            assert value == 1\n    finally:\n        pass\n",
-     "tests/test_a.py:8: return added in test_one: the assertions after it no longer run"),
 ], ids=["assertion", "function", "mark-skip", "pytest-skip", "xfail", "pytestmark",
-        "SkipTest", "expectedFailure", "if-False", "del", "redefined", "early-return",
-        "return-under-if-True", "return-under-if-1", "fixture", "fixture-with-arguments",
-        "__test__", "return-in-with", "return-in-try-and-with"])
+        "SkipTest", "expectedFailure", "if-False", "del", "__test__"])
 def test_weakened_python_tests_are_found_with_file_and_line(repo, old, new, expected):
     path, base = repo
     edit(path, "tests/test_a.py", old, new)
@@ -147,16 +127,12 @@ def test_weakened_python_tests_are_found_with_file_and_line(repo, old, new, expe
      "test/a.test.js:5: skip added: t.skip("),
     ("  assert.strictEqual(1 + 1, 2);\n", "  if (false) {\n  assert.strictEqual(1 + 1, 2);\n"
      "  }\n", "test/a.test.js:5: skip added: if (false)"),
-    ("  assert.strictEqual", "  return;\n  assert.strictEqual",
-     "test/a.test.js:5: return added in adds: the assertions after it no longer run"),
-    ("  assert.strictEqual", "  if (true) {\n    return;\n  }\n  assert.strictEqual",
-     "test/a.test.js:5: return added in adds: the assertions after it no longer run"),
     ("test('adds'", "test.failing('adds'", "test/a.test.js:4: skip added: test.failing"),
     ("test('adds'", "test.fails('adds'", "test/a.test.js:4: skip added: test.fails"),
     ("test('adds'", "test.concurrent.skip('adds'",
      "test/a.test.js:4: skip added: test.concurrent.skip"),
 ], ids=["skip", "only", "skip-option", "assertion", "skip-option-not-first", "t-skip",
-        "if-false", "early-return", "return-under-if-true", "jest-failing", "vitest-fails",
+        "if-false", "jest-failing", "vitest-fails",
         "concurrent-skip"])
 def test_weakened_node_tests_are_found(repo, old, new, expected):
     path, base = repo
@@ -164,40 +140,16 @@ def test_weakened_node_tests_are_found(repo, old, new, expected):
     assert any(t.startswith(expected) for t in texts(scan(path, base)))
 
 
-def test_returns_in_node_tests_that_leave_assertions_running_are_not_findings(repo):
-    """A return in a helper nested in a test, under a real condition or after the last
-    assertion, and a constant condition without a return, switch nothing off."""
-    path, base = repo
-    edit(path, "test/a.test.js", "  assert.strictEqual(1 + 1, 2);\n", textwrap.indent(
-        textwrap.dedent("""\
-            const check = (x) => {
-              return;
-              assert.ok(x);
-            };
-            if (process.env.SLOW) {
-              return;
-            }
-            if (true) {
-              check(1);
-            }
-            assert.strictEqual(1 + 1, 2);
-            return;
-            """), "  "))
-    assert scan(path, base) == []
-
-
 MATH_FACTORY = ("jest.mock('../src/math', () => ({\n  ...jest.requireActual('../src/math'),\n"
                 "  sum: jest.fn(() => 2),\n}));\n")
 
 
 @pytest.mark.parametrize("old, new, expected", [
-    ("\tif Add", "\tif true {\n\t\treturn\n\t}\n\tif Add",
-     "calc_test.go:6: return added in TestAdd: the assertions after it no longer run"),
     ("package calc", "//go:build ignore\n\npackage calc",
      "calc_test.go:1: skip added: //go:build ignore"),
     ("package calc", "// +build ignore\n\npackage calc",
      "calc_test.go:1: skip added: // +build ignore"),
-], ids=["early-return", "build-ignore", "old-build-ignore"])
+], ids=["build-ignore", "old-build-ignore"])
 def test_a_go_test_switched_off_is_a_finding(repo, old, new, expected):
     path, _ = repo
     (path / "calc_test.go").write_text('package calc\n\nimport "testing"\n\n'
@@ -244,27 +196,6 @@ def test_a_test_renamed_within_tests_to_a_name_pytest_does_not_collect_is_a_find
         "tests/test_a.py: test file renamed away to tests/a_checks.py (no longer collected)"]
 
 
-@pytest.mark.parametrize("name, old, new, expected", [
-    ("setup.cfg", "fail_under = 90", "fail_under = 50",
-     "setup.cfg:2: fail_under lowered from 90 to 50"),
-    ("setup.cfg", "fail_under = 90\n", "", "setup.cfg:2: fail_under 90 removed"),
-    (".github/workflows/ci.yml", "85", "0", ".github/workflows/ci.yml:1: cov_fail_under "
-     "lowered from 85 to 0"),
-    ("setup.cfg", "fail_under = 90", "# fail_under = 90", "setup.cfg:2: fail_under 90 removed"),
-    ("setup.cfg", "fail_under = 90", "; fail_under = 90", "setup.cfg:2: fail_under 90 removed"),
-    (".github/workflows/ci.yml", "pytest --cov", "pytest  # --cov",
-     ".github/workflows/ci.yml:1: cov_fail_under 85 removed"),
-], ids=["fail_under", "fail_under-removed", "cov-fail-under", "commented-out",
-        "ini-comment", "trailing-comment"])
-def test_lowered_thresholds_are_findings(repo, name, old, new, expected):
-    path, base = repo
-    if name == "vitest.config.ts":
-        (path / name).write_text(VITEST_CONFIG)
-        base = commit(path, "vitest's thresholds")
-    edit(path, name, old, new)
-    assert expected in texts(scan(path, base))
-
-
 VITEST_CONFIG = textwrap.dedent("""\
     export default defineConfig({
       test: {
@@ -275,12 +206,6 @@ VITEST_CONFIG = textwrap.dedent("""\
       },
     });
 """)
-
-
-def test_raising_a_threshold_is_not_a_finding(repo):
-    path, base = repo
-    edit(path, "setup.cfg", "fail_under = 90", "fail_under = 95")
-    assert scan(path, base) == []
 
 
 @pytest.mark.parametrize("name, old, new, expected", [
@@ -380,55 +305,6 @@ def test_an_unknown_base_gives_no_findings(repo):
 def test_a_skip_like_option_in_application_code_is_not_a_finding(repo):
     path, base = repo
     edit(path, "src/app.py", "X = 1\n", "X = 1\nOPTIONS = { skip: True }\n")
-    assert scan(path, base) == []
-
-
-@pytest.mark.parametrize("name, text, expected", [
-    ("pytest.py", "import sys\nprint('1 passed')\nsys.exit(0)\n",
-     "pytest.py: a module named like the test runner (pytest) shadows it"),
-    ("tests/conftest.py", "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
-                          "def pytest_runtest_makereport(item, call):\n    yield\n",
-     "tests/conftest.py:5: test selection or outcome changed: pytest_runtest_makereport"),
-    ("pytest.ini", "[pytest]\naddopts = --deselect tests/test_a.py::test_one\n",
-     "pytest.ini:2: test selection or outcome changed: --deselect"),
-    ("setup.cfg", "[coverage:report]\nfail_under = 90\n[tool:pytest]\naddopts = -p no:warnings"
-                  " -k 'not test_one'\n",
-     "setup.cfg:4: test selection or outcome changed: -k"),
-    ("pytest.ini", "[pytest]\npython_functions = check_*\n",
-     "pytest.ini:2: test selection or outcome changed: python_functions ="),
-    ("pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["docs"]\n',
-     "pyproject.toml:2: test selection or outcome changed: testpaths ="),
-    ("tox.ini", "[pytest]\naddopts = --collect-only\n",
-     "tox.ini:2: test selection or outcome changed: --collect-only"),
-    ("pytest.ini", "[pytest]\naddopts = -m 'not slow'\n",
-     "pytest.ini:2: test selection or outcome changed: -m"),
-    (".pytest.ini", "[pytest]\naddopts = --deselect tests/test_a.py::test_one\n",
-     ".pytest.ini:2: test selection or outcome changed: --deselect"),
-    ("pytest.toml", '[pytest]\naddopts = ["-k", "not test_one"]\n',
-     "pytest.toml:2: test selection or outcome changed: -k"),
-], ids=["runner-shadowed", "report-hook", "deselect", "setup-cfg-k", "python_functions",
-        "testpaths", "collect-only", "markers", 
-        "hidden-pytest-ini", "pytest-toml", 
-        ])
-def test_added_files_or_lines_that_switch_existing_tests_off_are_findings(repo, name, text,
-                                                                          expected):
-    """Adding is never a finding, except what switches existing tests off without touching
-    them: a module that shadows the runner, a hook that rewrites outcomes or drops collected
-    tests, options that deselect, filter or ignore tests or drop plugins."""
-    path, base = repo
-    (path / name).write_text(text)
-    assert expected in texts(scan(path, base))
-
-
-def test_a_conftest_with_fixtures_a_dropped_plugin_or_python_m_is_not_a_finding(repo):
-    path, base = repo
-    (path / "tests" / "conftest.py").write_text(
-        "import subprocess\n\nimport pytest\n\n\n@pytest.fixture\ndef value():\n"
-        "    subprocess.run(['git', 'commit', '-q', '-m', 'fixture'])\n"
-        "    subprocess.run(['python', '-m', 'pip', 'list'])\n    return 1\n")
-    (path / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider -q\n")
-    (path / "tox.ini").write_text("[testenv]\ncommands = python -m pytest {posargs}\n"
-                                  "    python3.12 -m coverage report\n")
     assert scan(path, base) == []
 
 
