@@ -261,3 +261,19 @@ def test_jest_and_vitest_honest_fixes_with_skipped_new_tests_end_done(build, pla
     assert (event["verdict"], event["runs"]) == ("passed", 2)
     stored = json.loads((git_repo / ".ralph" / "verify" / "fix-add.json").read_text())
     assert stored["second"]["dropped"] == []
+
+
+def test_npm_test_s_script_changed_is_held(build, plan, node_project, base_env, run_task):
+    """package.json mixes its test script with the rest: the script alone is restored."""
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not installed on this machine")
+    (node_project / "package.json").write_text(
+        '{\n  "name": "calc",\n  "scripts": {\n    "test": "node --test"\n  }\n}\n')
+    git(node_project, "add", "-A", env=base_env)
+    git(node_project, "commit", "-qm", "npm test", env=base_env)
+    cheat = ("sed -i 's/\"node --test\"/\"exit 0\"/' package.json\n"
+             "sed -i 's/\"name\": \"calc\"/\"name\": \"calc\", \"version\": \"1.0.0\"/' "
+             "package.json\n")
+    sessions(plan, CLAIM + cheat + DONE)
+    held_for(run_task, build("-n", "1", "--verify", "npm test"),
+             "package.json: the start's tests fail with the test side as it stood")
