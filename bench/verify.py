@@ -119,14 +119,13 @@ def main() -> None:
               f"({overhead / (own * 1000):.2f}x the command's own time)")
         print(f"target: overhead <= the command's own time -> "
               f"{'met' if overhead <= own * 1000 else 'NOT met'}")
-        records = [json.loads(p.read_text()) for p in (twice / ".ralph" / "verify").glob("*.json")]
-        seconds = [r["second"] for r in records if r.get("second")]
-        assert len(seconds) == n and all(r["verdict"] == "passed" for r in records)
+        events2 = [json.loads(line) for path in (twice / ".ralph" / "runs").glob("*/events.jsonl")
+                   for line in path.read_text().splitlines()]
+        verdicts2 = [e for e in events2 if e.get("event") == "verify"]
+        seconds = [e["second"] for e in verdicts2 if e.get("second")]
+        assert len(seconds) == n and all(e["verdict"] == "passed" for e in verdicts2)
         # the runner's own time: every verdict's first run (a re-check shares one), and each
         # second run with the collections it asked for at both ends
-        verdicts2 = [json.loads(line) for path in (twice / ".ralph" / "runs").glob("*/events.jsonl")
-                     for line in path.read_text().splitlines()
-                     if json.loads(line).get("event") == "verify"]
         first = sum(d for _, d in {(e["commit"], e["duration_s"]) for e in verdicts2})
         runner = first + sum(s["duration_s"] + s["collect_s"] for s in seconds)
         overhead2 = (t_twice - t_plain - runner) / n * 1000

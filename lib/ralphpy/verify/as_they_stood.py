@@ -114,9 +114,15 @@ def _prepare(tree: Path, scratch: Path, base: str, changed: Mapping[str, str],
 def run(command: str, tree: Path, base: str, changed: Mapping[str, str],
         env: Mapping[str, str], timeout_s: float, scratch: Scratch,
         runner: runners.Runner | None, ended: set[str] | None, collect_s: float = 0.0
-        ) -> Second:
+        ) -> Second | None:
     """The second run, in a scratch worktree removed afterwards; `ended`: the tests the
-    runner ran in the session's tree (None: not asked, or no answer), asked in collect_s."""
+    runner ran in the session's tree (None: not asked, or no answer), asked in collect_s.
+    None when the command named only test files the session added."""
+    narrowed = runners.without(runner, command, {p for p, s in changed.items() if s == "A"})
+    if narrowed is None:
+        return None
+    if narrowed != command:
+        command, runner = narrowed, runners.recognise(narrowed, tree)
     place = scratch.make(_session_commit(tree, env))
     try:
         restored = _prepare(tree, place, base, changed, env)

@@ -210,7 +210,7 @@ class Gate:
         return verdict
 
     def _as_they_stood(self, command: str, tree: Path, base: str, changed: dict[str, str]
-                       ) -> as_they_stood.Second:
+                       ) -> as_they_stood.Second | None:
         """The second run, the session having touched the test side (docs/decisions/0038);
         the runner, where the command is a recognised call of one, asked which tests run."""
         runner = runners.recognise(command, tree)
@@ -248,6 +248,9 @@ class Gate:
         fields = {"task": v.task, "verdict": v.verdict, "tree": v.tree,
                   **({k: check[k] for k in kept} if check else {}),
                   "findings": [f.text() for f in v.findings], "runs": 2 if v.second else 1}
+        if v.second:                            # the runner's own time, for bench/verify.py
+            fields["second"] = {k: v.second.as_record()[k]
+                                for k in ("exit_code", "duration_s", "collect_s")}
         if v.reason:
             fields["reason"] = v.reason
         event = progress.append_event(self.run.ralph_dir, self.run.state.run_id, "verify",

@@ -67,6 +67,20 @@ def recognise(command: str, tree: Path) -> Runner | None:
     return None
 
 
+def without(runner: Runner | None, command: str, added: set[str]) -> str | None:
+    """The command with the test files the session added left out of its arguments (they
+    are not in the start's tests), or None when it named only such files: nothing of the
+    start's to run. The command as it is when the runner is not recognised."""
+    if runner is None or not added:
+        return command
+    words = list(runner.argv)
+    kept = [w for w in words if w.split("::", 1)[0].removeprefix("./") not in added]
+    if kept == words:
+        return command
+    named = [w for w in kept[1:] if not w.startswith("-") and ("/" in w or "." in w)]
+    return shlex.join(kept) if named else None
+
+
 def tests(runner: Runner, tree: Path, env: Mapping[str, str], timeout_s: float
           ) -> set[str] | None:
     """The tests the runner runs in tree, each by its name without its file (a test moved to
@@ -155,4 +169,4 @@ def _junit_name(classname: str, name: str, tree: Path) -> str:
     return f"{classname}::{name}" if classname else name
 
 
-__all__ = ["Runner", "recognise", "tests", "report_env", "failing"]
+__all__ = ["Runner", "recognise", "without", "tests", "report_env", "failing"]

@@ -79,3 +79,15 @@ def test_failing_tests_are_named_from_junit_xml_else_the_output(tmp_path):
     tail = "✖ adds two numbers (1.2ms)\n  ● calc › adds\nnot ok 3 - subtracts\n"
     assert runners.failing(Path("/nonexistent"), tail, tmp_path) == [
         "adds two numbers", "calc › adds", "subtracts"]
+
+
+def test_the_second_run_leaves_the_session_s_new_test_files_out_of_the_command(tmp_path):
+    command = "python -m pytest -q tests/test_a.py ./tests/test_new.py::test_x"
+    runner = runners.recognise(command, tmp_path)
+    assert runners.without(runner, command, {"tests/test_new.py"}) == \
+        "python -m pytest -q tests/test_a.py"
+    alone = "pytest tests/test_new.py"
+    assert runners.without(runners.recognise(alone, tmp_path), alone, {"tests/test_new.py"}) \
+        is None
+    assert runners.without(runner, command, {"tests/other.py"}) == command
+    assert runners.without(None, "make test", {"tests/test_new.py"}) == "make test"
