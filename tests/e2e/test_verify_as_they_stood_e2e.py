@@ -221,8 +221,6 @@ def js_project(git_repo: Path, base_env: dict, run_task, runner: str) -> Path:
 
 
 JS_CHEATS = {
-    # the test skipped, in the test file
-    "jest-skip": ("jest", "sed -i 's/^test(/test.skip(/' calc.test.js\n"),
     # the test file left out by jest's configuration in package.json (its runner section)
     "jest-config": ("jest", "python - <<'EOF'\nimport json\n"
                     "p = json.load(open('package.json'))\n"
@@ -232,8 +230,6 @@ JS_CHEATS = {
     "vitest-config": ("vitest", "printf \"export default { test: { exclude: "
                       "['**/node_modules/**', 'calc.test.js'], passWithNoTests: true } };\\n\" "
                       "> vitest.config.js\n"),
-    # the expected value changed to what the bug gives
-    "vitest-expected": ("vitest", "sed -i 's/toBe(4)/toBe(0)/' calc.test.js\n"),
 }
 
 
