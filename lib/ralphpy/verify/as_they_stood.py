@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Protocol
 
-from ralphpy import programs
 from ralphpy.verify import gate, runners, test_side
 
 
@@ -48,14 +47,6 @@ class Second:
                 "collect_s": round(self.collect_s, 3)}
 
 
-def _git(tree: Path, env: Mapping[str, str], *args: str) -> str:
-    try:
-        done = programs.run(["git", "-c", "core.quotepath=false", *args], cwd=tree, env=env)
-    except OSError:
-        return ""
-    return done.out if done.code == 0 else ""
-
-
 def touched(tree: Path, base: str, env: Mapping[str, str], protect: tuple[str, ...]
             ) -> dict[str, str]:
     """The test-side files the session changed, by path: `A` added (untracked too), `M`
@@ -66,35 +57,41 @@ def touched(tree: Path, base: str, env: Mapping[str, str], protect: tuple[str, .
     for status, path in _name_status(tree, env, base):
         if test_side.is_test_side(path, protect) or test_side.mixed(path):
             changed[path] = status
-    for path in _git(tree, env, "ls-files", "-z", "--others", "--exclude-standard").split("\0"):
-        if path and (test_side.is_test_side(path, protect) or test_side.mixed(path)):
+    for path in _untracked(tree, env):
+        if (test_side.is_test_side(path, protect) or test_side.mixed(path)):
             changed[path] = "A"
     return changed
 
 
 def _name_status(tree: Path, env: Mapping[str, str], base: str) -> list[tuple[str, str]]:
-    words = _git(tree, env, "diff", "--name-status", "--no-renames", "-z", base, "--").split("\0")
+    words = gate.git_out(tree, "diff", "--name-status", "--no-renames", "-z", base, "--",
+                         env=env).split("\0")
     return [(words[i][:1], words[i + 1]) for i in range(0, len(words) - 1, 2) if words[i]]
+
+
+def _untracked(tree: Path, env: Mapping[str, str]) -> list[str]:
+    """The files the session left untracked (not ignored)."""
+    listed = gate.git_out(tree, "ls-files", "-z", "--others", "--exclude-standard", env=env)
+    return [path for path in listed.split("\0") if path]
 
 
 def _session_commit(tree: Path, env: Mapping[str, str]) -> str:
     """The tree as the session left it, tracked files' uncommitted changes included (a
     `git stash create` commit, which changes nothing), else HEAD."""
-    return (_git(tree, env, "stash", "create").strip()
-            or _git(tree, env, "rev-parse", "HEAD").strip())
+    return gate.git(tree, "stash", "create", env=env) or gate.git(tree, "rev-parse", "HEAD", env=env)
 
 
 def _prepare(tree: Path, scratch: Path, base: str, changed: Mapping[str, str],
              env: Mapping[str, str]) -> list[str]:
     """Make scratch the session's tree with the test side of `base`; the paths restored."""
-    for path in _git(tree, env, "ls-files", "-z", "--others", "--exclude-standard").split("\0"):
-        if path and path not in changed and (tree / path).is_file():      # the session's code
+    for path in _untracked(tree, env):
+        if path not in changed and (tree / path).is_file():      # the session's code
             (scratch / path).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(tree / path, scratch / path, follow_symlinks=False)
     restored = []
     for path, status in sorted(changed.items()):
         target = scratch / path
-        start = _git(tree, env, "show", f"{base}:{path}") if status != "A" else None
+        start = gate.git_out(tree, "show", f"{base}:{path}", env=env) if status != "A" else None
         if test_side.mixed(path) and target.is_file():
             text = test_side.restore_section(path, start, target.read_text(errors="replace"))
             if text is None:                    # cannot be split: the session's file is used

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ralphpy import programs
-from ralphpy.verify import coverage_exclusions, diff_files, patterns, test_commands
+from ralphpy.verify import coverage_exclusions, diff_files, gate, patterns, test_commands
 from ralphpy.verify.diff_files import DiffFile
 
 
@@ -115,19 +115,10 @@ def _git_diff(tree: Path, base: str, env: Mapping[str, str], *paths: str,
     return done.stdout.decode("utf-8", "replace") if done.code == 0 else None
 
 
-def _git_out(tree: Path, env: Mapping[str, str], *args: str) -> str:
-    """What a git command that reads prints ("" when it fails)."""
-    try:
-        done = programs.run(["git", *args], cwd=tree, env=env)
-    except OSError:
-        return ""
-    return done.stdout.decode("utf-8", "replace") if done.code == 0 else ""
-
-
 def _ls_files(tree: Path, env: Mapping[str, str]) -> list[tuple[str, str]]:
     """(tag, path) of every tracked and untracked file, from one `git ls-files -v`."""
-    listed = _git_out(tree, env, "ls-files", "-v", "--cached", "--others", "--exclude-standard",
-                      "-z")
+    listed = gate.git_out(tree, "ls-files", "-v", "--cached", "--others", "--exclude-standard",
+                          "-z", env=env)
     return [(tag, path) for tag, _, path in (e.partition(" ") for e in listed.split("\0")) if path]
 
 
@@ -173,7 +164,7 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
                  for f in files]
     hidden = _hidden(tree, protect, env, hidden_before)
     # a makefile as it was: which rule a removed line was in, which targets it had
-    olds = {f.old: _git_out(tree, env, "show", f"{base}:{f.old}") for f in files
+    olds = {f.old: gate.git_out(tree, "show", f"{base}:{f.old}", env=env) for f in files
             if f.old and f.new and test_commands.is_makefile(f.old)}
     excluded = [Finding("coverage_excluded", path, no, detail)
                 for path, no, detail in coverage_exclusions.changes(files)]
