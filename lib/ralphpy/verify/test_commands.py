@@ -1,18 +1,23 @@
-"""Owns the tamper rule on what `make test` runs: a makefile mixes its test rule with the
-rest of the build and cannot be restored apart (verify.test_side), so a session that changes
-the rule of a target named test, check or verify, alone or with a suffix (`check-all`), or
-defines it again (the last one wins), is a finding: `@exit 0` added at the top of the recipe.
-A new target is no finding. Pure functions over a file's diff and text; knows nothing of
-git (tamper.py reads both sides)."""
+"""Owns the tamper rule on the files that mix a runner's settings with others and cannot be
+restored apart (verify.test_side): the second run uses the session's file, and its runner
+part is judged here. A makefile: a change to the rule of a target named test, check or
+verify, alone or with a suffix (`check-all`), or the rule defined again (the last one wins):
+`@exit 0` added at the top of the recipe; a new target is no finding. vite.config.*: a line
+added or removed that names one of vitest's settings of which tests run or how they pass.
+Pure functions over a file's diff and text; knows nothing of git (tamper.py reads both
+sides)."""
 from __future__ import annotations
 
 import re
 
+from ralphpy.verify import test_side
 from ralphpy.verify.diff_files import DiffFile
 
 _NAME = r"(?:test|check|verify)(?:[-_.:][\w.:-]*)?"
 _MAKE_RULE = re.compile(r"^(?P<targets>[^\t#:=\s][^:=#]*?)\s*::?(?!=)")
 _MAKE_TARGET = re.compile(r"^" + _NAME + r"$")
+_VITEST_KEY = re.compile(r"\b(?:test|include|exclude|dir|root|passWithNoTests|testNamePattern"
+                         r"|setupFiles|globalSetup|allowOnly|bail|reporters|coverage)\b\s*:")
 _MAKEFILE = re.compile(r"(^|/)(GNUmakefile|[Mm]akefile|[^/]*\.mk)$")
 
 
@@ -21,9 +26,9 @@ def is_makefile(path: str) -> bool:
 
 
 def applies(path: str) -> bool:
-    """A file this rule reads: a makefile (package.json's test scripts are restored by the
-    second run instead: verify.test_side)."""
-    return is_makefile(path)
+    """A file this rule reads (package.json's test scripts are restored by the second run
+    instead: verify.test_side)."""
+    return is_makefile(path) or bool(test_side.UNSPLIT.search(path))
 
 
 def make_rule_lines(lines: list[str]) -> dict[int, str]:
@@ -51,6 +56,9 @@ def changes(f: DiffFile, new_text: str, old_text: str | None) -> list[tuple[int 
     """What the change did to the makefile's test rules: (line, detail) each; the line of the
     new file, or of the old one for what was removed. old_text: the file as the diff started
     (which rule a removed line was in, which targets it had)."""
+    if test_side.UNSPLIT.search(f.new or ""):
+        return [(no, f"vitest settings changed in a file not restored apart: {text.strip()[:80]}")
+                for no, text in f.removed + f.added if _VITEST_KEY.search(text)][:1]
     new_rules = make_rule_lines(new_text.split("\n"))
     old_rules = make_rule_lines((old_text or "").split("\n"))
     had = set(old_rules.values())

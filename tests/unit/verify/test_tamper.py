@@ -314,11 +314,12 @@ PACKAGE = '{\n  "scripts": {\n    "test": "node --test",\n    "lint": "eslint ."
 
 @pytest.fixture
 def scripted(repo) -> tuple[Path, str]:
-    """The repo with a Makefile and package.json scripts committed: (path, base)."""
+    """The repo with a Makefile, package.json scripts and a vite.config.ts committed."""
     path, _ = repo
     (path / "Makefile").write_text(MAKEFILE)
     (path / "web").mkdir()
     (path / "web" / "package.json").write_text(PACKAGE)
+    (path / "vite.config.ts").write_text("export default {\n  plugins: [],\n};\n")
     return path, commit(path, "scripts")
 
 
@@ -330,11 +331,17 @@ def scripted(repo) -> tuple[Path, str]:
     ("Makefile", "\truff .\n", "\truff .\n\ntest:\n\t@true\n",
      ["Makefile:9: make target test: its rule changed"]),
     ("Makefile", "\truff .\n", "\truff check .\n\ntest-e2e:\n\tpytest e2e\n", []),
-], ids=["make-exit-added", "make-line-removed", "make-rule-again", "new-target-and-other-rule"])
+    ("vite.config.ts", "  plugins: [],\n", "  plugins: [],\n  test: { exclude: ['a.test.ts'] },\n",
+     ["vite.config.ts:3: vitest settings changed in a file not restored apart: test: "
+      "{ exclude: ['a.test.ts'] },"]),
+    ("vite.config.ts", "  plugins: [],\n", "  plugins: [react()],\n", []),
+], ids=["make-exit-added", "make-line-removed", "make-rule-again", "new-target-and-other-rule",
+        "vite-test-block", "vite-plugins"])
 def test_changes_to_what_the_test_command_runs_are_findings(scripted, name, old, new,
                                                               expected):
-    """`npm test` and `make test` run these: changing them changes what passing means.
-    New scripts and targets, and other ones, are no finding."""
+    """`make test` and vitest in vite.config.* read these, which the second run cannot
+    restore apart from the rest of their file. New targets, other rules and other settings
+    are no finding."""
     path, base = scripted
     edit(path, name, old, new)
     assert texts(scan(path, base)) == expected
