@@ -273,8 +273,10 @@ class VerifyScratch:
     next run's gate when ralph was killed during it. The user's checkout is never touched."""
 
     def __init__(self, cwd: Path, env: Mapping[str, str]):
-        from ralphpy.parallel import worktrees
         self.repo, self.env = find_repo_root(cwd), env
+
+    def clean(self) -> None:
+        from ralphpy.parallel import worktrees           # only a run that verifies pays for it
         worktrees.remove_scratch(self.repo, env=self.env)        # a killed run's
 
     def make(self, commit: str) -> Path:

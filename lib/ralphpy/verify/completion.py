@@ -21,15 +21,15 @@ from ralphpy.atomic_file import write_atomic
 from ralphpy.backlog import readonly as backlog_readonly
 from ralphpy.backlog.calls import TaskCommand
 from ralphpy.runs import progress
-from ralphpy.verify import as_they_stood, gate
+from ralphpy.verify import gate
 from ralphpy.verify import options as verify_options
-from ralphpy.verify import reads, runners
+from ralphpy.verify import reads
 from ralphpy.verify import verdicts
 
 if TYPE_CHECKING:
-    # The tamper check's rules (some fifty regexes, Python's ast) are imported where a run
-    # reads a diff, not at every start of ralph: most runs verify nothing.
-    from ralphpy.verify import tamper
+    # The tamper check's rules and the second run (regexes, an XML parser) are imported
+    # where a run reads a diff, not at every start of ralph: most runs verify nothing.
+    from ralphpy.verify import as_they_stood, tamper
 
 _HOLD_REASON_MAX = 1000
 # The author of the diff's start made over remote commits: no ref names that commit and nobody
@@ -61,6 +61,8 @@ class Gate:
         # a resumed run's, never judged; a task CLI not ours gave the whole backlog already
         self.unjudged = self._unjudged(None if self.task.embedded else start)
         self._mark()
+        if self.scratch is not None and self.head:        # judging: a killed run's scratch
+            self.scratch.clean()                          # worktree goes first
 
     def _mark(self) -> None:
         """The next diff starts from the tree as found (HEAD, or a `git stash create` commit
@@ -199,7 +201,7 @@ class Gate:
         # changes are no session's)
         side = {} if (may_change or not command or self.scratch is None
                       or self.opts.tamper == "off") else \
-            as_they_stood.touched(tree, base, self.env, self.opts.protect)
+            _touched(tree, base, self.env, self.opts.protect)
         check = gate.run(command, tree, self.env, self.opts.timeout_s) if command else None
         second = self._as_they_stood(command, tree, base, side) \
             if side and check is not None and check.passed else None
@@ -213,6 +215,7 @@ class Gate:
                        ) -> as_they_stood.Second | None:
         """The second run, the session having touched the test side (docs/decisions/0038);
         the runner, where the command is a recognised call of one, asked which tests run."""
+        from ralphpy.verify import as_they_stood, runners
         runner = runners.recognise(command, tree)
         asked = time.monotonic()
         ended = runners.tests(runner, tree, self.env, self.opts.timeout_s) if runner else None
@@ -315,6 +318,12 @@ class Gate:
                 part = f"{body}\nverify_failed: |\n{block}{tail or ''}"
             out.append(part)
         return "".join(out)
+
+
+def _touched(tree: Path, base: str, env: Mapping[str, str], protect: tuple[str, ...]
+             ) -> dict[str, str]:
+    from ralphpy.verify import as_they_stood
+    return as_they_stood.touched(tree, base, env, protect)
 
 
 def start(values: Any, task: TaskCommand, env: Mapping[str, str], cwd: Path,
