@@ -57,7 +57,10 @@ def touched(tree: Path, base: str, env: Mapping[str, str], protect: tuple[str, .
         return {}
     changed: dict[str, str] = {}
     for status, path in _name_status(tree, env, base):
-        if test_side.is_test_side(path, protect) or test_side.mixed(path):
+        if test_side.is_test_side(path, protect) or (test_side.mixed(path) and (
+                status != "M" or test_side.section_changed(
+                    path, gate.git_out(tree, "show", f"{base}:{path}", env=env),
+                    _read(tree / path)))):
             changed[path] = status
     for path in _untracked(tree, env):
         if (test_side.is_test_side(path, protect) or test_side.mixed(path)):
@@ -69,6 +72,13 @@ def _name_status(tree: Path, env: Mapping[str, str], base: str) -> list[tuple[st
     words = gate.git_out(tree, "diff", "--name-status", "--no-renames", "-z", base, "--",
                          env=env).split("\0")
     return [(words[i][:1], words[i + 1]) for i in range(0, len(words) - 1, 2) if words[i]]
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def _untracked(tree: Path, env: Mapping[str, str]) -> list[str]:
@@ -90,23 +100,23 @@ def _prepare(tree: Path, scratch: Path, base: str, changed: Mapping[str, str],
         if path not in changed and (tree / path).is_file():      # the session's code
             (scratch / path).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(tree / path, scratch / path, follow_symlinks=False)
-    restored = []
+    restored, whole = [], []
     for path, status in sorted(changed.items()):
         target = scratch / path
-        start = gate.git_out(tree, "show", f"{base}:{path}", env=env) if status != "A" else None
         if test_side.mixed(path) and target.is_file():
+            start = gate.git_out(tree, "show", f"{base}:{path}", env=env) if status != "A" \
+                else None
             text = test_side.restore_section(path, start, target.read_text(errors="replace"))
             if text is None:                    # cannot be split: the session's file is used
                 continue
+            target.write_text(text)
         elif status == "A":
             target.unlink(missing_ok=True)      # the session's new test-side file: left out
-            restored.append(path)
-            continue
         else:
-            text = start or ""
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
+            whole.append(path)
         restored.append(path)
+    if whole:                                   # as git has them: binary files, modes
+        gate.git_out(scratch, "checkout", "-q", base, "--", *whole, env=env)
     return restored
 
 

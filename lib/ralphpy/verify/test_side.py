@@ -46,28 +46,43 @@ def mixed(path: str) -> bool:
     return path.rsplit("/", 1)[-1] in (*_SECTIONS, "package.json")
 
 
-def _sections(text: str, header: re.Pattern) -> tuple[list[str], list[str]]:
-    """(the lines outside the runner's sections, the sections' lines)."""
+def _split(text: str, header: re.Pattern) -> tuple[list[str], list[str], int]:
+    """(the lines outside the runner's sections, the sections' lines, where the first
+    section stood among the outside lines; -1 when none)."""
     outside: list[str] = []
     inside: list[str] = []
-    current = outside
+    at, current = -1, outside
     for line in text.split("\n"):
         if line.startswith("["):
             current = inside if header.match(line) else outside
+            if current is inside and at < 0:
+                at = len(outside)
         current.append(line)
-    return outside, inside
+    return outside, inside, at
 
 
 def restore_section(path: str, start: str | None, now: str) -> str | None:
     """The session's file with its runner section as it was at the start (`start` None: the
-    file is new). None when the file cannot be split (package.json that is not JSON)."""
+    file is new), where it stands in the session's file. None when the file cannot be split
+    (package.json that is not JSON)."""
     name = path.rsplit("/", 1)[-1]
     if name == "package.json":
         return _restore_package(start, now)
-    outside, _ = _sections(now, _SECTIONS[name])
-    _, section = _sections(start or "", _SECTIONS[name])
-    body = "\n".join(outside).rstrip("\n")
-    return body + ("\n\n" + "\n".join(section).rstrip("\n") if section else "") + "\n"
+    outside, _, at = _split(now, _SECTIONS[name])
+    _, section, _ = _split(start or "", _SECTIONS[name])
+    at = len(outside) if at < 0 else at
+    return "\n".join(outside[:at] + section + outside[at:])
+
+
+def section_changed(path: str, start: str, now: str) -> bool:
+    """Whether a session's change to a mixed file changed its runner section (a dependency
+    added to pyproject.toml or package.json is no change of the test side)."""
+    name = path.rsplit("/", 1)[-1]
+    if name == "package.json":
+        restored = _restore_package(start, now)
+        return restored is None or json.loads(restored) != json.loads(now)
+    return ("\n".join(_split(start, _SECTIONS[name])[1]).strip()
+            != "\n".join(_split(now, _SECTIONS[name])[1]).strip())
 
 
 def _restore_package(start: str | None, now: str) -> str | None:
@@ -89,4 +104,4 @@ def _restore_package(start: str | None, now: str) -> str | None:
     return json.dumps(new, indent=2) + "\n"
 
 
-__all__ = ["RUNNERS", "UNSPLIT", "is_test_side", "mixed", "restore_section"]
+__all__ = ["RUNNERS", "UNSPLIT", "is_test_side", "mixed", "restore_section", "section_changed"]

@@ -91,3 +91,16 @@ def test_the_second_run_leaves_the_session_s_new_test_files_out_of_the_command(t
         is None
     assert runners.without(runner, command, {"tests/other.py"}) == command
     assert runners.without(None, "make test", {"tests/test_new.py"}) == "make test"
+
+
+def test_a_mixed_file_changed_outside_its_runner_section_leaves_the_test_side_alone():
+    start = "[project]\ndependencies = []\n\n[tool.pytest.ini_options]\naddopts = '-q'\n\n" \
+            "[tool.ruff]\nline-length = 99\n"
+    now = start.replace("dependencies = []", "dependencies = ['requests']")
+    assert not test_side.section_changed("pyproject.toml", start, now)
+    assert test_side.section_changed("pyproject.toml", start, now.replace("'-q'", "'-q -x'"))
+    assert test_side.restore_section("pyproject.toml", start, now.replace("'-q'", "'-x'")) == now
+    package = '{"name": "a", "scripts": {"test": "jest"}}'
+    assert not test_side.section_changed(
+        "package.json", package, '{"name": "a", "scripts": {"test": "jest", "lint": "x"}}')
+    assert test_side.section_changed("package.json", package, '{"jest": {"bail": 1}}')
