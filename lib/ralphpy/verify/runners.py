@@ -50,7 +50,9 @@ def recognise(command: str, tree: Path) -> Runner | None:
         except (OSError, ValueError, KeyError, TypeError):
             return None
         found = recognise(str(script), tree) if isinstance(script, str) else None
-        return Runner(found.name, ("npx", *found.argv)) if found else None
+        if found and found.name in ("jest", "vitest") and found.argv[0] != "npx":
+            return Runner(found.name, ("npx", *found.argv))  # npm puts node_modules/.bin first
+        return found
     rest = words
     while rest and (rest[0] in ("npx", "uv", "poetry", "pipenv") or rest[0] == "run"):
         rest = rest[1:]

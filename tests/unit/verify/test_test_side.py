@@ -59,6 +59,13 @@ def test_a_verify_command_is_recognised_as_a_call_of_its_runner(tmp_path, comman
     assert (found.name if found else None) == name
 
 
+def test_npm_test_is_read_through_its_script(tmp_path):
+    (tmp_path / "package.json").write_text('{"scripts": {"test": "jest --ci"}}')
+    assert runners.recognise("npm test", tmp_path).argv == ("npx", "jest", "--ci")
+    (tmp_path / "package.json").write_text('{"scripts": {"test": "python -m pytest -q"}}')
+    assert runners.recognise("npm test", tmp_path).argv == ("python", "-m", "pytest", "-q")
+
+
 def test_node_test_s_files_by_its_own_rules(tmp_path):
     for rel in ("test/a.js", "b.test.mjs", "c_test.cjs", "test-d.js", "lib/e.js",
                 "node_modules/f/test.js", ".hidden/g.test.js"):
