@@ -155,6 +155,8 @@ class Gate:
         judged = len(self.judged)
         # one diff for every task the session marked done, read before any verify command runs
         diff_findings = functools.cache(lambda: self._scan(self.cwd, self.base, self.hidden))
+        test_side = functools.cache(lambda: _touched(self.cwd, self.base, self.env,
+                                                     self.opts.protect))
         for t in tasks:
             key = (t["id"], str(t.get("updated_at")), str(t.get("retry_count")))
             fresh = str(t.get("updated_at")) >= since or t["id"] in self.unjudged
@@ -162,7 +164,7 @@ class Gate:
                 continue
             self.judged.add(key)
             self.unjudged.discard(t["id"])
-            verdict = self.judge(t, self.cwd, self.base, diff_findings)
+            verdict = self.judge(t, self.cwd, self.base, diff_findings, test_side)
             if verdict is not None and not verdict.ok:
                 reopened.append(verdict)
         if not reopened:                # a task CLI not ours: the whole backlog, read above
@@ -180,10 +182,13 @@ class Gate:
 
     # ------------------------------------------------------------------ one task
     def judge(self, record: dict, tree: Path, base: str,
-              diff_findings: Callable[[], list[tamper.Finding]]) -> verdicts.Verdict | None:
+              diff_findings: Callable[[], list[tamper.Finding]],
+              test_side: Callable[[], dict[str, str]] | None = None
+              ) -> verdicts.Verdict | None:
         """Verify one done task in tree (base: the diff's start; diff_findings: the tamper
-        findings of the session's diff, read only when needed), act on the verdict. None when
-        the gate does not apply (no command, nothing to protect)."""
+        findings of the session's diff, test_side: the test-side files it touched, each read
+        only when needed), act on the verdict. None when the gate does not apply (no command,
+        nothing to protect)."""
         slug = record["id"]
         own = verify_options.task_command(record.get("description")) or ""
         start = self._start_line(record)        # None: the task was created during the session
@@ -201,7 +206,7 @@ class Gate:
         # changes are no session's)
         side = {} if (may_change or not command or self.scratch is None
                       or self.opts.tamper == "off") else \
-            _touched(tree, base, self.env, self.opts.protect)
+            (test_side or (lambda: _touched(tree, base, self.env, self.opts.protect)))()
         check = gate.run(command, tree, self.env, self.opts.timeout_s) if command else None
         second = self._as_they_stood(command, tree, base, side) \
             if side and check is not None and check.passed else None

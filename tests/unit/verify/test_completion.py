@@ -175,6 +175,8 @@ def test_what_a_verify_command_changes_is_no_later_task_s_finding(repo):
     finish(gate, "t2")
     assert gate.after_session([], "r") == ([], "r")
     assert [record(gate, slug)["status"] for slug in ("t1", "t2")] == ["done", "done"]
+    verified = gate.run.state.extra["verify"]                 # nor a second run's reason
+    assert [verified[slug]["runs"] for slug in ("t1", "t2")] == [1, 1]
 
 
 def test_a_change_made_in_a_session_that_marked_nothing_done_is_judged_with_the_next(repo):
