@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from ralphpy import errors
 from ralphpy.assign.task_files import safe_name
 from ralphpy.atomic_file import write_atomic
 from ralphpy.backlog import readonly as backlog_readonly
@@ -224,8 +225,13 @@ class Gate:
         runner = runners.recognise(command, tree)
         asked = time.monotonic()
         ended = runners.tests(runner, tree, self.env, self.opts.timeout_s) if runner else None
-        return as_they_stood.run(command, tree, base, changed, self.env, self.opts.timeout_s,
-                                 self.scratch, runner, ended, time.monotonic() - asked)
+        try:
+            return as_they_stood.run(command, tree, base, changed, self.env,
+                                     self.opts.timeout_s, self.scratch, runner, ended,
+                                     time.monotonic() - asked)
+        except (errors.EnvironmentFailure, OSError) as err:     # git or the disk failed
+            self.report(f"Warning: verify: the second run could not start: {err}")
+            return None
 
     def judge_worktree(self, record: dict, wt: Any) -> verdicts.Verdict | None:
         """--parallel: judge a task in its worktree before its branch is merged; the
