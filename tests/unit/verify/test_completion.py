@@ -342,3 +342,26 @@ def test_without_settings_or_verify_lines_the_gate_does_nothing(repo):
     finish(gate, "t1")
     assert gate.after_session([], "r") == ([], "r") and gate.base == ""
     assert not (repo / ".ralph" / "verify").exists()
+
+
+def test_a_second_run_that_cannot_start_is_skipped_with_a_warning(repo):
+    """git or the disk failing to make the scratch worktree is not the session's doing."""
+    class Broken:
+        def clean(self):
+            pass
+
+        def make(self, commit):
+            raise OSError(28, "No space left on device")
+
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_x.py").write_text("def test_x():\n    assert 1 == 1\n")
+    git(repo, "add", "-A", env=_clean_environ())
+    git(repo, "commit", "-qm", "tests", env=_clean_environ())
+    gate = make_gate(repo, ["create|t1|One"], verify=RUN_TESTS)
+    gate.scratch = Broken()
+    (repo / "tests" / "test_y.py").write_text("def test_y():\n    assert 2 == 2\n")
+    finish(gate, "t1")
+    assert gate.after_session([], "r") == ([], "r")
+    assert record(gate, "t1")["status"] == "done"
+    assert "Warning: verify: the second run could not start: [Errno 28] No space left on " \
+           "device" in gate.reported
