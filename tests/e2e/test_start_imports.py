@@ -12,8 +12,8 @@ import pytest
 from conftest import RALPH, install_stub, run_process
 
 # Loaded where a run uses them: a diff is scanned, FREEZE_SCOPE is on, a reset names a zone.
-ON_DEMAND = ("ralphpy.verify.tamper", "ralphpy.verify.replaced_code", "ralphpy.scope.freeze",
-             "ralphpy.scope.snapshot", "zoneinfo")
+ON_DEMAND = ("ralphpy.verify.tamper", "ralphpy.verify.as_they_stood", "ralphpy.verify.runners",
+             "ralphpy.scope.freeze", "ralphpy.scope.snapshot", "zoneinfo")
 
 
 def imported(git_repo, base_env, *argv: str) -> set[str]:

@@ -124,7 +124,9 @@ def test_the_next_session_sees_the_failure_in_peeks_markdown_and_the_fix_passes(
     assert "FAILED tests/test_calc.py::test_add" in prompts[1]
     t = task(run_task)
     assert t["status"] == "done" and t["retry_count"] == 1
-    assert [e["verdict"] for e in verify_events(project)] == ["failed", "passed"]
+    # the fix left the tests as they were: one run of the command each time
+    assert [(e["verdict"], e["runs"]) for e in verify_events(project)] == [
+        ("failed", 1), ("passed", 1)]
 
 
 def test_the_assignment_block_names_the_previous_verify_failure(build, plan, project):
@@ -152,7 +154,8 @@ def test_the_assignment_block_names_the_previous_verify_failure(build, plan, pro
      "hidden from git (skip-worktree)", "tests/test_calc.py"),
     # adding, which is never a finding, except what switches the existing tests off
     ("printf 'import sys\\nprint(\"1 passed\")\\nsys.exit(0)\\n' > pytest.py\n",
-     "a module named like the test runner (pytest) shadows it", "pytest.py"),
+     "the start's tests fail with the test side as it stood: tests/test_calc.py::test_add",
+     "pytest.py"),
     # the suite passes, but code is taken out of what a coverage threshold measures
     (FIX + "sed -i 's/^def sub(a, b):$/def sub(a, b):  # pragma: no cover/' calc.py\n",
      "coverage exclusion added: # pragma: no cover", "calc.py:5"),
@@ -160,7 +163,8 @@ def test_the_assignment_block_names_the_previous_verify_failure(build, plan, pro
     ("sed -i 's/^def test_add():$/def test_add(monkeypatch):\\n    monkeypatch.setattr("
      "sys.modules[__name__], \"add\", lambda a, b: 4)/' tests/test_calc.py\n"
      "sed -i 's/^import pytest$/import sys\\n\\nimport pytest/' tests/test_calc.py\n",
-     "add replaced in test_add", "tests/test_calc.py:9"),
+     "the start's tests fail with the test side as it stood: tests/test_calc.py::test_add",
+     "tests/test_calc.py"),
 ], ids=["deleted-assertion", "added-skip", "gitattributes-binary", "diff-noprefix",
         "skip-worktree", "runner-shadowed", "coverage-pragma", "code-replaced"])
 def test_an_agent_that_weakens_the_test_gets_its_task_held_with_the_finding(
@@ -173,7 +177,7 @@ def test_an_agent_that_weakens_the_test_gets_its_task_held_with_the_finding(
     assert t["fail_reason"].startswith(f"tamper check: {where}: {kind}")
     (event,) = verify_events(project)
     assert event["verdict"] == "held" and event["exit_code"] == 0     # the weakened suite passes
-    assert "verify failed" not in t["fail_reason"]
+    assert "verify failed:" not in t["fail_reason"]               # the session's tests passed
     assert any(f.startswith(f"{where}: {kind}") for f in event["findings"])
 
 
@@ -214,8 +218,10 @@ def test_a_test_weakened_in_one_session_and_done_in_the_next_is_held_across_a_sy
     assert not (project / "tests" / "test_extra.py").exists()
     t = task(run_task)
     assert t["status"] == "open"
-    assert t["held"] == ("tamper check: tests/test_calc.py:9: assertion removed or changed: "
-                         "assert result == 4")
+    assert t["held"].startswith("tamper check: tests/test_calc.py:9: assertion removed or "
+                                "changed: assert result == 4; tests/test_calc.py: the start's "
+                                "tests fail")
+    assert "test_extra" not in t["held"]
 
 
 def test_a_test_file_hidden_from_git_before_the_run_is_no_finding(build, plan, project,
@@ -232,14 +238,19 @@ def test_a_test_file_hidden_from_git_before_the_run_is_no_finding(build, plan, p
     assert (event["verdict"], event["findings"]) == ("passed", [])
 
 
-def test_tamper_warn_records_the_finding_and_keeps_the_task_done(build, plan, project, run_task):
+def test_tamper_warn_records_the_finding_and_reopens_when_the_tests_as_they_stood_fail(
+        build, plan, project, run_task):
+    """Under warn nothing is held, but a task is done only when the start's tests pass too."""
     (project / "ralph.yml").write_text("tamper: warn\n")
     sessions(plan, CLAIM + "sed -i '/assert result == 4/d' tests/test_calc.py\n" + DONE)
     proc = build("-n", "1", "--verify", PYTEST)
     assert proc.returncode == 0, proc.stderr
-    assert task(run_task)["status"] == "done"
+    t = task(run_task)
+    assert t["status"] == "open" and not t["held"]
+    assert t["fail_reason"].startswith("verify failed with the tests as they stood: ")
+    assert "tests/test_calc.py::test_add" in t["fail_reason"].split("\n")[0]
     (event,) = verify_events(project)
-    assert event["verdict"] == "warned" and "assertion removed" in event["findings"][0]
+    assert event["verdict"] == "failed" and "assertion removed" in event["findings"][0]
 
 
 def test_a_verify_command_that_hangs_is_cut_by_its_timeout(build, plan, project, run_task):
@@ -281,7 +292,7 @@ def test_adding_tests_under_a_protected_path_is_never_a_finding(build, plan, pro
 @pytest.mark.parametrize("change, finding, protect", [
     ("sed -i 's/# the sum of two numbers/# sum/' tests/test_calc.py\n",
      "tests/test_calc.py:7: protected file changed", '"tests/**"'),
-    ("git rm -q tests/test_calc.py\n", "tests/test_calc.py: test file deleted",
+    ("git rm -q tests/test_calc.py\n", "tests/test_calc.py: protected file deleted",
      "[tests/**, .github/**]"),                   # a ralph.yml list
 ], ids=["changed", "deleted"])
 def test_changing_or_deleting_an_existing_test_under_a_protected_path_is_a_finding(

@@ -111,3 +111,39 @@ def test_a_parallel_task_whose_check_was_cut_by_a_kill_9_is_judged_before_its_me
     events = [e for path in (git_repo / ".ralph" / "runs").glob("*/events.jsonl")
               for e in read_jsonl(path) if e["event"] == "verify"]
     assert [(e["task"], e["verdict"]) for e in events] == [("fix-add", "failed")]
+
+
+# fix-add fixes add() and adds a test with its own skip, which its verify: line names (run 2
+# leaves it out of the command); fix-mul weakens test_mul instead
+TWO_RUNS = """set -e
+tid=$(cat "$RALPH_FROZEN_IDS_FILE")
+if [ "$tid" = fix-add ]; then
+  sed -i 's/return a - b/return a + b/' calc.py
+  printf 'import sys\\n\\nimport pytest\\n\\n\\n@pytest.mark.skipif(sys.platform == "win32", reason="")\\ndef test_add_zero():\\n    from calc import add\\n    assert add(0, 0) == 0\\n' > test_zero.py
+else
+  sed -i 's/assert mul(2, 3) == 6/assert mul(2, 3)/' test_calc.py
+fi
+git add -A && git commit -qm "$tid" >/dev/null
+"$RALPH_TASK_SCRIPT" done "$tid" >/dev/null
+"""
+
+
+def test_parallel_tasks_get_the_second_run_in_their_worktree_before_the_merge(
+        run_ralph, run_task, git_repo, base_env, bin_dir, tmp_path):
+    plan = calc_project(git_repo, base_env, bin_dir, tmp_path)
+    (plan / "default.sh").write_text(TWO_RUNS)
+    for slug, tests in (("fix-add", "test_calc.py::test_add test_zero.py"),
+                        ("fix-mul", "test_calc.py::test_mul")):
+        assert run_task("create", slug, f"Fix {slug}", "-c", f"component:{slug}",
+                        "-d", f"verify: {PYTEST} {tests}").returncode == 0
+    proc = run_ralph("build", "--parallel", "2", "-n", "2", env={"STUB_PLAN": str(plan)},
+                     timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    tasks = {t["id"]: t for t in map(json.loads, run_task("_export-json").stdout.splitlines())}
+    assert tasks["fix-add"]["status"] == "done", (tasks["fix-add"], proc.stderr)
+    assert tasks["fix-mul"]["status"] == "open" and "test_calc.py::test_mul" in \
+        tasks["fix-mul"]["held"]
+    events = {e["task"]: e for path in (git_repo / ".ralph" / "runs").glob("*/events.jsonl")
+              for e in read_jsonl(path) if e["event"] == "verify"}
+    assert (events["fix-add"]["runs"], events["fix-mul"]["runs"]) == (2, 2)
+    assert "assert mul(2, 3) == 6" in (git_repo / "test_calc.py").read_text()   # not merged

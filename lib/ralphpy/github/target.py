@@ -46,7 +46,7 @@ def _from_remote_url(url: str) -> str | None:
 
 def _origin(cwd: Path, environ: Mapping[str, str]) -> str | None:
     try:
-        done = programs.run(["git", "remote", "get-url", "origin"], cwd=cwd, env=environ,
+        done = programs.run([*programs.GIT, "remote", "get-url", "origin"], cwd=cwd, env=environ,
                             timeout=30)
     except (OSError, programs.TimeoutExpired):
         return None

@@ -14,7 +14,8 @@ a reader sees every hook's users in one place; what a feature does lives in its 
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, TypeVar
+from pathlib import Path
+from typing import Callable, Mapping, TypeVar
 
 from ralphpy import errors
 from ralphpy.assign import mode as assign_mode
@@ -424,12 +425,41 @@ class Verify(Feature):
         return bool(self.gate.recheck())        # a stale verification failed: reopened
 
 
+class VerifyScratch:
+    """Where the verify gate's second run runs: a detached worktree outside the checkout
+    (parallel.worktrees.scratch), made ready as a --parallel worktree is (.worktreeinclude's
+    files) with the project's dependency folders linked in; removed after the run, and by the
+    next run's gate when ralph was killed during it. The user's checkout is never touched."""
+
+    def __init__(self, cwd: Path, env: Mapping[str, str]):
+        self.repo, self.env = find_repo_root(cwd), env
+
+    def clean(self) -> None:
+        from ralphpy.parallel import worktrees           # only a run that verifies pays for it
+        worktrees.remove_scratch(self.repo, env=self.env)        # a killed run's
+
+    def make(self, commit: str) -> Path:
+        from ralphpy.parallel import worktrees
+        return worktrees.scratch(self.repo, commit, env=self.env)
+
+    def bring_in(self, tree: Path, scratch: Path) -> None:
+        from ralphpy.parallel import worktree_setup
+        worktree_setup.copy_included(self.repo, scratch, self.env)
+        for source in dict.fromkeys((Path(tree), self.repo)):   # the task's tree, the checkout
+            worktree_setup.link_dependencies(source, scratch, self.env)
+
+    def remove(self, scratch: Path) -> None:
+        from ralphpy.parallel import worktrees
+        worktrees.remove_scratch(self.repo, env=self.env)
+
+
 def verification(ctx: RunContext) -> Verify | None:
     """Build mode's verify gate, from the commit before the first session (with no verify
     setting and no task's own `verify:` line, it judges nothing). None in plan mode."""
     if ctx.mode != "build":
         return None
-    return Verify(completion.start(ctx.options, ctx.task, ctx.env, ctx.cwd, ctx.run, ctx.warn))
+    return Verify(completion.start(ctx.options, ctx.task, ctx.env, ctx.cwd, ctx.run, ctx.warn,
+                                   scratch=VerifyScratch(ctx.cwd, ctx.env)))
 
 
 class Assign(Feature):
@@ -736,8 +766,8 @@ def for_run(ctx: RunContext) -> Features:
 
 
 __all__ = ["Prompt", "Hold", "Feature", "Features", "Unattended", "ScopeFreeze", "Verify",
-           "Assign", "PromptTemplate", "Sync", "PullRequests", "WorktreeSetup", "Questions",
-           "Sandbox", "REGISTRY", "for_run", "unattended", "scope_freeze", "verification",
-           "assignment", "prompt_template", "sync", "pull_requests", "worktree_setup",
-           "questions", "sandbox", "FROZEN_DONE", "STOPPED_BY_AGENT", "STOPPED_BY_REQUEST",
-           "LIMIT_REACHED"]
+           "VerifyScratch", "Assign", "PromptTemplate", "Sync", "PullRequests", "WorktreeSetup",
+           "Questions", "Sandbox", "REGISTRY", "for_run", "unattended", "scope_freeze",
+           "verification", "assignment", "prompt_template", "sync", "pull_requests",
+           "worktree_setup", "questions", "sandbox", "FROZEN_DONE", "STOPPED_BY_AGENT",
+           "STOPPED_BY_REQUEST", "LIMIT_REACHED"]

@@ -67,6 +67,26 @@ def copy_included(repo: Path, worktree: Path, env: Mapping[str, str]) -> list[st
     return copied
 
 
+# What tests need and no `.worktreeinclude` usually names, being too big to copy: the
+# project's dependencies, linked in when git ignores them.
+DEPENDENCIES = (".venv", "venv", "node_modules", ".env")
+
+
+def link_dependencies(source: Path, worktree: Path, env: Mapping[str, str]) -> list[str]:
+    """Link `source`'s ignored dependency folders (DEPENDENCIES, at its top) into `worktree`
+    where it has none: the verify gate's scratch worktree runs the tests with them. The
+    names linked."""
+    present = [name for name in DEPENDENCIES if (source / name).exists()
+               and not (worktree / name).exists() and not (worktree / name).is_symlink()]
+    if not present:
+        return []
+    code, out, _ = Git(env)(source, "check-ignore", "--", *present, check=False)
+    linked = out.split() if code == 0 else []
+    for name in linked:
+        (worktree / name).symlink_to((source / name).resolve())
+    return linked
+
+
 def run_command(command: str, worktree: Path, env: Mapping[str, str], *, timeout: float,
                 kill_grace: float) -> None:
     """Run the set-up command in `worktree` with the agent's environment; raises
@@ -86,4 +106,4 @@ def run_command(command: str, worktree: Path, env: Mapping[str, str], *, timeout
     raise SessionNotStarted(f"worktree set-up `{command}` {how}{last}")
 
 
-__all__ = ["FILE", "included", "copy_included", "run_command"]
+__all__ = ["link_dependencies", "DEPENDENCIES", "FILE", "included", "copy_included", "run_command"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -250,14 +251,7 @@ def cleanup_run(repo: Path, run_id: str, base_branch: str | None = None, *,
     the run's branches it contains are deleted; the others are kept. Returns the paths."""
     git = Git(env)
     top = git.toplevel(repo)
-    root = top / ".ralph" / "worktrees" / branch_safe(run_id)
-    removed = [p for p, _ in git.worktrees(top) if root in p.parents]
-    for path in removed:
-        git(top, "worktree", "remove", "--force", str(path), check=False)
-    if root.exists():
-        removed += [p for p in root.iterdir() if p not in removed]
-        shutil.rmtree(root, ignore_errors=True)
-    git(top, "worktree", "prune")
+    removed = _remove_under(git, top, top / ".ralph" / "worktrees" / branch_safe(run_id))
     if base_branch:
         prefix = f"refs/heads/ralph/{branch_safe(run_id)}/"
         for ref in git(top, "for-each-ref", "--format=%(refname)", prefix)[1].split():
@@ -267,6 +261,46 @@ def cleanup_run(repo: Path, run_id: str, base_branch: str | None = None, *,
     return removed
 
 
-__all__ = ["Worktree", "MergeResult", "create", "planned", "merge_back", "branch_merged",
+# The verify gate's scratch worktrees (its second run) live outside the checkout: test runners
+# look for their configuration in the folders above them (vitest, pytest's rootdir), and would
+# find the session's own files there. One folder per checkout, at a path the next run finds
+# again, so a run killed during the second run leaves nothing behind for long.
+def scratch_root(top: Path) -> Path:
+    digest = hashlib.sha1(str(Path(top).resolve()).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / "ralph-verify" / digest
+
+
+def scratch(repo: Path, commit: str, *, env: Mapping[str, str]) -> Path:
+    """A detached worktree of `commit` in the checkout's scratch folder (one at a time: any
+    left there by a killed run is removed first)."""
+    git = Git(env)
+    top = git.toplevel(repo)
+    path = scratch_root(top) / commit[:12]
+    remove_scratch(top, env=env)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    git(top, "worktree", "add", "-q", "-f", "--detach", str(path), commit)
+    return path
+
+
+def remove_scratch(top: Path, *, env: Mapping[str, str]) -> list[Path]:
+    """Remove the verify gate's scratch worktrees of the checkout `top`, if any (a stat when
+    there are none: no git call at a run's start)."""
+    root = scratch_root(top)
+    return _remove_under(Git(env), Path(top), root) if root.exists() else []
+
+
+def _remove_under(git: Git, top: Path, root: Path) -> list[Path]:
+    """Remove every worktree of `top` under `root`, and root, and prune."""
+    removed = [p for p, _ in git.worktrees(top) if root in p.parents]
+    for path in removed:
+        git(top, "worktree", "remove", "--force", str(path), check=False)
+    if root.exists():
+        removed += [p for p in root.iterdir() if p not in removed]
+        shutil.rmtree(root, ignore_errors=True)
+    git(top, "worktree", "prune")
+    return removed
+
+
+__all__ = ["scratch", "remove_scratch", "scratch_root", "Worktree", "MergeResult", "create", "planned", "merge_back", "branch_merged",
            "run_branches", "keep_stray_head", "remove", "cleanup_run", "session_env",
            "branch_safe", "STRATEGIES"]

@@ -12,9 +12,11 @@ from __future__ import annotations
 import functools
 import json
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from ralphpy import errors
 from ralphpy.assign.task_files import safe_name
 from ralphpy.atomic_file import write_atomic
 from ralphpy.backlog import readonly as backlog_readonly
@@ -26,9 +28,9 @@ from ralphpy.verify import reads
 from ralphpy.verify import verdicts
 
 if TYPE_CHECKING:
-    # The tamper check's rules (some fifty regexes, Python's ast) are imported where a run
-    # reads a diff, not at every start of ralph: most runs verify nothing.
-    from ralphpy.verify import tamper
+    # The tamper check's rules and the second run (regexes, an XML parser) are imported
+    # where a run reads a diff, not at every start of ralph: most runs verify nothing.
+    from ralphpy.verify import as_they_stood, tamper
 
 _HOLD_REASON_MAX = 1000
 # The author of the diff's start made over remote commits: no ref names that commit and nobody
@@ -44,8 +46,10 @@ class Gate:
 
     def __init__(self, opts: verify_options.VerifyOptions, task: TaskCommand,
                  env: Mapping[str, str], cwd: Path, run: Any,
-                 report: Callable[[str], None] = lambda line: None) -> None:
+                 report: Callable[[str], None] = lambda line: None,
+                 scratch: as_they_stood.Scratch | None = None) -> None:
         self.opts, self.task, self.env, self.cwd, self.run = opts, task, env, Path(cwd), run
+        self.scratch = scratch                              # the second run's worktrees
         self.report = report                                # one line per verdict (stderr)
         # Each completion judged once: updated_at has whole seconds, so a task reopened and
         # done again within the second is told apart by its retry count (a reopen raises it).
@@ -58,6 +62,8 @@ class Gate:
         # a resumed run's, never judged; a task CLI not ours gave the whole backlog already
         self.unjudged = self._unjudged(None if self.task.embedded else start)
         self._mark()
+        if self.scratch is not None and self.head:        # judging: a killed run's scratch
+            self.scratch.clean()                          # worktree goes first
 
     def _mark(self) -> None:
         """The next diff starts from the tree as found (HEAD, or a `git stash create` commit
@@ -150,6 +156,8 @@ class Gate:
         judged = len(self.judged)
         # one diff for every task the session marked done, read before any verify command runs
         diff_findings = functools.cache(lambda: self._scan(self.cwd, self.base, self.hidden))
+        test_side = functools.cache(lambda: _touched(self.cwd, self.base, self.env,
+                                                     self.opts.protect))
         for t in tasks:
             key = (t["id"], str(t.get("updated_at")), str(t.get("retry_count")))
             fresh = str(t.get("updated_at")) >= since or t["id"] in self.unjudged
@@ -157,7 +165,7 @@ class Gate:
                 continue
             self.judged.add(key)
             self.unjudged.discard(t["id"])
-            verdict = self.judge(t, self.cwd, diff_findings)
+            verdict = self.judge(t, self.cwd, self.base, diff_findings, test_side)
             if verdict is not None and not verdict.ok:
                 reopened.append(verdict)
         if not reopened:                # a task CLI not ours: the whole backlog, read above
@@ -174,11 +182,14 @@ class Gate:
         return [*failed, *slugs], (reopened[0].reason.split("\n", 1)[0] if reopened else reason)
 
     # ------------------------------------------------------------------ one task
-    def judge(self, record: dict, tree: Path,
-              diff_findings: Callable[[], list[tamper.Finding]]) -> verdicts.Verdict | None:
-        """Verify one done task in tree (diff_findings: the tamper findings of the session's
-        diff, read only when needed), act on the verdict. None when the gate does not apply
-        (no command, nothing to protect)."""
+    def judge(self, record: dict, tree: Path, base: str,
+              diff_findings: Callable[[], list[tamper.Finding]],
+              test_side: Callable[[], dict[str, str]] | None = None
+              ) -> verdicts.Verdict | None:
+        """Verify one done task in tree (base: the diff's start; diff_findings: the tamper
+        findings of the session's diff, test_side: the test-side files it touched, each read
+        only when needed), act on the verdict. None when the gate does not apply (no command,
+        nothing to protect)."""
         slug = record["id"]
         own = verify_options.task_command(record.get("description")) or ""
         start = self._start_line(record)        # None: the task was created during the session
@@ -191,17 +202,42 @@ class Gate:
             from ralphpy.verify.tamper import Finding
             findings.append(Finding("verify_line", f"task {slug}", None,
                                     "its verify: line changed during the session"))
+        may_change = verify_options.tests_may_change(record.get("description"))
+        # the test side the session touched, read before the command runs (a formatter's
+        # changes are no session's)
+        side = {} if (may_change or not command or self.scratch is None
+                      or self.opts.tamper == "off") else \
+            (test_side or (lambda: _touched(tree, base, self.env, self.opts.protect)))()
         check = gate.run(command, tree, self.env, self.opts.timeout_s) if command else None
-        verdict = verdicts.decide(slug, check, findings, self.opts.tamper, tree=str(tree))
+        second = self._as_they_stood(command, tree, base, side) \
+            if side and check is not None and check.passed else None
+        verdict = verdicts.decide(slug, check, findings, self.opts.tamper, tree=str(tree),
+                                  second=second, may_change=may_change)
         self._act(verdict)
         self._record(verdict, record.get("result"))
         return verdict
 
+    def _as_they_stood(self, command: str, tree: Path, base: str, changed: dict[str, str]
+                       ) -> as_they_stood.Second | None:
+        """The second run, the session having touched the test side (docs/decisions/0038);
+        the runner, where the command is a recognised call of one, asked which tests run."""
+        from ralphpy.verify import as_they_stood, runners
+        runner = runners.recognise(command, tree)
+        asked = time.monotonic()
+        ended = runners.tests(runner, tree, self.env, self.opts.timeout_s) if runner else None
+        try:
+            return as_they_stood.run(command, tree, base, changed, self.env,
+                                     self.opts.timeout_s, self.scratch, runner, ended,
+                                     time.monotonic() - asked)
+        except (errors.EnvironmentFailure, OSError) as err:     # git or the disk failed
+            self.report(f"Warning: verify: the second run could not start: {err}")
+            return None
+
     def judge_worktree(self, record: dict, wt: Any) -> verdicts.Verdict | None:
         """--parallel: judge a task in its worktree before its branch is merged; the
         session's diff is taken from the fork point of the run's branch."""
-        return self.judge(record, wt.path, lambda: self._scan(wt.path, gate.git(
-            wt.path, "merge-base", "HEAD", wt.base_branch, env=self.env)))
+        base = gate.git(wt.path, "merge-base", "HEAD", wt.base_branch, env=self.env)
+        return self.judge(record, wt.path, base, lambda: self._scan(wt.path, base))
 
     def _scan(self, tree: Path, base: str, hidden: frozenset[str] = frozenset()
               ) -> list[tamper.Finding]:
@@ -225,13 +261,17 @@ class Gate:
                 "tail_sha256")
         fields = {"task": v.task, "verdict": v.verdict, "tree": v.tree,
                   **({k: check[k] for k in kept} if check else {}),
-                  "findings": [f.text() for f in v.findings]}
+                  "findings": [f.text() for f in v.findings], "runs": 2 if v.second else 1}
+        if v.second:                            # the runner's own time, for bench/verify.py
+            fields["second"] = {k: v.second.as_record()[k]
+                                for k in ("exit_code", "duration_s", "collect_s")}
         if v.reason:
             fields["reason"] = v.reason
         event = progress.append_event(self.run.ralph_dir, self.run.state.run_id, "verify",
                                       **fields)
         self._records()[v.task] = {**fields, "at": event["ts"]}
         body = {**fields, "at": event["ts"], "check": check,
+                "second": v.second.as_record() if v.second else None,
                 "findings": [f.as_record() for f in v.findings], "result": result}
         self.report(verdicts.line(v))
         write_atomic(Path(self.run.ralph_dir) / "verify" / f"{safe_name(v.task)}.json",
@@ -291,11 +331,19 @@ class Gate:
         return "".join(out)
 
 
+def _touched(tree: Path, base: str, env: Mapping[str, str], protect: tuple[str, ...]
+             ) -> dict[str, str]:
+    from ralphpy.verify import as_they_stood
+    return as_they_stood.touched(tree, base, env, protect)
+
+
 def start(values: Any, task: TaskCommand, env: Mapping[str, str], cwd: Path,
-          run: Any, report: Callable[[str], None] = lambda line: None) -> Gate:
+          run: Any, report: Callable[[str], None] = lambda line: None,
+          scratch: as_they_stood.Scratch | None = None) -> Gate:
     """The run's gate, from the settled options (config's `Options`, or a mapping of the
-    verify rows); report gets one line per verdict."""
-    return Gate(verify_options.read(values), task, env, cwd, run, report)
+    verify rows); report gets one line per verdict; scratch: where the second run runs
+    (None: one run only)."""
+    return Gate(verify_options.read(values), task, env, cwd, run, report, scratch)
 
 
 __all__ = ["Gate", "start"]

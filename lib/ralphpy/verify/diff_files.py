@@ -1,8 +1,7 @@
 """Owns reading a unified diff (`git diff -U0 -M`, a/ b/ prefixes) into its files: each file's
 old and new path (None where added or deleted; quoted paths unquoted), its removed and added
 lines with their line numbers, whether git called it binary, the new-side line of its first
-hunk that removes something, and its text as the diff started from its text now. Knows nothing
-of what the lines mean (tamper.py)."""
+hunk that removes something. Knows nothing of what the lines mean (tamper.py)."""
 from __future__ import annotations
 
 import re
@@ -75,15 +74,4 @@ def parse(diff: str) -> list[DiffFile]:
     return files
 
 
-def before(f: DiffFile, text: str) -> str:
-    """The file's text as the diff started, from its text now: the lines the diff added taken
-    out, those it removed put back at their old line numbers (a -U0 diff's)."""
-    added = {no for no, _ in f.added}
-    kept = iter([line for no, line in enumerate(text.split("\n"), 1) if no not in added])
-    removed = dict(f.removed)
-    lines = len(text.split("\n")) - len(added) + len(removed)
-    return "\n".join(removed[no] if no in removed else next(kept, "")
-                     for no in range(1, lines + 1))
-
-
-__all__ = ["DiffFile", "parse", "before"]
+__all__ = ["DiffFile", "parse"]

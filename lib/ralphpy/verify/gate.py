@@ -62,11 +62,18 @@ class Check:
 
 def git(tree: Path, *args: str, env: Mapping[str, str]) -> str:
     """A git answer, stripped; "" when git fails (not a repository, unknown commit)."""
+    return git_out(tree, *args, env=env).strip()
+
+
+def git_out(tree: Path, *args: str, env: Mapping[str, str]) -> str:
+    """What a git command that reads prints, as it prints it (a file's text, a -z list; paths
+    unquoted); "" when git fails or is missing."""
     try:
-        done = programs.run([*programs.GIT, *args], cwd=tree, env=env)
+        done = programs.run([*programs.GIT, "-c", "core.quotepath=false", *args], cwd=tree,
+                            env=env)
     except OSError:
         return ""                                                   # no git: no answer
-    return done.out.strip() if done.code == 0 else ""              # not a repository: ""
+    return done.stdout.decode("utf-8", "replace") if done.code == 0 else ""
 
 
 def tree_state(tree: Path, env: Mapping[str, str]) -> tuple[str, bool, str]:
@@ -106,4 +113,4 @@ def run(command: str, tree: Path, env: Mapping[str, str], timeout_s: float,
                  timed_out=code is None, timeout_s=timeout_s, tree_id=state)
 
 
-__all__ = ["Check", "run", "tree_state", "tail_of", "git"]
+__all__ = ["Check", "run", "tree_state", "tail_of", "git", "git_out"]

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 DEFAULT_TIMEOUT_S = 600.0
+# a task meant to change what the tests say (`/ralph-plan` writes the line): judged by the
+# session's tests alone (docs/verify.md)
+_MAY_CHANGE = re.compile(r"^[ \t>*-]*tests:[ \t]*may change\b", re.M | re.I)
 _TASK_LINE = re.compile(r"^[ \t>*-]*verify:[ \t]*(?P<cmd>\S.*?)[ \t]*$", re.M | re.I)
 
 
@@ -45,4 +48,9 @@ def task_command(description: str | None) -> str | None:
     return match.group("cmd") if match else None
 
 
-__all__ = ["VerifyOptions", "read", "task_command"]
+def tests_may_change(description: str | None) -> bool:
+    """A `tests: may change` line in a task's description: a behaviour change."""
+    return bool(_MAY_CHANGE.search(description or ""))
+
+
+__all__ = ["VerifyOptions", "read", "task_command", "tests_may_change"]

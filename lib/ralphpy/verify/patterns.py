@@ -1,14 +1,11 @@
-"""Owns what the tamper check looks for, line by line, as data: which paths are tests, which
-lines define a test, assert something, skip or focus a test, select which tests run, or set a
-coverage threshold, which files configure the test runners, and the `protect:` glob syntax.
-Pure functions over paths and lines; knows nothing of git or of diffs, or of a whole test's
-body (test_bodies.py)."""
+"""Owns what the diff rules look for, line by line, as data: which paths are tests, which
+lines define a test, assert something, or skip or focus a test, and the `protect:` glob
+syntax. Pure functions over paths and lines; knows nothing of git or of diffs."""
 from __future__ import annotations
 
 import re
 from functools import lru_cache
 
-JS_SCRIPT = re.compile(r"\.[cm]?[jt]sx?$")   # a JavaScript or TypeScript file's extension
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|__tests__|spec)/.*\.(py|[cm]?[jt]sx?|go|rs|rb|java|kt|cs|php|sh|bats)$"
     r"|(^|/)test_[^/]*\.py$|_test\.(py|go)$|(^|/)conftest\.py$"   # pytest, go
@@ -51,74 +48,12 @@ SKIP = re.compile(
     r"|\b__test__\s*=\s*False\b"                     # pytest and nose collect nothing there
     r"|^//\s*(?:go:build|\+build)\s+ignore\b")        # go builds and tests nothing there
 
-# What switches existing tests off without touching them, added anywhere it is read (a new
-# file too): a module named like the runner shadows it (`python -m pytest` imports ./pytest.py),
-# a pytest hook rewrites outcomes or drops collected tests, options deselect, filter or ignore
-# tests or only collect them, settings change which files, classes and functions are tests or
-# where they are looked for (not `-p no:cacheprovider` and its like: dropping a plugin is
-# common and honest). Read in test configuration files and conftest.py only; jest's (and
-# vitest's testNamePattern) in the JavaScript runners' configuration files: with jest's
-# `roots` (where tests are looked for) and `modulePathIgnorePatterns` (a file it matches is
-# not found, as a test either), the latter a key only, `roots` being a word too. Which block a
-# key is in matters in those files: vitest's include, exclude and dir are vitest_config.py's,
-# and jest's files are jest_config.py's, which reads these keys' lines where it cannot read
-# their lists.
-_RUNNER_MODULE = re.compile(r"(^|/)(?P<name>pytest|unittest|nose2?)\.py$")
-
-# The files the runners read their configuration from, named once for every rule that reads
-# them: pytest's options files (in the order pytest looks for them; pytest.toml since pytest
-# 9); jest's package.json (its "jest" key) and jest.config.*; vitest's vitest.config.* and
-# vite.config.* (its `test` key). Other tools' files that happen to share a name (coverage.py
-# reads setup.cfg, tox.ini and pyproject.toml) are listed by their own rule, for their own
-# reason.
-PYTEST_CONFIGS = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml",
-                  "tox.ini", "setup.cfg")
-JEST_CONFIGS = r"package\.json|jest\.config\.[cm]?[jt]s(?:on)?"
-VITEST_CONFIGS = r"vite(?:st)?\.config\.[cm]?[jt]s"
-
-
-def file_named(*names: str) -> re.Pattern:
-    """A pattern matching a path whose file name is one of `names` (regex alternatives)."""
-    return re.compile(r"(^|/)(?:" + "|".join(names) + r")$")
-
-
-_CONFIG_FILE = file_named(*map(re.escape, PYTEST_CONFIGS), r"conftest\.py")
-_SELECTION = re.compile(
-    r"--deselect\b|(?<![\w-])-[km](?=[\s=])|--ignore(?:-glob)?\b"
-    r"|\bcollect_ignore\w*\s*[=+]"
-    r"|--collect-only\b|(?<![\w-])--co\b"
-    r"|^\s*(?:python_(?:files|classes|functions)|testpaths|norecursedirs)\s*="
-    r"|\bpytest_(?:runtest_makereport|collection_modifyitems|report_teststatus"
-    r"|runtest_call|pyfunc_call|ignore_collect)\b")
-_TOML_OPTION = re.compile(r"(?<![\w-])-[km](?=[\"']\s*,)")   # addopts = ["-m", "not slow"]
-_RUNS_MODULE = re.compile(r"(?:^|[\s/\"'=])(?:python[\d.]*|py)\s+$")  # `python -m pytest`
-_JS_CONFIG_FILE = file_named(JEST_CONFIGS, VITEST_CONFIGS)
-_VITEST_CONFIG_FILE = file_named(VITEST_CONFIGS)
-_JS_SELECTION = re.compile(r"\b(?P<key>testPathIgnorePatterns|testMatch|testRegex|testNamePattern"
-                           r"|modulePathIgnorePatterns)\b|(?:^|[{,])\s*[\"']?roots[\"']?\s*:")
-
-# Coverage and quality thresholds: (key, number). coverageThreshold's members are on lines
-# of their own, so its keys count only in files that mention coverageThreshold.
-_THRESHOLD = re.compile(
-    r"(?P<key>--cov-fail-under|fail[_-]under|--fail-under|min[_-]coverage|minimum_coverage"
-    r"|--min-coverage)['\"]?\s*[=:\s]\s*['\"]?(?P<n>-?\d+(?:\.\d+)?)")
-# Where a comment starts in the files thresholds live in: `#` (INI, TOML, YAML, shell, a
-# Makefile), `;` at a line's start (INI), `//` (jest.config.js); `#` and `//` only at the start
-# or after a space, so `http://host` and `a#b` stay text.
-_COMMENT = re.compile(r"^\s*;|(?:^|\s)(?:#|//)")
-_JEST_THRESHOLD = re.compile(
-    r"(?P<key>branches|functions|lines|statements)['\"]?\s*:\s*(?P<n>-?\d+(?:\.\d+)?)")
-
-
 # The file names the runners collect by name (pytest, go, node, jest, junit), whatever the
 # directory: a test file renamed from one of these to another name in tests/ is renamed away.
 _TEST_NAME = re.compile(
     r"(^|/)test_[^/]*\.py$|_test\.(py|go)$|\.(test|spec)\.[cm]?[jt]sx?$|(^|/)test\.[cm]?js$"
     r"|(^|/)tests\.py$|[-_]test\.[cm]?js$|(^|/)test-[^/]*\.[cm]?js$|Tests?\.(java|kt|cs)$")
 
-# A mark on a test, and a mark an `-m` expression excludes.
-_MARK = re.compile(r"\bpytest\.mark\.(?P<name>\w+)")
-_NOT_MARK = re.compile(r"\bnot\s+(?P<name>\w+)")
 
 
 def is_test_path(path: str) -> bool:
@@ -132,43 +67,6 @@ def renamed_away(old: str, new: str) -> bool:
         bool(_TEST_NAME.search(old)) and not _TEST_NAME.search(new)))
 
 
-def shadowed_runner(path: str) -> str | None:
-    """The test runner a file of this name shadows (pytest.py: pytest), or None."""
-    m = _RUNNER_MODULE.search(path)
-    return m.group("name") if m else None
-
-
-def may_switch_off(path: str) -> bool:
-    """A file whose mere presence or content can switch tests off (shadowed_runner,
-    selections): read even when the session left it untracked."""
-    return bool(_RUNNER_MODULE.search(path) or _CONFIG_FILE.search(path)
-                or _JS_CONFIG_FILE.search(path))
-
-
-def selections(path: str, line: str) -> list[str]:
-    """What in a line of a test configuration file or conftest.py deselects, filters, ignores
-    or rewrites tests, or changes which are collected ([] in any other file)."""
-    if _CONFIG_FILE.search(path):
-        return _pytest_selections(path, line)
-    return js_selections(line) if _VITEST_CONFIG_FILE.search(path) else []
-
-
-def js_selections(line: str) -> list[str]:
-    """The keys of jest's (and vitest's testNamePattern) that select tests, in a line of a
-    JavaScript runner's configuration file; jest's files are read so by jest_config.py."""
-    return [m.group("key") or "roots" for m in _JS_SELECTION.finditer(line)]
-
-
-def _pytest_selections(path: str, line: str) -> list[str]:
-    """A pyproject.toml's addopts may be a list: `"-m",` there is an option, in a
-    conftest.py's code an argument (`git commit -m`, `python -m`)."""
-    found = [m for m in _SELECTION.finditer(line)
-             if not (m.group(0) == "-m" and _RUNS_MODULE.search(line[:m.start()]))]
-    if path.endswith(".toml"):
-        found += _TOML_OPTION.finditer(line)
-    return [m.group(0).strip() for m in found]
-
-
 def test_names(line: str) -> list[str]:
     return [m.group("name") for rx in _TEST_DEF for m in [rx.search(line)] if m]
 
@@ -177,42 +75,9 @@ def is_assertion(line: str) -> bool:
     return bool(_ASSERTION.search(line))
 
 
-def skips(line: str, deselected: frozenset[str] = frozenset()) -> list[str]:
-    """The skip markers in a line; `deselected`: the marks the test configuration's `-m`
-    leaves out (deselected_markers), each as good as a skip."""
-    return [m.group(0).strip() for m in SKIP.finditer(line)] + [
-        f"pytest.mark.{m.group('name')} (left out by -m)" for m in _MARK.finditer(line)
-        if m.group("name") in deselected]
-
-
-def deselected_markers(path: str, config: list[str]) -> frozenset[str]:
-    """The marks the `-m` of a pytest configuration file leaves out: `addopts = -m "not slow
-    and not db"` gives slow and db."""
-    return frozenset(m.group("name") for line in config if "-m" in _pytest_selections(path, line)
-                     for m in _NOT_MARK.finditer(line))
-
-
-def threshold_block(path: str, texts: list[str]) -> str | None:
-    """The block whose members (`lines: 80`, on lines of their own) are thresholds in this
-    file, as findings name it: jest's coverageThreshold, vitest's coverage.thresholds (in its
-    configuration file); None."""
-    if any("coverageThreshold" in text for text in texts):
-        return "coverageThreshold"
-    if _VITEST_CONFIG_FILE.search(path) and any("thresholds" in text for text in texts):
-        return "coverage.thresholds"
-    return None
-
-
-def thresholds(line: str, block: str | None) -> list[tuple[str, float]]:
-    """The thresholds a line sets, its comment aside: a threshold commented out is removed.
-    block: threshold_block's, whose members the line may set."""
-    line = _COMMENT.split(line, 1)[0]
-    found = [(m.group("key").lstrip("-").replace("-", "_"), float(m.group("n")))
-             for m in _THRESHOLD.finditer(line)]
-    if block:
-        found += [(f"{block}.{m.group('key')}", float(m.group("n")))
-                  for m in _JEST_THRESHOLD.finditer(line)]
-    return found
+def skips(line: str) -> list[str]:
+    """The skip markers in a line."""
+    return [m.group(0).strip() for m in SKIP.finditer(line)]
 
 
 @lru_cache(maxsize=256)
@@ -248,18 +113,5 @@ def protected(path: str, globs: tuple[str, ...]) -> bool:
     return False
 
 
-def lowered_thresholds(removed: list[tuple[int, str]], added: list[tuple[int, str]],
-                       block: str | None) -> list[tuple[bool, int, str]]:
-    """(on the removed side, line, what) of each threshold the change removes or lowers;
-    block: threshold_block's."""
-    before = {key: (no, n) for no, text in removed for key, n in thresholds(text, block)}
-    after = {key: (no, n) for no, text in added for key, n in thresholds(text, block)}
-    return [(True, old_no, f"{key} {n:g} removed") if key not in after else
-            (False, after[key][0], f"{key} lowered from {n:g} to {after[key][1]:g}")
-            for key, (old_no, n) in before.items() if key not in after or after[key][1] < n]
-
-
-__all__ = ["is_test_path", "test_names", "is_assertion", "skips", "thresholds", "protected",
-           "may_switch_off", "selections", "js_selections", "shadowed_runner",
-           "deselected_markers", "SKIP", "PYTEST_CONFIGS", "JEST_CONFIGS", "VITEST_CONFIGS",
-           "file_named", "threshold_block", "lowered_thresholds", "glob_rx", "JS_SCRIPT"]
+__all__ = ["is_test_path", "renamed_away", "test_names", "is_assertion", "skips", "protected",
+           "SKIP", "glob_rx"]

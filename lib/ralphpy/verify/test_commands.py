@@ -1,20 +1,23 @@
-"""Owns the tamper rule on what a verify command usually runs: `npm test` runs package.json's
-`test` script, `make test` the Makefile's `test` rule. A session that changes one of those
-(or defines it again, which wins) changes what "the tests pass" means, whatever the tests
-say: `"test": "jest"` made `"test": "exit 0"`, or `@exit 0` added at the top of the recipe.
-Scripts and targets named test, check or verify, alone or with a suffix (`test:unit`,
-`check-all`). Adding a new script or target is no finding. Pure functions over a file's diff
-and text; knows nothing of git (tamper.py reads both sides)."""
+"""Owns the tamper rule on the files that mix a runner's settings with others and cannot be
+restored apart (verify.test_side): the second run uses the session's file, and its runner
+part is judged here. A makefile: a change to the rule of a target named test, check or
+verify, alone or with a suffix (`check-all`), or the rule defined again (the last one wins):
+`@exit 0` added at the top of the recipe; a new target is no finding. vite.config.*: a line
+added or removed that names one of vitest's settings of which tests run or how they pass.
+Pure functions over a file's diff and text; knows nothing of git (tamper.py reads both
+sides)."""
 from __future__ import annotations
 
 import re
 
+from ralphpy.verify import test_side
 from ralphpy.verify.diff_files import DiffFile
 
 _NAME = r"(?:test|check|verify)(?:[-_.:][\w.:-]*)?"
-_NPM_SCRIPT = re.compile(r'^\s*"(?P<name>' + _NAME + r')"\s*:')
 _MAKE_RULE = re.compile(r"^(?P<targets>[^\t#:=\s][^:=#]*?)\s*::?(?!=)")
 _MAKE_TARGET = re.compile(r"^" + _NAME + r"$")
+_VITEST_KEY = re.compile(r"\b(?:test|include|exclude|dir|root|passWithNoTests|testNamePattern"
+                         r"|setupFiles|globalSetup|allowOnly|bail|reporters|coverage)\b\s*:")
 _MAKEFILE = re.compile(r"(^|/)(GNUmakefile|[Mm]akefile|[^/]*\.mk)$")
 
 
@@ -23,13 +26,9 @@ def is_makefile(path: str) -> bool:
 
 
 def applies(path: str) -> bool:
-    """A file this rule reads: a package.json or a makefile."""
-    return path.rsplit("/", 1)[-1] == "package.json" or is_makefile(path)
-
-
-def _npm_script(line: str) -> str | None:
-    m = _NPM_SCRIPT.match(line)
-    return m.group("name") if m else None
+    """A file this rule reads (package.json's test scripts are restored by the second run
+    instead: verify.test_side)."""
+    return is_makefile(path) or bool(test_side.UNSPLIT.search(path))
 
 
 def make_rule_lines(lines: list[str]) -> dict[int, str]:
@@ -54,12 +53,12 @@ def make_rule_lines(lines: list[str]) -> dict[int, str]:
 
 
 def changes(f: DiffFile, new_text: str, old_text: str | None) -> list[tuple[int | None, str]]:
-    """What the change did to the file's test scripts or rules: (line, detail) each; the line
-    of the new file, or of the old one for what was removed. old_text: the file as the diff
-    started (read for a makefile only: which rule a removed line was in, which targets it had)."""
-    path = f.new or ""
-    if path.rsplit("/", 1)[-1] == "package.json":
-        return _npm_changes(f, new_text)
+    """What the change did to the makefile's test rules: (line, detail) each; the line of the
+    new file, or of the old one for what was removed. old_text: the file as the diff started
+    (which rule a removed line was in, which targets it had)."""
+    if test_side.UNSPLIT.search(f.new or ""):
+        return [(no, f"vitest settings changed in a file not restored apart: {text.strip()[:80]}")
+                for no, text in f.removed + f.added if _VITEST_KEY.search(text)][:1]
     new_rules = make_rule_lines(new_text.split("\n"))
     old_rules = make_rule_lines((old_text or "").split("\n"))
     had = set(old_rules.values())
@@ -71,26 +70,6 @@ def changes(f: DiffFile, new_text: str, old_text: str | None) -> list[tuple[int 
         if new_rules.get(no) in had:                        # a new target is an addition
             changed.setdefault(new_rules[no], no)
     return [(no, f"make target {target}: its rule changed") for target, no in changed.items()]
-
-
-def _npm_changes(f: DiffFile, new_text: str) -> list[tuple[int | None, str]]:
-    removed = {text.strip() for _, text in f.removed}
-    added = {text.strip() for _, text in f.added}
-    had = {name for _, text in f.removed if (name := _npm_script(text))}
-    defined: dict[str, int] = {}
-    for line in new_text.split("\n"):
-        if (name := _npm_script(line)):
-            defined[name] = defined.get(name, 0) + 1
-    found: list[tuple[int | None, str]] = []
-    for no, text in f.removed:
-        if _npm_script(text) and text.strip() not in added:
-            found.append((no, f"test script changed: {text.strip()[:120]}"))
-    for no, text in f.added:
-        name = _npm_script(text)
-        if name and name not in had and defined.get(name, 0) > 1 \
-                and text.strip() not in removed:
-            found.append((no, f"test script {name} defined again (the last one wins)"))
-    return found
 
 
 __all__ = ["applies", "is_makefile", "changes", "make_rule_lines"]

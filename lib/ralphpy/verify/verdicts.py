@@ -8,9 +8,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:                       # annotations only (verify.completion loads tamper)
-    from ralphpy.verify import gate, tamper
+    from ralphpy.verify import as_they_stood, gate, tamper
 
 FAILED = ("failed", "timeout", "held")
+# The diff rules' findings that stand alone; the others explain a failure of the tests as they
+# stood (or a test of the start that no longer runs) to a person, and are no finding alone.
+ALONE = ("protected_path", "verify_line", "hidden_path", "test_command", "coverage_excluded")
+MAY_CHANGE = "judged by the session's tests alone (tests: may change)"
 
 
 @dataclass
@@ -23,6 +27,8 @@ class Verdict:
     check: gate.Check | None = None
     findings: list[tamper.Finding] = field(default_factory=list)
     tree: str = ""                    # where it ran
+    second: as_they_stood.Second | None = None     # the tests as they stood, when run
+    note: str = ""                    # how it was judged, for the report line
 
     @property
     def ok(self) -> bool:
@@ -30,20 +36,47 @@ class Verdict:
 
 
 def decide(slug: str, check: gate.Check | None, findings: list[tamper.Finding], mode: str,
-           recheck: bool = False, tree: str = "") -> Verdict:
-    """Findings under `tamper: hold` hold the task (with the check's failure too, if any); a
-    failed or timed-out check reopens it; findings under `warn` pass it with a warning."""
+           recheck: bool = False, tree: str = "", second: as_they_stood.Second | None = None,
+           may_change: bool = False) -> Verdict:
+    """The diff rules' findings that stand alone (ALONE), and, when the tests as they stood
+    failed or a test of the start no longer runs, the others with them, hold the task under
+    `tamper: hold` (with a failure too, if any); a failed or timed-out check, or a failed
+    second run, reopens it; findings under `warn` pass it with a warning."""
+    stood_failed = second is not None and not second.check.passed
+    if stood_failed or (second is not None and second.dropped):
+        findings = [*findings, *_second_findings(second)]
+    else:
+        findings = [f for f in findings if f.kind in ALONE]
+    note = MAY_CHANGE if may_change else ""
     failed = check is not None and not check.passed
     if findings and mode == "hold":
         text = "; ".join(f.text() for f in findings)
         lines = [f"tamper check: {text}"]
         if failed:
             lines += [failure(check, recheck)]
-        return Verdict(slug, "held", "\n".join(lines), check, findings, tree)
-    if failed:
-        return Verdict(slug, "timeout" if check.timed_out else "failed",
-                       failure(check, recheck), check, findings, tree)
-    return Verdict(slug, "warned" if findings else "passed", "", check, findings, tree)
+        elif stood_failed:
+            lines += [failure(second.check, recheck, second)]
+        return Verdict(slug, "held", "\n".join(lines), check, findings, tree, second, note)
+    if failed or stood_failed:
+        why = failure(check, recheck) if failed else failure(second.check, recheck, second)
+        timed_out = (check if failed else second.check).timed_out
+        return Verdict(slug, "timeout" if timed_out else "failed", why, check, findings, tree,
+                       second, note)
+    return Verdict(slug, "warned" if findings else "passed", "", check, findings, tree, second,
+                   note)
+
+
+def _second_findings(second: as_they_stood.Second) -> list[tamper.Finding]:
+    from ralphpy.verify.tamper import Finding
+    where = ", ".join(second.restored[:3]) + (", ..." if len(second.restored) > 3 else "")
+    found = []
+    if not second.check.passed:
+        named = ", ".join(second.failing) or f"`{second.check.command}` exited " \
+            f"{second.check.exit_code}"
+        found.append(Finding("tests_as_they_stood", where, None,
+                             f"the start's tests fail with the test side as it stood: {named}"))
+    return found + [Finding("dropped_test", "", None, f"test {name} of the start no longer runs")
+                    for name in second.dropped]
 
 
 def line(v: Verdict) -> str:
@@ -52,12 +85,15 @@ def line(v: Verdict) -> str:
         said = v.check.summary() if v.check else "no verify command"
         warned = f"; tamper findings: {'; '.join(f.text() for f in v.findings)}" \
             if v.findings else ""
-        return f"verify: task {v.task} {v.verdict}: {said}{warned}"
+        runs = f"; {v.note}" if v.note else "; the tests as they stood passed too" \
+            if v.second else ""
+        return f"verify: task {v.task} {v.verdict}: {said}{runs}{warned}"
     action = "reopened and held" if v.verdict == "held" else "reopened"
     return f"verify: task {v.task} {action}: {v.reason.split(chr(10), 1)[0]}"
 
 
-def failure(check: gate.Check, recheck: bool) -> str:
+def failure(check: gate.Check, recheck: bool,
+            second: as_they_stood.Second | None = None) -> str:
     """The fail reason of a check that failed. Not Check.summary: a reason leads with what went
     wrong (`verify failed:`, the first line a report and the next session show) and gives the
     output's tail; the summary is the report line of a check that passed."""
@@ -67,6 +103,10 @@ def failure(check: gate.Check, recheck: bool) -> str:
         head = f"verify timed out{again}: `{check.command}` ran longer than {check.timeout_s:g}s {at}"
     elif check.error:
         head = f"verify could not run{again}: `{check.command}`: {check.error}"
+    elif second is not None:
+        named = f": {', '.join(second.failing)}" if second.failing else ""
+        head = (f"verify failed with the tests as they stood: `{check.command}` exited "
+                f"{check.exit_code} {at} with the start's test side{named}")
     else:
         head = f"verify failed{again}: `{check.command}` exited {check.exit_code} {at}"
     return f"{head}\n{check.tail}" if check.tail else head

@@ -14,7 +14,12 @@ from ralphpy import programs
 from ralphpy.backlog import calls
 from ralphpy.runs import progress
 from ralphpy.runs import state
+from ralphpy.loop.features import VerifyScratch
 from ralphpy.verify import completion, options
+
+# A test runner in one line: every test_* function of tests/test_*.py, an AssertionError fails
+RUN_TESTS = ("python -c \"import glob, runpy; [f() for p in sorted(glob.glob('tests/test_*.py')) "
+             "for k, f in runpy.run_path(p).items() if k.startswith('test_')]\"")
 
 
 @pytest.fixture
@@ -42,7 +47,8 @@ def make_gate(repo: Path, lines: list[str] = (), **values) -> completion.Gate:
     run = SimpleNamespace(ralph_dir=ralph_dir, session_since="",
                           state=state.RunState("run-1", "build", 0))
     reported: list[str] = []
-    gate = completion.start(values, task, env, repo, run, reported.append)
+    gate = completion.start(values, task, env, repo, run, reported.append,
+                            scratch=VerifyScratch(repo, env))
     gate.reported = reported
     return gate
 
@@ -92,7 +98,8 @@ def test_tampering_holds_the_task_and_warn_only_records_it(repo):
     finish(gate, "t1")
     assert gate.after_session([], "r")[0] == ["t1"]
     t = record(gate, "t1")
-    assert t["status"] == "open" and t["held"] == "tamper check: tests/test_x.py: test file deleted"
+    assert t["status"] == "open" and \
+        t["held"] == "tamper check: tests/test_x.py: protected file deleted"
     git(repo, "checkout", "-q", "--", "tests", env=_clean_environ())   # the next run's start
     warn = make_gate(repo, [], protect="tests/**", tamper="warn")
     (repo / "tests" / "test_x.py").unlink()
@@ -103,21 +110,30 @@ def test_tampering_holds_the_task_and_warn_only_records_it(repo):
 
 def test_changes_left_in_the_tree_before_the_session_are_not_its_own(repo):
     """An uncommitted edit made before the session (an earlier held session's, or the user's)
-    is in every diff from HEAD: the session is judged on what it changed itself."""
+    is in every diff from HEAD: the session is judged on what it changed itself, and the
+    tests as they stood are the tests as the session found them."""
     (repo / "tests").mkdir()
-    (repo / "tests" / "test_x.py").write_text("def test_x():\n    assert 1 == 1\n")
+    (repo / "calc.py").write_text("def add():\n    return 2\n")
+    (repo / "tests" / "test_x.py").write_text(
+        "from calc import add\n\n\ndef test_x():\n    assert add() == 2\n")
     git(repo, "add", "-A", env=_clean_environ())
     git(repo, "commit", "-qm", "tests", env=_clean_environ())
-    (repo / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")   # left uncommitted
-    gate = make_gate(repo, ["create|t1|One"], verify="true")
+    (repo / "calc.py").write_text("def add():\n    return 3\n")          # left uncommitted
+    (repo / "tests" / "test_x.py").write_text(
+        "from calc import add\n\n\ndef test_x():\n    assert add() == 3\n")
+    gate = make_gate(repo, ["create|t1|One"], verify=f"PYTHONPATH=. {RUN_TESTS}")
     (repo / "notes.txt").write_text("the session's own work\n")
     finish(gate, "t1")
     assert gate.after_session([], "r") == ([], "r")
     assert record(gate, "t1")["status"] == "done"
-    (repo / "tests" / "test_x.py").write_text("def helper():\n    pass\n")   # its own change
+    (repo / "calc.py").write_text("def add():\n    return 4\n")          # its own change
+    (repo / "tests" / "test_x.py").write_text(
+        "from calc import add\n\n\ndef test_x():\n    assert add() == 4\n")
     assert gate.task.call("_reopen", "t1", "--reason", "again", env=gate.env).ok
     finish(gate, "t1")
     assert gate.after_session([], "r")[0] == ["t1"]                   # now it is held
+    assert "tests/test_x.py:5: assertion removed or changed: assert add() == 3" in \
+        record(gate, "t1")["held"]
 
 
 def test_a_session_that_marked_two_tasks_done_has_its_diff_read_once_for_both(repo,
@@ -125,10 +141,11 @@ def test_a_session_that_marked_two_tasks_done_has_its_diff_read_once_for_both(re
     """Both tasks answer for the one diff of the session, read before anything is verified;
     a finding of one task alone (its own verify: line changed) stays that task's."""
     (repo / "tests").mkdir()
-    (repo / "tests" / "test_x.py").write_text("def test_x():\n    assert 1 == 1\n")
+    (repo / "tests" / "test_x.py").write_text("def test_x():\n    assert 1 == 2\n")
     git(repo, "add", "-A", env=_clean_environ())
     git(repo, "commit", "-qm", "tests", env=_clean_environ())
-    gate = make_gate(repo, ["create|t1|One|-d|verify: true", "create|t2|Two"], verify="true")
+    gate = make_gate(repo, ["create|t1|One|-d|verify: " + RUN_TESTS, "create|t2|Two"],
+                     verify=RUN_TESTS)
     assert gate.task.call("update", "t1", "--description", "verify: :", env=gate.env).ok
     (repo / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
     finish(gate, "t1")
@@ -137,11 +154,12 @@ def test_a_session_that_marked_two_tasks_done_has_its_diff_read_once_for_both(re
     monkeypatch.setattr(programs, "run", lambda argv, **kw: run(argv, **kw) if "diff" not in argv
                         else diffs.append(argv) or run(argv, **kw))
     assert sorted(gate.after_session([], "r")[0]) == ["t1", "t2"]
-    assert len(diffs) == 1
-    found = "tests/test_x.py:2: assertion removed or changed: assert 1 == 1"
-    assert record(gate, "t1")["held"] == (
-        f"tamper check: {found}; task t1: its verify: line changed during the session")
-    assert record(gate, "t2")["held"] == f"tamper check: {found}"
+    assert len([d for d in diffs if "--name-status" not in d]) == 1
+    found = "tests/test_x.py:2: assertion removed or changed: assert 1 == 2"
+    assert record(gate, "t1")["held"].startswith(
+        f"tamper check: {found}; task t1: its verify: line changed during the session; ")
+    assert record(gate, "t2")["held"].startswith(f"tamper check: {found}; tests/test_x.py: "
+                                                 "the start's tests fail")
 
 
 def test_what_a_verify_command_changes_is_no_later_task_s_finding(repo):
@@ -157,6 +175,8 @@ def test_what_a_verify_command_changes_is_no_later_task_s_finding(repo):
     finish(gate, "t2")
     assert gate.after_session([], "r") == ([], "r")
     assert [record(gate, slug)["status"] for slug in ("t1", "t2")] == ["done", "done"]
+    verified = gate.run.state.extra["verify"]                 # nor a second run's reason
+    assert [verified[slug]["runs"] for slug in ("t1", "t2")] == [1, 1]
 
 
 def test_a_change_made_in_a_session_that_marked_nothing_done_is_judged_with_the_next(repo):
@@ -167,7 +187,7 @@ def test_a_change_made_in_a_session_that_marked_nothing_done_is_judged_with_the_
     (repo / "tests" / "test_x.py").write_text("def test_x():\n    assert 1 == 2\n")
     git(repo, "add", "-A", env=_clean_environ())
     git(repo, "commit", "-qm", "tests", env=_clean_environ())
-    gate = make_gate(repo, ["create|t1|One"], verify="true")
+    gate = make_gate(repo, ["create|t1|One"], verify=RUN_TESTS)
     (repo / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
     git(repo, "commit", "-qam", "session 1", env=_clean_environ())
     assert gate.after_session([], "r") == ([], "r")                 # session 1: nothing done
@@ -215,7 +235,7 @@ def test_a_change_split_over_two_sessions_is_judged_across_a_sync_rebase(repo):
     git(repo, "commit", "-qm", "tests", env=env)
     git(repo, "update-ref", "refs/remotes/origin/main", "HEAD", env=env)        # pushed
     (repo / "tests" / "test_kept.py").write_text("def test_kept():\n    pass\n")   # the user's
-    gate = make_gate(repo, ["create|t1|One"], verify="true")
+    gate = make_gate(repo, ["create|t1|One"], verify=RUN_TESTS)
     gate.env = {**{k: v for k, v in gate.env.items() if not k.startswith(("GIT_AUTHOR",
                                                                            "GIT_COMMITTER"))},
                 "HOME": str(repo.parent)}
@@ -232,8 +252,10 @@ def test_a_change_split_over_two_sessions_is_judged_across_a_sync_rebase(repo):
     gate.session_starts()                                             # session 2
     finish(gate, "t1")
     assert gate.after_session([], "r")[0] == ["t1"]
-    assert record(gate, "t1")["held"] == ("tamper check: tests/test_x.py:2: assertion removed "
-                                         "or changed: assert 1 == 2")
+    assert record(gate, "t1")["held"].startswith(
+        "tamper check: tests/test_x.py:2: assertion removed or changed: assert 1 == 2; "
+        "tests/test_x.py: the start's tests fail with the test side as it stood")
+    assert "test_other" not in record(gate, "t1")["held"]
 
 
 def test_a_session_that_changes_its_own_verify_line_is_a_finding(repo):
@@ -320,3 +342,26 @@ def test_without_settings_or_verify_lines_the_gate_does_nothing(repo):
     finish(gate, "t1")
     assert gate.after_session([], "r") == ([], "r") and gate.base == ""
     assert not (repo / ".ralph" / "verify").exists()
+
+
+def test_a_second_run_that_cannot_start_is_skipped_with_a_warning(repo):
+    """git or the disk failing to make the scratch worktree is not the session's doing."""
+    class Broken:
+        def clean(self):
+            pass
+
+        def make(self, commit):
+            raise OSError(28, "No space left on device")
+
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_x.py").write_text("def test_x():\n    assert 1 == 1\n")
+    git(repo, "add", "-A", env=_clean_environ())
+    git(repo, "commit", "-qm", "tests", env=_clean_environ())
+    gate = make_gate(repo, ["create|t1|One"], verify=RUN_TESTS)
+    gate.scratch = Broken()
+    (repo / "tests" / "test_y.py").write_text("def test_y():\n    assert 2 == 2\n")
+    finish(gate, "t1")
+    assert gate.after_session([], "r") == ([], "r")
+    assert record(gate, "t1")["status"] == "done"
+    assert "Warning: verify: the second run could not start: [Errno 28] No space left on " \
+           "device" in gate.reported

@@ -1,0 +1,153 @@
+"""Owns the verify command's second run, the tests as they stood (docs/decisions/0038): when a
+session touched the test side (verify.test_side), the command runs again in a scratch
+worktree of the session's commit (uncommitted changes and untracked files included) with the
+test side taken from the session's start: changed files restored (a mixed file's runner
+section only), the session's new ones left out, with the same environment and timeout as the
+first run, and the ignored files the tests need brought in (`Scratch.bring_in`). Where the
+command is a recognised call of a runner (verify.runners), the runner is asked which tests
+run at both ends and names the failing ones. Knows nothing of tasks or verdicts; where the
+scratch worktree lives and how it is removed is the caller's (`Scratch`)."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Protocol
+
+from ralphpy.verify import gate, runners, test_side
+
+
+class Scratch(Protocol):
+    """The caller's scratch worktrees (parallel.worktrees: removed after the run, and by the
+    next run when ralph was killed during it)."""
+
+    def clean(self) -> None: ...
+
+    def make(self, commit: str) -> Path: ...
+
+    def bring_in(self, tree: Path, scratch: Path) -> None: ...
+
+    def remove(self, scratch: Path) -> None: ...
+
+
+@dataclass
+class Second:
+    """What the second run found."""
+
+    check: gate.Check
+    failing: list[str] = field(default_factory=list)   # the start's tests that now fail
+    dropped: list[str] = field(default_factory=list)   # the start's tests that no longer run
+    restored: list[str] = field(default_factory=list)  # the test side taken from the start
+    collect_s: float = 0.0                             # the runner asked which tests run
+
+    def as_record(self) -> dict:
+        return {"exit_code": self.check.exit_code, "duration_s": self.check.duration_s,
+                "timed_out": self.check.timed_out, "tail_sha256": self.check.tail_sha256,
+                "failing": self.failing, "dropped": self.dropped, "restored": self.restored,
+                "collect_s": round(self.collect_s, 3)}
+
+
+def touched(tree: Path, base: str, env: Mapping[str, str], protect: tuple[str, ...]
+            ) -> dict[str, str]:
+    """The test-side files the session changed, by path: `A` added (untracked too), `M`
+    changed, `D` deleted (git's letters; a rename is a deletion and an addition)."""
+    if not base:
+        return {}
+    changed: dict[str, str] = {}
+    for status, path in _name_status(tree, env, base):
+        if test_side.is_test_side(path, protect) or (test_side.mixed(path) and (
+                status != "M" or test_side.section_changed(
+                    path, gate.git_out(tree, "show", f"{base}:{path}", env=env),
+                    _read(tree / path)))):
+            changed[path] = status
+    for path in _untracked(tree, env):
+        if (test_side.is_test_side(path, protect) or test_side.mixed(path)):
+            changed[path] = "A"
+    return changed
+
+
+def _name_status(tree: Path, env: Mapping[str, str], base: str) -> list[tuple[str, str]]:
+    words = gate.git_out(tree, "diff", "--name-status", "--no-renames", "-z", base, "--",
+                         env=env).split("\0")
+    return [(words[i][:1], words[i + 1]) for i in range(0, len(words) - 1, 2) if words[i]]
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _untracked(tree: Path, env: Mapping[str, str]) -> list[str]:
+    """The files the session left untracked (not ignored)."""
+    listed = gate.git_out(tree, "ls-files", "-z", "--others", "--exclude-standard", env=env)
+    return [path for path in listed.split("\0") if path]
+
+
+def _session_commit(tree: Path, env: Mapping[str, str]) -> str:
+    """The tree as the session left it, tracked files' uncommitted changes included (a
+    `git stash create` commit, which changes nothing), else HEAD."""
+    return gate.git(tree, "stash", "create", env=env) or gate.git(tree, "rev-parse", "HEAD", env=env)
+
+
+def _prepare(tree: Path, scratch: Path, base: str, changed: Mapping[str, str],
+             env: Mapping[str, str]) -> list[str]:
+    """Make scratch the session's tree with the test side of `base`; the paths restored."""
+    for path in _untracked(tree, env):
+        if path not in changed and (tree / path).is_file():      # the session's code
+            (scratch / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(tree / path, scratch / path, follow_symlinks=False)
+    restored, whole = [], []
+    for path, status in sorted(changed.items()):
+        target = scratch / path
+        if test_side.mixed(path) and target.is_file():
+            start = gate.git_out(tree, "show", f"{base}:{path}", env=env) if status != "A" \
+                else None
+            text = test_side.restore_section(path, start, target.read_text(errors="replace"))
+            if text is None:                    # cannot be split: the session's file is used
+                continue
+            target.write_text(text)
+        elif status == "A":
+            target.unlink(missing_ok=True)      # the session's new test-side file: left out
+        else:
+            whole.append(path)
+        restored.append(path)
+    if whole:                                   # as git has them: binary files, modes
+        gate.git_out(scratch, "checkout", "-q", base, "--", *whole, env=env)
+    return restored
+
+
+def run(command: str, tree: Path, base: str, changed: Mapping[str, str],
+        env: Mapping[str, str], timeout_s: float, scratch: Scratch,
+        runner: runners.Runner | None, ended: set[str] | None, collect_s: float = 0.0
+        ) -> Second | None:
+    """The second run, in a scratch worktree removed afterwards; `ended`: the tests the
+    runner ran in the session's tree (None: not asked, or no answer), asked in collect_s.
+    None when the command named only test files the session added."""
+    narrowed = runners.without(runner, command, {p for p, s in changed.items() if s == "A"})
+    if narrowed is None:
+        return None
+    if narrowed != command:
+        command, runner = narrowed, runners.recognise(narrowed, tree)
+    place = scratch.make(_session_commit(tree, env))
+    try:
+        restored = _prepare(tree, place, base, changed, env)
+        scratch.bring_in(tree, place)
+        asked = time.monotonic()
+        started = runners.tests(runner, place, env, timeout_s) if runner and ended is not None \
+            else None
+        collect_s += time.monotonic() - asked
+        with tempfile.TemporaryDirectory(prefix="ralph-verify-") as tmp:
+            report = Path(tmp) / "report.xml"
+            check = gate.run(command, place, runners.report_env(runner, env, report), timeout_s)
+            failing = runners.failing(report, check.tail, place) if not check.passed else []
+    finally:
+        scratch.remove(place)
+    dropped = sorted(started - ended) if started is not None and ended is not None else []
+    return Second(check, failing, dropped, restored, collect_s)
+
+
+__all__ = ["Scratch", "Second", "touched", "run"]

@@ -1,0 +1,174 @@
+"""Owns asking a test runner, instead of emulating it: whether a verify command is a
+recognised call of pytest, `node --test`, jest or vitest (`npm test` through package.json's
+test script), which tests it runs in a tree (pytest `--collect-only -q`, jest `--listTests`,
+vitest `list`, node --test by its file rules), and which tests failed, from the runner's own
+report (pytest's JUnit XML, through PYTEST_ADDOPTS) else from the output's tail. Knows nothing
+of tasks, of git or of verdicts."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+from xml.etree import ElementTree
+
+from ralphpy import programs
+
+_SHELL = re.compile(r"[;&|<>`$(){}]")           # more than one call: not recognised
+_NPM_TEST = (["npm", "test"], ["npm", "t"], ["npm", "run", "test"], ["npm", "run-script", "test"])
+# node --test's default files (Node 20): test folders, test.js, test-*, *.test, *-test, *_test
+_NODE_FILE = re.compile(r"(^|/)test/.*\.[cm]?js$|(^|/)test(-[^/]*)?\.[cm]?js$"
+                        r"|[-_.]test\.[cm]?js$")
+# failing tests in a runner's summary: pytest, node's spec and TAP, jest, vitest
+_FAILED_LINE = re.compile(r"^\s*(?:FAILED (?P<py>\S+)|✖ (?P<node>.+?)(?: \(\d[\d.]*ms\))?$"
+                          r"|● (?P<jest>.+›.+)$|(?:FAIL|×) (?P<js>.+?)(?: \d+ms)?$"
+                          r"|not ok \d+ - (?P<tap>.+)$)")
+_MAX_NAMED = 10
+_VERBOSITY = re.compile(r"-[qv]+|--quiet|--verbose")
+
+
+@dataclass(frozen=True)
+class Runner:
+    name: str                 # pytest | node --test | jest | vitest
+    argv: tuple[str, ...]     # the call as the command makes it
+
+
+def recognise(command: str, tree: Path) -> Runner | None:
+    """The runner a verify command calls, or None (a shell pipeline, another tool)."""
+    if _SHELL.search(command):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if words in _NPM_TEST:                      # npm test: the script it runs, one level
+        try:
+            script = json.loads((tree / "package.json").read_text())["scripts"]["test"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        found = recognise(str(script), tree) if isinstance(script, str) else None
+        if found and found.name in ("jest", "vitest") and found.argv[0] != "npx":
+            return Runner(found.name, ("npx", *found.argv))  # npm puts node_modules/.bin first
+        return found
+    rest = words
+    while rest and (rest[0] in ("npx", "uv", "poetry", "pipenv") or rest[0] == "run"):
+        rest = rest[1:]
+    if not rest:
+        return None
+    tool = rest[0].rsplit("/", 1)[-1]
+    if re.fullmatch(r"python[\d.]*", tool) and rest[1:3] == ["-m", "pytest"] \
+            or tool in ("pytest", "py.test"):
+        return Runner("pytest", tuple(words))
+    if tool == "node" and "--test" in rest:
+        return Runner("node --test", tuple(words))
+    if tool in ("jest", "vitest"):
+        return Runner(tool, tuple(words))
+    return None
+
+
+def without(runner: Runner | None, command: str, added: set[str]) -> str | None:
+    """The command with the test files the session added left out of its arguments (they
+    are not in the start's tests), or None when it named only such files: nothing of the
+    start's to run. The command as it is when the runner is not recognised."""
+    if runner is None or not added:
+        return command
+    words = list(runner.argv)
+    kept = [w for w in words if w.split("::", 1)[0].removeprefix("./") not in added]
+    if kept == words:
+        return command
+    named = [w for w in kept[1:] if not w.startswith("-") and ("/" in w or "." in w)]
+    return shlex.join(kept) if named else None
+
+
+def tests(runner: Runner, tree: Path, env: Mapping[str, str], timeout_s: float
+          ) -> set[str] | None:
+    """The tests the runner runs in tree, each by its name without its file (a test moved to
+    another file still runs): pytest's `file::Class::test`, vitest's `file > test`; a file's
+    name for node --test and jest, which list files. None when the runner cannot answer."""
+    if runner.name == "node --test":
+        return _node_files(runner, tree)
+    if runner.name == "pytest":             # one -q lists node ids (-qq: files, -v: a tree)
+        argv = [w for w in runner.argv if not _VERBOSITY.fullmatch(w)] + [
+            "--collect-only", "-q", "-p", "no:cacheprovider"]
+    else:
+        argv = [*runner.argv, "--listTests"] if runner.name == "jest" else \
+            _vitest_list(runner.argv)
+    try:
+        done = programs.run(argv, cwd=tree, env=env, timeout=timeout_s)
+    except (OSError, programs.TimeoutExpired):
+        return None
+    if runner.name == "pytest":
+        if done.code not in (0, 5):             # 5: no tests collected
+            return None
+        return {line.split("::", 1)[1] for line in done.out.splitlines() if "::" in line}
+    if done.code != 0:
+        return None
+    if runner.name == "jest":
+        return {Path(line).name for line in done.out.splitlines() if line.strip()}
+    return {line.split(" > ", 1)[1] for line in done.out.splitlines() if " > " in line}
+
+
+def _vitest_list(argv: tuple[str, ...]) -> list[str]:
+    """`vitest run ARGS` asked as `vitest list ARGS`."""
+    words = list(argv)
+    at = next(i for i, w in enumerate(words) if w.rsplit("/", 1)[-1] == "vitest")
+    rest = [w for w in words[at + 1:] if w not in ("run", "--run")]
+    return words[:at + 1] + ["list", *rest]
+
+
+def _node_files(runner: Runner, tree: Path) -> set[str]:
+    """node --test's files: those named after --test, else its default names, node_modules
+    and dot folders left out."""
+    named = [w for w in runner.argv[runner.argv.index("--test") + 1:] if not w.startswith("-")]
+    if named:
+        return {Path(w).name for w in named if (tree / w).is_file()}
+    found = set()
+    for folder, dirs, files in os.walk(tree):
+        dirs[:] = [d for d in dirs if d != "node_modules" and not d.startswith(".")]
+        rel = Path(folder).relative_to(tree).as_posix()
+        found |= {name for name in files
+                  if _NODE_FILE.search(f"{rel}/{name}" if rel != "." else name)}
+    return found
+
+
+def report_env(runner: Runner | None, env: Mapping[str, str], report: Path) -> dict[str, str]:
+    """The run's environment with the runner asked for its own report where it takes the
+    request from the environment (pytest's JUnit XML); the others' reports are their output."""
+    if runner is None or runner.name != "pytest":
+        return dict(env)
+    addopts = f"{env.get('PYTEST_ADDOPTS', '')} --junitxml={report}".strip()
+    return {**env, "PYTEST_ADDOPTS": addopts}
+
+
+def failing(report: Path, tail: str, tree: Path) -> list[str]:
+    """The failing tests by name: from the runner's JUnit XML report when there is one, else
+    the lines of the output's tail where the runner names them."""
+    named: list[str] = []
+    try:
+        cases = ElementTree.parse(report).getroot().iter("testcase")
+    except (OSError, ElementTree.ParseError):
+        cases = iter(())
+    for case in cases:
+        if case.find("failure") is not None or case.find("error") is not None:
+            named.append(_junit_name(case.get("classname", ""), case.get("name", ""), tree))
+    if not named:
+        for line in tail.splitlines():
+            if (m := _FAILED_LINE.match(line)):
+                named.append(next(g for g in m.groups() if g).strip())
+    return list(dict.fromkeys(named))[:_MAX_NAMED]
+
+
+def _junit_name(classname: str, name: str, tree: Path) -> str:
+    """pytest's `tests.test_calc.TestX` + `test_y` as its node id `tests/test_calc.py::TestX::
+    test_y`, when the module's file is in the tree."""
+    parts = classname.split(".")
+    for cut in range(len(parts), 0, -1):
+        if (tree / ("/".join(parts[:cut]) + ".py")).is_file():
+            return "::".join(["/".join(parts[:cut]) + ".py", *parts[cut:], name])
+    return f"{classname}::{name}" if classname else name
+
+
+__all__ = ["Runner", "recognise", "without", "tests", "report_env", "failing"]
