@@ -1,5 +1,6 @@
 """Black-box tests of the night shift's settings (docs/night-shift.md): a malformed pace:, an
-unknown agent in agents: (or --fallback-agent), an unknown model in escalate: are refused with
+unknown agent in agents: (or --fallback-agent), an unknown model in escalate: (or one unknown
+to the agent whose list names it, an unknown agent in its mapping) are refused with
 one `Error:` line, exit 1, before anything is written; and the session line names the agent
 and model when the shift is on, never when it is off (the banner stays byte-exact)."""
 from __future__ import annotations
@@ -14,6 +15,7 @@ from conftest import git, ignore_ralph_dir, install_stub
 
 KNOWN = "amp, claude, codex, gemini, opencode, pi"
 MODELS = "haiku, opus, opus-4.5, opus-4.6, sonnet"
+CODEX_MODELS = "gpt-5, gpt-5-codex, gpt-5-mini"
 
 
 @pytest.mark.parametrize("args,yml,message", [
@@ -29,13 +31,27 @@ MODELS = "haiku, opus, opus-4.5, opus-4.6, sonnet"
      f"--fallback-agent must be agents ralph knows ({KNOWN}); not 'cursor', "
      "got ('codex', 'cursor')"),
     ((), "escalate: [haiku, sonet]\n",
-     f"ralph.yml: escalate must be models of models.json or claude's own ({MODELS}, or a "
-     "full claude-... id); not 'sonet', got ['haiku', 'sonet']"),
+     f"escalate: 'sonet' is no model of claude (models.json's claude models: {MODELS}, or a "
+     "full claude-... id)"),
     (("--agent", "codex"), "escalate: [haiku, sonnet]\n",
-     "escalate: names claude's models; the run's agent is codex (drop escalate:, or run "
-     "claude)"),
+     f"escalate: 'haiku' is no model of codex (models.json's codex models: {CODEX_MODELS})"),
+    ((), "escalate: {claude: [haiku], codx: [gpt-5]}\n",
+     f"ralph.yml: escalate must be agents ralph knows ({KNOWN}); not 'codx', "
+     "got {'claude': ['haiku'], 'codx': ['gpt-5']}"),
+    (("--fallback-agent", "codex"), "escalate: {claude: [haiku], codex: [gpt-5, opus]}\n",
+     f"escalate: 'opus' is no model of codex (models.json's codex models: {CODEX_MODELS})"),
+    ((), "escalate: {codex: gpt-5}\n",
+     "ralph.yml: escalate must be a list for 'codex' (e.g. codex: [a, b]), "
+     "got {'codex': 'gpt-5'}"),
+    ((), "escalate: {claude: [haiku], opencode: [anthropic/claude-sonnet-4-5]}\n",
+     "escalate: models.json lists no models of agent 'opencode' (add them with \"agent\": "
+     "\"opencode\", or drop it from escalate:)"),
+    ((), "escalate: {amp: [smart]}\n",
+     "escalate: agent 'amp' takes no model (drop it from escalate:)"),
 ], ids=["pace-no-percent", "pace-over-100", "pace-yml", "agents-yml", "fallback-flag",
-        "escalate-yml", "escalate-other-agent"])
+        "escalate-yml", "escalate-other-agent", "escalate-unknown-agent",
+        "escalate-model-of-another-agent", "escalate-not-a-list", "escalate-agent-no-models",
+        "escalate-agent-takes-no-model"])
 def test_a_bad_night_shift_setting_is_one_error_line_exit_1_and_nothing_written(
         git_repo, run_ralph, bin_dir, args, yml, message):
     install_stub(bin_dir)

@@ -55,16 +55,21 @@ def resolve_model(alias: str, backend: str, models_path: Path) -> str:
 CLAUDE_ALIASES = ("opus", "sonnet", "haiku")
 
 
-def known_models(models_path: Path | None = None) -> set[str]:
-    """The model aliases ralph can name: models.json's (the packaged copy unless given) and
-    the claude CLI's own."""
-    path = models_path or Path(__file__).resolve().parent.parent / "models.json"
+def models_of(agent: str, models_path: Path) -> set[str]:
+    """The model aliases `agent` can be given by name: models.json's entries whose `agent`
+    (a name or a list of names) names it, an entry without one being claude's (s.7's file
+    names only claude's models), and, for claude, the aliases its CLI knows itself."""
     try:
-        aliases = set(json.loads(path.read_bytes()))
+        entries = json.loads(models_path.read_bytes())
     except (OSError, ValueError, TypeError):
-        aliases = set()
-    return aliases | set(CLAUDE_ALIASES)
+        entries = {}
+    found = set(CLAUDE_ALIASES) if agent == "claude" else set()
+    for alias, entry in (entries.items() if isinstance(entries, dict) else ()):
+        owner = entry.get("agent", "claude") if isinstance(entry, dict) else "claude"
+        if agent == owner or (isinstance(owner, list) and agent in owner):
+            found.add(alias)
+    return found
 
 
-__all__ = ["ANTHROPIC", "BEDROCK", "detect", "models_file", "resolve_model", "known_models",
+__all__ = ["ANTHROPIC", "BEDROCK", "detect", "models_file", "resolve_model", "models_of",
            "CLAUDE_ALIASES"]

@@ -1,5 +1,5 @@
 """Owns the kinds of value a setting can hold (int, bool, number, duration, text, list of
-texts): reading one
+texts, and lists: a list or a mapping of names to lists): reading one
 from a command-line argument, an environment variable or a ralph.yml value, and the checks a
 row of the settings table can ask for. A bad value raises `Bad`, whose text says what was
 expected ("a whole number"); the caller names the source. Knows nothing of the table."""
@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from ralphpy.durations import parse_duration
 
-KINDS = ("int", "bool", "number", "duration", "text", "list")
+KINDS = ("int", "bool", "number", "duration", "text", "list", "lists")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 Check = Callable[[Any], "str | None"]     # None if fine, else what is expected
@@ -118,9 +118,26 @@ def _list(value: Any) -> tuple[str, ...]:
     raise Bad("a list of texts, or one text of items separated by spaces or commas")
 
 
+def _lists(value: Any) -> tuple[str, ...] | dict[str, tuple[str, ...]]:
+    """A list (as `list` reads it), or a ralph.yml mapping of names to such lists
+    (`escalate: {claude: [haiku, opus], codex: [gpt-5-mini, gpt-5]}`)."""
+    if not isinstance(value, dict):
+        return _list(value)
+    if not value:
+        raise Bad("a list, or a mapping of names to lists")
+    out = {}
+    for name, items in value.items():
+        if not isinstance(name, str) or not name.strip():
+            raise Bad("a list, or a mapping of names to lists")
+        if isinstance(items, str) or not isinstance(items, (list, tuple)):
+            raise Bad(f"a list for {name.strip()!r} (e.g. {name.strip()}: [a, b])")
+        out[_plain(name.strip())] = _list(items)
+    return out
+
+
 _READERS: dict[str, Callable[[Any], Any]] = {
     "int": _int, "bool": _bool, "number": _number, "duration": _duration, "text": _text,
-    "list": _list}
+    "list": _list, "lists": _lists}
 
 
 def read(kind: str, value: Any) -> Any:
@@ -138,7 +155,7 @@ def _decimal(text: str) -> int:
 # (docs/contract/ralph-cli.md s.3).
 _FLAG_CONVERTERS: dict[str, Callable[[str], Any]] = {
     "int": _decimal, "number": _float, "duration": parse_duration, "text": str,
-    "list": _list}
+    "list": _list, "lists": _list}
 
 
 def from_flag(kind: str, text: str) -> Any:

@@ -73,7 +73,8 @@ class Options:
     # the night shift (unattended.shift)
     pace: str | None                     # `80%`
     agents: tuple[str, ...]              # fallback agents, after --agent
-    escalate: tuple[str, ...]            # model aliases, one attempt after another
+    escalate: tuple[str, ...] | dict[str, tuple[str, ...]]   # model aliases, one attempt
+                                         # after another: the run agent's, or per agent
     sandbox: str
     sandbox_image: str | None
     # name -> "cli", "env", "ralph.yml" or "default"

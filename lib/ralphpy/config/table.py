@@ -30,7 +30,7 @@ PARALLEL_MAX = 64
 class Setting:
     name: str                            # the Options field; the ralph.yml key when in_yml
     kind: str                            # kinds.KINDS: int, bool, number, duration (s), text,
-                                         # list (of texts)
+                                         # list (of texts), lists (a list or name: list)
     default: Any
     section: str                         # SECTIONS: where its flag's help lines go
     help: str                            # one line for the configuration reference
@@ -81,14 +81,10 @@ def _known_agents(names: tuple[str, ...]) -> str | None:
     return f"agents ralph knows ({', '.join(known)}); not {unknown[0]!r}" if unknown else None
 
 
-def _known_models(names: tuple[str, ...]) -> str | None:
-    """escalate: each an alias of models.json, one the claude CLI knows itself, or a full
-    model id (claude-...)."""
-    from ralphpy.agents.backend import known_models
-    known = known_models()
-    unknown = [n for n in names if n not in known and not n.startswith("claude-")]
-    return (f"models of models.json or claude's own ({', '.join(sorted(known))}, or a full"
-            f" claude-... id); not {unknown[0]!r}" if unknown else None)
+def _escalation_agents(value: tuple[str, ...] | dict[str, tuple[str, ...]]) -> str | None:
+    """escalate: a mapping's keys each a named agent CLI. The models are checked per agent
+    once the run's agent and models.json are known (loop.night_shift.check_escalate)."""
+    return _known_agents(tuple(value)) if isinstance(value, dict) else None
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -300,9 +296,10 @@ SETTINGS: tuple[Setting, ...] = (
          "  --fallback-agent NAMES      Agents that take over at a usage limit",
          flags=("--fallback-agent",), needs="an agent name (e.g. codex)",
          check=lambda names: _known_agents(names)),
-    _row("escalate", "list", (), "agent",
-         "models of a task's attempts, one after another failure (e.g. [haiku, sonnet, opus])",
-         check=lambda names: _known_models(names)),
+    _row("escalate", "lists", (), "agent",
+         "models of a task's attempts, one after another failure (e.g. [haiku, sonnet, opus]),"
+         " or per agent ({claude: [haiku, opus], codex: [gpt-5-mini, gpt-5]})",
+         check=lambda value: _escalation_agents(value)),
     # docs/sandbox.md: what a session sees inside; none keeps every run as it was.
     _row("sandbox", "text", "none", "sandbox",
          "run each agent session in a sandbox: auto, bwrap, docker, podman or none",

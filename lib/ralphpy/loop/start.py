@@ -14,7 +14,7 @@ from ralphpy import workspace
 from ralphpy.agents import adapters
 from ralphpy.agents import backend
 from ralphpy.backlog import answers
-from ralphpy.loop import launch
+from ralphpy.loop import launch, night_shift
 from ralphpy.config.options import Options
 from ralphpy.errors import UsageError
 from ralphpy.fleet import store as fleet_store
@@ -51,9 +51,7 @@ def choose_agent(ctx: RunContext) -> None:
         ctx.model = opts.model if ctx.adapter.name != "claude" else backend.resolve_model(
             opts.model, ctx.backend, backend.models_file(ctx.script_dir))
     ctx.adapter.argv("", model=ctx.model)                       # a --model this agent cannot take
-    if opts.escalate and ctx.adapter.name != "claude":          # docs/night-shift.md
-        raise UsageError(f"escalate: names claude's models; the run's agent is "
-                         f"{ctx.adapter.name} (drop escalate:, or run claude)")
+    night_shift.check_escalate(ctx)                             # docs/night-shift.md
 
 
 UNGUARDED = ("Warning: --danger in an unattended run without a sandbox: the agent can read "

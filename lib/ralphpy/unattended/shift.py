@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 from ralphpy.config.kinds import fraction_of_percent
 from ralphpy.unattended import usage_limits, windows
@@ -26,7 +26,7 @@ _SAME_WINDOW_S = 120                 # a reset this close to the last one: the s
 class ShiftConfig:
     pace: float | None               # 0.8 for `pace: 80%`; None: off
     agents: tuple[str, ...]          # in order, the run's agent (--agent) first
-    escalate: tuple[str, ...]        # the model aliases of the first agent's attempts
+    escalate: dict[str, tuple[str, ...]]   # per agent, the model aliases of its attempts
 
     @property
     def on(self) -> bool:
@@ -34,10 +34,14 @@ class ShiftConfig:
 
 
 def config(agent: str, pace: str | None, agents: tuple[str, ...],
-           escalate: tuple[str, ...]) -> ShiftConfig:
-    """The run's agent comes first whatever `agents:` lists (docs/decisions/0042)."""
+           escalate: Sequence[str] | Mapping[str, Sequence[str]]) -> ShiftConfig:
+    """The run's agent comes first whatever `agents:` lists (docs/decisions/0042); a list in
+    `escalate:` is the run's agent's, a mapping names each agent's (a resumed run's are lists)."""
     order = tuple(dict.fromkeys((agent, *agents)))
-    return ShiftConfig(fraction_of_percent(pace) if pace else None, order, tuple(escalate))
+    lists = dict(escalate) if isinstance(escalate, Mapping) else \
+        ({agent: escalate} if escalate else {})
+    return ShiftConfig(fraction_of_percent(pace) if pace else None, order,
+                       {a: tuple(names) for a, names in lists.items() if names})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,11 +139,13 @@ class Shift:
         return choice.agent if choice.until is None and choice.agent != agent else None
 
     def model(self, agent: str, failures: int) -> str | None:
-        """escalate:'s model for a task that failed `failures` times (the first agent's only);
-        None: the run's own (--model)."""
-        if not self.cfg.escalate or agent != self.cfg.agents[0]:
+        """escalate:'s model for a task that failed `failures` times, from the list of the
+        agent taking the session; None: it has none (the run's agent runs on --model, a
+        fallback agent on its default)."""
+        names = self.cfg.escalate.get(agent)
+        if not names:
             return None
-        return self.cfg.escalate[min(max(failures, 0), len(self.cfg.escalate) - 1)]
+        return names[min(max(failures, 0), len(names) - 1)]
 
     # ------------------------------------------------------------------ after a session
     def after_session(self, agent: str, model: str | None, summary: Any,

@@ -54,7 +54,8 @@ def test_every_setting_row_is_complete():
         # `agents:` lists the fallback agents, after --agent: its flag says so
         named = {"agents": "--fallback-agent"}.get(setting.name, setting.name.replace("_", "-"))
         assert setting.help and setting.flag in (None, "--" + named.lstrip("-"))
-        assert setting.kind in ("int", "bool", "number", "duration", "text", "list")
+        assert setting.kind in ("int", "bool", "number", "duration", "text", "list",
+                                "lists")
         assert bool(setting.flags) == bool(setting.flag_help)
         assert setting.in_yml or setting.flags
 

@@ -45,7 +45,18 @@ def test_escalation_follows_the_task_failures_and_stays_on_the_last_model():
     plan = shift.Shift(shift.config("claude", None, ("codex",), ("haiku", "sonnet", "opus")), {})
     assert [plan.model("claude", n) for n in range(5)] == [
         "haiku", "sonnet", "opus", "opus", "opus"]
-    assert plan.model("codex", 2) is None                        # the first agent's models
+    assert plan.model("codex", 2) is None                        # a list: the run agent's
+
+
+def test_escalation_per_agent_uses_the_list_of_the_agent_taking_the_session():
+    lists = {"claude": ("haiku", "opus"), "codex": ["gpt-5-mini", "gpt-5"]}  # resumed: lists
+    plan = shift.Shift(shift.config("claude", None, ("codex", "gemini"), lists), {})
+    assert plan.cfg.escalate == {"claude": ("haiku", "opus"), "codex": ("gpt-5-mini", "gpt-5")}
+    assert [plan.model("codex", n) for n in range(3)] == ["gpt-5-mini", "gpt-5", "gpt-5"]
+    assert plan.model("claude", 1) == "opus"
+    assert plan.model("gemini", 1) is None                       # no list: its default model
+    only_codex = shift.config("claude", None, ("codex",), {"codex": ("gpt-5",)})
+    assert only_codex.on and shift.Shift(only_codex, {}).model("claude", 0) is None
 
 
 def test_a_window_ahead_of_its_pace_hands_the_session_over_or_waits_when_none_may_start():
