@@ -220,3 +220,58 @@ def test_a_parallel_run_paces_once_its_sessions_have_ended_on_simulated_time(
     tasks = {t["id"]: t["status"] for t in map(json.loads, run_task("_export-json").stdout
                                                .splitlines())}
     assert tasks == {"t1": "done", "t2": "done", "t3": "done"}
+
+
+# codex's attempts at t1: the first two fail it (its retry_count counts them), the third
+# finishes it
+CODEX_FAILS_TWICE = """
+n=$(($(cat "$ATTEMPTS" 2>/dev/null || echo 0) + 1)); echo "$n" > "$ATTEMPTS"
+if [ "$n" -le 2 ]; then "$RALPH_TASK_SCRIPT" fail t1 --reason "tests fail" >/dev/null
+else "$RALPH_TASK_SCRIPT" done t1 >/dev/null; fi
+"""
+
+
+def test_a_fallback_agent_escalates_a_failing_task_by_its_own_list(
+        git_repo, run_ralph, run_task, bin_dir, base_env, tmp_path):
+    """claude is limited from its first session; codex takes t1 over, and each of its
+    attempts after a failure gets the next model of codex's list (`-m`, as codex takes it)."""
+    install_stub(bin_dir, "claude", "claude-limit")
+    install_stub(bin_dir, "codex", "agent_cli")
+    ignore_ralph_dir(git_repo, base_env)
+    assert run_task("create", "t1", "Task t1").returncode == 0
+    (git_repo / "ralph.yml").write_text(
+        "agents: [codex]\n"
+        "escalate:\n  claude: [haiku, opus]\n  codex: [gpt-5-mini, gpt-5]\n")
+    log = tmp_path / "calls.jsonl"
+    result = run_ralph("build", "--assign", "--max-attempts", "5",
+                       env={"STUB_LIMIT_KIND": "event", "STUB_LOG": str(log),
+                            "STUB_ACTION": CODEX_FAILS_TWICE,
+                            "ATTEMPTS": str(tmp_path / "attempts")}, timeout=90)
+    assert result.returncode == 0, result.stdout + result.stderr
+    shown = run_task("show", "t1").stdout
+    assert "Status:      done" in shown and "Retries:     2" in shown, shown
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    claude = [c["argv"] for c in calls if c.get("prog") is None]
+    codex = [c["argv"] for c in calls if c.get("prog") == "codex"]
+    assert [a[a.index("--model") + 1] for a in claude] == ["haiku"]
+    assert [a[a.index("-m") + 1] for a in codex] == ["gpt-5-mini", "gpt-5", "gpt-5"]
+    assert "Session 3: agent codex, model gpt-5 (escalated: its task failed 1 time)" in \
+        result.stderr
+
+
+def test_a_run_of_codex_escalates_by_a_plain_list_of_codex_models(
+        git_repo, run_ralph, run_task, bin_dir, base_env, tmp_path):
+    install_stub(bin_dir, "codex", "agent_cli")
+    ignore_ralph_dir(git_repo, base_env)
+    assert run_task("create", "t1", "Task t1").returncode == 0
+    assert run_task("claim", "--agent", "earlier").returncode == 0   # failed in an earlier run
+    assert run_task("fail", "t1", "--reason", "tests fail").returncode == 0
+    (git_repo / "ralph.yml").write_text("escalate: [gpt-5-mini, gpt-5]\n")
+    log = tmp_path / "calls.jsonl"
+    result = run_ralph("build", "--agent", "codex", "--assign",
+                       env={"STUB_LOG": str(log), "STUB_ACTION": ESCALATED}, timeout=90)
+    assert result.returncode == 0, result.stderr
+    (call,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert call["argv"][call["argv"].index("-m") + 1] == "gpt-5"
+    assert "Session 1: agent codex, model gpt-5 (escalated: its task failed 1 time)" in \
+        result.stderr
