@@ -259,6 +259,32 @@ def test_a_fallback_agent_escalates_a_failing_task_by_its_own_list(
         result.stderr
 
 
+def test_a_parallel_session_handed_to_the_fallback_agent_gets_its_escalated_model(
+        git_repo, run_ralph, run_task, bin_dir, base_env, tmp_path):
+    """--parallel retries no task within a run: t1 failed once in an earlier run, so claude's
+    session asks for opus and codex's, after claude's limit, for gpt-5."""
+    install_stub(bin_dir, "claude", "claude-limit")
+    install_stub(bin_dir, "codex", "agent_cli")
+    ignore_ralph_dir(git_repo, base_env)
+    assert run_task("create", "t1", "Task t1").returncode == 0
+    assert run_task("claim", "--agent", "earlier").returncode == 0
+    assert run_task("fail", "t1", "--reason", "tests fail").returncode == 0
+    (git_repo / "ralph.yml").write_text(
+        "agents: [codex]\nescalate: {claude: [haiku, opus], codex: [gpt-5-mini, gpt-5]}\n")
+    log = tmp_path / "calls.jsonl"
+    result = run_ralph("build", "--parallel", "2",
+                       env={"STUB_LIMIT_KIND": "event", "STUB_LOG": str(log),
+                            "STUB_ACTION": DONE}, timeout=90)
+    assert result.returncode == 0, result.stdout + result.stderr
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [c["argv"][c["argv"].index("--model") + 1] for c in calls
+            if c.get("prog") is None] == ["opus"]
+    assert [c["argv"][c["argv"].index("-m") + 1] for c in calls
+            if c.get("prog") == "codex"] == ["gpt-5"]
+    assert "[t1] Session 2: agent codex, model gpt-5 (escalated: its task failed 1 time)" in \
+        result.stderr
+
+
 def test_a_run_of_codex_escalates_by_a_plain_list_of_codex_models(
         git_repo, run_ralph, run_task, bin_dir, base_env, tmp_path):
     install_stub(bin_dir, "codex", "agent_cli")
