@@ -292,6 +292,8 @@ def merge_options(state: RunState, max_iterations: int | None, options: dict[str
         mismatches.append(f"max_iterations: this run keeps {state.max_iterations} "
                           f"(asked for {max_iterations} now)")
     for key, value in sorted(options.items()):
+        if isinstance(value, tuple):
+            value = list(value)        # a list setting as state.json holds it: not a mismatch
         if key not in state.options:
             state.options[key] = value
         elif value is not None and state.options[key] != value:

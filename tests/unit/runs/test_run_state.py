@@ -175,6 +175,15 @@ def test_resumed_run_keeps_its_persisted_options_and_lists_the_mismatches():
                           "max_cost: this run keeps 10.0 (asked for 20.0 now)"]
 
 
+def test_a_list_setting_given_again_on_resume_is_no_mismatch():
+    """state.json holds a list setting (protect:, agents:) as a list; the settings, as a tuple."""
+    state = make_state()
+    assert run_state.merge_options(state, None, {"agents": ("claude", "codex")}) == []
+    assert run_state.merge_options(state, None, {"agents": ("claude", "codex")}) == []
+    assert run_state.merge_options(state, None, {"agents": ("claude",)}) == [
+        "agents: this run keeps ['claude', 'codex'] (asked for ['claude'] now)"]
+
+
 def test_flags_not_given_on_resume_are_not_mismatches():
     state = make_state()
     assert run_state.merge_options(state, None, {"max_cost": None}) == []
