@@ -75,6 +75,11 @@ class Feature:
         available"). A `--parallel` session's task is ralph's claim (loop.parallel_loop)."""
         return prompt
 
+    def start_point(self, task: str) -> str | None:
+        """Where a --parallel session of `task` starts: a commit its worktree's branch is made
+        at, or None for the run's branch (the single loop's checkout is placed by prompt)."""
+        return None
+
     def prepare(self, session: Session) -> None:
         """Before the agent starts: where it runs, its environment, its output."""
 
@@ -167,6 +172,9 @@ class Features(Feature):
             if (prompt := feature.prompt(prompt)) is None:
                 return None
         return prompt
+
+    def start_point(self, task: str) -> str | None:
+        return next((c for f in self.items if (c := f.start_point(task)) is not None), None)
 
     def prepare(self, session: Session) -> None:
         for feature in self.items:
@@ -599,13 +607,16 @@ class PullRequests(Feature):
     settled (merged, reopened with their checks' or reviewers' word, held) and waited for
     when nothing else can run; the session starts detached at the remote base, or on the
     branch of the reopened task it continues, whose feedback its prompt quotes; after it,
-    each task it finished gets its branch and pull request and is held until the merge."""
+    each task it finished gets its branch and pull request and is held until the merge. A
+    --parallel session of a reopened task starts at its branch's tip (start_point). A failed
+    check counts as a failed attempt (--max-attempts); a wait or a review does not."""
 
     def __init__(self, ctx: RunContext):
         from ralphpy.pulls import start                 # only a --pr run pays for it
         self.ctx = ctx
         self.runner = start.runner(ctx.options, ctx.env, ctx.cwd, ctx.ralph_dir,
-                                   ctx.task.bound(ctx.env), ctx.agent_id, self.report)
+                                   ctx.task.bound(ctx.env), ctx.agent_id, self.report,
+                                   ours=ctx.task.embedded)
         ctx.export("RALPH_PR", "1")                     # a GitHub task's `done` leaves it open
         if ctx.options.parallel > 1:                    # the pull request is the merge
             ctx.options = dataclasses.replace(ctx.options, merge="none")
@@ -614,9 +625,20 @@ class PullRequests(Feature):
         self.ctx.warn(line)                             # stderr: stdout stays ralph.sh's
         self.ctx.record("pr", message=line, **fields)
 
+    def _night(self) -> Night | None:
+        checks = self.ctx.features.get(Unattended) if self.ctx.features else None
+        return checks.night if checks is not None else None
+
     def before_claims(self) -> str | None:
         self.runner.safely(self.runner.between_sessions)   # may wait for pull requests
+        night = self._night()
+        for task, (reason, prior) in self.runner.take_failed().items():
+            if night is not None:        # a failed check counts as a failed session does
+                night.attempt_failed(task, reason, prior)          # (--max-attempts)
         return None
+
+    def start_point(self, task: str) -> str | None:
+        return self.runner.continues_at(task)             # a reopened task: its branch's tip
 
     def prompt(self, prompt: Prompt) -> Prompt | None:
         note = self.runner.place()
@@ -626,7 +648,14 @@ class PullRequests(Feature):
         summary = session.result.summary if session.result else None
         cost = getattr(summary, "total_cost_usd", None)
         if session.place is None:
+            pushed = self.runner.pushed
             self.runner.safely(self.runner.after_session, cost)
+            for task, (reason, _) in self.runner.take_failed().items():
+                session.failed.append(task)             # counted with the session's own
+                session.reasons[task] = reason          # failures (--max-attempts)
+            night = self._night()
+            if night is not None and self.runner.pushed != pushed:   # HEAD is back on the
+                night.guards.landed_elsewhere()     # base: --max-idle-sessions sees the push
         elif session.record.get("status") == "done":    # --parallel: its task, its worktree
             self.runner.safely(self.runner.publish_worktree, session.record,
                                session.place.path, cost)

@@ -58,7 +58,8 @@ def start(book: Book, task: dict, template: str | None) -> Session | None:
     book.starting = listed(tid, agent, planned, s.log, run_state.utc_now(), s.pidfile, None, n)
     book.save()                     # a state that cannot be written stops the run here
     try:
-        wt = worktrees.create(ctx.cwd, book.state.run_id, tid, ctx.branch, env=ctx.env)
+        wt = worktrees.create(ctx.cwd, book.state.run_id, tid, ctx.branch, env=ctx.env,
+                              start=ctx.features.start_point(tid))
     except RalphError as err:
         return not_started(book, task, f"cannot create its worktree: {err}")
     s.place, s.cwd = wt, wt.path

@@ -92,8 +92,9 @@ def run_branches(repo: Path, run_id: str, *, env: Mapping[str, str]) -> list[str
 
 
 def create(repo: Path, run_id: str, task_slug: str, base_branch: str, *,
-           env: Mapping[str, str]) -> Worktree:
-    """A fresh worktree on a new branch from the tip of `base_branch`. A stale worktree at the
+           env: Mapping[str, str], start: str | None = None) -> Worktree:
+    """A fresh worktree on a new branch from the tip of `base_branch`, or from the commit
+    `start` (a feature's start point: a reopened pull request's tip). A stale worktree at the
     same place (a killed run) is removed; an existing branch of the same name is deleted when
     it is merged, else renamed to `<branch>@<n>` and kept (previous_branch)."""
     git = Git(env)
@@ -117,7 +118,7 @@ def create(repo: Path, run_id: str, task_slug: str, base_branch: str, *,
         else:
             previous = git.set_aside(top, branch)
     path.parent.mkdir(parents=True, exist_ok=True)
-    git(top, "worktree", "add", "-q", "-f", "-b", branch, str(path), base_branch)
+    git(top, "worktree", "add", "-q", "-f", "-b", branch, str(path), start or base_branch)
     return Worktree(top, path, branch, base_branch, task_slug, previous)
 
 

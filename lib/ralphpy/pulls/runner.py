@@ -47,6 +47,7 @@ class Runner:
     merge: str = "auto"
     poll: float = 30.0
     closes_issues: bool = False      # the tasks are GitHub issues: `Closes #N`
+    ours: bool = False               # the task CLI is ralph's own: it has `_release`
     sleep: Callable[[float], None] = time.sleep
     start: str = ""
     continuing: Pull | None = None
@@ -54,6 +55,10 @@ class Runner:
     pulls: dict[str, Pull] = field(default_factory=dict)
     required: set[str] | None = None
     required_read: bool = False
+    pushed: int = 0                  # commits pushed to pull requests' branches, ever
+    # The tasks a failed check reopened, not yet counted by --max-attempts: task -> (the
+    # reason, its retry_count before); the caller takes them (take_failed)
+    failed: dict[str, tuple[str, int | None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.pulls = record.load(self.record_file)
@@ -128,15 +133,32 @@ class Runner:
         self._tell(pull, f"pr: #{pull.number} closed without merging: task {pull.task} held")
 
     def _reopen(self, pull: Pull, verdict: feedback.Verdict) -> None:
+        """docs/github.md "Attempts": a failed check is the agent's failed attempt (`fail`,
+        counted by --max-attempts, which may hold the task); a review asking for changes is a
+        person's word on work that was done, no failure (`_release`, which a task source lacks:
+        there `fail`)."""
         pull.state, pull.feedback = record.REOPENED, verdict.feedback
         pull.seen_reviews += list(verdict.review_ids)
-        why = ("a check failed" if verdict.checks == "failure" else "a review requests changes")
-        reason = f"pull request #{pull.number}: {why}: {verdict.feedback}"
+        failed = verdict.checks == "failure"
+        why = "a check failed" if failed else "a review requests changes"
+        reason = f"pull request #{pull.number}: {why}: {verdict.feedback}"[:2000]
         self._call("_unhold", pull.task)
+        prior = self._retries(pull.task) if failed else None
         self._must("claim", pull.task, "--agent", self.agent)
-        self._must("fail", pull.task, "--reason", reason[:2000])
+        self._must(*answers.give_back(pull.task, reason, attempt=failed, ours=self.ours))
+        if failed:
+            self.failed[pull.task] = (reason, prior)
         self._tell(pull, f"pr: #{pull.number}: {why}: task {pull.task} reopened; the next "
                          f"session continues on {pull.branch}")
+
+    def take_failed(self) -> dict[str, tuple[str, int | None]]:
+        taken, self.failed = self.failed, {}
+        return taken
+
+    def _retries(self, task: str) -> int | None:
+        ok, out = self._call("show", task)
+        retries = answers.parse_show(out).get("retry_count") if ok else None
+        return retries if isinstance(retries, int) else None
 
     def _green(self, pull: Pull) -> None:
         if self.merge == "manual":
@@ -183,10 +205,11 @@ class Runner:
     def place(self) -> str:
         """Put the checkout where the session starts; returns the feedback the prompt quotes."""
         ok, out = self._call("_export-json")
-        self.done_before = {str(r.get("id")) for r in answers.parse_export(out) or []
-                            if r.get("status") == "done"} if ok else set()
-        self.continuing = next((p for p in self.pulls.values() if p.state == record.REOPENED),
-                               None)
+        records = answers.parse_export(out) or [] if ok else []
+        self.done_before = {str(r.get("id")) for r in records if r.get("status") == "done"}
+        held = {str(r.get("id")) for r in records if r.get("held") is not None}
+        self.continuing = next((p for p in self.pulls.values() if p.state == record.REOPENED
+                                and p.task not in held), None)    # --max-attempts held it
         branch = self.continuing.branch if self.continuing else self.base
         self.git(self.top, "fetch", "-q", "origin", branch, timeout=120)
         self.git(self.top, "checkout", "-q", "--detach", "FETCH_HEAD")
@@ -222,20 +245,32 @@ class Runner:
             self.settle()           # so the loop's plan-status sees them merged or reopened
             self.wait_for_pulls()
 
+    def continues_at(self, task: str) -> str | None:
+        """--parallel: the commit a reopened task's next session starts at, the tip of its
+        pull request's branch (so its new commits go on top of the earlier attempt's, as in
+        the single loop); None for any other task (the run's branch)."""
+        pull = self.pulls.get(task)
+        if pull is None or pull.state != record.REOPENED:
+            return None
+        self.git(self.top, "fetch", "-q", "origin", pull.branch, timeout=120)
+        return self.git(self.top, "rev-parse", "FETCH_HEAD")[1].strip()
+
     def publish_worktree(self, task: dict, path: Path, cost: object) -> None:
-        """--parallel: a done task's worktree, its commits since the remote's base. A
-        reopened task's worktree starts from the run's branch, not from its pull request's:
-        its new commits replace the branch's (the same pull request)."""
+        """--parallel: a done task's worktree, its commits since the remote's base; a
+        reopened task's worktree started at its branch's tip (continues_at): its new commits
+        since then, pushed on top (the same pull request)."""
         head = self.git(path, "rev-parse", "HEAD")[1].strip()
-        self.git(path, "fetch", "-q", "origin", self.base, timeout=120)
+        pull = self.pulls.get(str(task.get("id")))
+        continued = pull is not None and pull.state == record.REOPENED
+        self.git(path, "fetch", "-q", "origin", pull.branch if continued else self.base,
+                 timeout=120)
         self.start = self.git(path, "merge-base", head, "FETCH_HEAD")[1].strip()
         try:
-            self._publish(task, head, cost, cwd=path, replace=True)
+            self._publish(task, head, cost, cwd=path)
         finally:
             self._save()
 
-    def _publish(self, task: dict, head: str, cost: object, cwd: Path | None = None,
-                 replace: bool = False) -> None:
+    def _publish(self, task: dict, head: str, cost: object, cwd: Path | None = None) -> None:
         tid = str(task.get("id"))
         pull = self.pulls.get(tid)
         cwd = cwd or self.top
@@ -243,10 +278,8 @@ class Runner:
             self._tell(None, f"pr: task {tid} finished without a commit: no pull request")
             return
         if pull is not None and pull.state == record.REOPENED:
-            push = ["push", "-q", "origin", f"{head}:refs/heads/{pull.branch}"]
-            if replace:
-                push[1:1] = ["--force"]
-            self.git(cwd, *push)
+            self.git(cwd, "push", "-q", "origin", f"{head}:refs/heads/{pull.branch}")
+            self.pushed += 1
             pull.state, pull.feedback = record.WAITING, ""
             self._tell(pull, f"pr: #{pull.number} updated: {pull.branch} at {head[:12]}")
         else:
@@ -260,6 +293,7 @@ class Runner:
                 return
             self.git(cwd, "push", "-q", f"--force-with-lease=refs/heads/{branch}:"
                      f"{self.start}", "origin", f"{head}:refs/heads/{branch}")
+            self.pushed += 1
             body = self._body(task, cost)
             _, _, made = self.client.rest("POST", f"{self.client.repo_path}/pulls", body={
                 "title": str(task.get("title") or tid), "head": branch, "base": self.base,
@@ -270,7 +304,8 @@ class Runner:
             self._tell(pull, f"pr: #{pull.number} opened for task {tid}: {pull.url}")
         pull.reason = f"pull request #{pull.number} waits for " + (
             "its checks and reviews" if self.wait_checks else "a review or a merge")
-        self._must("_reopen", tid, "--reason", pull.reason)
+        waiting = ["--no-attempt"] if self.ours else []    # a wait is no failed attempt
+        self._must("_reopen", tid, "--reason", pull.reason, *waiting)
         self._must("_hold", tid, "--reason", pull.reason)
 
     def _body(self, task: dict, cost: object) -> str:

@@ -35,13 +35,14 @@ def check(opts, env: Mapping[str, str], cwd: Path) -> None:
 
 
 def runner(opts, env: Mapping[str, str], cwd: Path, ralph_dir: Path, task_call,
-           agent: str, say: Callable[[str, dict], None]) -> Runner:
+           agent: str, say: Callable[[str, dict], None], *, ours: bool) -> Runner:
     top = Path(Git(env)(cwd, "rev-parse", "--show-toplevel")[1].strip())
     return Runner(api.Client(_target(env, cwd), env), Git(env), top,
                   workspace.current_branch(env), task_call, agent, say,
                   ralph_dir / "pulls.json", wait_checks=opts.pr_wait == "checks",
                   merge=opts.pr_merge, poll=opts.pr_poll,
-                  closes_issues=targets.is_github(env.get("RALPH_TASKS", "")))
+                  closes_issues=targets.is_github(env.get("RALPH_TASKS", "")),
+                  ours=ours)
 
 
 __all__ = ["check", "runner"]

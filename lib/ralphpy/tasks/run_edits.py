@@ -62,15 +62,23 @@ def unhold(ctx: Ctx, argv: Sequence[str]) -> str:
 def reopen(ctx: Ctx, argv: Sequence[str]) -> str:
     """Internal: a `done` task whose branch could not be merged back goes back to
     `open` as `fail` would send an active one: assignee and lease cleared, retry_count + 1,
-    fail_reason set, result cleared. Only done tasks (exit 1 otherwise)."""
-    slug, reason = _id_and_reason(argv, "_reopen")
+    fail_reason set, result cleared. Only done tasks (exit 1 otherwise). `--no-attempt`:
+    retry_count left as it is, as `_release` leaves it: a task done whose pull request waits
+    for its checks or a review (--pr) failed nothing."""
+    slug, rest = A.optional_id(argv)
+    parsed = A.flags(rest, values=("--reason",), switches=("--no-attempt",))
+    if not slug:
+        raise TaskError("missing task ID",
+                        usage="ralph task _reopen <id> --reason <text> [--no-attempt]")
+    reason = parsed.get("--reason")
+    retries = "retry_count" if parsed.get("--no-attempt") else "coalesce(retry_count, 0) + 1"
 
     def act(conn):
         task_id, status = q.task_id_status(conn, ctx.scope, slug)
         if status != "done":
             raise TaskError(f"task '{slug}' is not done (status: {status})")
         conn.execute("UPDATE tasks SET status = 'open', assignee = NULL, lease_expires_at = NULL, "
-                     "retry_count = coalesce(retry_count, 0) + 1, fail_reason = ?, result = NULL, "
+                     f"retry_count = {retries}, fail_reason = ?, result = NULL, "
                      "updated_at = datetime('now') WHERE id = ?", (reason or None, task_id))
     db.write(ctx.conn, act)
     return f"reopened {slug}\n"

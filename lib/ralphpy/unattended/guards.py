@@ -115,6 +115,11 @@ class Guards:
         """The backlog and HEAD before the first session (or after a resume)."""
         self.last_fingerprint, self.last_head = backlog_fingerprint, head
 
+    def landed_elsewhere(self) -> None:
+        """The session's commits went where HEAD does not show them (--pr: its pull request's
+        branch): the next after_session counts it as a change, not an idle session."""
+        self.last_head = None
+
     def before_session(self, now: float | None = None) -> Verdict | None:
         """--max-runtime, checked before starting a session (a limit wait may have used it)."""
         return self._runtime(time.time() if now is None else now)

@@ -82,6 +82,17 @@ def test_a_session_that_changes_the_backlog_or_head_resets_the_idle_count(fp, he
     assert g.idle_sessions == 0
 
 
+def test_commits_that_landed_elsewhere_count_as_a_change():
+    """--pr: the session's commits went to its pull request's branch, HEAD is back on the
+    base: not an idle session."""
+    g = guards()
+    g.after_session(OK, 0, "fp0", "head0")
+    g.after_session(OK, 0, "fp0", "head0")
+    g.landed_elsewhere()
+    assert g.after_session(OK, 0, "fp0", "head0") is None
+    assert g.idle_sessions == 0
+
+
 def test_five_failures_in_a_row_trip_the_failure_breaker_with_the_last_reason():
     g = guards(max_idle_sessions=0)
     for i in range(4):
