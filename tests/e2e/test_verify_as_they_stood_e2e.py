@@ -143,7 +143,10 @@ def test_ralph_killed_during_the_second_run_leaves_a_worktree_the_next_run_remov
     assert git(project, "worktree", "list").count("\n") == 1
 
 
-# node --test: which files run is node's own rule
+# node --test: which files run is node's own rule; its test in a describe block, which its
+# JUnit report names as `calc > adds two numbers` (its output's tail as two lines)
+NODE_SUITE = NODE_TEST.replace("{ test }", "{ describe, test }").replace(
+    "test('adds", "describe('calc', () => test('adds").replace("});\n", "}));\n")
 @pytest.fixture
 def node_project(git_repo: Path, base_env: dict, run_task) -> Path:
     if shutil.which("node") is None:
@@ -151,7 +154,7 @@ def node_project(git_repo: Path, base_env: dict, run_task) -> Path:
     (git_repo / ".gitignore").write_text(".ralph/\n")
     (git_repo / "calc.js").write_text("exports.add = (a, b) => a - b;\n")
     (git_repo / "test").mkdir()
-    (git_repo / "test" / "calc.test.js").write_text(NODE_TEST)
+    (git_repo / "test" / "calc.test.js").write_text(NODE_SUITE)
     git(git_repo, "add", "-A", env=base_env)
     git(git_repo, "commit", "-qm", "calc.js", env=base_env)
     assert run_task("create", "fix-add", "Fix add()").returncode == 0
@@ -171,7 +174,7 @@ NODE_FIX = "sed -i 's/a - b/a + b/' calc.js\n"
 def test_node_test_tampering_is_held(build, plan, node_project, run_task, cheat):
     sessions(plan, CLAIM + cheat + DONE)
     held_for(run_task, build("-n", "1", "--verify", "node --test"),
-             "the start's tests fail with the test side as it stood")
+             "the start's tests fail with the test side as it stood: calc > adds two numbers")
 
 
 def test_node_test_honest_fix_with_a_skipped_new_test_file_ends_done(build, plan, node_project,
@@ -238,8 +241,10 @@ def test_jest_and_vitest_tampering_is_held(build, plan, git_repo, base_env, run_
     runner, script = JS_CHEATS[cheat]
     js_project(git_repo, base_env, run_task, runner)
     sessions(plan, CLAIM + script + DONE)
-    held_for(run_task, build("-n", "1", "--verify", JS_COMMAND[runner], timeout=180),
-             "the start's tests fail with the test side as it stood")
+    held = held_for(run_task, build("-n", "1", "--verify", JS_COMMAND[runner], timeout=180),
+                    "the start's tests fail with the test side as it stood: "
+                    "calc.test.js > adds two numbers")       # from the runner's JSON report
+    assert f"`{JS_COMMAND[runner]}` exited 1" in held
 
 
 @pytest.mark.parametrize("runner", ["jest", "vitest"])

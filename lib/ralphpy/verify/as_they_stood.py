@@ -5,18 +5,19 @@ test side taken from the session's start: changed files restored (a mixed file's
 section only), the session's new ones left out, with the same environment and timeout as the
 first run, and the ignored files the tests need brought in (`Scratch.bring_in`). Where the
 command is a recognised call of a runner (verify.runners), the runner is asked which tests
-run at both ends and names the failing ones. Knows nothing of tasks or verdicts; where the
-scratch worktree lives and how it is removed is the caller's (`Scratch`)."""
+run at both ends and for its report of the failing ones (verify.failures). Knows nothing of
+tasks or verdicts; where the scratch worktree lives and how it is removed is the caller's
+(`Scratch`)."""
 from __future__ import annotations
 
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Protocol
 
-from ralphpy.verify import gate, runners, test_side
+from ralphpy.verify import failures, gate, runners, test_side
 
 
 class Scratch(Protocol):
@@ -141,9 +142,12 @@ def run(command: str, tree: Path, base: str, changed: Mapping[str, str],
             else None
         collect_s += time.monotonic() - asked
         with tempfile.TemporaryDirectory(prefix="ralph-verify-") as tmp:
-            report = Path(tmp) / "report.xml"
-            check = gate.run(command, place, runners.report_env(runner, env, report), timeout_s)
-            failing = runners.failing(report, check.tail, place) if not check.passed else []
+            report = Path(tmp) / failures.report_name(runner)
+            asked_command, asked_env = failures.asking(runner, command, env, report)
+            check = replace(gate.run(asked_command, place, asked_env, timeout_s),
+                            command=command)            # the reason names the user's command
+            failing = failures.named(runner, report, check.tail, place) \
+                if not check.passed else []
     finally:
         scratch.remove(place)
     dropped = sorted(started - ended) if started is not None and ended is not None else []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ralphpy.verify import runners, test_side
+from ralphpy.verify import failures, runners, test_side
 
 
 @pytest.mark.parametrize("path, side", [
@@ -82,9 +82,9 @@ def test_failing_tests_are_named_from_junit_xml_else_the_output(tmp_path):
     report.write_text('<testsuites><testsuite><testcase classname="tests.test_calc" '
                       'name="test_add"><failure message="x"/></testcase><testcase '
                       'classname="tests.test_calc" name="test_sub"/></testsuite></testsuites>')
-    assert runners.failing(report, "", tmp_path) == ["tests/test_calc.py::test_add"]
+    assert failures.named(runners.Runner("pytest", ()), report, "", tmp_path) == ["tests/test_calc.py::test_add"]
     tail = "✖ adds two numbers (1.2ms)\n  ● calc › adds\nnot ok 3 - subtracts\n"
-    assert runners.failing(Path("/nonexistent"), tail, tmp_path) == [
+    assert failures.named(None, Path("/nonexistent"), tail, tmp_path) == [
         "adds two numbers", "calc › adds", "subtracts"]
 
 
