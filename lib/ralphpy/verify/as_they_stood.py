@@ -142,7 +142,7 @@ def run(command: str, tree: Path, base: str, changed: Mapping[str, str],
             else None
         collect_s += time.monotonic() - asked
         with tempfile.TemporaryDirectory(prefix="ralph-verify-") as tmp:
-            report = Path(tmp) / failures.report_name(runner)
+            report = Path(tmp) / "report"
             asked_command, asked_env = failures.asking(runner, command, env, report)
             check = replace(gate.run(asked_command, place, asked_env, timeout_s),
                             command=command)            # the reason names the user's command

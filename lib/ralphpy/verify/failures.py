@@ -25,7 +25,7 @@ _MAX_NAMED = 10
 def asking(runner: Runner | None, command: str, env: Mapping[str, str], report: Path
            ) -> tuple[str, dict[str, str]]:
     """The command and environment that run `command` with the runner also writing its
-    report to `report` (a .xml or .json name, as `report_name` gives)."""
+    report to `report`."""
     if runner is None:
         return command, dict(env)
     if runner.name in ("pytest", "node --test"):    # node reads its reporters after --test
@@ -37,10 +37,6 @@ def asking(runner: Runner | None, command: str, env: Mapping[str, str], report: 
     words.append(f"--outputFile={report}")
     npm = ["--"] if shlex.split(command) in NPM_TEST else []     # to the script's runner
     return f"{command} {shlex.join(npm + words)}", dict(env)
-
-
-def report_name(runner: Runner | None) -> str:
-    return "report.json" if runner and runner.name in ("jest", "vitest") else "report.xml"
 
 
 def named(runner: Runner | None, report: Path, tail: str, tree: Path) -> list[str]:
@@ -105,4 +101,4 @@ def _from_json(report: Path, tree: Path) -> list[str]:
     return found
 
 
-__all__ = ["asking", "report_name", "named"]
+__all__ = ["asking", "named"]

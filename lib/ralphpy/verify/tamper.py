@@ -14,7 +14,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Mapping
 
-from ralphpy import programs
 from ralphpy.verify import coverage_exclusions, diff_files, gate, patterns, test_commands
 from ralphpy.verify.diff_files import DiffFile
 
@@ -104,17 +103,6 @@ _DIFF = ("diff", "-U0", "-M", "--no-color", "--no-ext-diff", "--no-textconv",
          "--src-prefix=a/", "--dst-prefix=b/")
 
 
-def _git_diff(tree: Path, base: str, env: Mapping[str, str], *paths: str,
-              text: bool = False) -> str | None:
-    try:
-        done = programs.run([*programs.GIT, "-c", "core.quotepath=false", *_DIFF,
-                             *(["--text"] if text else []), base, "--", *paths],
-                            cwd=tree, env=env)
-    except OSError:
-        return None
-    return done.stdout.decode("utf-8", "replace") if done.code == 0 else None
-
-
 def _ls_files(tree: Path, env: Mapping[str, str]) -> list[tuple[str, str]]:
     """(tag, path) of every tracked and untracked file, from one `git ls-files -v`."""
     listed = gate.git_out(tree, "ls-files", "-v", "--cached", "--others", "--exclude-standard",
@@ -151,15 +139,12 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
     if not base:
         return []
     protect = tuple(protect)
-    diff = _git_diff(tree, base, env)
-    if diff is None:
-        return []
-    files = diff_files.parse(diff)
+    files = diff_files.parse(gate.git_out(tree, *_DIFF, base, "--", env=env))
     marked = [f.new or f.old for f in files if f.binary and f.old and f.new
               and (patterns.is_test_path(f.old) or patterns.protected(f.old, protect))]
     if marked:                                   # `-diff` in .gitattributes: as text again
-        again = {f.new or f.old: f for f in diff_files.parse(_git_diff(tree, base, env, *marked,
-                                                               text=True) or "")}
+        again = {f.new or f.old: f for f in diff_files.parse(
+            gate.git_out(tree, *_DIFF, "--text", base, "--", *marked, env=env))}
         files = [again.get(f.new or f.old, f) if (f.new or f.old) in marked else f
                  for f in files]
     hidden = _hidden(tree, protect, env, hidden_before)
