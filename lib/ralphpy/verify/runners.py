@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Mapping
 
 from ralphpy import programs
+from ralphpy.verify import patterns
 
 _SHELL = re.compile(r"[;&|<>`$(){}]")           # more than one call: not recognised
 NPM_TEST = (["npm", "test"], ["npm", "t"], ["npm", "run", "test"], ["npm", "run-script", "test"])
-# node --test's default files (Node 20): test folders, test.js, test-*, *.test, *-test, *_test
-_NODE_FILE = re.compile(r"(^|/)test/.*\.[cm]?js$|(^|/)test(-[^/]*)?\.[cm]?js$"
-                        r"|[-_.]test\.[cm]?js$")
+_NODE_FILE = re.compile(r"(^|/)test/.*\.[cm]?js$|" + patterns.NODE_TEST_NAME)
 _VERBOSITY = re.compile(r"-[qv]+|--quiet|--verbose")
 
 

@@ -10,11 +10,12 @@ the line (of the new file; of the old one for what was removed). Knows nothing o
 what is done with the findings."""
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Mapping
 
-from ralphpy.verify import coverage_exclusions, diff_files, gate, patterns, test_commands
+from ralphpy.verify import diff_files, gate, patterns, test_commands
 from ralphpy.verify.diff_files import DiffFile
 
 
@@ -96,6 +97,28 @@ def _read(path: Path) -> str:
         return ""
 
 
+# Code taken out of coverage in the code itself: coverage.py's `# pragma: no cover` and `no
+# branch`, istanbul's, c8's and v8's `ignore` comments (a coverage configuration is on the
+# test side instead: verify.test_side). Documentation may quote a marker.
+_COVERAGE_MARKER = re.compile(r"(?P<py>#\s*pragma:?\s*no\s*(?:cover|branch))\b"
+                              r"|(?:/\*|//)\s*(?P<js>(?:istanbul|c8|v8)\s+ignore)\b", re.I)
+_PROSE = re.compile(r"\.(?:md|rst|txt|adoc)$")
+# a `__main__` or `TYPE_CHECKING` guard: lines coverage.py's documentation suggests excluding
+_IDIOM = re.compile(r"""^\s*if\s+(?:__name__\s*==\s*["']__main__["']|(?:typing\.)?TYPE_CHECKING)"""
+                    r"\s*:")
+
+
+def _coverage_excluded(files: list[DiffFile]) -> list[Finding]:
+    """Each coverage marker the diff adds, unless the same line was removed elsewhere in the
+    diff (code moved)."""
+    removed = {text.strip() for f in files for _, text in f.removed}
+    return [Finding("coverage_excluded", f.new, no, "coverage exclusion added: "
+                    f"{m.group('py') or m.group('js')}")
+            for f in files if f.new is not None and not _PROSE.search(f.new)
+            for no, text in f.added if (m := _COVERAGE_MARKER.search(text))
+            and text.strip() not in removed and not _IDIOM.match(text)]
+
+
 # The repository's own settings must not change what the diff shows (the session controls
 # them): a/ b/ prefixes whatever diff.noprefix or diff.mnemonicPrefix say, no textconv or
 # external diff, and files that .gitattributes calls binary (`-diff`) read as text again.
@@ -151,10 +174,8 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
     # a makefile as it was: which rule a removed line was in, which targets it had
     olds = {f.old: gate.git_out(tree, "show", f"{base}:{f.old}", env=env) for f in files
             if f.old and f.new and test_commands.is_makefile(f.old)}
-    excluded = [Finding("coverage_excluded", path, no, detail)
-                for path, no, detail in coverage_exclusions.changes(files)]
-    return [finding for f in files
-            for finding in _file_findings(f, tree, protect, olds)] + excluded + hidden
+    return [finding for f in files for finding in _file_findings(f, tree, protect, olds)] + \
+        _coverage_excluded(files) + hidden
 
 
 __all__ = ["Finding", "scan", "hidden_paths"]

@@ -13,9 +13,7 @@ import re
 from ralphpy.verify import test_side
 from ralphpy.verify.diff_files import DiffFile
 
-_NAME = r"(?:test|check|verify)(?:[-_.:][\w.:-]*)?"
 _MAKE_RULE = re.compile(r"^(?P<targets>[^\t#:=\s][^:=#]*?)\s*::?(?!=)")
-_MAKE_TARGET = re.compile(r"^" + _NAME + r"$")
 _VITEST_KEY = re.compile(r"\b(?:test|include|exclude|dir|root|passWithNoTests|testNamePattern"
                          r"|setupFiles|globalSetup|allowOnly|bail|reporters|coverage)\b\s*:")
 _MAKEFILE = re.compile(r"(^|/)(GNUmakefile|[Mm]akefile|[^/]*\.mk)$")
@@ -43,8 +41,8 @@ def make_rule_lines(lines: list[str]) -> dict[int, str]:
                 rules[no] = current
             continue
         if (m := _MAKE_RULE.match(line)):
-            current = next((t for t in m.group("targets").split() if _MAKE_TARGET.match(t)),
-                           None)
+            current = next((t for t in m.group("targets").split()
+                            if test_side.TEST_SCRIPT.match(t)), None)
             if current:
                 rules[no] = current
         elif line.strip() and not line.lstrip().startswith("#"):
