@@ -1,13 +1,9 @@
-"""Owns the verify command's second run, the tests as they stood (docs/decisions/0038): when a
-session touched the test side (verify.test_side), the command runs again in a scratch
-worktree of the session's commit (uncommitted changes and untracked files included) with the
-test side taken from the session's start: changed files restored (a mixed file's runner
-section only), the session's new ones left out, with the same environment and timeout as the
-first run, and the ignored files the tests need brought in (`Scratch.bring_in`). Where the
-command is a recognised call of a runner (verify.runners), the runner is asked which tests
-run at both ends and for its report of the failing ones (verify.failures). Knows nothing of
-tasks or verdicts; where the scratch worktree lives and how it is removed is the caller's
-(`Scratch`)."""
+"""Owns the verify command's second run, the tests as they stood (docs/decisions/0038): in a
+scratch worktree of the session's tree (uncommitted and untracked files included) with the
+test side (verify.test_side) taken from the session's start, the session's new test-side
+files left out, the same environment and timeout as the first run. Knows nothing of tasks or
+verdicts; where the scratch worktree lives, what it brings in and how it is removed is the
+caller's (`Scratch`)."""
 from __future__ import annotations
 
 import shutil
@@ -122,15 +118,17 @@ def _prepare(tree: Path, scratch: Path, base: str, changed: Mapping[str, str],
 
 
 def run(command: str, tree: Path, base: str, changed: Mapping[str, str],
-        env: Mapping[str, str], timeout_s: float, scratch: Scratch,
-        runner: runners.Runner | None, ended: set[str] | None, collect_s: float = 0.0
-        ) -> Second | None:
-    """The second run, in a scratch worktree removed afterwards; `ended`: the tests the
-    runner ran in the session's tree (None: not asked, or no answer), asked in collect_s.
-    None when the command named only test files the session added."""
+        env: Mapping[str, str], timeout_s: float, scratch: Scratch) -> Second | None:
+    """The second run, in a scratch worktree removed afterwards; None when the command named
+    only test files the session added. The runner, where the command is a recognised call of
+    one, is asked which tests run at both ends."""
+    runner = runners.recognise(command, tree)
     narrowed = runners.without(runner, command, {p for p, s in changed.items() if s == "A"})
     if narrowed is None:
         return None
+    asked = time.monotonic()
+    ended = runners.tests(runner, tree, env, timeout_s) if runner else None
+    collect_s = time.monotonic() - asked
     if narrowed != command:
         command, runner = narrowed, runners.recognise(narrowed, tree)
     place = scratch.make(_session_commit(tree, env))
@@ -138,8 +136,8 @@ def run(command: str, tree: Path, base: str, changed: Mapping[str, str],
         restored = _prepare(tree, place, base, changed, env)
         scratch.bring_in(tree, place)
         asked = time.monotonic()
-        started = runners.tests(runner, place, env, timeout_s) if runner and ended is not None \
-            else None
+        started = runners.tests(runner, place, env, timeout_s) \
+            if runner and ended is not None else None
         collect_s += time.monotonic() - asked
         with tempfile.TemporaryDirectory(prefix="ralph-verify-") as tmp:
             report = Path(tmp) / "report"

@@ -1,13 +1,10 @@
-"""Owns the tamper check's diff rules: the diff of a tree from the commit at session start
-(committed and uncommitted changes to tracked files, new files left untracked that a runner
-reads), read for what a person needs to see. A few rules stand alone (verdicts.ALONE): a
-`protect:` file changed, a test or protected file hidden from git, a test script or make
-target changed, code taken out of coverage. The others, small and language-neutral (a test
-file deleted or renamed away, a test or an assertion removed, a skip added), explain a
-failure of the tests as they stood (verify.as_they_stood) and are no finding alone: the
-runner, not these rules, says which tests run and whether they pass (docs/decisions/0038). Findings name the file and
-the line (of the new file; of the old one for what was removed). Knows nothing of tasks or of
-what is done with the findings."""
+"""Owns the tamper check's diff rules over a tree's diff from the session's start, each
+finding naming the file and line (the old file's for what was removed). A few stand alone
+(verdicts.ALONE): a `protect:` file changed, a test or protected file hidden from git, a test
+script or make target changed, code taken out of coverage. The others (a test file deleted or
+renamed away, a test or an assertion removed, a skip added) only explain a failure of the
+tests as they stood: the runner says which tests run and pass (docs/decisions/0038). Knows
+nothing of tasks or of what is done with the findings."""
 from __future__ import annotations
 
 import re
