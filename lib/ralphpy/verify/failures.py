@@ -28,10 +28,13 @@ def asking(runner: Runner | None, command: str, env: Mapping[str, str], report: 
     report to `report`."""
     if runner is None:
         return command, dict(env)
-    if runner.name in ("pytest", "node --test"):    # node reads its reporters after --test
-        key, flags = ("PYTEST_ADDOPTS", f"--junitxml={report}") if runner.name == "pytest" \
-            else ("NODE_OPTIONS", "--test-reporter=spec --test-reporter-destination=stdout "
-                  f"--test-reporter=junit --test-reporter-destination={report}")
+    # node takes reporter flags only right after --test, where `npm test -- ...` cannot put
+    # them: both get theirs through the environment (each quotes a path with spaces)
+    if runner.name in ("pytest", "node --test"):
+        key, flags = ("PYTEST_ADDOPTS", shlex.quote(f"--junitxml={report}")) \
+            if runner.name == "pytest" else ("NODE_OPTIONS", "--test-reporter=spec "
+                                             "--test-reporter-destination=stdout --test-reporter"
+                                             f'=junit "--test-reporter-destination={report}"')
         return command, {**env, key: f"{env.get(key, '')} {flags}".strip()}
     words = ["--json"] if runner.name == "jest" else ["--reporter=default", "--reporter=json"]
     words.append(f"--outputFile={report}")
