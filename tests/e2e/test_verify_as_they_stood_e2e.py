@@ -195,11 +195,15 @@ def test_node_test_honest_fix_with_a_skipped_new_test_file_ends_done(build, plan
 # jest and vitest, pinned in package.json beside the agent CLIs (`make agents`): one shared
 # node_modules, linked into each tiny project as a project's own would be
 NODE_MODULES = Path(__file__).resolve().parents[2] / ".agents" / "node_modules"
+# a failure whose diff (40 lines) pushes the test's name out of the output's tail: named
+# only from the runner's report
+JS_ADDS = ("test('adds two numbers', () => {\n"
+           "  const n = Array.from({ length: 40 }, (_, i) => i);\n"
+           "  expect(n.map((i) => add(i, i))).toEqual(n.map((i) => 2 * i));\n});\n")
 JS_TEST = {
-    "jest": "const { add } = require('./calc');\n\n"
-            "test('adds two numbers', () => {\n  expect(add(2, 2)).toBe(4);\n});\n",
+    "jest": "const { add } = require('./calc');\n\n" + JS_ADDS,
     "vitest": "import { test, expect } from 'vitest';\nimport { add } from './calc.js';\n\n"
-              "test('adds two numbers', () => {\n  expect(add(2, 2)).toBe(4);\n});\n",
+              + JS_ADDS,
 }
 JS_CALC = {"jest": "exports.add = (a, b) => a - b;\n",
            "vitest": "export const add = (a, b) => a - b;\n"}
