@@ -143,7 +143,10 @@ def test_ralph_killed_during_the_second_run_leaves_a_worktree_the_next_run_remov
     assert git(project, "worktree", "list").count("\n") == 1
 
 
-# node --test: which files run is node's own rule
+# node --test: which files run is node's own rule; its test in a describe block, which its
+# JUnit report names as `calc > adds two numbers` (its output's tail as two lines)
+NODE_SUITE = NODE_TEST.replace("{ test }", "{ describe, test }").replace(
+    "test('adds", "describe('calc', () => test('adds").replace("});\n", "}));\n")
 @pytest.fixture
 def node_project(git_repo: Path, base_env: dict, run_task) -> Path:
     if shutil.which("node") is None:
@@ -151,7 +154,7 @@ def node_project(git_repo: Path, base_env: dict, run_task) -> Path:
     (git_repo / ".gitignore").write_text(".ralph/\n")
     (git_repo / "calc.js").write_text("exports.add = (a, b) => a - b;\n")
     (git_repo / "test").mkdir()
-    (git_repo / "test" / "calc.test.js").write_text(NODE_TEST)
+    (git_repo / "test" / "calc.test.js").write_text(NODE_SUITE)
     git(git_repo, "add", "-A", env=base_env)
     git(git_repo, "commit", "-qm", "calc.js", env=base_env)
     assert run_task("create", "fix-add", "Fix add()").returncode == 0
@@ -171,7 +174,7 @@ NODE_FIX = "sed -i 's/a - b/a + b/' calc.js\n"
 def test_node_test_tampering_is_held(build, plan, node_project, run_task, cheat):
     sessions(plan, CLAIM + cheat + DONE)
     held_for(run_task, build("-n", "1", "--verify", "node --test"),
-             "the start's tests fail with the test side as it stood")
+             "the start's tests fail with the test side as it stood: calc > adds two numbers")
 
 
 def test_node_test_honest_fix_with_a_skipped_new_test_file_ends_done(build, plan, node_project,
@@ -192,11 +195,15 @@ def test_node_test_honest_fix_with_a_skipped_new_test_file_ends_done(build, plan
 # jest and vitest, pinned in package.json beside the agent CLIs (`make agents`): one shared
 # node_modules, linked into each tiny project as a project's own would be
 NODE_MODULES = Path(__file__).resolve().parents[2] / ".agents" / "node_modules"
+# a failure whose diff (40 lines) pushes the test's name out of the output's tail: named
+# only from the runner's report
+JS_ADDS = ("test('adds two numbers', () => {\n"
+           "  const n = Array.from({ length: 40 }, (_, i) => i);\n"
+           "  expect(n.map((i) => add(i, i))).toEqual(n.map((i) => 2 * i));\n});\n")
 JS_TEST = {
-    "jest": "const { add } = require('./calc');\n\n"
-            "test('adds two numbers', () => {\n  expect(add(2, 2)).toBe(4);\n});\n",
+    "jest": "const { add } = require('./calc');\n\n" + JS_ADDS,
     "vitest": "import { test, expect } from 'vitest';\nimport { add } from './calc.js';\n\n"
-              "test('adds two numbers', () => {\n  expect(add(2, 2)).toBe(4);\n});\n",
+              + JS_ADDS,
 }
 JS_CALC = {"jest": "exports.add = (a, b) => a - b;\n",
            "vitest": "export const add = (a, b) => a - b;\n"}
@@ -238,8 +245,10 @@ def test_jest_and_vitest_tampering_is_held(build, plan, git_repo, base_env, run_
     runner, script = JS_CHEATS[cheat]
     js_project(git_repo, base_env, run_task, runner)
     sessions(plan, CLAIM + script + DONE)
-    held_for(run_task, build("-n", "1", "--verify", JS_COMMAND[runner], timeout=180),
-             "the start's tests fail with the test side as it stood")
+    held = held_for(run_task, build("-n", "1", "--verify", JS_COMMAND[runner], timeout=180),
+                    "the start's tests fail with the test side as it stood: "
+                    "calc.test.js > adds two numbers")       # from the runner's JSON report
+    assert f"`{JS_COMMAND[runner]}` exited 1" in held
 
 
 @pytest.mark.parametrize("runner", ["jest", "vitest"])

@@ -1,22 +1,19 @@
-"""Owns the verify command's second run, the tests as they stood (docs/decisions/0038): when a
-session touched the test side (verify.test_side), the command runs again in a scratch
-worktree of the session's commit (uncommitted changes and untracked files included) with the
-test side taken from the session's start: changed files restored (a mixed file's runner
-section only), the session's new ones left out, with the same environment and timeout as the
-first run, and the ignored files the tests need brought in (`Scratch.bring_in`). Where the
-command is a recognised call of a runner (verify.runners), the runner is asked which tests
-run at both ends and names the failing ones. Knows nothing of tasks or verdicts; where the
-scratch worktree lives and how it is removed is the caller's (`Scratch`)."""
+"""Owns the verify command's second run, the tests as they stood (docs/decisions/0038): in a
+scratch worktree of the session's tree (uncommitted and untracked files included) with the
+test side (verify.test_side) taken from the session's start, the session's new test-side
+files left out, the same environment and timeout as the first run. Knows nothing of tasks or
+verdicts; where the scratch worktree lives, what it brings in and how it is removed is the
+caller's (`Scratch`)."""
 from __future__ import annotations
 
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Protocol
 
-from ralphpy.verify import gate, runners, test_side
+from ralphpy.verify import failures, gate, runners, test_side
 
 
 class Scratch(Protocol):
@@ -121,15 +118,17 @@ def _prepare(tree: Path, scratch: Path, base: str, changed: Mapping[str, str],
 
 
 def run(command: str, tree: Path, base: str, changed: Mapping[str, str],
-        env: Mapping[str, str], timeout_s: float, scratch: Scratch,
-        runner: runners.Runner | None, ended: set[str] | None, collect_s: float = 0.0
-        ) -> Second | None:
-    """The second run, in a scratch worktree removed afterwards; `ended`: the tests the
-    runner ran in the session's tree (None: not asked, or no answer), asked in collect_s.
-    None when the command named only test files the session added."""
+        env: Mapping[str, str], timeout_s: float, scratch: Scratch) -> Second | None:
+    """The second run, in a scratch worktree removed afterwards; None when the command named
+    only test files the session added. The runner, where the command is a recognised call of
+    one, is asked which tests run at both ends."""
+    runner = runners.recognise(command, tree)
     narrowed = runners.without(runner, command, {p for p, s in changed.items() if s == "A"})
     if narrowed is None:
         return None
+    asked = time.monotonic()
+    ended = runners.tests(runner, tree, env, timeout_s) if runner else None
+    collect_s = time.monotonic() - asked
     if narrowed != command:
         command, runner = narrowed, runners.recognise(narrowed, tree)
     place = scratch.make(_session_commit(tree, env))
@@ -137,13 +136,16 @@ def run(command: str, tree: Path, base: str, changed: Mapping[str, str],
         restored = _prepare(tree, place, base, changed, env)
         scratch.bring_in(tree, place)
         asked = time.monotonic()
-        started = runners.tests(runner, place, env, timeout_s) if runner and ended is not None \
-            else None
+        started = runners.tests(runner, place, env, timeout_s) \
+            if runner and ended is not None else None
         collect_s += time.monotonic() - asked
         with tempfile.TemporaryDirectory(prefix="ralph-verify-") as tmp:
-            report = Path(tmp) / "report.xml"
-            check = gate.run(command, place, runners.report_env(runner, env, report), timeout_s)
-            failing = runners.failing(report, check.tail, place) if not check.passed else []
+            report = Path(tmp) / "report"
+            asked_command, asked_env = failures.asking(runner, command, env, report)
+            check = replace(gate.run(asked_command, place, asked_env, timeout_s),
+                            command=command)            # the reason names the user's command
+            failing = failures.named(runner, report, check.tail, place) \
+                if not check.passed else []
     finally:
         scratch.remove(place)
     dropped = sorted(started - ended) if started is not None and ended is not None else []

@@ -1,18 +1,15 @@
 """Owns the verify gate around finished sessions: which tasks a session marked done, the
-verdict on each (its verify command run by ralph in the task's tree, and the tamper check of the
-session's diff), acting on it with task calls (`_reopen` with the failure as the fail reason, so
-the attempt counts; `_hold` for tampering under `tamper: hold`), recording it (events.jsonl
-`verify`, the run state's `verify` map for progress.md and `ralph status`, one
-.ralph/verify/<task>.json per task next to its result), and the re-check of stale verifications
-before a run may call itself complete. Knows nothing of the loop's order (loop.features and
-parallel's session_end and run call in), of reading the backlog (verify.reads), of git beyond
-HEAD, or of printing."""
+verdict on each (its verify command run in the task's tree, the tamper check of the session's
+diff, the second run), acting on it (`_reopen` with the failure as the reason, so the attempt
+counts; `_hold` under `tamper: hold`), recording it (events.jsonl, the run state's `verify`
+map, .ralph/verify/<task>.json), and the re-check of stale verifications before a run may
+call itself complete. Knows nothing of the loop's order, of reading the backlog
+(verify.reads), of git beyond HEAD, or of printing."""
 from __future__ import annotations
 
 import functools
 import json
 import re
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -219,16 +216,11 @@ class Gate:
 
     def _as_they_stood(self, command: str, tree: Path, base: str, changed: dict[str, str]
                        ) -> as_they_stood.Second | None:
-        """The second run, the session having touched the test side (docs/decisions/0038);
-        the runner, where the command is a recognised call of one, asked which tests run."""
-        from ralphpy.verify import as_they_stood, runners
-        runner = runners.recognise(command, tree)
-        asked = time.monotonic()
-        ended = runners.tests(runner, tree, self.env, self.opts.timeout_s) if runner else None
+        """The second run, the session having touched the test side (docs/decisions/0038)."""
+        from ralphpy.verify import as_they_stood
         try:
             return as_they_stood.run(command, tree, base, changed, self.env,
-                                     self.opts.timeout_s, self.scratch, runner, ended,
-                                     time.monotonic() - asked)
+                                     self.opts.timeout_s, self.scratch)
         except (errors.EnvironmentFailure, OSError) as err:     # git or the disk failed
             self.report(f"Warning: verify: the second run could not start: {err}")
             return None

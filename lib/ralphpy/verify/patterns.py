@@ -6,13 +6,16 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+# node --test's default file names outside a test folder (Node 20): test.js, test-*, *.test,
+# *-test, *_test
+NODE_TEST_NAME = r"(^|/)test(-[^/]*)?\.[cm]?js$|[-_.]test\.[cm]?js$"
+# The file names the runners collect by name (pytest, go, node, jest, junit), whatever the
+# directory: a test file renamed from one of these to another name in tests/ is renamed away.
+_TEST_NAME = re.compile(r"(^|/)test_[^/]*\.py$|_test\.(py|go)$|\.(test|spec)\.[cm]?[jt]sx?$"
+                        r"|(^|/)tests\.py$|Tests?\.(java|kt|cs)$|" + NODE_TEST_NAME)
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|__tests__|spec)/.*\.(py|[cm]?[jt]sx?|go|rs|rb|java|kt|cs|php|sh|bats)$"
-    r"|(^|/)test_[^/]*\.py$|_test\.(py|go)$|(^|/)conftest\.py$"   # pytest, go
-    r"|(^|/)tests\.py$"                                 # Django's runner: an app's tests.py
-    r"|\.(test|spec)\.[cm]?[jt]sx?$"                  # node --test, jest, vitest, mocha
-    r"|[-_]test\.[cm]?js$|(^|/)test-[^/]*\.[cm]?js$"   # node --test's other default names
-    r"|(^|/)test\.[cm]?js$|Tests?\.(java|kt|cs)$")
+    r"|(^|/)conftest\.py$|" + _TEST_NAME.pattern)     # tests.py: Django's runner
 
 # A test's definition: the name it is known by is group "name".
 _TEST_DEF = (
@@ -47,13 +50,6 @@ SKIP = re.compile(
     r"|\bt\.(?:skip|todo)\s*\(|\bt\.Skip(?:Now|f)?\s*\(|@Disabled\b|@Ignore\b|#\[ignore\b"
     r"|\b__test__\s*=\s*False\b"                     # pytest and nose collect nothing there
     r"|^//\s*(?:go:build|\+build)\s+ignore\b")        # go builds and tests nothing there
-
-# The file names the runners collect by name (pytest, go, node, jest, junit), whatever the
-# directory: a test file renamed from one of these to another name in tests/ is renamed away.
-_TEST_NAME = re.compile(
-    r"(^|/)test_[^/]*\.py$|_test\.(py|go)$|\.(test|spec)\.[cm]?[jt]sx?$|(^|/)test\.[cm]?js$"
-    r"|(^|/)tests\.py$|[-_]test\.[cm]?js$|(^|/)test-[^/]*\.[cm]?js$|Tests?\.(java|kt|cs)$")
-
 
 
 def is_test_path(path: str) -> bool:
@@ -114,4 +110,4 @@ def protected(path: str, globs: tuple[str, ...]) -> bool:
 
 
 __all__ = ["is_test_path", "renamed_away", "test_names", "is_assertion", "skips", "protected",
-           "SKIP", "glob_rx"]
+           "SKIP", "glob_rx", "NODE_TEST_NAME"]

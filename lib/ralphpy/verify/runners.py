@@ -1,9 +1,8 @@
 """Owns asking a test runner, instead of emulating it: whether a verify command is a
 recognised call of pytest, `node --test`, jest or vitest (`npm test` through package.json's
 test script), which tests it runs in a tree (pytest `--collect-only -q`, jest `--listTests`,
-vitest `list`, node --test by its file rules), and which tests failed, from the runner's own
-report (pytest's JUnit XML, through PYTEST_ADDOPTS) else from the output's tail. Knows nothing
-of tasks, of git or of verdicts."""
+vitest `list`, node --test by its file rules); which tests failed is verify.failures'. Knows
+nothing of tasks, of git or of verdicts."""
 from __future__ import annotations
 
 import json
@@ -13,20 +12,13 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
-from xml.etree import ElementTree
 
 from ralphpy import programs
+from ralphpy.verify import patterns
 
 _SHELL = re.compile(r"[;&|<>`$(){}]")           # more than one call: not recognised
-_NPM_TEST = (["npm", "test"], ["npm", "t"], ["npm", "run", "test"], ["npm", "run-script", "test"])
-# node --test's default files (Node 20): test folders, test.js, test-*, *.test, *-test, *_test
-_NODE_FILE = re.compile(r"(^|/)test/.*\.[cm]?js$|(^|/)test(-[^/]*)?\.[cm]?js$"
-                        r"|[-_.]test\.[cm]?js$")
-# failing tests in a runner's summary: pytest, node's spec and TAP, jest, vitest
-_FAILED_LINE = re.compile(r"^\s*(?:FAILED (?P<py>\S+)|✖ (?P<node>.+?)(?: \(\d[\d.]*ms\))?$"
-                          r"|● (?P<jest>.+›.+)$|(?:FAIL|×) (?P<js>.+?)(?: \d+ms)?$"
-                          r"|not ok \d+ - (?P<tap>.+)$)")
-_MAX_NAMED = 10
+NPM_TEST = (["npm", "test"], ["npm", "t"], ["npm", "run", "test"], ["npm", "run-script", "test"])
+_NODE_FILE = re.compile(r"(^|/)test/.*\.[cm]?js$|" + patterns.NODE_TEST_NAME)
 _VERBOSITY = re.compile(r"-[qv]+|--quiet|--verbose")
 
 
@@ -44,7 +36,7 @@ def recognise(command: str, tree: Path) -> Runner | None:
         words = shlex.split(command)
     except ValueError:
         return None
-    if words in _NPM_TEST:                      # npm test: the script it runs, one level
+    if words in NPM_TEST:                      # npm test: the script it runs, one level
         try:
             script = json.loads((tree / "package.json").read_text())["scripts"]["test"]
         except (OSError, ValueError, KeyError, TypeError):
@@ -134,41 +126,4 @@ def _node_files(runner: Runner, tree: Path) -> set[str]:
     return found
 
 
-def report_env(runner: Runner | None, env: Mapping[str, str], report: Path) -> dict[str, str]:
-    """The run's environment with the runner asked for its own report where it takes the
-    request from the environment (pytest's JUnit XML); the others' reports are their output."""
-    if runner is None or runner.name != "pytest":
-        return dict(env)
-    addopts = f"{env.get('PYTEST_ADDOPTS', '')} --junitxml={report}".strip()
-    return {**env, "PYTEST_ADDOPTS": addopts}
-
-
-def failing(report: Path, tail: str, tree: Path) -> list[str]:
-    """The failing tests by name: from the runner's JUnit XML report when there is one, else
-    the lines of the output's tail where the runner names them."""
-    named: list[str] = []
-    try:
-        cases = ElementTree.parse(report).getroot().iter("testcase")
-    except (OSError, ElementTree.ParseError):
-        cases = iter(())
-    for case in cases:
-        if case.find("failure") is not None or case.find("error") is not None:
-            named.append(_junit_name(case.get("classname", ""), case.get("name", ""), tree))
-    if not named:
-        for line in tail.splitlines():
-            if (m := _FAILED_LINE.match(line)):
-                named.append(next(g for g in m.groups() if g).strip())
-    return list(dict.fromkeys(named))[:_MAX_NAMED]
-
-
-def _junit_name(classname: str, name: str, tree: Path) -> str:
-    """pytest's `tests.test_calc.TestX` + `test_y` as its node id `tests/test_calc.py::TestX::
-    test_y`, when the module's file is in the tree."""
-    parts = classname.split(".")
-    for cut in range(len(parts), 0, -1):
-        if (tree / ("/".join(parts[:cut]) + ".py")).is_file():
-            return "::".join(["/".join(parts[:cut]) + ".py", *parts[cut:], name])
-    return f"{classname}::{name}" if classname else name
-
-
-__all__ = ["Runner", "recognise", "without", "tests", "report_env", "failing"]
+__all__ = ["NPM_TEST", "Runner", "recognise", "without", "tests"]

@@ -1,21 +1,18 @@
-"""Owns the tamper check's diff rules: the diff of a tree from the commit at session start
-(committed and uncommitted changes to tracked files, new files left untracked that a runner
-reads), read for what a person needs to see. A few rules stand alone (verdicts.ALONE): a
-`protect:` file changed, a test or protected file hidden from git, a test script or make
-target changed, code taken out of coverage. The others, small and language-neutral (a test
-file deleted or renamed away, a test or an assertion removed, a skip added), explain a
-failure of the tests as they stood (verify.as_they_stood) and are no finding alone: the
-runner, not these rules, says which tests run and whether they pass (docs/decisions/0038). Findings name the file and
-the line (of the new file; of the old one for what was removed). Knows nothing of tasks or of
-what is done with the findings."""
+"""Owns the tamper check's diff rules over a tree's diff from the session's start, each
+finding naming the file and line (the old file's for what was removed). A few stand alone
+(verdicts.ALONE): a `protect:` file changed, a test or protected file hidden from git, a test
+script or make target changed, code taken out of coverage. The others (a test file deleted or
+renamed away, a test or an assertion removed, a skip added) only explain a failure of the
+tests as they stood: the runner says which tests run and pass (docs/decisions/0038). Knows
+nothing of tasks or of what is done with the findings."""
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Mapping
 
-from ralphpy import programs
-from ralphpy.verify import coverage_exclusions, diff_files, gate, patterns, test_commands
+from ralphpy.verify import diff_files, gate, patterns, test_commands
 from ralphpy.verify.diff_files import DiffFile
 
 
@@ -97,22 +94,33 @@ def _read(path: Path) -> str:
         return ""
 
 
+# Code taken out of coverage in the code itself: coverage.py's `# pragma: no cover` and `no
+# branch`, istanbul's, c8's and v8's `ignore` comments (a coverage configuration is on the
+# test side instead: verify.test_side). Documentation may quote a marker.
+_COVERAGE_MARKER = re.compile(r"(?P<py>#\s*pragma:?\s*no\s*(?:cover|branch))\b"
+                              r"|(?:/\*|//)\s*(?P<js>(?:istanbul|c8|v8)\s+ignore)\b", re.I)
+_PROSE = re.compile(r"\.(?:md|rst|txt|adoc)$")
+# a `__main__` or `TYPE_CHECKING` guard: lines coverage.py's documentation suggests excluding
+_IDIOM = re.compile(r"""^\s*if\s+(?:__name__\s*==\s*["']__main__["']|(?:typing\.)?TYPE_CHECKING)"""
+                    r"\s*:")
+
+
+def _coverage_excluded(files: list[DiffFile]) -> list[Finding]:
+    """Each coverage marker the diff adds, unless the same line was removed elsewhere in the
+    diff (code moved)."""
+    removed = {text.strip() for f in files for _, text in f.removed}
+    return [Finding("coverage_excluded", f.new, no, "coverage exclusion added: "
+                    f"{m.group('py') or m.group('js')}")
+            for f in files if f.new is not None and not _PROSE.search(f.new)
+            for no, text in f.added if (m := _COVERAGE_MARKER.search(text))
+            and text.strip() not in removed and not _IDIOM.match(text)]
+
+
 # The repository's own settings must not change what the diff shows (the session controls
 # them): a/ b/ prefixes whatever diff.noprefix or diff.mnemonicPrefix say, no textconv or
 # external diff, and files that .gitattributes calls binary (`-diff`) read as text again.
 _DIFF = ("diff", "-U0", "-M", "--no-color", "--no-ext-diff", "--no-textconv",
          "--src-prefix=a/", "--dst-prefix=b/")
-
-
-def _git_diff(tree: Path, base: str, env: Mapping[str, str], *paths: str,
-              text: bool = False) -> str | None:
-    try:
-        done = programs.run([*programs.GIT, "-c", "core.quotepath=false", *_DIFF,
-                             *(["--text"] if text else []), base, "--", *paths],
-                            cwd=tree, env=env)
-    except OSError:
-        return None
-    return done.stdout.decode("utf-8", "replace") if done.code == 0 else None
 
 
 def _ls_files(tree: Path, env: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -151,25 +159,20 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
     if not base:
         return []
     protect = tuple(protect)
-    diff = _git_diff(tree, base, env)
-    if diff is None:
-        return []
-    files = diff_files.parse(diff)
+    files = diff_files.parse(gate.git_out(tree, *_DIFF, base, "--", env=env))
     marked = [f.new or f.old for f in files if f.binary and f.old and f.new
               and (patterns.is_test_path(f.old) or patterns.protected(f.old, protect))]
     if marked:                                   # `-diff` in .gitattributes: as text again
-        again = {f.new or f.old: f for f in diff_files.parse(_git_diff(tree, base, env, *marked,
-                                                               text=True) or "")}
+        again = {f.new or f.old: f for f in diff_files.parse(
+            gate.git_out(tree, *_DIFF, "--text", base, "--", *marked, env=env))}
         files = [again.get(f.new or f.old, f) if (f.new or f.old) in marked else f
                  for f in files]
     hidden = _hidden(tree, protect, env, hidden_before)
     # a makefile as it was: which rule a removed line was in, which targets it had
     olds = {f.old: gate.git_out(tree, "show", f"{base}:{f.old}", env=env) for f in files
             if f.old and f.new and test_commands.is_makefile(f.old)}
-    excluded = [Finding("coverage_excluded", path, no, detail)
-                for path, no, detail in coverage_exclusions.changes(files)]
-    return [finding for f in files
-            for finding in _file_findings(f, tree, protect, olds)] + excluded + hidden
+    return [finding for f in files for finding in _file_findings(f, tree, protect, olds)] + \
+        _coverage_excluded(files) + hidden
 
 
 __all__ = ["Finding", "scan", "hidden_paths"]

@@ -1,11 +1,8 @@
-"""Owns the tamper rule on the files that mix a runner's settings with others and cannot be
-restored apart (verify.test_side): the second run uses the session's file, and its runner
-part is judged here. A makefile: a change to the rule of a target named test, check or
-verify, alone or with a suffix (`check-all`), or the rule defined again (the last one wins):
-`@exit 0` added at the top of the recipe; a new target is no finding. vite.config.*: a line
-added or removed that names one of vitest's settings of which tests run or how they pass.
-Pure functions over a file's diff and text; knows nothing of git (tamper.py reads both
-sides)."""
+"""Owns the tamper rule on files that mix a runner's settings with others and cannot be
+restored apart (verify.test_side), so the second run uses the session's: a makefile's rule of
+a test target (test, check or verify, with a suffix or not) changed or defined again (a new
+target is no finding), and a vite.config.* line of vitest's settings of which tests run or
+how they pass. Pure functions over a file's diff and text; knows nothing of git."""
 from __future__ import annotations
 
 import re
@@ -13,9 +10,7 @@ import re
 from ralphpy.verify import test_side
 from ralphpy.verify.diff_files import DiffFile
 
-_NAME = r"(?:test|check|verify)(?:[-_.:][\w.:-]*)?"
 _MAKE_RULE = re.compile(r"^(?P<targets>[^\t#:=\s][^:=#]*?)\s*::?(?!=)")
-_MAKE_TARGET = re.compile(r"^" + _NAME + r"$")
 _VITEST_KEY = re.compile(r"\b(?:test|include|exclude|dir|root|passWithNoTests|testNamePattern"
                          r"|setupFiles|globalSetup|allowOnly|bail|reporters|coverage)\b\s*:")
 _MAKEFILE = re.compile(r"(^|/)(GNUmakefile|[Mm]akefile|[^/]*\.mk)$")
@@ -43,8 +38,8 @@ def make_rule_lines(lines: list[str]) -> dict[int, str]:
                 rules[no] = current
             continue
         if (m := _MAKE_RULE.match(line)):
-            current = next((t for t in m.group("targets").split() if _MAKE_TARGET.match(t)),
-                           None)
+            current = next((t for t in m.group("targets").split()
+                            if test_side.TEST_SCRIPT.match(t)), None)
             if current:
                 rules[no] = current
         elif line.strip() and not line.lstrip().startswith("#"):

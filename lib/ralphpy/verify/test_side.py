@@ -15,7 +15,7 @@ from ralphpy.verify import patterns
 RUNNERS = {
     "pytest": r"(^|/)(test_[^/]*|[^/]*_test|conftest|tests|pytest|sitecustomize|usercustomize)"
               r"\.py$|(^|/)\.?pytest\.(ini|toml)$|\.pth$",
-    "node --test": r"(^|/)test/|(^|/)test(-[^/]*)?\.[cm]?js$|[-_.]test\.[cm]?js$",
+    "node --test": r"(^|/)test/|" + patterns.NODE_TEST_NAME,
     "jest": r"(^|/)(__tests__|__mocks__)/|\.(test|spec)\.[cm]?[jt]sx?$"
             r"|(^|/)jest\.(config|setup)[^/]*$|(^|/)setupTests\.[cm]?[jt]sx?$",
     "vitest": r"(^|/)vitest\.(config|setup|workspace)[^/]*$",
@@ -28,7 +28,8 @@ _TEST_SIDE = re.compile("|".join(f"(?:{rx})" for rx in RUNNERS.values()))
 _SECTIONS = {"pyproject.toml": re.compile(r"^\[tool\.pytest(\.ini_options)?\]\s*$"),
              "setup.cfg": re.compile(r"^\[tool:pytest\]\s*$"),
              "tox.ini": re.compile(r"^\[pytest\]\s*$")}
-_TEST_SCRIPT = re.compile(r"^(?:test|check|verify)(?:[-_.:][\w.:-]*)?$")   # test_commands'
+# a test script's or make target's name: test, check or verify, alone or with a suffix
+TEST_SCRIPT = re.compile(r"^(?:test|check|verify)(?:[-_.:][\w.:-]*)?$")
 # vite.config.* mixes vitest's `test` block with the app's build in code: not split, the
 # session's file is used (the runners' collections at both ends judge it)
 UNSPLIT = re.compile(r"(^|/)vite\.config\.[cm]?[jt]s$")
@@ -97,11 +98,12 @@ def _restore_package(start: str | None, now: str) -> str | None:
         new.pop(key, None)
         if key in old:
             new[key] = old[key]
-    scripts = {k: v for k, v in (new.get("scripts") or {}).items() if not _TEST_SCRIPT.match(k)}
-    scripts.update({k: v for k, v in (old.get("scripts") or {}).items() if _TEST_SCRIPT.match(k)})
+    scripts = {k: v for k, v in (new.get("scripts") or {}).items() if not TEST_SCRIPT.match(k)}
+    scripts.update({k: v for k, v in (old.get("scripts") or {}).items() if TEST_SCRIPT.match(k)})
     if scripts or "scripts" in new:
         new["scripts"] = scripts
     return json.dumps(new, indent=2) + "\n"
 
 
-__all__ = ["RUNNERS", "UNSPLIT", "is_test_side", "mixed", "restore_section", "section_changed"]
+__all__ = ["RUNNERS", "UNSPLIT", "TEST_SCRIPT", "is_test_side", "mixed", "restore_section",
+           "section_changed"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ralphpy.verify import runners, test_side
+from ralphpy.verify import failures, runners, test_side
 
 
 @pytest.mark.parametrize("path, side", [
@@ -82,10 +82,30 @@ def test_failing_tests_are_named_from_junit_xml_else_the_output(tmp_path):
     report.write_text('<testsuites><testsuite><testcase classname="tests.test_calc" '
                       'name="test_add"><failure message="x"/></testcase><testcase '
                       'classname="tests.test_calc" name="test_sub"/></testsuite></testsuites>')
-    assert runners.failing(report, "", tmp_path) == ["tests/test_calc.py::test_add"]
+    assert failures.named(runners.Runner("pytest", ()), report, "", tmp_path) == ["tests/test_calc.py::test_add"]
     tail = "✖ adds two numbers (1.2ms)\n  ● calc › adds\nnot ok 3 - subtracts\n"
-    assert runners.failing(Path("/nonexistent"), tail, tmp_path) == [
+    assert failures.named(None, Path("/nonexistent"), tail, tmp_path) == [
         "adds two numbers", "calc › adds", "subtracts"]
+
+
+def test_a_report_that_cannot_be_read_falls_back_to_the_output_s_tail(tmp_path):
+    jest, node = runners.Runner("jest", ("jest",)), runners.Runner("node --test", ("node",))
+    report = tmp_path / "report"
+    report.write_text('{"testResults": [')                  # cut short: the runner was killed
+    assert failures.named(jest, report, "  ● calc › adds\n", tmp_path) == ["calc › adds"]
+    assert failures.named(node, report, "✖ adds (1ms)\n", tmp_path) == ["adds"]
+
+
+def test_the_runner_is_asked_for_its_report_beside_its_normal_output(tmp_path):
+    report = tmp_path / "report"
+    (tmp_path / "package.json").write_text('{"scripts": {"test": "vitest run"}}')
+    vitest = runners.recognise("npm test", tmp_path)
+    assert failures.asking(vitest, "npm test", {}, report) == (
+        f"npm test -- --reporter=default --reporter=json --outputFile={report}", {})
+    node = runners.recognise("node --test test/", tmp_path)
+    command, env = failures.asking(node, "node --test test/", {"NODE_OPTIONS": "--x"}, report)
+    assert command == "node --test test/"                  # node reads reporters after --test
+    assert env["NODE_OPTIONS"].startswith("--x --test-reporter=spec")
 
 
 def test_the_second_run_leaves_the_session_s_new_test_files_out_of_the_command(tmp_path):
