@@ -390,3 +390,32 @@ class Standin:
             do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _any
 
         return Handler
+
+
+# sourcehelp's agent, adding a line at each session: a session continuing a task commits on
+# top of the last one.
+def appending_agent(agent: str) -> str:
+    changed = agent.replace('echo "$tid" > "work-$tid.txt"',
+                            'echo "session on $tid" >> "work-$tid.txt"')
+    assert changed != agent
+    return changed
+
+
+def origin(tmp_path: Path, git_repo: Path, base_env: dict, agent: str, **env: str) -> Standin:
+    """A stand-in whose bare repository is git_repo's origin (main pushed, .ralph/ ignored),
+    its env set for a `--pr` run of `agent` (tests/stubs/claude on PATH: the caller's
+    install_stub), polling pull requests every second."""
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    (git_repo / ".gitignore").write_text(".ralph/\n")
+    for args in (["add", ".gitignore"], ["commit", "-qm", "ignore .ralph"],
+                 ["remote", "set-url", "origin", str(bare)], ["push", "-q", "origin", "main"]):
+        subprocess.run(["git", *args], cwd=git_repo, env=base_env, check=True,
+                       capture_output=True)
+    standin = Standin(bare)
+    standin.env = {**base_env, "GITHUB_API_URL": standin.url, "GH_TOKEN": TOKEN,
+                   "GITHUB_REPOSITORY": "acme/widgets", "STUB_ACTION": agent,
+                   "STUB_CLAIMS": str(tmp_path / "claims.txt"), **env}
+    (git_repo / "ralph.yml").write_text("pr_poll: 1s\n")
+    return standin
+

@@ -5,8 +5,6 @@ pull request's branch. Against the stand-in of GitHub's REST API (tests/ghstandi
 embedded task store."""
 from __future__ import annotations
 
-import json
-import subprocess
 
 import pytest
 
@@ -14,26 +12,13 @@ import ghstandin
 from conftest import git, install_stub
 from sourcehelp import AGENT
 
-# A session appends a line, so a session continuing a task commits on top of the last one.
-AGENT = AGENT.replace('echo "$tid" > "work-$tid.txt"', 'echo "session on $tid" >> "work-$tid.txt"')
-assert ">> \"work-$tid.txt\"" in AGENT
+AGENT = ghstandin.appending_agent(AGENT)
 
 
 @pytest.fixture
 def remote(tmp_path, git_repo, base_env, bin_dir):
-    bare = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
-    (git_repo / ".gitignore").write_text(".ralph/\n")
-    git(git_repo, "add", ".gitignore", env=base_env)
-    git(git_repo, "commit", "-qm", "ignore .ralph", env=base_env)
-    git(git_repo, "remote", "set-url", "origin", str(bare), env=base_env)
-    git(git_repo, "push", "-q", "origin", "main", env=base_env)
-    standin = ghstandin.Standin(bare)
     install_stub(bin_dir)
-    standin.env = {**base_env, "GITHUB_API_URL": standin.url, "GH_TOKEN": ghstandin.TOKEN,
-                   "GITHUB_REPOSITORY": "acme/widgets", "STUB_ACTION": AGENT,
-                   "STUB_CLAIMS": str(tmp_path / "claims.txt")}
-    (git_repo / "ralph.yml").write_text("pr_poll: 1s\n")
+    standin = ghstandin.origin(tmp_path, git_repo, base_env, AGENT)
     yield standin
     standin.close()
 

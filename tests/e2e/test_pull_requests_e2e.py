@@ -14,27 +14,14 @@ import ghstandin
 from conftest import RALPH, git, install_stub, read_jsonl, wait_for
 from sourcehelp import AGENT, claims
 
-# sourcehelp's agent, adding a line at each session: a session continuing a task commits too.
-AGENT = AGENT.replace('echo "$tid" > "work-$tid.txt"', 'echo "session on $tid" >> "work-$tid.txt"')
-assert ">> \"work-$tid.txt\"" in AGENT
+AGENT = ghstandin.appending_agent(AGENT)
 
 
 @pytest.fixture
 def remote(tmp_path, git_repo, base_env, bin_dir):
-    bare = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
-    (git_repo / ".gitignore").write_text(".ralph/\n")
-    git(git_repo, "add", ".gitignore", env=base_env)
-    git(git_repo, "commit", "-qm", "ignore .ralph", env=base_env)
-    git(git_repo, "remote", "set-url", "origin", str(bare), env=base_env)
-    git(git_repo, "push", "-q", "origin", "main", env=base_env)
-    standin = ghstandin.Standin(bare)
     install_stub(bin_dir)
-    standin.env = {**base_env, "GITHUB_API_URL": standin.url, "GH_TOKEN": ghstandin.TOKEN,
-                   "GITHUB_REPOSITORY": "acme/widgets", "STUB_ACTION": AGENT,
-                   "STUB_CLAIMS": str(tmp_path / "claims.txt"),
-                   "STUB_LOG": str(tmp_path / "agent.jsonl")}
-    (git_repo / "ralph.yml").write_text("pr_poll: 1s\n")
+    standin = ghstandin.origin(tmp_path, git_repo, base_env, AGENT,
+                               STUB_LOG=str(tmp_path / "agent.jsonl"))
     yield standin
     standin.close()
 
@@ -114,7 +101,7 @@ def test_a_review_asking_for_changes_reopens_the_task_with_its_comments(
             remote.review(number, "CHANGES_REQUESTED", "Please name the constant.",
                           comments=[("parse.py", 3, "magic number 42")])
     remote.on_pull = checks
-    number = remote.add_issue("Parse the input", "", labels=("ralph",))
+    remote.add_issue("Parse the input", "", labels=("ralph",))
     proc = run_ralph("build", "--tasks", "github", "--pr", env=remote.env, timeout=180)
     assert proc.returncode == 0, proc.stderr
     prompts = [json.dumps(r["argv"]) for r in read_jsonl(tmp_path / "agent.jsonl")]
