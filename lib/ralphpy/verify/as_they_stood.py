@@ -1,9 +1,7 @@
 """Owns the verify command's second run, the tests as they stood (docs/decisions/0038): in a
-scratch worktree of the session's tree (uncommitted and untracked files included) with the
-test side (verify.test_side) taken from the session's start, the session's new test-side
-files left out, the same environment and timeout as the first run. Knows nothing of tasks or
-verdicts; where the scratch worktree lives, what it brings in and how it is removed is the
-caller's (`Scratch`)."""
+scratch worktree of the session's tree, the test side (verify.test_side) taken from the
+session's start, its new test-side files left out. Knows nothing of tasks or verdicts; the
+scratch worktree's place and removal are the caller's (`Scratch`)."""
 from __future__ import annotations
 
 import shutil
@@ -13,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Protocol
 
-from ralphpy.verify import failures, gate, runners, test_side
+from ralphpy.verify import failures, gate, runners, tamper, test_side
 
 
 class Scratch(Protocol):
@@ -21,18 +19,13 @@ class Scratch(Protocol):
     next run when ralph was killed during it)."""
 
     def clean(self) -> None: ...
-
     def make(self, commit: str) -> Path: ...
-
     def bring_in(self, tree: Path, scratch: Path) -> None: ...
-
     def remove(self, scratch: Path) -> None: ...
 
 
 @dataclass
-class Second:
-    """What the second run found."""
-
+class Second:                                          # what the second run found
     check: gate.Check
     failing: list[str] = field(default_factory=list)   # the start's tests that now fail
     dropped: list[str] = field(default_factory=list)   # the start's tests that no longer run
@@ -57,11 +50,10 @@ def touched(tree: Path, base: str, env: Mapping[str, str], protect: tuple[str, .
         if test_side.is_test_side(path, protect) or (test_side.mixed(path) and (
                 status != "M" or test_side.section_changed(
                     path, gate.git_out(tree, "show", f"{base}:{path}", env=env),
-                    _read(tree / path)))):
+                    tamper.read(tree / path)))):
             changed[path] = status
-    for path in _untracked(tree, env):
-        if (test_side.is_test_side(path, protect) or test_side.mixed(path)):
-            changed[path] = "A"
+    changed.update({path: "A" for path in _untracked(tree, env)
+                    if test_side.is_test_side(path, protect) or test_side.mixed(path)})
     return changed
 
 
@@ -71,23 +63,10 @@ def _name_status(tree: Path, env: Mapping[str, str], base: str) -> list[tuple[st
     return [(words[i][:1], words[i + 1]) for i in range(0, len(words) - 1, 2) if words[i]]
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
-
-
 def _untracked(tree: Path, env: Mapping[str, str]) -> list[str]:
     """The files the session left untracked (not ignored)."""
     listed = gate.git_out(tree, "ls-files", "-z", "--others", "--exclude-standard", env=env)
     return [path for path in listed.split("\0") if path]
-
-
-def _session_commit(tree: Path, env: Mapping[str, str]) -> str:
-    """The tree as the session left it, tracked files' uncommitted changes included (a
-    `git stash create` commit, which changes nothing), else HEAD."""
-    return gate.git(tree, "stash", "create", env=env) or gate.git(tree, "rev-parse", "HEAD", env=env)
 
 
 def _prepare(tree: Path, scratch: Path, base: str, changed: Mapping[str, str],
@@ -131,7 +110,10 @@ def run(command: str, tree: Path, base: str, changed: Mapping[str, str],
     collect_s = time.monotonic() - asked
     if narrowed != command:
         command, runner = narrowed, runners.recognise(narrowed, tree)
-    place = scratch.make(_session_commit(tree, env))
+    # the tree as the session left it, uncommitted changes included (`git stash create`
+    # changes nothing), else HEAD
+    place = scratch.make(gate.git(tree, "stash", "create", env=env)
+                         or gate.git(tree, "rev-parse", "HEAD", env=env))
     try:
         restored = _prepare(tree, place, base, changed, env)
         scratch.bring_in(tree, place)

@@ -1,10 +1,9 @@
-"""Owns the verify gate around finished sessions: which tasks a session marked done, the
-verdict on each (its verify command run in the task's tree, the tamper check of the session's
-diff, the second run), acting on it (`_reopen` with the failure as the reason, so the attempt
-counts; `_hold` under `tamper: hold`), recording it (events.jsonl, the run state's `verify`
-map, .ralph/verify/<task>.json), and the re-check of stale verifications before a run may
-call itself complete. Knows nothing of the loop's order, of reading the backlog
-(verify.reads), of git beyond HEAD, or of printing."""
+"""Owns the verify gate around finished sessions: the verdict on each task a session marked
+done (its verify command, the tamper check of the session's diff, the second run), acting on
+it (`_reopen`, so the attempt counts; `_hold` under `tamper: hold`), recording it
+(events.jsonl, the run state's `verify` map, .ralph/verify/<task>.json), and the re-check of
+stale verifications. Knows nothing of the loop's order, of reading the backlog (verify.reads),
+of git beyond HEAD, or of printing."""
 from __future__ import annotations
 
 import functools
@@ -110,8 +109,7 @@ class Gate:
             self.base, self.head = base, gate.git(self.cwd, "rev-parse", "HEAD", env=self.env)
         return bool(base)
 
-    # ------------------------------------------------------------------ reading
-    def _tasks(self, selection: str = "", **params: Any) -> list[dict]:
+    def _tasks(self, selection: str, **params: Any) -> list[dict]:
         return reads.tasks(self.task, self.opts.armed, self.env, self.cwd, selection, **params)
 
     def _start_line(self, record: dict) -> str | None:
@@ -139,7 +137,6 @@ class Gate:
     def _records(self) -> dict[str, dict]:
         return self.run.state.extra.setdefault("verify", {})
 
-    # ------------------------------------------------------------------ the single loop
     def after_session(self, failed: list[str], reason: str) -> tuple[list[str], str]:
         """Judge every task the session marked done (status done, updated since the session
         started), then re-check stale ones when nothing is left to do. Returns the loop's
@@ -153,8 +150,7 @@ class Gate:
         judged = len(self.judged)
         # one diff for every task the session marked done, read before any verify command runs
         diff_findings = functools.cache(lambda: self._scan(self.cwd, self.base, self.hidden))
-        test_side = functools.cache(lambda: _touched(self.cwd, self.base, self.env,
-                                                     self.opts.protect))
+        test_side = functools.cache(lambda: self._test_side(self.cwd, self.base))
         for t in tasks:
             key = (t["id"], str(t.get("updated_at")), str(t.get("retry_count")))
             fresh = str(t.get("updated_at")) >= since or t["id"] in self.unjudged
@@ -178,7 +174,6 @@ class Gate:
         slugs = [v.task for v in reopened if v.task not in failed]
         return [*failed, *slugs], (reopened[0].reason.split("\n", 1)[0] if reopened else reason)
 
-    # ------------------------------------------------------------------ one task
     def judge(self, record: dict, tree: Path, base: str,
               diff_findings: Callable[[], list[tamper.Finding]],
               test_side: Callable[[], dict[str, str]] | None = None
@@ -204,7 +199,7 @@ class Gate:
         # changes are no session's)
         side = {} if (may_change or not command or self.scratch is None
                       or self.opts.tamper == "off") else \
-            (test_side or (lambda: _touched(tree, base, self.env, self.opts.protect)))()
+            (test_side or (lambda: self._test_side(tree, base)))()
         check = gate.run(command, tree, self.env, self.opts.timeout_s) if command else None
         second = self._as_they_stood(command, tree, base, side) \
             if side and check is not None and check.passed else None
@@ -224,6 +219,10 @@ class Gate:
         except (errors.EnvironmentFailure, OSError) as err:     # git or the disk failed
             self.report(f"Warning: verify: the second run could not start: {err}")
             return None
+
+    def _test_side(self, tree: Path, base: str) -> dict[str, str]:
+        from ralphpy.verify import as_they_stood
+        return as_they_stood.touched(tree, base, self.env, self.opts.protect)
 
     def judge_worktree(self, record: dict, wt: Any) -> verdicts.Verdict | None:
         """--parallel: judge a task in its worktree before its branch is merged; the
@@ -271,7 +270,6 @@ class Gate:
         # the run state (and progress.md) is saved by the caller's next step: the loop's
         # record of the session, --parallel's save after each finished session or launch
 
-    # ------------------------------------------------------------------ stale verifications
     def recheck(self, tasks: list[dict] | None = None) -> list[verdicts.Verdict]:
         """When no task is left to do: every task this run verified and that is still done,
         whose verification ran at another commit than HEAD, is verified again (each command
@@ -302,31 +300,22 @@ class Gate:
                     reopened.append(verdict)
         return reopened
 
-    # ------------------------------------------------------------------ the next session
     def annotate(self, task_data: str) -> str:
         """The loop's task data (peek's markdown) with a `verify_failed:` block under each
         listed task whose last verification failed, so the next session sees why."""
         records = self._records()
         if not records or not task_data:
             return task_data
-        parts = re.split(r"(?m)^(?=## Task )", task_data)
         out = []
-        for part in parts:
+        for part in re.split(r"(?m)^(?=## Task )", task_data):
             slug = part[8:].split("\n", 1)[0].strip() if part.startswith("## Task ") else None
-            rec = records.get(slug) if slug else None
+            rec = records.get(slug or "")
             if rec and rec.get("verdict") in verdicts.FAILED and rec.get("reason"):
                 body = part.rstrip("\n")
-                tail = part[len(body):]
                 block = "\n".join("  " + line for line in rec["reason"].split("\n"))
-                part = f"{body}\nverify_failed: |\n{block}{tail or ''}"
+                part = f"{body}\nverify_failed: |\n{block}{part[len(body):]}"
             out.append(part)
         return "".join(out)
-
-
-def _touched(tree: Path, base: str, env: Mapping[str, str], protect: tuple[str, ...]
-             ) -> dict[str, str]:
-    from ralphpy.verify import as_they_stood
-    return as_they_stood.touched(tree, base, env, protect)
 
 
 def start(values: Any, task: TaskCommand, env: Mapping[str, str], cwd: Path,

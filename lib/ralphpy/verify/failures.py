@@ -1,9 +1,7 @@
-"""Owns which tests failed in a run of the verify command: the run asks a recognised runner
-(verify.runners) for its machine report beside its normal output (pytest's and node --test's
-JUnit XML through PYTEST_ADDOPTS and NODE_OPTIONS, jest's and vitest's JSON through flags
-added to the command), and the failing tests are read from that report, else from the
-lines of the output's tail where the runner names them (no report, or none it could read).
-Knows nothing of tasks, of git or of verdicts."""
+"""Owns which tests failed in a run of the verify command: a recognised runner
+(verify.runners) is asked for its machine report beside its normal output (JUnit XML or
+JSON), and the failing tests are read from it, else from the output's tail. Knows nothing of
+tasks, of git or of verdicts."""
 from __future__ import annotations
 
 import json

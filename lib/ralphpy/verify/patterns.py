@@ -98,13 +98,10 @@ def protected(path: str, globs: tuple[str, ...]) -> bool:
     """`protect:` globs: `**` crosses folders, `*` does not; a glob without a slash also
     matches a file name in any folder; `dir/` means everything under dir."""
     for glob in globs:
-        glob = glob.strip()
-        glob = glob[2:] if glob.startswith("./") else glob
-        if glob.endswith("/"):
-            glob += "**"
-        if glob_rx(glob).match(path):
-            return True
-        if "/" not in glob and glob_rx(glob).match(path.rsplit("/", 1)[-1]):
+        glob = glob.strip().removeprefix("./")
+        glob += "**" if glob.endswith("/") else ""
+        if glob_rx(glob).match(path if "/" in glob else path.rsplit("/", 1)[-1]) \
+                or glob_rx(glob).match(path):
             return True
     return False
 

@@ -1,8 +1,6 @@
-"""Owns what the verify gate reads of the backlog: a part of it as `_export-json` has it,
-read by an index where the store is the embedded one (tasks.views.SELECTIONS: the tasks a
-session touched, some by id, those with a `verify:` line), else the whole of it; each task's
-`verify:` line; whether the loop could still start a task. Knows nothing of judging, acting
-or recording (verify.completion)."""
+"""Owns what the verify gate reads of the backlog: a part of it by an index where the store
+is the embedded one (tasks.views.SELECTIONS), else the whole of it; each task's `verify:`
+line; whether the loop could still start a task. Knows nothing of judging or recording."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -71,13 +69,9 @@ def settled(task: TaskCommand, armed: bool, env: Mapping[str, str], cwd: Path,
                                                       slugs=verified))
     records = tasks(task, armed, env, cwd) if records is None else records
     done = {t["id"] for t in records if t.get("status") == "done"}
-    return any(_pending(t, done) for t in records), records
-
-
-def _pending(t: dict, done: set[str]) -> bool:
-    """Work the loop could still start: open or active, not held, its blockers done."""
-    return (t.get("status") in ("open", "active") and not t.get("held")
-            and all(dep in done for dep in t.get("deps") or []))
+    # work the loop could still start: open or active, not held, its blockers done
+    return any(t.get("status") in ("open", "active") and not t.get("held")
+               and all(dep in done for dep in t.get("deps") or []) for t in records), records
 
 
 __all__ = ["tasks", "at_start", "task_lines", "settled"]

@@ -1,8 +1,6 @@
 """Owns asking a test runner, instead of emulating it: whether a verify command is a
-recognised call of pytest, `node --test`, jest or vitest (`npm test` through package.json's
-test script), which tests it runs in a tree (pytest `--collect-only -q`, jest `--listTests`,
-vitest `list`, node --test by its file rules); which tests failed is verify.failures'. Knows
-nothing of tasks, of git or of verdicts."""
+recognised call of pytest, `node --test`, jest or vitest (`npm test` through package.json),
+and which tests it runs in a tree. Knows nothing of tasks, of git or of verdicts."""
 from __future__ import annotations
 
 import json

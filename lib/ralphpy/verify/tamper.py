@@ -64,7 +64,7 @@ def _file_findings(f: DiffFile, tree: Path, protect: tuple[str, ...],
         found += _added_skips(f, path)
     if new is not None and test_commands.applies(new):
         found += [Finding("test_command", path, no, detail) for no, detail in
-                  test_commands.changes(f, _read(tree / new), olds.get(old))]
+                  test_commands.changes(f, read(tree / new), olds.get(old))]
     if new is not None and patterns.protected(old, protect) and (f.removed or f.binary):
         found.append(Finding("protected_path", path, f.first_change,
                              "protected file changed (only additions are allowed)"))
@@ -87,7 +87,7 @@ def _added_skips(f: DiffFile, path: str) -> list[Finding]:
     return found
 
 
-def _read(path: Path) -> str:
+def read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -175,4 +175,4 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
         _coverage_excluded(files) + hidden
 
 
-__all__ = ["Finding", "scan", "hidden_paths"]
+__all__ = ["Finding", "scan", "hidden_paths", "read"]

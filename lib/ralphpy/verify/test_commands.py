@@ -1,8 +1,6 @@
 """Owns the tamper rule on files that mix a runner's settings with others and cannot be
-restored apart (verify.test_side), so the second run uses the session's: a makefile's rule of
-a test target (test, check or verify, with a suffix or not) changed or defined again (a new
-target is no finding), and a vite.config.* line of vitest's settings of which tests run or
-how they pass. Pure functions over a file's diff and text; knows nothing of git."""
+restored apart (verify.test_side): a makefile's test target rule changed or defined again (a
+new target is no finding), a vite.config.* line of vitest's settings. Knows nothing of git."""
 from __future__ import annotations
 
 import re

@@ -1,8 +1,6 @@
-"""Owns the test side: the files that decide what the tests say and which of them run, each
-runner's part defined once (RUNNERS), and the runner section of a file that mixes runner
-settings with others (pyproject.toml, setup.cfg, tox.ini, package.json), restored on its own.
-The verify gate's second run takes these files from the session's start
-(verify.as_they_stood). Pure functions over paths and texts; knows nothing of git."""
+"""Owns the test side: the files that decide what the tests say and which of them run, and the
+runner section of a file that mixes runner settings with others (pyproject.toml, setup.cfg,
+tox.ini, package.json), restored on its own. Pure functions; knows nothing of git."""
 from __future__ import annotations
 
 import json
