@@ -15,8 +15,7 @@ from ralphpy.verify import failures, gate, runners, tamper, test_side
 
 
 class Scratch(Protocol):
-    """The caller's scratch worktrees (parallel.worktrees: removed after the run, and by the
-    next run when ralph was killed during it)."""
+    """The caller's scratch worktrees (parallel.worktrees)."""
 
     def clean(self) -> None: ...
     def make(self, commit: str) -> Path: ...
@@ -64,7 +63,6 @@ def _name_status(tree: Path, env: Mapping[str, str], base: str) -> list[tuple[st
 
 
 def _untracked(tree: Path, env: Mapping[str, str]) -> list[str]:
-    """The files the session left untracked (not ignored)."""
     listed = gate.git_out(tree, "ls-files", "-z", "--others", "--exclude-standard", env=env)
     return [path for path in listed.split("\0") if path]
 
@@ -98,9 +96,8 @@ def _prepare(tree: Path, scratch: Path, base: str, changed: Mapping[str, str],
 
 def run(command: str, tree: Path, base: str, changed: Mapping[str, str],
         env: Mapping[str, str], timeout_s: float, scratch: Scratch) -> Second | None:
-    """The second run, in a scratch worktree removed afterwards; None when the command named
-    only test files the session added. The runner, where the command is a recognised call of
-    one, is asked which tests run at both ends."""
+    """The second run; None when the command named only test files the session added. A
+    recognised runner is asked which tests run at both ends."""
     runner = runners.recognise(command, tree)
     narrowed = runners.without(runner, command, {p for p, s in changed.items() if s == "A"})
     if narrowed is None:

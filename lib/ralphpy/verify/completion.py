@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -45,8 +46,7 @@ class Gate:
                  report: Callable[[str], None] = lambda line: None,
                  scratch: as_they_stood.Scratch | None = None) -> None:
         self.opts, self.task, self.env, self.cwd, self.run = opts, task, env, Path(cwd), run
-        self.scratch = scratch                              # the second run's worktrees
-        self.report = report                                # one line per verdict (stderr)
+        self.scratch, self.report = scratch, report   # the second run's; a verdict's line
         # Each completion judged once: updated_at has whole seconds, so a task reopened and
         # done again within the second is told apart by its retry count (a reopen raises it).
         self.judged: set[tuple[str, str, str]] = set()     # (task, updated_at, retry_count)
@@ -62,9 +62,8 @@ class Gate:
             self.scratch.clean()                          # worktree goes first
 
     def _mark(self) -> None:
-        """The next diff starts from the tree as found (HEAD, or a `git stash create` commit
-        of changes left uncommitted, say by a held session) and the files hidden from git
-        now (a sparse checkout's): not a session's doing. No git call when nothing is judged."""
+        """The next diff starts from the tree as found (uncommitted changes in a `git stash
+        create` commit) and the files hidden from git now: not a session's doing."""
         self.base, self.head, self.hidden = "", "", frozenset()
         self.span_open = False                  # True: a session ran since, nothing judged
         if self.opts.armed or any(self.lines.values()):
@@ -120,16 +119,14 @@ class Gate:
         return "" if str(record.get("created_at") or "") < self.started else None
 
     def _unjudged(self, tasks: list[dict] | None = None) -> set[str]:
-        """A resumed run: the tasks marked done during it that no verdict covers, because
-        ralph.py died (or was interrupted) while their session ended or their check ran.
-        They are judged after the first session, as if that session had marked them done."""
+        """A resumed run: the tasks marked done during it that no verdict covers (ralph.py
+        died meanwhile), judged after the first session as if it had marked them done."""
         if not getattr(self.run, "resumed", False):
             return set()
         since = self._run_since()
         tasks = self._tasks("touched", since=since) if tasks is None else tasks
-        judged = self._records()
-        return {t["id"] for t in tasks if t.get("status") == "done" and t["id"] not in judged
-                and str(t.get("updated_at")) >= since}
+        return {t["id"] for t in tasks if t.get("status") == "done"
+                and t["id"] not in self._records() and str(t.get("updated_at")) >= since}
 
     def _run_since(self) -> str:                       # the store's datetime format
         return str(self.run.state.started_at or "").replace("T", " ").rstrip("Z")[:19]
@@ -138,9 +135,8 @@ class Gate:
         return self.run.state.extra.setdefault("verify", {})
 
     def after_session(self, failed: list[str], reason: str) -> tuple[list[str], str]:
-        """Judge every task the session marked done (status done, updated since the session
-        started), then re-check stale ones when nothing is left to do. Returns the loop's
-        failed list and reason with the reopened tasks added (their attempt counts)."""
+        """Judge every task the session marked done, then re-check stale ones when nothing is
+        left to do. Returns the loop's failed list and reason, the reopened tasks added."""
         since = getattr(self.run, "session_since", "") or ""
         checked, self.checked = self.checked, backlog_readonly.since_now()
         # a resumed run's first session: since the run started, its unjudged tasks included
@@ -178,10 +174,8 @@ class Gate:
               diff_findings: Callable[[], list[tamper.Finding]],
               test_side: Callable[[], dict[str, str]] | None = None
               ) -> verdicts.Verdict | None:
-        """Verify one done task in tree (base: the diff's start; diff_findings: the tamper
-        findings of the session's diff, test_side: the test-side files it touched, each read
-        only when needed), act on the verdict. None when the gate does not apply (no command,
-        nothing to protect)."""
+        """Verify one done task in tree (base: the diff's start; diff_findings and test_side
+        read only when needed), act on the verdict. None when the gate does not apply."""
         slug = record["id"]
         own = verify_options.task_command(record.get("description")) or ""
         start = self._start_line(record)        # None: the task was created during the session
@@ -247,7 +241,7 @@ class Gate:
             call(["_hold", v.task, "--reason", v.reason[:_HOLD_REASON_MAX]])
 
     def _record(self, v: verdicts.Verdict, result: str | None) -> None:
-        check = v.check.as_record() if v.check else None
+        check = asdict(v.check) if v.check else None
         kept = ("command", "exit_code", "duration_s", "commit", "dirty", "tree_id", "timed_out",
                 "tail_sha256")
         fields = {"task": v.task, "verdict": v.verdict, "tree": v.tree,
@@ -263,7 +257,7 @@ class Gate:
         self._records()[v.task] = {**fields, "at": event["ts"]}
         body = {**fields, "at": event["ts"], "check": check,
                 "second": v.second.as_record() if v.second else None,
-                "findings": [f.as_record() for f in v.findings], "result": result}
+                "findings": [asdict(f) for f in v.findings], "result": result}
         self.report(verdicts.line(v))
         write_atomic(Path(self.run.ralph_dir) / "verify" / f"{safe_name(v.task)}.json",
                      (json.dumps(body, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
@@ -279,8 +273,7 @@ class Gate:
                           if self._records() else (True, []))
         if pending:                             # nothing verified yet, or work left to do
             return []
-        status = {t["id"]: t for t in tasks}
-        done = {t["id"] for t in tasks if t.get("status") == "done"}
+        done = {t["id"]: t for t in tasks if t.get("status") == "done"}
         head, dirty, tree = gate.tree_state(self.cwd, self.env)
         stale: dict[str, list[str]] = {}
         for slug, rec in self._records().items():
@@ -295,14 +288,13 @@ class Gate:
                 verdict = verdicts.decide(slug, check, [], self.opts.tamper, recheck=True,
                                           tree=str(self.cwd))
                 self._act(verdict)
-                self._record(verdict, status[slug].get("result"))
+                self._record(verdict, done[slug].get("result"))
                 if not verdict.ok:
                     reopened.append(verdict)
         return reopened
 
     def annotate(self, task_data: str) -> str:
-        """The loop's task data (peek's markdown) with a `verify_failed:` block under each
-        listed task whose last verification failed, so the next session sees why."""
+        """The task data with a `verify_failed:` block under each task that failed its last."""
         records = self._records()
         if not records or not task_data:
             return task_data
@@ -321,9 +313,8 @@ class Gate:
 def start(values: Any, task: TaskCommand, env: Mapping[str, str], cwd: Path,
           run: Any, report: Callable[[str], None] = lambda line: None,
           scratch: as_they_stood.Scratch | None = None) -> Gate:
-    """The run's gate, from the settled options (config's `Options`, or a mapping of the
-    verify rows); report gets one line per verdict; scratch: where the second run runs
-    (None: one run only)."""
+    """The run's gate from the settled options; scratch: where the second run runs (None: one
+    run only)."""
     return Gate(verify_options.read(values), task, env, cwd, run, report, scratch)
 
 

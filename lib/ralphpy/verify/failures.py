@@ -22,8 +22,7 @@ _MAX_NAMED = 10
 
 def asking(runner: Runner | None, command: str, env: Mapping[str, str], report: Path
            ) -> tuple[str, dict[str, str]]:
-    """The command and environment that run `command` with the runner also writing its
-    report to `report`."""
+    """The command and environment with the runner also writing its report to `report`."""
     if runner is None:
         return command, dict(env)
     # node takes reporter flags only right after --test, where `npm test -- ...` cannot put
@@ -41,8 +40,7 @@ def asking(runner: Runner | None, command: str, env: Mapping[str, str], report: 
 
 
 def named(runner: Runner | None, report: Path, tail: str, tree: Path) -> list[str]:
-    """The failing tests by name: from the runner's report when it names any, else the
-    lines of the output's tail where the runner names them."""
+    """The failing tests: from the runner's report when it names any, else from the tail."""
     read = {"pytest": _from_pytest, "node --test": _from_node}.get(
         runner.name if runner else "", _from_json)
     try:

@@ -7,7 +7,7 @@ import hashlib
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -38,11 +38,9 @@ class Check:                     # one run of a verify command
 
     @property
     def ran_at(self) -> str:
-        """The commit it ran at, as the report line and a fail reason both name it."""
         return f"at {self.commit[:12] or 'no commit'}"
 
     def summary(self) -> str:
-        """One line: what ran where and how it ended."""
         at = f"{self.ran_at}{' (uncommitted changes)' if self.dirty else ''}"
         if self.timed_out:
             how = f"timed out after {self.timeout_s:g}s"
@@ -52,9 +50,6 @@ class Check:                     # one run of a verify command
             how = f"exited {self.exit_code} in {self.duration_s:.1f}s"
         return f"verify `{self.command}` {how} {at}"
 
-    def as_record(self) -> dict:
-        return asdict(self)
-
 
 def git(tree: Path, *args: str, env: Mapping[str, str]) -> str:
     """A git answer, stripped; "" when git fails (not a repository, unknown commit)."""
@@ -62,8 +57,7 @@ def git(tree: Path, *args: str, env: Mapping[str, str]) -> str:
 
 
 def git_out(tree: Path, *args: str, env: Mapping[str, str]) -> str:
-    """What a git command that reads prints, as it prints it (a file's text, a -z list; paths
-    unquoted); "" when git fails or is missing."""
+    """What a reading git command prints, unstripped, paths unquoted; "" when git fails."""
     try:
         done = programs.run([*programs.GIT, "-c", "core.quotepath=false", *args], cwd=tree,
                             env=env)
@@ -84,8 +78,7 @@ def tree_state(tree: Path, env: Mapping[str, str]) -> tuple[str, bool, str]:
 
 def run(command: str, tree: Path, env: Mapping[str, str], timeout_s: float,
         kill_grace_s: float = KILL_GRACE_S) -> Check:
-    """Run `sh -c command` in tree and wait for it (at most timeout_s, then the group is
-    stopped). The user wrote the command, so it runs through the shell."""
+    """`sh -c command` in tree (the user wrote it), its group stopped after timeout_s."""
     head, dirty, state = tree_state(tree, env)
     started = time.monotonic()
     with tempfile.TemporaryFile() as out:

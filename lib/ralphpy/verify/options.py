@@ -28,9 +28,8 @@ class VerifyOptions:
 
 
 def read(values: Any) -> VerifyOptions:
-    """From the settled options (config's `Options`: CLI > environment > ralph.yml >
-    default), or a mapping of the same names. `protect` as a list, or one text of globs
-    separated by spaces or commas (a resumed run's state keeps a list)."""
+    """From config's `Options` or a mapping of the same names; `protect` a list (a resumed
+    run's state) or one text of globs separated by spaces or commas."""
     get = values.get if isinstance(values, Mapping) else (lambda name: getattr(values, name, None))
     protect = get("protect") or ()
     if isinstance(protect, str):

@@ -72,7 +72,6 @@ def is_assertion(line: str) -> bool:
 
 
 def skips(line: str) -> list[str]:
-    """The skip markers in a line."""
     return [m.group(0).strip() for m in SKIP.finditer(line)]
 
 

@@ -14,10 +14,9 @@ from ralphpy.verify import options as verify_options
 
 def tasks(task: TaskCommand, armed: bool, env: Mapping[str, str], cwd: Path,
           selection: str = "", **params: Any) -> list[dict]:
-    """With the embedded task CLI, the tasks of `selection`, read without a task call; else (a
-    task source behind it, another task CLI, no selection) the whole backlog: a superset,
-    which every caller filters. With another task CLI only when the gate is configured
-    (`armed`), so a run without it makes the task calls it always made."""
+    """The tasks of `selection` by index with the embedded task CLI, else the whole backlog (a
+    superset every caller filters); another task CLI is asked only when `armed`, so a run
+    without the gate makes the task calls it always made."""
     if not (task.embedded or armed):
         return []
     found = _by_index(task, env, cwd, selection, **params) if selection else None
@@ -29,11 +28,9 @@ def at_start(task: TaskCommand, armed: bool, env: Mapping[str, str], cwd: Path,
     """The tasks whose `verify:` line the run keeps from its start: those that have one, and
     those created in the second of `since` (created_at cannot tell whether a task of that
     second was there at the start; any other task without a line is told by it)."""
-    if not (task.embedded or armed):
-        return []
     with_line = _by_index(task, env, cwd, "verify_line")
     if with_line is None:
-        return task_client.export_tasks(task.bound(env)) or []
+        return tasks(task, armed, env, cwd)
     return with_line + (_by_index(task, env, cwd, "touched", since=since) or [])
 
 
@@ -46,9 +43,8 @@ def _by_index(task: TaskCommand, env: Mapping[str, str], cwd: Path, selection: s
 
 def task_lines(records: list[dict], known: Callable[[dict], str | None] = lambda t: None
                ) -> dict[str, str]:
-    """Each task's `verify:` command, "" for a task without one: a line the session adds to a
-    task that had none is a change too, never the command that judges it. known: the line
-    the run already knows a task by, which stays."""
+    """Each task's `verify:` command, "" for none (a line added later is a change, never the
+    judge); known: the line the run already knows a task by, which stays."""
     lines = {}
     for t in records:
         line = known(t)

@@ -60,9 +60,8 @@ def recognise(command: str, tree: Path) -> Runner | None:
 
 
 def without(runner: Runner | None, command: str, added: set[str]) -> str | None:
-    """The command with the test files the session added left out of its arguments (they
-    are not in the start's tests), or None when it named only such files: nothing of the
-    start's to run. The command as it is when the runner is not recognised."""
+    """The command without the test files the session added (not the start's tests); None
+    when it named only such files; as it is when the runner is not recognised."""
     if runner is None or not added:
         return command
     words = list(runner.argv)
@@ -110,8 +109,8 @@ def _vitest_list(argv: tuple[str, ...]) -> list[str]:
 
 
 def _node_files(runner: Runner, tree: Path) -> set[str]:
-    """node --test's files: those named after --test, else its default names, node_modules
-    and dot folders left out."""
+    """node --test's files: those named after --test, else its default names outside
+    node_modules and dot folders."""
     named = [w for w in runner.argv[runner.argv.index("--test") + 1:] if not w.startswith("-")]
     if named:
         return {Path(w).name for w in named if (tree / w).is_file()}

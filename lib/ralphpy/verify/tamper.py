@@ -8,7 +8,8 @@ nothing of tasks or of what is done with the findings."""
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -27,9 +28,6 @@ class Finding:
     def text(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
         return f"{where}: {self.detail}" if where else self.detail
-
-    def as_record(self) -> dict:
-        return asdict(self)
 
 
 def _file_findings(f: DiffFile, tree: Path, protect: tuple[str, ...],
@@ -73,14 +71,11 @@ def _file_findings(f: DiffFile, tree: Path, protect: tuple[str, ...],
 
 def _added_skips(f: DiffFile, path: str) -> list[Finding]:
     """Skip markers added to the file, not moved within it (removed there as well)."""
-    was: dict[str, int] = {}
-    for _, text in f.removed:
-        for marker in patterns.skips(text):
-            was[marker] = was.get(marker, 0) + 1
+    was = Counter(marker for _, text in f.removed for marker in patterns.skips(text))
     found = []
     for no, text in f.added:
         for marker in patterns.skips(text):
-            if was.get(marker, 0) > 0:
+            if was[marker] > 0:
                 was[marker] -= 1                         # moved, not added
             else:
                 found.append(Finding("added_skip", path, no, f"skip added: {marker}"))
@@ -106,8 +101,7 @@ _IDIOM = re.compile(r"""^\s*if\s+(?:__name__\s*==\s*["']__main__["']|(?:typing\.
 
 
 def _coverage_excluded(files: list[DiffFile]) -> list[Finding]:
-    """Each coverage marker the diff adds, unless the same line was removed elsewhere in the
-    diff (code moved)."""
+    """Each coverage marker the diff adds, unless its line was removed elsewhere (moved)."""
     removed = {text.strip() for f in files for _, text in f.removed}
     return [Finding("coverage_excluded", f.new, no, "coverage exclusion added: "
                     f"{m.group('py') or m.group('js')}")
@@ -135,8 +129,7 @@ def _is_hidden(tag: str) -> bool:
 
 
 def hidden_paths(tree: Path, env: Mapping[str, str]) -> frozenset[str]:
-    """The files git is told not to look at now (a sparse checkout's, the user's): where a
-    session's diff starts, so that scan does not take them for the session's doing."""
+    """The files hidden from git now (a sparse checkout's): scan's `hidden_before`."""
     return frozenset(path for tag, path in _ls_files(tree, env) if _is_hidden(tag))
 
 
@@ -154,8 +147,7 @@ def _hidden(tree: Path, protect: tuple[str, ...], env: Mapping[str, str],
 
 def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[str, str],
          hidden_before: frozenset[str] = frozenset()) -> list[Finding]:
-    """The findings of the tree's diff from base (a commit); [] when base is unknown.
-    hidden_before: hidden_paths when base was taken."""
+    """The findings of the tree's diff from base; hidden_before: hidden_paths at base."""
     if not base:
         return []
     protect = tuple(protect)

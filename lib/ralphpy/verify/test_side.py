@@ -34,8 +34,7 @@ UNSPLIT = re.compile(r"(^|/)vite\.config\.[cm]?[jt]s$")
 
 
 def is_test_side(path: str, protect: tuple[str, ...] = ()) -> bool:
-    """A whole file of the test side: a test, a test-support file, a runner's own
-    configuration, a file loaded at every interpreter start, a `protect:` glob's."""
+    """A whole file of the test side: tests, their support and configuration, `protect:`."""
     return bool(_TEST_SIDE.search(path)) or patterns.is_test_path(path) or \
         patterns.protected(path, protect)
 
