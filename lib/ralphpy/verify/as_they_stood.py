@@ -45,7 +45,10 @@ def touched(tree: Path, base: str, env: Mapping[str, str], protect: tuple[str, .
     if not base:
         return {}
     changed: dict[str, str] = {}
-    for status, path in _name_status(tree, env, base):
+    words = gate.git_out(tree, "diff", "--name-status", "--no-renames", "-z", base, "--",
+                         env=env).split("\0")
+    for status, path in ((words[i][:1], words[i + 1]) for i in range(0, len(words) - 1, 2)
+                         if words[i]):
         if test_side.is_test_side(path, protect) or (test_side.mixed(path) and (
                 status != "M" or test_side.section_changed(
                     path, gate.git_out(tree, "show", f"{base}:{path}", env=env),
@@ -54,12 +57,6 @@ def touched(tree: Path, base: str, env: Mapping[str, str], protect: tuple[str, .
     changed.update({path: "A" for path in _untracked(tree, env)
                     if test_side.is_test_side(path, protect) or test_side.mixed(path)})
     return changed
-
-
-def _name_status(tree: Path, env: Mapping[str, str], base: str) -> list[tuple[str, str]]:
-    words = gate.git_out(tree, "diff", "--name-status", "--no-renames", "-z", base, "--",
-                         env=env).split("\0")
-    return [(words[i][:1], words[i + 1]) for i in range(0, len(words) - 1, 2) if words[i]]
 
 
 def _untracked(tree: Path, env: Mapping[str, str]) -> list[str]:

@@ -74,10 +74,9 @@ class Gate:
                 self.hidden = hidden_paths(self.cwd, self.env)
 
     def session_starts(self) -> None:
-        """A session starts. What one that marked nothing done changed is judged with the next
-        task done (a cheat split over sessions). Commits that came in since from a remote
-        branch (a --sync rebase, even a fast-forward) are not a session's: the diff's start
-        takes them in, and what the sessions since the mark did stays in the diff."""
+        """What a session that marked nothing done changed is judged with the next task done
+        (a cheat split over sessions). Commits since from a remote branch (a --sync rebase)
+        are not a session's: the diff's start takes them in."""
         if not (self.span_open and self.head):
             self._mark()
         elif (local := self._brought_in()) is not None and not self._take_in(local):
@@ -92,10 +91,9 @@ class Gate:
         return local if not every.isdigit() or int(every) != len(local) else None
 
     def _take_in(self, local: list[str]) -> bool:
-        """Move the diff's start over what a remote brought in: the start as it was (base,
-        uncommitted changes of the mark included) merged with the newest remote commit in
-        HEAD (the parent of the oldest commit made here since the mark, `local`, else HEAD), as
-        a commit no ref names. False when git cannot merge them (a conflict, git < 2.38)."""
+        """Move the diff's start over what a remote brought in: base merged with the newest
+        remote commit in HEAD (the parent of `local`'s oldest, else HEAD), in a commit no ref
+        names. False when git cannot merge them (a conflict, git < 2.38)."""
         onto = gate.git(self.cwd, "rev-parse", f"{local[0]}^" if local else "HEAD",
                         env=self.env)
         tree = gate.git(self.cwd, "merge-tree", "--write-tree", self.base, onto, env=self.env)
@@ -114,9 +112,8 @@ class Gate:
     def _start_line(self, record: dict) -> str | None:
         """The line a task not in `lines` had when the run started: none ("") when it was
         there then, None when it was created since."""
-        if record["id"] in self.lines:
-            return self.lines[record["id"]]
-        return "" if str(record.get("created_at") or "") < self.started else None
+        created_since = str(record.get("created_at") or "") >= self.started
+        return self.lines.get(record["id"], None if created_since else "")
 
     def _unjudged(self, tasks: list[dict] | None = None) -> set[str]:
         """A resumed run: the tasks marked done during it that no verdict covers (ralph.py
@@ -226,7 +223,6 @@ class Gate:
 
     def _scan(self, tree: Path, base: str, hidden: frozenset[str] = frozenset()
               ) -> list[tamper.Finding]:
-        """The tamper findings of tree's diff from base (`hidden`: hidden from git then)."""
         if self.opts.tamper == "off":
             return []
         from ralphpy.verify.tamper import scan

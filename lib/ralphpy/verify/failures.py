@@ -8,7 +8,7 @@ import json
 import re
 import shlex
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 from xml.etree import ElementTree
 
 from ralphpy.verify.runners import NPM_TEST, Runner
@@ -74,17 +74,13 @@ def _from_pytest(report: Path, tree: Path) -> list[str]:
 
 def _from_node(report: Path, tree: Path) -> list[str]:
     """node's JUnit XML: a suite for each `describe`, named `describe > test`."""
-    found: list[str] = []
-
-    def walk(node: ElementTree.Element, suites: list[str]) -> None:
+    def walk(node: ElementTree.Element, suites: list[str]) -> Iterator[str]:
         for child in node:
             if child.tag == "testsuite":
-                walk(child, [*suites, child.get("name", "")])
+                yield from walk(child, [*suites, child.get("name", "")])
             elif child.tag == "testcase" and _failed(child):
-                found.append(" > ".join([*suites, child.get("name", "")]))
-
-    walk(ElementTree.parse(report).getroot(), [])
-    return found
+                yield " > ".join([*suites, child.get("name", "")])
+    return list(walk(ElementTree.parse(report).getroot(), []))
 
 
 def _from_json(report: Path, tree: Path) -> list[str]:

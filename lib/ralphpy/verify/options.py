@@ -34,9 +34,8 @@ def read(values: Any) -> VerifyOptions:
     protect = get("protect") or ()
     if isinstance(protect, str):
         protect = protect.replace(",", " ").split()
-    timeout = get("verify_timeout")
     return VerifyOptions(command=(get("verify") or None),
-                         timeout_s=float(timeout) if timeout else DEFAULT_TIMEOUT_S,
+                         timeout_s=float(get("verify_timeout") or DEFAULT_TIMEOUT_S),
                          tamper=str(get("tamper") or "hold"),
                          protect=tuple(protect))
 

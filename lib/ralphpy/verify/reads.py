@@ -36,9 +36,8 @@ def at_start(task: TaskCommand, armed: bool, env: Mapping[str, str], cwd: Path,
 
 def _by_index(task: TaskCommand, env: Mapping[str, str], cwd: Path, selection: str,
               **params: Any) -> list[dict] | None:
-    if not task.embedded:
-        return None
-    return backlog_readonly.export_records(selection, environ=env, cwd=cwd, **params)
+    return backlog_readonly.export_records(selection, environ=env, cwd=cwd, **params) \
+        if task.embedded else None
 
 
 def task_lines(records: list[dict], known: Callable[[dict], str | None] = lambda t: None

@@ -74,9 +74,8 @@ def without(runner: Runner | None, command: str, added: set[str]) -> str | None:
 
 def tests(runner: Runner, tree: Path, env: Mapping[str, str], timeout_s: float
           ) -> set[str] | None:
-    """The tests the runner runs in tree, each by its name without its file (a test moved to
-    another file still runs): pytest's `file::Class::test`, vitest's `file > test`; a file's
-    name for node --test and jest, which list files. None when the runner cannot answer."""
+    """The tests the runner runs in tree, by name without their file (a test moved to another
+    file still runs; node --test and jest list files, by name). None: the runner cannot say."""
     if runner.name == "node --test":
         return _node_files(runner, tree)
     if runner.name == "pytest":             # one -q lists node ids (-qq: files, -v: a tree)
@@ -89,15 +88,14 @@ def tests(runner: Runner, tree: Path, env: Mapping[str, str], timeout_s: float
         done = programs.run(argv, cwd=tree, env=env, timeout=timeout_s)
     except (OSError, programs.TimeoutExpired):
         return None
-    if runner.name == "pytest":
-        if done.code not in (0, 5):             # 5: no tests collected
-            return None
-        return {line.split("::", 1)[1] for line in done.out.splitlines() if "::" in line}
-    if done.code != 0:
+    if done.code not in ((0, 5) if runner.name == "pytest" else (0,)):  # 5: none collected
         return None
+    lines = done.out.splitlines()
+    if runner.name == "pytest":
+        return {line.split("::", 1)[1] for line in lines if "::" in line}
     if runner.name == "jest":
-        return {Path(line).name for line in done.out.splitlines() if line.strip()}
-    return {line.split(" > ", 1)[1] for line in done.out.splitlines() if " > " in line}
+        return {Path(line).name for line in lines if line.strip()}
+    return {line.split(" > ", 1)[1] for line in lines if " > " in line}
 
 
 def _vitest_list(argv: tuple[str, ...]) -> list[str]:

@@ -48,8 +48,7 @@ def _split(text: str, header: re.Pattern) -> tuple[list[str], list[str], int]:
     """(the lines outside the runner's sections, the sections' lines, where the first
     section stood among the outside lines; -1 when none)."""
     outside: list[str] = []
-    inside: list[str] = []
-    at, current = -1, outside
+    at, inside, current = -1, [], outside
     for line in text.split("\n"):
         if line.startswith("["):
             current = inside if header.match(line) else outside
@@ -60,9 +59,8 @@ def _split(text: str, header: re.Pattern) -> tuple[list[str], list[str], int]:
 
 
 def restore_section(path: str, start: str | None, now: str) -> str | None:
-    """The session's file with its runner section as it was at the start (`start` None: the
-    file is new), where it stands in the session's file. None when the file cannot be split
-    (package.json that is not JSON)."""
+    """The session's file with its runner section as at the start (`start` None: new), where
+    it stands now. None when the file cannot be split (package.json that is not JSON)."""
     name = path.rsplit("/", 1)[-1]
     if name == "package.json":
         return _restore_package(start, now)
