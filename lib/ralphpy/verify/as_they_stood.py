@@ -1,7 +1,6 @@
 """Owns the verify command's second run, the tests as they stood (docs/decisions/0038): in a
-scratch worktree of the session's tree, the test side (verify.test_side) taken from the
-session's start, its new test-side files left out. Knows nothing of tasks or verdicts; the
-scratch worktree's place and removal are the caller's (`Scratch`)."""
+scratch worktree of the session's tree, the test side (verify.test_side) from the session's
+start, its new test files left out. Knows nothing of tasks, verdicts or where `Scratch` is."""
 from __future__ import annotations
 
 import shutil
@@ -14,8 +13,7 @@ from typing import Mapping, Protocol
 from ralphpy.verify import failures, gate, runners, tamper, test_side
 
 
-class Scratch(Protocol):
-    """The caller's scratch worktrees (parallel.worktrees)."""
+class Scratch(Protocol):                        # the caller's (parallel.worktrees)
 
     def clean(self) -> None: ...
     def make(self, commit: str) -> Path: ...
@@ -75,8 +73,7 @@ def _prepare(tree: Path, scratch: Path, base: str, changed: Mapping[str, str],
     for path, status in sorted(changed.items()):
         target = scratch / path
         if test_side.mixed(path) and target.is_file():
-            start = gate.git_out(tree, "show", f"{base}:{path}", env=env) if status != "A" \
-                else None
+            start = None if status == "A" else gate.git_out(tree, "show", f"{base}:{path}", env=env)
             text = test_side.restore_section(path, start, target.read_text(errors="replace"))
             if text is None:                    # cannot be split: the session's file is used
                 continue

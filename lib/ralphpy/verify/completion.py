@@ -1,9 +1,8 @@
 """Owns the verify gate around finished sessions: the verdict on each task a session marked
-done (its verify command, the tamper check of the session's diff, the second run), acting on
-it (`_reopen`, so the attempt counts; `_hold` under `tamper: hold`), recording it
-(events.jsonl, the run state's `verify` map, .ralph/verify/<task>.json), and the re-check of
-stale verifications. Knows nothing of the loop's order, of reading the backlog (verify.reads),
-of git beyond HEAD, or of printing."""
+done (its verify command, the tamper check, the second run), acting on it (`_reopen`, so the
+attempt counts; `_hold`), recording it (events.jsonl, the run state's `verify` map,
+.ralph/verify/<task>.json), and the re-check of stale verifications. Knows nothing of the
+loop's order, of reading the backlog (verify.reads), of git beyond HEAD, or of printing."""
 from __future__ import annotations
 
 import functools
@@ -37,9 +36,8 @@ _AUTHOR = {"GIT_AUTHOR_NAME": "ralph", "GIT_AUTHOR_EMAIL": "ralph@localhost",
 
 
 class Gate:
-    """One per run. `after_session` for the single loop (agent-selects and --assign),
-    `judge` for one task in a given tree (--parallel, before the merge), `recheck` before the
-    run may end complete, `annotate` for the next session's task data."""
+    """One per run: `after_session` for the single loop, `judge_worktree` for --parallel,
+    `recheck` before the run may end complete, `annotate` for the next session's task data."""
 
     def __init__(self, opts: verify_options.VerifyOptions, task: TaskCommand,
                  env: Mapping[str, str], cwd: Path, run: Any,
@@ -106,12 +104,8 @@ class Gate:
             self.base, self.head = base, gate.git(self.cwd, "rev-parse", "HEAD", env=self.env)
         return bool(base)
 
-    def _tasks(self, selection: str, **params: Any) -> list[dict]:
-        return reads.tasks(self.task, self.opts.armed, self.env, self.cwd, selection, **params)
-
     def _start_line(self, record: dict) -> str | None:
-        """The line a task not in `lines` had when the run started: none ("") when it was
-        there then, None when it was created since."""
+        """A task's line at the run's start: "" (there, none), None (created since)."""
         created_since = str(record.get("created_at") or "") >= self.started
         return self.lines.get(record["id"], None if created_since else "")
 
@@ -121,7 +115,9 @@ class Gate:
         if not getattr(self.run, "resumed", False):
             return set()
         since = self._run_since()
-        tasks = self._tasks("touched", since=since) if tasks is None else tasks
+        if tasks is None:
+            tasks = reads.tasks(self.task, self.opts.armed, self.env, self.cwd, "touched",
+                                since=since)
         return {t["id"] for t in tasks if t.get("status") == "done"
                 and t["id"] not in self._records() and str(t.get("updated_at")) >= since}
 
@@ -138,7 +134,7 @@ class Gate:
         checked, self.checked = self.checked, backlog_readonly.since_now()
         # a resumed run's first session: since the run started, its unjudged tasks included
         frm = min(checked, since or checked, *([self._run_since()] if self.unjudged else []))
-        tasks = self._tasks("touched", since=frm)
+        tasks = reads.tasks(self.task, self.opts.armed, self.env, self.cwd, "touched", since=frm)
         reopened: list[verdicts.Verdict] = []
         judged = len(self.judged)
         # one diff for every task the session marked done, read before any verify command runs
@@ -216,8 +212,7 @@ class Gate:
         return as_they_stood.touched(tree, base, self.env, self.opts.protect)
 
     def judge_worktree(self, record: dict, wt: Any) -> verdicts.Verdict | None:
-        """--parallel: judge a task in its worktree before its branch is merged; the
-        session's diff is taken from the fork point of the run's branch."""
+        """--parallel, before the merge: the diff from the fork point of the run's branch."""
         base = gate.git(wt.path, "merge-base", "HEAD", wt.base_branch, env=self.env)
         return self.judge(record, wt.path, base, lambda: self._scan(wt.path, base))
 
@@ -257,8 +252,7 @@ class Gate:
         self.report(verdicts.line(v))
         write_atomic(Path(self.run.ralph_dir) / "verify" / f"{safe_name(v.task)}.json",
                      (json.dumps(body, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
-        # the run state (and progress.md) is saved by the caller's next step: the loop's
-        # record of the session, --parallel's save after each finished session or launch
+        # the run state (and progress.md) is saved by the caller's next step
 
     def recheck(self, tasks: list[dict] | None = None) -> list[verdicts.Verdict]:
         """When no task is left to do: every task this run verified and that is still done,

@@ -1,7 +1,6 @@
-"""Owns which tests failed in a run of the verify command: a recognised runner
-(verify.runners) is asked for its machine report beside its normal output (JUnit XML or
-JSON), and the failing tests are read from it, else from the output's tail. Knows nothing of
-tasks, of git or of verdicts."""
+"""Owns which tests failed in a run of the verify command: from the report a recognised runner
+(verify.runners) writes beside its output (JUnit XML or JSON), else from the output's tail.
+Knows nothing of tasks, of git or of verdicts."""
 from __future__ import annotations
 
 import json

@@ -32,12 +32,9 @@ _ASSERTION = re.compile(
     r"|\bassert(?:Equals?|True|False|That|Throws|NotNull|Null)\s*\(")
 
 # Newly added skips and focus markers (a `.only` silently drops every other test), jest's
-# `test.failing` and vitest's `test.fails` (they pass when the test fails), and code
-# that switches a test off: a mark set without a decorator (`pytestmark = pytest.mark.skip`),
-# unittest's SkipTest and expectedFailure, `__test__ = False` on a module or class, go's
-# `//go:build ignore` on a file, a test's body under `if False:` (its asserts keep their text,
-# only their indent changes; `if (false) {` in JavaScript, `if false {` in Go and Rust), a
-# test deleted from its module by name.
+# `test.failing` and vitest's `test.fails` (they pass when the test fails), and code that
+# switches a test off: `pytestmark`, SkipTest, expectedFailure, `__test__ = False`, go's
+# `//go:build ignore`, a body under `if False:` (its asserts keep their text), `del test_x`.
 SKIP = re.compile(
     r"@?\bpytest\.mark\.(?:skip|skipif|xfail)\b|\bpytest\.(?:skip|xfail|importorskip)\s*\("
     r"|\bunittest\.skip\w*|@(?:unittest\.)?skip(?:If|Unless)?\b|\bself\.skipTest\s*\("
@@ -77,8 +74,7 @@ def skips(line: str) -> list[str]:
 
 @lru_cache(maxsize=256)
 def glob_rx(glob: str) -> re.Pattern:
-    """A glob as a regular expression matching a whole path: `**/` and `**` cross folders,
-    `*` and `?` do not."""
+    """A glob as a regex of a whole path: `**/` and `**` cross folders, `*` and `?` do not."""
     out, i = [], 0
     while i < len(glob):
         if glob.startswith("**/", i):
@@ -106,4 +102,4 @@ def protected(path: str, globs: tuple[str, ...]) -> bool:
 
 
 __all__ = ["is_test_path", "renamed_away", "test_names", "is_assertion", "skips", "protected",
-           "SKIP", "glob_rx", "NODE_TEST_NAME"]
+           "NODE_TEST_NAME"]

@@ -25,9 +25,8 @@ def tasks(task: TaskCommand, armed: bool, env: Mapping[str, str], cwd: Path,
 
 def at_start(task: TaskCommand, armed: bool, env: Mapping[str, str], cwd: Path,
              since: str) -> list[dict]:
-    """The tasks whose `verify:` line the run keeps from its start: those that have one, and
-    those created in the second of `since` (created_at cannot tell whether a task of that
-    second was there at the start; any other task without a line is told by it)."""
+    """The tasks whose `verify:` line the run keeps from its start: those with one, and those
+    created in the second of `since` (created_at cannot tell if they were there)."""
     with_line = _by_index(task, env, cwd, "verify_line")
     if with_line is None:
         return tasks(task, armed, env, cwd)
@@ -44,12 +43,8 @@ def task_lines(records: list[dict], known: Callable[[dict], str | None] = lambda
                ) -> dict[str, str]:
     """Each task's `verify:` command, "" for none (a line added later is a change, never the
     judge); known: the line the run already knows a task by, which stays."""
-    lines = {}
-    for t in records:
-        line = known(t)
-        lines[t["id"]] = (verify_options.task_command(t.get("description")) or ""
-                          if line is None else line)
-    return lines
+    return {t["id"]: (verify_options.task_command(t.get("description")) or ""
+                      if (line := known(t)) is None else line) for t in records}
 
 
 def settled(task: TaskCommand, armed: bool, env: Mapping[str, str], cwd: Path,

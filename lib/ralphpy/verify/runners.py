@@ -107,8 +107,7 @@ def _vitest_list(argv: tuple[str, ...]) -> list[str]:
 
 
 def _node_files(runner: Runner, tree: Path) -> set[str]:
-    """node --test's files: those named after --test, else its default names outside
-    node_modules and dot folders."""
+    """node --test's files: named after --test, else its default names (no node_modules)."""
     named = [w for w in runner.argv[runner.argv.index("--test") + 1:] if not w.startswith("-")]
     if named:
         return {Path(w).name for w in named if (tree / w).is_file()}

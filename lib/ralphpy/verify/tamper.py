@@ -1,10 +1,8 @@
 """Owns the tamper check's diff rules over a tree's diff from the session's start, each
-finding naming the file and line (the old file's for what was removed). A few stand alone
-(verdicts.ALONE): a `protect:` file changed, a test or protected file hidden from git, a test
-script or make target changed, code taken out of coverage. The others (a test file deleted or
-renamed away, a test or an assertion removed, a skip added) only explain a failure of the
-tests as they stood: the runner says which tests run and pass (docs/decisions/0038). Knows
-nothing of tasks or of what is done with the findings."""
+finding naming the file and line. A few stand alone (verdicts.ALONE); the others (a test
+deleted or renamed away, a test or an assertion removed, a skip added) only explain a failure
+of the tests as they stood: the runner says which tests run and pass (docs/decisions/0038).
+Knows nothing of tasks or of what is done with the findings."""
 from __future__ import annotations
 
 import re
@@ -135,9 +133,8 @@ def hidden_paths(tree: Path, env: Mapping[str, str]) -> frozenset[str]:
 
 def _hidden(tree: Path, protect: tuple[str, ...], env: Mapping[str, str],
             hidden_before: frozenset[str]) -> list[Finding]:
-    """What no diff shows: test or protected files git was told not to look at since the
-    diff's start (`update-index --skip-worktree` or `--assume-unchanged`: their changes are
-    missing from every diff and from `dirty`)."""
+    """What no diff shows: test or protected files hidden from git since the diff's start
+    (`update-index --skip-worktree` or `--assume-unchanged`: missing from diffs and `dirty`)."""
     return [Finding("hidden_path", path, None, "hidden from git ("
                     f"{'skip-worktree' if tag == 'S' else 'assume-unchanged'}): its changes "
                     "are not seen") for tag, path in _ls_files(tree, env)
@@ -150,7 +147,6 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
     """The findings of the tree's diff from base; hidden_before: hidden_paths at base."""
     if not base:
         return []
-    protect = tuple(protect)
     files = diff_files.parse(gate.git_out(tree, *_DIFF, base, "--", env=env))
     marked = [f.new or f.old for f in files if f.binary and f.old and f.new
               and (patterns.is_test_path(f.old) or patterns.protected(f.old, protect))]

@@ -29,17 +29,13 @@ def make_rule_lines(lines: list[str]) -> dict[int, str]:
     rules: dict[int, str] = {}
     current = None
     for no, line in enumerate(lines, 1):
-        if line.startswith("\t"):
-            if current:
-                rules[no] = current
-            continue
-        if (m := _MAKE_RULE.match(line)):
+        if (m := _MAKE_RULE.match(line)):       # never a recipe line: those start with a tab
             current = next((t for t in m.group("targets").split()
                             if test_side.TEST_SCRIPT.match(t)), None)
-            if current:
-                rules[no] = current
-        elif line.strip() and not line.lstrip().startswith("#"):
+        elif not line.startswith("\t") and line.strip() and not line.lstrip().startswith("#"):
             current = None
+        if current and (m or line.startswith("\t")):
+            rules[no] = current
     return rules
 
 

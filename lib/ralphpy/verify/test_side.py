@@ -100,5 +100,4 @@ def _restore_package(start: str | None, now: str) -> str | None:
     return json.dumps(new, indent=2) + "\n"
 
 
-__all__ = ["RUNNERS", "UNSPLIT", "TEST_SCRIPT", "is_test_side", "mixed", "restore_section",
-           "section_changed"]
+__all__ = ["UNSPLIT", "TEST_SCRIPT", "is_test_side", "mixed", "restore_section", "section_changed"]

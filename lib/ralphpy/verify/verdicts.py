@@ -88,9 +88,8 @@ def line(v: Verdict) -> str:
 
 def failure(check: gate.Check, recheck: bool,
             second: as_they_stood.Second | None = None) -> str:
-    """The fail reason of a check that failed. Not Check.summary: a reason leads with what went
-    wrong (`verify failed:`, the first line a report and the next session show) and gives the
-    output's tail; the summary is the report line of a check that passed."""
+    """The fail reason of a failed check: unlike Check.summary (a passed check's line) it leads
+    with what went wrong, the line a report and the next session show, then the output's tail."""
     at = check.ran_at
     again = " on re-check (the tree moved since it passed)" if recheck else ""
     if check.timed_out:
