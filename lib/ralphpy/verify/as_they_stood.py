@@ -1,9 +1,6 @@
 """Owns the verify command's second run, the tests as they stood (docs/decisions/0038): in a
-scratch worktree of the session's tree (uncommitted and untracked files included) with the
-test side (verify.test_side) taken from the session's start, the session's new test-side
-files left out, the same environment and timeout as the first run. Knows nothing of tasks or
-verdicts; where the scratch worktree lives, what it brings in and how it is removed is the
-caller's (`Scratch`)."""
+scratch worktree of the session's tree, the test side (verify.test_side) from the session's
+start, its new test files left out. Knows nothing of tasks, verdicts or where `Scratch` is."""
 from __future__ import annotations
 
 import shutil
@@ -13,26 +10,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Protocol
 
-from ralphpy.verify import failures, gate, runners, test_side
+from ralphpy.verify import failures, gate, runners, tamper, test_side
 
 
-class Scratch(Protocol):
-    """The caller's scratch worktrees (parallel.worktrees: removed after the run, and by the
-    next run when ralph was killed during it)."""
+class Scratch(Protocol):                        # the caller's (parallel.worktrees)
 
     def clean(self) -> None: ...
-
     def make(self, commit: str) -> Path: ...
-
     def bring_in(self, tree: Path, scratch: Path) -> None: ...
-
     def remove(self, scratch: Path) -> None: ...
 
 
 @dataclass
-class Second:
-    """What the second run found."""
-
+class Second:                                          # what the second run found
     check: gate.Check
     failing: list[str] = field(default_factory=list)   # the start's tests that now fail
     dropped: list[str] = field(default_factory=list)   # the start's tests that no longer run
@@ -53,41 +43,23 @@ def touched(tree: Path, base: str, env: Mapping[str, str], protect: tuple[str, .
     if not base:
         return {}
     changed: dict[str, str] = {}
-    for status, path in _name_status(tree, env, base):
+    words = gate.git_out(tree, "diff", "--name-status", "--no-renames", "-z", base, "--",
+                         env=env).split("\0")
+    for status, path in ((words[i][:1], words[i + 1]) for i in range(0, len(words) - 1, 2)
+                         if words[i]):
         if test_side.is_test_side(path, protect) or (test_side.mixed(path) and (
                 status != "M" or test_side.section_changed(
                     path, gate.git_out(tree, "show", f"{base}:{path}", env=env),
-                    _read(tree / path)))):
+                    tamper.read(tree / path)))):
             changed[path] = status
-    for path in _untracked(tree, env):
-        if (test_side.is_test_side(path, protect) or test_side.mixed(path)):
-            changed[path] = "A"
+    changed.update({path: "A" for path in _untracked(tree, env)
+                    if test_side.is_test_side(path, protect) or test_side.mixed(path)})
     return changed
 
 
-def _name_status(tree: Path, env: Mapping[str, str], base: str) -> list[tuple[str, str]]:
-    words = gate.git_out(tree, "diff", "--name-status", "--no-renames", "-z", base, "--",
-                         env=env).split("\0")
-    return [(words[i][:1], words[i + 1]) for i in range(0, len(words) - 1, 2) if words[i]]
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
-
-
 def _untracked(tree: Path, env: Mapping[str, str]) -> list[str]:
-    """The files the session left untracked (not ignored)."""
     listed = gate.git_out(tree, "ls-files", "-z", "--others", "--exclude-standard", env=env)
     return [path for path in listed.split("\0") if path]
-
-
-def _session_commit(tree: Path, env: Mapping[str, str]) -> str:
-    """The tree as the session left it, tracked files' uncommitted changes included (a
-    `git stash create` commit, which changes nothing), else HEAD."""
-    return gate.git(tree, "stash", "create", env=env) or gate.git(tree, "rev-parse", "HEAD", env=env)
 
 
 def _prepare(tree: Path, scratch: Path, base: str, changed: Mapping[str, str],
@@ -101,8 +73,7 @@ def _prepare(tree: Path, scratch: Path, base: str, changed: Mapping[str, str],
     for path, status in sorted(changed.items()):
         target = scratch / path
         if test_side.mixed(path) and target.is_file():
-            start = gate.git_out(tree, "show", f"{base}:{path}", env=env) if status != "A" \
-                else None
+            start = None if status == "A" else gate.git_out(tree, "show", f"{base}:{path}", env=env)
             text = test_side.restore_section(path, start, target.read_text(errors="replace"))
             if text is None:                    # cannot be split: the session's file is used
                 continue
@@ -119,9 +90,8 @@ def _prepare(tree: Path, scratch: Path, base: str, changed: Mapping[str, str],
 
 def run(command: str, tree: Path, base: str, changed: Mapping[str, str],
         env: Mapping[str, str], timeout_s: float, scratch: Scratch) -> Second | None:
-    """The second run, in a scratch worktree removed afterwards; None when the command named
-    only test files the session added. The runner, where the command is a recognised call of
-    one, is asked which tests run at both ends."""
+    """The second run; None when the command named only test files the session added. A
+    recognised runner is asked which tests run at both ends."""
     runner = runners.recognise(command, tree)
     narrowed = runners.without(runner, command, {p for p, s in changed.items() if s == "A"})
     if narrowed is None:
@@ -131,7 +101,10 @@ def run(command: str, tree: Path, base: str, changed: Mapping[str, str],
     collect_s = time.monotonic() - asked
     if narrowed != command:
         command, runner = narrowed, runners.recognise(narrowed, tree)
-    place = scratch.make(_session_commit(tree, env))
+    # the tree as the session left it, uncommitted changes included (`git stash create`
+    # changes nothing), else HEAD
+    place = scratch.make(gate.git(tree, "stash", "create", env=env)
+                         or gate.git(tree, "rev-parse", "HEAD", env=env))
     try:
         restored = _prepare(tree, place, base, changed, env)
         scratch.bring_in(tree, place)

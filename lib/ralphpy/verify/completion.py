@@ -1,15 +1,14 @@
-"""Owns the verify gate around finished sessions: which tasks a session marked done, the
-verdict on each (its verify command run in the task's tree, the tamper check of the session's
-diff, the second run), acting on it (`_reopen` with the failure as the reason, so the attempt
-counts; `_hold` under `tamper: hold`), recording it (events.jsonl, the run state's `verify`
-map, .ralph/verify/<task>.json), and the re-check of stale verifications before a run may
-call itself complete. Knows nothing of the loop's order, of reading the backlog
-(verify.reads), of git beyond HEAD, or of printing."""
+"""Owns the verify gate around finished sessions: the verdict on each task a session marked
+done (its verify command, the tamper check, the second run), acting on it (`_reopen`, so the
+attempt counts; `_hold`), recording it (events.jsonl, the run state's `verify` map,
+.ralph/verify/<task>.json), and the re-check of stale verifications. Knows nothing of the
+loop's order, of reading the backlog (verify.reads), of git beyond HEAD, or of printing."""
 from __future__ import annotations
 
 import functools
 import json
 import re
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -37,17 +36,15 @@ _AUTHOR = {"GIT_AUTHOR_NAME": "ralph", "GIT_AUTHOR_EMAIL": "ralph@localhost",
 
 
 class Gate:
-    """One per run. `after_session` for the single loop (agent-selects and --assign),
-    `judge` for one task in a given tree (--parallel, before the merge), `recheck` before the
-    run may end complete, `annotate` for the next session's task data."""
+    """One per run: `after_session` for the single loop, `judge_worktree` for --parallel,
+    `recheck` before the run may end complete, `annotate` for the next session's task data."""
 
     def __init__(self, opts: verify_options.VerifyOptions, task: TaskCommand,
                  env: Mapping[str, str], cwd: Path, run: Any,
                  report: Callable[[str], None] = lambda line: None,
                  scratch: as_they_stood.Scratch | None = None) -> None:
         self.opts, self.task, self.env, self.cwd, self.run = opts, task, env, Path(cwd), run
-        self.scratch = scratch                              # the second run's worktrees
-        self.report = report                                # one line per verdict (stderr)
+        self.scratch, self.report = scratch, report   # the second run's; a verdict's line
         # Each completion judged once: updated_at has whole seconds, so a task reopened and
         # done again within the second is told apart by its retry count (a reopen raises it).
         self.judged: set[tuple[str, str, str]] = set()     # (task, updated_at, retry_count)
@@ -63,9 +60,8 @@ class Gate:
             self.scratch.clean()                          # worktree goes first
 
     def _mark(self) -> None:
-        """The next diff starts from the tree as found (HEAD, or a `git stash create` commit
-        of changes left uncommitted, say by a held session) and the files hidden from git
-        now (a sparse checkout's): not a session's doing. No git call when nothing is judged."""
+        """The next diff starts from the tree as found (uncommitted changes in a `git stash
+        create` commit) and the files hidden from git now: not a session's doing."""
         self.base, self.head, self.hidden = "", "", frozenset()
         self.span_open = False                  # True: a session ran since, nothing judged
         if self.opts.armed or any(self.lines.values()):
@@ -76,10 +72,9 @@ class Gate:
                 self.hidden = hidden_paths(self.cwd, self.env)
 
     def session_starts(self) -> None:
-        """A session starts. What one that marked nothing done changed is judged with the next
-        task done (a cheat split over sessions). Commits that came in since from a remote
-        branch (a --sync rebase, even a fast-forward) are not a session's: the diff's start
-        takes them in, and what the sessions since the mark did stays in the diff."""
+        """What a session that marked nothing done changed is judged with the next task done
+        (a cheat split over sessions). Commits since from a remote branch (a --sync rebase)
+        are not a session's: the diff's start takes them in."""
         if not (self.span_open and self.head):
             self._mark()
         elif (local := self._brought_in()) is not None and not self._take_in(local):
@@ -94,10 +89,9 @@ class Gate:
         return local if not every.isdigit() or int(every) != len(local) else None
 
     def _take_in(self, local: list[str]) -> bool:
-        """Move the diff's start over what a remote brought in: the start as it was (base,
-        uncommitted changes of the mark included) merged with the newest remote commit in
-        HEAD (the parent of the oldest commit made here since the mark, `local`, else HEAD), as
-        a commit no ref names. False when git cannot merge them (a conflict, git < 2.38)."""
+        """Move the diff's start over what a remote brought in: base merged with the newest
+        remote commit in HEAD (the parent of `local`'s oldest, else HEAD), in a commit no ref
+        names. False when git cannot merge them (a conflict, git < 2.38)."""
         onto = gate.git(self.cwd, "rev-parse", f"{local[0]}^" if local else "HEAD",
                         env=self.env)
         tree = gate.git(self.cwd, "merge-tree", "--write-tree", self.base, onto, env=self.env)
@@ -110,28 +104,22 @@ class Gate:
             self.base, self.head = base, gate.git(self.cwd, "rev-parse", "HEAD", env=self.env)
         return bool(base)
 
-    # ------------------------------------------------------------------ reading
-    def _tasks(self, selection: str = "", **params: Any) -> list[dict]:
-        return reads.tasks(self.task, self.opts.armed, self.env, self.cwd, selection, **params)
-
     def _start_line(self, record: dict) -> str | None:
-        """The line a task not in `lines` had when the run started: none ("") when it was
-        there then, None when it was created since."""
-        if record["id"] in self.lines:
-            return self.lines[record["id"]]
-        return "" if str(record.get("created_at") or "") < self.started else None
+        """A task's line at the run's start: "" (there, none), None (created since)."""
+        created_since = str(record.get("created_at") or "") >= self.started
+        return self.lines.get(record["id"], None if created_since else "")
 
     def _unjudged(self, tasks: list[dict] | None = None) -> set[str]:
-        """A resumed run: the tasks marked done during it that no verdict covers, because
-        ralph.py died (or was interrupted) while their session ended or their check ran.
-        They are judged after the first session, as if that session had marked them done."""
+        """A resumed run: the tasks marked done during it that no verdict covers (ralph.py
+        died meanwhile), judged after the first session as if it had marked them done."""
         if not getattr(self.run, "resumed", False):
             return set()
         since = self._run_since()
-        tasks = self._tasks("touched", since=since) if tasks is None else tasks
-        judged = self._records()
-        return {t["id"] for t in tasks if t.get("status") == "done" and t["id"] not in judged
-                and str(t.get("updated_at")) >= since}
+        if tasks is None:
+            tasks = reads.tasks(self.task, self.opts.armed, self.env, self.cwd, "touched",
+                                since=since)
+        return {t["id"] for t in tasks if t.get("status") == "done"
+                and t["id"] not in self._records() and str(t.get("updated_at")) >= since}
 
     def _run_since(self) -> str:                       # the store's datetime format
         return str(self.run.state.started_at or "").replace("T", " ").rstrip("Z")[:19]
@@ -139,22 +127,19 @@ class Gate:
     def _records(self) -> dict[str, dict]:
         return self.run.state.extra.setdefault("verify", {})
 
-    # ------------------------------------------------------------------ the single loop
     def after_session(self, failed: list[str], reason: str) -> tuple[list[str], str]:
-        """Judge every task the session marked done (status done, updated since the session
-        started), then re-check stale ones when nothing is left to do. Returns the loop's
-        failed list and reason with the reopened tasks added (their attempt counts)."""
+        """Judge every task the session marked done, then re-check stale ones when nothing is
+        left to do. Returns the loop's failed list and reason, the reopened tasks added."""
         since = getattr(self.run, "session_since", "") or ""
         checked, self.checked = self.checked, backlog_readonly.since_now()
         # a resumed run's first session: since the run started, its unjudged tasks included
         frm = min(checked, since or checked, *([self._run_since()] if self.unjudged else []))
-        tasks = self._tasks("touched", since=frm)
+        tasks = reads.tasks(self.task, self.opts.armed, self.env, self.cwd, "touched", since=frm)
         reopened: list[verdicts.Verdict] = []
         judged = len(self.judged)
         # one diff for every task the session marked done, read before any verify command runs
         diff_findings = functools.cache(lambda: self._scan(self.cwd, self.base, self.hidden))
-        test_side = functools.cache(lambda: _touched(self.cwd, self.base, self.env,
-                                                     self.opts.protect))
+        test_side = functools.cache(lambda: self._test_side(self.cwd, self.base))
         for t in tasks:
             key = (t["id"], str(t.get("updated_at")), str(t.get("retry_count")))
             fresh = str(t.get("updated_at")) >= since or t["id"] in self.unjudged
@@ -178,15 +163,12 @@ class Gate:
         slugs = [v.task for v in reopened if v.task not in failed]
         return [*failed, *slugs], (reopened[0].reason.split("\n", 1)[0] if reopened else reason)
 
-    # ------------------------------------------------------------------ one task
     def judge(self, record: dict, tree: Path, base: str,
               diff_findings: Callable[[], list[tamper.Finding]],
               test_side: Callable[[], dict[str, str]] | None = None
               ) -> verdicts.Verdict | None:
-        """Verify one done task in tree (base: the diff's start; diff_findings: the tamper
-        findings of the session's diff, test_side: the test-side files it touched, each read
-        only when needed), act on the verdict. None when the gate does not apply (no command,
-        nothing to protect)."""
+        """Verify one done task in tree (base: the diff's start; diff_findings and test_side
+        read only when needed), act on the verdict. None when the gate does not apply."""
         slug = record["id"]
         own = verify_options.task_command(record.get("description")) or ""
         start = self._start_line(record)        # None: the task was created during the session
@@ -204,7 +186,7 @@ class Gate:
         # changes are no session's)
         side = {} if (may_change or not command or self.scratch is None
                       or self.opts.tamper == "off") else \
-            (test_side or (lambda: _touched(tree, base, self.env, self.opts.protect)))()
+            (test_side or (lambda: self._test_side(tree, base)))()
         check = gate.run(command, tree, self.env, self.opts.timeout_s) if command else None
         second = self._as_they_stood(command, tree, base, side) \
             if side and check is not None and check.passed else None
@@ -225,15 +207,17 @@ class Gate:
             self.report(f"Warning: verify: the second run could not start: {err}")
             return None
 
+    def _test_side(self, tree: Path, base: str) -> dict[str, str]:
+        from ralphpy.verify import as_they_stood
+        return as_they_stood.touched(tree, base, self.env, self.opts.protect)
+
     def judge_worktree(self, record: dict, wt: Any) -> verdicts.Verdict | None:
-        """--parallel: judge a task in its worktree before its branch is merged; the
-        session's diff is taken from the fork point of the run's branch."""
+        """--parallel, before the merge: the diff from the fork point of the run's branch."""
         base = gate.git(wt.path, "merge-base", "HEAD", wt.base_branch, env=self.env)
         return self.judge(record, wt.path, base, lambda: self._scan(wt.path, base))
 
     def _scan(self, tree: Path, base: str, hidden: frozenset[str] = frozenset()
               ) -> list[tamper.Finding]:
-        """The tamper findings of tree's diff from base (`hidden`: hidden from git then)."""
         if self.opts.tamper == "off":
             return []
         from ralphpy.verify.tamper import scan
@@ -248,7 +232,7 @@ class Gate:
             call(["_hold", v.task, "--reason", v.reason[:_HOLD_REASON_MAX]])
 
     def _record(self, v: verdicts.Verdict, result: str | None) -> None:
-        check = v.check.as_record() if v.check else None
+        check = asdict(v.check) if v.check else None
         kept = ("command", "exit_code", "duration_s", "commit", "dirty", "tree_id", "timed_out",
                 "tail_sha256")
         fields = {"task": v.task, "verdict": v.verdict, "tree": v.tree,
@@ -264,14 +248,12 @@ class Gate:
         self._records()[v.task] = {**fields, "at": event["ts"]}
         body = {**fields, "at": event["ts"], "check": check,
                 "second": v.second.as_record() if v.second else None,
-                "findings": [f.as_record() for f in v.findings], "result": result}
+                "findings": [asdict(f) for f in v.findings], "result": result}
         self.report(verdicts.line(v))
         write_atomic(Path(self.run.ralph_dir) / "verify" / f"{safe_name(v.task)}.json",
                      (json.dumps(body, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
-        # the run state (and progress.md) is saved by the caller's next step: the loop's
-        # record of the session, --parallel's save after each finished session or launch
+        # the run state (and progress.md) is saved by the caller's next step
 
-    # ------------------------------------------------------------------ stale verifications
     def recheck(self, tasks: list[dict] | None = None) -> list[verdicts.Verdict]:
         """When no task is left to do: every task this run verified and that is still done,
         whose verification ran at another commit than HEAD, is verified again (each command
@@ -281,8 +263,7 @@ class Gate:
                           if self._records() else (True, []))
         if pending:                             # nothing verified yet, or work left to do
             return []
-        status = {t["id"]: t for t in tasks}
-        done = {t["id"] for t in tasks if t.get("status") == "done"}
+        done = {t["id"]: t for t in tasks if t.get("status") == "done"}
         head, dirty, tree = gate.tree_state(self.cwd, self.env)
         stale: dict[str, list[str]] = {}
         for slug, rec in self._records().items():
@@ -297,44 +278,33 @@ class Gate:
                 verdict = verdicts.decide(slug, check, [], self.opts.tamper, recheck=True,
                                           tree=str(self.cwd))
                 self._act(verdict)
-                self._record(verdict, status[slug].get("result"))
+                self._record(verdict, done[slug].get("result"))
                 if not verdict.ok:
                     reopened.append(verdict)
         return reopened
 
-    # ------------------------------------------------------------------ the next session
     def annotate(self, task_data: str) -> str:
-        """The loop's task data (peek's markdown) with a `verify_failed:` block under each
-        listed task whose last verification failed, so the next session sees why."""
+        """The task data with a `verify_failed:` block under each task that failed its last."""
         records = self._records()
         if not records or not task_data:
             return task_data
-        parts = re.split(r"(?m)^(?=## Task )", task_data)
         out = []
-        for part in parts:
+        for part in re.split(r"(?m)^(?=## Task )", task_data):
             slug = part[8:].split("\n", 1)[0].strip() if part.startswith("## Task ") else None
-            rec = records.get(slug) if slug else None
+            rec = records.get(slug or "")
             if rec and rec.get("verdict") in verdicts.FAILED and rec.get("reason"):
                 body = part.rstrip("\n")
-                tail = part[len(body):]
                 block = "\n".join("  " + line for line in rec["reason"].split("\n"))
-                part = f"{body}\nverify_failed: |\n{block}{tail or ''}"
+                part = f"{body}\nverify_failed: |\n{block}{part[len(body):]}"
             out.append(part)
         return "".join(out)
-
-
-def _touched(tree: Path, base: str, env: Mapping[str, str], protect: tuple[str, ...]
-             ) -> dict[str, str]:
-    from ralphpy.verify import as_they_stood
-    return as_they_stood.touched(tree, base, env, protect)
 
 
 def start(values: Any, task: TaskCommand, env: Mapping[str, str], cwd: Path,
           run: Any, report: Callable[[str], None] = lambda line: None,
           scratch: as_they_stood.Scratch | None = None) -> Gate:
-    """The run's gate, from the settled options (config's `Options`, or a mapping of the
-    verify rows); report gets one line per verdict; scratch: where the second run runs
-    (None: one run only)."""
+    """The run's gate from the settled options; scratch: where the second run runs (None: one
+    run only)."""
     return Gate(verify_options.read(values), task, env, cwd, run, report, scratch)
 
 

@@ -1,7 +1,6 @@
-"""Owns reading a unified diff (`git diff -U0 -M`, a/ b/ prefixes) into its files: each file's
-old and new path (None where added or deleted; quoted paths unquoted), its removed and added
-lines with their line numbers, whether git called it binary, the new-side line of its first
-hunk that removes something. Knows nothing of what the lines mean (tamper.py)."""
+"""Owns reading a unified diff (`git diff -U0 -M`, a/ b/ prefixes) into its files: old and
+new paths, removed and added lines with their numbers, binary or not. Knows nothing of what
+the lines mean (tamper.py)."""
 from __future__ import annotations
 
 import re

@@ -1,8 +1,5 @@
-"""Owns which tests failed in a run of the verify command: the run asks a recognised runner
-(verify.runners) for its machine report beside its normal output (pytest's and node --test's
-JUnit XML through PYTEST_ADDOPTS and NODE_OPTIONS, jest's and vitest's JSON through flags
-added to the command), and the failing tests are read from that report, else from the
-lines of the output's tail where the runner names them (no report, or none it could read).
+"""Owns which tests failed in a run of the verify command: from the report a recognised runner
+(verify.runners) writes beside its output (JUnit XML or JSON), else from the output's tail.
 Knows nothing of tasks, of git or of verdicts."""
 from __future__ import annotations
 
@@ -10,7 +7,7 @@ import json
 import re
 import shlex
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 from xml.etree import ElementTree
 
 from ralphpy.verify.runners import NPM_TEST, Runner
@@ -24,8 +21,7 @@ _MAX_NAMED = 10
 
 def asking(runner: Runner | None, command: str, env: Mapping[str, str], report: Path
            ) -> tuple[str, dict[str, str]]:
-    """The command and environment that run `command` with the runner also writing its
-    report to `report`."""
+    """The command and environment with the runner also writing its report to `report`."""
     if runner is None:
         return command, dict(env)
     # node takes reporter flags only right after --test, where `npm test -- ...` cannot put
@@ -43,8 +39,7 @@ def asking(runner: Runner | None, command: str, env: Mapping[str, str], report: 
 
 
 def named(runner: Runner | None, report: Path, tail: str, tree: Path) -> list[str]:
-    """The failing tests by name: from the runner's report when it names any, else the
-    lines of the output's tail where the runner names them."""
+    """The failing tests: from the runner's report when it names any, else from the tail."""
     read = {"pytest": _from_pytest, "node --test": _from_node}.get(
         runner.name if runner else "", _from_json)
     try:
@@ -78,17 +73,13 @@ def _from_pytest(report: Path, tree: Path) -> list[str]:
 
 def _from_node(report: Path, tree: Path) -> list[str]:
     """node's JUnit XML: a suite for each `describe`, named `describe > test`."""
-    found: list[str] = []
-
-    def walk(node: ElementTree.Element, suites: list[str]) -> None:
+    def walk(node: ElementTree.Element, suites: list[str]) -> Iterator[str]:
         for child in node:
             if child.tag == "testsuite":
-                walk(child, [*suites, child.get("name", "")])
+                yield from walk(child, [*suites, child.get("name", "")])
             elif child.tag == "testcase" and _failed(child):
-                found.append(" > ".join([*suites, child.get("name", "")]))
-
-    walk(ElementTree.parse(report).getroot(), [])
-    return found
+                yield " > ".join([*suites, child.get("name", "")])
+    return list(walk(ElementTree.parse(report).getroot(), []))
 
 
 def _from_json(report: Path, tree: Path) -> list[str]:

@@ -1,15 +1,13 @@
 """Owns running one verify command: in the given tree, in a process group of its own (never
-the agent's), with a timeout (SIGTERM to the group, then SIGKILL), its output captured to a
-file, and the result bound to the commit it ran at: command, exit status, duration, output tail
-and its sha256, HEAD and whether the tree had uncommitted changes. Knows nothing of tasks, of
-the loop or of tampering."""
+the agent's), with a timeout (SIGTERM to the group, then SIGKILL), the result bound to the
+commit it ran at. Knows nothing of tasks, of the loop or of tampering."""
 from __future__ import annotations
 
 import hashlib
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -21,9 +19,7 @@ KILL_GRACE_S = 5.0
 
 
 @dataclass(frozen=True)
-class Check:
-    """One run of a verify command."""
-
+class Check:                     # one run of a verify command
     command: str
     exit_code: int | None        # None: it did not run to an end (timeout, cannot start)
     duration_s: float
@@ -42,22 +38,14 @@ class Check:
 
     @property
     def ran_at(self) -> str:
-        """The commit it ran at, as the report line and a fail reason both name it."""
         return f"at {self.commit[:12] or 'no commit'}"
 
     def summary(self) -> str:
-        """One line: what ran where and how it ended."""
         at = f"{self.ran_at}{' (uncommitted changes)' if self.dirty else ''}"
-        if self.timed_out:
-            how = f"timed out after {self.timeout_s:g}s"
-        elif self.error:
-            how = f"could not run: {self.error}"
-        else:
-            how = f"exited {self.exit_code} in {self.duration_s:.1f}s"
+        how = f"timed out after {self.timeout_s:g}s" if self.timed_out else \
+            f"could not run: {self.error}" if self.error else \
+            f"exited {self.exit_code} in {self.duration_s:.1f}s"
         return f"verify `{self.command}` {how} {at}"
-
-    def as_record(self) -> dict:
-        return asdict(self)
 
 
 def git(tree: Path, *args: str, env: Mapping[str, str]) -> str:
@@ -66,8 +54,7 @@ def git(tree: Path, *args: str, env: Mapping[str, str]) -> str:
 
 
 def git_out(tree: Path, *args: str, env: Mapping[str, str]) -> str:
-    """What a git command that reads prints, as it prints it (a file's text, a -z list; paths
-    unquoted); "" when git fails or is missing."""
+    """What a reading git command prints, unstripped, paths unquoted; "" when git fails."""
     try:
         done = programs.run([*programs.GIT, "-c", "core.quotepath=false", *args], cwd=tree,
                             env=env)
@@ -86,16 +73,9 @@ def tree_state(tree: Path, env: Mapping[str, str]) -> tuple[str, bool, str]:
     return head, dirty, tree_id if head else ""
 
 
-def tail_of(data: bytes) -> str:
-    text = data.decode("utf-8", "replace")
-    lines = text.rstrip("\n").split("\n")[-TAIL_LINES:]
-    return "\n".join(lines)[-TAIL_CHARS:]
-
-
 def run(command: str, tree: Path, env: Mapping[str, str], timeout_s: float,
         kill_grace_s: float = KILL_GRACE_S) -> Check:
-    """Run `sh -c command` in tree and wait for it (at most timeout_s, then the group is
-    stopped). The user wrote the command, so it runs through the shell."""
+    """`sh -c command` in tree (the user wrote it), its group stopped after timeout_s."""
     head, dirty, state = tree_state(tree, env)
     started = time.monotonic()
     with tempfile.TemporaryFile() as out:
@@ -107,10 +87,11 @@ def run(command: str, tree: Path, env: Mapping[str, str], timeout_s: float,
                          error=err.strerror or str(err), tree_id=state)
         duration = time.monotonic() - started
         out.seek(max(0, out.seek(0, os.SEEK_END) - 16 * TAIL_CHARS))
-        tail = tail_of(out.read())
+        lines = out.read().decode("utf-8", "replace").rstrip("\n").split("\n")
+        tail = "\n".join(lines[-TAIL_LINES:])[-TAIL_CHARS:]
     return Check(command, code, round(duration, 3), tail,
                  hashlib.sha256(tail.encode("utf-8")).hexdigest(), head, dirty,
                  timed_out=code is None, timeout_s=timeout_s, tree_id=state)
 
 
-__all__ = ["Check", "run", "tree_state", "tail_of", "git", "git_out"]
+__all__ = ["Check", "run", "tree_state", "git", "git_out"]

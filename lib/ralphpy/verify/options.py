@@ -28,16 +28,14 @@ class VerifyOptions:
 
 
 def read(values: Any) -> VerifyOptions:
-    """From the settled options (config's `Options`: CLI > environment > ralph.yml >
-    default), or a mapping of the same names. `protect` as a list, or one text of globs
-    separated by spaces or commas (a resumed run's state keeps a list)."""
+    """From config's `Options` or a mapping of the same names; `protect` a list (a resumed
+    run's state) or one text of globs separated by spaces or commas."""
     get = values.get if isinstance(values, Mapping) else (lambda name: getattr(values, name, None))
     protect = get("protect") or ()
     if isinstance(protect, str):
         protect = protect.replace(",", " ").split()
-    timeout = get("verify_timeout")
     return VerifyOptions(command=(get("verify") or None),
-                         timeout_s=float(timeout) if timeout else DEFAULT_TIMEOUT_S,
+                         timeout_s=float(get("verify_timeout") or DEFAULT_TIMEOUT_S),
                          tamper=str(get("tamper") or "hold"),
                          protect=tuple(protect))
 

@@ -32,12 +32,9 @@ _ASSERTION = re.compile(
     r"|\bassert(?:Equals?|True|False|That|Throws|NotNull|Null)\s*\(")
 
 # Newly added skips and focus markers (a `.only` silently drops every other test), jest's
-# `test.failing` and vitest's `test.fails` (they pass when the test fails), and code
-# that switches a test off: a mark set without a decorator (`pytestmark = pytest.mark.skip`),
-# unittest's SkipTest and expectedFailure, `__test__ = False` on a module or class, go's
-# `//go:build ignore` on a file, a test's body under `if False:` (its asserts keep their text,
-# only their indent changes; `if (false) {` in JavaScript, `if false {` in Go and Rust), a
-# test deleted from its module by name.
+# `test.failing` and vitest's `test.fails` (they pass when the test fails), and code that
+# switches a test off: `pytestmark`, SkipTest, expectedFailure, `__test__ = False`, go's
+# `//go:build ignore`, a body under `if False:` (its asserts keep their text), `del test_x`.
 SKIP = re.compile(
     r"@?\bpytest\.mark\.(?:skip|skipif|xfail)\b|\bpytest\.(?:skip|xfail|importorskip)\s*\("
     r"|\bunittest\.skip\w*|@(?:unittest\.)?skip(?:If|Unless)?\b|\bself\.skipTest\s*\("
@@ -72,14 +69,12 @@ def is_assertion(line: str) -> bool:
 
 
 def skips(line: str) -> list[str]:
-    """The skip markers in a line."""
     return [m.group(0).strip() for m in SKIP.finditer(line)]
 
 
 @lru_cache(maxsize=256)
 def glob_rx(glob: str) -> re.Pattern:
-    """A glob as a regular expression matching a whole path: `**/` and `**` cross folders,
-    `*` and `?` do not."""
+    """A glob as a regex of a whole path: `**/` and `**` cross folders, `*` and `?` do not."""
     out, i = [], 0
     while i < len(glob):
         if glob.startswith("**/", i):
@@ -98,16 +93,13 @@ def protected(path: str, globs: tuple[str, ...]) -> bool:
     """`protect:` globs: `**` crosses folders, `*` does not; a glob without a slash also
     matches a file name in any folder; `dir/` means everything under dir."""
     for glob in globs:
-        glob = glob.strip()
-        glob = glob[2:] if glob.startswith("./") else glob
-        if glob.endswith("/"):
-            glob += "**"
-        if glob_rx(glob).match(path):
-            return True
-        if "/" not in glob and glob_rx(glob).match(path.rsplit("/", 1)[-1]):
+        glob = glob.strip().removeprefix("./")
+        glob += "**" if glob.endswith("/") else ""
+        if glob_rx(glob).match(path if "/" in glob else path.rsplit("/", 1)[-1]) \
+                or glob_rx(glob).match(path):
             return True
     return False
 
 
 __all__ = ["is_test_path", "renamed_away", "test_names", "is_assertion", "skips", "protected",
-           "SKIP", "glob_rx", "NODE_TEST_NAME"]
+           "NODE_TEST_NAME"]

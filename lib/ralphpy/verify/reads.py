@@ -1,8 +1,6 @@
-"""Owns what the verify gate reads of the backlog: a part of it as `_export-json` has it,
-read by an index where the store is the embedded one (tasks.views.SELECTIONS: the tasks a
-session touched, some by id, those with a `verify:` line), else the whole of it; each task's
-`verify:` line; whether the loop could still start a task. Knows nothing of judging, acting
-or recording (verify.completion)."""
+"""Owns what the verify gate reads of the backlog: a part of it by an index where the store
+is the embedded one (tasks.views.SELECTIONS), else the whole of it; each task's `verify:`
+line; whether the loop could still start a task. Knows nothing of judging or recording."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,10 +14,9 @@ from ralphpy.verify import options as verify_options
 
 def tasks(task: TaskCommand, armed: bool, env: Mapping[str, str], cwd: Path,
           selection: str = "", **params: Any) -> list[dict]:
-    """With the embedded task CLI, the tasks of `selection`, read without a task call; else (a
-    task source behind it, another task CLI, no selection) the whole backlog: a superset,
-    which every caller filters. With another task CLI only when the gate is configured
-    (`armed`), so a run without it makes the task calls it always made."""
+    """The tasks of `selection` by index with the embedded task CLI, else the whole backlog (a
+    superset every caller filters); another task CLI is asked only when `armed`, so a run
+    without the gate makes the task calls it always made."""
     if not (task.embedded or armed):
         return []
     found = _by_index(task, env, cwd, selection, **params) if selection else None
@@ -28,35 +25,26 @@ def tasks(task: TaskCommand, armed: bool, env: Mapping[str, str], cwd: Path,
 
 def at_start(task: TaskCommand, armed: bool, env: Mapping[str, str], cwd: Path,
              since: str) -> list[dict]:
-    """The tasks whose `verify:` line the run keeps from its start: those that have one, and
-    those created in the second of `since` (created_at cannot tell whether a task of that
-    second was there at the start; any other task without a line is told by it)."""
-    if not (task.embedded or armed):
-        return []
+    """The tasks whose `verify:` line the run keeps from its start: those with one, and those
+    created in the second of `since` (created_at cannot tell if they were there)."""
     with_line = _by_index(task, env, cwd, "verify_line")
     if with_line is None:
-        return task_client.export_tasks(task.bound(env)) or []
+        return tasks(task, armed, env, cwd)
     return with_line + (_by_index(task, env, cwd, "touched", since=since) or [])
 
 
 def _by_index(task: TaskCommand, env: Mapping[str, str], cwd: Path, selection: str,
               **params: Any) -> list[dict] | None:
-    if not task.embedded:
-        return None
-    return backlog_readonly.export_records(selection, environ=env, cwd=cwd, **params)
+    return backlog_readonly.export_records(selection, environ=env, cwd=cwd, **params) \
+        if task.embedded else None
 
 
 def task_lines(records: list[dict], known: Callable[[dict], str | None] = lambda t: None
                ) -> dict[str, str]:
-    """Each task's `verify:` command, "" for a task without one: a line the session adds to a
-    task that had none is a change too, never the command that judges it. known: the line
-    the run already knows a task by, which stays."""
-    lines = {}
-    for t in records:
-        line = known(t)
-        lines[t["id"]] = (verify_options.task_command(t.get("description")) or ""
-                          if line is None else line)
-    return lines
+    """Each task's `verify:` command, "" for none (a line added later is a change, never the
+    judge); known: the line the run already knows a task by, which stays."""
+    return {t["id"]: (verify_options.task_command(t.get("description")) or ""
+                      if (line := known(t)) is None else line) for t in records}
 
 
 def settled(task: TaskCommand, armed: bool, env: Mapping[str, str], cwd: Path,
@@ -71,13 +59,9 @@ def settled(task: TaskCommand, armed: bool, env: Mapping[str, str], cwd: Path,
                                                       slugs=verified))
     records = tasks(task, armed, env, cwd) if records is None else records
     done = {t["id"] for t in records if t.get("status") == "done"}
-    return any(_pending(t, done) for t in records), records
-
-
-def _pending(t: dict, done: set[str]) -> bool:
-    """Work the loop could still start: open or active, not held, its blockers done."""
-    return (t.get("status") in ("open", "active") and not t.get("held")
-            and all(dep in done for dep in t.get("deps") or []))
+    # work the loop could still start: open or active, not held, its blockers done
+    return any(t.get("status") in ("open", "active") and not t.get("held")
+               and all(dep in done for dep in t.get("deps") or []) for t in records), records
 
 
 __all__ = ["tasks", "at_start", "task_lines", "settled"]

@@ -1,8 +1,6 @@
 """Owns asking a test runner, instead of emulating it: whether a verify command is a
-recognised call of pytest, `node --test`, jest or vitest (`npm test` through package.json's
-test script), which tests it runs in a tree (pytest `--collect-only -q`, jest `--listTests`,
-vitest `list`, node --test by its file rules); which tests failed is verify.failures'. Knows
-nothing of tasks, of git or of verdicts."""
+recognised call of pytest, `node --test`, jest or vitest (`npm test` through package.json),
+and which tests it runs in a tree. Knows nothing of tasks, of git or of verdicts."""
 from __future__ import annotations
 
 import json
@@ -62,9 +60,8 @@ def recognise(command: str, tree: Path) -> Runner | None:
 
 
 def without(runner: Runner | None, command: str, added: set[str]) -> str | None:
-    """The command with the test files the session added left out of its arguments (they
-    are not in the start's tests), or None when it named only such files: nothing of the
-    start's to run. The command as it is when the runner is not recognised."""
+    """The command without the test files the session added (not the start's tests); None
+    when it named only such files; as it is when the runner is not recognised."""
     if runner is None or not added:
         return command
     words = list(runner.argv)
@@ -77,9 +74,8 @@ def without(runner: Runner | None, command: str, added: set[str]) -> str | None:
 
 def tests(runner: Runner, tree: Path, env: Mapping[str, str], timeout_s: float
           ) -> set[str] | None:
-    """The tests the runner runs in tree, each by its name without its file (a test moved to
-    another file still runs): pytest's `file::Class::test`, vitest's `file > test`; a file's
-    name for node --test and jest, which list files. None when the runner cannot answer."""
+    """The tests the runner runs in tree, by name without their file (a test moved to another
+    file still runs; node --test and jest list files, by name). None: the runner cannot say."""
     if runner.name == "node --test":
         return _node_files(runner, tree)
     if runner.name == "pytest":             # one -q lists node ids (-qq: files, -v: a tree)
@@ -92,15 +88,14 @@ def tests(runner: Runner, tree: Path, env: Mapping[str, str], timeout_s: float
         done = programs.run(argv, cwd=tree, env=env, timeout=timeout_s)
     except (OSError, programs.TimeoutExpired):
         return None
-    if runner.name == "pytest":
-        if done.code not in (0, 5):             # 5: no tests collected
-            return None
-        return {line.split("::", 1)[1] for line in done.out.splitlines() if "::" in line}
-    if done.code != 0:
+    if done.code not in ((0, 5) if runner.name == "pytest" else (0,)):  # 5: none collected
         return None
+    lines = done.out.splitlines()
+    if runner.name == "pytest":
+        return {line.split("::", 1)[1] for line in lines if "::" in line}
     if runner.name == "jest":
-        return {Path(line).name for line in done.out.splitlines() if line.strip()}
-    return {line.split(" > ", 1)[1] for line in done.out.splitlines() if " > " in line}
+        return {Path(line).name for line in lines if line.strip()}
+    return {line.split(" > ", 1)[1] for line in lines if " > " in line}
 
 
 def _vitest_list(argv: tuple[str, ...]) -> list[str]:
@@ -112,8 +107,7 @@ def _vitest_list(argv: tuple[str, ...]) -> list[str]:
 
 
 def _node_files(runner: Runner, tree: Path) -> set[str]:
-    """node --test's files: those named after --test, else its default names, node_modules
-    and dot folders left out."""
+    """node --test's files: named after --test, else its default names (no node_modules)."""
     named = [w for w in runner.argv[runner.argv.index("--test") + 1:] if not w.startswith("-")]
     if named:
         return {Path(w).name for w in named if (tree / w).is_file()}

@@ -1,14 +1,13 @@
 """Owns the tamper check's diff rules over a tree's diff from the session's start, each
-finding naming the file and line (the old file's for what was removed). A few stand alone
-(verdicts.ALONE): a `protect:` file changed, a test or protected file hidden from git, a test
-script or make target changed, code taken out of coverage. The others (a test file deleted or
-renamed away, a test or an assertion removed, a skip added) only explain a failure of the
-tests as they stood: the runner says which tests run and pass (docs/decisions/0038). Knows
-nothing of tasks or of what is done with the findings."""
+finding naming the file and line. A few stand alone (verdicts.ALONE); the others (a test
+deleted or renamed away, a test or an assertion removed, a skip added) only explain a failure
+of the tests as they stood: the runner says which tests run and pass (docs/decisions/0038).
+Knows nothing of tasks or of what is done with the findings."""
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -27,9 +26,6 @@ class Finding:
     def text(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
         return f"{where}: {self.detail}" if where else self.detail
-
-    def as_record(self) -> dict:
-        return asdict(self)
 
 
 def _file_findings(f: DiffFile, tree: Path, protect: tuple[str, ...],
@@ -64,7 +60,7 @@ def _file_findings(f: DiffFile, tree: Path, protect: tuple[str, ...],
         found += _added_skips(f, path)
     if new is not None and test_commands.applies(new):
         found += [Finding("test_command", path, no, detail) for no, detail in
-                  test_commands.changes(f, _read(tree / new), olds.get(old))]
+                  test_commands.changes(f, read(tree / new), olds.get(old))]
     if new is not None and patterns.protected(old, protect) and (f.removed or f.binary):
         found.append(Finding("protected_path", path, f.first_change,
                              "protected file changed (only additions are allowed)"))
@@ -73,21 +69,18 @@ def _file_findings(f: DiffFile, tree: Path, protect: tuple[str, ...],
 
 def _added_skips(f: DiffFile, path: str) -> list[Finding]:
     """Skip markers added to the file, not moved within it (removed there as well)."""
-    was: dict[str, int] = {}
-    for _, text in f.removed:
-        for marker in patterns.skips(text):
-            was[marker] = was.get(marker, 0) + 1
+    was = Counter(marker for _, text in f.removed for marker in patterns.skips(text))
     found = []
     for no, text in f.added:
         for marker in patterns.skips(text):
-            if was.get(marker, 0) > 0:
+            if was[marker] > 0:
                 was[marker] -= 1                         # moved, not added
             else:
                 found.append(Finding("added_skip", path, no, f"skip added: {marker}"))
     return found
 
 
-def _read(path: Path) -> str:
+def read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -106,8 +99,7 @@ _IDIOM = re.compile(r"""^\s*if\s+(?:__name__\s*==\s*["']__main__["']|(?:typing\.
 
 
 def _coverage_excluded(files: list[DiffFile]) -> list[Finding]:
-    """Each coverage marker the diff adds, unless the same line was removed elsewhere in the
-    diff (code moved)."""
+    """Each coverage marker the diff adds, unless its line was removed elsewhere (moved)."""
     removed = {text.strip() for f in files for _, text in f.removed}
     return [Finding("coverage_excluded", f.new, no, "coverage exclusion added: "
                     f"{m.group('py') or m.group('js')}")
@@ -135,16 +127,14 @@ def _is_hidden(tag: str) -> bool:
 
 
 def hidden_paths(tree: Path, env: Mapping[str, str]) -> frozenset[str]:
-    """The files git is told not to look at now (a sparse checkout's, the user's): where a
-    session's diff starts, so that scan does not take them for the session's doing."""
+    """The files hidden from git now (a sparse checkout's): scan's `hidden_before`."""
     return frozenset(path for tag, path in _ls_files(tree, env) if _is_hidden(tag))
 
 
 def _hidden(tree: Path, protect: tuple[str, ...], env: Mapping[str, str],
             hidden_before: frozenset[str]) -> list[Finding]:
-    """What no diff shows: test or protected files git was told not to look at since the
-    diff's start (`update-index --skip-worktree` or `--assume-unchanged`: their changes are
-    missing from every diff and from `dirty`)."""
+    """What no diff shows: test or protected files hidden from git since the diff's start
+    (`update-index --skip-worktree` or `--assume-unchanged`: missing from diffs and `dirty`)."""
     return [Finding("hidden_path", path, None, "hidden from git ("
                     f"{'skip-worktree' if tag == 'S' else 'assume-unchanged'}): its changes "
                     "are not seen") for tag, path in _ls_files(tree, env)
@@ -154,11 +144,9 @@ def _hidden(tree: Path, protect: tuple[str, ...], env: Mapping[str, str],
 
 def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[str, str],
          hidden_before: frozenset[str] = frozenset()) -> list[Finding]:
-    """The findings of the tree's diff from base (a commit); [] when base is unknown.
-    hidden_before: hidden_paths when base was taken."""
+    """The findings of the tree's diff from base; hidden_before: hidden_paths at base."""
     if not base:
         return []
-    protect = tuple(protect)
     files = diff_files.parse(gate.git_out(tree, *_DIFF, base, "--", env=env))
     marked = [f.new or f.old for f in files if f.binary and f.old and f.new
               and (patterns.is_test_path(f.old) or patterns.protected(f.old, protect))]
@@ -175,4 +163,4 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
         _coverage_excluded(files) + hidden
 
 
-__all__ = ["Finding", "scan", "hidden_paths"]
+__all__ = ["Finding", "scan", "hidden_paths", "read"]

@@ -1,8 +1,6 @@
 """Owns the tamper rule on files that mix a runner's settings with others and cannot be
-restored apart (verify.test_side), so the second run uses the session's: a makefile's rule of
-a test target (test, check or verify, with a suffix or not) changed or defined again (a new
-target is no finding), and a vite.config.* line of vitest's settings of which tests run or
-how they pass. Pure functions over a file's diff and text; knows nothing of git."""
+restored apart (verify.test_side): a makefile's test target rule changed or defined again (a
+new target is no finding), a vite.config.* line of vitest's settings. Knows nothing of git."""
 from __future__ import annotations
 
 import re
@@ -21,36 +19,29 @@ def is_makefile(path: str) -> bool:
 
 
 def applies(path: str) -> bool:
-    """A file this rule reads (package.json's test scripts are restored by the second run
-    instead: verify.test_side)."""
+    """A file this rule reads (package.json's test scripts are restored by the second run)."""
     return is_makefile(path) or bool(test_side.UNSPLIT.search(path))
 
 
 def make_rule_lines(lines: list[str]) -> dict[int, str]:
-    """The lines (numbered from 1) of a makefile's rules for test targets, target line and
-    recipe, each with its target. A recipe line starts with a tab; blank lines and comments
-    do not end a rule, anything else that is not a rule does."""
+    """The lines (from 1) of a makefile's test target rules, each with its target. Blank
+    lines and comments do not end a rule, anything else that is not a recipe or rule does."""
     rules: dict[int, str] = {}
     current = None
     for no, line in enumerate(lines, 1):
-        if line.startswith("\t"):
-            if current:
-                rules[no] = current
-            continue
-        if (m := _MAKE_RULE.match(line)):
+        if (m := _MAKE_RULE.match(line)):       # never a recipe line: those start with a tab
             current = next((t for t in m.group("targets").split()
                             if test_side.TEST_SCRIPT.match(t)), None)
-            if current:
-                rules[no] = current
-        elif line.strip() and not line.lstrip().startswith("#"):
+        elif not line.startswith("\t") and line.strip() and not line.lstrip().startswith("#"):
             current = None
+        if current and (m or line.startswith("\t")):
+            rules[no] = current
     return rules
 
 
 def changes(f: DiffFile, new_text: str, old_text: str | None) -> list[tuple[int | None, str]]:
-    """What the change did to the makefile's test rules: (line, detail) each; the line of the
-    new file, or of the old one for what was removed. old_text: the file as the diff started
-    (which rule a removed line was in, which targets it had)."""
+    """(line, detail) of each test rule the change touched (the old file's line for what was
+    removed; old_text: which rule a removed line was in, which targets it had)."""
     if test_side.UNSPLIT.search(f.new or ""):
         return [(no, f"vitest settings changed in a file not restored apart: {text.strip()[:80]}")
                 for no, text in f.removed + f.added if _VITEST_KEY.search(text)][:1]

@@ -1,8 +1,6 @@
-"""Owns the test side: the files that decide what the tests say and which of them run, each
-runner's part defined once (RUNNERS), and the runner section of a file that mixes runner
-settings with others (pyproject.toml, setup.cfg, tox.ini, package.json), restored on its own.
-The verify gate's second run takes these files from the session's start
-(verify.as_they_stood). Pure functions over paths and texts; knows nothing of git."""
+"""Owns the test side: the files that decide what the tests say and which of them run, and the
+runner section of a file that mixes runner settings with others (pyproject.toml, setup.cfg,
+tox.ini, package.json), restored on its own. Pure functions; knows nothing of git."""
 from __future__ import annotations
 
 import json
@@ -36,8 +34,7 @@ UNSPLIT = re.compile(r"(^|/)vite\.config\.[cm]?[jt]s$")
 
 
 def is_test_side(path: str, protect: tuple[str, ...] = ()) -> bool:
-    """A whole file of the test side: a test, a test-support file, a runner's own
-    configuration, a file loaded at every interpreter start, a `protect:` glob's."""
+    """A whole file of the test side: tests, their support and configuration, `protect:`."""
     return bool(_TEST_SIDE.search(path)) or patterns.is_test_path(path) or \
         patterns.protected(path, protect)
 
@@ -51,8 +48,7 @@ def _split(text: str, header: re.Pattern) -> tuple[list[str], list[str], int]:
     """(the lines outside the runner's sections, the sections' lines, where the first
     section stood among the outside lines; -1 when none)."""
     outside: list[str] = []
-    inside: list[str] = []
-    at, current = -1, outside
+    at, inside, current = -1, [], outside
     for line in text.split("\n"):
         if line.startswith("["):
             current = inside if header.match(line) else outside
@@ -63,9 +59,8 @@ def _split(text: str, header: re.Pattern) -> tuple[list[str], list[str], int]:
 
 
 def restore_section(path: str, start: str | None, now: str) -> str | None:
-    """The session's file with its runner section as it was at the start (`start` None: the
-    file is new), where it stands in the session's file. None when the file cannot be split
-    (package.json that is not JSON)."""
+    """The session's file with its runner section as at the start (`start` None: new), where
+    it stands now. None when the file cannot be split (package.json that is not JSON)."""
     name = path.rsplit("/", 1)[-1]
     if name == "package.json":
         return _restore_package(start, now)
@@ -105,5 +100,4 @@ def _restore_package(start: str | None, now: str) -> str | None:
     return json.dumps(new, indent=2) + "\n"
 
 
-__all__ = ["RUNNERS", "UNSPLIT", "TEST_SCRIPT", "is_test_side", "mixed", "restore_section",
-           "section_changed"]
+__all__ = ["UNSPLIT", "TEST_SCRIPT", "is_test_side", "mixed", "restore_section", "section_changed"]

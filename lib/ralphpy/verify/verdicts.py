@@ -1,7 +1,6 @@
-"""Owns what a verdict of the verify gate is: passed, warned, failed, timed out or held, from
-the check's result and the tamper findings under the `tamper:` mode, and how it reads (the
-fail reason the task is reopened with, the run's report line). Knows nothing of tasks, of git
-or of when the gate judges (verify.completion)."""
+"""Owns what a verdict of the verify gate is, from the check's result and the tamper findings
+under the `tamper:` mode, and how it reads (the fail reason, the report line). Knows nothing
+of tasks, of git or of when the gate judges (verify.completion)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,9 +17,7 @@ MAY_CHANGE = "judged by the session's tests alone (tests: may change)"
 
 
 @dataclass
-class Verdict:
-    """What the gate decided for one task."""
-
+class Verdict:                        # what the gate decided for one task
     task: str
     verdict: str                      # passed | warned | failed | timeout | held
     reason: str = ""                  # the fail reason given to `_reopen` ("" when it passed)
@@ -49,16 +46,13 @@ def decide(slug: str, check: gate.Check | None, findings: list[tamper.Finding], 
         findings = [f for f in findings if f.kind in ALONE]
     note = MAY_CHANGE if may_change else ""
     failed = check is not None and not check.passed
+    why = failure(check, recheck) if failed else \
+        failure(second.check, recheck, second) if stood_failed else ""
     if findings and mode == "hold":
         text = "; ".join(f.text() for f in findings)
-        lines = [f"tamper check: {text}"]
-        if failed:
-            lines += [failure(check, recheck)]
-        elif stood_failed:
-            lines += [failure(second.check, recheck, second)]
-        return Verdict(slug, "held", "\n".join(lines), check, findings, tree, second, note)
-    if failed or stood_failed:
-        why = failure(check, recheck) if failed else failure(second.check, recheck, second)
+        reason = f"tamper check: {text}" + (f"\n{why}" if why else "")
+        return Verdict(slug, "held", reason, check, findings, tree, second, note)
+    if why:
         timed_out = (check if failed else second.check).timed_out
         return Verdict(slug, "timeout" if timed_out else "failed", why, check, findings, tree,
                        second, note)
@@ -94,9 +88,8 @@ def line(v: Verdict) -> str:
 
 def failure(check: gate.Check, recheck: bool,
             second: as_they_stood.Second | None = None) -> str:
-    """The fail reason of a check that failed. Not Check.summary: a reason leads with what went
-    wrong (`verify failed:`, the first line a report and the next session show) and gives the
-    output's tail; the summary is the report line of a check that passed."""
+    """The fail reason of a failed check: unlike Check.summary (a passed check's line) it leads
+    with what went wrong, the line a report and the next session show, then the output's tail."""
     at = check.ran_at
     again = " on re-check (the tree moved since it passed)" if recheck else ""
     if check.timed_out:
