@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, ContextManager, Mapping
 
-import ralphpy
 from ralphpy import programs
 from ralphpy.errors import EnvironmentFailure
 from ralphpy.sources import registry
@@ -73,8 +72,7 @@ class TaskCommand:
         if not (self.embedded or self.source):
             return self.command
         from ralphpy.sources import entry
-        lib = os.path.dirname(os.path.dirname(os.path.realpath(ralphpy.__file__)))
-        return entry.write_launcher(ralph_dir, sys.executable, lib) or self.command
+        return entry.write_launcher(ralph_dir, sys.executable, entry.own_lib()) or self.command
 
     def call(self, *args: str, env: Mapping[str, str]) -> TaskResult:
         """A task call whose output is captured."""

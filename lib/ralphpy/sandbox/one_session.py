@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ralphpy.sandbox import backends, plan
+from ralphpy.sources import entry
 from ralphpy.sandbox.backends import Backend
 from ralphpy.sandbox.store_keeper import Keeper
 
@@ -45,7 +46,7 @@ def wrap(backend: Backend, keeper: Keeper, argv: Sequence[str], *, top: Path, ma
         readable.append(Path(frozen))
     program = shutil.which(argv[0], path=env.get("PATH", os.defpath))
     inside = plan.build(plan.Tree(top, main), cwd, env, state=state, program=program,
-                        store=store, readable=readable)
+                        store=store, readable=readable, runs_from=entry.runs_from())
     return backends.wrap(backend, inside, argv, list(env), name)
 
 

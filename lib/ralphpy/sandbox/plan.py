@@ -68,11 +68,13 @@ def _under(path: str, roots: Iterable[str]) -> bool:
 
 def build(tree: Tree, cwd: Path, env: Mapping[str, str], *, state: Iterable[str] = (),
           program: str | None = None, store: Iterable[Path] = (),
-          readable: Iterable[Path] = ()) -> Plan:
+          readable: Iterable[Path] = (), runs_from: Iterable[str] = ()) -> Plan:
     """The plan of one session. state: the agent's state under $HOME (adapter-declared names,
     read-write, those that exist); program: the agent's resolved path (its folder read-only);
     store: files the task CLI writes (the SQLite files, a claims file); readable: files it
-    reads (a frozen scope's ids). $PATH's folders the tmpfs mounts would hide: read-only."""
+    reads (a frozen scope's ids); runs_from: the folders the task CLI runs from (ralph's
+    package and interpreter, wherever they are installed). Those and $PATH's folders the
+    tmpfs mounts would hide: read-only."""
     home = env.get("HOME", "")
     hidden = ["/tmp"] + ([home] if home and home != "/" else [])
     mounts = [Mount(TMPFS, p) for p in hidden]
@@ -80,7 +82,7 @@ def build(tree: Tree, cwd: Path, env: Mapping[str, str], *, state: Iterable[str]
         hidden.append(str(tree.main))
         mounts.append(Mount(TMPFS, str(tree.main)))   # other worktrees, the checkout's files
     shown = [str(tree.top)]
-    folders = [p for p in env.get("PATH", "").split(os.pathsep) if p]
+    folders = [p for p in env.get("PATH", "").split(os.pathsep) if p] + list(runs_from)
     if program:
         folders.append(os.path.dirname(program))
         folders.append(os.path.dirname(os.path.realpath(program)))

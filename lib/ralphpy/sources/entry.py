@@ -88,6 +88,20 @@ def launch(script: str, venv: str | None) -> None:
     main()
 
 
+def own_lib() -> str:
+    """The folder holding this ralphpy package (symlinks resolved): what the launcher puts
+    first on sys.path."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+
+
+def runs_from() -> list[str]:
+    """The folders the task CLI runs from when the launcher starts it: the package's folder and
+    the interpreter's (its venv, the Python install a venv links to); a sandbox shows them."""
+    python = os.path.realpath(sys.executable)
+    return list(dict.fromkeys([own_lib(), sys.prefix, sys.base_prefix,
+                               os.path.dirname(os.path.dirname(python))]))
+
+
 def launcher_text(python: str, lib: str) -> bytes | None:
     """The agents' launcher for the task CLI in `lib` run by `python` (absolute), or None when
     `python` cannot be named in a first line (a blank in it, too long)."""
@@ -124,4 +138,5 @@ def write_launcher(ralph_dir: Path, python: str, lib: str) -> str | None:
     return str(path)
 
 
-__all__ = ["name_store", "main", "launch", "launcher_text", "write_launcher"]
+__all__ = ["name_store", "main", "launch", "own_lib", "runs_from", "launcher_text",
+           "write_launcher"]
