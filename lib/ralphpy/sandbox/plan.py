@@ -66,6 +66,20 @@ def _under(path: str, roots: Iterable[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
+def _program_folders(program: str) -> list[str]:
+    """The folders of each step from the program's path to its file: a PATH entry's link
+    (`node_modules/.bin/claude` -> `../@anthropic-ai/claude-code/cli.js`) is followed inside
+    the sandbox by its path as written, which a folder shown by its resolved path alone
+    would not hold."""
+    folders, path = [], program
+    for _ in range(40):                                 # as the kernel's bound on a chain
+        folders.append(os.path.dirname(path))
+        if not os.path.islink(path):
+            break
+        path = os.path.normpath(os.path.join(os.path.dirname(path), os.readlink(path)))
+    return folders + [os.path.dirname(os.path.realpath(program))]
+
+
 def build(tree: Tree, cwd: Path, env: Mapping[str, str], *, state: Iterable[str] = (),
           program: str | None = None, store: Iterable[Path] = (),
           readable: Iterable[Path] = (), runs_from: Iterable[str] = ()) -> Plan:
@@ -84,8 +98,7 @@ def build(tree: Tree, cwd: Path, env: Mapping[str, str], *, state: Iterable[str]
     shown = [str(tree.top)]
     folders = [p for p in env.get("PATH", "").split(os.pathsep) if p] + list(runs_from)
     if program:
-        folders.append(os.path.dirname(program))
-        folders.append(os.path.dirname(os.path.realpath(program)))
+        folders += _program_folders(program)
     for folder in dict.fromkeys(folders):
         if _under(folder, hidden) and not _under(folder, shown) and os.path.isdir(folder):
             mounts.append(Mount(RO, folder))

@@ -131,3 +131,28 @@ def test_none_is_no_sandbox_and_the_wrap_of_each_backend_is_its_own():
     assert backends.wrap(bw, p, ["a"], [], "n")[2] == "/usr/bin/bwrap"
     assert backends.leftover(bw, "n") is None and bw.shown == "bwrap"
     assert docker.shown == "docker (img)"
+
+
+def test_ralphs_own_install_and_an_agent_linked_into_home_are_shown_read_only(tmp_path):
+    """ralph and its interpreter installed under $HOME (pipx, pyenv) and a CLI whose PATH entry
+    is a link into a package folder (npm's `.bin`), reached through a linked folder: the task
+    CLI and the agent still start inside, and nothing more of $HOME is shown."""
+    repo = _repo(tmp_path)
+    home = tmp_path / "home"
+    real = tmp_path / "elsewhere" / "node_modules"
+    (real / "pkg").mkdir(parents=True)
+    (real / ".bin").mkdir()
+    (real / "pkg" / "cli.js").write_text("")
+    (real / ".bin" / "agent").symlink_to("../pkg/cli.js")
+    (home / "tools").mkdir()
+    (home / "tools" / "node_modules").symlink_to(real)            # a linked install folder
+    program = str(home / "tools" / "node_modules" / ".bin" / "agent")
+    lib, venv = home / ".local" / "pipx" / "lib", home / ".pyenv" / "versions" / "3.11"
+    lib.mkdir(parents=True)
+    venv.mkdir(parents=True)
+    got = plan.build(plan.Tree(repo, repo), repo, _env(tmp_path), program=program,
+                     runs_from=[str(lib), str(venv)])
+    shown = {m.path for m in got.mounts if m.kind == RO}
+    assert {str(lib), str(venv), str(home / "tools" / "node_modules" / ".bin"),
+            str(home / "tools" / "node_modules" / "pkg")} <= shown
+    assert not any(p == str(home) or str(home / ".ssh") in p for p in shown)
