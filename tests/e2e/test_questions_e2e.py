@@ -103,8 +103,9 @@ def test_an_agent_session_cannot_answer_its_own_question(git_repo, run_task, run
 
 
 # The stub agent: claims the top task; on t1's first session it asks and ends; on t2 it
-# waits (a condition, bounded) until t1 is no longer held or its question's deadline has
-# passed (the run settles a default between sessions), then finishes; t1 again: done.
+# waits (conditions, bounded) until t1 is held by its question (--parallel starts both sessions
+# at once), then until t1 is no longer held or its question's deadline has passed (the run
+# settles a default between sessions), then finishes; t1 again: done.
 AGENT = r"""
 if [ -n "$RALPH_FROZEN_IDS_FILE" ] && [ -f "$RALPH_FROZEN_IDS_FILE" ]; then
   tid=$(cat "$RALPH_FROZEN_IDS_FILE")                        # --parallel: ralph claimed it
@@ -126,16 +127,26 @@ git add -A >/dev/null && git commit -qm "work on $tid" >/dev/null
 """
 AWAIT_T1 = r"""
 import json, os, subprocess, time
-asked = os.path.join(os.environ["RALPH_QUESTIONS_DIR"], "asked", "t1.json")
+questions = os.environ["RALPH_QUESTIONS_DIR"]
+asked = os.path.join(questions, "asked", "t1.json")
+answered = os.path.join(questions, "answered", "t1.json")
+
+def held():
+    return "\nHeld:" in subprocess.run([os.environ["RALPH_TASK_SCRIPT"], "show", "t1"],
+                                       capture_output=True, text=True).stdout
+
+def deadline_passed():
+    try:
+        deadline = json.load(open(asked)).get("deadline")
+    except (OSError, ValueError):
+        return False
+    return deadline is not None and time.time() > deadline
+
 give_up = time.monotonic() + 100
-while time.monotonic() < give_up:
-    deadline = json.load(open(asked)).get("deadline")
-    if deadline is not None and time.time() > deadline:
-        break
-    shown = subprocess.run([os.environ["RALPH_TASK_SCRIPT"], "show", "t1"],
-                           capture_output=True, text=True).stdout
-    if "\nHeld:" not in shown:
-        break
+# --parallel starts both sessions at once: first t1's question is out (or already answered)
+while time.monotonic() < give_up and not (held() or os.path.exists(answered)):
+    time.sleep(0.1)
+while time.monotonic() < give_up and held() and not deadline_passed():
     time.sleep(0.1)
 """
 
