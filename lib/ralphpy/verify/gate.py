@@ -42,9 +42,12 @@ class Check:                     # one run of a verify command
 
     def summary(self) -> str:
         at = f"{self.ran_at}{' (uncommitted changes)' if self.dirty else ''}"
-        how = f"timed out after {self.timeout_s:g}s" if self.timed_out else \
-            f"could not run: {self.error}" if self.error else \
-            f"exited {self.exit_code} in {self.duration_s:.1f}s"
+        if self.timed_out:
+            how = f"timed out after {self.timeout_s:g}s"
+        elif self.error:
+            how = f"could not run: {self.error}"
+        else:
+            how = f"exited {self.exit_code} in {self.duration_s:.1f}s"
         return f"verify `{self.command}` {how} {at}"
 
 

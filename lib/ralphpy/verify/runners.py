@@ -81,9 +81,10 @@ def tests(runner: Runner, tree: Path, env: Mapping[str, str], timeout_s: float
     if runner.name == "pytest":             # one -q lists node ids (-qq: files, -v: a tree)
         argv = [w for w in runner.argv if not _VERBOSITY.fullmatch(w)] + [
             "--collect-only", "-q", "-p", "no:cacheprovider"]
+    elif runner.name == "jest":
+        argv = [*runner.argv, "--listTests"]
     else:
-        argv = [*runner.argv, "--listTests"] if runner.name == "jest" else \
-            _vitest_list(runner.argv)
+        argv = _vitest_list(runner.argv)
     try:
         done = programs.run(argv, cwd=tree, env=env, timeout=timeout_s)
     except (OSError, programs.TimeoutExpired):

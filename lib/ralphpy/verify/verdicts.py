@@ -46,8 +46,11 @@ def decide(slug: str, check: gate.Check | None, findings: list[tamper.Finding], 
         findings = [f for f in findings if f.kind in ALONE]
     note = MAY_CHANGE if may_change else ""
     failed = check is not None and not check.passed
-    why = failure(check, recheck) if failed else \
-        failure(second.check, recheck, second) if stood_failed else ""
+    why = ""
+    if failed:
+        why = failure(check, recheck)
+    elif stood_failed:
+        why = failure(second.check, recheck, second)
     if findings and mode == "hold":
         text = "; ".join(f.text() for f in findings)
         reason = f"tamper check: {text}" + (f"\n{why}" if why else "")
