@@ -2,11 +2,15 @@
 one repository's issues, labels, comments, pull requests, check runs and reviews in memory, in
 the shape of GitHub's OpenAPI description (the fields PyGithub and ralph read). Its git side is
 a bare repository the tests push to over its file path: refs are read from it, a ref created
-through the API is written into it (422 when it exists, as GitHub answers), a merge writes the
-merge commit there. Rate limits (403 with x-ratelimit-remaining 0 and x-ratelimit-reset) and
+through the API is written into it (201; 422 "Reference already exists" when it exists, as
+GitHub answers; 409 while the repository has no commit), deleted through it (204; 422 when
+missing), a merge writes the merge commit there. `hold_once` keeps one request waiting until
+the test lets it go, so two clients' steps can be put in an order; `freeze_listing` makes the
+issue listing show the issues as they were (GitHub's listings can lag its writes). Rate limits (403 with x-ratelimit-remaining 0 and x-ratelimit-reset) and
 401 for a wrong token are what GitHub sends. Test code: small, not a GitHub."""
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
@@ -52,6 +56,8 @@ class Standin:
         self.limited = 0                                # requests still to answer 403
         self.failing: list[str] = []        # paths whose next request is answered 502
         self.limit_reset = 0
+        self.held: list[tuple[str, str, threading.Event, threading.Event]] = []
+        self.listed: dict[int, dict] = {}           # freeze_listing: issues as listed
         self.next_number = 1
         self.on_pull = None        # called with a new or updated pull request's head sha
         self.require_approval = False   # branch protection: an approving review to merge
@@ -99,6 +105,32 @@ class Standin:
             self.issues[number].update(labels=[self._label(n) for n in names],
                                        updated_at=_now())
 
+    def hold_once(self, verb: str, pattern: str) -> tuple[threading.Event, threading.Event]:
+        """The next request `verb` whose path matches `pattern` waits, before it is answered,
+        until the test sets the second event; the first is set when it arrived."""
+        arrived, go = threading.Event(), threading.Event()
+        with self.lock:
+            self.held.append((verb, pattern, arrived, go))
+        return arrived, go
+
+    def _wait_if_held(self, verb: str, path: str) -> None:
+        with self.lock:
+            found = next((h for h in self.held if h[0] == verb and re.search(h[1], path)), None)
+            if found:
+                self.held.remove(found)
+        if found:
+            found[2].set()
+            found[3].wait(120)
+
+    def freeze_listing(self) -> None:
+        """From now on the issue listing shows the issues there are now as they are now."""
+        with self.lock:
+            self.listed = copy.deepcopy(self.issues)
+
+    def claim_refs(self) -> list[str]:
+        out = _git(self.bare, "for-each-ref", "--format=%(refname)", "refs/ralph/claims/")
+        return out.splitlines()
+
     def labels(self, number: int) -> list[str]:
         return [label["name"] for label in self.issues[number]["labels"]]
 
@@ -143,10 +175,15 @@ class Standin:
                 "description": None}
 
     def _ref(self, name: str) -> str | None:
+        """The commit of a branch, or of a fully qualified ref (refs/...)."""
+        full = name if name.startswith("refs/") else f"refs/heads/{name}"
         try:
-            return _git(self.bare, "rev-parse", "--verify", "-q", f"refs/heads/{name}^{{commit}}")
+            return _git(self.bare, "rev-parse", "--verify", "-q", f"{full}^{{commit}}")
         except subprocess.CalledProcessError:
             return None
+
+    def _empty(self) -> bool:
+        return not _git(self.bare, "for-each-ref", "--count=1", "refs/heads/")
 
     def _pull_view(self, pr: dict) -> dict:
         head = self._ref(pr["head"]["ref"]) or pr["head"]["sha"]
@@ -196,7 +233,8 @@ class Standin:
         if verb == "GET" and rest == "/issues":
             wanted = {label for label in first("labels").split(",") if label}
             state = first("state") or "open"
-            found = [i for n, i in sorted(self.issues.items())
+            shown = {**self.issues, **self.listed}
+            found = [i for n, i in sorted(shown.items())
                      if (state == "all" or i["state"] == state)
                      and wanted <= {label["name"] for label in i["labels"]}
                      and i["updated_at"] >= (first("since") or "")]
@@ -251,23 +289,35 @@ class Standin:
                 issue["assignees"] = kept
                 issue["assignee"] = kept[0] if kept else None
                 return 201 if verb == "POST" else 200, issue, {}
+        if rest.startswith("/git/") and self._empty():
+            return 409, {"message": "Git Repository is empty."}, {}
         if verb == "POST" and rest == "/git/refs":
-            name = body["ref"][len("refs/heads/"):]
+            name = body["ref"]
+            if not name.startswith("refs/") or name.count("/") < 2:
+                return 422, {"message": "Reference name is invalid"}, {}
             if self._ref(name) is not None:
                 return 422, {"message": "Reference already exists"}, {}
             try:
-                _git(self.bare, "update-ref", body["ref"], body["sha"], "0" * 40)
+                _git(self.bare, "update-ref", name, body["sha"], "0" * 40)
             except subprocess.CalledProcessError:
                 return 422, {"message": "Object does not exist"}, {}
-            return 201, {"ref": body["ref"], "node_id": "REF", "url": "",
+            return 201, {"ref": name, "node_id": "REF", "url": "",
                          "object": {"type": "commit", "sha": body["sha"], "url": ""}}, {}
-        m = re.fullmatch(r"/git/ref/heads/(.+)", rest)
+        m = re.fullmatch(r"/git/refs/(.+)", rest)
+        if m and verb == "DELETE":
+            name = "refs/" + unquote(m.group(1))
+            if self._ref(name) is None:
+                return 422, {"message": "Reference does not exist"}, {}
+            _git(self.bare, "update-ref", "-d", name)
+            return 204, None, {}
+        m = re.fullmatch(r"/git/ref/(.+)", rest)
         if m and verb == "GET":
-            sha = self._ref(unquote(m.group(1)))
+            name = "refs/" + unquote(m.group(1))
+            sha = self._ref(name)
             if sha is None:
                 return 404, {"message": "Not Found"}, {}
-            return 200, {"ref": f"refs/heads/{unquote(m.group(1))}", "node_id": "REF",
-                         "url": "", "object": {"type": "commit", "sha": sha, "url": ""}}, {}
+            return 200, {"ref": name, "node_id": "REF", "url": "",
+                         "object": {"type": "commit", "sha": sha, "url": ""}}, {}
         if rest == "/pulls" and verb == "POST":
             head = body["head"].split(":")[-1]
             sha = self._ref(head)
@@ -366,11 +416,12 @@ class Standin:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 body = json.loads(raw) if raw else None
+                standin._wait_if_held(self.command, split.path)
                 with standin.lock:
                     status, data, extra = standin.answer(self.command, split.path,
                                                          parse_qs(split.query), body,
                                                          self.headers)
-                payload = json.dumps(data).encode()
+                payload = json.dumps(data).encode() if status != 204 else b""
                 etag = '"' + hashlib.sha1(payload).hexdigest() + '"'
                 if status == 200 and self.command == "GET" and \
                         self.headers.get("If-None-Match") == etag:

@@ -17,6 +17,8 @@ from sourcehelp import agent_env, claims  # noqa: F401 (agent_env: a fixture)
 def github(tmp_path, git_repo, base_env):
     bare = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    subprocess.run(["git", "push", "-q", str(bare), "main"], cwd=git_repo, env=base_env,
+                   check=True, capture_output=True)       # a claim's ref needs a commit
     standin = ghstandin.Standin(bare)
     standin.env = {**base_env, "GITHUB_API_URL": standin.url, "GH_TOKEN": ghstandin.TOKEN}
     (git_repo / ".gitignore").write_text(".ralph/\n")

@@ -22,6 +22,10 @@ class SourceError(RalphError):
     """The source's tool failed or is missing; the message is one line."""
 
 
+class ClaimedElsewhere(SourceError):
+    """Another claimer (another machine) holds the task: the claim goes on to the next one."""
+
+
 @dataclass
 class Task:
     id: str
@@ -96,5 +100,5 @@ def first_line(text: str) -> str:
     return lines[0] if lines else ""
 
 
-__all__ = ["Task", "Listing", "Source", "SourceError", "OPEN", "ACTIVE", "DONE", "HELD",
+__all__ = ["Task", "Listing", "Source", "SourceError", "ClaimedElsewhere", "OPEN", "ACTIVE", "DONE", "HELD",
            "find_root", "find_tool", "run_tool", "first_line"]

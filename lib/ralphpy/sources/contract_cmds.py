@@ -14,7 +14,8 @@ from typing import Mapping, Sequence
 
 from ralphpy import atomic_file
 from ralphpy.sources import views
-from ralphpy.sources.base import ACTIVE, DONE, OPEN, Source, SourceError
+from ralphpy.errors import RalphError
+from ralphpy.sources.base import ACTIVE, DONE, OPEN, ClaimedElsewhere, Source, SourceError
 from ralphpy.sources.leases import Agents, Lease, Leases
 from ralphpy.tasks import args as A
 from ralphpy.tasks import claims
@@ -96,26 +97,40 @@ def claim(b: Backlog, argv: Sequence[str]) -> str:
     parsed = A.flags(rest, values=("--lease", "--agent"))
     seconds = A.lease(parsed)
     agent = parsed.get("--agent", b.environ.get("RALPH_AGENT_ID", ""))
-    with b.leases.locked():                    # leases re-read under the lock: one winner
-        for task_id in b.leases.all():         # closed by the tool itself (`/tf` runs tk close)
-            if task_id in b.listing.tasks and b.listing.tasks[task_id].status == DONE:
-                b.leases.drop(task_id)
-        b.records(fresh=True)
-        candidates = [r for r in _claimable(b) if target is None or r["id"] == target]
-        if not candidates:
-            raise TaskError("Task not eligible" if target else "No eligible tasks", 2, plain=True)
-        chosen = candidates[0]
-        old = b.leases.all().get(chosen["id"])
-        retries = (old.retry_count + 1) if old is not None else 0
-        b.leases.put(Lease(chosen["id"], agent, os.getpid(), time.time() + seconds, retries))
-    task = b.listing.tasks[chosen["id"]]
-    if task.status == OPEN:                    # an expired lease's task is started already
+    lost: set[str] = set()                     # held by another machine's claim
+    while True:
+        with b.leases.locked():                # leases re-read under the lock: one winner
+            for task_id in b.leases.all():     # closed by the tool itself (`/tf` runs tk close)
+                if task_id in b.listing.tasks and b.listing.tasks[task_id].status == DONE:
+                    b.leases.drop(task_id)
+            b.records(fresh=True)
+            candidates = [r for r in _claimable(b) if r["id"] not in lost
+                          and (target is None or r["id"] == target)]
+            if not candidates:
+                raise TaskError("Task not eligible" if target else "No eligible tasks", 2,
+                                plain=True)
+            chosen = candidates[0]
+            old = b.leases.all().get(chosen["id"])
+            retries = (old.retry_count + 1) if old is not None else 0
+            b.leases.put(Lease(chosen["id"], agent, os.getpid(), time.time() + seconds,
+                               retries))
+        task = b.listing.tasks[chosen["id"]]
+        if task.status != OPEN:                # an expired lease's task is started already
+            break
         try:
             b.source.start(task.id)
+        except ClaimedElsewhere:               # lost the source's own claim: the next task
+            b.leases.drop(task.id)
+            lost.add(task.id)
+            continue
         except SourceError as err:
             b.leases.drop(task.id)
             raise TaskError(str(err)) from None
+        except RalphError:
+            b.leases.drop(task.id)
+            raise
         task.status, task.tool_status = ACTIVE, "in_progress"
+        break
     by_id = {r["id"]: r for r in b.records(fresh=True)}
     return views.markdown([by_id[task.id]], md.CLAIM, by_id)
 

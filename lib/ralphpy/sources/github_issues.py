@@ -1,12 +1,14 @@
 """Owns the GitHub source (docs/github.md): the open issues of a repository that carry the
 backlog's label are its tasks (never pull requests), cached under .ralph/sources/github/ and
 kept up to date by one ETag-revalidated request for what changed since (_issues); priority and `component:` from labels, dependencies from
-"blocked by #N" / "depends on #N" lines and open task-list items (`- [ ] #N`). A claim labels
-the issue `ralph:active` and assigns the token's user; done comments with the result and
-closes it; a failure comments why and takes label and assignee off. Does not own leases or the
+"blocked by #N" / "depends on #N" lines and open task-list items (`- [ ] #N`). A claim creates
+the issue's claim ref (one machine wins it, github/claim_ref.py), then labels the issue
+`ralph:active` and assigns the token's user; done comments with the result and closes it; a
+failure comments why and takes label and assignee off; both delete the claim ref last. Does not own leases or the
 contract (contract_cmds.py), nor the requests (ralphpy.github.client)."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import re
@@ -15,6 +17,7 @@ from typing import Mapping
 from urllib.parse import quote
 
 from ralphpy import atomic_file
+from ralphpy.github import claim_ref
 from ralphpy.github import client as api
 from ralphpy.github import target as targets
 from ralphpy.sources import base
@@ -207,6 +210,8 @@ class GitHubSource:
         return self._login
 
     def _take_off(self, number: str) -> None:
+        """Label and assignee off, before the claim ref goes: a claimer that wins the freed
+        ref next labels the issue itself, and must not see its label taken off after."""
         self._unlabel(number, ACTIVE_LABEL)
         login = self._login_name()
         if login:
@@ -214,12 +219,28 @@ class GitHubSource:
                              body={"assignees": [login]})
 
     def start(self, task_id: str) -> None:
-        self.client.rest("POST", f"{self._issue(task_id)}/labels",
-                         body={"labels": [ACTIVE_LABEL]})
-        login = self._login_name()
-        if login:
-            self.client.rest("POST", f"{self._issue(task_id)}/assignees",
-                             body={"assignees": [login]})
+        """The claim: the claim ref first, the one step exactly one machine wins (0048), then
+        the label and the assignee people see. Won on an issue closed, held or done since the
+        listing was read (a listing lags): given back, and the claim goes on."""
+        if not claim_ref.take(self.client, task_id, self._cache("claim-base")):
+            raise base.ClaimedElsewhere(f"#{task_id} is claimed by another run")
+        try:
+            _, _, labels = self.client.rest("POST", f"{self._issue(task_id)}/labels",
+                                            body={"labels": [ACTIVE_LABEL]})
+            login = self._login_name()
+            if login:                               # the answer is the issue, as it is now
+                _, _, issue = self.client.rest("POST", f"{self._issue(task_id)}/assignees",
+                                               body={"assignees": [login]})
+            else:
+                _, _, issue = self.client.rest("GET", self._issue(task_id))
+            names = {label.get("name") for label in labels or [] if isinstance(label, dict)}
+            if (issue or {}).get("state") != "open" or names & {HELD_LABEL, DONE_LABEL}:
+                self._take_off(task_id)
+                raise base.ClaimedElsewhere(f"#{task_id} is closed, held or done")
+        except BaseException:
+            with contextlib.suppress(Exception):    # the error to report is the first one
+                claim_ref.give_back(self.client, task_id)
+            raise
 
     def _unlabel(self, task_id: str, label: str) -> None:
         self.client.rest("DELETE", f"{self._issue(task_id)}/labels/{quote(label, safe='')}",
@@ -238,15 +259,17 @@ class GitHubSource:
             results = self._failures("results.json")
             results[task_id] = summary
             atomic_file.write_atomic(self.dir / "results.json", json.dumps(results).encode())
-            return
-        self.client.rest("PATCH", self._issue(task_id),
-                         body={"state": "closed", "state_reason": "completed"})
+        else:
+            self.client.rest("PATCH", self._issue(task_id),
+                             body={"state": "closed", "state_reason": "completed"})
+        claim_ref.give_back(self.client, task_id)    # last: the issue no longer looks open
 
     def release(self, task_id: str, reason: str) -> None:
         reason = reason or "no reason given"
         self.client.rest("POST", f"{self._issue(task_id)}/comments",
                          body={"body": FAIL_NOTE + reason})
         self._take_off(task_id)
+        claim_ref.give_back(self.client, task_id)    # after the label: see _take_off
         failures = self._failures()
         count = int(failures.get(task_id, {}).get("count", 0)) + 1
         failures[task_id] = {"reason": reason, "count": count}
@@ -268,6 +291,7 @@ class GitHubSource:
                          body={"body": REOPEN_NOTE + (reason or "no reason given")})
         self._unlabel(task_id, DONE_LABEL)
         self._take_off(task_id)
+        claim_ref.give_back(self.client, task_id)
 
 
 __all__ = ["GitHubSource", "task_from", "dependencies", "NAME", "MARKER", "INSTALL",
