@@ -146,31 +146,41 @@ def test_a_repository_without_a_commit_refuses_the_claim_in_one_line(github, git
         standin.close()
 
 
-def build(github, repo: Path, claims: Path, agent_env: dict) -> subprocess.Popen:
+# A --parallel session's task is the one ralph claimed for it (its frozen ids file).
+PARALLEL_AGENT = (r'tid=$(cat "$RALPH_FROZEN_IDS_FILE"); echo "$tid" >> "$STUB_CLAIMS"; '
+                  r'echo "$tid" > "work-$tid.txt"; git add -A >/dev/null; '
+                  r'git commit -qm "on $tid"; "$RALPH_TASK_SCRIPT" done "$tid" '
+                  r'--result "{\"commit\": \"$(git rev-parse HEAD)\"}" >/dev/null')
+
+
+def build(github, repo: Path, claims: Path, env: dict, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, str(RALPH), "build", "--tasks", "github", "-n", "10"], cwd=repo,
-        env={**github.env, **agent_env, "STUB_CLAIMS": str(claims)}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+        [sys.executable, str(RALPH), "build", "--tasks", "github", "-n", "10", *args],
+        cwd=repo, env={**github.env, **env, "STUB_CLAIMS": str(claims)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.parametrize("machine_b_args", [(), ("--parallel", "2")], ids=["loop", "parallel"])
 def test_two_builds_on_two_machines_run_each_issue_once(github, git_repo, agent_env,
-                                                        tmp_path):
-    numbers = [github.add_issue(f"Work {n}") for n in range(3)]
+                                                        tmp_path, machine_b_args):
+    numbers = [github.add_issue(f"Work {n}", labels=("ralph", f"component:c{n}"))
+               for n in range(3)]
     claims_a, claims_b = tmp_path / "claims-a.txt", tmp_path / "claims-b.txt"
+    env_b = {**agent_env, "STUB_ACTION": PARALLEL_AGENT} if machine_b_args else agent_env
     # A's claim of #1 stops before its label until B has claimed: B's listing shows #1 open.
     arrived, go = github.hold_once("POST", rf"/issues/{numbers[0]}/labels$")
     runs = [build(github, git_repo, claims_a, agent_env)]
     try:
         wait_for(arrived.is_set, timeout=60)
-        runs.append(build(github, github.machine_b, claims_b, agent_env))
+        runs.append(build(github, github.machine_b, claims_b, env_b, *machine_b_args))
         wait_for(lambda: claims_b.exists() and claims_b.read_text(), timeout=60)
     finally:
         go.set()
-        outputs = [run.communicate(timeout=180) for run in runs]
+        outputs = [run.communicate(timeout=240) for run in runs]
     for run, (out, err) in zip(runs, outputs):
         assert run.returncode == 0, err
     ran_a, ran_b = (p.read_text().split() if p.exists() else [] for p in (claims_a, claims_b))
-    assert ran_a[0] == str(numbers[0]) and ran_b[0] != str(numbers[0])
+    assert ran_a[0] == str(numbers[0]) and str(numbers[0]) not in ran_b
     assert sorted(ran_a + ran_b, key=int) == [str(n) for n in numbers]
     for number in numbers:
         assert github.issues[number]["state"] == "closed"
