@@ -58,6 +58,7 @@ class Standin:
         self.limit_reset = 0
         self.held: list[tuple[str, str, threading.Event, threading.Event]] = []
         self.listed: dict[int, dict] = {}           # freeze_listing: issues as listed
+        self.refs_forbidden = False     # a token without Contents: write (403 on ref writes)
         self.next_number = 1
         self.on_pull = None        # called with a new or updated pull request's head sha
         self.require_approval = False   # branch protection: an approving review to merge
@@ -291,6 +292,8 @@ class Standin:
                 return 201 if verb == "POST" else 200, issue, {}
         if rest.startswith("/git/") and self._empty():
             return 409, {"message": "Git Repository is empty."}, {}
+        if self.refs_forbidden and rest.startswith("/git/refs") and verb != "GET":
+            return 403, {"message": "Resource not accessible by personal access token"}, {}
         if verb == "POST" and rest == "/git/refs":
             name = body["ref"]
             if not name.startswith("refs/") or name.count("/") < 2:

@@ -136,14 +136,24 @@ def test_a_repository_without_a_commit_refuses_the_claim_in_one_line(github, git
         number = standin.add_issue("First")
         env = {**github.env, "GITHUB_API_URL": standin.url}
         proc = run_process([sys.executable, str(TASK), "claim"], cwd=git_repo, env=env)
-        assert proc.returncode != 0
-        assert proc.stderr.splitlines() == [
+        assert (proc.returncode, proc.stderr.splitlines()) == (1, [
             "Error: GitHub: acme/widgets has no commit on main: a claim is a ref at a commit; "
-            "push a first commit"]
+            "push a first commit"])
         assert standin.labels(number) == ["ralph"]
         assert not list((git_repo / ".ralph" / "sources" / "github" / "leases").glob("*"))
     finally:
         standin.close()
+
+
+def test_a_token_that_may_not_write_refs_refuses_the_claim_in_one_line(github, git_repo):
+    number = github.add_issue("First")
+    github.refs_forbidden = True
+    proc = task(github, git_repo, "claim", RALPH_AGENT_ID="a1")
+    assert (proc.returncode, proc.stderr.splitlines()) == (1, [
+        "Error: GitHub POST /repos/acme/widgets/git/refs: 403 Resource not accessible by "
+        "personal access token"])
+    assert github.labels(number) == ["ralph"] and github.issues[number]["assignees"] == []
+    assert not list((git_repo / ".ralph" / "sources" / "github" / "leases").glob("*"))
 
 
 # A --parallel session's task is the one ralph claimed for it (its frozen ids file).
