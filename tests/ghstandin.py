@@ -4,10 +4,12 @@ the shape of GitHub's OpenAPI description (the fields PyGithub and ralph read). 
 a bare repository the tests push to over its file path: refs are read from it, a ref created
 through the API is written into it (201; 422 "Reference already exists" when it exists, as
 GitHub answers; 409 while the repository has no commit), deleted through it (204; 422 when
-missing), a merge writes the merge commit there. `hold_once` keeps one request waiting until
-the test lets it go, so two clients' steps can be put in an order; `freeze_listing` makes the
-issue listing show the issues as they were (GitHub's listings can lag its writes). Rate limits (403 with x-ratelimit-remaining 0 and x-ratelimit-reset) and
-401 for a wrong token are what GitHub sends. Test code: small, not a GitHub."""
+missing), a commit made through the API is made there, a merge writes the merge commit there.
+`hold_once` keeps one request waiting until the test lets it go, so two clients' steps can be
+put in an order; `freeze_listing` makes the issue listing show the issues as they were
+(GitHub's listings can lag its writes). Rate limits (403 with x-ratelimit-remaining 0 and
+x-ratelimit-reset) and 401 for a wrong token are what GitHub sends. Test code: small, not a
+GitHub."""
 from __future__ import annotations
 
 import copy
@@ -290,8 +292,29 @@ class Standin:
                 issue["assignees"] = kept
                 issue["assignee"] = kept[0] if kept else None
                 return 201 if verb == "POST" else 200, issue, {}
-        if rest.startswith("/git/") and self._empty():
+        if rest.startswith(("/git/", "/commits/")) and self._empty():
             return 409, {"message": "Git Repository is empty."}, {}
+        if verb == "POST" and rest == "/git/commits":
+            try:
+                sha = _git(self.bare, "commit-tree", body["tree"],
+                           *[arg for parent in body.get("parents", []) for arg in ("-p", parent)],
+                           input=body["message"])
+            except subprocess.CalledProcessError:
+                return 422, {"message": "Tree SHA does not exist"}, {}
+            return 201, {"sha": sha, "node_id": "C", "url": "", "html_url": "",
+                         "message": body["message"], "tree": {"sha": body["tree"], "url": ""},
+                         "parents": [{"sha": p, "url": "", "html_url": ""}
+                                     for p in body.get("parents", [])]}, {}
+        m = re.fullmatch(r"/commits/([^/]+)", rest)
+        if m and verb == "GET":
+            ref = unquote(m.group(1))
+            sha = ref if re.fullmatch(r"[0-9a-f]{40}", ref) else self._ref(ref)
+            if sha is None:
+                return 422, {"message": f"No commit found for SHA: {ref}"}, {}
+            tree = _git(self.bare, "rev-parse", f"{sha}^{{tree}}")
+            return 200, {"sha": sha, "node_id": "C", "url": "", "html_url": "",
+                         "commit": {"message": "", "tree": {"sha": tree, "url": ""}},
+                         "parents": []}, {}
         if self.refs_forbidden and rest.startswith("/git/refs") and verb != "GET":
             return 403, {"message": "Resource not accessible by personal access token"}, {}
         if verb == "POST" and rest == "/git/refs":

@@ -74,7 +74,7 @@ def test_two_machines_that_peeked_the_same_issue_never_both_claim_it(github, git
     assert heads == ["refs/heads/main"]
 
 
-def test_a_claim_costs_one_request_more_than_the_label_and_the_assignee(github, git_repo):
+def test_a_claim_costs_two_requests_more_than_the_label_and_the_assignee(github, git_repo):
     github.add_issue("First")
     second = github.add_issue("Second")
     assert task(github, git_repo, "claim", RALPH_AGENT_ID="a1").returncode == 0
@@ -83,13 +83,54 @@ def test_a_claim_costs_one_request_more_than_the_label_and_the_assignee(github, 
     assert claimed_id(claimed.stdout) == str(second)
     writes = [(verb, path.split("?")[0], status) for verb, path, status in github.requests
               if verb != "GET"]
-    assert writes == [("POST", "/repos/acme/widgets/git/refs", 201),
+    assert writes == [("POST", "/repos/acme/widgets/git/commits", 201),
+                      ("POST", "/repos/acme/widgets/git/refs", 201),
                       ("POST", f"/repos/acme/widgets/issues/{second}/labels", 200),
                       ("POST", f"/repos/acme/widgets/issues/{second}/assignees", 201)]
     # Reads: what changed in the listing, and the token's user once per process; the commit
-    # the ref points at was looked up by the first claim and kept.
+    # the claim's commit builds on was looked up by the first claim and kept.
     reads = [path.split("?")[0] for verb, path, _ in github.requests if verb == "GET"]
     assert reads == ["/repos/acme/widgets/issues", "/user"]
+
+
+def claim_commit(repo: Path, number: int) -> str:
+    note = repo / ".ralph" / "sources" / "github" / "acme+widgets" / "claims" / str(number)
+    return note.read_text().strip()
+
+
+def freed_and_taken_by_b(github, git_repo) -> int:
+    """Machine A claims an issue (a lease that has run out at once, as a dead session's
+    does), a person on machine B frees it with `task fail`, and B claims it."""
+    number = github.add_issue("Contested")
+    assert task(github, git_repo, "claim", "--lease", "0", RALPH_AGENT_ID="a1").returncode == 0
+    freed = task(github, github.machine_b, "fail", str(number), "--reason", "machine A is gone")
+    assert freed.returncode == 0, freed.stderr
+    taken = task(github, github.machine_b, "claim", RALPH_AGENT_ID="b1")
+    assert claimed_id(taken.stdout) == str(number)
+    assert github._ref(CLAIM_1) == claim_commit(github.machine_b, number) != claim_commit(
+        git_repo, number)
+    return number
+
+
+def test_a_machine_back_after_its_claim_was_freed_does_not_take_the_issue_over(github,
+                                                                              git_repo):
+    number = freed_and_taken_by_b(github, git_repo)
+    again = task(github, git_repo, "claim", RALPH_AGENT_ID="a2")    # A's expired lease
+    assert (again.returncode, again.stderr.strip()) == (2, "No eligible tasks")
+    assert github._ref(CLAIM_1) == claim_commit(github.machine_b, number)
+    assert "ralph:active" in github.labels(number)
+
+
+def test_a_machine_back_after_its_claim_was_freed_gives_back_nothing_of_the_new_claim(
+        github, git_repo):
+    number = freed_and_taken_by_b(github, git_repo)
+    comments = github.comment_bodies(number)
+    settled = task(github, git_repo, "fail", str(number), "--reason", "interrupted",
+                   RALPH_AGENT_ID="a1")                            # a new run's settling
+    assert settled.returncode == 0, settled.stderr
+    assert github._ref(CLAIM_1) == claim_commit(github.machine_b, number)
+    assert "ralph:active" in github.labels(number)
+    assert github.issues[number]["assignees"] != [] and github.comment_bodies(number) == comments
 
 
 def test_a_failed_or_abandoned_claim_is_claimable_again_on_the_other_machine(github, git_repo):

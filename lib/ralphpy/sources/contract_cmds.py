@@ -115,21 +115,25 @@ def claim(b: Backlog, argv: Sequence[str]) -> str:
             b.leases.put(Lease(chosen["id"], agent, os.getpid(), time.time() + seconds,
                                retries))
         task = b.listing.tasks[chosen["id"]]
-        if task.status != OPEN:                # an expired lease's task is started already
-            break
         try:
-            b.source.start(task.id)
+            if task.status == OPEN:
+                b.source.start(task.id)
+            elif resume := getattr(b.source, "resume", None):    # an expired lease's task,
+                resume(task.id)                                  # started already: still ours?
         except ClaimedElsewhere:               # lost the source's own claim: the next task
             b.leases.drop(task.id)
             lost.add(task.id)
             continue
-        except SourceError as err:
-            b.leases.drop(task.id)
-            raise TaskError(str(err)) from None
-        except RalphError:
-            b.leases.drop(task.id)
+        except RalphError as err:
+            if old is not None:                # the expired lease stays as it was
+                b.leases.put(old)
+            else:
+                b.leases.drop(task.id)
+            if isinstance(err, SourceError):
+                raise TaskError(str(err)) from None
             raise
-        task.status, task.tool_status = ACTIVE, "in_progress"
+        if task.status == OPEN:
+            task.status, task.tool_status = ACTIVE, "in_progress"
         break
     by_id = {r["id"]: r for r in b.records(fresh=True)}
     return views.markdown([by_id[task.id]], md.CLAIM, by_id)

@@ -4,8 +4,8 @@ kept up to date by one ETag-revalidated request for what changed since (_issues)
 "blocked by #N" / "depends on #N" lines and open task-list items (`- [ ] #N`). A claim creates
 the issue's claim ref (one machine wins it, github/claim_ref.py), then labels the issue
 `ralph:active` and assigns the token's user; done comments with the result and closes it; a
-failure comments why and takes label and assignee off; both delete the claim ref last. Does not own leases or the
-contract (contract_cmds.py), nor the requests (ralphpy.github.client)."""
+failure comments why and takes label and assignee off; both delete the claim ref last.
+Does not own leases or the contract (contract_cmds.py), nor the requests (ralphpy.github.client)."""
 from __future__ import annotations
 
 import contextlib
@@ -106,6 +106,11 @@ class GitHubSource:
         if self.readonly:
             return None
         return self.dir / f"{self.target.owner}+{self.target.repo}" / name
+
+    @property
+    def _claims(self) -> Path | None:
+        """This clone's notes of the claim refs it holds (claim_ref.py)."""
+        return self._cache("claims")
 
     def _issue(self, number: str) -> str:
         return f"{self.client.repo_path}/issues/{number}"
@@ -222,7 +227,7 @@ class GitHubSource:
         """The claim: the claim ref first, the one step exactly one machine wins (0048), then
         the label and the assignee people see. Won on an issue closed, held or done since the
         listing was read (a listing lags): given back, and the claim goes on."""
-        if not claim_ref.take(self.client, task_id, self._cache("claim-base")):
+        if not claim_ref.take(self.client, task_id, self._claims):
             raise base.ClaimedElsewhere(f"#{task_id} is claimed by another run")
         try:
             _, _, labels = self.client.rest("POST", f"{self._issue(task_id)}/labels",
@@ -239,8 +244,14 @@ class GitHubSource:
                 raise base.ClaimedElsewhere(f"#{task_id} is closed, held or done")
         except BaseException:
             with contextlib.suppress(Exception):    # the error to report is the first one
-                claim_ref.give_back(self.client, task_id)
+                claim_ref.give_back(self.client, task_id, self._claims)
             raise
+
+    def resume(self, task_id: str) -> None:
+        """An expired lease of this clone's taken over: still its claim, unless a person freed
+        it and another machine claimed the issue since."""
+        if not claim_ref.still_ours(self.client, task_id, self._claims):
+            raise base.ClaimedElsewhere(f"#{task_id} is claimed by another run now")
 
     def _unlabel(self, task_id: str, label: str) -> None:
         self.client.rest("DELETE", f"{self._issue(task_id)}/labels/{quote(label, safe='')}",
@@ -248,11 +259,14 @@ class GitHubSource:
 
     def finish(self, task_id: str, result: dict | None, summary: str) -> None:
         """Comment the result; close the issue, or under --pr (RALPH_PR) label it done and
-        leave the closing to its pull request's `Closes #N`."""
+        leave the closing to its pull request's `Closes #N`. The claim ref goes last, when it
+        is still this clone's."""
+        ours = claim_ref.still_ours(self.client, task_id, self._claims)
         if summary:
             self.client.rest("POST", f"{self._issue(task_id)}/comments",
                              body={"body": DONE_NOTE + summary})
-        self._unlabel(task_id, ACTIVE_LABEL)
+        if ours:
+            self._unlabel(task_id, ACTIVE_LABEL)
         if self.environ.get("RALPH_PR"):
             self.client.rest("POST", f"{self._issue(task_id)}/labels",
                              body={"labels": [DONE_LABEL]})
@@ -262,14 +276,19 @@ class GitHubSource:
         else:
             self.client.rest("PATCH", self._issue(task_id),
                              body={"state": "closed", "state_reason": "completed"})
-        claim_ref.give_back(self.client, task_id)    # last: the issue no longer looks open
+        if ours:
+            claim_ref.give_back(self.client, task_id, self._claims)
 
     def release(self, task_id: str, reason: str) -> None:
+        """Comment why, take label and assignee off, then the claim ref: unless another
+        machine's claim holds the issue now (this clone's was freed by a person), which this
+        release leaves as it is."""
         reason = reason or "no reason given"
-        self.client.rest("POST", f"{self._issue(task_id)}/comments",
-                         body={"body": FAIL_NOTE + reason})
-        self._take_off(task_id)
-        claim_ref.give_back(self.client, task_id)    # after the label: see _take_off
+        if claim_ref.still_ours(self.client, task_id, self._claims):
+            self.client.rest("POST", f"{self._issue(task_id)}/comments",
+                             body={"body": FAIL_NOTE + reason})
+            self._take_off(task_id)
+            claim_ref.give_back(self.client, task_id, self._claims)
         failures = self._failures()
         count = int(failures.get(task_id, {}).get("count", 0)) + 1
         failures[task_id] = {"reason": reason, "count": count}
@@ -290,8 +309,9 @@ class GitHubSource:
         self.client.rest("POST", f"{self._issue(task_id)}/comments",
                          body={"body": REOPEN_NOTE + (reason or "no reason given")})
         self._unlabel(task_id, DONE_LABEL)
-        self._take_off(task_id)
-        claim_ref.give_back(self.client, task_id)
+        if claim_ref.still_ours(self.client, task_id, self._claims):
+            self._take_off(task_id)
+            claim_ref.give_back(self.client, task_id, self._claims)
 
 
 __all__ = ["GitHubSource", "task_from", "dependencies", "NAME", "MARKER", "INSTALL",
