@@ -187,7 +187,7 @@ class Gate:
         side = {} if (may_change or not command or self.scratch is None
                       or self.opts.tamper == "off") else \
             (test_side or (lambda: self._test_side(tree, base)))()
-        check = gate.run(command, tree, self.env, self.opts.timeout_s) if command else None
+        check = self._run(command, tree) if command else None
         second = self._as_they_stood(command, tree, base, side) \
             if side and check is not None and check.passed else None
         verdict = verdicts.decide(slug, check, findings, self.opts.tamper, tree=str(tree),
@@ -195,6 +195,11 @@ class Gate:
         self._act(verdict)
         self._record(verdict, record.get("result"))
         return verdict
+
+    def _run(self, command: str, tree: Path) -> gate.Check:
+        """Run 1 or a re-check, the runner asked for its report as in run 2."""
+        from ralphpy.verify import failures
+        return failures.run(command, tree, self.env, self.opts.timeout_s)[0]
 
     def _as_they_stood(self, command: str, tree: Path, base: str, changed: dict[str, str]
                        ) -> as_they_stood.Second | None:
@@ -273,7 +278,7 @@ class Gate:
                 stale.setdefault(rec["command"], []).append(slug)
         reopened = []
         for command, slugs in stale.items():
-            check = gate.run(command, self.cwd, self.env, self.opts.timeout_s)
+            check = self._run(command, self.cwd)
             for slug in slugs:
                 verdict = verdicts.decide(slug, check, [], self.opts.tamper, recheck=True,
                                           tree=str(self.cwd))
