@@ -1,11 +1,82 @@
-"""The verify gate with the real runners, end to end (docs/verify.md): the first run names its
-failing tests from the runner's own report, which is written outside the checkout."""
+"""The verify gate with the real runners, end to end (docs/verify.md, docs/decisions/0049): a
+test renamed in place is judged under its old name by the second run, so an honest rename ends
+done and a rename that weakens a test the code fails is held; the first run names its failing
+tests from the runner's own report, which is written outside the checkout."""
 from __future__ import annotations
 
+import json
+
 from conftest import git
-from test_verify_as_they_stood_e2e import JS_COMMAND, js_project
-from test_verify_e2e import (LAZY, build, plan, project, sessions, task,  # noqa: F401
-                             verify_events)
+from test_verify_as_they_stood_e2e import (JS_COMMAND, NODE_FIX, held_for, js_project,  # noqa: F401
+                                          node_project)
+from test_verify_e2e import (CLAIM, DONE, FIX, LAZY, PYTEST, build, plan,  # noqa: F401
+                             project, sessions, task, verify_events)
+
+BREAK_ADD = "sed -i '0,/return a + b/ s/return a + b/return a - b/' calc.py\n"
+
+
+def again(run_task, plan, script: str) -> None:
+    """The task reopened for one more session running script."""
+    assert run_task("_reopen", "fix-add", "--reason", "again").returncode == 0
+    sessions(plan, script)
+    (plan / "prompts.jsonl").unlink()
+
+
+def stored(repo) -> dict:
+    return json.loads((repo / ".ralph" / "verify" / "fix-add.json").read_text())
+
+
+def test_pytest_a_test_renamed_in_place_ends_done_and_renamed_and_weakened_is_held(
+        build, plan, project, run_task):
+    rename = "sed -i 's/^def test_add():/def test_add_two_numbers():/' tests/test_calc.py\n"
+    sessions(plan, CLAIM + FIX + rename + DONE)
+    proc = build("-n", "1", "--verify", PYTEST)
+    assert proc.returncode == 0, proc.stderr
+    assert task(run_task)["status"] == "done", task(run_task)
+    (event,) = verify_events(project)
+    assert (event["verdict"], event["findings"], event["runs"]) == ("passed", [], 2)
+    assert "no longer run by these names: test_add)" in proc.stderr
+    assert (stored(project)["second"]["gone"], stored(project)["second"]["dropped"]) == (
+        ["test_add"], [])
+    # renamed again and made to pass with add() broken: the start's test fails as it stood
+    weaken = ("sed -i 's/^def test_add_two_numbers():/def test_add_runs():/; "
+              "s/assert result == 4/assert result in (0, 4)/' tests/test_calc.py\n")
+    again(run_task, plan, CLAIM + BREAK_ADD + weaken + DONE)
+    held_for(run_task, build("-n", "1", "--verify", PYTEST),
+             "the start's tests fail with the test side as it stood: "
+             "tests/test_calc.py::test_add_two_numbers",
+             "test test_add_two_numbers of the start no longer runs")
+    assert stored(project)["second"]["gone"] == []
+
+
+def test_vitest_a_test_renamed_in_place_ends_done_and_renamed_and_weakened_is_held(
+        build, plan, git_repo, base_env, run_task):
+    js_project(git_repo, base_env, run_task, "vitest")
+    rename = "sed -i 's/adds two numbers/adds pairs/' calc.test.js\n"
+    sessions(plan, CLAIM + "sed -i 's/a - b/a + b/' calc.js\n" + rename + DONE)
+    proc = build("-n", "1", "--verify", JS_COMMAND["vitest"], timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert task(run_task)["status"] == "done", task(run_task)
+    (event,) = verify_events(git_repo)
+    assert (event["verdict"], event["findings"], event["runs"]) == ("passed", [], 2)
+    assert stored(git_repo)["second"]["gone"] == ["adds two numbers"]
+    weaken = ("sed -i 's/a + b/a - b/' calc.js\n"
+              "sed -i 's/adds pairs/adds/; s/2 \\* i/0/' calc.test.js\n")
+    again(run_task, plan, CLAIM + weaken + DONE)
+    held_for(run_task, build("-n", "1", "--verify", JS_COMMAND["vitest"], timeout=180),
+             "the start's tests fail with the test side as it stood: calc.test.js > adds pairs",
+             "test adds pairs of the start no longer runs")
+
+
+def test_node_test_a_test_file_renamed_ends_done(build, plan, node_project, run_task):
+    """node --test knows its tests by file, and its report names none: a file no longer run
+    is no finding when the second run passed."""
+    sessions(plan, CLAIM + NODE_FIX + "git mv test/calc.test.js test/add.test.js\n" + DONE)
+    proc = build("-n", "1", "--verify", "node --test")
+    assert proc.returncode == 0, proc.stderr
+    assert task(run_task)["status"] == "done", task(run_task)
+    assert (stored(node_project)["second"]["gone"], stored(node_project)["second"]["dropped"]) \
+        == (["calc.test.js"], [])
 
 
 def untracked(repo) -> list[str]:

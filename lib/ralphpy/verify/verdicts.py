@@ -84,6 +84,8 @@ def line(v: Verdict) -> str:
             if v.findings else ""
         runs = f"; {v.note}" if v.note else "; the tests as they stood passed too" \
             if v.second else ""
+        if v.second and v.second.gone:          # renamed or removed: said, not held
+            runs += f" (no longer run by these names: {', '.join(v.second.gone[:5])})"
         return f"verify: task {v.task} {v.verdict}: {said}{runs}{warned}"
     action = "reopened and held" if v.verdict == "held" else "reopened"
     return f"verify: task {v.task} {action}: {v.reason.split(chr(10), 1)[0]}"

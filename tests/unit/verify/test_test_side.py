@@ -134,3 +134,15 @@ def test_a_mixed_file_changed_outside_its_runner_section_leaves_the_test_side_al
     assert not test_side.section_changed(
         "package.json", package, '{"name": "a", "scripts": {"test": "jest", "lint": "x"}}')
     assert test_side.section_changed("package.json", package, '{"jest": {"bail": 1}}')
+
+
+@pytest.mark.parametrize("runner, line, name", [
+    ("pytest", "tests/test_calc.py::TestX::test_y[1]", "TestX::test_y[1]"),
+    ("pytest", "3 tests collected in 0.01s", None),
+    ("jest", "/repo/src/calc.test.js", "calc.test.js"),
+    ("jest", "src/calc.test.js > adds", None),            # a test of its report: jest lists files
+    ("vitest", "calc.test.js > calc > adds", "calc > adds"),
+    ("node --test", "calc > adds", None),                   # its report names no file
+])
+def test_a_test_is_named_alike_from_the_runner_s_listing_and_its_report(runner, line, name):
+    assert runners.test_id(runners.Runner(runner, ()), line) == name
