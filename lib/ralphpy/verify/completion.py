@@ -39,12 +39,12 @@ class Gate:
     """One per run: `after_session` for the single loop, `judge_worktree` for --parallel,
     `recheck` before the run may end complete, `annotate` for the next session's task data."""
 
-    def __init__(self, opts: verify_options.VerifyOptions, task: TaskCommand,
-                 env: Mapping[str, str], cwd: Path, run: Any,
-                 report: Callable[[str], None] = lambda line: None,
+    def __init__(self, values: Any, task: TaskCommand, env: Mapping[str, str], cwd: Path,
+                 run: Any, report: Callable[[str], None] = lambda line: None,
                  scratch: as_they_stood.Scratch | None = None) -> None:
-        self.opts, self.task, self.env, self.cwd, self.run = opts, task, env, Path(cwd), run
-        self.scratch, self.report = scratch, report   # the second run's; a verdict's line
+        self.opts = verify_options.read(values)           # the settled options
+        self.task, self.env, self.cwd, self.run = task, env, Path(cwd), run
+        self.scratch, self.report = scratch, report   # second run's (None: none); verdict line
         # Each completion judged once: updated_at has whole seconds, so a task reopened and
         # done again within the second is told apart by its retry count (a reopen raises it).
         self.judged: set[tuple[str, str, str]] = set()     # (task, updated_at, retry_count)
@@ -305,12 +305,4 @@ class Gate:
         return "".join(out)
 
 
-def start(values: Any, task: TaskCommand, env: Mapping[str, str], cwd: Path,
-          run: Any, report: Callable[[str], None] = lambda line: None,
-          scratch: as_they_stood.Scratch | None = None) -> Gate:
-    """The run's gate from the settled options; scratch: where the second run runs (None: one
-    run only)."""
-    return Gate(verify_options.read(values), task, env, cwd, run, report, scratch)
-
-
-__all__ = ["Gate", "start"]
+__all__ = ["Gate"]
