@@ -114,10 +114,8 @@ def run(command: str, tree: Path, base: str, changed: Mapping[str, str],
         check, outcomes = failures.run(command, place, env, timeout_s)
     finally:
         scratch.remove(place)
-    # a test of the start the end no longer runs by its name ran in this run under that name
-    # (its file restored): one that did not fail here was renamed or removed with nothing the
-    # gate guarantees lost (docs/decisions/0049); one that failed, or is not in the report, is
-    # a finding
+    # a test of the start no longer run by its name at the end ran here under it, its file
+    # restored: one that did not fail here is no finding (docs/decisions/0049)
     absent = sorted(started - ended) if started is not None and ended is not None else []
     stood = {runners.test_id(runner, name) for name, failed in outcomes.items()
              if not failed} if absent and runner else set()

@@ -1,7 +1,6 @@
-"""Owns a run of the verify command with a recognised runner (verify.runners) asked for its
-report (JUnit XML or JSON) beside its output, and which tests failed: from that report, else
-from the output's tail. Both runs of the gate go through here. Knows nothing of tasks or
-verdicts."""
+"""Owns a run of the verify command (both of the gate's) with a recognised runner asked for
+its report, JUnit XML or JSON, and which tests failed: from that report, else from the
+output's tail. Knows nothing of tasks or verdicts."""
 from __future__ import annotations
 
 import json

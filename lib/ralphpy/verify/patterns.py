@@ -62,18 +62,8 @@ def skips(line: str) -> list[str]:
 @lru_cache(maxsize=256)
 def glob_rx(glob: str) -> re.Pattern:
     """A glob as a regex of a whole path: `**/` and `**` cross folders, `*` and `?` do not."""
-    out, i = [], 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        else:
-            out.append({"*": "[^/]*", "?": "[^/]"}.get(glob[i], re.escape(glob[i])))
-            i += 1
-    return re.compile("".join(out) + "$")
+    return re.compile(re.escape(glob).replace(r"\*\*/", "(?:.*/)?").replace(r"\*\*", ".*")
+                      .replace(r"\*", "[^/]*").replace(r"\?", "[^/]") + "$")
 
 
 def protected(path: str, globs: tuple[str, ...]) -> bool:
