@@ -88,10 +88,10 @@ def test_a_fix_with_a_new_test_carrying_a_platform_skipif_ends_done(build, plan,
     assert "the tests as they stood passed too" in proc.stderr
 
 
-def test_tests_split_across_files_end_done_and_a_test_dropped_is_named(build, plan, project,
-                                                                       run_task):
+def test_tests_split_across_files_end_done_and_a_failing_test_dropped_is_named(
+        build, plan, project, run_task):
     """Moving test_sub to a file of its own is no finding (the runner still collects it);
-    deleting it is, by its name, though the start's tests pass: it no longer runs."""
+    deleting it while breaking sub() is, by its name: it fails as it stood."""
     split = ("python - <<'EOF'\nfrom pathlib import Path\n"
              "p = Path('tests/test_calc.py'); text = p.read_text()\n"
              "head, sub = text.split('\\n\\ndef test_sub')\n"
@@ -102,12 +102,14 @@ def test_tests_split_across_files_end_done_and_a_test_dropped_is_named(build, pl
     proc = build("-n", "1", "--verify", PYTEST)
     assert proc.returncode == 0, proc.stderr
     assert task(run_task)["status"] == "done", task(run_task)
-    drop = "sed -i '/^def test_sub/,$d' tests/test_sub.py\n"
+    drop = ("sed -i '/^def test_sub/,$d' tests/test_sub.py\n"
+            "sed -i '$ s/return a - b/return b - a/' calc.py\n")
     assert run_task("_reopen", "fix-add", "--reason", "again").returncode == 0
     sessions(plan, CLAIM + drop + DONE)
     (plan / "prompts.jsonl").unlink()
     held_for(run_task, build("-n", "1", "--verify", PYTEST),
-             "test test_sub of the start no longer runs")
+             "test test_sub of the start no longer runs",
+             "the start's tests fail with the test side as it stood: tests/test_sub.py::test_sub")
 
 
 def test_a_task_whose_tests_may_change_is_judged_by_one_run(build, plan, project, run_task):

@@ -466,8 +466,8 @@ def verification(ctx: RunContext) -> Verify | None:
     setting and no task's own `verify:` line, it judges nothing). None in plan mode."""
     if ctx.mode != "build":
         return None
-    return Verify(completion.start(ctx.options, ctx.task, ctx.env, ctx.cwd, ctx.run, ctx.warn,
-                                   scratch=VerifyScratch(ctx.cwd, ctx.env)))
+    return Verify(completion.Gate(ctx.options, ctx.task, ctx.env, ctx.cwd, ctx.run, ctx.warn,
+                                  scratch=VerifyScratch(ctx.cwd, ctx.env)))
 
 
 class Assign(Feature):

@@ -4,9 +4,8 @@ start, its new test files left out. Knows nothing of tasks, verdicts or where `S
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Protocol
 
@@ -23,17 +22,17 @@ class Scratch(Protocol):                        # the caller's (parallel.worktre
 
 @dataclass
 class Second:                                          # what the second run found
-    check: gate.Check
-    failing: list[str] = field(default_factory=list)   # the start's tests that now fail
+    check: gate.Check                                  # its failing: the start's tests
     dropped: list[str] = field(default_factory=list)   # the start's tests that no longer run
+    gone: list[str] = field(default_factory=list)      # ... by name, but passed as they stood
     restored: list[str] = field(default_factory=list)  # the test side taken from the start
     collect_s: float = 0.0                             # the runner asked which tests run
 
     def as_record(self) -> dict:
         return {"exit_code": self.check.exit_code, "duration_s": self.check.duration_s,
                 "timed_out": self.check.timed_out, "tail_sha256": self.check.tail_sha256,
-                "failing": self.failing, "dropped": self.dropped, "restored": self.restored,
-                "collect_s": round(self.collect_s, 3)}
+                "failing": list(self.check.failing), "dropped": self.dropped, "gone": self.gone,
+                "restored": self.restored, "collect_s": round(self.collect_s, 3)}
 
 
 def touched(tree: Path, base: str, env: Mapping[str, str], protect: tuple[str, ...]
@@ -112,17 +111,19 @@ def run(command: str, tree: Path, base: str, changed: Mapping[str, str],
         started = runners.tests(runner, place, env, timeout_s) \
             if runner and ended is not None else None
         collect_s += time.monotonic() - asked
-        with tempfile.TemporaryDirectory(prefix="ralph-verify-") as tmp:
-            report = Path(tmp) / "report"
-            asked_command, asked_env = failures.asking(runner, command, env, report)
-            check = replace(gate.run(asked_command, place, asked_env, timeout_s),
-                            command=command)            # the reason names the user's command
-            failing = failures.named(runner, report, check.tail, place) \
-                if not check.passed else []
+        check, outcomes = failures.run(command, place, env, timeout_s)
     finally:
         scratch.remove(place)
-    dropped = sorted(started - ended) if started is not None and ended is not None else []
-    return Second(check, failing, dropped, restored, collect_s)
+    # a test of the start no longer run by its name at the end ran here under it, its file
+    # restored: one that did not fail here is no finding (docs/decisions/0049)
+    absent = sorted(started - ended) if started is not None and ended is not None else []
+    stood = {runners.test_id(runner, name) for name, failed in outcomes.items()
+             if not failed} if absent and runner else set()
+    if absent and runner.name == "node --test" and check.passed and outcomes \
+            and not any(outcomes.values()):     # its report names no files: none failed
+        stood |= set(absent)
+    return Second(check, [t for t in absent if t not in stood], [t for t in absent if t in stood],
+                  restored, collect_s)
 
 
 __all__ = ["Scratch", "Second", "touched", "run"]

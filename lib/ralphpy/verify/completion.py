@@ -39,12 +39,12 @@ class Gate:
     """One per run: `after_session` for the single loop, `judge_worktree` for --parallel,
     `recheck` before the run may end complete, `annotate` for the next session's task data."""
 
-    def __init__(self, opts: verify_options.VerifyOptions, task: TaskCommand,
-                 env: Mapping[str, str], cwd: Path, run: Any,
-                 report: Callable[[str], None] = lambda line: None,
+    def __init__(self, values: Any, task: TaskCommand, env: Mapping[str, str], cwd: Path,
+                 run: Any, report: Callable[[str], None] = lambda line: None,
                  scratch: as_they_stood.Scratch | None = None) -> None:
-        self.opts, self.task, self.env, self.cwd, self.run = opts, task, env, Path(cwd), run
-        self.scratch, self.report = scratch, report   # the second run's; a verdict's line
+        self.opts = verify_options.read(values)           # the settled options
+        self.task, self.env, self.cwd, self.run = task, env, Path(cwd), run
+        self.scratch, self.report = scratch, report   # second run's (None: none); verdict line
         # Each completion judged once: updated_at has whole seconds, so a task reopened and
         # done again within the second is told apart by its retry count (a reopen raises it).
         self.judged: set[tuple[str, str, str]] = set()     # (task, updated_at, retry_count)
@@ -187,7 +187,7 @@ class Gate:
         side = {} if (may_change or not command or self.scratch is None
                       or self.opts.tamper == "off") else \
             (test_side or (lambda: self._test_side(tree, base)))()
-        check = gate.run(command, tree, self.env, self.opts.timeout_s) if command else None
+        check = self._run(command, tree) if command else None
         second = self._as_they_stood(command, tree, base, side) \
             if side and check is not None and check.passed else None
         verdict = verdicts.decide(slug, check, findings, self.opts.tamper, tree=str(tree),
@@ -195,6 +195,11 @@ class Gate:
         self._act(verdict)
         self._record(verdict, record.get("result"))
         return verdict
+
+    def _run(self, command: str, tree: Path) -> gate.Check:
+        """Run 1 or a re-check, the runner asked for its report as in run 2."""
+        from ralphpy.verify import failures
+        return failures.run(command, tree, self.env, self.opts.timeout_s)[0]
 
     def _as_they_stood(self, command: str, tree: Path, base: str, changed: dict[str, str]
                        ) -> as_they_stood.Second | None:
@@ -273,7 +278,7 @@ class Gate:
                 stale.setdefault(rec["command"], []).append(slug)
         reopened = []
         for command, slugs in stale.items():
-            check = gate.run(command, self.cwd, self.env, self.opts.timeout_s)
+            check = self._run(command, self.cwd)
             for slug in slugs:
                 verdict = verdicts.decide(slug, check, [], self.opts.tamper, recheck=True,
                                           tree=str(self.cwd))
@@ -300,12 +305,4 @@ class Gate:
         return "".join(out)
 
 
-def start(values: Any, task: TaskCommand, env: Mapping[str, str], cwd: Path,
-          run: Any, report: Callable[[str], None] = lambda line: None,
-          scratch: as_they_stood.Scratch | None = None) -> Gate:
-    """The run's gate from the settled options; scratch: where the second run runs (None: one
-    run only)."""
-    return Gate(verify_options.read(values), task, env, cwd, run, report, scratch)
-
-
-__all__ = ["Gate", "start"]
+__all__ = ["Gate"]

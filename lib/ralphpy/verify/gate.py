@@ -31,6 +31,7 @@ class Check:                     # one run of a verify command
     timeout_s: float | None = None
     error: str = ""              # why it could not start
     tree_id: str = ""            # the git tree it ran on, uncommitted changes included
+    failing: tuple[str, ...] = ()     # the failing tests, named by verify.failures
 
     @property
     def passed(self) -> bool:
@@ -77,8 +78,9 @@ def tree_state(tree: Path, env: Mapping[str, str]) -> tuple[str, bool, str]:
 
 
 def run(command: str, tree: Path, env: Mapping[str, str], timeout_s: float,
-        kill_grace_s: float = KILL_GRACE_S) -> Check:
-    """`sh -c command` in tree (the user wrote it), its group stopped after timeout_s."""
+        kill_grace_s: float = KILL_GRACE_S, hide: str = "") -> Check:
+    """`sh -c command` in tree (the user wrote it), its group stopped after timeout_s; lines
+    naming `hide` are left out of the tail (a runner's note of the report ralph asked for)."""
     head, dirty, state = tree_state(tree, env)
     started = time.monotonic()
     with tempfile.TemporaryFile() as out:
@@ -90,7 +92,8 @@ def run(command: str, tree: Path, env: Mapping[str, str], timeout_s: float,
                          error=err.strerror or str(err), tree_id=state)
         duration = time.monotonic() - started
         out.seek(max(0, out.seek(0, os.SEEK_END) - 16 * TAIL_CHARS))
-        lines = out.read().decode("utf-8", "replace").rstrip("\n").split("\n")
+        lines = [line for line in out.read().decode("utf-8", "replace").rstrip("\n").split("\n")
+                 if not hide or hide not in line]
         tail = "\n".join(lines[-TAIL_LINES:])[-TAIL_CHARS:]
     return Check(command, code, round(duration, 3), tail,
                  hashlib.sha256(tail.encode("utf-8")).hexdigest(), head, dirty,

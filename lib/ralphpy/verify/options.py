@@ -7,7 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-DEFAULT_TIMEOUT_S = 600.0
+from ralphpy.config.table import BY_NAME
+
 # a task meant to change what the tests say (`/ralph-plan` writes the line): judged by the
 # session's tests alone (docs/verify.md)
 _MAY_CHANGE = re.compile(r"^[ \t>*-]*tests:[ \t]*may change\b", re.M | re.I)
@@ -16,10 +17,10 @@ _TASK_LINE = re.compile(r"^[ \t>*-]*verify:[ \t]*(?P<cmd>\S.*?)[ \t]*$", re.M | 
 
 @dataclass(frozen=True)
 class VerifyOptions:
-    command: str | None = None          # --verify / ralph.yml `verify:`
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    tamper: str = "hold"                # hold | warn | off
-    protect: tuple[str, ...] = ()
+    command: str | None                 # --verify / ralph.yml `verify:`
+    timeout_s: float
+    tamper: str                         # hold | warn | off
+    protect: tuple[str, ...]
 
     @property
     def armed(self) -> bool:
@@ -28,16 +29,13 @@ class VerifyOptions:
 
 
 def read(values: Any) -> VerifyOptions:
-    """From config's `Options` or a mapping of the same names; `protect` a list (a resumed
-    run's state) or one text of globs separated by spaces or commas."""
-    get = values.get if isinstance(values, Mapping) else (lambda name: getattr(values, name, None))
-    protect = get("protect") or ()
-    if isinstance(protect, str):
-        protect = protect.replace(",", " ").split()
-    return VerifyOptions(command=(get("verify") or None),
-                         timeout_s=float(get("verify_timeout") or DEFAULT_TIMEOUT_S),
-                         tamper=str(get("tamper") or "hold"),
-                         protect=tuple(protect))
+    """From config's `Options` (its list of globs a list in a resumed run's state), or a
+    mapping of some of the same names, the settings table's defaults for the others."""
+    def get(name: str) -> Any:
+        return values.get(name, BY_NAME[name].default) if isinstance(values, Mapping) \
+            else getattr(values, name)
+    return VerifyOptions(get("verify") or None, float(get("verify_timeout")), get("tamper"),
+                         tuple(get("protect")))
 
 
 def task_command(description: str | None) -> str | None:

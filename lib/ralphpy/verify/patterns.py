@@ -1,6 +1,6 @@
 """Owns what the diff rules look for, line by line, as data: which paths are tests, which
-lines define a test, assert something, or skip or focus a test, and the `protect:` glob
-syntax. Pure functions over paths and lines; knows nothing of git or of diffs."""
+lines assert something or skip or focus a test, and the `protect:` glob syntax. Pure
+functions over paths and lines; knows nothing of git or of diffs."""
 from __future__ import annotations
 
 import re
@@ -16,15 +16,6 @@ _TEST_NAME = re.compile(r"(^|/)test_[^/]*\.py$|_test\.(py|go)$|\.(test|spec)\.[c
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|__tests__|spec)/.*\.(py|[cm]?[jt]sx?|go|rs|rb|java|kt|cs|php|sh|bats)$"
     r"|(^|/)conftest\.py$|" + _TEST_NAME.pattern)     # tests.py: Django's runner
-
-# A test's definition: the name it is known by is group "name".
-_TEST_DEF = (
-    re.compile(r"^\s*(?:async\s+)?def\s+(?P<name>test\w*)\s*\("),           # pytest, unittest
-    re.compile(r"^\s*class\s+(?P<name>Test\w*)\b"),
-    re.compile(r"\b(?:it|test)\s*\(\s*(?P<q>['\"`])(?P<name>.+?)(?P=q)"),    # node --test, jest
-    re.compile(r"^\s*func\s+(?P<name>Test\w*)\s*\("),                       # go
-    re.compile(r"^\s*(?:pub\s+)?fn\s+(?P<name>test\w*)\s*\("),              # rust, by convention
-)
 
 _ASSERTION = re.compile(
     r"^\s*assert\b|\bself\.assert\w*\s*\(|\bassert(?:\.\w+)?\s*\(|\bexpect\s*\("
@@ -60,10 +51,6 @@ def renamed_away(old: str, new: str) -> bool:
         bool(_TEST_NAME.search(old)) and not _TEST_NAME.search(new)))
 
 
-def test_names(line: str) -> list[str]:
-    return [m.group("name") for rx in _TEST_DEF for m in [rx.search(line)] if m]
-
-
 def is_assertion(line: str) -> bool:
     return bool(_ASSERTION.search(line))
 
@@ -75,18 +62,8 @@ def skips(line: str) -> list[str]:
 @lru_cache(maxsize=256)
 def glob_rx(glob: str) -> re.Pattern:
     """A glob as a regex of a whole path: `**/` and `**` cross folders, `*` and `?` do not."""
-    out, i = [], 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        else:
-            out.append({"*": "[^/]*", "?": "[^/]"}.get(glob[i], re.escape(glob[i])))
-            i += 1
-    return re.compile("".join(out) + "$")
+    return re.compile(re.escape(glob).replace(r"\*\*/", "(?:.*/)?").replace(r"\*\*", ".*")
+                      .replace(r"\*", "[^/]*").replace(r"\?", "[^/]") + "$")
 
 
 def protected(path: str, globs: tuple[str, ...]) -> bool:
@@ -101,5 +78,5 @@ def protected(path: str, globs: tuple[str, ...]) -> bool:
     return False
 
 
-__all__ = ["is_test_path", "renamed_away", "test_names", "is_assertion", "skips", "protected",
+__all__ = ["is_test_path", "renamed_away", "is_assertion", "skips", "protected",
            "NODE_TEST_NAME"]

@@ -91,12 +91,17 @@ def tests(runner: Runner, tree: Path, env: Mapping[str, str], timeout_s: float
         return None
     if done.code not in ((0, 5) if runner.name == "pytest" else (0,)):  # 5: none collected
         return None
-    lines = done.out.splitlines()
+    return {name for line in done.out.splitlines() if (name := test_id(runner, line))}
+
+
+def test_id(runner: Runner, listed: str) -> str | None:
+    """A test as `tests` names it, from a line of the runner's listing or a name in its report
+    (verify.failures); None for any other line."""
     if runner.name == "pytest":
-        return {line.split("::", 1)[1] for line in lines if "::" in line}
-    if runner.name == "jest":
-        return {Path(line).name for line in lines if line.strip()}
-    return {line.split(" > ", 1)[1] for line in lines if " > " in line}
+        return listed.split("::", 1)[1] if "::" in listed else None
+    if runner.name == "jest":                           # its files: absolute in the listing
+        return Path(listed).name if listed.strip() and " > " not in listed else None
+    return listed.split(" > ", 1)[1] if runner.name == "vitest" and " > " in listed else None
 
 
 def _vitest_list(argv: tuple[str, ...]) -> list[str]:
@@ -121,4 +126,4 @@ def _node_files(runner: Runner, tree: Path) -> set[str]:
     return found
 
 
-__all__ = ["NPM_TEST", "Runner", "recognise", "without", "tests"]
+__all__ = ["NPM_TEST", "Runner", "recognise", "without", "tests", "test_id"]

@@ -1,6 +1,6 @@
 """Owns the tamper check's diff rules over a tree's diff from the session's start, each
 finding naming the file and line. A few stand alone (verdicts.ALONE); the others (a test
-deleted or renamed away, a test or an assertion removed, a skip added) only explain a failure
+deleted or renamed away, an assertion removed, a skip added) only explain a failure
 of the tests as they stood: the runner says which tests run and pass (docs/decisions/0038).
 Knows nothing of tasks or of what is done with the findings."""
 from __future__ import annotations
@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from ralphpy.verify import diff_files, gate, patterns, test_commands
+from ralphpy.verify import diff_files, gate, patterns, test_side
 from ralphpy.verify.diff_files import DiffFile
 
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str            # deleted_test, renamed_test, removed_test, removed_assertion,
+    kind: str            # deleted_test, renamed_test, removed_assertion,
     path: str            # added_skip, protected_path, hidden_path, test_command,
                          # coverage_excluded, verify_line, dropped_test, tests_as_they_stood
     line: int | None
@@ -47,20 +47,17 @@ def _file_findings(f: DiffFile, tree: Path, protect: tuple[str, ...],
             found.append(Finding("protected_path", old, None,
                                  f"protected file renamed to {new}"))
     path = new or old
-    added_text = {text.strip() for _, text in f.added}
-    if new is not None and patterns.is_test_path(old):
-        added_names = {n for _, text in f.added for n in patterns.test_names(text)}
-        for no, text in f.removed:
-            found += [Finding("removed_test", old, no, f"test function {name} removed")
-                      for name in patterns.test_names(text) if name not in added_names]
-            if patterns.is_assertion(text) and text.strip() not in added_text:
-                found.append(Finding("removed_assertion", old, no,
-                                     f"assertion removed or changed: {text.strip()[:120]}"))
+    if new is not None and patterns.is_test_path(old):    # a test gone: the runner names it
+        added_text = {text.strip() for _, text in f.added}
+        found += [Finding("removed_assertion", old, no,
+                          f"assertion removed or changed: {text.strip()[:120]}")
+                  for no, text in f.removed
+                  if patterns.is_assertion(text) and text.strip() not in added_text]
     if new is not None and patterns.is_test_path(new):       # a skip only skips in test code
         found += _added_skips(f, path)
-    if new is not None and test_commands.applies(new):
+    if new is not None and _test_command_file(new):
         found += [Finding("test_command", path, no, detail) for no, detail in
-                  test_commands.changes(f, read(tree / new), olds.get(old))]
+                  _test_command_changes(f, read(tree / new), olds.get(old))]
     if new is not None and patterns.protected(old, protect) and (f.removed or f.binary):
         found.append(Finding("protected_path", path, f.first_change,
                              "protected file changed (only additions are allowed)"))
@@ -106,6 +103,56 @@ def _coverage_excluded(files: list[DiffFile]) -> list[Finding]:
             for f in files if f.new is not None and not _PROSE.search(f.new)
             for no, text in f.added if (m := _COVERAGE_MARKER.search(text))
             and text.strip() not in removed and not _IDIOM.match(text)]
+
+
+# Files that mix a runner's settings with others and cannot be restored apart
+# (verify.test_side): a makefile's test target rule changed or defined again (a new target is
+# no finding), a vite.config.* line of vitest's settings.
+_MAKE_RULE = re.compile(r"^(?P<targets>[^\t#:=\s][^:=#]*?)\s*::?(?!=)")
+_VITEST_KEY = re.compile(r"\b(?:test|include|exclude|dir|root|passWithNoTests|testNamePattern"
+                         r"|setupFiles|globalSetup|allowOnly|bail|reporters|coverage)\b\s*:")
+_MAKEFILE = re.compile(r"(^|/)(GNUmakefile|[Mm]akefile|[^/]*\.mk)$")
+
+
+def _test_command_file(path: str) -> bool:
+    """A file this rule reads (package.json's test scripts are restored by the second run)."""
+    return bool(_MAKEFILE.search(path) or test_side.UNSPLIT.search(path))
+
+
+def _make_rule_lines(lines: list[str]) -> dict[int, str]:
+    """The lines (from 1) of a makefile's test target rules, each with its target. Blank
+    lines and comments do not end a rule, anything else that is not a recipe or rule does."""
+    rules: dict[int, str] = {}
+    current = None
+    for no, line in enumerate(lines, 1):
+        if (m := _MAKE_RULE.match(line)):       # never a recipe line: those start with a tab
+            current = next((t for t in m.group("targets").split()
+                            if test_side.TEST_SCRIPT.match(t)), None)
+        elif not line.startswith("\t") and line.strip() and not line.lstrip().startswith("#"):
+            current = None
+        if current and (m or line.startswith("\t")):
+            rules[no] = current
+    return rules
+
+
+def _test_command_changes(f: DiffFile, new_text: str, old_text: str | None
+                          ) -> list[tuple[int | None, str]]:
+    """(line, detail) of each test rule the change touched (the old file's line for what was
+    removed; old_text: which rule a removed line was in, which targets it had)."""
+    if test_side.UNSPLIT.search(f.new or ""):
+        return [(no, f"vitest settings changed in a file not restored apart: {text.strip()[:80]}")
+                for no, text in f.removed + f.added if _VITEST_KEY.search(text)][:1]
+    new_rules = _make_rule_lines(new_text.split("\n"))
+    old_rules = _make_rule_lines((old_text or "").split("\n"))
+    had = set(old_rules.values())
+    changed: dict[str, int] = {}            # target -> the first line that says so
+    for no, _ in f.removed:
+        if no in old_rules:
+            changed.setdefault(old_rules[no], no)
+    for no, _ in f.added:
+        if new_rules.get(no) in had:                        # a new target is an addition
+            changed.setdefault(new_rules[no], no)
+    return [(no, f"make target {target}: its rule changed") for target, no in changed.items()]
 
 
 # The repository's own settings must not change what the diff shows (the session controls
@@ -158,7 +205,7 @@ def scan(tree: Path, base: str, protect: tuple[str, ...] = (), *, env: Mapping[s
     hidden = _hidden(tree, protect, env, hidden_before)
     # a makefile as it was: which rule a removed line was in, which targets it had
     olds = {f.old: gate.git_out(tree, "show", f"{base}:{f.old}", env=env) for f in files
-            if f.old and f.new and test_commands.is_makefile(f.old)}
+            if f.old and f.new and _MAKEFILE.search(f.old)}
     return [finding for f in files for finding in _file_findings(f, tree, protect, olds)] + \
         _coverage_excluded(files) + hidden
 

@@ -73,12 +73,10 @@ def restore_section(path: str, start: str | None, now: str) -> str | None:
 def section_changed(path: str, start: str, now: str) -> bool:
     """Whether a session's change to a mixed file changed its runner section (a dependency
     added to pyproject.toml or package.json is no change of the test side)."""
-    name = path.rsplit("/", 1)[-1]
-    if name == "package.json":
-        restored = _restore_package(start, now)
-        return restored is None or json.loads(restored) != json.loads(now)
-    return ("\n".join(_split(start, _SECTIONS[name])[1]).strip()
-            != "\n".join(_split(now, _SECTIONS[name])[1]).strip())
+    restored = restore_section(path, start, now)
+    if restored is None or not path.endswith("package.json"):
+        return restored != now
+    return json.loads(restored) != json.loads(now)        # the same object, keys reordered
 
 
 def _restore_package(start: str | None, now: str) -> str | None:

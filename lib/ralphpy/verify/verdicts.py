@@ -68,7 +68,7 @@ def _second_findings(second: as_they_stood.Second) -> list[tamper.Finding]:
     where = ", ".join(second.restored[:3]) + (", ..." if len(second.restored) > 3 else "")
     found = []
     if not second.check.passed:
-        named = ", ".join(second.failing) or f"`{second.check.command}` exited " \
+        named = ", ".join(second.check.failing) or f"`{second.check.command}` exited " \
             f"{second.check.exit_code}"
         found.append(Finding("tests_as_they_stood", where, None,
                              f"the start's tests fail with the test side as it stood: {named}"))
@@ -84,6 +84,8 @@ def line(v: Verdict) -> str:
             if v.findings else ""
         runs = f"; {v.note}" if v.note else "; the tests as they stood passed too" \
             if v.second else ""
+        if v.second and v.second.gone:          # renamed or removed: said, not held
+            runs += f" (no longer run by these names: {', '.join(v.second.gone[:5])})"
         return f"verify: task {v.task} {v.verdict}: {said}{runs}{warned}"
     action = "reopened and held" if v.verdict == "held" else "reopened"
     return f"verify: task {v.task} {action}: {v.reason.split(chr(10), 1)[0]}"
@@ -94,17 +96,17 @@ def failure(check: gate.Check, recheck: bool,
     """The fail reason of a failed check: unlike Check.summary (a passed check's line) it leads
     with what went wrong, the line a report and the next session show, then the output's tail."""
     at = check.ran_at
+    named = f": {', '.join(check.failing)}" if check.failing else ""
     again = " on re-check (the tree moved since it passed)" if recheck else ""
     if check.timed_out:
         head = f"verify timed out{again}: `{check.command}` ran longer than {check.timeout_s:g}s {at}"
     elif check.error:
         head = f"verify could not run{again}: `{check.command}`: {check.error}"
     elif second is not None:
-        named = f": {', '.join(second.failing)}" if second.failing else ""
         head = (f"verify failed with the tests as they stood: `{check.command}` exited "
                 f"{check.exit_code} {at} with the start's test side{named}")
     else:
-        head = f"verify failed{again}: `{check.command}` exited {check.exit_code} {at}"
+        head = f"verify failed{again}: `{check.command}` exited {check.exit_code} {at}{named}"
     return f"{head}\n{check.tail}" if check.tail else head
 
 

@@ -47,8 +47,8 @@ def make_gate(repo: Path, lines: list[str] = (), **values) -> completion.Gate:
     run = SimpleNamespace(ralph_dir=ralph_dir, session_since="",
                           state=state.RunState("run-1", "build", 0))
     reported: list[str] = []
-    gate = completion.start(values, task, env, repo, run, reported.append,
-                            scratch=VerifyScratch(repo, env))
+    gate = completion.Gate(values, task, env, repo, run, reported.append,
+                           scratch=VerifyScratch(repo, env))
     gate.reported = reported
     return gate
 
@@ -93,7 +93,7 @@ def test_tampering_holds_the_task_and_warn_only_records_it(repo):
     (repo / "tests" / "test_x.py").write_text("def test_x():\n    assert 1 == 1\n")
     git(repo, "add", "-A", env=_clean_environ())
     git(repo, "commit", "-qm", "tests", env=_clean_environ())
-    gate = make_gate(repo, ["create|t1|One", "create|t2|Two"], protect="tests/**")
+    gate = make_gate(repo, ["create|t1|One", "create|t2|Two"], protect=("tests/**",))
     (repo / "tests" / "test_x.py").unlink()
     finish(gate, "t1")
     assert gate.after_session([], "r")[0] == ["t1"]
@@ -101,7 +101,7 @@ def test_tampering_holds_the_task_and_warn_only_records_it(repo):
     assert t["status"] == "open" and \
         t["held"] == "tamper check: tests/test_x.py: protected file deleted"
     git(repo, "checkout", "-q", "--", "tests", env=_clean_environ())   # the next run's start
-    warn = make_gate(repo, [], protect="tests/**", tamper="warn")
+    warn = make_gate(repo, [], protect=("tests/**",), tamper="warn")
     (repo / "tests" / "test_x.py").unlink()
     finish(warn, "t2")
     assert warn.after_session([], "r")[0] == [] and record(warn, "t2")["status"] == "done"

@@ -9,7 +9,7 @@ from ralphpy.verify import options, patterns
 def test_settings_are_read_with_their_defaults():
     assert options.read({}) == options.VerifyOptions(None, 600.0, "hold", ())
     read = options.read({"verify": "make test", "verify_timeout": 90.0, "tamper": "warn",
-                         "protect": "tests/**, .github/**"})
+                         "protect": ("tests/**", ".github/**")})
     assert read == options.VerifyOptions("make test", 90.0, "warn", ("tests/**", ".github/**"))
     assert read.armed and not options.read({"tamper": "hold"}).armed
 

@@ -82,9 +82,11 @@ def test_failing_tests_are_named_from_junit_xml_else_the_output(tmp_path):
     report.write_text('<testsuites><testsuite><testcase classname="tests.test_calc" '
                       'name="test_add"><failure message="x"/></testcase><testcase '
                       'classname="tests.test_calc" name="test_sub"/></testsuite></testsuites>')
-    assert failures.named(runners.Runner("pytest", ()), report, "", tmp_path) == ["tests/test_calc.py::test_add"]
+    found = failures.outcomes(runners.Runner("pytest", ()), report, tmp_path)
+    assert found == {"tests/test_calc.py::test_add": True, "tests/test_calc.py::test_sub": False}
+    assert failures.named(found, "") == ["tests/test_calc.py::test_add"]
     tail = "✖ adds two numbers (1.2ms)\n  ● calc › adds\nnot ok 3 - subtracts\n"
-    assert failures.named(None, Path("/nonexistent"), tail, tmp_path) == [
+    assert failures.named(failures.outcomes(None, Path("/nonexistent"), tmp_path), tail) == [
         "adds two numbers", "calc › adds", "subtracts"]
 
 
@@ -92,8 +94,9 @@ def test_a_report_that_cannot_be_read_falls_back_to_the_output_s_tail(tmp_path):
     jest, node = runners.Runner("jest", ("jest",)), runners.Runner("node --test", ("node",))
     report = tmp_path / "report"
     report.write_text('{"testResults": [')                  # cut short: the runner was killed
-    assert failures.named(jest, report, "  ● calc › adds\n", tmp_path) == ["calc › adds"]
-    assert failures.named(node, report, "✖ adds (1ms)\n", tmp_path) == ["adds"]
+    assert failures.named(failures.outcomes(jest, report, tmp_path), "  ● calc › adds\n") == [
+        "calc › adds"]
+    assert failures.named(failures.outcomes(node, report, tmp_path), "✖ adds (1ms)\n") == ["adds"]
 
 
 def test_the_runner_is_asked_for_its_report_beside_its_normal_output(tmp_path):
@@ -131,3 +134,15 @@ def test_a_mixed_file_changed_outside_its_runner_section_leaves_the_test_side_al
     assert not test_side.section_changed(
         "package.json", package, '{"name": "a", "scripts": {"test": "jest", "lint": "x"}}')
     assert test_side.section_changed("package.json", package, '{"jest": {"bail": 1}}')
+
+
+@pytest.mark.parametrize("runner, line, name", [
+    ("pytest", "tests/test_calc.py::TestX::test_y[1]", "TestX::test_y[1]"),
+    ("pytest", "3 tests collected in 0.01s", None),
+    ("jest", "/repo/src/calc.test.js", "calc.test.js"),
+    ("jest", "src/calc.test.js > adds", None),            # a test of its report: jest lists files
+    ("vitest", "calc.test.js > calc > adds", "calc > adds"),
+    ("node --test", "calc > adds", None),                   # its report names no file
+])
+def test_a_test_is_named_alike_from_the_runner_s_listing_and_its_report(runner, line, name):
+    assert runners.test_id(runners.Runner(runner, ()), line) == name
