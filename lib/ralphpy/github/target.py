@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Mapping
 from urllib.parse import parse_qs
 
-from ralphpy import git_files, programs
+from ralphpy import git_files
 from ralphpy.errors import AuthFailed, UsageError
 
 NAME = "github"
@@ -53,6 +53,7 @@ def _origin(cwd: Path, environ: Mapping[str, str]) -> str | None:
     layout = git_files.discover(environ, git, str(cwd)) if git else None
     if layout is not None and layout.url is not None:
         return _from_remote_url(layout.url)
+    from ralphpy import programs            # subprocess: only when git itself must answer
     try:
         done = programs.run([*programs.GIT, "remote", "get-url", "origin"], cwd=cwd, env=environ,
                             timeout=30)
@@ -92,6 +93,7 @@ def token(environ: Mapping[str, str]) -> str:
             return environ[name].strip()
     gh = shutil.which("gh", path=environ.get("PATH", os.defpath))
     if gh:
+        from ralphpy import programs
         try:
             done = programs.run([gh, "auth", "token"], cwd=os.getcwd(), env=environ, timeout=30)
             if done.code == 0 and done.out.strip():

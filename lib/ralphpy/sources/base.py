@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Protocol, Sequence
 
-from ralphpy import programs
 from ralphpy.errors import RalphError
 
 # Contract statuses a source maps its own onto (docs/contract/task-cli.md s.5); "held" is open but
@@ -87,6 +86,7 @@ def find_tool(variable: str, name: str, environ: Mapping[str, str]) -> str | Non
 
 def run_tool(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> tuple[int, str, str]:
     """Run the tool without a shell; (exit status, stdout, stderr). OSError: it cannot start."""
+    from ralphpy import programs        # subprocess: not for a source that runs no tool (GitHub)
     done = programs.run(argv, cwd=cwd, env=env)
     return done.code, done.out, done.err
 
