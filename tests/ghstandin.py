@@ -56,15 +56,23 @@ class Standin:
         self.on_pull = None        # called with a new or updated pull request's head sha
         self.require_approval = False   # branch protection: an approving review to merge
         self.required_checks: list[str] | None = None   # branch protection: checks to pass
+        self.job_logs: dict[int, object] = {}   # Actions job id -> its log, or the status
+        self.storage_requests: list[tuple[str, dict]] = []   # (path, headers) the logs' host saw
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
+        # Where a job's log is downloaded from: another host, as GitHub's log storage is.
+        self.storage = ThreadingHTTPServer(("127.0.0.1", 0), self._storage_handler())
+        self.storage.daemon_threads = True
+        self.storage_url = f"http://127.0.0.1:{self.storage.server_address[1]}"
+        threading.Thread(target=self.storage.serve_forever, daemon=True).start()
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        for server in (self.server, self.storage):
+            server.shutdown()
+            server.server_close()
 
     # ---- what the tests set up and read
     def add_issue(self, title: str, body: str = "", labels=("ralph",), pull: bool = False) -> int:
@@ -105,8 +113,11 @@ class Standin:
     def comment_bodies(self, number: int) -> list[str]:
         return [c["body"] for c in self.comments[number]]
 
-    def set_checks(self, sha: str, *runs: tuple[str, str, str]) -> None:
-        """Check runs of a commit: (name, conclusion, log text)."""
+    def set_checks(self, sha: str, *runs: tuple[str, str, str], jobs: dict | None = None) -> None:
+        """Check runs of a commit: (name, conclusion, output text). A name in `jobs` is a GitHub
+        Actions job's check run, its log the text given there, or an int: the status the
+        log's download answers (410: expired, 404, 403)."""
+        jobs = jobs or {}
         with self.lock:
             self.checks[sha] = [
                 {"id": 5000 + i, "node_id": f"CR_{i}", "name": name, "head_sha": sha,
@@ -115,8 +126,13 @@ class Standin:
                  "details_url": "", "started_at": _STAMP, "completed_at": _STAMP,
                  "output": {"title": f"{name}: {conclusion}", "summary": conclusion,
                             "text": log, "annotations_count": 0, "annotations_url": ""},
-                 "app": None, "pull_requests": []} for i, (name, conclusion, log) in
-                enumerate(runs, 1)]
+                 "app": ({"id": 15368, "slug": "github-actions", "name": "GitHub Actions",
+                          "node_id": "MDM6QXBwMTUzNjg=", "owner": _user("github")}
+                         if name in jobs else None),
+                 "pull_requests": []} for i, (name, conclusion, log) in enumerate(runs, 1)]
+            for run in self.checks[sha]:
+                if run["name"] in jobs:
+                    self.job_logs[run["id"]] = jobs[run["name"]]
 
     def review(self, pull: int, state: str, body: str, comments=()) -> None:
         """A review on a pull request's current head: APPROVED or CHANGES_REQUESTED."""
@@ -344,6 +360,14 @@ class Standin:
             return 200, {"url": "", "strict": False, "contexts": list(self.required_checks),
                          "checks": [{"context": c, "app_id": None}
                                     for c in self.required_checks]}, {}
+        m = re.fullmatch(r"/actions/jobs/(\d+)/logs", rest)
+        if m and verb == "GET":
+            log = self.job_logs.get(int(m.group(1)))
+            if log is None or isinstance(log, int):
+                return log or 404, {"message": "Not Found" if log in (None, 404) else
+                                    "Gone" if log == 410 else "Forbidden"}, {}
+            # As GitHub: a redirect to a short-lived download URL on the logs' own host.
+            return 302, None, {"Location": f"{self.storage_url}/job-logs/{m.group(1)}?sig=1"}
         m = re.fullmatch(r"/commits/([^/]+)/check-runs", rest)
         if m and verb == "GET":
             ref = unquote(m.group(1))
@@ -351,6 +375,27 @@ class Standin:
             runs = self.checks.get(sha or "", [])
             return 200, {"total_count": len(runs), "check_runs": runs}, {}
         return 404, {"message": "Not Found"}, {}
+
+    def _storage_handler(self):
+        standin = self
+
+        class Storage(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                with standin.lock:
+                    standin.storage_requests.append((self.path, dict(self.headers)))
+                    number = re.fullmatch(r"/job-logs/(\d+)\?sig=1", self.path)
+                    log = standin.job_logs.get(int(number.group(1))) if number else None
+                payload = log.encode() if isinstance(log, str) else b""
+                self.send_response(200 if payload else 404)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        return Storage
 
     def _handler(self):
         standin = self
@@ -366,8 +411,11 @@ class Standin:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 body = json.loads(raw) if raw else None
+                # GitHub Enterprise serves the same API under /api/v3.
+                path = split.path.removeprefix("/api/v3") if split.path.startswith(
+                    "/api/v3/") else split.path
                 with standin.lock:
-                    status, data, extra = standin.answer(self.command, split.path,
+                    status, data, extra = standin.answer(self.command, path,
                                                          parse_qs(split.query), body,
                                                          self.headers)
                 payload = json.dumps(data).encode()
