@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 from pathlib import Path
 from collections.abc import Mapping
@@ -81,8 +82,15 @@ class _Cache:
     read once). A peek that nothing changed for parses the first line and the lines of the
     issues it shows, not every issue's (decision 0047)."""
 
-    def __init__(self, head: dict, lines: bytes):
-        self.head, self.order, self._lines = head, head["order"], lines
+    def __init__(self, head: dict, lines: bytes = b"", handle=None, start: int = 0):
+        """From the lines in memory (made), or from `handle` at `start` (read): the open
+        file, so a writer's rename in between cannot mix two caches' lines."""
+        self.head, self.order = head, head["order"]
+        self._lines, self._handle, self._start = lines, handle, start
+
+    def __del__(self):
+        if self._handle is not None:
+            self._handle.close()
 
     @classmethod
     def made(cls, head: dict, issues) -> _Cache:
@@ -102,24 +110,34 @@ class _Cache:
 
     @classmethod
     def read(cls, path: Path) -> _Cache | None:
-        """The cache in `path`; None when it is missing, of another layout, or torn."""
+        """The cache in `path` (its first line parsed, the rest read on demand); None when
+        it is missing, of another layout, or torn."""
         try:
-            with open(path, "rb") as handle:
-                head = json.loads(handle.readline())
-                lines = handle.read()
-            if head["version"] != _CACHE_VERSION or len(lines) != head["length"]:
-                return None
-            return cls(head, lines)
-        except (OSError, ValueError, KeyError, TypeError):
+            handle = open(path, "rb")
+        except OSError:
             return None
+        try:
+            head = json.loads(handle.readline())
+            start = handle.tell()
+            if (head["version"] == _CACHE_VERSION
+                    and os.fstat(handle.fileno()).st_size == start + head["length"]):
+                return cls(head, handle=handle, start=start)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        handle.close()
+        return None
+
+    def _bytes(self, start: int, end: int) -> bytes:
+        if self._handle is None:
+            return self._lines[start:end]
+        return os.pread(self._handle.fileno(), end - start, self._start + start)
 
     def data(self) -> bytes:
         head = {**self.head, "version": _CACHE_VERSION, "length": len(self._lines)}
         return json.dumps(head).encode() + b"\n" + self._lines
 
     def issue(self, number: str) -> dict:
-        start, end = self.order[number]
-        return json.loads(self._lines[start:end])
+        return json.loads(self._bytes(*self.order[number]))
 
     def issues(self) -> dict[str, dict]:
         return {number: self.issue(number) for number in self.order}
