@@ -39,7 +39,9 @@ def _git(bare: Path, *args: str, input: str | None = None) -> str:
 class Standin:
     """The repository's state and the server; `url` is the API base (GITHUB_API_URL)."""
 
-    def __init__(self, bare: Path, owner: str = "acme", repo: str = "widgets"):
+    def __init__(self, bare: Path, owner: str = "acme", repo: str = "widgets",
+                 tls: tuple[Path, Path] | None = None):
+        """`tls`: (certificate, key) files: the API is served over https with them."""
         self.bare, self.owner, self.repo = bare, owner, repo
         self.lock = threading.RLock()
         self.issues: dict[int, dict] = {}
@@ -60,7 +62,14 @@ class Standin:
         self.storage_requests: list[tuple[str, dict]] = []   # (path, headers) the logs' host saw
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        scheme = "http"
+        if tls:
+            import ssl
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
         # Where a job's log is downloaded from: another host, as GitHub's log storage is.
@@ -466,4 +475,33 @@ def origin(tmp_path: Path, git_repo: Path, base_env: dict, agent: str, **env: st
                    "STUB_CLAIMS": str(tmp_path / "claims.txt"), **env}
     (git_repo / "ralph.yml").write_text("pr_poll: 1s\n")
     return standin
+
+
+def certificate(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key, as (cert.pem, key.pem) in folder:
+    the stand-in over https, trusted through REQUESTS_CA_BUNDLE."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509      # PyGithub's own dependency (through PyJWT[crypto])
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
 

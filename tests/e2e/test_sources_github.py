@@ -154,7 +154,10 @@ def test_a_peek_nothing_changed_for_needs_no_pygithub_and_keeps_the_rules(github
     broken = tmp_path / "no-pygithub" / "github"
     broken.mkdir(parents=True)
     (broken / "__init__.py").write_text("raise ImportError('PyGithub was imported')\n")
-    without = {"GITHUB_API_URL": base, "PYTHONPATH": str(broken.parent)}
+    # A proxy variable would hand every request to requests, which honours it.
+    no_proxy = {name: "" for name in ("https_proxy", "http_proxy", "all_proxy", "HTTPS_PROXY",
+                                      "HTTP_PROXY", "ALL_PROXY")}
+    without = {"GITHUB_API_URL": base, "PYTHONPATH": str(broken.parent), **no_proxy}
     del github.requests[:]
     quiet = task(github, git_repo, "peek", **without)
     assert (quiet.returncode, quiet.stderr) == (0, ""), quiet.stderr
@@ -179,3 +182,35 @@ def test_a_peek_nothing_changed_for_needs_no_pygithub_and_keeps_the_rules(github
         "Error: GitHub rejected the token (401 Bad credentials): set GH_TOKEN or GITHUB_TOKEN "
         "to a valid token"]
     assert "ghp_wrong" not in refused.stdout + refused.stderr
+
+
+def test_over_https_both_carriers_trust_the_certificates_requests_would(git_repo, base_env,
+                                                                          tmp_path):
+    """github.com is https: the revalidation's stdlib request trusts REQUESTS_CA_BUNDLE, as
+    requests does for the first listing."""
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    secure = ghstandin.Standin(bare, tls=ghstandin.certificate(tmp_path))
+    try:
+        secure.add_issue("Over TLS", "", labels=("ralph",))
+        secure.env = {**base_env, "GITHUB_API_URL": secure.url, "GH_TOKEN": ghstandin.TOKEN,
+                      "REQUESTS_CA_BUNDLE": str(tmp_path / "cert.pem"), "CURL_CA_BUNDLE": "",
+                      **{name: "" for name in ("https_proxy", "HTTPS_PROXY", "all_proxy",
+                                               "ALL_PROXY")}}
+        for _ in range(2):                             # the full listing, then what changed
+            listed = task(secure, git_repo, "peek")
+            assert listed.returncode == 0 and "title: Over TLS" in listed.stdout, listed.stderr
+        broken = tmp_path / "no-pygithub" / "github"
+        broken.mkdir(parents=True)
+        (broken / "__init__.py").write_text("raise ImportError('PyGithub was imported')\n")
+        again = task(secure, git_repo, "peek", PYTHONPATH=str(broken.parent))
+        assert (again.returncode, again.stderr) == (0, "") and "title: Over TLS" in again.stdout
+        assert secure.url.startswith("https://")
+        assert [status for _, _, status in secure.requests][-1] == 304
+        untrusted = task(secure, git_repo, "peek", PYTHONPATH=str(broken.parent),
+                         REQUESTS_CA_BUNDLE="")
+        assert untrusted.returncode == 1
+        assert untrusted.stderr.startswith("Error: GitHub GET /repos/acme/widgets/issues: "
+                                           "cannot connect (SSLCertVerificationError)")
+    finally:
+        secure.close()

@@ -44,7 +44,7 @@ class Listing:
     """Every task of the backlog in the source's order, and the files it could not read
     (each a one-line problem naming the file; such a file is skipped, never rewritten)."""
 
-    tasks: dict[str, Task]
+    tasks: Mapping[str, Task]          # a dict, or made on demand (the GitHub source's cache)
     problems: list[str] = field(default_factory=list)
 
 
