@@ -8,8 +8,8 @@ message, and never sent to another host than the API's.
 
 Two carriers, one set of rules: a conditional GET (`conditional=True`: a question asked again
 with the ETag of its last answer) and a download go out as one small stdlib request, so the
-task CLI's nothing-changed `peek` never imports PyGithub (requests, urllib3 and every model
-module: ten times the rest of the call, docs/decisions/0047); everything else goes through
+task CLI's nothing-changed `peek` never imports PyGithub (requests, urllib3, jwt and every
+model module: about 200 ms, docs/decisions/0047); everything else goes through
 PyGithub's requester (pooled connections, writes, proxies), imported on the first such
 request."""
 from __future__ import annotations
@@ -27,6 +27,12 @@ INSTALL = ("GitHub support needs PyGithub: pip install 'ralphpy[github]' "
            "(or pip install PyGithub)")
 # A rate limit's reset can be an hour away; a longer answer is a clock or server gone wrong.
 _LONGEST_WAIT = 3700.0
+_TIMEOUT = 30
+_USER_AGENT = "ralph.py"       # GitHub refuses a request without one
+# requests honours a proxy and the stdlib request does not: with one set, requests carries all.
+_PROXIES = ("https_proxy", "http_proxy", "all_proxy", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
+# The certificates requests trusts, in its order: these files, else certifi's bundle.
+_CA_BUNDLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
 
 
 class GitHubError(RalphError):
@@ -57,12 +63,17 @@ def _limit_wait(status: int, headers: Mapping[str, str], now: float) -> float | 
     return None
 
 
-_TIMEOUT = 30
-_USER_AGENT = "ralph.py"       # GitHub refuses a request without one
-# requests honours a proxy and the stdlib request does not: with one set, requests carries all.
-_PROXIES = ("https_proxy", "http_proxy", "all_proxy", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
-# The certificates requests would trust instead of its own bundle, in its order.
-_CA_BUNDLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+def _ca_file(environ: Mapping[str, str]) -> str | None:
+    """The certificates an https request trusts: those requests (PyGithub's carrier) trusts,
+    so both carriers accept the same servers; None: the system's."""
+    named = next((environ[name] for name in _CA_BUNDLES if environ.get(name)), None)
+    if named:
+        return named
+    try:
+        import certifi                  # requests' own dependency
+    except ImportError:
+        return None
+    return certifi.where()
 
 
 def _origin_of(url: str) -> tuple[str, str]:
@@ -79,7 +90,7 @@ class Client:
             raise UsageError(INSTALL)
         self.base = targets.api_url(environ)
         self._plain_ok = not any(environ.get(name) for name in _PROXIES)
-        self._cafile = next((environ[n] for n in _CA_BUNDLES if environ.get(n)), None)
+        self._environ = environ
         self._gh = None
         self.target = target
         self.repo_path = f"/repos/{target.full_name}"
@@ -120,9 +131,9 @@ class Client:
             sent["Authorization"] = f"token {self._token}"
         if scheme == "https":
             import ssl
+            context = ssl.create_default_context(cafile=_ca_file(self._environ))
             connection = http.client.HTTPSConnection(parts.netloc, timeout=_TIMEOUT,
-                                                     context=ssl.create_default_context(
-                                                         cafile=self._cafile))
+                                                     context=context)
         elif scheme == "http":
             connection = http.client.HTTPConnection(parts.netloc, timeout=_TIMEOUT)
         else:
