@@ -88,7 +88,8 @@ def embedded(peeks: int) -> tuple[list[float], list[float]]:
 
 def _ms(times: tuple[list[float], list[float]]) -> str:
     wall, cpu = times
-    return f"wall {statistics.median(wall):6.1f} ms (min {min(wall):5.1f}), CPU min {min(cpu):5.1f} ms"
+    return (f"wall {statistics.median(wall):6.1f} ms (min {min(wall):5.1f}), "
+            f"CPU min {min(cpu):5.1f} ms")
 
 
 def main() -> int:

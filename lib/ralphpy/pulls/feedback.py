@@ -59,7 +59,8 @@ def check_log(client: Client, run: dict) -> str:
         reason = str(err)
     if not reason:
         return tail(_failing_part(_STAMP.sub("", log)))
-    return f"(the job's log cannot be read ({reason}): the check run's output instead)\n{text}".rstrip()
+    return (f"(the job's log cannot be read ({reason}): the check run's output instead)\n"
+            + text).rstrip()
 
 
 def required_checks(client: Client, base: str) -> set[str] | None:

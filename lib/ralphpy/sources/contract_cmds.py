@@ -86,7 +86,7 @@ def peek(b: Backlog, argv: Sequence[str]) -> str:
         raise TaskError(f"-n must be a non-negative integer, got: {n}")
     # Records only for the tasks shown: the first claimable ones in the source's order and
     # those under a lease, so a peek costs the same at 10 tasks and 100,000 when the source
-    # lists them cheaply (the GitHub source's index, docs/decisions/0047).
+    # makes its tasks on demand (the GitHub source's cache, docs/decisions/0047).
     tasks, leases, holds = b.listing.tasks, b.leases.all(), b.holds()
     allowed = views.frozen(b.environ, b.cwd)
     limit, shown = int(n), []

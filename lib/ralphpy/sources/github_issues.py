@@ -11,8 +11,8 @@ import importlib.util
 import json
 import os
 import re
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from urllib.parse import quote
 
 from ralphpy import atomic_file
