@@ -45,7 +45,9 @@ def _git(bare: Path, *args: str, input: str | None = None) -> str:
 class Standin:
     """The repository's state and the server; `url` is the API base (GITHUB_API_URL)."""
 
-    def __init__(self, bare: Path, owner: str = "acme", repo: str = "widgets"):
+    def __init__(self, bare: Path, owner: str = "acme", repo: str = "widgets",
+                 tls: tuple[Path, Path] | None = None):
+        """`tls`: (certificate, key) files: the API is served over https with them."""
         self.bare, self.owner, self.repo = bare, owner, repo
         self.lock = threading.RLock()
         self.issues: dict[int, dict] = {}
@@ -65,15 +67,30 @@ class Standin:
         self.on_pull = None        # called with a new or updated pull request's head sha
         self.require_approval = False   # branch protection: an approving review to merge
         self.required_checks: list[str] | None = None   # branch protection: checks to pass
+        self.job_logs: dict[int, object] = {}   # Actions job id -> its log, or the status
+        self.storage_requests: list[tuple[str, dict]] = []   # (path, headers) the logs' host saw
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        scheme = "http"
+        if tls:
+            import ssl
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
+        # Where a job's log is downloaded from: another host, as GitHub's log storage is.
+        self.storage = ThreadingHTTPServer(("127.0.0.1", 0), self._storage_handler())
+        self.storage.daemon_threads = True
+        self.storage_url = f"http://127.0.0.1:{self.storage.server_address[1]}"
+        threading.Thread(target=self.storage.serve_forever, daemon=True).start()
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        for server in (self.server, self.storage):
+            server.shutdown()
+            server.server_close()
 
     # ---- what the tests set up and read
     def add_issue(self, title: str, body: str = "", labels=("ralph",), pull: bool = False) -> int:
@@ -140,8 +157,11 @@ class Standin:
     def comment_bodies(self, number: int) -> list[str]:
         return [c["body"] for c in self.comments[number]]
 
-    def set_checks(self, sha: str, *runs: tuple[str, str, str]) -> None:
-        """Check runs of a commit: (name, conclusion, log text)."""
+    def set_checks(self, sha: str, *runs: tuple[str, str, str], jobs: dict | None = None) -> None:
+        """Check runs of a commit: (name, conclusion, output text). A name in `jobs` is a GitHub
+        Actions job's check run, its log the text given there, or an int: the status the
+        log's download answers (410: expired, 404, 403)."""
+        jobs = jobs or {}
         with self.lock:
             self.checks[sha] = [
                 {"id": 5000 + i, "node_id": f"CR_{i}", "name": name, "head_sha": sha,
@@ -150,8 +170,13 @@ class Standin:
                  "details_url": "", "started_at": _STAMP, "completed_at": _STAMP,
                  "output": {"title": f"{name}: {conclusion}", "summary": conclusion,
                             "text": log, "annotations_count": 0, "annotations_url": ""},
-                 "app": None, "pull_requests": []} for i, (name, conclusion, log) in
-                enumerate(runs, 1)]
+                 "app": ({"id": 15368, "slug": "github-actions", "name": "GitHub Actions",
+                          "node_id": "MDM6QXBwMTUzNjg=", "owner": _user("github")}
+                         if name in jobs else None),
+                 "pull_requests": []} for i, (name, conclusion, log) in enumerate(runs, 1)]
+            for run in self.checks[sha]:
+                if run["name"] in jobs:
+                    self.job_logs[run["id"]] = jobs[run["name"]]
 
     def review(self, pull: int, state: str, body: str, comments=()) -> None:
         """A review on a pull request's current head: APPROVED or CHANGES_REQUESTED."""
@@ -420,6 +445,14 @@ class Standin:
             return 200, {"url": "", "strict": False, "contexts": list(self.required_checks),
                          "checks": [{"context": c, "app_id": None}
                                     for c in self.required_checks]}, {}
+        m = re.fullmatch(r"/actions/jobs/(\d+)/logs", rest)
+        if m and verb == "GET":
+            log = self.job_logs.get(int(m.group(1)))
+            if log is None or isinstance(log, int):
+                return log or 404, {"message": "Not Found" if log in (None, 404) else
+                                    "Gone" if log == 410 else "Forbidden"}, {}
+            # As GitHub: a redirect to a short-lived download URL on the logs' own host.
+            return 302, None, {"Location": f"{self.storage_url}/job-logs/{m.group(1)}?sig=1"}
         m = re.fullmatch(r"/commits/([^/]+)/check-runs", rest)
         if m and verb == "GET":
             ref = unquote(m.group(1))
@@ -427,6 +460,27 @@ class Standin:
             runs = self.checks.get(sha or "", [])
             return 200, {"total_count": len(runs), "check_runs": runs}, {}
         return 404, {"message": "Not Found"}, {}
+
+    def _storage_handler(self):
+        standin = self
+
+        class Storage(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                with standin.lock:
+                    standin.storage_requests.append((self.path, dict(self.headers)))
+                    number = re.fullmatch(r"/job-logs/(\d+)\?sig=1", self.path)
+                    log = standin.job_logs.get(int(number.group(1))) if number else None
+                payload = log.encode() if isinstance(log, str) else b""
+                self.send_response(200 if payload else 404)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        return Storage
 
     def _handler(self):
         standin = self
@@ -442,9 +496,12 @@ class Standin:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 body = json.loads(raw) if raw else None
-                standin._wait_if_held(self.command, split.path)
+                # GitHub Enterprise serves the same API under /api/v3.
+                path = split.path.removeprefix("/api/v3") if split.path.startswith(
+                    "/api/v3/") else split.path
+                standin._wait_if_held(self.command, path)
                 with standin.lock:
-                    status, data, extra = standin.answer(self.command, split.path,
+                    status, data, extra = standin.answer(self.command, path,
                                                          parse_qs(split.query), body,
                                                          self.headers)
                 payload = json.dumps(data).encode() if status != 204 else b""
@@ -495,4 +552,33 @@ def origin(tmp_path: Path, git_repo: Path, base_env: dict, agent: str, **env: st
                    "STUB_CLAIMS": str(tmp_path / "claims.txt"), **env}
     (git_repo / "ralph.yml").write_text("pr_poll: 1s\n")
     return standin
+
+
+def certificate(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key, as (cert.pem, key.pem) in folder:
+    the stand-in over https, trusted through REQUESTS_CA_BUNDLE."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509      # PyGithub's own dependency (through PyJWT[crypto])
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
 

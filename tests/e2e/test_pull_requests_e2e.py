@@ -85,9 +85,50 @@ def test_a_failed_check_sends_its_log_to_the_next_session_on_the_same_branch(
     assert "check test failure" in prompts[1] and "AssertionError: 2 != 3" in prompts[1]
     assert "\\u001b[31m" not in prompts[1] and "\\\\x1b[31m1 failed" in prompts[1]
     assert f"continues on branch ralph-pr/{number}" in prompts[1]
+    assert "(the check run's output: not a GitHub Actions job)" in prompts[1]
     assert any(c.startswith("ralph: failed: pull request #") and "AssertionError" in c
                for c in remote.comment_bodies(number))
     assert remote_files(remote).count(f"work-{number}.txt") == 1
+
+
+def test_a_failed_actions_job_sends_its_log_and_an_expired_log_its_check_output(
+        run_ralph, remote, git_repo, tmp_path):
+    """A GitHub Actions check run's id is its job's: the job's log (a redirect to another
+    host, followed without the token) is what the next session reads, up to its last error;
+    a log that expired leaves the check run's output, said in one line."""
+    steps = [f"2026-01-01T00:00:{n % 60:02d}.1234567Z step line {n}" for n in range(200)]
+    log = "\n".join(["\ufeff" + steps[0], *steps[1:],
+                     "2026-01-01T00:01:00.0000000Z E   AssertionError: 2 != 3 in test_parse",
+                     "2026-01-01T00:01:00.0000000Z ##[error]Process completed with exit code 1.",
+                     "2026-01-01T00:01:01.0000000Z Post job cleanup.",
+                     "2026-01-01T00:01:02.0000000Z Cleaning up orphan processes"])
+    heads = []
+
+    def checks(number, sha):
+        heads.append(sha)
+        if len(heads) == 1:
+            remote.set_checks(sha, ("test", "failure", "OUTPUT SUMMARY OF TEST"),
+                              ("lint", "failure", "lint: line 3 is too long"),
+                              jobs={"test": log, "lint": 410})
+        else:
+            remote.set_checks(sha, ("test", "success", "ok"), ("lint", "success", "ok"))
+    remote.on_pull = checks
+    number = remote.add_issue("Parse the input", "", labels=("ralph",))
+    proc = run_ralph("build", "--tasks", "github", "--pr", env=remote.env, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert len(heads) == 2 and claims(tmp_path) == [str(number), str(number)]
+    prompts = ["\n".join(r["argv"]) for r in read_jsonl(tmp_path / "agent.jsonl")]
+    test_part = prompts[1][prompts[1].index("check test failure:"):]
+    assert "E   AssertionError: 2 != 3 in test_parse\n##[error]Process completed" in test_part
+    assert "step line 199" in test_part and "step line 150" not in test_part    # its tail
+    assert "OUTPUT SUMMARY OF TEST" not in prompts[1]
+    assert "Cleaning up orphan processes" not in prompts[1] and "2026-01-01T" not in prompts[1]
+    assert ("check lint failure:\n(the job's log cannot be read (GitHub answered 410, expired "
+            "or not allowed): the check run's output instead)\nlint: line 3 is too long"
+            ) in prompts[1]
+    (download,) = remote.storage_requests
+    assert "Authorization" not in download[1] and "authorization" not in download[1]
+    assert ghstandin.TOKEN not in json.dumps(download)
 
 
 def test_a_review_asking_for_changes_reopens_the_task_with_its_comments(

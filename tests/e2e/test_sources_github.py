@@ -82,7 +82,7 @@ def test_an_unchanged_backlog_costs_one_304_at_any_size_and_a_change_is_seen(git
     github.issues[1]["state"] = "closed"
     listed = task(github, git_repo, "list").stdout
     assert "Work item 0 " not in listed and "Work item 1 " in listed
-    assert (git_repo / ".ralph" / "sources" / "github" / "acme+widgets" / "issues.json").exists()
+    assert (git_repo / ".ralph" / "sources" / "github" / "acme+widgets" / "issues.jsonl").exists()
 
 
 def test_hostile_issue_text_is_shown_inert_and_a_huge_body_is_cut(github, git_repo):
@@ -141,3 +141,78 @@ def test_a_run_waits_out_a_rate_limit_at_start_with_one_line(run_ralph, github, 
     waits = [line for line in proc.stderr.splitlines() if "rate limit" in line]
     assert len(waits) == 1 and waits[0].startswith("GitHub API rate limit reached: waiting ")
     assert claims(tmp_path) == [str(number)] and github.issues[number]["state"] == "closed"
+
+
+def test_a_peek_nothing_changed_for_needs_no_pygithub_and_keeps_the_rules(github, git_repo,
+                                                                          tmp_path):
+    """The revalidation goes out as a small stdlib request: with PyGithub unimportable the
+    peek still answers, and still waits out a rate limit, refuses a bad token without
+    printing it, and reads an Enterprise server's /api/v3 base."""
+    for title in ("One", "Two", "Three"):
+        github.add_issue(title, "", labels=("ralph",))
+    base = github.url + "/api/v3"
+    for _ in range(2):                                 # the full listing, then what changed
+        assert task(github, git_repo, "peek", GITHUB_API_URL=base).returncode == 0
+    broken = tmp_path / "no-pygithub" / "github"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('PyGithub was imported')\n")
+    # A proxy variable would hand every request to requests, which honours it.
+    no_proxy = {name: "" for name in ("https_proxy", "http_proxy", "all_proxy", "HTTPS_PROXY",
+                                      "HTTP_PROXY", "ALL_PROXY")}
+    without = {"GITHUB_API_URL": base, "PYTHONPATH": str(broken.parent), **no_proxy}
+    del github.requests[:]
+    quiet = task(github, git_repo, "peek", **without)
+    assert (quiet.returncode, quiet.stderr) == (0, ""), quiet.stderr
+    assert "title: One" in quiet.stdout
+    github.set_labels(3, "ralph", "P0")                # a change on the first page: a 200
+    changed = task(github, git_repo, "peek", "-n", "1", **without)
+    assert (changed.returncode, changed.stderr) == (0, "")
+    assert "title: Three" in changed.stdout
+    github.rate_limit(requests=1, seconds=1)
+    waited = task(github, git_repo, "peek", **without)
+    assert waited.returncode == 0 and "title: Three" in waited.stdout
+    (line,) = waited.stderr.splitlines()
+    assert line.startswith("GitHub API rate limit reached: waiting ")
+    # The request after a change asks from that change on: a 200, or a 304 when the change
+    # fell in the second the listing was read.
+    assert [path.split("?")[0] for _, path, _ in github.requests] == [
+        "/api/v3/repos/acme/widgets/issues"] * 4
+    assert [status for _, _, status in github.requests][:3] == [304, 200, 403]
+    refused = task(github, git_repo, "peek", GH_TOKEN="ghp_wrong", **without)
+    assert refused.returncode != 0
+    assert refused.stderr.splitlines() == [
+        "Error: GitHub rejected the token (401 Bad credentials): set GH_TOKEN or GITHUB_TOKEN "
+        "to a valid token"]
+    assert "ghp_wrong" not in refused.stdout + refused.stderr
+
+
+def test_over_https_both_carriers_trust_the_certificates_requests_would(git_repo, base_env,
+                                                                          tmp_path):
+    """github.com is https: the revalidation's stdlib request trusts REQUESTS_CA_BUNDLE, as
+    requests does for the first listing."""
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    secure = ghstandin.Standin(bare, tls=ghstandin.certificate(tmp_path))
+    try:
+        secure.add_issue("Over TLS", "", labels=("ralph",))
+        secure.env = {**base_env, "GITHUB_API_URL": secure.url, "GH_TOKEN": ghstandin.TOKEN,
+                      "REQUESTS_CA_BUNDLE": str(tmp_path / "cert.pem"), "CURL_CA_BUNDLE": "",
+                      **{name: "" for name in ("https_proxy", "HTTPS_PROXY", "all_proxy",
+                                               "ALL_PROXY")}}
+        for _ in range(2):                             # the full listing, then what changed
+            listed = task(secure, git_repo, "peek")
+            assert listed.returncode == 0 and "title: Over TLS" in listed.stdout, listed.stderr
+        broken = tmp_path / "no-pygithub" / "github"
+        broken.mkdir(parents=True)
+        (broken / "__init__.py").write_text("raise ImportError('PyGithub was imported')\n")
+        again = task(secure, git_repo, "peek", PYTHONPATH=str(broken.parent))
+        assert (again.returncode, again.stderr) == (0, "") and "title: Over TLS" in again.stdout
+        assert secure.url.startswith("https://")
+        assert [status for _, _, status in secure.requests][-1] == 304
+        untrusted = task(secure, git_repo, "peek", PYTHONPATH=str(broken.parent),
+                         REQUESTS_CA_BUNDLE="")
+        assert untrusted.returncode == 1
+        assert untrusted.stderr.startswith("Error: GitHub GET /repos/acme/widgets/issues: "
+                                           "cannot connect (SSLCertVerificationError)")
+    finally:
+        secure.close()

@@ -2,7 +2,8 @@
 that marks the backlog's issues, with where a missing OWNER/REPO comes from (GITHUB_REPOSITORY,
 which GitHub Actions sets, else the `origin` remote's URL). Also the token (GH_TOKEN,
 GITHUB_TOKEN, else `gh auth token` when gh is installed) and the base URL (GITHUB_API_URL).
-Stdlib only: the task CLI asks at every call."""
+Stdlib only, and no git process where the repository's files answer: the task CLI asks at
+every call."""
 from __future__ import annotations
 
 import os
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Mapping
 from urllib.parse import parse_qs
 
-from ralphpy import programs
+from ralphpy import git_files
 from ralphpy.errors import AuthFailed, UsageError
 
 NAME = "github"
@@ -45,6 +46,14 @@ def _from_remote_url(url: str) -> str | None:
 
 
 def _origin(cwd: Path, environ: Mapping[str, str]) -> str | None:
+    """OWNER/REPO of `git remote get-url origin`, read from the repository's config when its
+    layout is plain: the task CLI asks at every call, and a git process costs more than the
+    rest of a `peek` that nothing changed for."""
+    git = shutil.which("git", path=environ.get("PATH", os.defpath))
+    layout = git_files.discover(environ, git, str(cwd)) if git else None
+    if layout is not None and layout.url is not None:
+        return _from_remote_url(layout.url)
+    from ralphpy import programs            # subprocess: only when git itself must answer
     try:
         done = programs.run([*programs.GIT, "remote", "get-url", "origin"], cwd=cwd, env=environ,
                             timeout=30)
@@ -84,6 +93,7 @@ def token(environ: Mapping[str, str]) -> str:
             return environ[name].strip()
     gh = shutil.which("gh", path=environ.get("PATH", os.defpath))
     if gh:
+        from ralphpy import programs
         try:
             done = programs.run([gh, "auth", "token"], cwd=os.getcwd(), env=environ, timeout=30)
             if done.code == 0 and done.out.strip():

@@ -1,16 +1,21 @@
 """Owns reading a pull request's verdict from GitHub: its state (merged, closed), its check runs
-on the head commit (pending, success, or the failed ones with the tail of their log) and the
-reviews that ask for changes (their text and line comments). The feedback is text from CI and
-from people: the caller quotes it as data, never as instructions."""
+on the head commit (pending, success, or the failed ones with the tail of their log: a GitHub
+Actions job's own log, else the check run's output) and the reviews that ask for changes (their
+text and line comments). The feedback is text from CI and from people: the caller quotes it as
+data, never as instructions."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from ralphpy.github.client import Client
+from ralphpy.github.client import Client, GitHubError
 
 FAILED = ("failure", "timed_out", "cancelled", "action_required", "startup_failure")
 LOG_TAIL_LINES = 40
 LOG_TAIL_CHARS = 4000
+ACTIONS_APP = "github-actions"      # its check run's id is the id of the job that ran it
+# A job log's lines start with their time (2026-01-01T00:00:00.1234567Z): noise in a prompt.
+_STAMP = re.compile(r"(?m)^\ufeff?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
 
 
 @dataclass
@@ -26,6 +31,36 @@ class Verdict:
 def tail(text: str) -> str:
     lines = (text or "").rstrip().splitlines()[-LOG_TAIL_LINES:]
     return "\n".join(lines)[-LOG_TAIL_CHARS:]
+
+
+def _failing_part(log: str) -> str:
+    """A job's log up to its last `##[error]` line: the post-job clean-up steps after it
+    would fill the tail."""
+    end = log.find("\n", log.rfind("##[error]")) if "##[error]" in log else -1
+    return log if end < 0 else log[:end]
+
+
+def check_log(client: Client, run: dict) -> str:
+    """The tail of a failed check's log. A GitHub Actions job's own log (`GET
+    /actions/jobs/{id}/logs`, a redirect to its download) when it can be read; else, and for
+    other apps' check runs, the check run's output text (or summary), after one line saying
+    so. Job logs expire (403, 404 or 410 then): the output is what is left."""
+    output = run.get("output") or {}
+    text = tail(output.get("text") or output.get("summary") or "")
+    app = run.get("app") or {}
+    if app.get("slug") != ACTIONS_APP:
+        made_by = f"made by {app['name']}, " if app.get("name") else ""
+        return f"(the check run's output: {made_by}not a GitHub Actions job)\n{text}".rstrip()
+    try:
+        status, log = client.download(f"{client.repo_path}/actions/jobs/{run.get('id')}/logs",
+                                      ok=(403, 404, 410))
+        reason = "" if status == 200 else f"GitHub answered {status}, expired or not allowed"
+    except GitHubError as err:
+        reason = str(err)
+    if not reason:
+        return tail(_failing_part(_STAMP.sub("", log)))
+    return (f"(the job's log cannot be read ({reason}): the check run's output instead)\n"
+            + text).rstrip()
 
 
 def required_checks(client: Client, base: str) -> set[str] | None:
@@ -63,8 +98,7 @@ def read(client: Client, number: int, seen_reviews: list[int], wait_checks: bool
         if failed:
             checks = "failure"
             for run in failed:
-                output = run.get("output") or {}
-                log = tail(output.get("text") or output.get("summary") or "")
+                log = check_log(client, run)
                 text.append(f"check {run.get('name')} {run.get('conclusion')}"
                             + (f":\n{log}" if log else ""))
         elif not runs or any(r.get("status") != "completed" for r in runs):
@@ -84,4 +118,4 @@ def read(client: Client, number: int, seen_reviews: list[int], wait_checks: bool
                    tuple(r.get("id") for r in asking) if not checks == "failure" else ())
 
 
-__all__ = ["Verdict", "read", "tail", "FAILED"]
+__all__ = ["Verdict", "read", "tail", "check_log", "FAILED", "ACTIONS_APP"]

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Protocol, Sequence
 
-from ralphpy import programs
 from ralphpy.errors import RalphError
 
 # Contract statuses a source maps its own onto (docs/contract/task-cli.md s.5); "held" is open but
@@ -49,7 +48,7 @@ class Listing:
     """Every task of the backlog in the source's order, and the files it could not read
     (each a one-line problem naming the file; such a file is skipped, never rewritten)."""
 
-    tasks: dict[str, Task]
+    tasks: Mapping[str, Task]          # a dict, or made on demand (the GitHub source's cache)
     problems: list[str] = field(default_factory=list)
 
 
@@ -91,6 +90,7 @@ def find_tool(variable: str, name: str, environ: Mapping[str, str]) -> str | Non
 
 def run_tool(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> tuple[int, str, str]:
     """Run the tool without a shell; (exit status, stdout, stderr). OSError: it cannot start."""
+    from ralphpy import programs        # subprocess: not for a source that runs no tool (GitHub)
     done = programs.run(argv, cwd=cwd, env=env)
     return done.code, done.out, done.err
 
@@ -100,5 +100,5 @@ def first_line(text: str) -> str:
     return lines[0] if lines else ""
 
 
-__all__ = ["Task", "Listing", "Source", "SourceError", "ClaimedElsewhere", "OPEN", "ACTIVE", "DONE", "HELD",
-           "find_root", "find_tool", "run_tool", "first_line"]
+__all__ = ["Task", "Listing", "Source", "SourceError", "ClaimedElsewhere", "OPEN", "ACTIVE",
+           "DONE", "HELD", "find_root", "find_tool", "run_tool", "first_line"]

@@ -85,9 +85,22 @@ def peek(b: Backlog, argv: Sequence[str]) -> str:
     n = A.flags(argv, values=("-n",)).get("-n", "5")
     if not A.digits(n):
         raise TaskError(f"-n must be a non-negative integer, got: {n}")
-    records = b.records()
-    shown = [dict(r, status="open", assignee=None) for r in _claimable(b)][:int(n)]
-    active = [r for r in records if r["status"] == "active" and r["lease_expires_at"]]
+    # Records only for the tasks shown: the first claimable ones in the source's order and
+    # those under a lease, so a peek costs the same at 10 tasks and 100,000 when the source
+    # makes its tasks on demand (the GitHub source's cache, docs/decisions/0047).
+    tasks, leases, holds = b.listing.tasks, b.leases.all(), b.holds()
+    allowed = views.frozen(b.environ, b.cwd)
+    limit, shown = int(n), []
+    for task_id in tasks:
+        if len(shown) == limit:
+            break
+        if allowed is None or task_id in allowed:
+            r = views.row(tasks[task_id], tasks, leases, holds)
+            if r["claimable"]:
+                shown.append(dict(r, status="open", assignee=None))
+    leased = [views.row(tasks[task_id], tasks, leases, holds) for task_id in tasks
+              if task_id in leases]
+    active = [r for r in leased if r["status"] == "active" and r["lease_expires_at"]]
     parts = [views.markdown(shown, md.PEEK_OPEN), views.markdown(active, md.PEEK_ACTIVE)]
     return md.join_sections(p.rstrip("\n") for p in parts if p)
 

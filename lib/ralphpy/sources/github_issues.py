@@ -1,19 +1,21 @@
 """Owns the GitHub source (docs/github.md): the open issues of a repository that carry the
 backlog's label are its tasks (never pull requests), cached under .ralph/sources/github/ and
-kept up to date by one ETag-revalidated request for what changed since (_issues); priority and `component:` from labels, dependencies from
-"blocked by #N" / "depends on #N" lines and open task-list items (`- [ ] #N`). A claim creates
-the issue's claim ref (one machine wins it, github/claim_ref.py), then labels the issue
-`ralph:active` and assigns the token's user; done comments with the result and closes it; a
-failure comments why and takes label and assignee off; both delete the claim ref last.
-Does not own leases or the contract (contract_cmds.py), nor the requests (ralphpy.github.client)."""
+kept up to date by one ETag-revalidated request for what changed since (_issues); priority
+and `component:` from labels, dependencies from "blocked by #N" / "depends on #N" lines and
+open task-list items (`- [ ] #N`). A claim creates the issue's claim ref (one machine wins
+it, github/claim_ref.py), then labels the issue `ralph:active` and assigns the token's user;
+done comments with the result and closes it; a failure comments why and takes label and
+assignee off; both delete the claim ref last. Does not own leases or the contract
+(contract_cmds.py), nor the requests (ralphpy.github.client)."""
 from __future__ import annotations
 
 import contextlib
 import importlib.util
 import json
+import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 from urllib.parse import quote
 
 from ralphpy import atomic_file
@@ -39,6 +41,7 @@ BODY_MAX = 20_000
 _DEP = re.compile(r"(?im)^\s*(?:[-*]\s*)?(?:blocked by|depends on)\s*:?\s*((?:#\d+[\s,]*(?:and\s+)?)+)")
 _TASK_ITEM = re.compile(r"(?m)^\s*[-*]\s+\[ \]\s+#(\d+)\b")
 _EPOCH = "1970-01-01T00:00:00Z"
+_CACHE_VERSION = 1          # issues.jsonl's layout: another is read again from GitHub
 _PRIORITY = re.compile(r"^(?:priority:\s*|p)([0-4])$", re.I)
 
 
@@ -61,19 +64,127 @@ def dependencies(body: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _normal(body: str) -> str:
+    return body.replace("\r\n", "\n").strip()
+
+
+def _cut(body: str) -> str:
+    if len(body) > BODY_MAX:
+        body = body[:BODY_MAX] + f"\n[... {len(body) - BODY_MAX} more characters of the issue]"
+    return body
+
+
+def _priority(labels: list[str]) -> int:
+    return next((int(m.group(1)) for m in map(_PRIORITY.match, labels) if m), 2)
+
+
+class _Cache:
+    """The issue listing as the cache keeps it, `issues.jsonl`: a first line with the
+    listing's state (label, since, ETag, the dependencies outside it) and `order`, each
+    issue's number in the ready order (priority, number) with where its line lies after the
+    first; then one line per open labelled issue (what `_keep` keeps, its body's dependencies
+    read once). A peek that nothing changed for parses the first line and the lines of the
+    issues it shows, not every issue's (decision 0047)."""
+
+    def __init__(self, head: dict, lines: bytes = b"", handle=None, start: int = 0):
+        """From the lines in memory (made), or from `handle` at `start` (read): the open
+        file, so a writer's rename in between cannot mix two caches' lines."""
+        self.head, self.order = head, head["order"]
+        self._lines, self._handle, self._start = lines, handle, start
+
+    def __del__(self):
+        if self._handle is not None:
+            self._handle.close()
+
+    @classmethod
+    def made(cls, head: dict, issues) -> _Cache:
+        kept = sorted((i for i in issues if i["state"] == "open" and not i["pull_request"]),
+                      key=lambda i: (_priority(i["labels"]), int(i["number"])))
+        order, lines, offset, deps = {}, [], 0, set()
+        for issue in kept:
+            body = _normal(issue["body"])
+            found = dependencies(_cut(body))
+            line = json.dumps({**issue, "body": body, "deps": found}).encode() + b"\n"
+            order[str(issue["number"])] = [offset, offset + len(line)]
+            offset += len(line)
+            lines.append(line)
+            deps.update(found)
+        outside = sorted((d for d in deps if d not in order), key=int)
+        return cls({**head, "outside": outside, "order": order}, b"".join(lines))
+
+    @classmethod
+    def read(cls, path: Path) -> _Cache | None:
+        """The cache in `path` (its first line parsed, the rest read on demand); None when
+        it is missing, of another layout, or torn."""
+        try:
+            handle = open(path, "rb")
+        except OSError:
+            return None
+        try:
+            head = json.loads(handle.readline())
+            start = handle.tell()
+            if (head["version"] == _CACHE_VERSION
+                    and os.fstat(handle.fileno()).st_size == start + head["length"]):
+                return cls(head, handle=handle, start=start)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        handle.close()
+        return None
+
+    def _bytes(self, start: int, end: int) -> bytes:
+        if self._handle is None:
+            return self._lines[start:end]
+        return os.pread(self._handle.fileno(), end - start, self._start + start)
+
+    def data(self) -> bytes:
+        head = {**self.head, "version": _CACHE_VERSION, "length": len(self._lines)}
+        return json.dumps(head).encode() + b"\n" + self._lines
+
+    def issue(self, number: str) -> dict:
+        return json.loads(self._bytes(*self.order[number]))
+
+    def issues(self) -> dict[str, dict]:
+        return {number: self.issue(number) for number in self.order}
+
+
+class _Tasks(Mapping):
+    """The listing's tasks in the cache's order, each made from its line when first asked
+    for (and kept: a claim changes its status): a peek makes the few it shows."""
+
+    def __init__(self, cache: _Cache, notes: tuple[dict, dict], closed: set[str]):
+        self._cache, self._notes, self._closed = cache, notes, closed
+        self._made: dict[str, Task] = {}
+
+    def __getitem__(self, task_id: str) -> Task:
+        task = self._made.get(task_id)
+        if task is None:
+            task = task_from(self._cache.issue(task_id), *self._notes)
+            task.deps = [d for d in task.deps if d not in self._closed]
+            self._made[task_id] = task
+        return task
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self._cache.order
+
+    def __iter__(self):
+        return iter(self._cache.order)
+
+    def __len__(self) -> int:
+        return len(self._cache.order)
+
+
 def task_from(issue: dict, failures: Mapping[str, dict], results: Mapping[str, str] = {}) -> Task:
+    """The task an issue is (its dependencies as the cache read them, when it did)."""
     number = str(issue["number"])
     labels = issue["labels"]
     status = (DONE if DONE_LABEL in labels else ACTIVE if ACTIVE_LABEL in labels
               else HELD if HELD_LABEL in labels else OPEN)
-    priority = next((int(m.group(1)) for m in map(_PRIORITY.match, labels) if m), 2)
-    body = issue["body"].replace("\r\n", "\n").strip()
-    if len(body) > BODY_MAX:
-        body = body[:BODY_MAX] + f"\n[... {len(body) - BODY_MAX} more characters of the issue]"
+    body = _cut(_normal(issue["body"]))
     failed = failures.get(number, {})
     return Task(id=number, title=issue["title"] or f"#{number}", status=status,
                 tool_status={ACTIVE: "in_progress", HELD: "held", DONE: "done"}.get(status, "open"),
-                priority=priority, deps=dependencies(body),
+                priority=_priority(labels),
+                deps=list(issue["deps"]) if "deps" in issue else dependencies(body),
                 tags=[label for label in labels if label.startswith("component:")],
                 category=next((label[5:] for label in labels if label.startswith("type:")), None),
                 description=body or None, fail_reason=failed.get("reason"),
@@ -123,31 +234,31 @@ class GitHubSource:
         except (OSError, ValueError):
             return {}
 
-    def _issues(self) -> list[dict]:
+    def _issues(self) -> _Cache:
         """The open labelled issues. The first read lists them all (a page per hundred);
         after it, one request asks what changed since the newest change seen (`since`, any
         label, open or closed, so a closed or unlabelled issue leaves the cache), sent with
-        its ETag: when nothing changed, a peek costs one 304 at any size of backlog."""
+        its ETag: when nothing changed, a peek costs one 304 at any size of backlog and
+        reads only the issues it shows (decisions 0045, 0047)."""
         path = f"{self.client.repo_path}/issues"
-        cache_file = self._cache("issues.json")
-        try:
-            cached = json.loads(cache_file.read_text(encoding="utf-8")) if cache_file else {}
-        except (OSError, ValueError):
-            cached = {}
-        if cached.get("label") != self.target.label or not cached.get("since"):
+        cache_file = self._cache("issues.jsonl")
+        cached = _Cache.read(cache_file) if cache_file else None
+        if cached is None or cached.head.get("label") != self.target.label:
             items = self.client.pages(path, {"state": "open", "labels": self.target.label},
                                       keep=_keep)
             issues = {str(i["number"]): i for i in items}
             since = max((i["updated_at"] or "" for i in items), default="") or _EPOCH
             etag = None
         else:
-            issues, since, etag = cached["issues"], cached["since"], cached.get("etag")
+            since, etag = cached.head["since"], cached.head.get("etag")
             # Newest first: any change lands on the first page and changes its ETag.
             params = {"state": "all", "since": since, "sort": "updated", "direction": "desc",
                       "per_page": 100}
-            status, first, data = self.client.rest("GET", path, params=params, etag=etag)
+            status, first, data = self.client.rest("GET", path, params=params, etag=etag,
+                                                   conditional=True)
             if status == 304:
-                return list(issues.values())
+                return cached
+            issues = cached.issues()
             changed, headers = [_keep(i) for i in data or []], first
             while 'rel="next"' in headers.get("link", ""):      # a burst of changes
                 params["page"] = params.get("page", 1) + 1
@@ -163,50 +274,44 @@ class GitHubSource:
             newest = max((i["updated_at"] or "" for i in changed), default=since)
             etag = first.get("etag") if newest == since else None     # the same query again
             since = max(since, newest)
+        fresh = _Cache.made({"label": self.target.label, "since": since, "etag": etag},
+                            issues.values())
         if cache_file is not None:
-            atomic_file.write_atomic(cache_file, json.dumps(
-                {"label": self.target.label, "since": since, "etag": etag,
-                 "issues": issues}).encode())
-        return list(issues.values())
+            atomic_file.write_atomic(cache_file, fresh.data())
+        return fresh
 
     def load(self) -> Listing:
         before = self.client.requests
-        items = self._issues()
-        failures, results = self._failures(), self._failures("results.json")
-        tasks = {}
-        for issue in items:
-            if not issue["pull_request"] and issue["state"] == "open":
-                task = task_from(issue, failures, results)
-                tasks[task.id] = task
-        self._drop_closed_deps(tasks)
+        cache = self._issues()
+        closed = self._closed(cache.head["outside"])
+        notes = (self._failures(), self._failures("results.json"))
         self.calls += self.client.requests - before
-        ordered = sorted(tasks.values(), key=lambda t: (t.priority, int(t.id)))
-        return Listing({t.id: t for t in ordered})
+        return Listing(_Tasks(cache, notes, closed))
 
-    def _drop_closed_deps(self, tasks: dict[str, Task]) -> None:
-        """A dependency outside the listing is done when its issue is closed; an open issue
+    def _closed(self, outside: list[str]) -> set[str]:
+        """Of the dependencies outside the listing, those met: a closed issue. An open issue
         without the label, or one that does not exist, keeps blocking (as tk's `ready`)."""
-        outside = sorted({d for t in tasks.values() for d in t.deps if d not in tasks}, key=int)
         if not outside:
-            return
+            return set()
         cache_file = self._cache("dependencies.json")
         try:
             cached = json.loads(cache_file.read_text(encoding="utf-8")) if cache_file else {}
         except (OSError, ValueError):
             cached = {}
-        closed = set()
+        closed, changed = set(), False
         for number in outside:
             old = cached.get(number, {})
             status, headers, data = self.client.rest("GET", self._issue(number),
-                                                     etag=old.get("etag"), ok=(404, 410))
+                                                     etag=old.get("etag"), ok=(404, 410),
+                                                     conditional=True)
             if status == 200 and isinstance(data, dict):
                 cached[number] = old = {"etag": headers.get("etag"), "state": data.get("state")}
+                changed = True
             if old.get("state") == "closed":
                 closed.add(number)
-        if cache_file is not None:
+        if cache_file is not None and changed:              # a 304 leaves it as it is
             atomic_file.write_atomic(cache_file, json.dumps(cached).encode())
-        for task in tasks.values():
-            task.deps = [d for d in task.deps if d not in closed]
+        return closed
 
     def _login_name(self) -> str:
         if self._login is None:

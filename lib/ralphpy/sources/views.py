@@ -9,43 +9,46 @@ import os
 from typing import Iterable, Mapping
 
 from ralphpy import inert
-from ralphpy.sources.base import ACTIVE, DONE, HELD, Listing
+from ralphpy.sources.base import ACTIVE, DONE, HELD, Listing, Task
 from ralphpy.sources.leases import Lease
 from ralphpy.tasks import markdown as md
 
 
 def rows(listing: Listing, leases: Mapping[str, Lease], holds: Mapping[str, str]) -> list[dict]:
     """One contract record per task, in the source's order."""
-    out = []
     tasks = listing.tasks
-    for task in tasks.values():
-        lease = leases.get(task.id)
-        held = holds.get(task.id) or (task.fail_reason if task.status == HELD else None)
-        record = {"id": task.id, "title": task.title, "priority": task.priority,
-                  "status": "open", "category": task.category, "spec": task.spec,
-                  "ref": task.extra.get("ref"), "assignee": None, "lease_expires_at": None,
-                  "retry_count": task.retry_count, "deps": list(task.deps), "steps": None,
-                  "result": task.extra.get("result"), "description": task.description,
-                  "fail_reason": task.fail_reason, "created_at": task.created,
-                  "tags": list(task.tags), "held": held, "tool_status": task.tool_status,
-                  "ralph_hold": task.id in holds}       # else the tool's own (flowctl blocked)
-        record["blocked"] = any(dep not in tasks or tasks[dep].status != DONE
-                                for dep in task.deps)
-        claimable = False
-        if task.status == DONE:
-            record["status"] = "done"
-        elif lease is not None and lease.valid:
-            record.update(status="active", assignee=lease.agent,
-                          lease_expires_at=lease.expires_at,
-                          retry_count=task.retry_count + lease.retry_count)
-        elif task.status == ACTIVE:
-            record["status"] = "active"
-            claimable = lease is not None            # ours, expired: taken over (s.9.4)
-        else:
-            claimable = task.status != HELD and not held
-        record["claimable"] = claimable and not record["blocked"]
-        out.append(record)
-    return out
+    return [row(task, tasks, leases, holds) for task in tasks.values()]
+
+
+def row(task: Task, tasks: Mapping[str, Task], leases: Mapping[str, Lease],
+        holds: Mapping[str, str]) -> dict:
+    """The contract record of one task; `tasks` are the listing's, for its dependencies."""
+    lease = leases.get(task.id)
+    held = holds.get(task.id) or (task.fail_reason if task.status == HELD else None)
+    record = {"id": task.id, "title": task.title, "priority": task.priority,
+              "status": "open", "category": task.category, "spec": task.spec,
+              "ref": task.extra.get("ref"), "assignee": None, "lease_expires_at": None,
+              "retry_count": task.retry_count, "deps": list(task.deps), "steps": None,
+              "result": task.extra.get("result"), "description": task.description,
+              "fail_reason": task.fail_reason, "created_at": task.created,
+              "tags": list(task.tags), "held": held, "tool_status": task.tool_status,
+              "ralph_hold": task.id in holds}       # else the tool's own (flowctl blocked)
+    record["blocked"] = any(dep not in tasks or tasks[dep].status != DONE
+                            for dep in task.deps)
+    claimable = False
+    if task.status == DONE:
+        record["status"] = "done"
+    elif lease is not None and lease.valid:
+        record.update(status="active", assignee=lease.agent,
+                      lease_expires_at=lease.expires_at,
+                      retry_count=task.retry_count + lease.retry_count)
+    elif task.status == ACTIVE:
+        record["status"] = "active"
+        claimable = lease is not None            # ours, expired: taken over (s.9.4)
+    else:
+        claimable = task.status != HELD and not held
+    record["claimable"] = claimable and not record["blocked"]
+    return record
 
 
 def frozen(environ: Mapping[str, str], cwd: str) -> set[str] | None:
@@ -123,4 +126,4 @@ def export_json(records: Iterable[dict]) -> str:
                               ensure_ascii=False) + "\n" for r in records)
 
 
-__all__ = ["rows", "frozen", "markdown", "table", "plan_status", "show", "export_json"]
+__all__ = ["rows", "row", "frozen", "markdown", "table", "plan_status", "show", "export_json"]

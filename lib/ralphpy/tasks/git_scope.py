@@ -12,7 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: typing costs start-up time ("starts fast")
     from typing import Mapping
 
-    from ralphpy.tasks.git_files import Layout
+    from ralphpy.git_files import Layout
 
 _NOT_A_REPO = "not inside a git repository. Run: git init"
 _NO_ORIGIN = 'no git remote "origin" found. Run: git remote add origin <url>'
@@ -87,7 +87,7 @@ class Git:
     def layout(self) -> Layout | None:
         """The repository read from its files, or None when git itself must be asked."""
         if self._layout is _UNSET:
-            from ralphpy.tasks import git_files
+            from ralphpy import git_files
             program = self.program()
             self._layout = program and git_files.discover(self.environ, program)
         return self._layout or None
@@ -123,7 +123,7 @@ class Git:
         """(exit status, output) of `git branch --show-current`."""
         layout = self.layout()
         if layout is not None:
-            from ralphpy.tasks import git_files
+            from ralphpy import git_files
             branch = git_files.current_branch(layout)
             if branch is not None:
                 return 0, branch

@@ -10,7 +10,7 @@ from ralphpy.tasks import args as A
 from ralphpy.tasks import db, jsontext, queries as q
 from ralphpy.tasks.context import Ctx
 from ralphpy.tasks.errors import TaskError
-from ralphpy.tasks.git_files import object_id
+from ralphpy.git_files import object_id
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

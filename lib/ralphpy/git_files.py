@@ -197,9 +197,9 @@ def _check_gitdir(gitdir: str, uid: int) -> tuple[str, bytes]:
     return commondir, head
 
 
-def discover(environ: Mapping[str, str], git: str) -> Layout | None:
-    """The repository holding the current directory, as git would find it; None when git
-    must be asked (git is the program `git` found on environ's PATH)."""
+def discover(environ: Mapping[str, str], git: str, cwd: str | None = None) -> Layout | None:
+    """The repository holding `cwd` (else the current directory), as git would find it; None
+    when git must be asked (git is the program `git` found on environ's PATH)."""
     if os.geteuid() == 0 and environ.get("SUDO_UID"):
         return None  # git's ownership check then depends on its version
     for name in environ:
@@ -208,7 +208,7 @@ def discover(environ: Mapping[str, str], git: str) -> Layout | None:
             return None
     try:
         uid = os.geteuid()
-        folder = os.getcwd()  # physical, as git's own getcwd()
+        folder = os.path.realpath(cwd) if cwd else os.getcwd()  # physical, as git's getcwd()
         device = os.stat(folder).st_dev
         while True:
             dotgit = os.path.join(folder, ".git")

@@ -1,4 +1,4 @@
-"""The git facts read from a repository's files (tasks/git_files) against real git: wherever
+"""The git facts read from a repository's files (git_files) against real git: wherever
 the files answer, the answer is byte for byte what `git rev-parse --show-toplevel`,
 `git remote get-url origin` and `git branch --show-current` print; wherever they cannot be
 sure, git is asked. Real repositories in tmp dirs, the real `git`."""
@@ -49,7 +49,7 @@ def from_files(env: dict[str, str]) -> dict[str, str | None]:
     layout = Git(os.getcwd(), env).layout()
     if layout is None:
         return {}
-    from ralphpy.tasks import git_files
+    from ralphpy import git_files
     return {"toplevel": layout.toplevel, "origin_url": layout.url,
             "current_branch": git_files.current_branch(layout)}
 
