@@ -19,6 +19,7 @@ from typing import Callable
 
 from ralphpy import inert
 from ralphpy.backlog import answers, client as task_client
+from ralphpy.backlog import readonly
 from ralphpy.github.client import Client, GitHubError
 from ralphpy.parallel.git import Git
 from ralphpy.parallel.worktrees import branch_safe
@@ -48,8 +49,12 @@ class Runner:
     poll: float = 30.0
     closes_issues: bool = False      # the tasks are GitHub issues: `Closes #N`
     ours: bool = False               # the task CLI is ralph's own: it has `_release`
+    # (selection, params) -> _export-json's records of that part of the backlog by the store's
+    # index, None where the store cannot be read so (a task source): None asks the task CLI
+    index: Callable[..., list[dict] | None] | None = None
     sleep: Callable[[float], None] = time.sleep
     start: str = ""
+    since: str = ""                  # the store's time when the session's checkout was placed
     continuing: Pull | None = None
     done_before: set[str] = field(default_factory=set)
     pulls: dict[str, Pull] = field(default_factory=dict)
@@ -71,6 +76,16 @@ class Runner:
 
     def _call(self, *argv: str) -> tuple[bool, str]:
         return self.task_call(list(argv))
+
+    def _records(self, selection: str, **params: object) -> list[dict]:
+        """The records of `selection` (tasks.views' `touched` since=, `slugs` slugs=) by the
+        store's index, so a session's hot path reads no whole backlog; where the store cannot
+        be read so, the whole backlog: a superset the caller filters."""
+        found = self.index(selection, **params) if self.index is not None else None
+        if found is None:
+            ok, out = self._call("_export-json")
+            found = answers.parse_export(out) or [] if ok else []
+        return found
 
     def _tell(self, pull: Pull | None, line: str) -> None:
         fields = {} if pull is None else {
@@ -204,10 +219,13 @@ class Runner:
 
     def place(self) -> str:
         """Put the checkout where the session starts; returns the feedback the prompt quotes."""
-        ok, out = self._call("_export-json")
-        records = answers.parse_export(out) or [] if ok else []
-        self.done_before = {str(r.get("id")) for r in records if r.get("status") == "done"}
-        held = {str(r.get("id")) for r in records if r.get("held") is not None}
+        self.since = readonly.since_now()
+        # done already (the store's times are whole seconds): not this session's to publish
+        self.done_before = {str(r.get("id")) for r in self._records("touched", since=self.since)
+                            if r.get("status") == "done"}
+        reopened = [p.task for p in self.pulls.values() if p.state == record.REOPENED]
+        held = {str(r.get("id")) for r in self._records("slugs", slugs=reopened)
+                if r.get("held") is not None} if reopened else set()
         self.continuing = next((p for p in self.pulls.values() if p.state == record.REOPENED
                                 and p.task not in held), None)    # --max-attempts held it
         branch = self.continuing.branch if self.continuing else self.base
@@ -231,8 +249,7 @@ class Runner:
 
     def after_session(self, cost: object) -> None:
         head = self._head()
-        ok, out = self._call("_export-json")
-        records = answers.parse_export(out) or [] if ok else []
+        records = self._records("touched", since=self.since)
         finished = [r for r in records if r.get("status") == "done"
                     and str(r.get("id")) not in self.done_before]
         try:

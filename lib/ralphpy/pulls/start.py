@@ -3,10 +3,12 @@ base branch, no --parallel or --sync beside it) and building its runner. UsageEr
 AuthFailed: one line, nothing written."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Callable, Mapping
 
 from ralphpy import workspace
+from ralphpy.backlog import readonly
 from ralphpy.errors import UsageError
 from ralphpy.github import client as api
 from ralphpy.github import target as targets
@@ -42,7 +44,8 @@ def runner(opts, env: Mapping[str, str], cwd: Path, ralph_dir: Path, task_call,
                   ralph_dir / "pulls.json", wait_checks=opts.pr_wait == "checks",
                   merge=opts.pr_merge, poll=opts.pr_poll,
                   closes_issues=targets.is_github(env.get("RALPH_TASKS", "")),
-                  ours=ours)
+                  ours=ours, index=functools.partial(readonly.export_records, environ=env,
+                                                     cwd=cwd) if ours else None)
 
 
 __all__ = ["check", "runner"]
