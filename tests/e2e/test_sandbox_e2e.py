@@ -401,3 +401,28 @@ def test_sigterm_kills_the_sandboxed_agent_and_all_it_started(git_repo, base_env
         wait_for(lambda: not _carrying(mark))
     finally:
         run.kill()
+
+
+@needs_bwrap
+@pytest.mark.parametrize("given", [(), ("--sandbox", "none")], ids=["no-flag", "another"])
+def test_a_resumed_run_keeps_its_sandbox(git_repo, base_env, bin_dir, tasks, given):
+    """A sandboxed run stopped by SIGTERM and resumed without --sandbox (or with another) runs
+    its next session in the sandbox it was started with: never the rest of it on the host."""
+    run, _ = _start_signal_run(git_repo, base_env, bin_dir, tasks, STUB_ON_INT="ignore")
+    try:
+        os.kill(run.proc.pid, signal.SIGTERM)
+        assert run.wait() == 130
+    finally:
+        run.kill()
+    (bin_dir / "claude").unlink()
+    install_stub(bin_dir)                               # an agent that says where it ran
+    env = {**base_env, **tasks.env, "IS_SANDBOX": "host-set",
+           "STUB_ACTION": 'echo "[$IS_SANDBOX]" >> seen.txt'}
+    proc = subprocess.run([sys.executable, str(RALPH), "build", "--resume", *given],
+                          cwd=git_repo, env=env, capture_output=True, text=True, timeout=120)
+    assert "Resuming run" in proc.stderr, proc.stderr
+    assert "\nSandbox: bwrap\n" in proc.stdout
+    assert ("sandbox: this run keeps 'bwrap' (asked for 'none' now)" in proc.stderr) \
+        == bool(given)
+    seen = (git_repo / "seen.txt").read_text().splitlines()   # until its idle-session guard
+    assert seen and set(seen) == {"[1]"}

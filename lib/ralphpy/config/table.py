@@ -306,11 +306,11 @@ SETTINGS: tuple[Setting, ...] = (
          "  --sandbox MODE              Run each session in a sandbox: auto, bwrap,\n"
          "                              docker, podman or none (default)",
          needs="auto, bwrap, docker, podman or none",
-         check=kinds.one_of("auto", "bwrap", "docker", "podman", "none"), persist=False),
+         check=kinds.one_of("auto", "bwrap", "docker", "podman", "none")),
     _row("sandbox_image", "text", None, "sandbox",
          "the image --sandbox docker or podman runs the agent in (the agent CLI installed)",
          "  --sandbox-image IMAGE       The image of --sandbox docker|podman",
-         needs="an image name", persist=False),
+         needs="an image name"),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 

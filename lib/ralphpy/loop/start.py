@@ -65,7 +65,11 @@ def choose_sandbox(ctx: RunContext) -> None:
     about once, on stderr."""
     from ralphpy.sandbox import backends
     opts = ctx.options
-    ctx.sandbox = backends.resolve(opts.sandbox, opts.sandbox_image, ctx.env)
+    # A resumed run keeps its sandbox (its persisted settings win, as start_run applies them):
+    # a plain `ralph build` after a crash must not run the rest of a sandboxed run on the host.
+    kept = lifecycle.kept_options(ctx.ralph_dir, ctx.mode, opts.resume)
+    ctx.sandbox = backends.resolve(kept.get("sandbox", opts.sandbox),
+                                   kept.get("sandbox_image", opts.sandbox_image), ctx.env)
     if ctx.sandbox is None and opts.danger and _unattended():
         ctx.warn(UNGUARDED)
 

@@ -265,6 +265,15 @@ def iteration_done(run: Run, iteration: int) -> None:
     save(run)
 
 
+def kept_options(ralph_dir: Path, mode: str, resume: bool = False) -> dict[str, Any]:
+    """The persisted settings of the run a start in this mode would resume, {} for a new run:
+    read before the lock, so a check that must pass before anything is written checks what
+    the resumed run will keep (its sandbox), not only the flags given now."""
+    run_id = resumable(ralph_dir, mode, resume)
+    state = run_state.read(ralph_dir, run_id) if run_id else None
+    return dict(state.options) if state is not None else {}
+
+
 def preview(ralph_dir: Path, mode: str, resume: bool = False) -> str:
     """The dry run's line about the run (read-only): would it start, resume, or be refused."""
     lock = run_lock.inspect(Path(ralph_dir) / "run.lock")
@@ -305,5 +314,5 @@ def finish_run(run: Run | None, exit_code: int, reason: str) -> None:
             dispatch.detach(run.ralph_dir, run.state.run_id)   # at most the notify timeout
 
 
-__all__ = ["Run", "start_run", "resumable", "begin_session", "agent_started", "end_session",
+__all__ = ["Run", "start_run", "resumable", "kept_options", "begin_session", "agent_started", "end_session",
            "save", "iteration_done", "finish_run", "preview"]
