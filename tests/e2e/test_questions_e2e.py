@@ -193,6 +193,11 @@ def test_a_run_goes_on_while_a_question_waits_and_the_answer_reaches_the_tasks_n
                  sorted((tmp_path / "work.log").read_text().split()) == ["t1", "t2"] and
                  any(e.get("event") == "session_end" for e in run_events(git_repo)),
                  timeout=60)
+        status = run_ralph("status")                 # a person looks from another shell
+        assert "\nQuestions waiting for a person:\n  t1  Which database should the store " \
+               'use?  (no default; ralph answer t1 "...")\n' in status.stdout, status.stdout
+        waiting = json.loads(run_ralph("status", "--json").stdout)["questions"]
+        assert [(q["task"], q["default"], q["deadline"]) for q in waiting] == [("t1", None, None)]
         answered = run_ralph("answer", "t1", "PostgreSQL, as the fleet uses")   # another process
         assert answered.returncode == 0, answered.stderr
         out, err = run.communicate(timeout=120)
@@ -220,6 +225,7 @@ def test_a_run_goes_on_while_a_question_waits_and_the_answer_reaches_the_tasks_n
     assert [e["kind"] for e in logs] == ["question", "question_answered"]
     assert logs[1]["answer"] == "PostgreSQL, as the fleet uses"
     assert not list((git_repo / ASKED).iterdir())           # t1 done: its question settled
+    assert "Questions" not in run_ralph("status").stdout
 
 
 def test_a_question_nobody_answers_takes_its_default_at_the_deadline_and_the_report_says_so(

@@ -22,6 +22,7 @@ from ralphpy.report.render_text import clean
 from ralphpy.runs import progress
 from ralphpy.runs import lock as run_lock
 from ralphpy.runs import state as run_state
+from ralphpy.tasks import question_files
 from ralphpy.unattended import control, night
 
 LAST_OUTCOMES = 5
@@ -90,6 +91,7 @@ def read_status(ralph_dir: Path, named: str | None = None) -> dict[str, Any]:
     status["verify"] = (state.extra.get("verify") or None) if state else None   # docs/verify.md
     status["nightShift"] = (state.extra.get("night_shift") or None) if state else None
     status["pullRequests"] = _pull_requests(ralph_dir)                 # docs/github.md
+    status["questions"] = _questions(ralph_dir)                        # docs/questions.md
     status["sandbox"] = (state.extra.get("sandbox") or None) if state else None  # docs/sandbox.md
     status["fleet"] = view.read(os.environ, ralph_dir.parent,      # docs/fleet.md
                                       state.extra.get("fleet") if state else None, named=named)
@@ -154,6 +156,33 @@ def _pull_requests(ralph_dir: Path) -> dict[str, Any] | None:
     return {task: {"number": p.number, "url": p.url, "issue": p.issue or None,
                    "state": p.state, "checks": p.checks or None, "reason": p.reason or None}
             for task, p in pulls.items()} or None
+
+
+def _utc(epoch: object) -> str | None:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch)) \
+        if isinstance(epoch, (int, float)) else None
+
+
+def _questions(ralph_dir: Path) -> list[dict[str, Any]] | None:
+    """The questions waiting for a person (asked, not answered yet), oldest first: one small
+    file each, never a read of the backlog."""
+    waiting = [q for q in question_files.every(ralph_dir / "questions") if q.answer is None]
+    return [{"task": q.task, "question": q.text, "default": q.default,
+             "deadline": _utc(q.deadline), "askedAt": _utc(q.asked_at)}
+            for q in waiting] or None
+
+
+def _question_lines(questions: list[dict[str, Any]] | None) -> list[str]:
+    if not questions:
+        return []
+    lines = ["Questions waiting for a person:"]
+    for q in questions:
+        default = (f"default {q['default']!r} at {q['deadline']}" if q.get("default") is not None
+                   and q.get("deadline") else f"default {q['default']!r}"
+                   if q.get("default") is not None else "no default")
+        lines.append(f"  {q['task']}  {q['question']}  ({default}; "
+                     f"ralph answer {q['task']} \"...\")")
+    return lines
 
 
 def _pull_lines(pulls: dict[str, Any] | None) -> list[str]:
@@ -223,6 +252,7 @@ def render_text(status: dict[str, Any], ralph_dir: Path) -> str:
     if status.get("report"):
         shown = Path(ralph_dir) / "runs" / str(status["runId"]) / "report.html"
         lines.append(f"Report:     {shown} (`ralph report` shows it here)")
+    lines += _question_lines(status.get("questions"))
     lines += _pull_lines(status.get("pullRequests"))
     lines += view.lines(status.get("fleet"))
     return "\n".join(map(clean, lines)) + "\n"              # titles shown, not obeyed
