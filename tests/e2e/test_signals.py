@@ -238,7 +238,9 @@ def test_a_signal_during_an_in_process_task_write_waits_for_its_transaction(
     run = Running(["build"], cwd=git_repo, env=base_env)
     try:
         proc = psutil.Process(run.proc.pid)
-        wait_for(lambda: any(f.path == str(db) for f in proc.open_files()))
+        # opened for writing: the register's own connection, waiting for the holder (the
+        # reads before it open the store read-only, and a signal then would come too early)
+        wait_for(lambda: any(f.path == str(db) and f.mode != "r" for f in proc.open_files()))
         os.kill(run.proc.pid, signal.SIGTERM)
         holder.execute("ROLLBACK")                             # the register can now commit
         assert run.wait(timeout=30) == 130
