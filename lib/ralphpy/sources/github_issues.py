@@ -41,7 +41,7 @@ BODY_MAX = 20_000
 _DEP = re.compile(r"(?im)^\s*(?:[-*]\s*)?(?:blocked by|depends on)\s*:?\s*((?:#\d+[\s,]*(?:and\s+)?)+)")
 _TASK_ITEM = re.compile(r"(?m)^\s*[-*]\s+\[ \]\s+#(\d+)\b")
 _EPOCH = "1970-01-01T00:00:00Z"
-_CACHE_VERSION = 1          # issues.jsonl's layout: another is read again from GitHub
+_CACHE_VERSION = 2          # issues.jsonl's layout: another is read again from GitHub
 _PRIORITY = re.compile(r"^(?:priority:\s*|p)([0-4])$", re.I)
 
 
@@ -78,13 +78,19 @@ def _priority(labels: list[str]) -> int:
     return next((int(m.group(1)) for m in map(_PRIORITY.match, labels) if m), 2)
 
 
+def _status(labels: list[str]) -> str:
+    return (DONE if DONE_LABEL in labels else ACTIVE if ACTIVE_LABEL in labels
+            else HELD if HELD_LABEL in labels else OPEN)
+
+
 class _Cache:
     """The issue listing as the cache keeps it, `issues.jsonl`: a first line with the
     listing's state (label, since, ETag, the dependencies outside it) and `order`, each
     issue's number in the ready order (priority, number) with where its line lies after the
-    first; then one line per open labelled issue (what `_keep` keeps, its body's dependencies
-    read once). A peek that nothing changed for parses the first line and the lines of the
-    issues it shows, not every issue's (decision 0047)."""
+    first, and what plan-status counts (the issues labelled done and active, each issue's
+    dependencies); then one line per open labelled issue (what `_keep` keeps, its body's
+    dependencies read once). A peek that nothing changed for parses the first line and the
+    lines of the issues it shows, not every issue's (decision 0047)."""
 
     def __init__(self, head: dict, lines: bytes = b"", handle=None, start: int = 0):
         """From the lines in memory (made), or from `handle` at `start` (read): the open
@@ -100,17 +106,23 @@ class _Cache:
     def made(cls, head: dict, issues) -> _Cache:
         kept = sorted((i for i in issues if i["state"] == "open" and not i["pull_request"]),
                       key=lambda i: (_priority(i["labels"]), int(i["number"])))
-        order, lines, offset, deps = {}, [], 0, set()
+        order, lines, offset, needs = {}, [], 0, {}
+        states: dict[str, list[str]] = {DONE: [], ACTIVE: []}
         for issue in kept:
             body = _normal(issue["body"])
             found = dependencies(_cut(body))
             line = json.dumps({**issue, "body": body, "deps": found}).encode() + b"\n"
-            order[str(issue["number"])] = [offset, offset + len(line)]
+            number = str(issue["number"])
+            order[number] = [offset, offset + len(line)]
             offset += len(line)
             lines.append(line)
-            deps.update(found)
+            states.setdefault(_status(issue["labels"]), []).append(number)
+            if found:
+                needs[number] = found
+        deps = {d for found in needs.values() for d in found}
         outside = sorted((d for d in deps if d not in order), key=int)
-        return cls({**head, "outside": outside, "order": order}, b"".join(lines))
+        return cls({**head, "outside": outside, "order": order, "done": states[DONE],
+                    "active": states[ACTIVE], "needs": needs}, b"".join(lines))
 
     @classmethod
     def read(cls, path: Path) -> _Cache | None:
@@ -172,13 +184,20 @@ class _Tasks(Mapping):
     def __len__(self) -> int:
         return len(self._cache.order)
 
+    def states(self) -> tuple[set[str], set[str], dict[str, list[str]]]:
+        """(done, active, each task's dependencies) as the cache's first line keeps them, the
+        met ones outside the listing left out: plan-status reads no issue's line."""
+        head = self._cache.head
+        needs = {number: [d for d in found if d not in self._closed]
+                 for number, found in head["needs"].items()}
+        return set(head["done"]), set(head["active"]), needs
+
 
 def task_from(issue: dict, failures: Mapping[str, dict], results: Mapping[str, str] = {}) -> Task:
     """The task an issue is (its dependencies as the cache read them, when it did)."""
     number = str(issue["number"])
     labels = issue["labels"]
-    status = (DONE if DONE_LABEL in labels else ACTIVE if ACTIVE_LABEL in labels
-              else HELD if HELD_LABEL in labels else OPEN)
+    status = _status(labels)
     body = _cut(_normal(issue["body"]))
     failed = failures.get(number, {})
     return Task(id=number, title=issue["title"] or f"#{number}", status=status,

@@ -1,7 +1,7 @@
 """The GitHub source's reading of an issue: dependencies, priority, labels, a huge body."""
 from __future__ import annotations
 
-from ralphpy.sources import github_issues as gh
+from ralphpy.sources import github_issues as gh, views
 from ralphpy.sources.base import ACTIVE, DONE, HELD, OPEN
 
 
@@ -32,3 +32,17 @@ def test_a_huge_body_is_cut_with_a_note_and_failures_are_counted():
     task = gh.task_from(issue(body="x" * (gh.BODY_MAX + 5)), {"7": {"reason": "r", "count": 2}})
     assert task.description.endswith("\n[... 5 more characters of the issue]")
     assert (task.fail_reason, task.retry_count) == ("r", 2)
+
+
+def test_the_caches_first_line_counts_plan_status_as_the_issues_do():
+    """Statuses and dependencies kept beside the order: the same counts as the tasks made
+    from every issue's line, a closed dependency outside the listing met."""
+    issues = [dict(issue(1, labels=("ralph", "ralph:done")), updated_at=None),
+              dict(issue(2, "Blocked by #1", ("ralph", "ralph:active"))),
+              dict(issue(3, "Depends on #9"), labels=["ralph", "ralph:held"]),
+              issue(4, "Blocked by #8"), issue(5, "Blocked by #4"), issue(6, labels=("P0",))]
+    cache = gh._Cache.made({}, issues)
+    tasks = gh._Tasks(cache, ({}, {}), closed={"8"})
+    made = {number: tasks[number] for number in tasks}
+    assert views.plan_status(tasks, {}) == views.plan_status(made, {}) == (
+        "2 open, 1 active, 1 done, 2 blocked, 0 deleted\n")
