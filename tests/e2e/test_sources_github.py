@@ -231,7 +231,7 @@ def test_the_loops_calls_read_only_the_issues_they_show(github, git_repo):
     cache = git_repo / ".ralph" / "sources" / "github" / "acme+widgets" / "issues.jsonl"
     data = cache.read_bytes()
     head_end = data.index(b"\n") + 1
-    start, end = json.loads(data[:head_end])["order"]["30"]
+    start, end, _ = json.loads(data[:head_end])["order"]["30"]
     poisoned = b"x" * (end - start - 1)                # the same length: the cache stays whole
     cache.write_bytes(data[:head_end + start] + poisoned + data[head_end + end - 1:])
     assert task(github, git_repo, "list").returncode != 0     # the poison is read by a whole read

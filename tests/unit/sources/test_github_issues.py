@@ -46,3 +46,29 @@ def test_the_caches_first_line_counts_plan_status_as_the_issues_do():
     made = {number: tasks[number] for number in tasks}
     assert views.plan_status(tasks, {}) == views.plan_status(made, {}) == (
         "2 open, 1 active, 1 done, 2 blocked, 0 deleted\n")
+
+
+def test_a_change_appends_its_lines_and_reads_as_the_cache_made_anew(tmp_path):
+    """Merged changes (a claim's label, a close, a new issue, a new priority) read as a
+    cache made from the issues as they are now, the other lines never parsed; the stale
+    lines are written away once they are half the file."""
+    issues = {n: issue(n, "Blocked by #2" if n == 3 else "") for n in range(1, 9)}
+    cache = gh._Cache.made({}, issues.values())
+    changes = [{"2": issue(2, labels=("ralph", "ralph:active"))}, {"5": None},
+               {"9": issue(9, labels=("ralph", "P0"))}, {"4": issue(4, labels=("ralph", "P1"))},
+               {"2": issue(2, labels=("ralph", "ralph:done"))}]
+    changes += [{"6": issue(6, labels=("ralph", f"P{3 * (n % 2)}"))} for n in range(8)]
+    stale = []
+    for change in changes:
+        cache = cache.merged({"since": "later"}, change)
+        (tmp_path / "issues.jsonl").write_bytes(cache.data())
+        cache = gh._Cache.read(tmp_path / "issues.jsonl")
+        issues.update({int(n): i for n, i in change.items()})
+        now = gh._Cache.made({}, [i for i in issues.values() if i is not None])
+        assert list(cache.order) == list(now.order)
+        assert all(cache.issue(n) == now.issue(n) for n in now.order)
+        stale.append(cache.head.get("stale", 0))
+        assert {k: cache.head[k] for k in ("done", "active", "needs", "outside", "since")} == {
+            k: now.head[k] for k in ("done", "active", "needs", "outside")} | {"since": "later"}
+    assert list(cache.order) == ["9", "4", "1", "2", "3", "7", "8", "6"]
+    assert stale[:5] == sorted(stale[:5]) and 0 in stale[5:]    # written anew along the way
