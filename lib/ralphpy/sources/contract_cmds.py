@@ -19,7 +19,6 @@ from ralphpy.errors import RalphError
 from ralphpy.sources.base import ACTIVE, DONE, OPEN, ClaimedElsewhere, Source, SourceError
 from ralphpy.sources.leases import Agents, Lease, Leases
 from ralphpy.tasks import args as A
-from ralphpy.tasks import claims
 from ralphpy.tasks import markdown as md
 from ralphpy.tasks.errors import TaskError, not_found
 
@@ -173,6 +172,7 @@ def _active(b: Backlog, task_id: str) -> dict:
 def _held(b: Backlog, task_id: str) -> dict:
     """The task, when it is active and the caller may finish or fail it: not a session's call
     on a task another agent holds (claims.other_holder), as on the embedded store."""
+    from ralphpy.tasks import claims            # imports the store: only done and fail need it
     r = _active(b, task_id)
     if refusal := claims.other_holder(b.environ, task_id, r["assignee"]):
         raise refusal
