@@ -345,7 +345,9 @@ class GitHubSource:
             fresh = cached.merged({"label": self.target.label, "since": since, "etag": etag},
                                   now)
         if cache_file is not None:
-            atomic_file.write_atomic(cache_file, fresh.data())
+            # No fsync: a cache a crash tore or lost is read again from GitHub (_Cache.read
+            # checks its length), and the sync was most of a changed call's cost.
+            atomic_file.write_atomic(cache_file, fresh.data(), durable=False)
         return fresh
 
     def load(self) -> Listing:
