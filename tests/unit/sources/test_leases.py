@@ -8,7 +8,8 @@ import sys
 import time
 
 from conftest import ROOT
-from ralphpy.sources import views
+from ralphpy.sources import contract_cmds, views
+from ralphpy.tasks import markdown as md
 from ralphpy.sources.base import ACTIVE, DONE, HELD, OPEN, Listing, Task
 from ralphpy.sources.leases import Agents, Lease, Leases
 
@@ -94,3 +95,35 @@ def test_plan_status_counts_as_the_records_say_without_making_them():
         blocked = sum(r["blocked"] and r["status"] != "done" for r in rows)
         assert views.plan_status(listing.tasks, leases) == (
             f"{open_} open, {active} active, {done} done, {blocked} blocked, 0 deleted\n")
+
+
+class _Unreadable:
+    """A task whose reading fails: a command that touches it read the whole backlog."""
+
+    def __getattr__(self, name):
+        raise AssertionError("read the whole backlog")
+
+
+def test_list_by_assignee_reads_the_leased_tasks_and_says_what_the_whole_listing_says(
+        tmp_path):
+    """A task the tool itself marks active has no assignee: `list --status active --assignee`
+    (the loop's call at every iteration) shows the agent's leased tasks, the same lines as
+    filtering every record, without making the others."""
+    tasks = {t.id: t for t in (Task("a", "A", ACTIVE, "in_progress"),
+                               Task("b", "B", OPEN, "open", deps=["a"]),
+                               Task("c", "C", ACTIVE, "in_progress"),
+                               Task("d", "D", DONE, "closed"))}
+    source = type("Src", (), {"name": "tk", "root": tmp_path})()
+    source.load = lambda: Listing({**tasks, "far": _Unreadable()})
+    backlog = contract_cmds.Backlog(source, {}, str(tmp_path))
+    now = time.time()
+    for lease in (Lease("a", "ag1", 1, now + 60), Lease("b", "ag2", 1, now + 60),
+                  Lease("d", "ag1", 1, now + 60)):
+        backlog.leases.put(lease)
+    argv = ["--status", "active", "--assignee", "ag1"]
+    mine = contract_cmds.list_tasks(backlog, argv)
+    whole = [r for r in views.rows(Listing(tasks), backlog.leases.all(), {})
+             if r["status"] == "active" and r["assignee"] == "ag1"]
+    assert mine == views.table(whole) and "\na " in mine and "\nc " not in mine
+    assert contract_cmds.list_tasks(backlog, argv + ["--markdown"]) == views.markdown(
+        whole, md.LIST_MD)
