@@ -112,7 +112,8 @@ def peek(b: Backlog, argv: Sequence[str]) -> str:
     leases, holds = b.leases.all(), b.holds()
     shown = [dict(r, status="open", assignee=None)
              for r in itertools.islice(_claimable(b, leases, holds), int(n))]
-    active = [r for r in _leased(b, leases, holds) if r["status"] == "active" and r["lease_expires_at"]]
+    active = [r for r in _leased(b, leases, holds)
+              if r["status"] == "active" and r["lease_expires_at"]]
     parts = [views.markdown(shown, md.PEEK_OPEN), views.markdown(active, md.PEEK_ACTIVE)]
     return md.join_sections(p.rstrip("\n") for p in parts if p)
 
