@@ -89,12 +89,13 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def replace(path: Path, data: bytes, *, mode: int | None = None,
-            times_ns: tuple[int, int] | None = None) -> None:
+            times_ns: tuple[int, int] | None = None, durable: bool = True) -> None:
     """Replace path with data so that a reader sees the old or the new file, never a mix:
     a temp file in the same directory, fsync, rename, fsync of the directory. The file mode
     is 0644 (less what the umask takes away), or exactly `mode` when given (an executable
-    hook). times_ns: (atime, mtime) for the new file, set before the rename. Raises OSError;
-    the directory must exist."""
+    hook). times_ns: (atime, mtime) for the new file, set before the rename. durable=False
+    leaves out both fsyncs, for a cache a crash may lose: readers still see the old file or
+    the new one. Raises OSError; the directory must exist."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
     try:
@@ -107,7 +108,8 @@ def replace(path: Path, data: bytes, *, mode: int | None = None,
                 view = view[os.write(fd, view):]
             if times_ns is not None:
                 os.utime(fd, ns=times_ns)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -117,16 +119,18 @@ def replace(path: Path, data: bytes, *, mode: int | None = None,
         except OSError:
             pass                        # never created, or the directory is unusable
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
-def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
+def write_atomic(path: Path, data: bytes, *, mode: int | None = None,
+                 durable: bool = True) -> None:
     """replace(), creating the directory first, with an EnvironmentFailure naming the path
     and the reason instead of an OSError."""
     path = Path(path)
     ensure_dir(path.parent)
     try:
-        replace(path, data, mode=mode)
+        replace(path, data, mode=mode, durable=durable)
     except OSError as err:
         raise environment_failure("write", path, err) from None
 

@@ -3,6 +3,7 @@ labelled issues are the backlog, a stub agent claims and finishes through $RALPH
 and what ralph did is read back from the stand-in as GitHub would show it."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -216,3 +217,33 @@ def test_over_https_both_carriers_trust_the_certificates_requests_would(git_repo
                                            "cannot connect (SSLCertVerificationError)")
     finally:
         secure.close()
+
+
+def test_the_loops_calls_read_only_the_issues_they_show(github, git_repo):
+    """claim, show, `list --assignee` (the loop's crash-safety call), done and plan-status
+    read the cache's first line and the lines of the issues they answer about: an issue's
+    line far down the order made unreadable stops a whole `list`, and none of them."""
+    for n in range(1, 31):
+        github.add_issue(f"Work item {n}", "Blocked by #1" if n == 2 else "", labels=("ralph",))
+    for _ in range(2):                                 # the full listing, then what changed
+        assert task(github, git_repo, "peek").returncode == 0
+    github.freeze_listing()                            # a claim's label: still a 304 after
+    cache = git_repo / ".ralph" / "sources" / "github" / "acme+widgets" / "issues.jsonl"
+    data = cache.read_bytes()
+    head_end = data.index(b"\n") + 1
+    start, end, _ = json.loads(data[:head_end])["order"]["30"]
+    poisoned = b"x" * (end - start - 1)                # the same length: the cache stays whole
+    cache.write_bytes(data[:head_end + start] + poisoned + data[head_end + end - 1:])
+    assert task(github, git_repo, "list").returncode != 0     # the poison is read by a whole read
+    agent = {"RALPH_AGENT_ID": "ag1"}
+    claimed = task(github, git_repo, "claim", **agent)
+    assert claimed.returncode == 0 and "id: 1\n" in claimed.stdout, claimed.stderr
+    mine = task(github, git_repo, "list", "--status", "active", "--assignee", "ag1", "--markdown")
+    assert mine.returncode == 0 and "id: 1\n" in mine.stdout and "id: 2\n" not in mine.stdout
+    shown = task(github, git_repo, "show", "2", "--with-deps")
+    assert shown.returncode == 0 and "Dependencies:\n  1 (active)\n" in shown.stdout
+    counts = task(github, git_repo, "plan-status")
+    assert counts.stdout == "28 open, 1 active, 0 done, 1 blocked, 0 deleted\n", counts.stderr
+    finished = task(github, git_repo, "done", "1", "--result", '{"commit": "abc"}', **agent)
+    assert (finished.returncode, finished.stdout) == (0, "done 1\n"), finished.stderr
+    assert github.issues[1]["state"] == "closed"

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
-import socket
 import time
 from pathlib import Path
 
@@ -51,6 +49,8 @@ def _base(client: Client, saved: Path | None, fresh: bool) -> tuple[str, str]:
 
 def _claim_commit(client: Client, number: str, saved: Path | None) -> str:
     """A commit of the base's tree whose message names this claim: unique to it."""
+    import secrets                  # only a claim needs these two: every command's start
+    import socket                   # paid for them otherwise (bench/github.py)
     who = f"{socket.gethostname()} pid {os.getpid()} at {time.time():.6f} {secrets.token_hex(4)}"
     for fresh in (False, True):
         sha, tree = _base(client, saved, fresh)

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, NamedTuple
 from urllib.parse import parse_qs
 
 from ralphpy import git_files
@@ -21,8 +20,7 @@ DEFAULT_LABEL = "ralph"
 API_DEFAULT = "https://api.github.com"
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):       # not a dataclass: its import costs every command's start
     owner: str
     repo: str
     label: str

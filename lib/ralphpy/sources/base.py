@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Protocol, Sequence
 
@@ -25,31 +24,35 @@ class ClaimedElsewhere(SourceError):
     """Another claimer (another machine) holds the task: the claim goes on to the next one."""
 
 
-@dataclass
 class Task:
-    id: str
-    title: str
-    status: str                        # OPEN, ACTIVE, DONE or HELD
-    tool_status: str                   # as the tool says it (tk: in_progress, flowctl: todo)
-    priority: int = 2
-    deps: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    category: str | None = None
-    spec: str | None = None
-    description: str | None = None
-    fail_reason: str | None = None
-    retry_count: int = 0
-    created: str | None = None
-    extra: dict = field(default_factory=dict)   # source-specific fields for `show`
+    """One task as a source's tool has it. A plain class, as Listing and leases.Lease: the
+    `dataclasses` import (with `inspect`, `ast`, `dis`) was a fifth of every task command's
+    start over a source (bench/github.py)."""
+
+    def __init__(self, id: str, title: str, status: str, tool_status: str, priority: int = 2,
+                 deps: list[str] | None = None, tags: list[str] | None = None,
+                 category: str | None = None, spec: str | None = None,
+                 description: str | None = None, fail_reason: str | None = None,
+                 retry_count: int = 0, created: str | None = None, extra: dict | None = None):
+        self.id, self.title = id, title
+        self.status = status                # OPEN, ACTIVE, DONE or HELD
+        self.tool_status = tool_status      # as the tool says it (tk: in_progress, flowctl: todo)
+        self.priority, self.deps, self.tags = priority, deps or [], tags or []
+        self.category, self.spec, self.description = category, spec, description
+        self.fail_reason, self.retry_count, self.created = fail_reason, retry_count, created
+        self.extra = extra or {}            # source-specific fields for `show`
+
+    def __repr__(self) -> str:
+        return f"Task({vars(self)!r})"
 
 
-@dataclass
 class Listing:
     """Every task of the backlog in the source's order, and the files it could not read
     (each a one-line problem naming the file; such a file is skipped, never rewritten)."""
 
-    tasks: Mapping[str, Task]          # a dict, or made on demand (the GitHub source's cache)
-    problems: list[str] = field(default_factory=list)
+    def __init__(self, tasks: Mapping[str, Task], problems: list[str] | None = None):
+        self.tasks = tasks          # a dict, or made on demand (the GitHub source's cache)
+        self.problems = problems or []
 
 
 class Source(Protocol):

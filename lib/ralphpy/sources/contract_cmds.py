@@ -6,11 +6,12 @@ tool's own command. Raises TaskError; never prints."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import time
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Container, Iterator, Mapping, Sequence
 
 from ralphpy import atomic_file
 from ralphpy.sources import views
@@ -18,7 +19,6 @@ from ralphpy.errors import RalphError
 from ralphpy.sources.base import ACTIVE, DONE, OPEN, ClaimedElsewhere, Source, SourceError
 from ralphpy.sources.leases import Agents, Lease, Leases
 from ralphpy.tasks import args as A
-from ralphpy.tasks import claims
 from ralphpy.tasks import markdown as md
 from ralphpy.tasks.errors import TaskError, not_found
 
@@ -38,7 +38,6 @@ class Backlog:
         self.holds_dir = ralph_dir / "sources" / source.name / "holds"
         self.agents = Agents(ralph_dir)
         self._listing = None
-        self._rows: list[dict] | None = None
 
     @property
     def listing(self):
@@ -57,17 +56,24 @@ class Backlog:
                 found[name] = (self.holds_dir / name).read_text(encoding="utf-8").strip()
         return found
 
-    def records(self, fresh: bool = False) -> list[dict]:
-        """The contract records; read once per command unless `fresh` (after a lease write)."""
-        if fresh or self._rows is None:
-            self._rows = views.rows(self.listing, self.leases.all(), self.holds())
-        return self._rows
+    def records(self) -> list[dict]:
+        """Every task's contract record: for the commands that show the whole backlog."""
+        return views.rows(self.listing, self.leases.all(), self.holds())
 
     def record(self, task_id: str) -> dict:
-        for r in self.records():
-            if r["id"] == task_id:
-                return r
-        raise not_found(f"task '{task_id}' not found")
+        return self.near(task_id)[0]
+
+    def near(self, task_id: str) -> tuple[dict, dict[str, dict]]:
+        """The record of one task and, by id, its own and its dependencies' records (what
+        `show` and `claim` print of them): made for those alone, so a command on one task
+        costs the same at any size of backlog (the GitHub source makes a task from its line)."""
+        tasks, leases, holds = self.listing.tasks, self.leases.all(), self.holds()
+        if task_id not in tasks:
+            raise not_found(f"task '{task_id}' not found")
+        r = views.row(tasks[task_id], tasks, leases, holds)
+        by_id = {d: views.row(tasks[d], tasks, leases, holds) for d in r["deps"] if d in tasks}
+        by_id[task_id] = r
+        return r, by_id
 
     def tool(self, action, *args) -> None:
         try:
@@ -76,31 +82,38 @@ class Backlog:
             raise TaskError(str(err)) from None
 
 
-def _claimable(b: Backlog) -> list[dict]:
+def _claimable(b: Backlog, leases: Mapping[str, Lease], holds: Mapping[str, str],
+               target: str | None = None, skip: Container[str] = ()) -> Iterator[dict]:
+    """The claimable records in the source's order, each made once the one before it was
+    passed over: peek and claim stop at the first ones, so they cost the same at 10 tasks and
+    100,000 when the source makes its tasks on demand (the GitHub cache, decision 0047)."""
+    tasks = b.listing.tasks
     allowed = views.frozen(b.environ, b.cwd)
-    return [r for r in b.records() if r["claimable"] and (allowed is None or r["id"] in allowed)]
+    for task_id in (tasks if target is None else (target,)):
+        if (task_id in tasks and task_id not in skip
+                and (allowed is None or task_id in allowed)):
+            r = views.row(tasks[task_id], tasks, leases, holds)
+            if r["claimable"]:
+                yield r
+
+
+def _leased(b: Backlog, leases: Mapping[str, Lease], holds: Mapping[str, str]) -> list[dict]:
+    """The records of the tasks under a lease of ralph's, in the source's order."""
+    tasks = b.listing.tasks
+    return [views.row(tasks[task_id], tasks, leases, holds) for task_id in tasks
+            if task_id in leases]
 
 
 def peek(b: Backlog, argv: Sequence[str]) -> str:
     n = A.flags(argv, values=("-n",)).get("-n", "5")
     if not A.digits(n):
         raise TaskError(f"-n must be a non-negative integer, got: {n}")
-    # Records only for the tasks shown: the first claimable ones in the source's order and
-    # those under a lease, so a peek costs the same at 10 tasks and 100,000 when the source
-    # makes its tasks on demand (the GitHub source's cache, docs/decisions/0047).
-    tasks, leases, holds = b.listing.tasks, b.leases.all(), b.holds()
-    allowed = views.frozen(b.environ, b.cwd)
-    limit, shown = int(n), []
-    for task_id in tasks:
-        if len(shown) == limit:
-            break
-        if allowed is None or task_id in allowed:
-            r = views.row(tasks[task_id], tasks, leases, holds)
-            if r["claimable"]:
-                shown.append(dict(r, status="open", assignee=None))
-    leased = [views.row(tasks[task_id], tasks, leases, holds) for task_id in tasks
-              if task_id in leases]
-    active = [r for r in leased if r["status"] == "active" and r["lease_expires_at"]]
+    # Records only for the tasks shown: the first claimable ones and those under a lease.
+    leases, holds = b.leases.all(), b.holds()
+    shown = [dict(r, status="open", assignee=None)
+             for r in itertools.islice(_claimable(b, leases, holds), int(n))]
+    active = [r for r in _leased(b, leases, holds)
+              if r["status"] == "active" and r["lease_expires_at"]]
     parts = [views.markdown(shown, md.PEEK_OPEN), views.markdown(active, md.PEEK_ACTIVE)]
     return md.join_sections(p.rstrip("\n") for p in parts if p)
 
@@ -116,14 +129,12 @@ def claim(b: Backlog, argv: Sequence[str]) -> str:
             for task_id in b.leases.all():     # closed by the tool itself (`/tf` runs tk close)
                 if task_id in b.listing.tasks and b.listing.tasks[task_id].status == DONE:
                     b.leases.drop(task_id)
-            b.records(fresh=True)
-            candidates = [r for r in _claimable(b) if r["id"] not in lost
-                          and (target is None or r["id"] == target)]
-            if not candidates:
+            leases = b.leases.all()
+            chosen = next(_claimable(b, leases, b.holds(), target, lost), None)
+            if chosen is None:
                 raise TaskError("Task not eligible" if target else "No eligible tasks", 2,
                                 plain=True)
-            chosen = candidates[0]
-            old = b.leases.all().get(chosen["id"])
+            old = leases.get(chosen["id"])
             retries = (old.retry_count + 1) if old is not None else 0
             b.leases.put(Lease(chosen["id"], agent, os.getpid(), time.time() + seconds,
                                retries))
@@ -148,8 +159,8 @@ def claim(b: Backlog, argv: Sequence[str]) -> str:
         if task.status == OPEN:
             task.status, task.tool_status = ACTIVE, "in_progress"
         break
-    by_id = {r["id"]: r for r in b.records(fresh=True)}
-    return views.markdown([by_id[task.id]], md.CLAIM, by_id)
+    r, by_id = b.near(task.id)
+    return views.markdown([r], md.CLAIM, by_id)
 
 
 def _active(b: Backlog, task_id: str) -> dict:
@@ -162,6 +173,7 @@ def _active(b: Backlog, task_id: str) -> dict:
 def _held(b: Backlog, task_id: str) -> dict:
     """The task, when it is active and the caller may finish or fail it: not a session's call
     on a task another agent holds (claims.other_holder), as on the embedded store."""
+    from ralphpy.tasks import claims            # imports the store: only done and fail need it
     r = _active(b, task_id)
     if refusal := claims.other_holder(b.environ, task_id, r["assignee"]):
         raise refusal
@@ -176,7 +188,6 @@ def renew(b: Backlog, argv: Sequence[str]) -> str:
     seconds = A.lease(parsed)
     agent = parsed.get("--agent", b.environ.get("RALPH_AGENT_ID", ""))
     with b.leases.locked():
-        b.records(fresh=True)
         r = _active(b, task_id)
         lease = b.leases.all().get(task_id)
         if lease is None or r["assignee"] != agent:
@@ -276,7 +287,11 @@ def list_tasks(b: Backlog, argv: Sequence[str]) -> str:
     parsed = A.flags(argv, values=("--status", "--assignee"), switches=("--all", "--markdown"))
     if "--all" in parsed and "--status" in parsed:
         raise TaskError("--all and --status are mutually exclusive")
-    records = b.records()
+    # A record has an assignee only through a lease of ralph's (a task the tool itself marks
+    # active has none), so `--assignee` (the loop's crash-safety call at every iteration,
+    # s.15.5) reads the leased tasks alone.
+    records = (_leased(b, b.leases.all(), b.holds()) if "--assignee" in parsed
+               else b.records())
     if "--status" in parsed:
         wanted = {s.strip() for s in str(parsed["--status"]).split(",")}
         records = [r for r in records if r["status"] in wanted]
@@ -288,15 +303,13 @@ def list_tasks(b: Backlog, argv: Sequence[str]) -> str:
 def show(b: Backlog, argv: Sequence[str]) -> str:
     task_id, rest = _id(argv, "ralph task show <id> [--with-deps]")
     parsed = A.flags(rest, switches=("--with-deps",))
-    by_id = {r["id"]: r for r in b.records()}
-    if task_id not in by_id:
-        raise not_found(f"task '{task_id}' not found")
-    return views.show(by_id[task_id], by_id, "--with-deps" in parsed)
+    r, by_id = b.near(task_id)
+    return views.show(r, by_id, "--with-deps" in parsed)
 
 
 def plan_status(b: Backlog, argv: Sequence[str]) -> str:
     A.flags(argv)
-    return views.plan_status(b.records())
+    return views.plan_status(b.listing.tasks, b.leases.all())
 
 
 def export_json(b: Backlog, argv: Sequence[str]) -> str:

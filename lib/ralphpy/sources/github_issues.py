@@ -9,6 +9,7 @@ assignee off; both delete the claim ref last. Does not own leases or the contrac
 (contract_cmds.py), nor the requests (ralphpy.github.client)."""
 from __future__ import annotations
 
+import bisect
 import contextlib
 import importlib.util
 import json
@@ -41,7 +42,7 @@ BODY_MAX = 20_000
 _DEP = re.compile(r"(?im)^\s*(?:[-*]\s*)?(?:blocked by|depends on)\s*:?\s*((?:#\d+[\s,]*(?:and\s+)?)+)")
 _TASK_ITEM = re.compile(r"(?m)^\s*[-*]\s+\[ \]\s+#(\d+)\b")
 _EPOCH = "1970-01-01T00:00:00Z"
-_CACHE_VERSION = 1          # issues.jsonl's layout: another is read again from GitHub
+_CACHE_VERSION = 3          # issues.jsonl's layout: another is read again from GitHub
 _PRIORITY = re.compile(r"^(?:priority:\s*|p)([0-4])$", re.I)
 
 
@@ -78,13 +79,20 @@ def _priority(labels: list[str]) -> int:
     return next((int(m.group(1)) for m in map(_PRIORITY.match, labels) if m), 2)
 
 
+def _status(labels: list[str]) -> str:
+    return (DONE if DONE_LABEL in labels else ACTIVE if ACTIVE_LABEL in labels
+            else HELD if HELD_LABEL in labels else OPEN)
+
+
 class _Cache:
     """The issue listing as the cache keeps it, `issues.jsonl`: a first line with the
-    listing's state (label, since, ETag, the dependencies outside it) and `order`, each
-    issue's number in the ready order (priority, number) with where its line lies after the
-    first; then one line per open labelled issue (what `_keep` keeps, its body's dependencies
-    read once). A peek that nothing changed for parses the first line and the lines of the
-    issues it shows, not every issue's (decision 0047)."""
+    listing's state (label, since, ETag, the dependencies outside it), `order` (each
+    issue's number in the ready order, priority then number, with where its line lies after
+    the first and its priority), what plan-status counts (the issues labelled done and
+    active, each issue's dependencies) and `stale` (the bytes of lines a change left behind,
+    merged); then one line per open labelled issue (what `_keep` keeps, its body's
+    dependencies read once). A peek that nothing changed for parses the first line and the
+    lines of the issues it shows, not every issue's (decision 0047)."""
 
     def __init__(self, head: dict, lines: bytes = b"", handle=None, start: int = 0):
         """From the lines in memory (made), or from `handle` at `start` (read): the open
@@ -98,19 +106,68 @@ class _Cache:
 
     @classmethod
     def made(cls, head: dict, issues) -> _Cache:
-        kept = sorted((i for i in issues if i["state"] == "open" and not i["pull_request"]),
-                      key=lambda i: (_priority(i["labels"]), int(i["number"])))
-        order, lines, offset, deps = {}, [], 0, set()
-        for issue in kept:
-            body = _normal(issue["body"])
-            found = dependencies(_cut(body))
-            line = json.dumps({**issue, "body": body, "deps": found}).encode() + b"\n"
-            order[str(issue["number"])] = [offset, offset + len(line)]
+        return cls._of(head, [_entry(i) for i in issues
+                              if i["state"] == "open" and not i["pull_request"]])
+
+    def merged(self, head: dict, changed: Mapping[str, dict | None]) -> _Cache:
+        """This cache with the issues in `changed` made anew (None: it left the listing).
+        The other issues' lines are never parsed nor moved: the new lines are appended and
+        the old ones of the changed issues left unread until they are half the file (then
+        it is written anew in the ready order), so bringing the cache up to date after a
+        claim or a close costs what changed and a copy of bytes, at any size of backlog."""
+        lines = self._bytes(0, self.head.get("length", len(self._lines)))    # one read
+        made = {number: _entry(i) for number, i in changed.items()
+                if i is not None and i["state"] == "open" and not i["pull_request"]}
+        order = self.order
+        if all(number in order and made[number][3] == lines[slice(*order[number][:2])]
+               if number in made else number not in order for number in changed):
+            # The answer after a change repeats it (asked from that change on): the lines
+            # stay, the new `since` and ETag make the next question a 304.
+            return _Cache({**self.head, **head}, lines)
+        gone = [number for number in changed if number in order]
+        stale = self.head.get("stale", 0) + sum(order[n][1] - order[n][0] for n in gone)
+        done, active, needs = set(self.head["done"]), set(self.head["active"]), self.head["needs"]
+        if stale * 2 > len(lines):
+            entries = [(place[2], int(number), number, lines[place[0]:place[1]],
+                        DONE if number in done else ACTIVE if number in active else OPEN,
+                        needs.get(number, []))
+                       for number, place in order.items() if number not in changed]
+            return self._of(head, entries + list(made.values()))
+        kept = [(number, place) for number, place in order.items() if number not in changed]
+        needs = {number: found for number, found in needs.items() if number not in changed}
+        done, active = done.difference(changed), active.difference(changed)
+        added, offset = [], len(lines)
+        for priority, key, number, line, status, found in made.values():
+            bisect.insort(kept, (number, [offset, offset + len(line), priority]),
+                          key=lambda e: (e[1][2], int(e[0])))
+            offset += len(line)
+            added.append(line)
+            (done if status == DONE else active if status == ACTIVE else set()).add(number)
+            if found:
+                needs[number] = found
+        new_order = dict(kept)
+        deps = {d for found in needs.values() for d in found}
+        outside = sorted((d for d in deps if d not in new_order), key=int)
+        return _Cache({**head, "outside": outside, "order": new_order, "done": sorted(done),
+                       "active": sorted(active), "needs": needs, "stale": stale},
+                      lines + b"".join(added))
+
+    @classmethod
+    def _of(cls, head: dict, entries: list[tuple]) -> _Cache:
+        """The cache of `entries` (_entry's), put in the ready order (priority, number)."""
+        order, lines, offset, needs = {}, [], 0, {}
+        states: dict[str, list[str]] = {DONE: [], ACTIVE: []}
+        for priority, _, number, line, status, found in sorted(entries, key=lambda e: e[:2]):
+            order[number] = [offset, offset + len(line), priority]
             offset += len(line)
             lines.append(line)
-            deps.update(found)
+            states.setdefault(status, []).append(number)
+            if found:
+                needs[number] = found
+        deps = {d for found in needs.values() for d in found}
         outside = sorted((d for d in deps if d not in order), key=int)
-        return cls({**head, "outside": outside, "order": order}, b"".join(lines))
+        return cls({**head, "outside": outside, "order": order, "done": states[DONE],
+                    "active": states[ACTIVE], "needs": needs}, b"".join(lines))
 
     @classmethod
     def read(cls, path: Path) -> _Cache | None:
@@ -141,10 +198,18 @@ class _Cache:
         return json.dumps(head).encode() + b"\n" + self._lines
 
     def issue(self, number: str) -> dict:
-        return json.loads(self._bytes(*self.order[number]))
+        start, end, _ = self.order[number]
+        return json.loads(self._bytes(start, end))
 
-    def issues(self) -> dict[str, dict]:
-        return {number: self.issue(number) for number in self.order}
+
+def _entry(issue: dict) -> tuple:
+    """(priority, number, the cache's line, status, dependencies) of an open issue: its body's
+    dependencies read once, when its line is written."""
+    body = _normal(issue["body"])
+    found = dependencies(_cut(body))
+    line = json.dumps({**issue, "body": body, "deps": found}).encode() + b"\n"
+    labels, number = issue["labels"], issue["number"]
+    return _priority(labels), int(number), str(number), line, _status(labels), found
 
 
 class _Tasks(Mapping):
@@ -172,13 +237,20 @@ class _Tasks(Mapping):
     def __len__(self) -> int:
         return len(self._cache.order)
 
+    def states(self) -> tuple[set[str], set[str], dict[str, list[str]]]:
+        """(done, active, each task's dependencies) as the cache's first line keeps them, the
+        met ones outside the listing left out: plan-status reads no issue's line."""
+        head = self._cache.head
+        needs = {number: [d for d in found if d not in self._closed]
+                 for number, found in head["needs"].items()}
+        return set(head["done"]), set(head["active"]), needs
+
 
 def task_from(issue: dict, failures: Mapping[str, dict], results: Mapping[str, str] = {}) -> Task:
     """The task an issue is (its dependencies as the cache read them, when it did)."""
     number = str(issue["number"])
     labels = issue["labels"]
-    status = (DONE if DONE_LABEL in labels else ACTIVE if ACTIVE_LABEL in labels
-              else HELD if HELD_LABEL in labels else OPEN)
+    status = _status(labels)
     body = _cut(_normal(issue["body"]))
     failed = failures.get(number, {})
     return Task(id=number, title=issue["title"] or f"#{number}", status=status,
@@ -246,9 +318,9 @@ class GitHubSource:
         if cached is None or cached.head.get("label") != self.target.label:
             items = self.client.pages(path, {"state": "open", "labels": self.target.label},
                                       keep=_keep)
-            issues = {str(i["number"]): i for i in items}
             since = max((i["updated_at"] or "" for i in items), default="") or _EPOCH
-            etag = None
+            fresh = _Cache.made({"label": self.target.label, "since": since, "etag": None},
+                                items)
         else:
             since, etag = cached.head["since"], cached.head.get("etag")
             # Newest first: any change lands on the first page and changes its ETag.
@@ -258,26 +330,24 @@ class GitHubSource:
                                                    conditional=True)
             if status == 304:
                 return cached
-            issues = cached.issues()
             changed, headers = [_keep(i) for i in data or []], first
             while 'rel="next"' in headers.get("link", ""):      # a burst of changes
                 params["page"] = params.get("page", 1) + 1
                 _, headers, more = self.client.rest("GET", path, params=params)
                 changed += [_keep(i) for i in more or []]
             changed.reverse()                                    # oldest first, newest last
-            for issue in changed:
-                number = str(issue["number"])
-                if issue["state"] == "open" and self.target.label in issue["labels"]:
-                    issues[number] = issue
-                else:
-                    issues.pop(number, None)
+            # The newest state of each changed issue; None: it left the listing.
+            now = {str(i["number"]): i if i["state"] == "open"
+                   and self.target.label in i["labels"] else None for i in changed}
             newest = max((i["updated_at"] or "" for i in changed), default=since)
             etag = first.get("etag") if newest == since else None     # the same query again
             since = max(since, newest)
-        fresh = _Cache.made({"label": self.target.label, "since": since, "etag": etag},
-                            issues.values())
+            fresh = cached.merged({"label": self.target.label, "since": since, "etag": etag},
+                                  now)
         if cache_file is not None:
-            atomic_file.write_atomic(cache_file, fresh.data())
+            # No fsync: a cache a crash tore or lost is read again from GitHub (_Cache.read
+            # checks its length), and the sync was most of a changed call's cost.
+            atomic_file.write_atomic(cache_file, fresh.data(), durable=False)
         return fresh
 
     def load(self) -> Listing:

@@ -9,10 +9,7 @@ import contextlib
 import fcntl
 import json
 import os
-import secrets
-import socket
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator
 from urllib.parse import quote, unquote
@@ -28,13 +25,19 @@ def utc_text(epoch: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(epoch))
 
 
-@dataclass
 class Lease:
-    task: str
-    agent: str
-    pid: int
-    expires: float                  # epoch seconds
-    retry_count: int = 0            # expired leases taken over (docs/contract/task-cli.md s.9.4)
+    """A plain class, as base.Task (the `dataclasses` import costs every command's start)."""
+
+    def __init__(self, task: str, agent: str, pid: int, expires: float, retry_count: int = 0):
+        self.task, self.agent, self.pid = task, agent, pid
+        self.expires = expires              # epoch seconds
+        self.retry_count = retry_count      # expired leases taken over (task-cli.md s.9.4)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Lease) and vars(self) == vars(other)
+
+    def __repr__(self) -> str:
+        return f"Lease({vars(self)!r})"
 
     @property
     def valid(self) -> bool:
@@ -81,7 +84,7 @@ class Leases:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def put(self, lease: Lease) -> None:
-        atomic_file.write_atomic(self._path(lease.task), json.dumps(asdict(lease)).encode())
+        atomic_file.write_atomic(self._path(lease.task), json.dumps(vars(lease)).encode())
 
     def drop(self, task_id: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -95,6 +98,8 @@ class Agents:
         self.dir = Path(ralph_dir) / "sources" / "agents"
 
     def register(self) -> str:
+        import secrets              # only a registration needs these two: a command's start
+        import socket               # pays for them otherwise (bench/github.py)
         atomic_file.ensure_dir(self.dir)                 # .ralph/ ignores itself
         record = {"pid": os.getpid(), "hostname": socket.gethostname(),
                   "started_at": utc_text(time.time()), "status": "active"}

@@ -77,14 +77,26 @@ def table(records: Iterable[dict]) -> str:
     return md.task_table([{**r, "slug": r["id"]} for r in records])
 
 
-def plan_status(records: list[dict]) -> str:
-    """s.9.2: open/active count unblocked tasks; blocked counts any blocked task."""
-    def count(status: str) -> int:
-        return sum(1 for r in records if r["status"] == status and not r["blocked"])
-    blocked = sum(1 for r in records if r["blocked"] and r["status"] != "done")
-    done = sum(1 for r in records if r["status"] == "done")
-    return (f"{count('open')} open, {count('active')} active, {done} done, {blocked} blocked, "
-            "0 deleted\n")
+def plan_status(tasks: Mapping[str, Task], leases: Mapping[str, Lease]) -> str:
+    """s.9.2: open/active count unblocked tasks; blocked counts any blocked task not done.
+    Counted from each task's status, its dependencies and the leases, without a record per
+    task: from `tasks.states()` where the source keeps them beside its order (the GitHub
+    cache's first line), else from the tasks (tk and flowctl have read them all anyway)."""
+    states = getattr(tasks, "states", None)
+    if states is not None:
+        done, active, deps = states()
+    else:
+        done = {t.id for t in tasks.values() if t.status == DONE}
+        active = {t.id for t in tasks.values() if t.status == ACTIVE}
+        deps = {t.id: t.deps for t in tasks.values() if t.deps}
+    # As row: a valid lease makes a task active unless it is done; a dependency is met when
+    # it is a done task of the listing.
+    active = (set(active) | {i for i, lease in leases.items() if lease.valid and i in tasks}
+              ) - done
+    blocked = {i for i, needs in deps.items() if any(d not in done for d in needs)}
+    unblocked_open = len(tasks) - len(done) - len(active) - len(blocked - done - active)
+    return (f"{unblocked_open} open, {len(active - blocked)} active, {len(done)} done, "
+            f"{len(blocked - done)} blocked, 0 deleted\n")
 
 
 _SHOW = (("ID", "id", True), ("Title", "title", True), ("Status", "status", True),
