@@ -72,8 +72,14 @@ def serve(bare: str, issues: int) -> None:
     sys.path.insert(0, str(ROOT / "tests"))
     import ghstandin
     server = ghstandin.Standin(Path(bare))
+    start = time.time() - issues * 60
     for n in range(issues):
-        server.add_issue(f"Work item {n}", BODY, labels=("ralph",))
+        number = server.add_issue(f"Work item {n}", BODY, labels=("ralph",))
+        # A backlog written over time, an issue a minute: made in one second, every issue
+        # would be the newest, and the first question for what changed since (GitHub's
+        # `since` counts that second in) would answer the whole listing again, once.
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start + n * 60))
+        server.issues[number].update(created_at=stamp, updated_at=stamp)
     print(server.url, ghstandin.TOKEN, flush=True)
     sys.stdin.read()
     server.close()

@@ -3,7 +3,8 @@ labelled issues are the backlog, a stub agent claims and finishes through $RALPH
 and what ralph did is read back from the stand-in as GitHub would show it."""
 from __future__ import annotations
 
-import json
+import contextlib
+import sqlite3
 import subprocess
 import sys
 
@@ -83,7 +84,42 @@ def test_an_unchanged_backlog_costs_one_304_at_any_size_and_a_change_is_seen(git
     github.issues[1]["state"] = "closed"
     listed = task(github, git_repo, "list").stdout
     assert "Work item 0 " not in listed and "Work item 1 " in listed
-    assert (git_repo / ".ralph" / "sources" / "github" / "acme+widgets" / "issues.jsonl").exists()
+    assert (git_repo / ".ralph" / "sources" / "github" / "acme+widgets" / "cache.db").exists()
+
+
+@pytest.mark.parametrize("damage", ["missing", "not a database", "old layout", "jsonl"])
+def test_a_lost_torn_or_old_cache_is_read_again_with_one_full_listing(github, git_repo,
+                                                                     damage):
+    """The cache is a cache: gone, torn, of an older layout (the JSON lines file before it
+    too, which is removed), the next call lists the issues from GitHub once and answers as
+    before; the call after is a 304 again."""
+    for n in range(3):
+        github.add_issue(f"Work item {n}", "Blocked by #1" if n == 2 else "", labels=("ralph",))
+    folder = git_repo / ".ralph" / "sources" / "github" / "acme+widgets"
+    for _ in range(2):                                 # the full listing, then what changed
+        before = task(github, git_repo, "peek")
+    cache = folder / "cache.db"
+    if damage == "missing":
+        cache.unlink()
+    elif damage == "not a database":
+        cache.write_bytes(b"\x00torn" * 4096)
+    elif damage == "old layout":
+        with contextlib.closing(sqlite3.connect(cache)) as db:
+            db.execute("PRAGMA user_version=0")
+    else:
+        cache.unlink()
+        (folder / "issues.jsonl").write_text('{"version": 3, "order": {}}\n')
+    del github.requests[:]
+    again = task(github, git_repo, "peek")
+    assert (again.returncode, again.stdout) == (0, before.stdout), again.stderr
+    assert [(verb, "state=open" in path and "since=" not in path, status)
+            for verb, path, status in github.requests] == [("GET", True, 200)]
+    assert task(github, git_repo, "plan-status").stdout == (
+        "2 open, 0 active, 0 done, 1 blocked, 0 deleted\n")
+    assert task(github, git_repo, "peek").stdout == before.stdout
+    # As after a first read: what changed since (no ETag yet), then the same question's 304.
+    assert [status for _, _, status in github.requests[1:]] == [200, 304]
+    assert not (folder / "issues.jsonl").exists()
 
 
 def test_hostile_issue_text_is_shown_inert_and_a_huge_body_is_cut(github, git_repo):
@@ -228,12 +264,9 @@ def test_the_loops_calls_read_only_the_issues_they_show(github, git_repo):
     for _ in range(2):                                 # the full listing, then what changed
         assert task(github, git_repo, "peek").returncode == 0
     github.freeze_listing()                            # a claim's label: still a 304 after
-    cache = git_repo / ".ralph" / "sources" / "github" / "acme+widgets" / "issues.jsonl"
-    data = cache.read_bytes()
-    head_end = data.index(b"\n") + 1
-    start, end, _ = json.loads(data[:head_end])["order"]["30"]
-    poisoned = b"x" * (end - start - 1)                # the same length: the cache stays whole
-    cache.write_bytes(data[:head_end + start] + poisoned + data[head_end + end - 1:])
+    cache = git_repo / ".ralph" / "sources" / "github" / "acme+widgets" / "cache.db"
+    with contextlib.closing(sqlite3.connect(cache)) as db, db:   # one issue's row poisoned
+        db.execute("UPDATE issues SET issue = 'x' WHERE number = 30")
     assert task(github, git_repo, "list").returncode != 0     # the poison is read by a whole read
     agent = {"RALPH_AGENT_ID": "ag1"}
     claimed = task(github, git_repo, "claim", **agent)

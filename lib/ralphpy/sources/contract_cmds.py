@@ -100,8 +100,10 @@ def _claimable(b: Backlog, leases: Mapping[str, Lease], holds: Mapping[str, str]
 def _leased(b: Backlog, leases: Mapping[str, Lease], holds: Mapping[str, str]) -> list[dict]:
     """The records of the tasks under a lease of ralph's, in the source's order."""
     tasks = b.listing.tasks
-    return [views.row(tasks[task_id], tasks, leases, holds) for task_id in tasks
-            if task_id in leases]
+    in_order = getattr(tasks, "in_order", None)     # the GitHub cache: by its index, not a walk
+    leased = (in_order(leases) if in_order is not None
+              else [task_id for task_id in tasks if task_id in leases])
+    return [views.row(tasks[task_id], tasks, leases, holds) for task_id in leased]
 
 
 def peek(b: Backlog, argv: Sequence[str]) -> str:

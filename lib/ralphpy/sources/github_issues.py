@@ -9,7 +9,6 @@ assignee off; both delete the claim ref last. Does not own leases or the contrac
 (contract_cmds.py), nor the requests (ralphpy.github.client)."""
 from __future__ import annotations
 
-import bisect
 import contextlib
 import importlib.util
 import json
@@ -24,6 +23,7 @@ from ralphpy.github import claim_ref
 from ralphpy.github import client as api
 from ralphpy.github import target as targets
 from ralphpy.sources import base
+from ralphpy.sources import github_cache as cache_db
 from ralphpy.sources.base import ACTIVE, DONE, HELD, OPEN, Listing, Task
 
 NAME = "github"
@@ -42,7 +42,6 @@ BODY_MAX = 20_000
 _DEP = re.compile(r"(?im)^\s*(?:[-*]\s*)?(?:blocked by|depends on)\s*:?\s*((?:#\d+[\s,]*(?:and\s+)?)+)")
 _TASK_ITEM = re.compile(r"(?m)^\s*[-*]\s+\[ \]\s+#(\d+)\b")
 _EPOCH = "1970-01-01T00:00:00Z"
-_CACHE_VERSION = 3          # issues.jsonl's layout: another is read again from GitHub
 _PRIORITY = re.compile(r"^(?:priority:\s*|p)([0-4])$", re.I)
 
 
@@ -84,139 +83,29 @@ def _status(labels: list[str]) -> str:
             else HELD if HELD_LABEL in labels else OPEN)
 
 
-class _Cache:
-    """The issue listing as the cache keeps it, `issues.jsonl`: a first line with the
-    listing's state (label, since, ETag, the dependencies outside it), `order` (each
-    issue's number in the ready order, priority then number, with where its line lies after
-    the first and its priority), what plan-status counts (the issues labelled done and
-    active, each issue's dependencies) and `stale` (the bytes of lines a change left behind,
-    merged); then one line per open labelled issue (what `_keep` keeps, its body's
-    dependencies read once). A peek that nothing changed for parses the first line and the
-    lines of the issues it shows, not every issue's (decision 0047)."""
-
-    def __init__(self, head: dict, lines: bytes = b"", handle=None, start: int = 0):
-        """From the lines in memory (made), or from `handle` at `start` (read): the open
-        file, so a writer's rename in between cannot mix two caches' lines."""
-        self.head, self.order = head, head["order"]
-        self._lines, self._handle, self._start = lines, handle, start
-
-    def __del__(self):
-        if self._handle is not None:
-            self._handle.close()
-
-    @classmethod
-    def made(cls, head: dict, issues) -> _Cache:
-        return cls._of(head, [_entry(i) for i in issues
-                              if i["state"] == "open" and not i["pull_request"]])
-
-    def merged(self, head: dict, changed: Mapping[str, dict | None]) -> _Cache:
-        """This cache with the issues in `changed` made anew (None: it left the listing).
-        The other issues' lines are never parsed nor moved: the new lines are appended and
-        the old ones of the changed issues left unread until they are half the file (then
-        it is written anew in the ready order), so bringing the cache up to date after a
-        claim or a close costs what changed and a copy of bytes, at any size of backlog."""
-        lines = self._bytes(0, self.head.get("length", len(self._lines)))    # one read
-        made = {number: _entry(i) for number, i in changed.items()
-                if i is not None and i["state"] == "open" and not i["pull_request"]}
-        order = self.order
-        if all(number in order and made[number][3] == lines[slice(*order[number][:2])]
-               if number in made else number not in order for number in changed):
-            # The answer after a change repeats it (asked from that change on): the lines
-            # stay, the new `since` and ETag make the next question a 304.
-            return _Cache({**self.head, **head}, lines)
-        gone = [number for number in changed if number in order]
-        stale = self.head.get("stale", 0) + sum(order[n][1] - order[n][0] for n in gone)
-        done, active, needs = set(self.head["done"]), set(self.head["active"]), self.head["needs"]
-        if stale * 2 > len(lines):
-            entries = [(place[2], int(number), number, lines[place[0]:place[1]],
-                        DONE if number in done else ACTIVE if number in active else OPEN,
-                        needs.get(number, []))
-                       for number, place in order.items() if number not in changed]
-            return self._of(head, entries + list(made.values()))
-        kept = [(number, place) for number, place in order.items() if number not in changed]
-        needs = {number: found for number, found in needs.items() if number not in changed}
-        done, active = done.difference(changed), active.difference(changed)
-        added, offset = [], len(lines)
-        for priority, key, number, line, status, found in made.values():
-            bisect.insort(kept, (number, [offset, offset + len(line), priority]),
-                          key=lambda e: (e[1][2], int(e[0])))
-            offset += len(line)
-            added.append(line)
-            (done if status == DONE else active if status == ACTIVE else set()).add(number)
-            if found:
-                needs[number] = found
-        new_order = dict(kept)
-        deps = {d for found in needs.values() for d in found}
-        outside = sorted((d for d in deps if d not in new_order), key=int)
-        return _Cache({**head, "outside": outside, "order": new_order, "done": sorted(done),
-                       "active": sorted(active), "needs": needs, "stale": stale},
-                      lines + b"".join(added))
-
-    @classmethod
-    def _of(cls, head: dict, entries: list[tuple]) -> _Cache:
-        """The cache of `entries` (_entry's), put in the ready order (priority, number)."""
-        order, lines, offset, needs = {}, [], 0, {}
-        states: dict[str, list[str]] = {DONE: [], ACTIVE: []}
-        for priority, _, number, line, status, found in sorted(entries, key=lambda e: e[:2]):
-            order[number] = [offset, offset + len(line), priority]
-            offset += len(line)
-            lines.append(line)
-            states.setdefault(status, []).append(number)
-            if found:
-                needs[number] = found
-        deps = {d for found in needs.values() for d in found}
-        outside = sorted((d for d in deps if d not in order), key=int)
-        return cls({**head, "outside": outside, "order": order, "done": states[DONE],
-                    "active": states[ACTIVE], "needs": needs}, b"".join(lines))
-
-    @classmethod
-    def read(cls, path: Path) -> _Cache | None:
-        """The cache in `path` (its first line parsed, the rest read on demand); None when
-        it is missing, of another layout, or torn."""
-        try:
-            handle = open(path, "rb")
-        except OSError:
-            return None
-        try:
-            head = json.loads(handle.readline())
-            start = handle.tell()
-            if (head["version"] == _CACHE_VERSION
-                    and os.fstat(handle.fileno()).st_size == start + head["length"]):
-                return cls(head, handle=handle, start=start)
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-        handle.close()
-        return None
-
-    def _bytes(self, start: int, end: int) -> bytes:
-        if self._handle is None:
-            return self._lines[start:end]
-        return os.pread(self._handle.fileno(), end - start, self._start + start)
-
-    def data(self) -> bytes:
-        head = {**self.head, "version": _CACHE_VERSION, "length": len(self._lines)}
-        return json.dumps(head).encode() + b"\n" + self._lines
-
-    def issue(self, number: str) -> dict:
-        start, end, _ = self.order[number]
-        return json.loads(self._bytes(start, end))
-
-
-def _entry(issue: dict) -> tuple:
-    """(priority, number, the cache's line, status, dependencies) of an open issue: its body's
-    dependencies read once, when its line is written."""
+def _entry(issue: dict) -> cache_db.Entry:
+    """An open issue as the cache keeps it: its body's dependencies read once, when its row
+    is written."""
     body = _normal(issue["body"])
     found = dependencies(_cut(body))
-    line = json.dumps({**issue, "body": body, "deps": found}).encode() + b"\n"
-    labels, number = issue["labels"], issue["number"]
-    return _priority(labels), int(number), str(number), line, _status(labels), found
+    labels, number = issue["labels"], int(issue["number"])
+    return cache_db.Entry(number, _priority(labels), _status(labels),
+                          {**issue, "body": body, "deps": found}, found)
+
+
+def _same(stored: dict | None, issue: dict | None) -> bool:
+    """Whether the cache holds `issue` as it is (None: not in the listing) already."""
+    if stored is None or issue is None:
+        return stored is issue
+    stored.pop("deps", None)
+    return stored == {**issue, "body": _normal(issue["body"])}
 
 
 class _Tasks(Mapping):
-    """The listing's tasks in the cache's order, each made from its line when first asked
-    for (and kept: a claim changes its status): a peek makes the few it shows."""
+    """The listing's tasks in the cache's ready order, each made from its row when first
+    asked for (and kept: a claim changes its status): a peek makes the few it shows."""
 
-    def __init__(self, cache: _Cache, notes: tuple[dict, dict], closed: set[str]):
+    def __init__(self, cache: cache_db.Cache, notes: tuple[dict, dict], closed: set[str]):
         self._cache, self._notes, self._closed = cache, notes, closed
         self._made: dict[str, Task] = {}
 
@@ -229,21 +118,22 @@ class _Tasks(Mapping):
         return task
 
     def __contains__(self, task_id: object) -> bool:
-        return task_id in self._cache.order
+        return task_id in self._made or task_id in self._cache
 
     def __iter__(self):
-        return iter(self._cache.order)
+        return self._cache.numbers()
 
     def __len__(self) -> int:
-        return len(self._cache.order)
+        return self._cache.count()
 
-    def states(self) -> tuple[set[str], set[str], dict[str, list[str]]]:
-        """(done, active, each task's dependencies) as the cache's first line keeps them, the
-        met ones outside the listing left out: plan-status reads no issue's line."""
-        head = self._cache.head
-        needs = {number: [d for d in found if d not in self._closed]
-                 for number, found in head["needs"].items()}
-        return set(head["done"]), set(head["active"]), needs
+    def in_order(self, task_ids) -> list[str]:
+        """Of `task_ids`, the listing's, in its order: by the index, not by a walk."""
+        return self._cache.in_order(task_ids)
+
+    def counts(self, leased) -> tuple[int, int, int, int]:
+        """plan-status's (open, active, done, blocked), counted by SQLite from the statuses
+        and dependencies beside the order: no issue's row is parsed."""
+        return self._cache.counts(leased, self._closed)
 
 
 def task_from(issue: dict, failures: Mapping[str, dict], results: Mapping[str, str] = {}) -> Task:
@@ -306,49 +196,55 @@ class GitHubSource:
         except (OSError, ValueError):
             return {}
 
-    def _issues(self) -> _Cache:
+    def _issues(self) -> cache_db.Cache:
         """The open labelled issues. The first read lists them all (a page per hundred);
         after it, one request asks what changed since the newest change seen (`since`, any
         label, open or closed, so a closed or unlabelled issue leaves the cache), sent with
         its ETag: when nothing changed, a peek costs one 304 at any size of backlog and
-        reads only the issues it shows (decisions 0045, 0047)."""
+        reads only the issues it shows (decisions 0045, 0047, 0051)."""
         path = f"{self.client.repo_path}/issues"
-        cache_file = self._cache("issues.jsonl")
-        cached = _Cache.read(cache_file) if cache_file else None
-        if cached is None or cached.head.get("label") != self.target.label:
+        cache = cache_db.Cache.open(self._cache(cache_db.NAME))
+        head = cache.head
+        if head is None or head["label"] != self.target.label:
+            if old := self._cache("issues.jsonl"):      # the cache's layout before 0051
+                with contextlib.suppress(FileNotFoundError):
+                    old.unlink()
             items = self.client.pages(path, {"state": "open", "labels": self.target.label},
                                       keep=_keep)
             since = max((i["updated_at"] or "" for i in items), default="") or _EPOCH
-            fresh = _Cache.made({"label": self.target.label, "since": since, "etag": None},
-                                items)
-        else:
-            since, etag = cached.head["since"], cached.head.get("etag")
-            # Newest first: any change lands on the first page and changes its ETag.
-            params = {"state": "all", "since": since, "sort": "updated", "direction": "desc",
-                      "per_page": 100}
-            status, first, data = self.client.rest("GET", path, params=params, etag=etag,
-                                                   conditional=True)
-            if status == 304:
-                return cached
-            changed, headers = [_keep(i) for i in data or []], first
-            while 'rel="next"' in headers.get("link", ""):      # a burst of changes
-                params["page"] = params.get("page", 1) + 1
-                _, headers, more = self.client.rest("GET", path, params=params)
-                changed += [_keep(i) for i in more or []]
-            changed.reverse()                                    # oldest first, newest last
-            # The newest state of each changed issue; None: it left the listing.
-            now = {str(i["number"]): i if i["state"] == "open"
-                   and self.target.label in i["labels"] else None for i in changed}
-            newest = max((i["updated_at"] or "" for i in changed), default=since)
-            etag = first.get("etag") if newest == since else None     # the same query again
-            since = max(since, newest)
-            fresh = cached.merged({"label": self.target.label, "since": since, "etag": etag},
-                                  now)
-        if cache_file is not None:
-            # No fsync: a cache a crash tore or lost is read again from GitHub (_Cache.read
-            # checks its length), and the sync was most of a changed call's cost.
-            atomic_file.write_atomic(cache_file, fresh.data(), durable=False)
-        return fresh
+            cache.replace({"label": self.target.label, "since": since, "etag": None},
+                          [_entry(i) for i in items
+                           if i["state"] == "open" and not i["pull_request"]])
+            return cache
+        since, etag = head["since"], head["etag"]
+        # Newest first: any change lands on the first page and changes its ETag.
+        params = {"state": "all", "since": since, "sort": "updated", "direction": "desc",
+                  "per_page": 100}
+        status, first, data = self.client.rest("GET", path, params=params, etag=etag,
+                                               conditional=True)
+        if status == 304:
+            return cache
+        changed, headers = [_keep(i) for i in data or []], first
+        while 'rel="next"' in headers.get("link", ""):      # a burst of changes
+            params["page"] = params.get("page", 1) + 1
+            _, headers, more = self.client.rest("GET", path, params=params)
+            changed += [_keep(i) for i in more or []]
+        changed.reverse()                                    # oldest first, newest last
+        # The newest state of each changed issue; None: it left the listing.
+        now = {int(i["number"]): i if i["state"] == "open" and not i["pull_request"]
+               and self.target.label in i["labels"] else None for i in changed}
+        # An answer that repeats what the cache holds (the question after a change, or after
+        # the first read, asks from that second on) leaves those rows as they are.
+        held = cache.stored(now)
+        now = {number: None if i is None else _entry(i) for number, i in now.items()
+               if not _same(held.get(number), i)}
+        newest = max((i["updated_at"] or "" for i in changed), default=since)
+        # The answer after a change repeats it (asked from that change on): its ETag makes
+        # the same question next time a 304.
+        etag = first.get("etag") if newest == since else None
+        cache.change({"label": self.target.label, "since": max(since, newest), "etag": etag},
+                     now)
+        return cache
 
     def load(self) -> Listing:
         before = self.client.requests

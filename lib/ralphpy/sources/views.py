@@ -80,20 +80,21 @@ def table(records: Iterable[dict]) -> str:
 def plan_status(tasks: Mapping[str, Task], leases: Mapping[str, Lease]) -> str:
     """s.9.2: open/active count unblocked tasks; blocked counts any blocked task not done.
     Counted from each task's status, its dependencies and the leases, without a record per
-    task: from `tasks.states()` where the source keeps them beside its order (the GitHub
-    cache's first line), else from the tasks (tk and flowctl have read them all anyway)."""
-    states = getattr(tasks, "states", None)
-    if states is not None:
-        done, active, deps = states()
-    else:
-        done = {t.id for t in tasks.values() if t.status == DONE}
-        active = {t.id for t in tasks.values() if t.status == ACTIVE}
-        deps = {t.id: t.deps for t in tasks.values() if t.deps}
+    task: by `tasks.counts()` where the source keeps them indexed beside its order (the
+    GitHub cache, counted by SQLite), else from the tasks (tk and flowctl have read them
+    all anyway)."""
+    counts = getattr(tasks, "counts", None)
+    if counts is not None:
+        leased = [i for i, lease in leases.items() if lease.valid]
+        unblocked_open, active, done, blocked = counts(leased)
+        return (f"{unblocked_open} open, {active} active, {done} done, {blocked} blocked, "
+                "0 deleted\n")
+    done = {t.id for t in tasks.values() if t.status == DONE}
     # As row: a valid lease makes a task active unless it is done; a dependency is met when
     # it is a done task of the listing.
-    active = (set(active) | {i for i, lease in leases.items() if lease.valid and i in tasks}
-              ) - done
-    blocked = {i for i, needs in deps.items() if any(d not in done for d in needs)}
+    active = ({t.id for t in tasks.values() if t.status == ACTIVE}
+              | {i for i, lease in leases.items() if lease.valid and i in tasks}) - done
+    blocked = {t.id for t in tasks.values() if any(d not in done for d in t.deps)}
     unblocked_open = len(tasks) - len(done) - len(active) - len(blocked - done - active)
     return (f"{unblocked_open} open, {len(active - blocked)} active, {len(done)} done, "
             f"{len(blocked - done)} blocked, 0 deleted\n")
