@@ -172,15 +172,22 @@ class Cache:
         conn = self._conn
         if conn.in_transaction:
             conn.execute("COMMIT")
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            body(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        self.begin_reading()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                body(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            self.begin_reading()
+        except sqlite3.DatabaseError as err:
+            if isinstance(err, sqlite3.OperationalError) and "locked" in str(err):
+                raise SourceError(f"the GitHub cache {self.path} is locked: {err}") from None
+            remove(self.path)
+            raise Unreadable(f"the GitHub cache {self.path} is unreadable ({err}): removed, "
+                             "the next call reads the issues from GitHub again") from None
 
     def _query(self, sql: str, params=()) -> sqlite3.Cursor:
         """A read of the snapshot; a file found torn is removed (read again next time)."""

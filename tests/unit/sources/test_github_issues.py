@@ -109,6 +109,8 @@ def test_a_missing_torn_or_old_cache_is_made_anew(tmp_path):
         db.execute(f"PRAGMA user_version={github_cache.LAYOUT - 1}")
     old = github_cache.Cache.open(path)
     assert old.head is None and list(old.numbers()) == []
+    in_memory = made(None, [issue(2), issue(1)])                    # a read-only source's
+    assert list(in_memory.numbers()) == ["1", "2"] and not (tmp_path / "None").exists()
 
 
 def test_a_cache_torn_under_a_reader_is_removed_with_one_line(tmp_path):
