@@ -288,7 +288,7 @@ def test_the_loops_calls_read_only_the_issues_they_show(github, git_repo):
     github.freeze_listing()                            # a claim's label: still a 304 after
     cache = git_repo / ".ralph" / "sources" / "github" / "acme+widgets" / "cache.db"
     with contextlib.closing(sqlite3.connect(cache)) as db, db:   # one issue's row poisoned
-        db.execute("UPDATE issues SET issue = 'x' WHERE number = 30")
+        db.execute("UPDATE issue_json SET issue = 'x' WHERE number = 30")
     assert task(github, git_repo, "list").returncode != 0     # the poison is read by a whole read
     agent = {"RALPH_AGENT_ID": "ag1"}
     claimed = task(github, git_repo, "claim", **agent)

@@ -15,13 +15,15 @@ from ralphpy.sources.base import SourceError
 from ralphpy.tasks.sqlite_import import sqlite3     # the C core, imported cheaply (0002)
 
 NAME = "cache.db"
-LAYOUT = 1                  # PRAGMA user_version: a file of another layout is made anew
+LAYOUT = 2                  # PRAGMA user_version: a file of another layout is made anew
 _BUSY_TIMEOUT_S = 30        # several task commands of one clone at once wait for a writer
 _SCHEMA = (
     "CREATE TABLE listing (id INTEGER PRIMARY KEY CHECK (id = 1), label TEXT, since TEXT,"
     " etag TEXT, outside TEXT NOT NULL)",
+    # Narrow, for the order and the counts to read few pages; the issue's JSON beside it.
     "CREATE TABLE issues (number INTEGER PRIMARY KEY, priority INTEGER NOT NULL,"
-    " status TEXT NOT NULL, issue TEXT NOT NULL)",
+    " status TEXT NOT NULL)",
+    "CREATE TABLE issue_json (number INTEGER PRIMARY KEY, issue TEXT NOT NULL)",
     "CREATE INDEX issues_ready ON issues (priority, number)",
     "CREATE INDEX issues_status ON issues (status)",
     "CREATE TABLE deps (number INTEGER NOT NULL, dep INTEGER NOT NULL,"
@@ -35,7 +37,8 @@ _BLOCKED = ("SELECT DISTINCT d.number FROM deps d LEFT JOIN issues j ON j.number
             " AND d.dep NOT IN (SELECT value FROM json_each(:closed))")
 _ACTIVE = ("SELECT number FROM issues WHERE status = 'active' UNION"
            " SELECT number FROM issues WHERE number IN (SELECT value FROM json_each(:leased))")
-_COUNTS = (f"WITH blocked(number) AS ({_BLOCKED}), active(number) AS ({_ACTIVE}) SELECT"
+_COUNTS = (f"WITH blocked(number) AS ({_BLOCKED}),"
+           f" active(number) AS ({_ACTIVE}) SELECT"
            " (SELECT count(*) FROM issues),"
            " (SELECT count(*) FROM issues WHERE status = 'done'),"
            " (SELECT count(*) FROM active JOIN issues i USING (number) WHERE i.status != 'done'),"
@@ -60,8 +63,10 @@ class Entry:
         self.issue, self.deps = issue, deps
 
     def row(self) -> tuple:
-        return (self.number, self.priority, self.status,
-                json.dumps(self.issue, separators=(",", ":")))
+        return self.number, self.priority, self.status
+
+    def text(self) -> tuple:
+        return self.number, json.dumps(self.issue, separators=(",", ":"))
 
 
 class Cache:
@@ -122,9 +127,10 @@ class Cache:
     def replace(self, head: dict, entries: list[Entry]) -> None:
         """The whole listing anew (the first read, a torn or old cache, another label)."""
         def write(conn):
-            conn.execute("DELETE FROM issues")
-            conn.execute("DELETE FROM deps")
-            conn.executemany("INSERT INTO issues VALUES (?, ?, ?, ?)", (e.row() for e in entries))
+            for table in ("issues", "issue_json", "deps"):
+                conn.execute(f"DELETE FROM {table}")
+            conn.executemany("INSERT INTO issues VALUES (?, ?, ?)", (e.row() for e in entries))
+            conn.executemany("INSERT INTO issue_json VALUES (?, ?)", (e.text() for e in entries))
             conn.executemany("INSERT OR IGNORE INTO deps VALUES (?, ?)",
                              ((e.number, int(d)) for e in entries for d in e.deps))
             outside = [str(n) for (n,) in conn.execute(
@@ -150,8 +156,10 @@ class Cache:
                 conn.execute("DELETE FROM deps WHERE number = ?", (number,))
                 if entry is None:
                     conn.execute("DELETE FROM issues WHERE number = ?", (number,))
+                    conn.execute("DELETE FROM issue_json WHERE number = ?", (number,))
                     continue
-                conn.execute("INSERT OR REPLACE INTO issues VALUES (?, ?, ?, ?)", entry.row())
+                conn.execute("INSERT OR REPLACE INTO issues VALUES (?, ?, ?)", entry.row())
+                conn.execute("INSERT OR REPLACE INTO issue_json VALUES (?, ?)", entry.text())
                 deps = [int(d) for d in entry.deps]
                 conn.executemany("INSERT OR IGNORE INTO deps VALUES (?, ?)",
                                  ((number, d) for d in deps))
@@ -199,7 +207,8 @@ class Cache:
                              "the next call reads the issues from GitHub again") from None
 
     def issue(self, number: str) -> dict:
-        row = self._query("SELECT issue FROM issues WHERE number = ?", (int(number),)).fetchone()
+        row = self._query("SELECT issue FROM issue_json WHERE number = ?",
+                          (int(number),)).fetchone()
         if row is None:
             raise KeyError(number)
         return json.loads(row[0])
@@ -207,7 +216,8 @@ class Cache:
     def stored(self, numbers) -> dict[int, dict]:
         """Of the issues `numbers` (ints), those the cache holds, as it holds them."""
         return {number: json.loads(issue) for number, issue in self._query(
-            "SELECT number, issue FROM issues WHERE number IN (SELECT value FROM json_each(?))",
+            "SELECT number, issue FROM issue_json WHERE number IN"
+            " (SELECT value FROM json_each(?))",
             (json.dumps(list(numbers)),))}
 
     def __contains__(self, number: object) -> bool:
