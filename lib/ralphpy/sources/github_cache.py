@@ -84,7 +84,8 @@ class Cache:
         is missing, of another layout or not a database."""
         try:
             return cls._open(path)
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as err:
+            _refuse_if_locked(path, err)            # whole, only busy past the timeout
             remove(path)
             return cls._open(path)
 
@@ -191,8 +192,7 @@ class Cache:
                 raise
             self.begin_reading()
         except sqlite3.DatabaseError as err:
-            if isinstance(err, sqlite3.OperationalError) and "locked" in str(err):
-                raise SourceError(f"the GitHub cache {self.path} is locked: {err}") from None
+            _refuse_if_locked(self.path, err)
             remove(self.path)
             raise Unreadable(f"the GitHub cache {self.path} is unreadable ({err}): removed, "
                              "the next call reads the issues from GitHub again") from None
@@ -269,6 +269,11 @@ def _make(conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def _refuse_if_locked(path: Path | None, err: sqlite3.DatabaseError) -> None:
+    if isinstance(err, sqlite3.OperationalError) and "locked" in str(err):
+        raise SourceError(f"the GitHub cache {path} is locked: {err}") from None
 
 
 def _put_head(conn: sqlite3.Connection, head: dict, outside: list[str]) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
