@@ -10,8 +10,8 @@ tool processes started per iteration (counted by a shim in front of the real too
 
 `--tasks github` runs against the tests' stand-in of GitHub's REST API (tests/ghstandin.py) on
 127.0.0.1, in a process of its own so its work is not timed as ralph's, at two sizes (100 and
-2,000 issues of about a kilobyte each): the loop's calls must cost the same at both (ratio at
-most 1.5) and under 20 ms an iteration. The agent's `done` closes an issue each iteration, so
+2,000 issues of about a kilobyte each, dated a minute apart): the loop's calls must cost the
+same at both (ratio at most 1.5) and under 20 ms an iteration. The agent's `done` closes an issue each iteration, so
 one of the loop's calls sees that change and brings the cache up to date.
 
     RALPH_VENDOR_DIR=../shared/vendor python bench/sources.py [--tasks 1000] [--iterations 10]
