@@ -80,6 +80,7 @@ def test_a_claim_costs_two_requests_more_than_the_label_and_the_assignee(github,
     assert task(github, git_repo, "claim", RALPH_AGENT_ID="a1").returncode == 0
     del github.requests[:]
     claimed = task(github, git_repo, "claim", RALPH_AGENT_ID="a2")
+    assert claimed.returncode == 0, claimed.stderr
     assert claimed_id(claimed.stdout) == str(second)
     writes = [(verb, path.split("?")[0], status) for verb, path, status in github.requests
               if verb != "GET"]
