@@ -13,7 +13,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 ORDER = ["task_ops", "loop", "render", "scope", "parallel", "report", "verify", "fleet",
-         "github", "sandbox"]
+         "github", "sources", "sandbox"]
 
 
 def main(argv: list[str]) -> int:
