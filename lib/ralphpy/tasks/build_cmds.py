@@ -19,23 +19,23 @@ def plan_status(ctx: Ctx, argv: Sequence[str]) -> str:
         raise TaskError(f"unknown flag '{argv[0]}'")
     params = q.scope_params(ctx.scope)
 
-    # Two reads of one snapshot: each status's count from idx_tasks_scope_status alone, then
-    # how many tasks are blocked and how many of those are open or active. SQLite: from the
-    # blocked tasks the triggers keep (task_blocked, decisions/0037), one index range whatever
-    # the number of dependencies. PostgreSQL: over idx_tasks_id_status (a task's id, status
+    # Two reads of one snapshot: each status's count, then how many tasks are blocked and how
+    # many of those are open or active. SQLite: from the counts and the blocked tasks the
+    # triggers keep (task_counts, task_blocked, decisions/0037), a few rows whatever the size
+    # of the backlog and the number of dependencies. PostgreSQL: over idx_tasks_id_status (a task's id, status
     # and scope, and its blockers' statuses): no table row is read (decisions/0002), and only
     # the dependencies and holds are walked. Holds count as blocked only for tasks that could
     # otherwise be worked on; without any hold the test is left out.
     def count(conn):
-        totals = conn.execute(f"SELECT t.status, count(*) FROM tasks t WHERE {q.IN_SCOPE} "
-                              "GROUP BY t.status", params).fetchall()
         held = conn.execute("SELECT EXISTS (SELECT 1 FROM task_holds)").fetchone()[0]
         if not db.is_postgres(conn):
             try:
-                return totals, q.blocked_counts(conn, params, held)
+                return q.status_counts(conn, params), q.blocked_counts(conn, params, held)
             except db.sqlite3.OperationalError as err:  # a file opened read-only, made before
-                if "no such table" not in str(err):      # the table (decisions/0037): the walk
+                if "no such table" not in str(err):      # the tables (decisions/0037): counted
                     raise
+        totals = conn.execute(f"SELECT t.status, count(*) FROM tasks t WHERE {q.IN_SCOPE} "
+                              "GROUP BY t.status", params).fetchall()
         blocked = (f"({q.BLOCKED_IDS} OR (t.status IN ('open', 'active') AND {q.HELD_IDS}))"
                    if held else q.BLOCKED_IDS)
         return totals, conn.execute(

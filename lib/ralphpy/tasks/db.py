@@ -26,6 +26,12 @@ _RETRY_DELAYS = (0.1, 0.3, 0.9)  # s.4: three retries of the whole transaction
 _BUSY_TIMEOUT_S = 5.0
 _CACHE_KIB = 65536  # an upper bound: pages are allocated as they are read
 
+# One task more or less of a scope and status in task_counts (row: NEW or OLD).
+# A status of NULL is kept as '' (a NULL would make a new row each time: NULLs are distinct).
+_COUNT = ("INSERT OR IGNORE INTO task_counts VALUES ({row}.scope_repo, {row}.scope_branch, "
+          "coalesce({row}.status, ''), 0); UPDATE task_counts SET n = n {step} WHERE "
+          "scope_repo = {row}.scope_repo AND scope_branch = {row}.scope_branch AND "
+          "status = coalesce({row}.status, '');")
 # The blocked predicate of s.8, for the triggers that keep task_blocked (a blocker `b`).
 _UNFINISHED = "b.status NOT IN ('done', 'deleted')"
 _STILL_BLOCKED = ("EXISTS (SELECT 1 FROM task_deps d JOIN tasks b ON b.id = d.blocked_by "
@@ -142,6 +148,30 @@ END""",
     DELETE FROM task_blocked WHERE task_id = OLD.id;
     {_DEPENDENTS_LEAVE.replace("NEW.", "OLD.")}
 END""",
+    # Extension: how many tasks of each scope have each status, kept by the triggers below
+    # whichever CLI writes, so plan-status reads a few rows instead of counting every task
+    # (decisions/0037). INSERT OR IGNORE then UPDATE, not an upsert: a trigger of the schema
+    # must parse in the older sqlite3 a ralph.sh user may run.
+    """CREATE TABLE IF NOT EXISTS task_counts (
+    scope_repo   TEXT,
+    scope_branch TEXT,
+    status       TEXT,
+    n            INTEGER NOT NULL,
+    PRIMARY KEY (scope_repo, scope_branch, status)
+)""",
+    f"""CREATE TRIGGER IF NOT EXISTS task_counts_task_added AFTER INSERT ON tasks BEGIN
+    {_COUNT.format(row="NEW", step="+ 1")}
+END""",
+    f"""CREATE TRIGGER IF NOT EXISTS task_counts_task_removed AFTER DELETE ON tasks BEGIN
+    {_COUNT.format(row="OLD", step="- 1")}
+END""",
+    f"""CREATE TRIGGER IF NOT EXISTS task_counts_task_changed
+    AFTER UPDATE OF status, scope_repo, scope_branch ON tasks
+    WHEN (OLD.status, OLD.scope_repo, OLD.scope_branch)
+        IS NOT (NEW.status, NEW.scope_repo, NEW.scope_branch) BEGIN
+    {_COUNT.format(row="OLD", step="- 1")}
+    {_COUNT.format(row="NEW", step="+ 1")}
+END""",
 )
 _SCHEMA_NAMES = ("tasks", "idx_tasks_scope_status", "task_deps", "agents", "task_holds",
                  "idx_tasks_id_status", "idx_tasks_scope_expiry", "idx_tasks_updated",
@@ -149,12 +179,15 @@ _SCHEMA_NAMES = ("tasks", "idx_tasks_scope_status", "task_deps", "agents", "task
                  "idx_task_blocked_scope_status", "task_blocked_dep_added",
                  "task_blocked_dep_removed", "task_blocked_task_changed",
                  "task_blocked_blocker_changed", "task_blocked_task_added",
-                 "task_blocked_task_removed")
+                 "task_blocked_task_removed", "task_counts", "task_counts_task_added",
+                 "task_counts_task_removed", "task_counts_task_changed")
 # task_blocked made from the backlog as it is, once, in the transaction that creates it
 # (a database made by ralph.sh or by an earlier ralph.py); the triggers keep it from then on.
 _FILL_BLOCKED = ("INSERT OR IGNORE INTO task_blocked SELECT t.id, t.scope_repo, t.scope_branch, "
                  "t.status FROM tasks t WHERE EXISTS (SELECT 1 FROM task_deps d JOIN tasks b "
                  f"ON b.id = d.blocked_by WHERE d.task_id = t.id AND {_UNFINISHED})")
+_FILL_COUNTS = ("INSERT INTO task_counts SELECT scope_repo, scope_branch, coalesce(status, ''), "
+                "count(*) FROM tasks GROUP BY 1, 2, 3")
 _SCHEMA_PRESENT = ("SELECT name FROM sqlite_master WHERE name IN "
                    f"({','.join('?' * len(_SCHEMA_NAMES))})")
 
@@ -264,12 +297,14 @@ def _ensure_schema(conn: sqlite3.Connection) -> None:
         return
 
     def create(c: sqlite3.Connection) -> None:
-        made = "SELECT 1 FROM sqlite_master WHERE name = 'task_blocked'"
-        fill = c.execute(made).fetchone() is None
+        made = "SELECT name FROM sqlite_master WHERE name IN ('task_blocked', 'task_counts')"
+        there = {row[0] for row in c.execute(made)}
         for statement in _SCHEMA:
             c.execute(statement)
-        if fill:
+        if "task_blocked" not in there:
             c.execute(_FILL_BLOCKED)
+        if "task_counts" not in there:
+            c.execute(_FILL_COUNTS)
     write(conn, create)
 
 

@@ -37,6 +37,13 @@ BLOCKED_IDS = (f"t.id IN (SELECT d.task_id FROM task_deps d CROSS JOIN tasks b {
 HELD_IDS = "t.id IN (SELECT h.task_id FROM task_holds h)"
 
 
+def status_counts(conn, params: dict) -> list[tuple[str, int]]:
+    """SQLite: (status, how many tasks) of the scope, from the counts the store's triggers
+    keep (db.py, decisions/0037): a row per status, not a walk of the scope."""
+    return conn.execute("SELECT status, n FROM task_counts WHERE scope_repo = :repo AND "
+                        "scope_branch = :branch", params).fetchall()
+
+
 def blocked_counts(conn, params: dict, held: bool) -> tuple[int, int, int]:
     """SQLite: (blocked, of them open, of them active) in the scope, from the table of blocked
     tasks the store's triggers keep (db.py, decisions/0037); with holds, the held open or
@@ -180,5 +187,5 @@ def frozen_slugs(environ, cwd: str) -> str | None:
     return jsontext.dumps(slugs)
 
 
-__all__ = ["claimable_walks", "first_claimable", "fetch_tasks", "task_id_status", "fetch_task",
+__all__ = ["claimable_walks", "first_claimable", "fetch_tasks", "status_counts", "task_id_status", "fetch_task",
            "existing_task", "fetch_blockers", "frozen_slugs", "scope_params"]

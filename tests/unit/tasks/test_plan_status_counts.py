@@ -113,6 +113,58 @@ def test_the_blocked_count_follows_another_writer(git_repo: Path, base_env, seed
         os.chdir(old)
 
 
+COUNTS_KEPT = ("SELECT scope_repo, scope_branch, status, n FROM task_counts WHERE n != 0 "
+               "ORDER BY 1, 2, 3")
+COUNTS_NOW = ("SELECT scope_repo, scope_branch, coalesce(status, ''), count(*) FROM tasks "
+              "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3")
+
+
+@pytest.mark.parametrize("seed", [8, 9], ids=lambda s: f"seed-{s}")
+def test_the_status_counts_follow_another_writer(git_repo: Path, base_env, seed):
+    """plan-status reads each status's count from task_counts, kept by the store's triggers
+    whichever CLI writes: after any mix of writes it holds what counting every task gives."""
+    import sqlite3
+    old = os.getcwd()
+    os.chdir(git_repo)
+    try:
+        rnd = random.Random(seed)
+        env = {**base_env, "RALPH_AGENT_ID": "w1"}
+        n = 30
+        call(env, "plan-sync", stdin="".join(json.dumps({"id": f"t{i}", "t": f"T{i}"}) + "\n"
+                                              for i in range(n)))
+        conn = sqlite3.connect(git_repo / ".ralph" / "tasks.db", isolation_level=None)
+        for _ in range(60):
+            conn.execute(rnd.choice(OTHER_WRITER),
+                         {"a": f"t{rnd.randrange(n)}", "b": f"t{rnd.randrange(n)}"})
+        assert conn.execute(COUNTS_KEPT).fetchall() == conn.execute(COUNTS_NOW).fetchall()
+        conn.close()
+        assert call(env, "plan-status") == expected(env)
+    finally:
+        os.chdir(old)
+
+
+def test_a_database_made_before_the_counts_table_gets_it_filled(git_repo: Path, base_env):
+    import sqlite3
+    old = os.getcwd()
+    os.chdir(git_repo)
+    try:
+        env = {**base_env, "RALPH_AGENT_ID": "w1"}
+        call(env, "plan-sync", stdin='{"id":"a","t":"A"}\n{"id":"b","t":"B","deps":["a"]}\n')
+        call(env, "claim", "a")
+        db = git_repo / ".ralph" / "tasks.db"
+        conn = sqlite3.connect(db, isolation_level=None)
+        for (name, kind) in conn.execute("SELECT name, type FROM sqlite_master WHERE name "
+                                         "LIKE 'task_counts%' AND type != 'index'").fetchall():
+            conn.execute(f"DROP {kind} {name}")
+        conn.close()
+        assert call(env, "plan-status") == "0 open, 1 active, 0 done, 1 blocked, 0 deleted\n"
+        conn = sqlite3.connect(db, isolation_level=None)
+        assert conn.execute(COUNTS_KEPT).fetchall() == conn.execute(COUNTS_NOW).fetchall()
+        conn.close()
+    finally:
+        os.chdir(old)
+
+
 def test_a_database_made_before_the_blocked_table_gets_it_filled(git_repo: Path, base_env):
     """A ralph.sh database (or an earlier ralph.py's) has blocked tasks but no task_blocked:
     the first use fills it from the dependencies."""
