@@ -17,8 +17,8 @@ import pytest
 from conftest import RALPH, git
 from loophelp import killed_when
 from ralphpy.parallel.worktrees import scratch_root
-from test_verify_e2e import (CLAIM, DONE, FIX, NODE_TEST, PYTEST, build, plan,  # noqa: F401
-                             project, sessions, task, verify_events)
+from test_verify_e2e import (CLAIM, DONE, FIX, NODE_TEST, PYTEST, build,  # noqa: F401
+                             node_project_with, plan, project, sessions, task, verify_events)
 
 
 def held_for(run_task, proc, *texts: str) -> str:
@@ -149,18 +149,11 @@ def test_ralph_killed_during_the_second_run_leaves_a_worktree_the_next_run_remov
 # JUnit report names as `calc > adds two numbers` (its output's tail as two lines)
 NODE_SUITE = NODE_TEST.replace("{ test }", "{ describe, test }").replace(
     "test('adds", "describe('calc', () => test('adds").replace("});\n", "}));\n")
+
+
 @pytest.fixture
 def node_project(git_repo: Path, base_env: dict, run_task) -> Path:
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed on this machine")
-    (git_repo / ".gitignore").write_text(".ralph/\n")
-    (git_repo / "calc.js").write_text("exports.add = (a, b) => a - b;\n")
-    (git_repo / "test").mkdir()
-    (git_repo / "test" / "calc.test.js").write_text(NODE_SUITE)
-    git(git_repo, "add", "-A", env=base_env)
-    git(git_repo, "commit", "-qm", "calc.js", env=base_env)
-    assert run_task("create", "fix-add", "Fix add()").returncode == 0
-    return git_repo
+    return node_project_with(NODE_SUITE, git_repo, base_env, run_task)
 
 
 NODE_FIX = "sed -i 's/a - b/a + b/' calc.js\n"

@@ -361,18 +361,24 @@ NODE_TEST = textwrap.dedent("""\
 """)
 
 
-@pytest.fixture
-def node_project(git_repo: Path, base_env: dict, run_task) -> Path:
+def node_project_with(test_text: str, git_repo: Path, base_env: dict, run_task) -> Path:
+    """A project whose broken add() its node --test file `test_text` catches, committed, and
+    a task to fix it."""
     if shutil.which("node") is None:
         pytest.skip("node is not installed on this machine")
     (git_repo / ".gitignore").write_text(".ralph/\n")
     (git_repo / "calc.js").write_text("exports.add = (a, b) => a - b;\n")
     (git_repo / "test").mkdir()
-    (git_repo / "test" / "calc.test.js").write_text(NODE_TEST)
+    (git_repo / "test" / "calc.test.js").write_text(test_text)
     git(git_repo, "add", "-A", env=base_env)
     git(git_repo, "commit", "-qm", "calc.js", env=base_env)
     assert run_task("create", "fix-add", "Fix add()").returncode == 0
     return git_repo
+
+
+@pytest.fixture
+def node_project(git_repo: Path, base_env: dict, run_task) -> Path:
+    return node_project_with(NODE_TEST, git_repo, base_env, run_task)
 
 
 def test_node_test_failure_reopens_and_names_the_test(build, plan, node_project, run_task):
